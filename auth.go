@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// API keys look like psk_live_<32 random base62 chars><6-char checksum>
+// (psk_test_ on staging). The checksum is the CRC32 of everything before it,
+// in base62: a mistyped or made-up key is refused without a database look-up,
+// and secret scanners can tell a real leaked key from noise.
+const (
+	base62        = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	keyRandomLen  = 32
+	keyChecksumLn = 6
+)
+
+var keyPrefixes = map[string]string{"production": "psk_live_", "staging": "psk_test_"}
+
+// newKey returns a fresh random key for env.
+func newKey(env string) string {
+	b := make([]byte, 0, len(keyPrefixes[env])+keyRandomLen+keyChecksumLn)
+	b = append(b, keyPrefixes[env]...)
+	var buf [64]byte
+	for n := 0; n < keyRandomLen; {
+		rand.Read(buf[:])
+		for _, c := range buf {
+			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
+			if c < 248 && n < keyRandomLen {
+				b = append(b, base62[c%62])
+				n++
+			}
+		}
+	}
+	return string(appendChecksum(b, b))
+}
+
+func appendChecksum(dst, body []byte) []byte {
+	sum := crc32.ChecksumIEEE(body)
+	var c [keyChecksumLn]byte
+	for i := keyChecksumLn - 1; i >= 0; i-- {
+		c[i] = base62[sum%62]
+		sum /= 62
+	}
+	return append(dst, c[:]...)
+}
+
+// keyProblem says why a token cannot be a key of env, or "" when its shape
+// and checksum are right.
+func keyProblem(token, env string) string {
+	for otherEnv, prefix := range keyPrefixes {
+		if otherEnv != env && strings.HasPrefix(token, prefix) {
+			return fmt.Sprintf("the API key belongs to the %s environment and this server is %s", otherEnv, env)
+		}
+	}
+	prefix := keyPrefixes[env]
+	if len(token) != len(prefix)+keyRandomLen+keyChecksumLn || !strings.HasPrefix(token, prefix) {
+		return "the API key is not valid"
+	}
+	for i := len(prefix); i < len(token); i++ {
+		if strings.IndexByte(base62, token[i]) < 0 {
+			return "the API key is not valid"
+		}
+	}
+	var sum [keyChecksumLn]byte
+	body := token[:len(token)-keyChecksumLn]
+	if string(appendChecksum(sum[:0], []byte(body))) != token[len(body):] {
+		return "the API key is not valid"
+	}
+	return ""
+}
+
+func hashKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+
+// keyring answers "which key is this?" from memory, so a request costs no
+// query. It reloads every key when the database's keys_version moves (a key
+// was created or revoked, possibly by another process), which refresh checks
+// twice a second: a revocation takes effect within a second.
+type keyring struct {
+	store *Store
+	env   string
+
+	mu      sync.RWMutex
+	byHash  map[[sha256.Size]byte]*apiKey
+	version int64
+}
+
+const keyRefreshEvery = 500 * time.Millisecond
+
+func newKeyring(ctx context.Context, store *Store, env string) (*keyring, error) {
+	k := &keyring{store: store, env: env, version: -1}
+	return k, k.refresh(ctx)
+}
+
+// refresh reloads the keys when they changed since the last load.
+func (k *keyring) refresh(ctx context.Context) error {
+	version, err := k.store.KeysVersion(ctx)
+	if err != nil {
+		return err
+	}
+	k.mu.RLock()
+	same := version == k.version
+	k.mu.RUnlock()
+	if same {
+		return nil
+	}
+	keys, err := k.store.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	byHash := make(map[[sha256.Size]byte]*apiKey, len(keys))
+	for i := range keys {
+		byHash[[sha256.Size]byte(keys[i].Hash)] = &keys[i]
+	}
+	k.mu.Lock()
+	k.byHash, k.version = byHash, version
+	k.mu.Unlock()
+	return nil
+}
+
+// run refreshes the keys until ctx ends.
+func (k *keyring) run(ctx context.Context, logger *slog.Logger) {
+	t := time.NewTicker(keyRefreshEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := k.refresh(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("reload API keys", "err", err)
+			}
+		}
+	}
+}
+
+// lookup returns the active key for token, or a message saying why there is
+// none. A key made since the last reload is found in the database and kept.
+func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, error) {
+	if problem := keyProblem(token, k.env); problem != "" {
+		return nil, problem, nil
+	}
+	hash := hashKey(token)
+	k.mu.RLock()
+	key, known := k.byHash[hash]
+	loaded := k.version
+	k.mu.RUnlock()
+	if !known {
+		found, ok, err := k.store.KeyByHash(ctx, hash[:])
+		if err != nil || !ok {
+			return nil, "the API key is not valid", err
+		}
+		key = &found
+		k.mu.Lock()
+		// A reload since our read may know better (a revocation): keep
+		// this key only when no reload happened in between.
+		if k.version == loaded {
+			k.byHash[hash] = key
+		}
+		k.mu.Unlock()
+	}
+	if !key.RevokedAt.IsZero() {
+		return nil, "the API key has been revoked", nil
+	}
+	return key, "", nil
+}
+
+// bearerToken returns the credential of an "Authorization: Bearer <token>"
+// header. The scheme is case-insensitive and may be followed by several
+// spaces. hasBearer is false when the header is absent or of another scheme.
+func bearerToken(header string) (token string, hasBearer bool) {
+	scheme, rest, _ := strings.Cut(header, " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.Trim(rest, " "), true
+}
+
+// unauthorized is the 401 answer, with the challenge RFC 6750 asks for.
+func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, message string) {
+	challenge := `Bearer realm="petstore"`
+	if sentToken {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeError(w, r, &Error{Code: codeUnauthorized, Message: message})
+}
+
+// authenticate finds the request's API key, if it sends a valid one. It
+// refuses nothing itself: the rate limit comes first, then requireKey.
+func authenticate(keys *keyring, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestLog(r)
+		header := r.Header.Get("Authorization")
+		token, isBearer := bearerToken(header)
+		switch {
+		case header == "":
+			info.authProblem = "the request has no API key: send Authorization: Bearer <key>"
+		case !isBearer:
+			info.authProblem = "the Authorization header must use the Bearer scheme: Authorization: Bearer <key>"
+		case token == "":
+			info.authProblem = "the Authorization header has no API key after Bearer"
+		default:
+			info.sentToken = true
+			key, problem, err := keys.lookup(r.Context(), token)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			info.key, info.authProblem = key, problem
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireKey answers 401 to a request without a valid API key.
+func requireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestLog(r)
+		if info.key == nil {
+			unauthorized(w, r, info.sentToken, info.authProblem)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	maxBodyBytes   = 64 << 10
+	maxNameRunes   = 200
+	maxInt64String = "9223372036854775807"
+)
+
+// newPetBody is the createPet body as sent: each field kept raw, so that a
+// missing field, a null and a value of the wrong type each get their own
+// message.
+type newPetBody struct {
+	Name       json.RawMessage `json:"name"`
+	CategoryID json.RawMessage `json:"categoryId"`
+	Status     json.RawMessage `json:"status"`
+}
+
+// decodeNewPet reads and validates a createPet body: JSON content type, at
+// most maxBodyBytes, exactly one object, known fields only, valid values.
+// The error it returns is ready for writeError.
+func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
+	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+		return Pet{}, err
+	}
+	if r.ContentLength > maxBodyBytes {
+		return Pet{}, errTooLarge
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	var in newPetBody
+	if err := dec.Decode(&in); err != nil {
+		return Pet{}, jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if tooLarge(err) {
+			return Pet{}, errTooLarge
+		}
+		return Pet{}, errorf(codeInvalidJSON, "the body must hold exactly one JSON object, and it has more after the object")
+	}
+	return in.validate()
+}
+
+var errTooLarge = errorf(codePayloadTooLarge, "the body must be at most %d bytes", maxBodyBytes)
+
+func checkContentType(ct string) error {
+	if ct == "" {
+		return errorf(codeUnsupportedMediaType, "Content-Type must be application/json, and the request has none")
+	}
+	mediaType, _, err := mime.ParseMediaType(ct)
+	if err != nil || mediaType != "application/json" {
+		return errorf(codeUnsupportedMediaType, "Content-Type must be application/json, not %q", ct)
+	}
+	return nil
+}
+
+func tooLarge(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// jsonError explains why a body is not one JSON object.
+func jsonError(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case tooLarge(err):
+		return errTooLarge
+	case errors.Is(err, io.EOF):
+		return errorf(codeInvalidJSON, "the body is empty; it must be a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errorf(codeInvalidJSON, "the body ends in the middle of a JSON value")
+	case errors.As(err, &syntax):
+		return errorf(codeInvalidJSON, "the body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return errorf(codeInvalidJSON, "the body must be a JSON object, not a JSON %s", typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return errorf(codeInvalidRequest, "unknown field %s: a pet has only name, categoryId and status", field)
+	}
+	return errorf(codeInvalidJSON, "the body is not a valid JSON object")
+}
+
+func (in newPetBody) validate() (Pet, error) {
+	var p Pet
+	switch {
+	case in.Name == nil:
+		return p, errorf(codeInvalidRequest, "name is required")
+	case string(in.Name) == "null":
+		return p, errorf(codeInvalidRequest, "name must be a string, not null")
+	case json.Unmarshal(in.Name, &p.Name) != nil:
+		return p, errorf(codeInvalidRequest, "name must be a string")
+	case strings.TrimSpace(p.Name) == "":
+		return p, errorf(codeInvalidRequest, "name must not be empty")
+	case utf8.RuneCountInString(p.Name) > maxNameRunes:
+		return p, errorf(codeInvalidRequest, "name must be at most %d characters", maxNameRunes)
+	case strings.ContainsFunc(p.Name, isControl):
+		return p, errorf(codeInvalidRequest, "name must not contain control characters")
+	}
+
+	var err error
+	switch {
+	case in.CategoryID == nil:
+		return p, errorf(codeInvalidRequest, "categoryId is required")
+	case string(in.CategoryID) == "null":
+		return p, errorf(codeInvalidRequest, "categoryId must be an integer, not null")
+	}
+	if p.CategoryID, err = strconv.ParseInt(string(in.CategoryID), 10, 64); err != nil || p.CategoryID < 1 {
+		return p, errorf(codeInvalidRequest, "categoryId must be an integer from 1 to %s", maxInt64String)
+	}
+
+	if in.Status != nil {
+		if string(in.Status) == "null" {
+			return p, errorf(codeInvalidRequest, "status must be one of available, pending, sold, not null; leave it out to give none")
+		}
+		if json.Unmarshal(in.Status, &p.Status) != nil || !validStatus(p.Status) {
+			return p, errorf(codeInvalidRequest, "status must be one of available, pending, sold")
+		}
+	}
+	return p, nil
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// requestHash identifies a createPet request by its meaning, so a retry that
+// differs only in spacing or field order is the same request.
+func requestHash(p Pet) []byte {
+	h := sha256.Sum256(fmt.Appendf(nil, "%q %d %q", p.Name, p.CategoryID, p.Status))
+	return h[:]
+}

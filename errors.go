@@ -1,0 +1,92 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Error codes: the machine-readable `code` of the Error shape. README.md and
+// openapi.yaml list them; codeStatus maps each to its HTTP status.
+const (
+	codeInvalidRequest       = "invalid_request"
+	codeInvalidJSON          = "invalid_json"
+	codeUnauthorized         = "unauthorized"
+	codeNotFound             = "not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
+	codeIdempotencyConflict  = "idempotency_conflict"
+	codePayloadTooLarge      = "payload_too_large"
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeIdempotencyMismatch  = "idempotency_mismatch"
+	codeRateLimited          = "rate_limited"
+	codeTemporarilyBanned    = "temporarily_banned"
+	codeInternal             = "internal_error"
+	codeNotImplemented       = "not_implemented"
+	codeUnavailable          = "unavailable"
+)
+
+var codeStatus = map[string]int{
+	codeInvalidRequest:       http.StatusBadRequest,
+	codeInvalidJSON:          http.StatusBadRequest,
+	codeUnauthorized:         http.StatusUnauthorized,
+	codeNotFound:             http.StatusNotFound,
+	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	codeIdempotencyConflict:  http.StatusConflict,
+	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	codeIdempotencyMismatch:  http.StatusUnprocessableEntity,
+	codeRateLimited:          http.StatusTooManyRequests,
+	codeTemporarilyBanned:    http.StatusTooManyRequests,
+	codeInternal:             http.StatusInternalServerError,
+	codeNotImplemented:       http.StatusNotImplemented,
+	codeUnavailable:          http.StatusServiceUnavailable,
+}
+
+// Error is a failure a client is told about: its code decides the HTTP status
+// and its message is shown as it is. Any other error is a bug or an outage and
+// is answered with a fixed 500 message, never its text.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// writeError writes err in the Error shape. An error that is not an *Error is
+// kept on the request's log entry and answered as 500 internal_error.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		requestLog(r).err = err
+		e = &Error{Code: codeInternal, Message: "the server failed to handle the request; it has been logged"}
+	}
+	status, ok := codeStatus[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	b := make([]byte, 0, 64+len(e.Message))
+	b = append(b, `{"code":`...)
+	b = appendJSONString(b, e.Code)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, e.Message)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, "}\n"...)
+	writeBody(w, status, b)
+}
+
+// writeBody sends an already encoded JSON body.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+var jsonContentType = []string{"application/json"}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	_ "embed"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed openapi.yaml
+var openapiYAML []byte
+
+// getPet is deprecated (SPEC.md §4.3): declared on deprecatedSince, removed
+// at sunset.
+var (
+	deprecatedSince = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+	sunset          = time.Date(2030, time.December, 5, 0, 0, 0, 0, time.UTC)
+)
+
+const (
+	defaultPageSize = 20
+	maxPageSize     = 100
+)
+
+// newServer assembles the whole HTTP surface. Read the middleware bottom-up
+// as the path a request takes.
+func newServer(logger *slog.Logger, store *Store, keys *keyring, limiter *Limiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool) http.Handler {
+	api := http.NewServeMux()
+	addRoutes(api, pets, idem, now)
+
+	metered := func(h http.Handler) http.Handler {
+		h = limit(limiter, trustProxy, h)
+		h = authenticate(keys, h)
+		return h
+	}
+	root := http.NewServeMux()
+	root.Handle("/v1/", metered(requireKey(api)))
+	root.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
+	root.Handle("GET /healthz", handleHealth())
+	root.Handle("GET /readyz", handleReady(store))
+	root.Handle("/", notFound())
+
+	var h http.Handler = root
+	h = logRequests(logger, h)
+	return h
+}
+
+func addRoutes(mux *http.ServeMux, pets *petCache, idem *inflight, now func() time.Time) {
+	mux.Handle("GET /v1/pets", handleListPets(pets))
+	mux.Handle("POST /v1/pets", handleCreatePet(pets, idem, now))
+	mux.Handle("GET /v1/pets/{petId}", deprecated(handleGetPet(pets)))
+	mux.Handle("GET /v1/store/orders", handleNotImplemented())
+
+	mux.Handle("/v1/pets", methodNotAllowed("GET, HEAD, POST"))
+	mux.Handle("/v1/pets/{petId}", methodNotAllowed("GET, HEAD"))
+	mux.Handle("/v1/store/orders", methodNotAllowed("GET, HEAD"))
+	mux.Handle("/v1/openapi.yaml", methodNotAllowed("GET, HEAD"))
+	mux.Handle("/", notFound())
+}
+
+func handleListPets(pets *petCache) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseListQuery(r.URL.RawQuery)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		page, err := pets.list(r.Context(), q.status, q.after, q.limit)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if page.next != 0 {
+			w.Header()["Link"] = []string{nextLink(q, page.next)}
+		}
+		writeBody(w, http.StatusOK, page.body)
+	})
+}
+
+// listQuery is a validated query string of listPets.
+type listQuery struct {
+	limit  int
+	status string
+	after  int64 // from the cursor: list ids above this one
+}
+
+// parseListQuery validates limit, status and cursor. Other parameters are
+// ignored, as a later version may add some; a known one given twice is an
+// error, as it is ambiguous.
+func parseListQuery(raw string) (listQuery, error) {
+	q := listQuery{limit: defaultPageSize}
+	if raw == "" {
+		return q, nil
+	}
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return q, errorf(codeInvalidRequest, "the query string is malformed: %v", err)
+	}
+	for _, name := range []string{"limit", "status", "cursor"} {
+		if len(values[name]) > 1 {
+			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
+		}
+	}
+	if v, ok := values["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > maxPageSize || !isDigits(v[0]) {
+			return q, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
+		}
+		q.limit = n
+	}
+	if v, ok := values["status"]; ok {
+		if !validStatus(v[0]) {
+			return q, errorf(codeInvalidRequest, "status must be one of available, pending, sold")
+		}
+		q.status = v[0]
+	}
+	if v, ok := values["cursor"]; ok {
+		after, ok := decodeCursor(v[0])
+		if !ok {
+			return q, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
+		}
+		q.after = after
+	}
+	return q, nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func validStatus(s string) bool {
+	return s == "available" || s == "pending" || s == "sold"
+}
+
+// A cursor is opaque to clients; inside, it is the last id of the page
+// before, so the next page is a keyset query that stays fast on any page.
+const cursorPrefix = "after:"
+
+func encodeCursor(after int64) string {
+	return base64.RawURLEncoding.EncodeToString(strconv.AppendInt([]byte(cursorPrefix), after, 10))
+}
+
+func decodeCursor(s string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return 0, false
+	}
+	digits := string(b[len(cursorPrefix):])
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n < 1 || !isDigits(digits) {
+		return 0, false
+	}
+	return n, true
+}
+
+// nextLink is the RFC 8288 Link to the page after the one that ended at id,
+// keeping the request's other parameters.
+func nextLink(q listQuery, last int64) string {
+	var b strings.Builder
+	b.WriteString("</v1/pets?limit=")
+	b.WriteString(strconv.Itoa(q.limit))
+	if q.status != "" {
+		b.WriteString("&status=")
+		b.WriteString(q.status)
+	}
+	b.WriteString("&cursor=")
+	b.WriteString(encodeCursor(last))
+	b.WriteString(`>; rel="next"`)
+	return b.String()
+}
+
+func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, hasKey, err := idempotencyKey(r.Header)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		pet, err := decodeNewPet(w, r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		replayed := false
+		if hasKey {
+			pet, replayed, err = createOnce(r.Context(), pets, idem, now, requestLog(r).key.ID, key, pet)
+		} else {
+			pet, err = pets.create(r.Context(), pet)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		h := w.Header()
+		h["Location"] = []string{"/v1/pets/" + strconv.FormatInt(pet.ID, 10)}
+		if replayed {
+			h["Idempotent-Replayed"] = []string{"true"}
+		}
+		writeBody(w, http.StatusCreated, append(appendPet(nil, &pet), '\n'))
+	})
+}
+
+func handleGetPet(pets *petCache) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := parsePetID(r.PathValue("petId"))
+		if !ok {
+			writeError(w, r, errorf(codeInvalidRequest, "petId must be an integer from 1 to 9223372036854775807"))
+			return
+		}
+		body, err := pets.get(r.Context(), id)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeBody(w, http.StatusOK, body)
+	})
+}
+
+func parsePetID(s string) (int64, bool) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil && id >= 1 && isDigits(s)
+}
+
+// deprecated marks every response of a deprecated operation (RFC 9745 and
+// RFC 8594) and points at its successor.
+func deprecated(next http.Handler) http.Handler {
+	deprecation := []string{"@" + strconv.FormatInt(deprecatedSince.Unix(), 10)}
+	sunsetAt := []string{sunset.Format(http.TimeFormat)}
+	link := []string{`</v1/pets>; rel="successor-version"`}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Deprecation"] = deprecation
+		h["Sunset"] = sunsetAt
+		h["Link"] = link
+		next.ServeHTTP(w, r)
+	})
+}
+
+func handleNotImplemented() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errorf(codeNotImplemented, "%s is not implemented in this version", r.URL.Path))
+	})
+}
+
+func methodNotAllowed(allow string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, r, errorf(codeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+	})
+}
+
+func notFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errorf(codeNotFound, "no resource at %s", r.URL.Path))
+	})
+}
+
+func handleOpenAPI() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		w.Header().Set("Content-Length", strconv.Itoa(len(openapiYAML)))
+		w.Write(openapiYAML)
+	})
+}
+
+func handleHealth() http.Handler {
+	body := []byte(`{"status":"ok"}` + "\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeBody(w, http.StatusOK, body)
+	})
+}
+
+func handleReady(store *Store) http.Handler {
+	body := []byte(`{"status":"ready"}` + "\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := store.Ping(r.Context()); err != nil {
+			requestLog(r).err = err
+			writeError(w, r, errorf(codeUnavailable, "the database does not answer"))
+			return
+		}
+		writeBody(w, http.StatusOK, body)
+	})
+}

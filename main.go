@@ -1,0 +1,185 @@
+// Petstore is a JSON HTTP service that keeps a store's pets in SQLite and
+// lets API clients list, add and read them, behind bearer API keys and
+// per-plan rate limits. Run it with no arguments to serve on localhost:8080.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	err := run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode reports err on stderr and picks the exit status: 2 for a usage
+// mistake, 1 for anything that went wrong while running.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, errHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "petstore: %v\n", err)
+	var usage *usageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	return 1
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+const topUsage = `usage:
+  petstore [serve] [--addr HOST:PORT] [--db FILE] [--env production|staging] [flags]
+  petstore keys create [--db FILE] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N]
+  petstore keys list   [--db FILE] [--json]
+  petstore keys revoke [--db FILE] KEY_ID
+  petstore backup      [--db FILE] --out FILE
+  petstore version
+
+Every flag may also be set as PETSTORE_<FLAG> in the environment (--ban-after
+as PETSTORE_BAN_AFTER); a flag on the command line wins. Run a command with
+-h for its flags.
+`
+
+// run is the whole program; main only supplies the process's environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	args = args[1:]
+	command := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		command, args = args[0], args[1:]
+	}
+	switch command {
+	case "serve":
+		return serveCommand(ctx, args, getenv, stdout, stderr)
+	case "keys":
+		if len(args) == 0 {
+			return usagef("keys needs a command: create, list or revoke")
+		}
+		switch args[0] {
+		case "create":
+			return keysCreate(ctx, args[1:], getenv, stdout, stderr)
+		case "list":
+			return keysList(ctx, args[1:], getenv, stdout)
+		case "revoke":
+			return keysRevoke(ctx, args[1:], getenv, stdout)
+		}
+		return usagef("unknown keys command %q: use create, list or revoke", args[0])
+	case "backup":
+		return backupCommand(ctx, args, getenv, stderr)
+	case "version":
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, topUsage)
+		return nil
+	}
+	return usagef("unknown command %q\n%s", command, topUsage)
+}
+
+// parseFlags parses args into fs, allowing flags and arguments in any order,
+// then fills every flag not on the command line from PETSTORE_<FLAG>.
+// It returns the positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stdout io.Writer) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(stdout)
+				fmt.Fprintf(stdout, "usage of petstore %s:\n", fs.Name())
+				fs.PrintDefaults()
+				return nil, errHelp
+			}
+			return nil, usagef("%s: %v (see petstore %s -h)", fs.Name(), err, fs.Name())
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !set[f.Name] && err == nil {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = usagef("%s=%q: %v", env, v, e)
+			}
+		}
+	})
+	return positional, err
+}
+
+// errHelp ends a command that printed its help.
+var errHelp = errors.New("help shown")
+
+// dbFlags are the flags every command has: which environment, which file.
+type dbFlags struct {
+	env string
+	db  string
+}
+
+func (d *dbFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&d.env, "env", "production", "environment: production or staging (each has its own database and key prefix)")
+	fs.StringVar(&d.db, "db", "", "SQLite database file (default petstore.db, or petstore-staging.db on staging)")
+}
+
+func (d *dbFlags) check() error {
+	if _, ok := keyPrefixes[d.env]; !ok {
+		return usagef("--env must be production or staging, not %q", d.env)
+	}
+	if d.db == "" {
+		d.db = "petstore.db"
+		if d.env == "staging" {
+			d.db = "petstore-staging.db"
+		}
+	}
+	return nil
+}
+
+func versionString() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "petstore (unknown version)"
+	}
+	version := info.Main.Version
+	var revision, when, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	out := "petstore " + version
+	if revision != "" {
+		out += " (" + revision + modified + " " + when + ")"
+	}
+	return out + " " + info.GoVersion
+}

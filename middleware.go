@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// requestInfo is what the middleware learns about a request, for the handlers
+// (the caller's key) and for the request's one log line.
+type requestInfo struct {
+	id  string
+	key *apiKey
+	// authProblem says why the request has no key, for the 401.
+	authProblem string
+	sentToken   bool
+	err         error // an internal error or panic, for the log
+}
+
+type requestInfoKey struct{}
+
+// requestLog returns the request's info. Outside logRequests (a handler
+// called on its own) it returns a fresh one.
+func requestLog(r *http.Request) *requestInfo {
+	if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+		return info
+	}
+	return &requestInfo{}
+}
+
+// statusWriter records what was written, for the log line and for the panic
+// handler, which may answer only while nothing was written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// requestIDs makes request ids unique across restarts without a random read
+// per request: a random prefix per process and a counter.
+type requestIDs struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newRequestIDs() *requestIDs {
+	var b [6]byte
+	rand.Read(b[:])
+	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
+}
+
+func (g *requestIDs) next() string {
+	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
+}
+
+// validRequestID accepts a client's X-Request-Id when it is short printable
+// ASCII, so that it cannot forge log lines.
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// logRequests gives each request an id, echoes it in X-Request-Id, turns a
+// panic into a 500 Error, and writes one log line per request.
+func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
+	ids := newRequestIDs()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{id: r.Header.Get("X-Request-Id")}
+		if !validRequestID(info.id) {
+			info.id = ids.next()
+		}
+		w.Header()["X-Request-Id"] = []string{info.id}
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				info.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+				if sw.status == 0 {
+					writeError(sw, r, errorf(codeInternal, "the server failed to handle the request; it has been logged"))
+				}
+			}
+			logRequest(logger, r, info, sw, time.Since(start))
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, took time.Duration) {
+	level := slog.LevelInfo
+	if sw.status >= 500 {
+		level = slog.LevelError
+	}
+	if !logger.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = append(attrs,
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", sw.status),
+		slog.Duration("duration", took),
+		slog.Int64("bytes", sw.bytes),
+		slog.String("request_id", info.id),
+	)
+	if info.key != nil {
+		attrs = append(attrs, slog.Int64("key_id", info.key.ID))
+	}
+	if info.err != nil {
+		attrs = append(attrs, slog.String("err", info.err.Error()))
+	}
+	logger.LogAttrs(r.Context(), level, "request", attrs...)
+}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// limits are the request allowances of one caller.
+type limits struct {
+	PerMinute int64
+	PerDay    int64
+}
+
+// plans are the published figures (SPEC.md §8). Enterprise has none: each
+// Enterprise key carries its own.
+var plans = map[string]limits{
+	"free":     {PerMinute: 60, PerDay: 1_000},
+	"pro":      {PerMinute: 300, PerDay: 10_000},
+	"business": {PerMinute: 1_000, PerDay: 100_000},
+}
+
+// anonymousLimits throttle requests without a valid key, per client address.
+var anonymousLimits = plans["free"]
+
+// callerID names whom a request is counted against: an API key, or for a
+// request without a valid key, the client's address.
+type callerID struct {
+	keyID int64
+	addr  netip.Addr
+}
+
+// caller is the rate-limit state of one caller. A fresh caller is equal to
+// one whose bucket has filled up again, so such callers are forgotten
+// (sweep); only an API key's daily count outlives that, in the database.
+type caller struct {
+	mu        sync.Mutex
+	evicted   bool  // removed by sweep: look the caller up again
+	keyID     int64 // 0 for a client address, whose count is not stored
+	limits    limits
+	minute    *rate.Limiter
+	day       string // UTC date of dayCount
+	dayCount  int64
+	unflushed int64 // part of dayCount not yet in the database
+
+	waitUntil   time.Time // after a 429: when a request will be accepted again
+	waitCount   int       // refused requests sent during that wait
+	bannedUntil time.Time
+}
+
+// decision is the limiter's answer for one request, with what the rate-limit
+// headers report: the window with fewer requests left.
+type decision struct {
+	allowed    bool
+	code       string        // why not: rate_limited or temporarily_banned
+	retryAfter time.Duration // how long until a request will be accepted
+	window     string        // "minute" or "day"
+	limit      int64
+	remaining  int64
+	reset      time.Time     // when the window is full again, rounded up to a second
+	resetIn    time.Duration // how long until then, rounded up to a second
+	policy     string
+}
+
+// Limiter applies per-minute token buckets and per-UTC-day quotas to
+// callers, answers 429s, and bans callers that keep knocking during a wait.
+type Limiter struct {
+	now      func() time.Time
+	banAfter int
+	banFor   time.Duration
+	// usage returns a key's stored count for a day, so a restart or a
+	// forgotten caller never starts the day afresh.
+	usage func(ctx context.Context, keyID int64, day string) (int64, error)
+
+	mu      sync.Mutex
+	callers map[callerID]*caller
+	pending []usageCount // counts of past days waiting for the next flush
+}
+
+func newLimiter(now func() time.Time, banAfter int, banFor time.Duration,
+	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *Limiter {
+	return &Limiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[callerID]*caller)}
+}
+
+// allow counts one request of id against lim, unless it is over a limit, in
+// which case nothing is spent.
+func (l *Limiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
+	now := l.now()
+	today := now.UTC().Format(time.DateOnly)
+	for {
+		c, err := l.caller(ctx, id, lim, today)
+		if err != nil {
+			return decision{}, err
+		}
+		c.mu.Lock()
+		if c.evicted {
+			c.mu.Unlock()
+			continue
+		}
+		d := l.decide(c, now, today)
+		c.mu.Unlock()
+		return d, nil
+	}
+}
+
+func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today string) (*caller, error) {
+	l.mu.Lock()
+	c := l.callers[id]
+	l.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	var count int64
+	if id.keyID != 0 {
+		var err error
+		if count, err = l.usage(ctx, id.keyID, today); err != nil {
+			return nil, err
+		}
+	}
+	c = &caller{
+		keyID:    id.keyID,
+		limits:   lim,
+		minute:   rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		day:      today,
+		dayCount: count,
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if existing := l.callers[id]; existing != nil {
+		return existing, nil
+	}
+	l.callers[id] = c
+	return c, nil
+}
+
+// decide is allow for one caller; c.mu is held.
+func (l *Limiter) decide(c *caller, now time.Time, today string) decision {
+	if c.day != today {
+		if c.unflushed > 0 {
+			l.mu.Lock()
+			l.pending = append(l.pending, usageCount{KeyID: c.keyID, Day: c.day, Count: c.unflushed})
+			l.mu.Unlock()
+		}
+		c.day, c.dayCount, c.unflushed = today, 0, 0
+	}
+	if now.Before(c.bannedUntil) {
+		return c.banned(now)
+	}
+
+	tokens := c.minute.TokensAt(now)
+	if tokens >= 1 && c.dayCount < c.limits.PerDay {
+		c.minute.AllowN(now, 1)
+		c.dayCount++
+		if c.keyID != 0 {
+			c.unflushed++
+		}
+		c.waitUntil, c.waitCount = time.Time{}, 0
+		d := c.report(now)
+		d.allowed = true
+		return d
+	}
+
+	// Refused: nothing is spent. Tell the caller how long to wait, and ban
+	// one that keeps sending during the wait.
+	var wait time.Duration
+	if c.dayCount >= c.limits.PerDay {
+		wait = nextMidnight(now).Sub(now)
+	} else {
+		wait = time.Duration(math.Ceil((1 - tokens) / float64(c.minute.Limit()) * float64(time.Second)))
+	}
+	wait = wholeSeconds(wait)
+	if now.Before(c.waitUntil) {
+		c.waitCount++
+		if c.waitCount > l.banAfter {
+			c.bannedUntil = now.Add(l.banFor)
+			c.waitUntil, c.waitCount = time.Time{}, 0
+			return c.banned(now)
+		}
+	} else {
+		c.waitUntil, c.waitCount = now.Add(wait), 0
+	}
+	d := c.report(now)
+	d.code, d.retryAfter = codeRateLimited, wait
+	return d
+}
+
+// report describes the binding window: the one with fewer requests left, or
+// on a tie the one that is full again sooner.
+func (c *caller) report(now time.Time) decision {
+	tokens := c.minute.TokensAt(now)
+	minuteLeft := int64(math.Floor(tokens))
+	refill := time.Duration(math.Ceil((float64(c.limits.PerMinute) - tokens) / float64(c.minute.Limit()) * float64(time.Second)))
+	minuteReset := now.Add(refill)
+	if refill > 0 {
+		minuteReset = time.Unix(int64(math.Ceil(float64(minuteReset.UnixNano())/1e9)), 0)
+	}
+	dayLeft := max(0, c.limits.PerDay-c.dayCount)
+	dayReset := nextMidnight(now)
+
+	d := decision{policy: c.policy()}
+	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", c.limits.PerMinute, minuteLeft, minuteReset, refill
+	} else {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "day", c.limits.PerDay, dayLeft, dayReset, dayReset.Sub(now)
+	}
+	d.resetIn = (d.resetIn + time.Second - 1) / time.Second * time.Second
+	return d
+}
+
+// banned is the answer during a ban: nothing left until it ends.
+func (c *caller) banned(now time.Time) decision {
+	d := c.report(now)
+	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(c.bannedUntil.Sub(now))
+	d.remaining, d.reset, d.resetIn = 0, c.bannedUntil, d.retryAfter
+	return d
+}
+
+func (c *caller) policy() string {
+	return `"minute";q=` + strconv.FormatInt(c.limits.PerMinute, 10) + `;w=60, "day";q=` +
+		strconv.FormatInt(c.limits.PerDay, 10) + `;w=86400`
+}
+
+func nextMidnight(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// wholeSeconds rounds d up to whole seconds, at least one: Retry-After
+// speaks in seconds, and a client that waits that long must get through.
+func wholeSeconds(d time.Duration) time.Duration {
+	s := (d + time.Second - 1) / time.Second * time.Second
+	return max(s, time.Second)
+}
+
+// sweep forgets callers that are as good as new: a full bucket, no wait, no
+// ban, nothing left to flush. It keeps memory bounded under many callers.
+func (l *Limiter) sweep() int {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for id, c := range l.callers {
+		c.mu.Lock()
+		if c.unflushed == 0 && !now.Before(c.bannedUntil) && !now.Before(c.waitUntil) &&
+			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
+			c.evicted = true
+			delete(l.callers, id)
+			n++
+		}
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// flush writes the keys' uncounted requests to the database. On failure the
+// counts are kept for the next try.
+func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+	l.mu.Lock()
+	counts := l.pending
+	l.pending = nil
+	for id, c := range l.callers {
+		if id.keyID == 0 {
+			continue
+		}
+		c.mu.Lock()
+		if c.unflushed > 0 {
+			counts = append(counts, usageCount{KeyID: id.keyID, Day: c.day, Count: c.unflushed})
+			c.unflushed = 0
+		}
+		c.mu.Unlock()
+	}
+	l.mu.Unlock()
+	if len(counts) == 0 {
+		return nil
+	}
+	if err := add(ctx, counts); err != nil {
+		l.mu.Lock()
+		l.pending = append(l.pending, counts...)
+		l.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// limit counts the request against its key, or without a valid key against
+// its client address, sets the rate-limit headers and answers 429 when a
+// limit is reached.
+func limit(limiter *Limiter, trustProxy bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestLog(r)
+		id, lim := callerID{addr: clientAddr(r, trustProxy)}, anonymousLimits
+		if info.key != nil {
+			id, lim = callerID{keyID: info.key.ID}, limits{info.key.PerMinute, info.key.PerDay}
+		}
+		d, err := limiter.allow(r.Context(), id, lim)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		h := w.Header()
+		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(d.limit, 10)}
+		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(d.remaining, 10)}
+		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(d.reset.Unix(), 10)}
+		h["Ratelimit-Policy"] = []string{d.policy}
+		h["Ratelimit"] = []string{`"` + d.window + `";r=` + strconv.FormatInt(d.remaining, 10) +
+			`;t=` + strconv.FormatInt(int64(d.resetIn/time.Second), 10)}
+		if !d.allowed {
+			seconds := int64(d.retryAfter / time.Second)
+			h["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
+			if d.code == codeTemporarilyBanned {
+				writeError(w, r, errorf(codeTemporarilyBanned,
+					"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
+			} else {
+				writeError(w, r, errorf(codeRateLimited,
+					"rate limit exceeded (%d requests per %s); retry after %d seconds", d.limit, d.window, seconds))
+			}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientAddr is the address a request without a key is counted against: the
+// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop.
+func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
+	if trustProxy {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			first, _, _ := strings.Cut(xff, ",")
+			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
+				return addr.Unmap()
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, _ := netip.ParseAddr(host)
+	return addr.Unmap()
+}
+
+// runLimiter sweeps idle callers and flushes usage until ctx ends, then
+// flushes one last time.
+func runLimiter(ctx context.Context, limiter *Limiter, store *Store, logger *slog.Logger) {
+	sweep := time.NewTicker(10 * time.Second)
+	flush := time.NewTicker(usageFlushEvery)
+	defer sweep.Stop()
+	defer flush.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sweep.C:
+			limiter.sweep()
+		case <-flush.C:
+			if err := limiter.flush(ctx, store.AddUsage); err != nil && ctx.Err() == nil {
+				logger.Warn("store daily usage; will retry", "err", err)
+			}
+		}
+	}
+}
+
+// usageFlushEvery bounds how far the stored daily usage may lag behind.
+const usageFlushEvery = 2 * time.Second

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server limits: a slow or oversized request is cut off before it costs
+// much. Write timeout covers the slowest legitimate answer, a page of 100.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 120 * time.Second
+	maxHeaderBytes    = 16 << 10
+	shutdownTimeout   = 10 * time.Second
+)
+
+type serveConfig struct {
+	dbFlags
+	addr       string
+	trustProxy bool
+	banAfter   int
+	banFor     time.Duration
+	logFormat  string
+	logLevel   string
+	version    bool
+}
+
+func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.dbFlags.register(fs)
+	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
+	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
+	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
+	fs.DurationVar(&cfg.banFor, "ban-for", 15*time.Minute, "how long a ban lasts")
+	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	rest, err := parseFlags(fs, args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	}
+	if len(rest) > 0 {
+		return usagef("serve takes no arguments, got %q", rest[0])
+	}
+	if err := cfg.dbFlags.check(); err != nil {
+		return err
+	}
+	if cfg.banAfter < 0 || cfg.banFor <= 0 {
+		return usagef("--ban-after must be 0 or more and --ban-for above 0")
+	}
+	logger, err := newLogger(stderr, cfg.logFormat, cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, cfg, logger, stderr)
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level must be debug, info, warn or error, not %q", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format must be text or json, not %q", format)
+}
+
+// serve runs the server until ctx ends, then shuts down gracefully: no new
+// connections, requests in flight finish (up to shutdownTimeout), usage is
+// flushed and the database closed.
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.Writer) error {
+	now := time.Now
+	store, err := openStore(ctx, cfg.db, true, now)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := bootstrapKey(ctx, store, cfg, stderr); err != nil {
+		return err
+	}
+	keys, err := newKeyring(ctx, store, cfg.env)
+	if err != nil {
+		return fmt.Errorf("load API keys: %w", err)
+	}
+	limiter := newLimiter(now, cfg.banAfter, cfg.banFor, store.Usage)
+	pets := newPetCache(store)
+	handler := newServer(logger, store, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+
+	background, stopBackground := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { keys.run(background, logger) })
+	wg.Go(func() { runLimiter(background, limiter, store, logger) })
+	wg.Go(func() { pruneIdempotency(background, store, now, logger) })
+	defer func() {
+		stopBackground()
+		wg.Wait()
+		if err := limiter.flush(context.Background(), store.AddUsage); err != nil {
+			logger.Error("store daily usage at shutdown", "err", err)
+		}
+	}()
+
+	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.db)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing requests in flight")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
+		srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// bootstrapKey makes a first Free key on a database without any, so that a
+// new user can call the API at once. It is the only key the server ever
+// prints.
+func bootstrapKey(ctx context.Context, store *Store, cfg serveConfig, stderr io.Writer) error {
+	existing, err := store.Keys(ctx)
+	if err != nil || len(existing) > 0 {
+		return err
+	}
+	key, token, err := createKey(ctx, store, cfg.env, "free", "bootstrap", plans["free"])
+	if err != nil {
+		return fmt.Errorf("create the bootstrap key: %w", err)
+	}
+	fmt.Fprintf(stderr, `
+No API keys yet in %s, so here is one (key %d, "bootstrap", Free plan).
+It is shown only this once: keep it.
+
+    %s
+
+Try it:  curl -H 'Authorization: Bearer %s' http://%s/v1/pets
+More:    petstore keys create --db %s --plan pro --name my-app
+
+`, cfg.db, key.ID, token, token, strings.Replace(cfg.addr, "0.0.0.0", "localhost", 1), cfg.db)
+	return nil
+}
+
+// pruneIdempotency deletes expired idempotency records every few minutes.
+func pruneIdempotency(ctx context.Context, store *Store, now func() time.Time, logger *slog.Logger) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := store.PruneIdempotency(ctx, now().Add(-idempotencyTTL)); err != nil && ctx.Err() == nil {
+				logger.Warn("prune idempotency records", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,522 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Pet is an animal of the store. An empty Status means none was given.
+type Pet struct {
+	ID         int64
+	Name       string
+	CategoryID int64
+	Status     string
+}
+
+// Store keeps pets, API keys, daily usage and idempotency records in one
+// SQLite file. SQLite has one writer at a time, so writes go through a pool
+// of one connection and never wait on each other for the lock; reads use a
+// pool of their own, which WAL lets run beside the writer.
+type Store struct {
+	write *sql.DB
+	read  *sql.DB
+	now   func() time.Time
+
+	insertPet, insertIdempotency *sql.Stmt
+	getPet, listPets, listByStatus *sql.Stmt
+	keyByHash, keysVersion         *sql.Stmt
+}
+
+// errNoDatabase tells callers that must not create a database (keys list,
+// backup) that the file is not there.
+var errNoDatabase = errors.New("no such database file")
+
+// migrations are applied in order; PRAGMA user_version counts those done.
+// Append only: never edit one that has shipped.
+var migrations = []string{
+	`CREATE TABLE pets (
+		id          INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: ids are never reused
+		name        TEXT    NOT NULL,
+		category_id INTEGER NOT NULL,
+		status      TEXT    -- NULL when the client gave none
+	);
+	CREATE INDEX pets_status_id ON pets (status, id);
+	CREATE TABLE api_keys (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		hash       BLOB    NOT NULL UNIQUE, -- SHA-256 of the key; the key itself is never stored
+		name       TEXT    NOT NULL,
+		plan       TEXT    NOT NULL,
+		rpm        INTEGER NOT NULL,
+		rpd        INTEGER NOT NULL,
+		env        TEXT    NOT NULL,
+		created_at INTEGER NOT NULL,
+		revoked_at INTEGER
+	);
+	-- keys_version grows on every key change, so a server notices a revocation
+	-- by reading one row instead of every key.
+	CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+	INSERT INTO meta (name, value) VALUES ('keys_version', 0);
+	CREATE TABLE usage (
+		key_id INTEGER NOT NULL,
+		day    TEXT    NOT NULL, -- UTC date, YYYY-MM-DD
+		count  INTEGER NOT NULL,
+		PRIMARY KEY (key_id, day)
+	) WITHOUT ROWID;
+	CREATE TABLE idempotency (
+		key_id       INTEGER NOT NULL,
+		idem_key     TEXT    NOT NULL,
+		request_hash BLOB    NOT NULL,
+		pet_id       INTEGER NOT NULL,
+		created_at   INTEGER NOT NULL,
+		PRIMARY KEY (key_id, idem_key)
+	) WITHOUT ROWID;
+	CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
+}
+
+// openStore opens (creating when create is set) the database at path and
+// brings its schema up to date. A missing directory is an error, not made.
+func openStore(ctx context.Context, path string, create bool, now func() time.Time) (*Store, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("open database %s: directory %s does not exist", path, dir)
+		}
+	}
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open database %s: %w", path, errNoDatabase)
+		}
+	}
+	// Pragmas go in the DSN so that every pooled connection gets them.
+	// synchronous=NORMAL in WAL mode: a commit is in the WAL file (the OS's
+	// page cache) before it returns, so it survives the process being killed;
+	// only a power cut can lose the last few commits. See README "Durability".
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
+	write, err := sql.Open("sqlite", dsn+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	q.Add("_pragma", "query_only(1)")
+	read, err := sql.Open("sqlite", dsn+q.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+
+	s := &Store{write: write, read: read, now: now}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		db   *sql.DB
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{s.write, &s.insertPet, `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)`},
+		// An expired record not yet pruned is replaced; a live one stays.
+		{s.write, &s.insertIdempotency, `INSERT INTO idempotency (key_id, idem_key, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (key_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash, pet_id = excluded.pet_id, created_at = excluded.created_at
+			WHERE idempotency.created_at < ?`},
+		{s.read, &s.getPet, `SELECT id, name, category_id, status FROM pets WHERE id = ?`},
+		{s.read, &s.listPets, `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?`},
+		{s.read, &s.listByStatus, `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`},
+		{s.read, &s.keyByHash, `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`},
+		{s.read, &s.keysVersion, `SELECT value FROM meta WHERE name = 'keys_version'`},
+	} {
+		stmt, err := p.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.stmt = stmt
+	}
+	return nil
+}
+
+// Close closes the database; the WAL is checkpointed when the last
+// connection goes.
+func (s *Store) Close() error {
+	for _, stmt := range []*sql.Stmt{s.insertPet, s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion} {
+		if stmt != nil {
+			stmt.Close()
+		}
+	}
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Ping tells whether the database answers a query.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Backup writes a consistent copy of the live database to out, which must
+// not exist yet.
+func (s *Store) Backup(ctx context.Context, out string) error {
+	if _, err := os.Stat(out); err == nil {
+		return fmt.Errorf("backup: %s already exists", out)
+	}
+	if _, err := s.read.ExecContext(ctx, "VACUUM INTO ?", out); err != nil {
+		return fmt.Errorf("backup to %s: %w", out, err)
+	}
+	return nil
+}
+
+// CreatePet stores a new pet and returns it with its id.
+func (s *Store) CreatePet(ctx context.Context, p Pet) (Pet, error) {
+	res, err := s.insertPet.ExecContext(ctx, p.Name, p.CategoryID, nullString(p.Status))
+	if err != nil {
+		return Pet{}, storeError(err)
+	}
+	p.ID, err = res.LastInsertId()
+	return p, err
+}
+
+// idempotencyRecord ties an Idempotency-Key of one API key to the pet its
+// first request created.
+type idempotencyRecord struct {
+	KeyID       int64
+	Key         string
+	RequestHash []byte
+	PetID       int64
+	CreatedAt   time.Time
+}
+
+// CreatePetOnce stores a new pet and the idempotency record that will replay
+// it, in one transaction: there is never one without the other.
+func (s *Store) CreatePetOnce(ctx context.Context, p Pet, rec idempotencyRecord) (Pet, error) {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return Pet{}, storeError(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.StmtContext(ctx, s.insertPet).ExecContext(ctx, p.Name, p.CategoryID, nullString(p.Status))
+	if err != nil {
+		return Pet{}, storeError(err)
+	}
+	if p.ID, err = res.LastInsertId(); err != nil {
+		return Pet{}, err
+	}
+	now := s.now()
+	res, err = tx.StmtContext(ctx, s.insertIdempotency).ExecContext(ctx,
+		rec.KeyID, rec.Key, rec.RequestHash, p.ID, now.Unix(), now.Add(-idempotencyTTL).Unix())
+	if err != nil {
+		return Pet{}, storeError(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return Pet{}, err
+	} else if n == 0 {
+		return Pet{}, errIdempotencyTaken
+	}
+	if err := tx.Commit(); err != nil {
+		return Pet{}, storeError(err)
+	}
+	return p, nil
+}
+
+// IdempotencyRecord returns the record for an API key's Idempotency-Key made
+// at or after since, or ok=false when there is none.
+func (s *Store) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
+	var created int64
+	err = s.read.QueryRowContext(ctx,
+		`SELECT request_hash, pet_id, created_at FROM idempotency WHERE key_id = ? AND idem_key = ? AND created_at >= ?`,
+		keyID, key, since.Unix()).Scan(&rec.RequestHash, &rec.PetID, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, storeError(err)
+	}
+	rec.KeyID, rec.Key, rec.CreatedAt = keyID, key, time.Unix(created, 0)
+	return rec, true, nil
+}
+
+// PruneIdempotency deletes records made before cutoff.
+func (s *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
+	if err != nil {
+		return 0, storeError(err)
+	}
+	return res.RowsAffected()
+}
+
+// GetPet returns the pet with the given id, or a not_found Error.
+func (s *Store) GetPet(ctx context.Context, id int64) (Pet, error) {
+	var p Pet
+	var status sql.NullString
+	err := s.getPet.QueryRowContext(ctx, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Pet{}, errorf(codeNotFound, "no pet has id %d", id)
+	}
+	if err != nil {
+		return Pet{}, storeError(err)
+	}
+	p.Status = status.String
+	return p, nil
+}
+
+// ListPets returns up to limit pets with ids above after, in ascending id
+// order, only those with the given status when it is not empty.
+func (s *Store) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
+	var rows *sql.Rows
+	var err error
+	if status == "" {
+		rows, err = s.listPets.QueryContext(ctx, after, limit)
+	} else {
+		rows, err = s.listByStatus.QueryContext(ctx, status, after, limit)
+	}
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer rows.Close()
+	pets := make([]Pet, 0, limit)
+	for rows.Next() {
+		var p Pet
+		var st sql.NullString
+		if err := rows.Scan(&p.ID, &p.Name, &p.CategoryID, &st); err != nil {
+			return nil, storeError(err)
+		}
+		p.Status = st.String
+		pets = append(pets, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeError(err)
+	}
+	return pets, nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// storeError turns the SQLite failures that mean "the disk is not there for
+// us right now" into an unavailable Error, which clients may retry. Others
+// are returned as they are and answered as 500.
+func storeError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PERM:
+			return &Error{Code: codeUnavailable, Message: "the database is unavailable right now; retry later"}
+		case sqlite3.SQLITE_CONSTRAINT:
+			return errConstraint
+		}
+	}
+	return err
+}
+
+// errIdempotencyTaken: a live record holds the Idempotency-Key already.
+var errIdempotencyTaken = errors.New("idempotency key already used")
+
+// errConstraint is a uniqueness or other constraint violation.
+var errConstraint = errors.New("constraint violated")
+
+// apiKey is a stored API key. The key itself is never kept, only its hash.
+type apiKey struct {
+	ID        int64
+	Hash      []byte
+	Name      string
+	Plan      string
+	PerMinute int64
+	PerDay    int64
+	Env       string
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the key is active
+}
+
+const keyColumns = `id, hash, name, plan, rpm, rpd, env, created_at, revoked_at`
+
+func scanKey(scan func(...any) error) (apiKey, error) {
+	var k apiKey
+	var created int64
+	var revoked sql.NullInt64
+	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &created, &revoked); err != nil {
+		return apiKey{}, err
+	}
+	k.CreatedAt = time.Unix(created, 0).UTC()
+	if revoked.Valid {
+		k.RevokedAt = time.Unix(revoked.Int64, 0).UTC()
+	}
+	return k, nil
+}
+
+// CreateKey stores k (its Hash set) and returns it with its id.
+func (s *Store) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
+	k.CreatedAt = s.now().UTC().Truncate(time.Second)
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix())
+		if err != nil {
+			return err
+		}
+		k.ID, err = res.LastInsertId()
+		return err
+	})
+	return k, err
+}
+
+// RevokeKey marks key id revoked. Revoking a revoked key changes nothing.
+func (s *Store) RevokeKey(ctx context.Context, id int64) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, s.now().Unix(), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return errorf(codeNotFound, "no API key has id %d", id)
+		}
+		return nil
+	})
+}
+
+// writeTx runs fn in a write transaction that also bumps keys_version, so
+// that running servers reload their keys.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return storeError(err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
+		return storeError(err)
+	}
+	return storeError(tx.Commit())
+}
+
+// Keys returns every key, revoked ones too, oldest first.
+func (s *Store) Keys(ctx context.Context) ([]apiKey, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer rows.Close()
+	var keys []apiKey
+	for rows.Next() {
+		k, err := scanKey(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// KeyByHash returns the key with the given hash, or ok=false.
+func (s *Store) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
+	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apiKey{}, false, nil
+	}
+	if err != nil {
+		return apiKey{}, false, storeError(err)
+	}
+	return k, true, nil
+}
+
+// KeysVersion changes whenever a key is created or revoked.
+func (s *Store) KeysVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
+	return v, storeError(err)
+}
+
+// usageCount is the number of requests a key made on one UTC day.
+type usageCount struct {
+	KeyID int64
+	Day   string // YYYY-MM-DD
+	Count int64
+}
+
+// Usage returns how many requests key made on day.
+func (s *Store) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
+	var n int64
+	err := s.read.QueryRowContext(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, storeError(err)
+}
+
+// AddUsage adds each count to the stored total of its key and day, in one
+// transaction, and forgets days older than a week.
+func (s *Store) AddUsage(ctx context.Context, counts []usageCount) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	for _, c := range counts {
+		_, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
+			ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
+		if err != nil {
+			return storeError(err)
+		}
+	}
+	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
+	if _, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo); err != nil {
+		return storeError(err)
+	}
+	return storeError(tx.Commit())
+}
