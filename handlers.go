@@ -49,7 +49,15 @@ func newServer(logger *slog.Logger, store *Store, keys *keyring, limiter *Limite
 	return h
 }
 
-func addRoutes(mux *http.ServeMux, pets *petCache, idem *inflight, now func() time.Time) {
+// router is what addRoutes registers on: a ServeMux, or in a test a recorder
+// of the patterns.
+type router interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+// addRoutes registers every operation under /v1 that needs a key, and the
+// Error-shaped 405s and 404s around them.
+func addRoutes(mux router, pets *petCache, idem *inflight, now func() time.Time) {
 	mux.Handle("GET /v1/pets", handleListPets(pets))
 	mux.Handle("POST /v1/pets", handleCreatePet(pets, idem, now))
 	mux.Handle("GET /v1/pets/{petId}", deprecated(handleGetPet(pets)))

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is the one clock of a test: the limiter, the store and the
+// idempotency window read it, and the test moves it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testServer is the real handler on a real SQLite file in a temporary
+// directory, with a fake clock.
+type testServer struct {
+	t       *testing.T
+	handler http.Handler
+	store   *Store
+	keys    *keyring
+	limiter *Limiter
+	clock   *fakeClock
+	dbPath  string
+}
+
+type testOptions struct {
+	env        string
+	trustProxy bool
+	banAfter   int
+	banFor     time.Duration
+	logger     *slog.Logger
+}
+
+func newTestServer(t *testing.T) *testServer {
+	return newTestServerWith(t, testOptions{})
+}
+
+func newTestServerWith(t *testing.T, opts testOptions) *testServer {
+	t.Helper()
+	if opts.env == "" {
+		opts.env = "production"
+	}
+	if opts.banAfter == 0 {
+		opts.banAfter = 10
+	}
+	if opts.banFor == 0 {
+		opts.banFor = 15 * time.Minute
+	}
+	if opts.logger == nil {
+		opts.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	clock := newFakeClock()
+	path := filepath.Join(t.TempDir(), "petstore.db")
+	store, err := openStore(context.Background(), path, true, clock.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	keys, err := newKeyring(context.Background(), store, opts.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter := newLimiter(clock.now, opts.banAfter, opts.banFor, store.Usage)
+	pets := newPetCache(store)
+	h := newServer(opts.logger, store, keys, limiter, pets, newInflight(), clock.now, opts.trustProxy)
+	return &testServer{t: t, handler: h, store: store, keys: keys, limiter: limiter, clock: clock, dbPath: path}
+}
+
+// mustCreateKey makes a key of plan (custom limits for enterprise) and
+// returns its token.
+func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
+	s.t.Helper()
+	l := plans[plan]
+	if len(lim) > 0 {
+		l = lim[0]
+	}
+	_, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", l)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return token
+}
+
+// do sends a request through the handler. key "" sends no Authorization.
+func (s *testServer) do(method, target, key, body string, header ...string) *httptest.ResponseRecorder {
+	s.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, r)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	w := httptest.NewRecorder()
+	s.handler.ServeHTTP(w, req)
+	return w
+}
