@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -48,7 +49,8 @@ type caller struct {
 	keyID     int64 // 0 for a client address, whose count is not stored
 	limits    limits
 	minute    *rate.Limiter
-	day       string // UTC date of dayCount
+	policy    string // the RateLimit-Policy header, fixed by limits
+	day       int64  // the UTC day of dayCount, in days since 1970-01-01
 	dayCount  int64
 	unflushed int64 // part of dayCount not yet in the database
 
@@ -83,6 +85,7 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	callers map[callerID]*caller
+	peak    int          // most callers held since the map was last made anew
 	pending []usageCount // counts of past days waiting for the next flush
 }
 
@@ -95,7 +98,7 @@ func newLimiter(now func() time.Time, banAfter int, banFor time.Duration,
 // which case nothing is spent.
 func (l *Limiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
 	now := l.now()
-	today := now.UTC().Format(time.DateOnly)
+	today := unixDay(now)
 	for {
 		c, err := l.caller(ctx, id, lim, today)
 		if err != nil {
@@ -112,7 +115,7 @@ func (l *Limiter) allow(ctx context.Context, id callerID, lim limits) (decision,
 	}
 }
 
-func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today string) (*caller, error) {
+func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today int64) (*caller, error) {
 	l.mu.Lock()
 	c := l.callers[id]
 	l.mu.Unlock()
@@ -122,7 +125,7 @@ func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today str
 	var count int64
 	if id.keyID != 0 {
 		var err error
-		if count, err = l.usage(ctx, id.keyID, today); err != nil {
+		if count, err = l.usage(ctx, id.keyID, dayString(today)); err != nil {
 			return nil, err
 		}
 	}
@@ -130,6 +133,7 @@ func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today str
 		keyID:    id.keyID,
 		limits:   lim,
 		minute:   rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		policy:   `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`,
 		day:      today,
 		dayCount: count,
 	}
@@ -139,15 +143,16 @@ func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today str
 		return existing, nil
 	}
 	l.callers[id] = c
+	l.peak = max(l.peak, len(l.callers))
 	return c, nil
 }
 
 // decide is allow for one caller; c.mu is held.
-func (l *Limiter) decide(c *caller, now time.Time, today string) decision {
+func (l *Limiter) decide(c *caller, now time.Time, today int64) decision {
 	if c.day != today {
 		if c.unflushed > 0 {
 			l.mu.Lock()
-			l.pending = append(l.pending, usageCount{KeyID: c.keyID, Day: c.day, Count: c.unflushed})
+			l.pending = append(l.pending, usageCount{KeyID: c.keyID, Day: dayString(c.day), Count: c.unflushed})
 			l.mu.Unlock()
 		}
 		c.day, c.dayCount, c.unflushed = today, 0, 0
@@ -206,7 +211,7 @@ func (c *caller) report(now time.Time) decision {
 	dayLeft := max(0, c.limits.PerDay-c.dayCount)
 	dayReset := nextMidnight(now)
 
-	d := decision{policy: c.policy()}
+	d := decision{policy: c.policy}
 	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
 		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", c.limits.PerMinute, minuteLeft, minuteReset, refill
 	} else {
@@ -224,10 +229,9 @@ func (c *caller) banned(now time.Time) decision {
 	return d
 }
 
-func (c *caller) policy() string {
-	return `"minute";q=` + strconv.FormatInt(c.limits.PerMinute, 10) + `;w=60, "day";q=` +
-		strconv.FormatInt(c.limits.PerDay, 10) + `;w=86400`
-}
+func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
+
+func dayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
 func nextMidnight(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
@@ -258,6 +262,13 @@ func (l *Limiter) sweep() int {
 		}
 		c.mu.Unlock()
 	}
+	// A Go map keeps its size after deletes: after a crowd has gone, copy
+	// the few who stay into a map of their size.
+	if len(l.callers) < l.peak/4 {
+		fresh := make(map[callerID]*caller, len(l.callers))
+		maps.Copy(fresh, l.callers)
+		l.callers, l.peak = fresh, len(fresh)
+	}
 	return n
 }
 
@@ -273,7 +284,7 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 		}
 		c.mu.Lock()
 		if c.unflushed > 0 {
-			counts = append(counts, usageCount{KeyID: id.keyID, Day: c.day, Count: c.unflushed})
+			counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(c.day), Count: c.unflushed})
 			c.unflushed = 0
 		}
 		c.mu.Unlock()

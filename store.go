@@ -32,7 +32,7 @@ type Store struct {
 	read  *sql.DB
 	now   func() time.Time
 
-	insertPet, insertIdempotency *sql.Stmt
+	insertPet, insertIdempotency   *sql.Stmt
 	getPet, listPets, listByStatus *sql.Stmt
 	keyByHash, keysVersion         *sql.Stmt
 }
