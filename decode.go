@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -23,9 +25,15 @@ const (
 // missing field, a null and a value of the wrong type each get their own
 // message.
 type newPetBody struct {
-	Name       json.RawMessage `json:"name"`
-	CategoryID json.RawMessage `json:"categoryId"`
-	Status     json.RawMessage `json:"status"`
+	Name, CategoryID, Status json.RawMessage
+}
+
+// newPetFields are the body's field names. They match exactly: encoding/json
+// alone would also take "Name" or "CATEGORYID".
+var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
+	"name":       func(b *newPetBody) *json.RawMessage { return &b.Name },
+	"categoryId": func(b *newPetBody) *json.RawMessage { return &b.CategoryID },
+	"status":     func(b *newPetBody) *json.RawMessage { return &b.Status },
 }
 
 // decodeNewPet reads and validates a createPet body: JSON content type, at
@@ -39,16 +47,26 @@ func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
 		return Pet{}, errTooLarge
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
-	var in newPetBody
-	if err := dec.Decode(&in); err != nil {
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil {
 		return Pet{}, jsonError(err)
+	}
+	if fields == nil { // the body was null
+		return Pet{}, errorf(codeInvalidJSON, "the body must be a JSON object, not null")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		if tooLarge(err) {
 			return Pet{}, errTooLarge
 		}
 		return Pet{}, errorf(codeInvalidJSON, "the body must hold exactly one JSON object, and it has more after the object")
+	}
+	var in newPetBody
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		field, ok := newPetFields[name]
+		if !ok {
+			return Pet{}, errorf(codeInvalidRequest, "unknown field %q: a pet has only name, categoryId and status", name)
+		}
+		*field(&in) = fields[name]
 	}
 	return in.validate()
 }
@@ -86,9 +104,6 @@ func jsonError(err error) error {
 		return errorf(codeInvalidJSON, "the body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
 	case errors.As(err, &typ) && typ.Field == "":
 		return errorf(codeInvalidJSON, "the body must be a JSON object, not a JSON %s", typ.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return errorf(codeInvalidRequest, "unknown field %s: a pet has only name, categoryId and status", field)
 	}
 	return errorf(codeInvalidJSON, "the body is not a valid JSON object")
 }

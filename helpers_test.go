@@ -44,6 +44,7 @@ type testServer struct {
 	store   *Store
 	keys    *keyring
 	limiter *Limiter
+	pets    *petCache
 	clock   *fakeClock
 	dbPath  string
 }
@@ -54,6 +55,9 @@ type testOptions struct {
 	banAfter   int
 	banFor     time.Duration
 	logger     *slog.Logger
+	// petsFromDatabase keeps reads on SQLite, as while the in-memory copy
+	// of the pets is still being made after a start.
+	petsFromDatabase bool
 }
 
 func newTestServer(t *testing.T) *testServer {
@@ -87,8 +91,13 @@ func newTestServerWith(t *testing.T, opts testOptions) *testServer {
 	}
 	limiter := newLimiter(clock.now, opts.banAfter, opts.banFor, store.Usage)
 	pets := newPetCache(store)
+	if !opts.petsFromDatabase {
+		if err := pets.load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h := newServer(opts.logger, store, keys, limiter, pets, newInflight(), clock.now, opts.trustProxy)
-	return &testServer{t: t, handler: h, store: store, keys: keys, limiter: limiter, clock: clock, dbPath: path}
+	return &testServer{t: t, handler: h, store: store, keys: keys, limiter: limiter, pets: pets, clock: clock, dbPath: path}
 }
 
 // mustCreateKey makes a key of plan (custom limits for enterprise) and

@@ -12,11 +12,11 @@ import (
 
 func appendPet(b []byte, p *Pet) []byte {
 	b = append(b, `{"id":`...)
-	b = strconv.AppendInt(b, p.ID, 10)
+	b = appendInt(b, p.ID)
 	b = append(b, `,"name":`...)
 	b = appendJSONString(b, p.Name)
 	b = append(b, `,"categoryId":`...)
-	b = strconv.AppendInt(b, p.CategoryID, 10)
+	b = appendInt(b, p.CategoryID)
 	if p.Status != "" {
 		b = append(b, `,"status":`...)
 		b = appendJSONString(b, p.Status)
@@ -39,7 +39,7 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // and U+2028 and U+2029 are escaped so the output is also valid JavaScript.
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -66,7 +66,7 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
@@ -86,3 +86,5 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }

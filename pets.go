@@ -2,13 +2,58 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"sort"
+	"sync"
 )
 
-// petCache answers pet reads with encoded JSON, from the store. Handlers go
-// through it for every pet read and write, so that whatever it keeps in
-// memory is dropped by a write before that write is acknowledged.
+// petCache holds a copy of every pet in memory and answers pet reads from it
+// as encoded JSON; SQLite stays the source of truth. Pets are only ever
+// added, with ascending ids, so the copy is an append-only array: a write
+// appends to it before the write is acknowledged, and a read never sees a
+// page older than a 201 it could have seen.
+//
+// The copy is filled in the background after start-up, so a large database
+// does not delay readiness; until it is complete, reads go to SQLite. Only
+// one server may write to a database file.
+//
+// Memory: about 35 bytes a pet plus its name (a million pets: ~45 MiB).
 type petCache struct {
 	store *Store
+
+	// writeMu orders "insert, then append": the copy stays in id order.
+	writeMu sync.Mutex
+
+	mu       sync.RWMutex
+	loaded   bool
+	chunks   []*petChunk
+	count    int
+	byStatus [len(statusNames)][]int32 // positions of the pets with each status, ascending
+}
+
+// statusNames are PetStatus values; a pet's status is stored as its index
+// here plus one, zero meaning none.
+var statusNames = [...]string{"available", "pending", "sold"}
+
+func statusIndex(s string) int {
+	for i, name := range statusNames {
+		if s == name {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// petChunk stores chunkSize pets column by column, so a million pets are a
+// few hundred allocations instead of a million.
+const chunkSize = 4096
+
+type petChunk struct {
+	id       [chunkSize]int64
+	category [chunkSize]int64
+	nameEnd  [chunkSize]uint32 // the pet's name is names[nameEnd[i-1]:nameEnd[i]]
+	status   [chunkSize]uint8
+	names    []byte
 }
 
 func newPetCache(store *Store) *petCache {
@@ -22,7 +67,155 @@ type page struct {
 	next int64
 }
 
+// loadBatch is how many pets load reads per query while others are served.
+const loadBatch = 10_000
+
+// load copies every stored pet into memory, then serves reads from the copy.
+func (c *petCache) load(ctx context.Context) error {
+	var after int64
+	for {
+		pets, err := c.store.ListPets(ctx, "", after, loadBatch)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		for i := range pets {
+			c.add(&pets[i])
+		}
+		c.mu.Unlock()
+		if len(pets) < loadBatch {
+			break
+		}
+		after = pets[len(pets)-1].ID
+	}
+	// The last pets, with creates held back, so that none is missed.
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	for {
+		c.mu.RLock()
+		after = c.lastID()
+		c.mu.RUnlock()
+		pets, err := c.store.ListPets(ctx, "", after, loadBatch)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		for i := range pets {
+			c.add(&pets[i])
+		}
+		c.loaded = len(pets) < loadBatch
+		c.mu.Unlock()
+		if c.loaded {
+			return nil
+		}
+	}
+}
+
+// loadInBackground runs load and logs how it went.
+func (c *petCache) loadInBackground(ctx context.Context, logger *slog.Logger) {
+	if err := c.load(ctx); err != nil {
+		if ctx.Err() == nil {
+			logger.Error("copy pets into memory; reads keep going to the database", "err", err)
+		}
+		return
+	}
+	c.mu.RLock()
+	n := c.count
+	c.mu.RUnlock()
+	logger.Info("pets copied into memory", "pets", n)
+}
+
+// add appends p, whose id is above every id held; c.mu is held.
+func (c *petCache) add(p *Pet) {
+	pos := c.count
+	if pos%chunkSize == 0 {
+		c.chunks = append(c.chunks, &petChunk{})
+	}
+	ch, i := c.chunks[pos/chunkSize], pos%chunkSize
+	ch.id[i] = p.ID
+	ch.category[i] = p.CategoryID
+	ch.names = append(ch.names, p.Name...)
+	ch.nameEnd[i] = uint32(len(ch.names))
+	st := statusIndex(p.Status)
+	ch.status[i] = uint8(st)
+	if st > 0 {
+		c.byStatus[st-1] = append(c.byStatus[st-1], int32(pos))
+	}
+	c.count++
+}
+
+func (c *petCache) idAt(pos int) int64 { return c.chunks[pos/chunkSize].id[pos%chunkSize] }
+
+func (c *petCache) lastID() int64 {
+	if c.count == 0 {
+		return 0
+	}
+	return c.idAt(c.count - 1)
+}
+
+// appendPetAt encodes the pet at pos as appendPet does.
+func (c *petCache) appendPetAt(b []byte, pos int) []byte {
+	ch, i := c.chunks[pos/chunkSize], pos%chunkSize
+	start := uint32(0)
+	if i > 0 {
+		start = ch.nameEnd[i-1]
+	}
+	b = append(b, `{"id":`...)
+	b = appendInt(b, ch.id[i])
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, ch.names[start:ch.nameEnd[i]])
+	b = append(b, `,"categoryId":`...)
+	b = appendInt(b, ch.category[i])
+	if st := ch.status[i]; st > 0 {
+		b = append(b, `,"status":"`...)
+		b = append(b, statusNames[st-1]...)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
 func (c *petCache) list(ctx context.Context, status string, after int64, limit int) (page, error) {
+	c.mu.RLock()
+	if !c.loaded {
+		c.mu.RUnlock()
+		return c.listStored(ctx, status, after, limit)
+	}
+	defer c.mu.RUnlock()
+	var p page
+	b := make([]byte, 0, 64*limit+4)
+	b = append(b, '[')
+	if st := statusIndex(status); st > 0 {
+		positions := c.byStatus[st-1]
+		from := sort.Search(len(positions), func(i int) bool { return c.idAt(int(positions[i])) > after })
+		to := min(from+limit, len(positions))
+		for j, pos := range positions[from:to] {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = c.appendPetAt(b, int(pos))
+		}
+		if to < len(positions) {
+			p.next = c.idAt(int(positions[to-1]))
+		}
+	} else {
+		from := sort.Search(c.count, func(pos int) bool { return c.idAt(pos) > after })
+		to := min(from+limit, c.count)
+		for pos := from; pos < to; pos++ {
+			if pos > from {
+				b = append(b, ',')
+			}
+			b = c.appendPetAt(b, pos)
+		}
+		if to < c.count {
+			p.next = c.idAt(to - 1)
+		}
+	}
+	p.body = append(b, ']', '\n')
+	return p, nil
+}
+
+// listStored is list from the database, while the copy is being made.
+func (c *petCache) listStored(ctx context.Context, status string, after int64, limit int) (page, error) {
 	pets, err := c.store.ListPets(ctx, status, after, limit+1)
 	if err != nil {
 		return page{}, err
@@ -37,17 +230,49 @@ func (c *petCache) list(ctx context.Context, status string, after int64, limit i
 }
 
 func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
-	p, err := c.store.GetPet(ctx, id)
-	if err != nil {
-		return nil, err
+	c.mu.RLock()
+	if !c.loaded {
+		c.mu.RUnlock()
+		p, err := c.store.GetPet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return append(appendPet(nil, &p), '\n'), nil
 	}
-	return append(appendPet(nil, &p), '\n'), nil
+	defer c.mu.RUnlock()
+	pos := sort.Search(c.count, func(pos int) bool { return c.idAt(pos) >= id })
+	if pos == c.count || c.idAt(pos) != id {
+		return nil, errorf(codeNotFound, "no pet has id %d", id)
+	}
+	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), nil
 }
 
 func (c *petCache) create(ctx context.Context, p Pet) (Pet, error) {
-	return c.store.CreatePet(ctx, p)
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	p, err := c.store.CreatePet(ctx, p)
+	if err == nil {
+		c.added(&p)
+	}
+	return p, err
 }
 
 func (c *petCache) createOnce(ctx context.Context, p Pet, rec idempotencyRecord) (Pet, error) {
-	return c.store.CreatePetOnce(ctx, p, rec)
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	p, err := c.store.CreatePetOnce(ctx, p, rec)
+	if err == nil {
+		c.added(&p)
+	}
+	return p, err
+}
+
+// added puts a pet just stored into the copy, once the copy is complete
+// (before that, load will read it from the database); c.writeMu is held.
+func (c *petCache) added(p *Pet) {
+	c.mu.Lock()
+	if c.loaded {
+		c.add(p)
+	}
+	c.mu.Unlock()
 }

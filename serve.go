@@ -126,6 +126,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.
 	wg.Go(func() { keys.run(background, logger) })
 	wg.Go(func() { runLimiter(background, limiter, store, logger) })
 	wg.Go(func() { pruneIdempotency(background, store, now, logger) })
+	wg.Go(func() { pets.loadInBackground(background, logger) })
 	defer func() {
 		stopBackground()
 		wg.Wait()

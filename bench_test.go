@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// seedPets inserts n pets in one transaction, statuses in turn.
+func seedPets(tb testing.TB, db *sql.DB, n int) {
+	tb.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stmt, err := tx.Prepare(`INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	statuses := []any{"available", "pending", "sold", nil}
+	for i := range n {
+		if _, err := stmt.Exec("pet-"+strconv.Itoa(i), i%50+1, statuses[i%4]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// benchServer is a test server whose key no limit will stop.
+func benchServer(b *testing.B, pets int) (*testServer, string) {
+	s := newTestServerWith(&testing.T{}, testOptions{petsFromDatabase: true})
+	b.Cleanup(func() { s.store.Close() })
+	seedPets(b, s.store.write, pets)
+	if err := s.pets.load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return s, s.mustCreateKey("enterprise", limits{PerMinute: 1 << 50, PerDay: 1 << 50})
+}
+
+func BenchmarkOperations(b *testing.B) {
+	s, key := benchServer(b, 10_000)
+	free := s.mustCreateKey("free")
+	for range 60 {
+		s.do("GET", "/v1/pets", free, "")
+	}
+	for _, bc := range []struct {
+		name, method, target, key, body string
+		status                          int
+	}{
+		{"list", "GET", "/v1/pets?limit=20", key, "", 200},
+		{"list_status", "GET", "/v1/pets?limit=20&status=available", key, "", 200},
+		{"get", "GET", "/v1/pets/5000", key, "", 200},
+		{"create", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1,"status":"available"}`, 201},
+		{"unauthorized", "GET", "/v1/pets", "psk_live_0000000000000000000000000000000000000000", "", 401},
+		{"rate_limited", "GET", "/v1/pets", free, "", 429},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				req := httptest.NewRequest(bc.method, bc.target, strings.NewReader(bc.body))
+				// Each 401 from its own address, so the address limit stays out of it.
+				req.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1", byte(i>>16), byte(i>>8), byte(i))
+				req.Header.Set("Authorization", "Bearer "+bc.key)
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				s.handler.ServeHTTP(w, req)
+				if w.Code != bc.status && w.Code != 429 || (bc.status != 429 && w.Code == 429) {
+					b.Fatalf("status %d, want %d: %s", w.Code, bc.status, w.Body)
+				}
+			}
+		})
+	}
+}
