@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+)
+
+// The in-memory copy must answer exactly as the database does.
+func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
+	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
+	ctx := context.Background()
+	seedPets(t, s.store.write, 9_000) // more than two chunks
+	for _, name := range []string{"quote \" backslash \\", "tab\there", "émoji 🐈", "\u2028"} {
+		if _, err := s.store.CreatePet(ctx, Pet{Name: name, CategoryID: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	memory := newPetCache(s.store)
+	if err := memory.load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	database := newPetCache(s.store) // never loaded: reads go to SQLite
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 2_000 {
+		status := []string{"", "available", "pending", "sold"}[rng.IntN(4)]
+		after := rng.Int64N(9_100)
+		if i%10 == 0 {
+			after = 0
+		}
+		limit := 1 + rng.IntN(100)
+		got, err := memory.list(ctx, status, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := database.list(ctx, status, after, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.body, want.body) || got.next != want.next {
+			t.Fatalf("list(%q, after %d, limit %d):\nmemory   next=%d %.200s\ndatabase next=%d %.200s",
+				status, after, limit, got.next, got.body, want.next, want.body)
+		}
+	}
+	for id := int64(0); id <= 9_010; id += 1 + rng.Int64N(50) {
+		got, gotErr := memory.get(ctx, id)
+		want, wantErr := database.get(ctx, id)
+		if !bytes.Equal(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("get(%d): memory %s %v, database %s %v", id, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// Pets created while the copy is being made are neither missed nor doubled.
+func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
+	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
+	ctx := context.Background()
+	seedPets(t, s.store.write, 25_000)
+	pets := newPetCache(s.store)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := pets.load(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	for i := range 300 {
+		if _, err := pets.create(ctx, Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if pets.count != 25_300 {
+		t.Fatalf("copy holds %d pets, want 25,300", pets.count)
+	}
+	for pos := 1; pos < pets.count; pos++ {
+		if pets.idAt(pos) <= pets.idAt(pos-1) {
+			t.Fatalf("ids out of order at %d: %d after %d", pos, pets.idAt(pos), pets.idAt(pos-1))
+		}
+	}
+}
+
+func TestListShowsACreatedPetAtOnce(t *testing.T) {
+	s := newTestServer(t)
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 10_000, PerDay: 10_000})
+	for i := range 30 {
+		w := s.do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":"pending"}`, i))
+		if w.Code != 201 {
+			t.Fatal(w.Code, w.Body)
+		}
+		list := s.do("GET", "/v1/pets?status=pending&limit=100", key, "")
+		if !bytes.Contains(list.Body.Bytes(), fmt.Appendf(nil, `"name":"p%d"`, i)) {
+			t.Fatalf("pet p%d acknowledged but missing from the list: %s", i, list.Body)
+		}
+	}
+}
