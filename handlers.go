@@ -42,6 +42,9 @@ func newServer(logger *slog.Logger, store *Store, keys *keyring, limiter *Limite
 	root.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
 	root.Handle("GET /healthz", handleHealth())
 	root.Handle("GET /readyz", handleReady(store))
+	root.Handle("/healthz", methodNotAllowed("GET, HEAD"))
+	root.Handle("/readyz", methodNotAllowed("GET, HEAD"))
+	root.Handle("/v1", metered(requireKey(notFound())))
 	root.Handle("/", notFound())
 
 	var h http.Handler = root
@@ -104,9 +107,9 @@ func parseListQuery(raw string) (listQuery, error) {
 	if raw == "" {
 		return q, nil
 	}
-	values, err := url.ParseQuery(raw)
+	values, err := parseQuery(raw)
 	if err != nil {
-		return q, errorf(codeInvalidRequest, "the query string is malformed: %v", err)
+		return q, err
 	}
 	for _, name := range []string{"limit", "status", "cursor"} {
 		if len(values[name]) > 1 {
@@ -134,6 +137,29 @@ func parseListQuery(raw string) (listQuery, error) {
 		q.after = after
 	}
 	return q, nil
+}
+
+// parseQuery is url.ParseQuery with errors that name the parameter at fault.
+func parseQuery(raw string) (url.Values, error) {
+	values := url.Values{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(rawName)
+		if err != nil {
+			return nil, errorf(codeInvalidRequest, "the query string has a malformed parameter name %q", rawName)
+		}
+		value, err := url.QueryUnescape(rawValue)
+		if err != nil {
+			return nil, errorf(codeInvalidRequest, "%s has a malformed %%-escape: %q", name, rawValue)
+		}
+		values[name] = append(values[name], value)
+	}
+	return values, nil
 }
 
 func isDigits(s string) bool {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // petCache holds a copy of every pet in memory and answers pet reads from it
@@ -24,8 +25,9 @@ type petCache struct {
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
 
+	loaded atomic.Bool // the copy is complete: reads use it
+
 	mu       sync.RWMutex
-	loaded   bool
 	chunks   []*petChunk
 	count    int
 	byStatus [len(statusNames)][]int32 // positions of the pets with each status, ascending
@@ -72,43 +74,39 @@ const loadBatch = 10_000
 
 // load copies every stored pet into memory, then serves reads from the copy.
 func (c *petCache) load(ctx context.Context) error {
-	var after int64
 	for {
-		pets, err := c.store.ListPets(ctx, "", after, loadBatch)
+		n, err := c.loadBatch(ctx)
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		for i := range pets {
-			c.add(&pets[i])
-		}
-		c.mu.Unlock()
-		if len(pets) < loadBatch {
+		if n < loadBatch {
 			break
 		}
-		after = pets[len(pets)-1].ID
 	}
 	// The last pets, with creates held back, so that none is missed.
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	for {
-		c.mu.RLock()
-		after = c.lastID()
-		c.mu.RUnlock()
-		pets, err := c.store.ListPets(ctx, "", after, loadBatch)
+		n, err := c.loadBatch(ctx)
 		if err != nil {
 			return err
 		}
-		c.mu.Lock()
-		for i := range pets {
-			c.add(&pets[i])
-		}
-		c.loaded = len(pets) < loadBatch
-		c.mu.Unlock()
-		if c.loaded {
+		if n < loadBatch {
+			c.loaded.Store(true)
 			return nil
 		}
 	}
+}
+
+// loadBatch copies the next loadBatch pets after the last one held.
+func (c *petCache) loadBatch(ctx context.Context) (int, error) {
+	// Until the copy is complete no reader takes c.mu, so holding it for a
+	// batch delays nobody.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.store.ScanPets(ctx, c.lastID(), loadBatch, func(id int64, name []byte, categoryID int64, status []byte) {
+		c.add(id, name, categoryID, statusIndex(string(status)))
+	})
 }
 
 // loadInBackground runs load and logs how it went.
@@ -125,18 +123,17 @@ func (c *petCache) loadInBackground(ctx context.Context, logger *slog.Logger) {
 	logger.Info("pets copied into memory", "pets", n)
 }
 
-// add appends p, whose id is above every id held; c.mu is held.
-func (c *petCache) add(p *Pet) {
+// add appends a pet whose id is above every id held; c.mu is held.
+func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
 	pos := c.count
 	if pos%chunkSize == 0 {
 		c.chunks = append(c.chunks, &petChunk{})
 	}
 	ch, i := c.chunks[pos/chunkSize], pos%chunkSize
-	ch.id[i] = p.ID
-	ch.category[i] = p.CategoryID
-	ch.names = append(ch.names, p.Name...)
+	ch.id[i] = id
+	ch.category[i] = categoryID
+	ch.names = append(ch.names, name...)
 	ch.nameEnd[i] = uint32(len(ch.names))
-	st := statusIndex(p.Status)
 	ch.status[i] = uint8(st)
 	if st > 0 {
 		c.byStatus[st-1] = append(c.byStatus[st-1], int32(pos))
@@ -175,11 +172,10 @@ func (c *petCache) appendPetAt(b []byte, pos int) []byte {
 }
 
 func (c *petCache) list(ctx context.Context, status string, after int64, limit int) (page, error) {
-	c.mu.RLock()
-	if !c.loaded {
-		c.mu.RUnlock()
+	if !c.loaded.Load() {
 		return c.listStored(ctx, status, after, limit)
 	}
+	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var p page
 	b := make([]byte, 0, 64*limit+4)
@@ -230,15 +226,14 @@ func (c *petCache) listStored(ctx context.Context, status string, after int64, l
 }
 
 func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
-	c.mu.RLock()
-	if !c.loaded {
-		c.mu.RUnlock()
+	if !c.loaded.Load() {
 		p, err := c.store.GetPet(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		return append(appendPet(nil, &p), '\n'), nil
 	}
+	c.mu.RLock()
 	defer c.mu.RUnlock()
 	pos := sort.Search(c.count, func(pos int) bool { return c.idAt(pos) >= id })
 	if pos == c.count || c.idAt(pos) != id {
@@ -271,8 +266,8 @@ func (c *petCache) createOnce(ctx context.Context, p Pet, rec idempotencyRecord)
 // (before that, load will read it from the database); c.writeMu is held.
 func (c *petCache) added(p *Pet) {
 	c.mu.Lock()
-	if c.loaded {
-		c.add(p)
+	if c.loaded.Load() {
+		c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
 	}
 	c.mu.Unlock()
 }

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,7 +30,6 @@ func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code stri
 		t.Fatalf("got %d %s, want %d %s", w.Code, w.Body, status, code)
 	}
 }
-
 
 func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 	s := newTestServer(t)
