@@ -127,7 +127,14 @@ func (c *petCache) loadInBackground(ctx context.Context, logger *slog.Logger) {
 func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
 	pos := c.count
 	if pos%chunkSize == 0 {
-		c.chunks = append(c.chunks, &petChunk{})
+		// Size the names for what the last chunk needed, so that growing
+		// them rarely copies.
+		next := &petChunk{}
+		if len(c.chunks) > 0 {
+			last := len(c.chunks[len(c.chunks)-1].names)
+			next.names = make([]byte, 0, last+last/8)
+		}
+		c.chunks = append(c.chunks, next)
 	}
 	ch, i := c.chunks[pos/chunkSize], pos%chunkSize
 	ch.id[i] = id
