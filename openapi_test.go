@@ -1,0 +1,714 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// These tests keep openapi.yaml and the code in agreement: the routes, the
+// error codes, the limits, the statuses and headers each operation can give,
+// and the deprecation dates. When one of them fails, change the document or
+// the code so that they say the same thing again.
+
+// openAPIDoc is the part of an OpenAPI document these tests read.
+type openAPIDoc struct {
+	OpenAPI  string                          `yaml:"openapi"`
+	Servers  []openAPIServer                 `yaml:"servers"`
+	Security []map[string][]string           `yaml:"security"`
+	Paths    map[string]map[string]yaml.Node `yaml:"paths"`
+
+	Components struct {
+		Schemas         map[string]openAPISchema    `yaml:"schemas"`
+		Parameters      map[string]openAPIParameter `yaml:"parameters"`
+		Headers         map[string]openAPIHeader    `yaml:"headers"`
+		Responses       map[string]openAPIResponse  `yaml:"responses"`
+		SecuritySchemes map[string]struct {
+			Type   string `yaml:"type"`
+			Scheme string `yaml:"scheme"`
+		} `yaml:"securitySchemes"`
+	} `yaml:"components"`
+}
+
+type openAPIServer struct {
+	URL       string `yaml:"url"`
+	Variables map[string]struct {
+		Default string `yaml:"default"`
+	} `yaml:"variables"`
+}
+
+type openAPIOperation struct {
+	OperationID string                     `yaml:"operationId"`
+	Deprecated  bool                       `yaml:"deprecated"`
+	Stability   string                     `yaml:"x-stability"`
+	Security    *[]map[string][]string     `yaml:"security"`
+	Parameters  []openAPIParameter         `yaml:"parameters"`
+	RequestBody *yaml.Node                 `yaml:"requestBody"`
+	Responses   map[string]openAPIResponse `yaml:"responses"`
+}
+
+type openAPIParameter struct {
+	Ref      string        `yaml:"$ref"`
+	Name     string        `yaml:"name"`
+	In       string        `yaml:"in"`
+	Required bool          `yaml:"required"`
+	Schema   openAPISchema `yaml:"schema"`
+}
+
+type openAPIHeader struct {
+	Ref      string        `yaml:"$ref"`
+	Required bool          `yaml:"required"`
+	Schema   openAPISchema `yaml:"schema"`
+}
+
+type openAPIResponse struct {
+	Ref     string                   `yaml:"$ref"`
+	Headers map[string]openAPIHeader `yaml:"headers"`
+	Content map[string]struct {
+		Schema openAPISchema `yaml:"schema"`
+	} `yaml:"content"`
+}
+
+type openAPISchema struct {
+	Ref                  string                   `yaml:"$ref"`
+	Type                 string                   `yaml:"type"`
+	Format               string                   `yaml:"format"`
+	Enum                 []string                 `yaml:"enum"`
+	Const                string                   `yaml:"const"`
+	Minimum              *int64                   `yaml:"minimum"`
+	Maximum              *int64                   `yaml:"maximum"`
+	Default              any                      `yaml:"default"`
+	MinLength            *int                     `yaml:"minLength"`
+	MaxLength            *int                     `yaml:"maxLength"`
+	Required             []string                 `yaml:"required"`
+	AdditionalProperties *bool                    `yaml:"additionalProperties"`
+	Properties           map[string]openAPISchema `yaml:"properties"`
+}
+
+// String describes a schema's type and bounds, for test messages.
+func (s openAPISchema) String() string {
+	if s.Ref != "" {
+		return "$ref " + s.Ref
+	}
+	b := []string{s.Type}
+	if s.Format != "" {
+		b = append(b, s.Format)
+	}
+	if s.Minimum != nil {
+		b = append(b, fmt.Sprintf("minimum=%d", *s.Minimum))
+	}
+	if s.Maximum != nil {
+		b = append(b, fmt.Sprintf("maximum=%d", *s.Maximum))
+	}
+	if s.Default != nil {
+		b = append(b, fmt.Sprintf("default=%v", s.Default))
+	}
+	if s.MinLength != nil {
+		b = append(b, fmt.Sprintf("minLength=%d", *s.MinLength))
+	}
+	if s.MaxLength != nil {
+		b = append(b, fmt.Sprintf("maxLength=%d", *s.MaxLength))
+	}
+	return strings.Join(b, " ")
+}
+
+// openAPIMethods are the path item keys that are operations.
+var openAPIMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+func readOpenAPI(t *testing.T) *openAPIDoc {
+	t.Helper()
+	var doc openAPIDoc
+	if err := yaml.Unmarshal(openapiYAML, &doc); err != nil {
+		t.Fatalf("openapi.yaml does not parse: %v", err)
+	}
+	return &doc
+}
+
+// operations returns the document's operations by "METHOD /path", the path
+// relative to the /v1 server.
+func (d *openAPIDoc) operations(t *testing.T) map[string]openAPIOperation {
+	t.Helper()
+	ops := make(map[string]openAPIOperation)
+	for path, item := range d.Paths {
+		for key, node := range item {
+			if !slices.Contains(openAPIMethods, key) {
+				continue
+			}
+			var op openAPIOperation
+			if err := node.Decode(&op); err != nil {
+				t.Fatalf("%s %s: %v", key, path, err)
+			}
+			ops[strings.ToUpper(key)+" "+path] = op
+		}
+	}
+	return ops
+}
+
+// operation returns the operation with the given operationId.
+func (d *openAPIDoc) operation(t *testing.T, id string) openAPIOperation {
+	t.Helper()
+	for _, op := range d.operations(t) {
+		if op.OperationID == id {
+			return op
+		}
+	}
+	t.Fatalf("openapi.yaml has no operation %s", id)
+	return openAPIOperation{}
+}
+
+// openAPIRefName returns the name in a "#/components/<kind>/<name>" reference.
+func openAPIRefName(t *testing.T, ref, kind string) string {
+	t.Helper()
+	name, ok := strings.CutPrefix(ref, "#/components/"+kind+"/")
+	if !ok {
+		t.Fatalf("$ref %q is not to #/components/%s", ref, kind)
+	}
+	return name
+}
+
+func (d *openAPIDoc) response(t *testing.T, r openAPIResponse) openAPIResponse {
+	t.Helper()
+	for r.Ref != "" {
+		name := openAPIRefName(t, r.Ref, "responses")
+		next, ok := d.Components.Responses[name]
+		if !ok {
+			t.Fatalf("no response component %s", name)
+		}
+		r = next
+	}
+	return r
+}
+
+func (d *openAPIDoc) header(t *testing.T, h openAPIHeader) openAPIHeader {
+	t.Helper()
+	for h.Ref != "" {
+		name := openAPIRefName(t, h.Ref, "headers")
+		next, ok := d.Components.Headers[name]
+		if !ok {
+			t.Fatalf("no header component %s", name)
+		}
+		h = next
+	}
+	return h
+}
+
+func (d *openAPIDoc) parameter(t *testing.T, p openAPIParameter) openAPIParameter {
+	t.Helper()
+	for p.Ref != "" {
+		name := openAPIRefName(t, p.Ref, "parameters")
+		next, ok := d.Components.Parameters[name]
+		if !ok {
+			t.Fatalf("no parameter component %s", name)
+		}
+		p = next
+	}
+	return p
+}
+
+func (d *openAPIDoc) schema(t *testing.T, s openAPISchema) openAPISchema {
+	t.Helper()
+	for s.Ref != "" {
+		name := openAPIRefName(t, s.Ref, "schemas")
+		next, ok := d.Components.Schemas[name]
+		if !ok {
+			t.Fatalf("no schema component %s", name)
+		}
+		s = next
+	}
+	return s
+}
+
+// operationParameter returns the named parameter of an operation.
+func (d *openAPIDoc) operationParameter(t *testing.T, op openAPIOperation, name string) openAPIParameter {
+	t.Helper()
+	for _, p := range op.Parameters {
+		if p = d.parameter(t, p); p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("%s has no parameter %s", op.OperationID, name)
+	return openAPIParameter{}
+}
+
+// routeRecorder is a router that keeps what addRoutes registers.
+type routeRecorder struct {
+	patterns []string
+	handlers map[string]http.Handler
+}
+
+func (r *routeRecorder) Handle(pattern string, handler http.Handler) {
+	r.patterns = append(r.patterns, pattern)
+	r.handlers[pattern] = handler
+}
+
+func recordRoutes() *routeRecorder {
+	r := &routeRecorder{handlers: make(map[string]http.Handler)}
+	addRoutes(r, nil, nil, nil)
+	return r
+}
+
+// newServerRoutes are the operations under /v1 that newServer registers
+// itself, outside addRoutes, because they need no key. (Its /healthz and
+// /readyz are outside /v1 and not part of the API.) newServer's mux cannot be
+// recorded, so TestOpenAPIAgreesWithWhatTheServerAnswers checks through the
+// real handler that each of these is routed.
+var newServerRoutes = []string{"GET /v1/openapi.yaml"}
+
+// codeOperations returns the routes with a real handler, "METHOD /path"
+// relative to /v1: every pattern with a method. The method-less patterns are
+// the 405 and 404 catch-alls.
+func codeOperations(t *testing.T) []string {
+	t.Helper()
+	var ops []string
+	for _, pattern := range append(recordRoutes().patterns, newServerRoutes...) {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok {
+			continue
+		}
+		rel, ok := strings.CutPrefix(path, "/v1/")
+		if !ok {
+			t.Fatalf("route %q is not under /v1/", pattern)
+		}
+		ops = append(ops, method+" /"+rel)
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+func TestOpenAPIIsVersion31AndEveryServerEndsInV1(t *testing.T) {
+	doc := readOpenAPI(t)
+	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
+		t.Errorf("openapi: %q, want 3.1.x", doc.OpenAPI)
+	}
+	if len(doc.Servers) < 2 {
+		t.Errorf("%d servers, want production and staging", len(doc.Servers))
+	}
+	for _, s := range doc.Servers {
+		url := s.URL
+		for name, v := range s.Variables {
+			url = strings.ReplaceAll(url, "{"+name+"}", v.Default)
+		}
+		if !strings.HasSuffix(url, "/v1") || strings.Contains(url, "{") {
+			t.Errorf("server %q (with its defaults %q) does not end in /v1: the document's paths are relative to /v1", s.URL, url)
+		}
+	}
+}
+
+func TestOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
+	doc := readOpenAPI(t)
+	documented := slices.Sorted(maps.Keys(doc.operations(t)))
+	routed := codeOperations(t)
+	for _, op := range routed {
+		if !slices.Contains(documented, op) {
+			t.Errorf("the server routes %s, and openapi.yaml has no such operation", op)
+		}
+	}
+	for _, op := range documented {
+		if !slices.Contains(routed, op) {
+			t.Errorf("openapi.yaml documents %s, and the server has no handler for it", op)
+		}
+	}
+	wantIDs := map[string]string{
+		"GET /pets":         "listPets",
+		"POST /pets":        "createPet",
+		"GET /pets/{petId}": "getPet",
+		"GET /store/orders": "listStoreOrders",
+		"GET /openapi.yaml": "getOpenAPI",
+	}
+	for key, op := range doc.operations(t) {
+		if want, ok := wantIDs[key]; ok && op.OperationID != want {
+			t.Errorf("%s: operationId %q, want %q", key, op.OperationID, want)
+		}
+	}
+}
+
+func TestOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes(t *testing.T) {
+	doc := readOpenAPI(t)
+	routes := recordRoutes()
+	for path, item := range doc.Paths {
+		var want []string
+		for key := range item {
+			if slices.Contains(openAPIMethods, key) {
+				want = append(want, strings.ToUpper(key))
+			}
+		}
+		if slices.Contains(want, "GET") && !slices.Contains(want, "HEAD") {
+			want = append(want, "HEAD") // a GET pattern answers HEAD too
+		}
+		sort.Strings(want)
+
+		catchAll, ok := routes.handlers["/v1"+path]
+		if !ok {
+			t.Errorf("%s: no 405 catch-all registered for /v1%s", path, path)
+			continue
+		}
+		w := httptest.NewRecorder()
+		catchAll.ServeHTTP(w, httptest.NewRequest("DELETE", "/v1"+path, nil))
+		if w.Code != http.StatusMethodNotAllowed {
+			t.Errorf("%s: DELETE answered %d, want 405", path, w.Code)
+			continue
+		}
+		var allow []string
+		for m := range strings.SplitSeq(w.Header().Get("Allow"), ",") {
+			allow = append(allow, strings.TrimSpace(m))
+		}
+		sort.Strings(allow)
+		if !slices.Equal(allow, want) {
+			t.Errorf("%s: Allow: %v, want the documented methods %v", path, allow, want)
+		}
+	}
+}
+
+func TestOpenAPIErrorCodesAreExactlyThoseOfErrorsGo(t *testing.T) {
+	doc := readOpenAPI(t)
+	errSchema, ok := doc.Components.Schemas["Error"]
+	if !ok {
+		t.Fatal("openapi.yaml has no Error schema")
+	}
+	documented := slices.Sorted(slices.Values(doc.schema(t, errSchema.Properties["code"]).Enum))
+	inCode := slices.Sorted(maps.Keys(codeStatus))
+	if !slices.Equal(documented, inCode) {
+		t.Errorf("Error.code enum:\n  %v\nwant the keys of codeStatus:\n  %v", documented, inCode)
+	}
+	if want := []string{"code", "message", "status"}; !slices.Equal(slices.Sorted(slices.Values(errSchema.Required)), want) {
+		t.Errorf("Error requires %v, want %v", errSchema.Required, want)
+	}
+}
+
+func TestOpenAPIGetPetIsDeprecatedWithTheDatesTheServerSends(t *testing.T) {
+	doc := readOpenAPI(t)
+	getPet := doc.operation(t, "getPet")
+	if !getPet.Deprecated {
+		t.Error("getPet is not deprecated: true")
+	}
+	for id, op := range map[string]openAPIOperation{
+		"listPets": doc.operation(t, "listPets"), "createPet": doc.operation(t, "createPet"),
+		"listStoreOrders": doc.operation(t, "listStoreOrders"), "getOpenAPI": doc.operation(t, "getOpenAPI"),
+	} {
+		if op.Deprecated {
+			t.Errorf("%s is deprecated: true; only getPet is", id)
+		}
+	}
+
+	want := map[string]string{
+		"Deprecation": "@" + strconv.FormatInt(deprecatedSince.Unix(), 10),
+		"Sunset":      sunset.Format(http.TimeFormat),
+		"Link":        `</v1/pets>; rel="successor-version"`,
+	}
+	for _, status := range []string{"200", "400", "404"} {
+		r, ok := getPet.Responses[status]
+		if !ok {
+			t.Errorf("getPet has no %s response", status)
+			continue
+		}
+		r = doc.response(t, r)
+		for name, value := range want {
+			h, ok := r.Headers[name]
+			if !ok {
+				t.Errorf("getPet %s: no %s header", status, name)
+				continue
+			}
+			if h = doc.header(t, h); h.Schema.Const != value || !h.Required {
+				t.Errorf("getPet %s: %s is const %q (required %v), want const %q, required", status, name, h.Schema.Const, h.Required, value)
+			}
+		}
+	}
+
+	// And the server sends those very values.
+	s := newTestServer(t)
+	w := s.do("GET", "/v1/pets/1", s.mustCreateKey("free"), "")
+	for name, value := range want {
+		if got := w.Header().Get(name); got != value {
+			t.Errorf("GET /v1/pets/1 sends %s: %q, want %q", name, got, value)
+		}
+	}
+}
+
+func TestOpenAPIEveryOperationHasAStabilityMarker(t *testing.T) {
+	doc := readOpenAPI(t)
+	for key, op := range doc.operations(t) {
+		switch op.Stability {
+		case "stable", "beta", "experimental":
+		default:
+			t.Errorf("%s (%s): x-stability %q, want stable, beta or experimental", key, op.OperationID, op.Stability)
+		}
+	}
+	if got := doc.operation(t, "listStoreOrders").Stability; got != "experimental" {
+		t.Errorf("listStoreOrders: x-stability %q, want experimental: it is not implemented", got)
+	}
+}
+
+func TestOpenAPIEveryOperationButTheDocumentNeedsABearerKey(t *testing.T) {
+	doc := readOpenAPI(t)
+	scheme, ok := doc.Components.SecuritySchemes["bearerAuth"]
+	if !ok || scheme.Type != "http" || scheme.Scheme != "bearer" {
+		t.Errorf("securitySchemes.bearerAuth = %+v, want type http, scheme bearer", scheme)
+	}
+	if len(doc.Security) != 1 || doc.Security[0]["bearerAuth"] == nil {
+		t.Errorf("global security = %v, want bearerAuth", doc.Security)
+	}
+	for key, op := range doc.operations(t) {
+		public := op.Security != nil && len(*op.Security) == 0
+		if wantPublic := key == "GET /openapi.yaml"; public != wantPublic {
+			t.Errorf("%s: needs no key = %v, want %v", key, public, wantPublic)
+		}
+	}
+}
+
+// openAPIStatuses are the statuses each operation can give, from the code:
+// 401 from requireKey (not on the keyless document), 405 from the path's
+// catch-all for other methods, 429 from limit, 500 for any unexpected failure
+// or panic, 503 when SQLite is unavailable (storeError, also while looking up
+// the key or its daily usage), and the handler's own.
+var openAPIStatuses = map[string][]int{
+	// handleListPets: 400 from parseListQuery.
+	"listPets": {200, 400, 401, 405, 429, 500, 503},
+	// handleCreatePet: 400 from idempotencyKey and decodeNewPet (invalid_request,
+	// invalid_json), 413 and 415 from decodeNewPet, 409 and 422 from createOnce.
+	"createPet": {201, 400, 401, 405, 409, 413, 415, 422, 429, 500, 503},
+	// handleGetPet: 400 from parsePetID, 404 from the store.
+	"getPet": {200, 400, 401, 404, 405, 429, 500, 503},
+	// handleNotImplemented.
+	"listStoreOrders": {401, 405, 429, 500, 501, 503},
+	// handleOpenAPI: no key needed, so no 401.
+	"getOpenAPI": {200, 405, 429, 500, 503},
+}
+
+func TestOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
+	doc := readOpenAPI(t)
+	for key, op := range doc.operations(t) {
+		want, ok := openAPIStatuses[op.OperationID]
+		if !ok {
+			t.Errorf("%s: operation %q is not in the table of statuses in this test", key, op.OperationID)
+			continue
+		}
+		var documented []int
+		for status := range op.Responses {
+			if status == "default" {
+				continue
+			}
+			n, err := strconv.Atoi(status)
+			if err != nil {
+				t.Errorf("%s: response %q is not a status code", op.OperationID, status)
+				continue
+			}
+			documented = append(documented, n)
+		}
+		sort.Ints(documented)
+		for _, n := range want {
+			if !slices.Contains(documented, n) {
+				t.Errorf("%s can answer %d, and openapi.yaml does not document it", op.OperationID, n)
+			}
+		}
+		for _, n := range documented {
+			if !slices.Contains(want, n) {
+				t.Errorf("openapi.yaml documents %d for %s, which the code never answers", n, op.OperationID)
+			}
+		}
+	}
+}
+
+func TestOpenAPIResponsesDocumentTheirHeadersAndErrorShape(t *testing.T) {
+	doc := readOpenAPI(t)
+	everywhere := []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"}
+	byStatus := map[string][]string{
+		"401": {"WWW-Authenticate"},
+		"405": {"Allow"},
+		"429": {"Retry-After"},
+	}
+	byOperation := map[string][]string{
+		"listPets 200":  {"Link"},
+		"createPet 201": {"Location", "Idempotent-Replayed"},
+		"getPet 200":    {"Deprecation", "Sunset", "Link"},
+		"getPet 400":    {"Deprecation", "Sunset", "Link"},
+		"getPet 404":    {"Deprecation", "Sunset", "Link"},
+	}
+	for _, op := range doc.operations(t) {
+		for status, r := range op.Responses {
+			if status == "default" {
+				continue
+			}
+			r = doc.response(t, r)
+			want := slices.Concat(everywhere, byStatus[status], byOperation[op.OperationID+" "+status])
+			for _, name := range want {
+				if _, ok := r.Headers[name]; !ok {
+					t.Errorf("%s %s: header %s is not documented", op.OperationID, status, name)
+				}
+			}
+			if status[0] == '4' || status[0] == '5' {
+				media, ok := r.Content["application/json"]
+				if !ok || media.Schema.Ref != "#/components/schemas/Error" {
+					t.Errorf("%s %s: body is not application/json Error", op.OperationID, status)
+				}
+			}
+		}
+	}
+}
+
+func TestOpenAPIParametersAndBodyHaveTheCodesBounds(t *testing.T) {
+	doc := readOpenAPI(t)
+	list := doc.operation(t, "listPets")
+
+	limit := doc.operationParameter(t, list, "limit")
+	if s := limit.Schema; s.Type != "integer" || s.Minimum == nil || *s.Minimum != 1 ||
+		s.Maximum == nil || *s.Maximum != maxPageSize || s.Default != defaultPageSize {
+		t.Errorf("limit schema is %s, want integer minimum=1 maximum=%d default=%d", s, maxPageSize, defaultPageSize)
+	}
+
+	status := doc.schema(t, doc.operationParameter(t, list, "status").Schema)
+	for _, v := range status.Enum {
+		if !validStatus(v) {
+			t.Errorf("status enum has %q, which the server refuses", v)
+		}
+	}
+	if want := []string{"available", "pending", "sold"}; !slices.Equal(status.Enum, want) {
+		t.Errorf("status enum = %v, want %v", status.Enum, want)
+	}
+
+	if cursor := doc.operationParameter(t, list, "cursor"); cursor.In != "query" || cursor.Schema.Type != "string" {
+		t.Errorf("cursor is in %s, %s; want a query string", cursor.In, cursor.Schema)
+	}
+
+	petID := doc.operationParameter(t, doc.operation(t, "getPet"), "petId")
+	if s := petID.Schema; petID.In != "path" || !petID.Required || s.Type != "integer" || s.Format != "int64" ||
+		s.Minimum == nil || *s.Minimum != 1 {
+		t.Errorf("petId is in %s (required %v), %s; want a required path integer int64 minimum=1", petID.In, petID.Required, petID.Schema)
+	}
+
+	key := doc.operationParameter(t, doc.operation(t, "createPet"), "Idempotency-Key")
+	if s := key.Schema; key.In != "header" || key.Required || s.MinLength == nil || *s.MinLength != 1 ||
+		s.MaxLength == nil || *s.MaxLength != maxIdempotencyKeyLen {
+		t.Errorf("Idempotency-Key is in %s (required %v), %s; want an optional header string minLength=1 maxLength=%d", key.In, key.Required, key.Schema, maxIdempotencyKeyLen)
+	}
+
+	newPet := doc.Components.Schemas["NewPet"]
+	if newPet.AdditionalProperties == nil || *newPet.AdditionalProperties {
+		t.Error("NewPet does not have additionalProperties: false; the server refuses unknown fields")
+	}
+	if want := []string{"categoryId", "name"}; !slices.Equal(slices.Sorted(slices.Values(newPet.Required)), want) {
+		t.Errorf("NewPet requires %v, want %v", newPet.Required, want)
+	}
+	if name := newPet.Properties["name"]; name.MinLength == nil || *name.MinLength != 1 ||
+		name.MaxLength == nil || *name.MaxLength != maxNameRunes {
+		t.Errorf("NewPet.name is %s, want string minLength=1 maxLength=%d", name, maxNameRunes)
+	}
+	if c := newPet.Properties["categoryId"]; c.Type != "integer" || c.Format != "int64" || c.Minimum == nil || *c.Minimum != 1 {
+		t.Errorf("NewPet.categoryId is %s, want integer int64 minimum=1", c)
+	}
+	if s := newPet.Properties["status"]; s.Ref != "#/components/schemas/PetStatus" {
+		t.Errorf("NewPet.status is %s, want $ref PetStatus", s)
+	}
+	pet := doc.Components.Schemas["Pet"]
+	if want := []string{"categoryId", "id", "name"}; !slices.Equal(slices.Sorted(slices.Values(pet.Required)), want) {
+		t.Errorf("Pet requires %v, want %v (status is absent when none was given)", pet.Required, want)
+	}
+}
+
+// TestOpenAPIAgreesWithWhatTheServerAnswers sends one request for most
+// documented responses and checks that the document lists its status for the
+// operation and every header the server sent that the document knows of.
+func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
+	doc := readOpenAPI(t)
+	s := newTestServer(t)
+	key := s.mustCreateKey("free")
+	w := s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("create a pet: HTTP status %d; body: %s", w.Code, w.Body)
+	}
+	petPath := w.Header().Get("Location")
+	s.do("POST", "/v1/pets", key, `{"name":"Bella","categoryId":1,"status":"sold"}`) // so that a page of one has a next
+	tight := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+	s.do("GET", "/v1/pets", tight, "")
+
+	tests := []struct {
+		name      string
+		operation string
+		method    string
+		target    string
+		key       string
+		body      string
+		header    []string
+		want      int
+	}{
+		{"a page of pets with a next", "listPets", "GET", "/v1/pets?limit=1", key, "", nil, 200},
+		{"a bad limit", "listPets", "GET", "/v1/pets?limit=0", key, "", nil, 400},
+		{"no key", "listPets", "GET", "/v1/pets", "", "", nil, 401},
+		{"another method on the path", "listPets", "DELETE", "/v1/pets", key, "", nil, 405},
+		{"over the limit", "listPets", "GET", "/v1/pets", tight, "", nil, 429},
+		{"a created pet", "createPet", "POST", "/v1/pets", key, `{"name":"Tom","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 201},
+		{"a replayed creation", "createPet", "POST", "/v1/pets", key, `{"name":"Tom","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 201},
+		{"a reused Idempotency-Key", "createPet", "POST", "/v1/pets", key, `{"name":"Max","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 422},
+		{"a body that is not JSON", "createPet", "POST", "/v1/pets", key, `{`, nil, 400},
+		{"a body too large", "createPet", "POST", "/v1/pets", key, `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`, nil, 413},
+		{"a body of another type", "createPet", "POST", "/v1/pets", key, `{}`, []string{"Content-Type", "text/plain"}, 415},
+		{"a pet", "getPet", "GET", petPath, key, "", nil, 200},
+		{"a bad petId", "getPet", "GET", "/v1/pets/0", key, "", nil, 400},
+		{"an unknown pet", "getPet", "GET", "/v1/pets/999", key, "", nil, 404},
+		{"store orders", "listStoreOrders", "GET", "/v1/store/orders", key, "", nil, 501},
+		{"store orders without a key", "listStoreOrders", "GET", "/v1/store/orders", "", "", nil, 401},
+		{"the document", "getOpenAPI", "GET", "/v1/openapi.yaml", "", "", nil, 200},
+		{"another method on the document", "getOpenAPI", "PUT", "/v1/openapi.yaml", key, "", nil, 405},
+	}
+	known := make(map[string]bool)
+	for _, r := range doc.Components.Responses {
+		for name := range r.Headers {
+			known[http.CanonicalHeaderKey(name)] = true
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := s.do(tt.method, tt.target, tt.key, tt.body, tt.header...)
+			if w.Code != tt.want {
+				t.Fatalf("%s %s: HTTP status %d, want %d; body: %.200s", tt.method, tt.target, w.Code, tt.want, w.Body)
+			}
+			r, ok := doc.operation(t, tt.operation).Responses[strconv.Itoa(w.Code)]
+			if !ok {
+				t.Fatalf("%s answers %d, and openapi.yaml does not document it", tt.operation, w.Code)
+			}
+			r = doc.response(t, r)
+			documented := make(map[string]bool)
+			for name, h := range r.Headers {
+				documented[http.CanonicalHeaderKey(name)] = true
+				if h = doc.header(t, h); h.Required && w.Header().Get(name) == "" {
+					t.Errorf("%s %d: documented required header %s is missing", tt.operation, w.Code, name)
+				}
+				if c := h.Schema.Const; c != "" && w.Header().Get(name) != c {
+					t.Errorf("%s %d: %s: %q, documented as %q", tt.operation, w.Code, name, w.Header().Get(name), c)
+				}
+			}
+			for name := range w.Header() {
+				if known[name] && !documented[name] {
+					t.Errorf("%s %d: the server sends %s, and openapi.yaml does not document it on this response", tt.operation, w.Code, name)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAPIServedWithoutAKeyIsExactlyTheEmbeddedDocument(t *testing.T) {
+	s := newTestServer(t)
+	w := s.do("GET", "/v1/openapi.yaml", "", "")
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /v1/openapi.yaml without a key: HTTP status %d, want 200; body: %.200s", w.Code, w.Body)
+	}
+	if !bytes.Equal(w.Body.Bytes(), openapiYAML) {
+		t.Errorf("GET /v1/openapi.yaml served %d bytes that differ from the %d embedded", w.Body.Len(), len(openapiYAML))
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/yaml" {
+		t.Errorf("Content-Type: %q, want application/yaml as documented", ct)
+	}
+	if doc := readOpenAPI(t); doc.operation(t, "getOpenAPI").Responses["200"].Ref != "#/components/responses/OpenAPIDocument" {
+		t.Error("getOpenAPI 200 is not the OpenAPIDocument response")
+	} else if _, ok := doc.Components.Responses["OpenAPIDocument"].Content["application/yaml"]; !ok {
+		t.Error("the OpenAPIDocument response is not application/yaml")
+	}
+}
