@@ -210,12 +210,9 @@ func authenticate(keys *keyring, next http.Handler) http.Handler {
 			info.authProblem = "the Authorization header has no API key after Bearer"
 		default:
 			info.sentToken = true
-			key, problem, err := keys.lookup(r.Context(), token)
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			info.key, info.authProblem = key, problem
+			// A failed look-up is answered by requireKey, after the
+			// address limit has set its headers.
+			info.key, info.authProblem, info.authErr = keys.lookup(r.Context(), token)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -225,6 +222,10 @@ func authenticate(keys *keyring, next http.Handler) http.Handler {
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestLog(r)
+		if info.authErr != nil {
+			writeError(w, r, info.authErr)
+			return
+		}
 		if info.key == nil {
 			unauthorized(w, r, info.sentToken, info.authProblem)
 			return

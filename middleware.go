@@ -20,6 +20,7 @@ type requestInfo struct {
 	key *apiKey
 	// authProblem says why the request has no key, for the 401.
 	authProblem string
+	authErr     error // the key could not be looked up
 	sentToken   bool
 	err         error // an internal error or panic, for the log
 }

@@ -1,0 +1,1246 @@
+package main
+
+// Black-box tests of the command line, as DESIGN.md "Command line" and
+// "Running it" describe it: the built binary as a user runs it, and run() as
+// main calls it. The binary tests are skipped with -short.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	cliKeyPattern = map[string]*regexp.Regexp{
+		"production": regexp.MustCompile(`^psk_live_[0-9A-Za-z]{38}$`),
+		"staging":    regexp.MustCompile(`^psk_test_[0-9A-Za-z]{38}$`),
+	}
+	// cliAnyKey finds anything that looks like an API key in output.
+	cliAnyKey = regexp.MustCompile(`psk_(?:live|test)_[0-9A-Za-z]+`)
+	// cliServing is the log line that tells where the server listens.
+	cliServing = regexp.MustCompile(`msg=serving addr=http://(127\.0\.0\.1:[0-9]+)`)
+)
+
+// The binary, built once per test process.
+
+const cliBuildDirPrefix = "petstore-cli-test-"
+
+var cliBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// petstoreBinary builds the binary the way a user does, on the first call,
+// and returns its path. It skips the test under -short.
+func petstoreBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the petstore binary; skipped with -short")
+	}
+	b := &cliBuild
+	b.once.Do(func() {
+		removeOldCLIBuilds()
+		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", cliBuildDirPrefix, os.Getpid()))
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "petstore")
+		cmd := exec.Command("go", "build", "-o", b.path, ".")
+		// The same settings as the test build, so the build cache is shared.
+		// GIT_OPTIONAL_LOCKS=0: the version stamp's git status must not
+		// write the index of a tree others are working in.
+		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// removeOldCLIBuilds deletes the binaries of earlier test processes that
+// have ended: without a TestMain, a process cannot remove its own. Each
+// directory is named for the process that built it.
+func removeOldCLIBuilds() {
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), cliBuildDirPrefix+"*"))
+	for _, dir := range old {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), cliBuildDirPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if err != nil {
+			continue
+		}
+		if p, err := os.FindProcess(n); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// One-shot commands.
+
+type cliResult struct {
+	stdout, stderr string
+	code           int // exit status
+}
+
+// cliRunner runs one petstore command line (without the program name) with
+// env as its only PETSTORE_* variables.
+type cliRunner func(t *testing.T, env map[string]string, args ...string) cliResult
+
+// viaRun runs the command in this process, through run and the exit status
+// main would pick. Paths must be absolute: the working directory is the
+// repository.
+func viaRun(t *testing.T, env map[string]string, args ...string) cliResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	getenv := func(name string) string { return env[name] }
+	err := run(context.Background(), append([]string{"petstore"}, args...), getenv, strings.NewReader(""), &stdout, &stderr)
+	code := exitCode(err, &stderr)
+	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+// viaBinary runs the built binary in a fresh working directory.
+func viaBinary(t *testing.T, env map[string]string, args ...string) cliResult {
+	t.Helper()
+	return runBinary(t, t.TempDir(), env, args...)
+}
+
+// bothWays runs test with run() and with the binary: a command line must
+// behave the same either way.
+func bothWays(t *testing.T, test func(t *testing.T, petstore cliRunner)) {
+	t.Run("run", func(t *testing.T) {
+		t.Parallel()
+		test(t, viaRun)
+	})
+	t.Run("binary", func(t *testing.T) {
+		t.Parallel()
+		petstoreBinary(t)
+		test(t, viaBinary)
+	})
+}
+
+// commandEnv is this process's environment without its PETSTORE_*
+// variables, plus env.
+func commandEnv(env map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PETSTORE_") {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func runBinary(t *testing.T, dir string, env map[string]string, args ...string) cliResult {
+	t.Helper()
+	bin := petstoreBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = commandEnv(env)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("petstore %s: %v", strings.Join(args, " "), err)
+	}
+	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+// petstoreCmd runs the binary with args, as a second process beside a
+// running server.
+func petstoreCmd(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	return viaBinary(t, nil, args...)
+}
+
+// mustCreateKeyCLI runs keys create with args and returns the key.
+func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
+	t.Helper()
+	res := petstore(t, nil, append([]string{"keys", "create"}, args...)...)
+	if res.code != 0 {
+		t.Fatalf("keys create %s: exit status %d\n%s", strings.Join(args, " "), res.code, res.stderr)
+	}
+	return strings.TrimSpace(res.stdout)
+}
+
+// cliKey is one element of keys list --json.
+type cliKey struct {
+	ID        int64      `json:"id"`
+	Name      string     `json:"name"`
+	Plan      string     `json:"plan"`
+	PerMinute int64      `json:"perMinute"`
+	PerDay    int64      `json:"perDay"`
+	Created   time.Time  `json:"created"`
+	Revoked   *time.Time `json:"revoked"`
+}
+
+func listKeysJSON(t *testing.T, petstore cliRunner, db string) []cliKey {
+	t.Helper()
+	res := petstore(t, nil, "keys", "list", "--db", db, "--json")
+	if res.code != 0 {
+		t.Fatalf("keys list --json: exit status %d\n%s", res.code, res.stderr)
+	}
+	var keys []cliKey
+	if err := json.Unmarshal([]byte(res.stdout), &keys); err != nil {
+		t.Fatalf("keys list --json: %v\n%s", err, res.stdout)
+	}
+	return keys
+}
+
+func keyIDByName(t *testing.T, db, name string) int64 {
+	t.Helper()
+	for _, k := range listKeysJSON(t, viaBinary, db) {
+		if k.Name == name {
+			return k.ID
+		}
+	}
+	t.Fatalf("keys list has no key named %q", name)
+	return 0
+}
+
+// wantFailure checks a failed command: the exit status, nothing on standard
+// output, and one line on standard error that starts "petstore: ".
+func wantFailure(t *testing.T, res cliResult, code int) {
+	t.Helper()
+	if res.code != code {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", res.code, code, res.stderr)
+	}
+	if res.stdout != "" {
+		t.Errorf("standard output %q, want nothing", res.stdout)
+	}
+	msg := strings.TrimSuffix(res.stderr, "\n")
+	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "petstore: ") || len(msg) == len("petstore: ") {
+		t.Errorf("standard error %q, want one line starting \"petstore: \" that names the problem", res.stderr)
+	}
+	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
+		t.Errorf("standard error holds a panic: %s", res.stderr)
+	}
+}
+
+func wantNoFile(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists (stat: %v); the command must not create it", path, err)
+	}
+}
+
+// A running server.
+
+// cliOutput collects a process's output while it runs.
+type cliOutput struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (o *cliOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *cliOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
+}
+
+type runningPetstore struct {
+	t         *testing.T
+	cmd       *exec.Cmd
+	stdout    *cliOutput
+	stderr    *cliOutput
+	url       string // http://127.0.0.1:PORT
+	client    *http.Client
+	exited    chan struct{} // closed once the process has ended
+	exitCode  int           // set before exited is closed; -1 for a signal
+	bootstrap string        // the key this start printed, if any
+	keysSent  []string      // keys sent to it, none of which it may print
+}
+
+// startPetstore starts the binary in dir with args and --addr
+// 127.0.0.1:0, and returns once /healthz answers. The process is killed
+// when the test ends, and its output is checked for keys.
+func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
+	t.Helper()
+	cmd := exec.Command(petstoreBinary(t), append(args, "--addr", "127.0.0.1:0")...)
+	cmd.Dir = dir
+	cmd.Env = commandEnv(nil)
+	s := &runningPetstore{
+		t: t, cmd: cmd, stdout: &cliOutput{}, stderr: &cliOutput{},
+		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
+		exited: make(chan struct{}),
+	}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			s.exitCode = exit.ExitCode()
+		} else if err != nil {
+			s.exitCode = -1
+		}
+		close(s.exited)
+	}()
+	t.Cleanup(s.cleanup)
+	s.url = "http://" + waitServing(t, s.stderr, s.exited)
+	waitHealthy(t, s.client, s.url)
+	s.bootstrap = cliAnyKey.FindString(s.stderr.String())
+	return s
+}
+
+// waitServing returns HOST:PORT from the "serving" log line.
+func waitServing(t *testing.T, stderr *cliOutput, exited <-chan struct{}) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if m := cliServing.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-exited:
+			t.Fatalf("petstore ended before serving:\n%s", stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no msg=serving line within 10 s:\n%s", stderr)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitHealthy(t *testing.T, client *http.Client, url string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := client.Get(url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /healthz not 200 within 5 s (last error %v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *runningPetstore) cleanup() {
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.client.CloseIdleConnections()
+	s.checkNoKeyPrinted()
+}
+
+// checkNoKeyPrinted: log lines never hold a key; the only key the server
+// may print is its bootstrap key, in the banner on standard error.
+func (s *runningPetstore) checkNoKeyPrinted() {
+	stderr := s.stderr.String()
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
+			s.t.Errorf("a log line holds an API key: %s", line)
+		}
+	}
+	if out := s.stdout.String(); cliAnyKey.MatchString(out) {
+		s.t.Errorf("the server printed a key on standard output:\n%s", out)
+	}
+	for _, key := range s.keysSent {
+		if key == s.bootstrap {
+			continue
+		}
+		sum := sha256.Sum256([]byte(key))
+		if strings.Contains(stderr, key) || strings.Contains(strings.ToLower(stderr), hex.EncodeToString(sum[:])) {
+			s.t.Errorf("standard error holds key %s or its hash:\n%s", key, stderr)
+		}
+	}
+}
+
+// request sends one request; key "" sends no Authorization.
+func (s *runningPetstore) request(method, path, key, body string) (*http.Response, string) {
+	s.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.url+path, r)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+		if !slices.Contains(s.keysSent, key) {
+			s.keysSent = append(s.keysSent, key)
+		}
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return resp, string(b)
+}
+
+// wantStatus sends a request and fails the test unless it gets status.
+func (s *runningPetstore) wantStatus(method, path, key, body string, status int) (*http.Response, string) {
+	s.t.Helper()
+	resp, got := s.request(method, path, key, body)
+	if resp.StatusCode != status {
+		s.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, resp.StatusCode, status, got)
+	}
+	return resp, got
+}
+
+// stop sends sig and returns the exit status.
+func (s *runningPetstore) stop(sig os.Signal) int {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("signal %v: %v", sig, err)
+	}
+	return s.wait()
+}
+
+func (s *runningPetstore) wait() int {
+	s.t.Helper()
+	select {
+	case <-s.exited:
+		return s.exitCode
+	case <-time.After(15 * time.Second):
+		s.t.Fatalf("petstore still running 15 s later:\n%s", s.stderr)
+		return 0
+	}
+}
+
+// kill9 ends the process the hard way: no shutdown, no flush.
+func (s *runningPetstore) kill9() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		s.t.Fatal(err)
+	}
+	<-s.exited
+}
+
+func cliDecode(t *testing.T, body string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("decode %q: %v", body, err)
+	}
+}
+
+// keys create
+
+func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		env      string
+		wantName string
+		wantPlan string
+		wantRPM  int64
+		wantRPD  int64
+	}{
+		{"free", []string{"--plan", "free"}, "production", "", "free", 60, 1_000},
+		{"pro", []string{"--plan", "pro"}, "production", "", "pro", 300, 10_000},
+		{"business", []string{"--plan", "business"}, "production", "", "business", 1_000, 100_000},
+		{"enterprise with --rpm and --rpd", []string{"--plan", "enterprise", "--rpm", "5", "--rpd", "10"}, "production", "", "enterprise", 5, 10},
+		{"with a name", []string{"--plan", "pro", "--name", "billing-job"}, "production", "billing-job", "pro", 300, 10_000},
+		{"staging", []string{"--plan", "free", "--env", "staging"}, "staging", "", "free", 60, 1_000},
+		{"flags in any order", []string{"--name", "x", "--env", "production", "--plan", "business"}, "production", "x", "business", 1_000, 100_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bothWays(t, func(t *testing.T, petstore cliRunner) {
+				db := filepath.Join(t.TempDir(), "keys.db")
+				res := petstore(t, nil, append([]string{"keys", "create", "--db", db}, tt.args...)...)
+				if res.code != 0 {
+					t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+				}
+				key := strings.TrimSuffix(res.stdout, "\n")
+				if !strings.HasSuffix(res.stdout, "\n") || strings.Contains(key, "\n") {
+					t.Errorf("standard output %q, want the key alone on one line", res.stdout)
+				}
+				if !cliKeyPattern[tt.env].MatchString(key) {
+					t.Errorf("key %q does not match %s", key, cliKeyPattern[tt.env])
+				}
+				keys := listKeysJSON(t, petstore, db)
+				if len(keys) != 1 {
+					t.Fatalf("keys list shows %d keys, want 1: %+v", len(keys), keys)
+				}
+				k := keys[0]
+				if k.Name != tt.wantName || k.Plan != tt.wantPlan || k.PerMinute != tt.wantRPM || k.PerDay != tt.wantRPD || k.Revoked != nil {
+					t.Errorf("keys list shows %+v, want name %q, plan %s, %d/minute, %d/day, not revoked",
+						k, tt.wantName, tt.wantPlan, tt.wantRPM, tt.wantRPD)
+				}
+				again := mustCreateKeyCLI(t, petstore, append([]string{"--db", db}, tt.args...)...)
+				if again == key {
+					t.Errorf("two keys created are the same: %s", key)
+				}
+			})
+		})
+	}
+}
+
+func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"unknown plan", []string{"--plan", "gold"}},
+		{"missing --plan", nil},
+		{"unknown flag", []string{"--plan", "free", "--colour", "blue"}},
+		{"enterprise without --rpm and --rpd", []string{"--plan", "enterprise"}},
+		{"enterprise without --rpd", []string{"--plan", "enterprise", "--rpm", "100"}},
+		{"enterprise with --rpm 0", []string{"--plan", "enterprise", "--rpm", "0", "--rpd", "10"}},
+		{"enterprise with --rpm not a number", []string{"--plan", "enterprise", "--rpm", "lots", "--rpd", "10"}},
+		{"free with --rpm", []string{"--plan", "free", "--rpm", "100"}},
+		{"pro with --rpd", []string{"--plan", "pro", "--rpd", "5"}},
+		{"business with --rpm and --rpd", []string{"--plan", "business", "--rpm", "5", "--rpd", "5"}},
+		{"unknown --env", []string{"--plan", "free", "--env", "dev"}},
+		{"an argument", []string{"--plan", "free", "extra"}},
+		{"--plan without its value", []string{"--plan"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bothWays(t, func(t *testing.T, petstore cliRunner) {
+				db := filepath.Join(t.TempDir(), "keys.db")
+				res := petstore(t, nil, append([]string{"keys", "create", "--db", db}, tt.args...)...)
+				wantFailure(t, res, 2)
+				wantNoFile(t, db)
+			})
+		})
+	}
+}
+
+func TestKeysCreateInMissingDirectoryFails(t *testing.T) {
+	t.Parallel()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		missing := filepath.Join(t.TempDir(), "no", "such")
+		res := petstore(t, nil, "keys", "create", "--db", filepath.Join(missing, "petstore.db"), "--plan", "free")
+		wantFailure(t, res, 1)
+		wantNoFile(t, filepath.Dir(missing))
+	})
+}
+
+func TestKeysCreateReadsEnvironment(t *testing.T) {
+	t.Parallel()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		dir := t.TempDir()
+		create := func(env map[string]string, args ...string) string {
+			t.Helper()
+			res := petstore(t, env, append([]string{"keys", "create"}, args...)...)
+			if res.code != 0 {
+				t.Fatalf("keys create %v with %v: exit status %d\n%s", args, env, res.code, res.stderr)
+			}
+			return strings.TrimSpace(res.stdout)
+		}
+		onlyKey := func(db string) cliKey {
+			t.Helper()
+			keys := listKeysJSON(t, petstore, db)
+			if len(keys) != 1 {
+				t.Fatalf("%s holds %d keys, want 1", db, len(keys))
+			}
+			return keys[0]
+		}
+
+		t.Run("PETSTORE_DB", func(t *testing.T) {
+			db := filepath.Join(dir, "from-env.db")
+			create(map[string]string{"PETSTORE_DB": db}, "--plan", "free")
+			if k := onlyKey(db); k.Plan != "free" {
+				t.Errorf("plan %q, want free", k.Plan)
+			}
+		})
+		t.Run("PETSTORE_PLAN", func(t *testing.T) {
+			db := filepath.Join(dir, "plan-env.db")
+			create(map[string]string{"PETSTORE_PLAN": "pro"}, "--db", db)
+			if k := onlyKey(db); k.Plan != "pro" || k.PerMinute != 300 {
+				t.Errorf("got %+v, want the pro plan", k)
+			}
+		})
+		t.Run("PETSTORE_ENV", func(t *testing.T) {
+			db := filepath.Join(dir, "env-env.db")
+			key := create(map[string]string{"PETSTORE_ENV": "staging"}, "--db", db, "--plan", "free")
+			if !cliKeyPattern["staging"].MatchString(key) {
+				t.Errorf("key %q, want a psk_test_ key", key)
+			}
+		})
+		t.Run("PETSTORE_RPM and PETSTORE_RPD", func(t *testing.T) {
+			db := filepath.Join(dir, "limits-env.db")
+			create(map[string]string{"PETSTORE_RPM": "7", "PETSTORE_RPD": "70"}, "--db", db, "--plan", "enterprise")
+			if k := onlyKey(db); k.PerMinute != 7 || k.PerDay != 70 {
+				t.Errorf("got %+v, want 7/minute and 70/day", k)
+			}
+		})
+		t.Run("--plan wins over PETSTORE_PLAN", func(t *testing.T) {
+			db := filepath.Join(dir, "plan-flag.db")
+			create(map[string]string{"PETSTORE_PLAN": "pro"}, "--db", db, "--plan", "business")
+			if k := onlyKey(db); k.Plan != "business" {
+				t.Errorf("plan %q, want business", k.Plan)
+			}
+		})
+		t.Run("--db wins over PETSTORE_DB", func(t *testing.T) {
+			fromEnv, fromFlag := filepath.Join(dir, "db-env.db"), filepath.Join(dir, "db-flag.db")
+			create(map[string]string{"PETSTORE_DB": fromEnv}, "--db", fromFlag, "--plan", "free")
+			onlyKey(fromFlag)
+			wantNoFile(t, fromEnv)
+		})
+		t.Run("unknown plan in PETSTORE_PLAN", func(t *testing.T) {
+			db := filepath.Join(dir, "bad-env.db")
+			wantFailure(t, petstore(t, map[string]string{"PETSTORE_PLAN": "gold"}, "keys", "create", "--db", db), 2)
+			wantNoFile(t, db)
+		})
+	})
+}
+
+// keys list and keys revoke
+
+func TestKeysListNeverShowsKeys(t *testing.T) {
+	t.Parallel()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "keys.db")
+		tokens := []string{
+			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "alpha"),
+			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70"),
+			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "pro", "--name", "gamma"),
+		}
+		keys := listKeysJSON(t, petstore, db)
+		if len(keys) != 3 {
+			t.Fatalf("keys list --json: %d keys, want 3", len(keys))
+		}
+		res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[2].ID, 10))
+		if res.code != 0 {
+			t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
+		}
+
+		table := petstore(t, nil, "keys", "list", "--db", db)
+		if table.code != 0 {
+			t.Fatalf("keys list: exit status %d\n%s", table.code, table.stderr)
+		}
+		jsonOut := petstore(t, nil, "keys", "list", "--db", db, "--json")
+		for _, out := range []string{table.stdout, table.stderr, jsonOut.stdout, jsonOut.stderr} {
+			for _, token := range tokens {
+				sum := sha256.Sum256([]byte(token))
+				for _, secret := range []string{token, hex.EncodeToString(sum[:]), base64.StdEncoding.EncodeToString(sum[:])} {
+					if strings.Contains(strings.ToLower(out), strings.ToLower(secret)) {
+						t.Errorf("keys list shows a key or its hash %s:\n%s", secret, out)
+					}
+				}
+			}
+		}
+
+		t.Run("table", func(t *testing.T) {
+			lines := strings.Split(strings.TrimSuffix(table.stdout, "\n"), "\n")
+			if len(lines) != 4 {
+				t.Fatalf("%d lines, want a header and 3 keys:\n%s", len(lines), table.stdout)
+			}
+			header := strings.Fields(lines[0])
+			if len(header) != 7 || !strings.EqualFold(header[0], "id") {
+				t.Errorf("header %q, want 7 columns, id first", lines[0])
+			}
+			want := [][]string{
+				{strconv.FormatInt(keys[0].ID, 10), "alpha", "free", "60", "1000"},
+				{strconv.FormatInt(keys[1].ID, 10), "", "enterprise", "7", "70"},
+				{strconv.FormatInt(keys[2].ID, 10), "gamma", "pro", "300", "10000"},
+			}
+			var revoked []string
+			for i, line := range lines[1:] {
+				f := strings.Fields(line)
+				if len(f) != 7 {
+					t.Errorf("line %q has %d columns, want 7 (id, name, plan, per-minute, per-day, created, revoked)", line, len(f))
+					continue
+				}
+				w := want[i]
+				if f[0] != w[0] || (w[1] != "" && f[1] != w[1]) || f[2] != w[2] || f[3] != w[3] || f[4] != w[4] {
+					t.Errorf("line %q, want it to start %q", line, strings.Join(w, " "))
+				}
+				revoked = append(revoked, f[6])
+			}
+			if len(revoked) == 3 && (revoked[0] != revoked[1] || revoked[2] == revoked[0]) {
+				t.Errorf("revoked column %q: want the two active keys alike and the revoked one different", revoked)
+			}
+		})
+
+		t.Run("json", func(t *testing.T) {
+			var raw []map[string]any
+			cliDecode(t, jsonOut.stdout, &raw)
+			wantFields := []string{"created", "id", "name", "perDay", "perMinute", "plan", "revoked"}
+			for _, obj := range raw {
+				var got []string
+				for f := range obj {
+					got = append(got, f)
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, wantFields) {
+					t.Errorf("fields %q, want %q", got, wantFields)
+				}
+			}
+			want := []struct {
+				name, plan string
+				rpm, rpd   int64
+				revoked    bool
+			}{
+				{"alpha", "free", 60, 1000, false},
+				{"", "enterprise", 7, 70, false},
+				{"gamma", "pro", 300, 10000, true},
+			}
+			keys := listKeysJSON(t, petstore, db)
+			if len(keys) != len(want) {
+				t.Fatalf("%d keys, want %d", len(keys), len(want))
+			}
+			for i, k := range keys {
+				w := want[i]
+				if k.Name != w.name || k.Plan != w.plan || k.PerMinute != w.rpm || k.PerDay != w.rpd || (k.Revoked != nil) != w.revoked {
+					t.Errorf("key %d: %+v, want %+v", i, k, w)
+				}
+				if since := time.Since(k.Created); since < -time.Minute || since > time.Minute {
+					t.Errorf("key %d created %v, want about now", i, k.Created)
+				}
+			}
+		})
+	})
+}
+
+func TestKeysRevoke(t *testing.T) {
+	t.Parallel()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "keys.db")
+		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "keep")
+		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "drop")
+		keys := listKeysJSON(t, petstore, db)
+
+		t.Run("a known key", func(t *testing.T) {
+			res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[1].ID, 10))
+			if res.code != 0 {
+				t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+			}
+			after := listKeysJSON(t, petstore, db)
+			if after[0].Revoked != nil || after[1].Revoked == nil {
+				t.Errorf("after revoking key %d: %+v", keys[1].ID, after)
+			}
+		})
+		t.Run("an unknown id", func(t *testing.T) {
+			wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db, "999"), 1)
+		})
+		t.Run("an id that is not a number", func(t *testing.T) {
+			wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db, "alpha"), 2)
+		})
+		t.Run("no id", func(t *testing.T) {
+			wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db), 2)
+		})
+		if after := listKeysJSON(t, petstore, db); after[0].Revoked != nil {
+			t.Errorf("key %d was revoked by a failed command", after[0].ID)
+		}
+	})
+}
+
+func TestCommandsOnMissingDatabaseFail(t *testing.T) {
+	t.Parallel()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		dir := t.TempDir()
+		db := filepath.Join(dir, "missing.db")
+		for _, tt := range []struct {
+			name string
+			args []string
+		}{
+			{"keys list", []string{"keys", "list", "--db", db}},
+			{"keys list --json", []string{"keys", "list", "--db", db, "--json"}},
+			{"keys revoke", []string{"keys", "revoke", "--db", db, "1"}},
+			{"backup", []string{"backup", "--db", db, "--out", filepath.Join(dir, "copy.db")}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				wantFailure(t, petstore(t, nil, tt.args...), 1)
+				wantNoFile(t, db)
+				wantNoFile(t, filepath.Join(dir, "copy.db"))
+			})
+		}
+	})
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		for _, args := range [][]string{{"version"}, {"--version"}} {
+			res := petstore(t, nil, args...)
+			if res.code != 0 {
+				t.Errorf("petstore %s: exit status %d\n%s", args[0], res.code, res.stderr)
+			}
+			if !strings.HasPrefix(res.stdout, "petstore ") || strings.Count(res.stdout, "\n") != 1 {
+				t.Errorf("petstore %s printed %q, want one line starting \"petstore \"", args[0], res.stdout)
+			}
+		}
+	})
+}
+
+// run() as a server in this process.
+
+func TestRunServesUntilContextEnds(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "petstore.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cliOutput{}
+	exited := make(chan struct{})
+	var runErr error
+	go func() {
+		runErr = run(ctx, []string{"petstore", "serve", "--addr", "127.0.0.1:0", "--db", db},
+			func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
+		close(exited)
+	}()
+	t.Cleanup(func() { cancel(); <-exited }) // before the database's directory goes
+	url := "http://" + waitServing(t, stderr, exited)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	waitHealthy(t, client, url)
+
+	key := cliAnyKey.FindString(stderr.String())
+	if !cliKeyPattern["production"].MatchString(key) {
+		t.Fatalf("no bootstrap key on standard error:\n%s", stderr)
+	}
+	req, _ := http.NewRequest("GET", url+"/v1/pets", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/pets with the bootstrap key: %d, want 200", resp.StatusCode)
+	}
+
+	cancel()
+	select {
+	case <-exited:
+		if runErr != nil {
+			t.Errorf("run returned %v after its context ended, want nil", runErr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run still serving 10 s after its context ended")
+	}
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
+			t.Errorf("a log line holds an API key: %s", line)
+		}
+	}
+}
+
+// The binary as a server.
+
+func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	s := startPetstore(t, dir, "--db", db) // serve is the default command
+
+	printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
+	if len(printed) != 1 {
+		t.Fatalf("the first start printed %d distinct keys, want 1:\n%s", len(printed), s.stderr)
+	}
+	key := printed[0]
+	if !cliKeyPattern["production"].MatchString(key) {
+		t.Errorf("bootstrap key %q does not match %s", key, cliKeyPattern["production"])
+	}
+	if _, body := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK); strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /v1/pets on an empty store: %s, want []", body)
+	}
+	// One character changed: the checksum no longer matches.
+	typo := []byte(key)
+	if i := len("psk_live_"); typo[i] == 'A' {
+		typo[i] = 'B'
+	} else {
+		typo[i] = 'A'
+	}
+	s.wantStatus("GET", "/v1/pets", string(typo), "", http.StatusUnauthorized)
+
+	keys := listKeysJSON(t, viaBinary, db)
+	if len(keys) != 1 || keys[0].Name != "bootstrap" || keys[0].Plan != "free" {
+		t.Errorf("keys list after the first start: %+v, want one free key named bootstrap", keys)
+	}
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d after SIGTERM, want 0", code)
+	}
+
+	again := startPetstore(t, dir, "--db", db)
+	if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 {
+		t.Errorf("the second start printed keys %q, want none:\n%s", got, again.stderr)
+	}
+	again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+	if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 {
+		t.Errorf("the second start made another key: %+v", keys)
+	}
+}
+
+func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	s := startPetstore(t, dir, "serve", "--db", db)
+	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+
+	for _, args := range [][]string{
+		{"--plan", "pro", "--name", "new-pro"},
+		{"--plan", "enterprise", "--rpm", "50", "--rpd", "500", "--name", "new-enterprise"},
+	} {
+		key := mustCreateKeyCLI(t, viaBinary, append([]string{"--db", db}, args...)...)
+		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK) // the first try, no retry
+		s.wantStatus("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, http.StatusCreated)
+	}
+}
+
+func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	s := startPetstore(t, dir, "serve", "--db", db)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
+	s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+	id := keyIDByName(t, db, "doomed")
+
+	res := petstoreCmd(t, "keys", "revoke", "--db", db, strconv.FormatInt(id, 10))
+	revoked := time.Now()
+	if res.code != 0 {
+		t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
+	}
+	for {
+		resp, body := s.request("GET", "/v1/pets", key, "")
+		if resp.StatusCode == http.StatusUnauthorized {
+			if took := time.Since(revoked); took >= time.Second {
+				t.Errorf("the revoked key was refused %v after keys revoke returned, want within 1 s", took)
+			}
+			var e struct{ Code string }
+			cliDecode(t, body, &e)
+			if e.Code != "unauthorized" {
+				t.Errorf("code %q, want unauthorized", e.Code)
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/pets with the key being revoked: %d %s", resp.StatusCode, body)
+		}
+		if time.Since(revoked) > 5*time.Second {
+			t.Fatal("the revoked key is still accepted 5 s after keys revoke returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK) // other keys still work
+}
+
+func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "100000", "--rpd", "1000000")
+	s := startPetstore(t, dir, "serve", "--db", db)
+
+	statuses := []string{"available", "pending", "sold", ""}
+	var acked []map[string]any
+	for i := range 50 {
+		body := fmt.Sprintf(`{"name":"pet %d","categoryId":%d`, i, i+1)
+		if st := statuses[i%len(statuses)]; st != "" {
+			body += `,"status":"` + st + `"`
+		}
+		body += "}"
+		_, got := s.wantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
+		var pet map[string]any
+		cliDecode(t, got, &pet)
+		want := map[string]any{"id": pet["id"], "name": fmt.Sprintf("pet %d", i), "categoryId": float64(i + 1)}
+		if st := statuses[i%len(statuses)]; st != "" {
+			want["status"] = st
+		}
+		if !reflect.DeepEqual(pet, want) {
+			t.Fatalf("POST %s answered %s", body, got)
+		}
+		acked = append(acked, pet)
+	}
+	s.kill9()
+
+	again := startPetstore(t, dir, "serve", "--db", db)
+	for _, want := range acked {
+		_, got := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
+		var pet map[string]any
+		cliDecode(t, got, &pet)
+		if !reflect.DeepEqual(pet, want) {
+			t.Errorf("after kill -9: pet %s, want %v", got, want)
+		}
+	}
+	_, got := again.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+	var list []map[string]any
+	cliDecode(t, got, &list)
+	if !reflect.DeepEqual(list, acked) {
+		t.Errorf("after kill -9, GET /v1/pets?limit=100 = %s\nwant the %d pets acknowledged", got, len(acked))
+	}
+}
+
+func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			db := filepath.Join(dir, "petstore.db")
+			s := startPetstore(t, dir, "serve", "--db", db)
+			host := strings.TrimPrefix(s.url, "http://")
+
+			// Each request sends its headers with Expect: 100-continue; the
+			// server says 100 Continue once the handler reads the body, so
+			// the request is certainly in flight when the signal comes.
+			const inFlight = 5
+			type pending struct {
+				conn net.Conn
+				r    *bufio.Reader
+				body string
+			}
+			var reqs []pending
+			for i := range inFlight {
+				conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { conn.Close() })
+				conn.SetDeadline(time.Now().Add(20 * time.Second))
+				body := fmt.Sprintf(`{"name":"in flight %d","categoryId":%d}`, i, i+1)
+				fmt.Fprintf(conn, "POST /v1/pets HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+					"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+					host, s.bootstrap, len(body))
+				r := bufio.NewReader(conn)
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil || resp.StatusCode != http.StatusContinue {
+					t.Fatalf("request %d: want 100 Continue, got %v, %v", i, resp, err)
+				}
+				reqs = append(reqs, pending{conn, r, body})
+			}
+
+			if err := s.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			// Shutting down: new connections are refused...
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				c, err := net.DialTimeout("tcp", host, time.Second)
+				if err != nil {
+					break
+				}
+				c.Close()
+				if time.Now().After(deadline) {
+					t.Fatalf("still accepting connections 5 s after %v", sig)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// ...but the process waits for the requests in flight.
+			select {
+			case <-s.exited:
+				t.Fatalf("exited (status %d) with %d requests in flight:\n%s", s.exitCode, inFlight, s.stderr)
+			default:
+			}
+			for i, p := range reqs {
+				if _, err := io.WriteString(p.conn, p.body); err != nil {
+					t.Errorf("request %d: sending the body: %v", i, err)
+					continue
+				}
+				resp, err := http.ReadResponse(p.r, nil)
+				if err != nil {
+					t.Errorf("request %d: no response: %v", i, err)
+					continue
+				}
+				got, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusCreated {
+					t.Errorf("request %d: %d %s (%v), want 201", i, resp.StatusCode, got, err)
+				}
+			}
+			if code := s.wait(); code != 0 {
+				t.Errorf("exit status %d after %v, want 0:\n%s", code, sig, s.stderr)
+			}
+
+			again := startPetstore(t, dir, "serve", "--db", db)
+			_, got := again.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+			var pets []struct{ Name string }
+			cliDecode(t, got, &pets)
+			if len(pets) != inFlight {
+				t.Errorf("after the shutdown the store holds %s, want the %d pets answered 201", got, inFlight)
+			}
+		})
+	}
+}
+
+func TestStagingAndProductionKeepApart(t *testing.T) {
+	t.Parallel()
+	t.Run("staging", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		s := startPetstore(t, dir, "serve", "--env", "staging")
+		if _, err := os.Stat(filepath.Join(dir, "petstore-staging.db")); err != nil {
+			t.Errorf("staging did not use petstore-staging.db in its working directory: %v", err)
+		}
+		wantNoFile(t, filepath.Join(dir, "petstore.db"))
+		if !cliKeyPattern["staging"].MatchString(s.bootstrap) {
+			t.Errorf("staging bootstrap key %q, want a psk_test_ key", s.bootstrap)
+		}
+		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+
+		// keys create --env staging finds the same default file.
+		res := runBinary(t, dir, nil, "keys", "create", "--env", "staging", "--plan", "free")
+		if res.code != 0 {
+			t.Fatalf("keys create --env staging without --db: exit status %d\n%s", res.code, res.stderr)
+		}
+		s.wantStatus("GET", "/v1/pets", strings.TrimSpace(res.stdout), "", http.StatusOK)
+		// A production key is refused even when it is in staging's own database.
+		live := mustCreateKeyCLI(t, viaBinary, "--db", filepath.Join(dir, "petstore-staging.db"), "--env", "production", "--plan", "free")
+		if !cliKeyPattern["production"].MatchString(live) {
+			t.Fatalf("keys create --env production made %q", live)
+		}
+		_, body := s.wantStatus("GET", "/v1/pets", live, "", http.StatusUnauthorized)
+		if !strings.Contains(body, `"unauthorized"`) {
+			t.Errorf("body %s, want code unauthorized", body)
+		}
+	})
+	t.Run("production", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		s := startPetstore(t, dir, "serve")
+		if _, err := os.Stat(filepath.Join(dir, "petstore.db")); err != nil {
+			t.Errorf("production did not use petstore.db in its working directory: %v", err)
+		}
+		wantNoFile(t, filepath.Join(dir, "petstore-staging.db"))
+		if !cliKeyPattern["production"].MatchString(s.bootstrap) {
+			t.Errorf("production bootstrap key %q, want a psk_live_ key", s.bootstrap)
+		}
+		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+		test := mustCreateKeyCLI(t, viaBinary, "--db", filepath.Join(dir, "petstore.db"), "--env", "staging", "--plan", "free")
+		s.wantStatus("GET", "/v1/pets", test, "", http.StatusUnauthorized)
+	})
+}
+
+func TestBackupWhileServing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	s := startPetstore(t, dir, "serve", "--db", db)
+	key := s.bootstrap
+	for i := range 5 {
+		s.wantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before %d","categoryId":%d,"status":"available"}`, i, i+1), http.StatusCreated)
+	}
+	_, before := s.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+
+	out := filepath.Join(dir, "copy.db")
+	if res := petstoreCmd(t, "backup", "--db", db, "--out", out); res.code != 0 || res.stdout != "" {
+		t.Fatalf("backup: exit status %d, stdout %q\n%s", res.code, res.stdout, res.stderr)
+	}
+	s.wantStatus("POST", "/v1/pets", key, `{"name":"after","categoryId":9}`, http.StatusCreated)
+
+	copied := startPetstore(t, dir, "serve", "--db", out)
+	if copied.bootstrap != "" {
+		t.Errorf("the copy has no keys: its server printed a bootstrap key")
+	}
+	_, got := copied.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+	var want, have []map[string]any
+	cliDecode(t, before, &want)
+	cliDecode(t, got, &have)
+	if len(want) != 5 || !reflect.DeepEqual(have, want) {
+		t.Errorf("pets in the copy: %s\nwant those at the time of the backup: %s", got, before)
+	}
+
+	t.Run("to an existing file", func(t *testing.T) {
+		wantFailure(t, petstoreCmd(t, "backup", "--db", db, "--out", out), 1)
+		_, again := copied.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+		if again != got {
+			t.Errorf("the existing file changed: %s, was %s", again, got)
+		}
+	})
+	t.Run("without --out", func(t *testing.T) {
+		wantFailure(t, petstoreCmd(t, "backup", "--db", db), 2)
+	})
+}
+
+func TestDailyUsageSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	if now := time.Now().UTC(); now.Add(30*time.Second).Day() != now.Day() {
+		t.Skip("too close to UTC midnight: the day's quota is about to start afresh")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	// 1000 per minute and 7 per day: the day is the window that binds.
+	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1000", "--rpd", "7")
+	remaining := func(resp *http.Response) string { return resp.Header.Get("X-RateLimit-Remaining") }
+
+	s := startPetstore(t, dir, "serve", "--db", db)
+	for i := 1; i <= 5; i++ {
+		resp, _ := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		if got, want := remaining(resp), strconv.Itoa(7-i); got != want {
+			t.Errorf("request %d: X-RateLimit-Remaining %s, want %s", i, got, want)
+		}
+	}
+	if code := s.stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM, want 0", code)
+	}
+
+	again := startPetstore(t, dir, "serve", "--db", db)
+	resp, _ := again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+	if got := remaining(resp); got != "1" {
+		t.Errorf("6th request, after the restart: X-RateLimit-Remaining %s, want 1 (5 of 7 spent before it)", got)
+	}
+	if got := resp.Header.Get("X-RateLimit-Limit"); got != "7" {
+		t.Errorf("X-RateLimit-Limit %s, want 7 (the day binds)", got)
+	}
+	resp, _ = again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+	if got := remaining(resp); got != "0" {
+		t.Errorf("7th request: X-RateLimit-Remaining %s, want 0", got)
+	}
+	resp, body := again.request("GET", "/v1/pets", key, "")
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"rate_limited"`) {
+		t.Errorf("8th request: %d %s, want 429 rate_limited", resp.StatusCode, body)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("8th request: no Retry-After")
+	}
+}
