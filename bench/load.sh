@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Load benchmark: the pet store against a bare net/http server ("the ceiling",
+# bench/ceiling) on the same machine, side by side, reported as ratios.
+#
+#   bench/load.sh                   # 1k and 1M pets, 3 repetitions of 5 s each
+#   DURATION=10s REPS=5 bench/load.sh
+#
+# The server under test is pinned to CPU 0 and wrk to CPU 1, with 32
+# connections. Each scenario alternates ceiling and pet store runs REPS times
+# and reports medians; the ratio is petstore/ceiling of the medians. Needs
+# wrk and sqlite3 (installed from Debian's packages when missing) and taskset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-5s}
+REPS=${REPS:-3}
+CONNS=${CONNS:-32}
+PORT=${PORT:-18181}
+CEILING_PORT=${CEILING_PORT:-18199}
+
+need() {
+  command -v "$1" >/dev/null 2>&1 && return
+  echo "installing $2 ..." >&2
+  (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null
+}
+need wrk wrk
+need sqlite3 sqlite3
+need taskset util-linux
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building into $work ..." >&2
+CGO_ENABLED=0 go build -trimpath -o "$work/petstore" .
+CGO_ENABLED=0 go build -trimpath -o "$work/ceiling" ./bench/ceiling
+
+# seed FILE N: a database with N pets and an Enterprise key no load can exhaust.
+seed() {
+  local db=$1 n=$2
+  "$work/petstore" keys create --db "$db" --plan enterprise --name bench \
+    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$db.key"
+  sqlite3 "$db" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $n)
+    INSERT INTO pets (name, category_id, status)
+    SELECT 'pet-' || x, x % 50 + 1,
+           CASE x % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' WHEN 2 THEN 'sold' END FROM c;"
+}
+
+wait_ready() { # wait_ready PORT: poll /readyz, print milliseconds it took
+  local start=$(date +%s%N)
+  for _ in $(seq 1 2000); do
+    if curl -sf "http://127.0.0.1:$1/readyz" >/dev/null 2>&1; then
+      echo $(( ($(date +%s%N) - start) / 1000000 ))
+      return
+    fi
+    sleep 0.005
+  done
+  echo "server on port $1 did not become ready" >&2
+  exit 1
+}
+
+# The Lua scripts: random existing ids for get, a fixed body for create.
+cat >"$work/get.lua" <<'LUA'
+local n = tonumber(os.getenv("PETS"))
+math.randomseed(os.time())
+request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, n)) end
+LUA
+cat >"$work/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"name":"Bench","categoryId":3,"status":"available"}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+
+# run PORT PATH LUA KEY: one wrk run; prints "rps p50_ms p99_ms non2xx".
+run() {
+  local port=$1 path=$2 lua=$3 key=$4 args=()
+  [ -n "$lua" ] && args+=(-s "$work/$lua")
+  [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
+  taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$port$path" |
+    awk '
+      function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+      /Requests\/sec/ { rps = $2 }
+      /^ +50%/ { p50 = ms($2) }
+      /^ +99%/ { p99 = ms($2) }
+      /Non-2xx/ { bad = $NF }
+      END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad + 0 }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+taskset -c 0 "$work/ceiling" -addr "127.0.0.1:$CEILING_PORT" &
+pids+=($!)
+wait_ready "$CEILING_PORT" >/dev/null
+
+printf '%-8s %-22s %10s %10s %7s %8s %8s %7s\n' pets scenario req/s ceiling ratio p50_ms p99_ms non2xx
+declare -A list_rps
+for n in 1000 1000000; do
+  db="$work/pets-$n.db"
+  seed "$db" "$n"
+  key=$(tail -n 1 "$db.key")
+  log="$work/petstore-$n.log"
+  taskset -c 0 "$work/petstore" --addr "127.0.0.1:$PORT" --db "$db" >/dev/null 2>"$log" &
+  pid=$!
+  pids+=("$pid")
+  ready_ms=$(wait_ready "$PORT")
+  for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
+  loaded=$(grep -o 'time=[^ ]*' "$log" | head -1)
+
+  for scenario in "list:/v1/pets?limit=20:" "list_status:/v1/pets?limit=20&status=available:" \
+                  "get:/v1/pets/1:get.lua" "create:/v1/pets:post.lua"; do
+    IFS=: read -r name path lua <<<"$scenario"
+    : >"$work/c" ; : >"$work/p"
+    for _ in $(seq 1 "$REPS"); do
+      PETS=$n run "$CEILING_PORT" "$path" "$lua" "" >>"$work/c"
+      PETS=$n run "$PORT" "$path" "$lua" "$key" >>"$work/p"
+    done
+    c=$(cut -d' ' -f1 "$work/c" | median)
+    p=$(cut -d' ' -f1 "$work/p" | median)
+    p50=$(cut -d' ' -f2 "$work/p" | median)
+    p99=$(cut -d' ' -f3 "$work/p" | median)
+    bad=$(awk '{ s += $4 } END { print s + 0 }' "$work/p")
+    list_rps[$name-$n]=$p
+    printf '%-8s %-22s %10.0f %10.0f %7.2f %8.3f %8.3f %7d\n' "$n" "$name" "$p" "$c" "$(echo "$p $c" | awk '{ print $1 / $2 }')" "$p50" "$p99" "$bad"
+  done
+  rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
+  kill -TERM "$pid"; wait "$pid" || true
+  echo "# $n pets: ready in ${ready_ms} ms; peak RSS $((rss / 1024)) MiB after the run"
+done
+echo "# list throughput, 1M pets vs 1k: $(echo "${list_rps[list-1000000]} ${list_rps[list-1000]}" | awk '{ printf "%.2f", $1 / $2 }')"
