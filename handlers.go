@@ -228,7 +228,7 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 		if hasKey {
 			pet, replayed, err = createOnce(r.Context(), pets, idem, now, requestLog(r).key.ID, key, pet)
 		} else {
-			pet, err = pets.create(r.Context(), pet)
+			pet, err = pets.create(r.Context(), pet, nil)
 		}
 		if err != nil {
 			writeError(w, r, err)

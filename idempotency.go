@@ -116,7 +116,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 		pet, err := pets.store.GetPet(ctx, rec.PetID)
 		return pet, true, err
 	}
-	pet, err = pets.createOnce(ctx, p, idempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
+	pet, err = pets.create(ctx, p, &idempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
 	if errors.Is(err, errIdempotencyTaken) {
 		// Another process sharing the database got there first.
 		return Pet{}, false, errIdempotencyInFlight

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,10 @@ type petCache struct {
 
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
+
+	queueMu sync.Mutex
+	queue   []*createCall // creates waiting for the next commit
+	writing bool          // a caller is committing; the others queue
 
 	loaded atomic.Bool // the copy is complete: reads use it
 
@@ -249,32 +254,74 @@ func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
 	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), nil
 }
 
-func (c *petCache) create(ctx context.Context, p Pet) (Pet, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	p, err := c.store.CreatePet(ctx, p)
-	if err == nil {
-		c.added(&p)
+// create stores p (with rec, when the request had an Idempotency-Key) and
+// puts it in the copy before returning, so the 201 that follows is never
+// ahead of a list.
+//
+// Concurrent creates share commits: the first caller to find no commit
+// running becomes the writer and stores everything queued meanwhile in one
+// transaction, then hands the writer's role to a caller still queued.
+func (c *petCache) create(ctx context.Context, p Pet, rec *idempotencyRecord) (Pet, error) {
+	call := &createCall{insert: petInsert{Pet: p, Idem: rec}, wake: make(chan bool, 1)}
+	c.queueMu.Lock()
+	c.queue = append(c.queue, call)
+	lead := !c.writing
+	c.writing = true
+	c.queueMu.Unlock()
+	if lead || <-call.wake {
+		c.writeQueued(context.WithoutCancel(ctx))
 	}
-	return p, err
+	return call.insert.Pet, call.insert.Err
 }
 
-func (c *petCache) createOnce(ctx context.Context, p Pet, rec idempotencyRecord) (Pet, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	p, err := c.store.CreatePetOnce(ctx, p, rec)
-	if err == nil {
-		c.added(&p)
-	}
-	return p, err
+// createCall is one create waiting for a commit.
+type createCall struct {
+	insert petInsert
+	wake   chan bool // false: stored (or failed); true: be the writer
 }
 
-// added puts a pet just stored into the copy, once the copy is complete
-// (before that, load will read it from the database); c.writeMu is held.
-func (c *petCache) added(p *Pet) {
-	c.mu.Lock()
-	if c.loaded.Load() {
-		c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
+// maxBatch bounds one commit, so that no create waits behind too many.
+const maxBatch = 256
+
+// writeQueued stores the queued creates in one transaction, wakes their
+// callers, and passes the writer's role on when more are queued.
+func (c *petCache) writeQueued(ctx context.Context) {
+	c.queueMu.Lock()
+	n := min(len(c.queue), maxBatch)
+	calls := slices.Clone(c.queue[:n])
+	c.queue = slices.Delete(c.queue, 0, n)
+	c.queueMu.Unlock()
+
+	batch := make([]petInsert, len(calls))
+	for i, call := range calls {
+		batch[i] = call.insert
 	}
-	c.mu.Unlock()
+	c.writeMu.Lock()
+	err := c.store.CreatePets(ctx, batch)
+	if err == nil && c.loaded.Load() {
+		c.mu.Lock()
+		for i := range batch {
+			if batch[i].Err == nil {
+				p := &batch[i].Pet
+				c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
+			}
+		}
+		c.mu.Unlock()
+	}
+	c.writeMu.Unlock()
+	for i, call := range calls {
+		call.insert = batch[i]
+		if err != nil {
+			call.insert.Err = err
+		}
+		call.wake <- false
+	}
+
+	c.queueMu.Lock()
+	if len(c.queue) == 0 {
+		c.writing = false
+	} else {
+		c.queue[0].wake <- true
+	}
+	c.queueMu.Unlock()
 }

@@ -68,7 +68,7 @@ func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
 		}
 	})
 	for i := range 300 {
-		if _, err := pets.create(ctx, Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}); err != nil {
+		if _, err := pets.create(ctx, Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -218,12 +218,11 @@ func (s *Store) Backup(ctx context.Context, out string) error {
 
 // CreatePet stores a new pet and returns it with its id.
 func (s *Store) CreatePet(ctx context.Context, p Pet) (Pet, error) {
-	res, err := s.insertPet.ExecContext(ctx, p.Name, p.CategoryID, nullString(p.Status))
-	if err != nil {
-		return Pet{}, storeError(err)
+	batch := []petInsert{{Pet: p}}
+	if err := s.CreatePets(ctx, batch); err != nil {
+		return Pet{}, err
 	}
-	p.ID, err = res.LastInsertId()
-	return p, err
+	return batch[0].Pet, batch[0].Err
 }
 
 // idempotencyRecord ties an Idempotency-Key of one API key to the pet its
@@ -236,36 +235,58 @@ type idempotencyRecord struct {
 	CreatedAt   time.Time
 }
 
-// CreatePetOnce stores a new pet and the idempotency record that will replay
-// it, in one transaction: there is never one without the other.
-func (s *Store) CreatePetOnce(ctx context.Context, p Pet, rec idempotencyRecord) (Pet, error) {
+// petInsert is one pet to store, with the idempotency record that will
+// replay it (nil without an Idempotency-Key). CreatePets sets the pet's ID,
+// or Err.
+type petInsert struct {
+	Pet  Pet
+	Idem *idempotencyRecord
+	Err  error
+}
+
+// CreatePets stores a batch of pets in one transaction: one commit, one
+// write of each changed page, however many pets. A pet and its idempotency
+// record are stored together or not at all. An error returned means none
+// was stored; otherwise each insert has its id or its own Err.
+func (s *Store) CreatePets(ctx context.Context, batch []petInsert) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return Pet{}, storeError(err)
+		return storeError(err)
 	}
 	defer tx.Rollback()
-	res, err := tx.StmtContext(ctx, s.insertPet).ExecContext(ctx, p.Name, p.CategoryID, nullString(p.Status))
-	if err != nil {
-		return Pet{}, storeError(err)
-	}
-	if p.ID, err = res.LastInsertId(); err != nil {
-		return Pet{}, err
-	}
+	insertPet := tx.StmtContext(ctx, s.insertPet)
+	insertIdempotency := tx.StmtContext(ctx, s.insertIdempotency)
 	now := s.now()
-	res, err = tx.StmtContext(ctx, s.insertIdempotency).ExecContext(ctx,
-		rec.KeyID, rec.Key, rec.RequestHash, p.ID, now.Unix(), now.Add(-idempotencyTTL).Unix())
-	if err != nil {
-		return Pet{}, storeError(err)
+	for i := range batch {
+		in := &batch[i]
+		res, err := insertPet.ExecContext(ctx, in.Pet.Name, in.Pet.CategoryID, nullString(in.Pet.Status))
+		if err != nil {
+			// After a failed statement SQLite may have rolled the whole
+			// transaction back (a full disk, say): give up on the batch.
+			return storeError(err)
+		}
+		if in.Pet.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		if in.Idem == nil {
+			continue
+		}
+		res, err = insertIdempotency.ExecContext(ctx,
+			in.Idem.KeyID, in.Idem.Key, in.Idem.RequestHash, in.Pet.ID, now.Unix(), now.Add(-idempotencyTTL).Unix())
+		if err != nil {
+			return storeError(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			// Another process holds this Idempotency-Key: take the pet back.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM pets WHERE id = ?`, in.Pet.ID); err != nil {
+				return storeError(err)
+			}
+			in.Err = errIdempotencyTaken
+		}
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return Pet{}, err
-	} else if n == 0 {
-		return Pet{}, errIdempotencyTaken
-	}
-	if err := tx.Commit(); err != nil {
-		return Pet{}, storeError(err)
-	}
-	return p, nil
+	return storeError(tx.Commit())
 }
 
 // IdempotencyRecord returns the record for an API key's Idempotency-Key made
