@@ -175,3 +175,30 @@ func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
 		})
 	}
 }
+
+func TestLogLinesAreWrittenInBatches(t *testing.T) {
+	var out syncBuffer
+	logs := newLogBuffer(&out)
+	logs.Write([]byte("one line\n"))
+	if out.String() != "" {
+		t.Fatalf("a line was written at once: %q", out.String())
+	}
+	logs.Flush()
+	if out.String() != "one line\n" {
+		t.Fatalf("after Flush: %q", out.String())
+	}
+	big := strings.Repeat("x", logBufferSize) + "\n"
+	logs.Write([]byte(big))
+	if out.String() != "one line\n"+big {
+		t.Fatalf("a full buffer was not written out")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { logs.run(ctx); close(done) }()
+	logs.Write([]byte("last\n"))
+	cancel()
+	<-done
+	if !strings.HasSuffix(out.String(), "last\n") {
+		t.Fatalf("the last line was lost at shutdown")
+	}
+}

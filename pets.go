@@ -34,6 +34,7 @@ type petCache struct {
 
 	mu       sync.RWMutex
 	chunks   []*petChunk
+	names    [][]byte // names[k] holds the names of chunks[k], back to back
 	count    int
 	byStatus [len(statusNames)][]int32 // positions of the pets with each status, ascending
 }
@@ -60,7 +61,8 @@ type petChunk struct {
 	category [chunkSize]int64
 	nameEnd  [chunkSize]uint32 // the pet's name is names[nameEnd[i-1]:nameEnd[i]]
 	status   [chunkSize]uint8
-	names    []byte
+	// No pointers here: the garbage collector need not scan a chunk. The
+	// names are in petCache.names, a slice a chunk.
 }
 
 func newPetCache(store *Store) *petCache {
@@ -134,18 +136,20 @@ func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
 	if pos%chunkSize == 0 {
 		// Size the names for what the last chunk needed, so that growing
 		// them rarely copies.
-		next := &petChunk{}
-		if len(c.chunks) > 0 {
-			last := len(c.chunks[len(c.chunks)-1].names)
-			next.names = make([]byte, 0, last+last/8)
+		var names []byte
+		if len(c.names) > 0 {
+			last := len(c.names[len(c.names)-1])
+			names = make([]byte, 0, last+last/8)
 		}
-		c.chunks = append(c.chunks, next)
+		c.chunks = append(c.chunks, &petChunk{})
+		c.names = append(c.names, names)
 	}
-	ch, i := c.chunks[pos/chunkSize], pos%chunkSize
+	k, i := pos/chunkSize, pos%chunkSize
+	ch := c.chunks[k]
 	ch.id[i] = id
 	ch.category[i] = categoryID
-	ch.names = append(ch.names, name...)
-	ch.nameEnd[i] = uint32(len(ch.names))
+	c.names[k] = append(c.names[k], name...)
+	ch.nameEnd[i] = uint32(len(c.names[k]))
 	ch.status[i] = uint8(st)
 	if st > 0 {
 		c.byStatus[st-1] = append(c.byStatus[st-1], int32(pos))
@@ -172,7 +176,7 @@ func (c *petCache) appendPetAt(b []byte, pos int) []byte {
 	b = append(b, `{"id":`...)
 	b = appendInt(b, ch.id[i])
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, ch.names[start:ch.nameEnd[i]])
+	b = appendJSONString(b, c.names[pos/chunkSize][start:ch.nameEnd[i]])
 	b = append(b, `,"categoryId":`...)
 	b = appendInt(b, ch.category[i])
 	if st := ch.status[i]; st > 0 {

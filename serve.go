@@ -64,11 +64,16 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if cfg.banAfter < 0 || cfg.banFor <= 0 {
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")
 	}
-	logger, err := newLogger(stderr, cfg.logFormat, cfg.logLevel)
+	logs := newLogBuffer(stderr)
+	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, cfg, logger, stderr)
+	flushCtx, stopFlushing := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() { logs.run(flushCtx); close(flushed) }()
+	defer func() { stopFlushing(); <-flushed }()
+	return serve(ctx, cfg, logger, logs, stderr)
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -89,7 +94,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // serve runs the server until ctx ends, then shuts down gracefully: no new
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
-func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.Writer) error {
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
 	now := time.Now
 	store, err := openStore(ctx, cfg.db, true, now)
 	if err != nil {
@@ -136,6 +141,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.
 	}()
 
 	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.db)
+	logs.Flush()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
