@@ -92,7 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q\n%s", command, topUsage)
+	return usagef("unknown command %q: use serve, keys, backup or version (petstore help lists them)", command)
 }
 
 // parseFlags parses args into fs, allowing flags and arguments in any order,
