@@ -117,6 +117,10 @@ func (in newPetBody) validate() (Pet, error) {
 		return p, errorf(codeInvalidRequest, "name must be a string, not null")
 	case json.Unmarshal(in.Name, &p.Name) != nil:
 		return p, errorf(codeInvalidRequest, "name must be a string")
+	case strings.ContainsRune(p.Name, utf8.RuneError):
+		// encoding/json turns invalid UTF-8 and lone surrogates into U+FFFD
+		// without a word; a name is text, so say so instead.
+		return p, errorf(codeInvalidRequest, "name must be valid UTF-8 text (no invalid bytes, lone surrogates or U+FFFD)")
 	case strings.TrimSpace(p.Name) == "":
 		return p, errorf(codeInvalidRequest, "name must not be empty")
 	case utf8.RuneCountInString(p.Name) > maxNameRunes:
