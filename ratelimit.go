@@ -317,13 +317,20 @@ func limit(limiter *Limiter, trustProxy bool, next http.Handler) http.Handler {
 			writeError(w, r, err)
 			return
 		}
+		// One allocation for the five header values, set by key as
+		// textproto canonicalises them (X-Ratelimit-Limit), to skip that.
+		v := make([]string, 5)
+		v[0] = strconv.FormatInt(d.limit, 10)
+		v[1] = strconv.FormatInt(d.remaining, 10)
+		v[2] = strconv.FormatInt(d.reset.Unix(), 10)
+		v[3] = d.policy
+		v[4] = `"` + d.window + `";r=` + v[1] + `;t=` + strconv.FormatInt(int64(d.resetIn/time.Second), 10)
 		h := w.Header()
-		h["X-Ratelimit-Limit"] = []string{strconv.FormatInt(d.limit, 10)}
-		h["X-Ratelimit-Remaining"] = []string{strconv.FormatInt(d.remaining, 10)}
-		h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(d.reset.Unix(), 10)}
-		h["Ratelimit-Policy"] = []string{d.policy}
-		h["Ratelimit"] = []string{`"` + d.window + `";r=` + strconv.FormatInt(d.remaining, 10) +
-			`;t=` + strconv.FormatInt(int64(d.resetIn/time.Second), 10)}
+		h["X-Ratelimit-Limit"] = v[0:1:1]
+		h["X-Ratelimit-Remaining"] = v[1:2:2]
+		h["X-Ratelimit-Reset"] = v[2:3:3]
+		h["Ratelimit-Policy"] = v[3:4:4]
+		h["Ratelimit"] = v[4:5:5]
 		if !d.allowed {
 			seconds := int64(d.retryAfter / time.Second)
 			h["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
