@@ -43,10 +43,23 @@ func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return Pet{}, err
 	}
-	if r.ContentLength > maxBodyBytes {
-		return Pet{}, errTooLarge
+	var pet Pet
+	var err error = errTooLarge
+	if r.ContentLength <= maxBodyBytes {
+		pet, err = readNewPet(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == errTooLarge {
+		// Without this net/http reads on through up to 256 KiB of the
+		// refused body before it sends the 413 (MaxBytesReader would tell
+		// it not to, but it cannot see through logRequests' writer).
+		w.Header().Set("Connection", "close")
+	}
+	return pet, err
+}
+
+// readNewPet decodes and validates a body already limited in size.
+func readNewPet(body io.Reader) (Pet, error) {
+	dec := json.NewDecoder(body)
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil {
 		return Pet{}, jsonError(err)
