@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -57,15 +55,45 @@ func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
 	return pet, err
 }
 
-// readNewPet decodes and validates a body already limited in size.
+// readNewPet decodes and validates a body already limited in size. It reads
+// the object field by field: encoding/json alone would take "Name" for
+// "name" and let a repeated field silently win over the first.
 func readNewPet(body io.Reader) (Pet, error) {
 	dec := json.NewDecoder(body)
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil {
+	tok, err := dec.Token()
+	if err != nil {
 		return Pet{}, jsonError(err)
 	}
-	if fields == nil { // the body was null
-		return Pet{}, errorf(codeInvalidJSON, "the body must be a JSON object, not null")
+	if tok != json.Delim('{') {
+		return Pet{}, errorf(codeInvalidJSON, "the body must be a JSON object, not %s", jsonKind(tok))
+	}
+	var in newPetBody
+	var problem error // the first field at fault; broken JSON later on wins over it
+	seen := make(map[string]bool, len(newPetFields))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return Pet{}, jsonError(err)
+		}
+		name := tok.(string) // inside an object, More and Token yield a key here
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return Pet{}, jsonError(err)
+		}
+		field, known := newPetFields[name]
+		switch {
+		case problem != nil:
+		case !known:
+			problem = errorf(codeInvalidRequest, "unknown field %q: a pet has only name, categoryId and status", name)
+		case seen[name]:
+			problem = errorf(codeInvalidRequest, "%s is given twice", name)
+		default:
+			*field(&in) = raw
+		}
+		seen[name] = true
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return Pet{}, jsonError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		if tooLarge(err) {
@@ -73,15 +101,25 @@ func readNewPet(body io.Reader) (Pet, error) {
 		}
 		return Pet{}, errorf(codeInvalidJSON, "the body must hold exactly one JSON object, and it has more after the object")
 	}
-	var in newPetBody
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		field, ok := newPetFields[name]
-		if !ok {
-			return Pet{}, errorf(codeInvalidRequest, "unknown field %q: a pet has only name, categoryId and status", name)
-		}
-		*field(&in) = fields[name]
+	if problem != nil {
+		return Pet{}, problem
 	}
 	return in.validate()
+}
+
+// jsonKind names the kind of JSON value that starts with tok.
+func jsonKind(tok json.Token) string {
+	switch tok.(type) {
+	case json.Delim:
+		return "an array"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
 }
 
 var errTooLarge = errorf(codePayloadTooLarge, "the body must be at most %d bytes", maxBodyBytes)
@@ -105,7 +143,6 @@ func tooLarge(err error) bool {
 // jsonError explains why a body is not one JSON object.
 func jsonError(err error) error {
 	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
 	switch {
 	case tooLarge(err):
 		return errTooLarge
@@ -115,8 +152,6 @@ func jsonError(err error) error {
 		return errorf(codeInvalidJSON, "the body ends in the middle of a JSON value")
 	case errors.As(err, &syntax):
 		return errorf(codeInvalidJSON, "the body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
-	case errors.As(err, &typ) && typ.Field == "":
-		return errorf(codeInvalidJSON, "the body must be a JSON object, not a JSON %s", typ.Value)
 	}
 	return errorf(codeInvalidJSON, "the body is not a valid JSON object")
 }
