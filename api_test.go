@@ -32,7 +32,7 @@ type apiPet struct {
 }
 
 // apiWantJSON fails unless the response says its body is application/json.
-func apiWantJSON(t *testing.T, w *httptest.ResponseRecorder) {
+func apiWantJSON(t testing.TB, w *httptest.ResponseRecorder) {
 	t.Helper()
 	ct := w.Header().Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
@@ -44,7 +44,7 @@ func apiWantJSON(t *testing.T, w *httptest.ResponseRecorder) {
 // apiWantError fails unless the response is status with the Error shape
 // {code, message, status}, the given code, status equal to the HTTP status,
 // and a message that mentions each of mentions.
-func apiWantError(t *testing.T, w *httptest.ResponseRecorder, status int, code string, mentions ...string) {
+func apiWantError(t testing.TB, w *httptest.ResponseRecorder, status int, code string, mentions ...string) {
 	t.Helper()
 	if w.Code != status {
 		t.Errorf("HTTP status = %d, want %d; body: %s", w.Code, status, w.Body)
@@ -88,7 +88,7 @@ func apiWantError(t *testing.T, w *httptest.ResponseRecorder, status int, code s
 
 // apiReadPet decodes one Pet and checks it has exactly the fields of SPEC.md:
 // id, name, categoryId and, when given, a non-null status.
-func apiReadPet(t *testing.T, raw []byte) apiPet {
+func apiReadPet(t testing.TB, raw []byte) apiPet {
 	t.Helper()
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -117,7 +117,7 @@ func apiReadPet(t *testing.T, raw []byte) apiPet {
 }
 
 // apiReadPets decodes a listPets body, which must be a plain JSON array.
-func apiReadPets(t *testing.T, w *httptest.ResponseRecorder) []apiPet {
+func apiReadPets(t testing.TB, w *httptest.ResponseRecorder) []apiPet {
 	t.Helper()
 	if w.Code != http.StatusOK {
 		t.Fatalf("list: HTTP status = %d, want 200; body: %s", w.Code, w.Body)
@@ -176,7 +176,7 @@ func apiPetCount(s *testServer, key string) int {
 var apiNextLinkRE = regexp.MustCompile(`^<([^>]*)>;\s*rel="next"$`)
 
 // apiNextLink returns the target of the response's Link rel="next", if any.
-func apiNextLink(t *testing.T, w *httptest.ResponseRecorder) (string, bool) {
+func apiNextLink(t testing.TB, w *httptest.ResponseRecorder) (string, bool) {
 	t.Helper()
 	for _, v := range w.Header().Values("Link") {
 		if m := apiNextLinkRE.FindStringSubmatch(v); m != nil {

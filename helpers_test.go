@@ -39,13 +39,15 @@ func (c *fakeClock) advance(d time.Duration) {
 // testServer is the real handler on a real SQLite file in a temporary
 // directory, with a fake clock.
 type testServer struct {
-	t       *testing.T
+	t       testing.TB
 	handler http.Handler
 	store   *Store
 	keys    *keyring
 	limiter *Limiter
 	pets    *petCache
+	idem    *inflight
 	clock   *fakeClock
+	logger  *slog.Logger
 	dbPath  string
 }
 
@@ -60,11 +62,11 @@ type testOptions struct {
 	petsFromDatabase bool
 }
 
-func newTestServer(t *testing.T) *testServer {
+func newTestServer(t testing.TB) *testServer {
 	return newTestServerWith(t, testOptions{})
 }
 
-func newTestServerWith(t *testing.T, opts testOptions) *testServer {
+func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	t.Helper()
 	if opts.env == "" {
 		opts.env = "production"
@@ -96,8 +98,10 @@ func newTestServerWith(t *testing.T, opts testOptions) *testServer {
 			t.Fatal(err)
 		}
 	}
-	h := newServer(opts.logger, store, keys, limiter, pets, newInflight(), clock.now, opts.trustProxy)
-	return &testServer{t: t, handler: h, store: store, keys: keys, limiter: limiter, pets: pets, clock: clock, dbPath: path}
+	idem := newInflight()
+	h := newServer(opts.logger, store, keys, limiter, pets, idem, clock.now, opts.trustProxy)
+	return &testServer{t: t, handler: h, store: store, keys: keys, limiter: limiter, pets: pets, idem: idem,
+		clock: clock, logger: opts.logger, dbPath: path}
 }
 
 // mustCreateKey makes a key of plan (custom limits for enterprise) and
