@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ const (
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 16 << 10
 	shutdownTimeout   = 10 * time.Second
+	serveGCPercent    = 50
 )
 
 type serveConfig struct {
@@ -63,6 +65,13 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	if cfg.banAfter < 0 || cfg.banFor <= 0 {
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")
+	}
+	if getenv("GOGC") == "" {
+		// Most of the heap is the in-memory copy of the pets, which holds no
+		// pointers: the collector never scans it, so collecting at half the
+		// default growth costs little CPU and keeps the heap (with a million
+		// pets) some 20 MiB smaller. GOGC in the environment still decides.
+		debug.SetGCPercent(serveGCPercent)
 	}
 	logs := newLogBuffer(stderr)
 	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
