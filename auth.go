@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash/crc32"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -124,22 +123,6 @@ func (k *keyring) refresh(ctx context.Context) error {
 	k.byHash, k.version = byHash, version
 	k.mu.Unlock()
 	return nil
-}
-
-// run refreshes the keys until ctx ends.
-func (k *keyring) run(ctx context.Context, logger *slog.Logger) {
-	t := time.NewTicker(keyRefreshEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := k.refresh(ctx); err != nil && ctx.Err() == nil {
-				logger.Warn("reload API keys", "err", err)
-			}
-		}
-	}
 }
 
 // lookup returns the active key for token, or a message saying why there is

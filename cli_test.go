@@ -260,29 +260,11 @@ func wantNoFile(t *testing.T, path string) {
 
 // A running server.
 
-// cliOutput collects a process's output while it runs.
-type cliOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (o *cliOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *cliOutput) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
-}
-
 type runningPetstore struct {
 	t         *testing.T
 	cmd       *exec.Cmd
-	stdout    *cliOutput
-	stderr    *cliOutput
+	stdout    *syncBuffer
+	stderr    *syncBuffer
 	url       string // http://127.0.0.1:PORT
 	client    *http.Client
 	exited    chan struct{} // closed once the process has ended
@@ -300,7 +282,7 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	cmd.Dir = dir
 	cmd.Env = commandEnv(nil)
 	s := &runningPetstore{
-		t: t, cmd: cmd, stdout: &cliOutput{}, stderr: &cliOutput{},
+		t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{},
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
 		exited: make(chan struct{}),
 	}
@@ -326,7 +308,7 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 }
 
 // waitServing returns HOST:PORT from the "serving" log line.
-func waitServing(t *testing.T, stderr *cliOutput, exited <-chan struct{}) string {
+func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -829,7 +811,7 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "petstore.db")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stderr := &cliOutput{}
+	stderr := &syncBuffer{}
 	exited := make(chan struct{})
 	var runErr error
 	go func() {

@@ -52,7 +52,7 @@ type fuzzServer struct {
 	fromDB  http.Handler
 	pets    *petCache
 	clock   *fakeClock
-	log     *syncBuffer // error log lines (a 500's cause), for the failure message; see ops_test.go
+	log     *syncBuffer // error log lines (a 500's cause), for the failure message
 }
 
 func newFuzzServer(f *testing.F) *fuzzServer {

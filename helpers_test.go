@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -143,4 +144,23 @@ func (s *testServer) do(method, target, key, body string, header ...string) *htt
 	w := httptest.NewRecorder()
 	s.handler.ServeHTTP(w, req)
 	return w
+}
+
+// syncBuffer collects output (a log, a process's stderr) that a test reads
+// while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

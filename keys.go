@@ -43,9 +43,6 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if len(rest) > 0 {
 		return usagef("keys create takes no arguments, got %q", rest[0])
 	}
-	if err := db.check(); err != nil {
-		return err
-	}
 	lim, err := planLimits(plan, rpm, rpd)
 	if err != nil {
 		return err
@@ -53,7 +50,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if len(name) > maxKeyNameLen || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return usagef("--name must be at most %d characters without spaces or control characters", maxKeyNameLen)
 	}
-	store, err := openStore(ctx, db.db, true, time.Now)
+	store, err := db.open(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -101,10 +98,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	if len(rest) > 0 {
 		return usagef("keys list takes no arguments, got %q", rest[0])
 	}
-	if err := db.check(); err != nil {
-		return err
-	}
-	store, err := openStore(ctx, db.db, false, time.Now)
+	store, err := db.open(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -165,10 +159,7 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil || id < 1 {
 		return usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", rest[0])
 	}
-	if err := db.check(); err != nil {
-		return err
-	}
-	store, err := openStore(ctx, db.db, false, time.Now)
+	store, err := db.open(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -200,10 +191,7 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if out == "" {
 		return usagef("backup needs --out FILE")
 	}
-	if err := db.check(); err != nil {
-		return err
-	}
-	store, err := openStore(ctx, db.db, false, time.Now)
+	store, err := db.open(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"sync"
 	"time"
@@ -10,7 +9,7 @@ import (
 // logBuffer collects log lines and writes them out in batches: a write
 // system call per request costs more than the rest of the log line. Lines
 // reach the destination within logFlushEvery, at once when the buffer
-// fills, and on Flush at shutdown. A crash loses at most that much.
+// fills, and on the last Flush at shutdown. A crash loses at most that much.
 type logBuffer struct {
 	mu  sync.Mutex
 	w   io.Writer
@@ -47,20 +46,5 @@ func (b *logBuffer) flushLocked() {
 	if len(b.buf) > 0 {
 		b.w.Write(b.buf) // a log that cannot be written has nowhere to report it
 		b.buf = b.buf[:0]
-	}
-}
-
-// run flushes every logFlushEvery until ctx ends, then once more.
-func (b *logBuffer) run(ctx context.Context) {
-	t := time.NewTicker(logFlushEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			b.Flush()
-			return
-		case <-t.C:
-			b.Flush()
-		}
 	}
 }

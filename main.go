@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -156,6 +157,15 @@ func (d *dbFlags) check() error {
 		}
 	}
 	return nil
+}
+
+// open checks the flags and opens the database, creating it only when
+// create is set.
+func (d *dbFlags) open(ctx context.Context, create bool) (*Store, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	return openStore(ctx, d.db, create, time.Now)
 }
 
 func versionString() string {

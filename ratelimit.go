@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"maps"
 	"math"
 	"net"
@@ -364,27 +363,6 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 	}
 	addr, _ := netip.ParseAddr(host)
 	return addr.Unmap()
-}
-
-// runLimiter sweeps idle callers and flushes usage until ctx ends, then
-// flushes one last time.
-func runLimiter(ctx context.Context, limiter *Limiter, store *Store, logger *slog.Logger) {
-	sweep := time.NewTicker(10 * time.Second)
-	flush := time.NewTicker(usageFlushEvery)
-	defer sweep.Stop()
-	defer flush.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sweep.C:
-			limiter.sweep()
-		case <-flush.C:
-			if err := limiter.flush(ctx, store.AddUsage); err != nil && ctx.Err() == nil {
-				logger.Warn("store daily usage; will retry", "err", err)
-			}
-		}
-	}
 }
 
 // usageFlushEvery bounds how far the stored daily usage may lag behind.

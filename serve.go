@@ -25,6 +25,9 @@ const (
 	maxHeaderBytes    = 16 << 10
 	shutdownTimeout   = 10 * time.Second
 	serveGCPercent    = 50
+
+	limiterSweepEvery     = 10 * time.Second
+	idempotencyPruneEvery = 10 * time.Minute
 )
 
 type serveConfig struct {
@@ -80,7 +83,11 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
 	flushed := make(chan struct{})
-	go func() { logs.run(flushCtx); close(flushed) }()
+	go func() {
+		every(flushCtx, logFlushEvery, logs.Flush)
+		logs.Flush()
+		close(flushed)
+	}()
 	defer func() { stopFlushing(); <-flushed }()
 	return serve(ctx, cfg, logger, logs, stderr)
 }
@@ -137,10 +144,29 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 
 	background, stopBackground := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { keys.run(background, logger) })
-	wg.Go(func() { runLimiter(background, limiter, store, logger) })
-	wg.Go(func() { pruneIdempotency(background, store, now, logger) })
 	wg.Go(func() { pets.loadInBackground(background, logger) })
+	wg.Go(func() {
+		every(background, keyRefreshEvery, func() {
+			if err := keys.refresh(background); err != nil && background.Err() == nil {
+				logger.Warn("reload API keys", "err", err)
+			}
+		})
+	})
+	wg.Go(func() {
+		every(background, usageFlushEvery, func() {
+			if err := limiter.flush(background, store.AddUsage); err != nil && background.Err() == nil {
+				logger.Warn("store daily usage; will retry", "err", err)
+			}
+		})
+	})
+	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
+	wg.Go(func() {
+		every(background, idempotencyPruneEvery, func() {
+			if _, err := store.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
+				logger.Warn("prune idempotency records", "err", err)
+			}
+		})
+	})
 	defer func() {
 		stopBackground()
 		wg.Wait()
@@ -197,18 +223,16 @@ More:    petstore keys create --db %s --plan pro --name my-app
 	return nil
 }
 
-// pruneIdempotency deletes expired idempotency records every few minutes.
-func pruneIdempotency(ctx context.Context, store *Store, now func() time.Time, logger *slog.Logger) {
-	t := time.NewTicker(10 * time.Minute)
+// every calls fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := store.PruneIdempotency(ctx, now().Add(-idempotencyTTL)); err != nil && ctx.Err() == nil {
-				logger.Warn("prune idempotency records", "err", err)
-			}
+			fn()
 		}
 	}
 }
