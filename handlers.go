@@ -29,25 +29,23 @@ const (
 // newServer assembles the whole HTTP surface. Read the middleware bottom-up
 // as the path a request takes.
 func newServer(logger *slog.Logger, store *Store, keys *keyring, limiter *Limiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool) http.Handler {
-	api := http.NewServeMux()
-	addRoutes(api, pets, idem, now)
-
 	metered := func(h http.Handler) http.Handler {
 		h = limit(limiter, trustProxy, h)
 		h = authenticate(keys, h)
 		return h
 	}
-	root := http.NewServeMux()
-	root.Handle("/v1/", metered(requireKey(api)))
-	root.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
-	root.Handle("GET /healthz", handleHealth())
-	root.Handle("GET /readyz", handleReady(store))
-	root.Handle("/healthz", methodNotAllowed("GET, HEAD"))
-	root.Handle("/readyz", methodNotAllowed("GET, HEAD"))
-	root.Handle("/v1", metered(requireKey(notFound())))
-	root.Handle("/", notFound())
+	needsKey := func(h http.Handler) http.Handler { return metered(requireKey(h)) }
 
-	var h http.Handler = root
+	mux := http.NewServeMux()
+	addRoutes(mux, needsKey, pets, idem, now)
+	mux.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
+	mux.Handle("GET /healthz", handleHealth())
+	mux.Handle("GET /readyz", handleReady(store))
+	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
+	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
+	mux.Handle("/", notFound())
+
+	var h http.Handler = mux
 	h = logRequests(logger, h)
 	return h
 }
@@ -59,18 +57,19 @@ type router interface {
 }
 
 // addRoutes registers every operation under /v1 that needs a key, and the
-// Error-shaped 405s and 404s around them.
-func addRoutes(mux router, pets *petCache, idem *inflight, now func() time.Time) {
-	mux.Handle("GET /v1/pets", handleListPets(pets))
-	mux.Handle("POST /v1/pets", handleCreatePet(pets, idem, now))
-	mux.Handle("GET /v1/pets/{petId}", deprecated(handleGetPet(pets)))
-	mux.Handle("GET /v1/store/orders", handleNotImplemented())
+// Error-shaped 405s and 404s around them, each wrapped in needsKey.
+func addRoutes(mux router, needsKey func(http.Handler) http.Handler, pets *petCache, idem *inflight, now func() time.Time) {
+	mux.Handle("GET /v1/pets", needsKey(handleListPets(pets)))
+	mux.Handle("POST /v1/pets", needsKey(handleCreatePet(pets, idem, now)))
+	mux.Handle("GET /v1/pets/{petId}", needsKey(deprecated(handleGetPet(pets))))
+	mux.Handle("GET /v1/store/orders", needsKey(handleNotImplemented()))
 
-	mux.Handle("/v1/pets", methodNotAllowed("GET, HEAD, POST"))
-	mux.Handle("/v1/pets/{petId}", methodNotAllowed("GET, HEAD"))
-	mux.Handle("/v1/store/orders", methodNotAllowed("GET, HEAD"))
-	mux.Handle("/v1/openapi.yaml", methodNotAllowed("GET, HEAD"))
-	mux.Handle("/", notFound())
+	mux.Handle("/v1/pets", needsKey(methodNotAllowed("GET, HEAD, POST")))
+	mux.Handle("/v1/pets/{petId}", needsKey(methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/store/orders", needsKey(methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/openapi.yaml", needsKey(methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/", needsKey(notFound()))
+	mux.Handle("/v1", needsKey(notFound()))
 }
 
 func handleListPets(pets *petCache) http.Handler {

@@ -252,7 +252,7 @@ func (r *routeRecorder) Handle(pattern string, handler http.Handler) {
 
 func recordRoutes() *routeRecorder {
 	r := &routeRecorder{handlers: make(map[string]http.Handler)}
-	addRoutes(r, nil, nil, nil)
+	addRoutes(r, func(h http.Handler) http.Handler { return h }, nil, nil, nil)
 	return r
 }
 

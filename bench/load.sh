@@ -96,7 +96,7 @@ taskset -c 0 "$work/ceiling" -addr "127.0.0.1:$CEILING_PORT" &
 pids+=($!)
 wait_ready "$CEILING_PORT" >/dev/null
 
-printf '%-8s %-22s %10s %10s %7s %8s %8s %7s\n' pets scenario req/s ceiling ratio p50_ms p99_ms non2xx
+printf '%-8s %-12s %9s %9s %6s %7s %7s %7s %7s\n' pets scenario req/s ceiling ratio p50_ms p99_ms c_p99 non2xx
 declare -A list_rps
 for n in 1000 1000000; do
   db="$work/pets-$n.db"
@@ -123,8 +123,9 @@ for n in 1000 1000000; do
     p50=$(cut -d' ' -f2 "$work/p" | median)
     p99=$(cut -d' ' -f3 "$work/p" | median)
     bad=$(awk '{ s += $4 } END { print s + 0 }' "$work/p")
+    cp99=$(cut -d' ' -f3 "$work/c" | median)
     list_rps[$name-$n]=$p
-    printf '%-8s %-22s %10.0f %10.0f %7.2f %8.3f %8.3f %7d\n' "$n" "$name" "$p" "$c" "$(echo "$p $c" | awk '{ print $1 / $2 }')" "$p50" "$p99" "$bad"
+    printf '%-8s %-12s %9.0f %9.0f %6.2f %7.2f %7.2f %7.2f %7d\n' "$n" "$name" "$p" "$c" "$(echo "$p $c" | awk '{ print $1 / $2 }')" "$p50" "$p99" "$cp99" "$bad"
   done
   rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
   kill -TERM "$pid"; wait "$pid" || true

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"fmt"
 	"flag"
 	"log"
 	"net/http"
@@ -15,8 +16,17 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8099", "address to listen on")
 	flag.Parse()
 
-	page := []byte(`[{"id":1,"name":"pet-1","categoryId":2,"status":"pending"}` +
-		`,{"id":2,"name":"pet-2","categoryId":3,"status":"sold"}]` + "\n")
+	// The same bytes the pet store sends for a page of 20 and for one pet,
+	// so that both servers put the same payload on the wire.
+	statuses := []string{"pending", "sold", "available"}
+	page := []byte("[")
+	for i := 1; i <= 20; i++ {
+		if i > 1 {
+			page = append(page, ',')
+		}
+		page = fmt.Appendf(page, `{"id":%d,"name":"pet-%d","categoryId":%d,"status":%q}`, i, i, i%50+1, statuses[i%3])
+	}
+	page = append(page, "]\n"...)
 	pet := []byte(`{"id":1,"name":"pet-1","categoryId":2,"status":"pending"}` + "\n")
 	fixed := func(status int, body []byte) http.HandlerFunc {
 		n := strconv.Itoa(len(body))
