@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -70,8 +71,9 @@ func keyProblem(token, env string) string {
 		}
 	}
 	var sum [keyChecksumLn]byte
+	var buf [64]byte // the key's body, without a heap copy
 	body := token[:len(token)-keyChecksumLn]
-	if string(appendChecksum(sum[:0], []byte(body))) != token[len(body):] {
+	if string(appendChecksum(sum[:0], append(buf[:0], body...))) != token[len(body):] {
 		return "the API key is not valid"
 	}
 	return ""
@@ -137,7 +139,7 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, er
 	loaded := k.version
 	k.mu.RUnlock()
 	if !known {
-		found, ok, err := k.store.KeyByHash(ctx, hash[:])
+		found, ok, err := k.store.KeyByHash(ctx, bytes.Clone(hash[:]))
 		if err != nil || !ok {
 			return nil, "the API key is not valid", err
 		}

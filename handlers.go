@@ -178,8 +178,11 @@ func validStatus(s string) bool {
 // before, so the next page is a keyset query that stays fast on any page.
 const cursorPrefix = "after:"
 
-func encodeCursor(after int64) string {
-	return base64.RawURLEncoding.EncodeToString(strconv.AppendInt([]byte(cursorPrefix), after, 10))
+func encodeCursor(after int64) string { return string(appendCursor(nil, after)) }
+
+func appendCursor(b []byte, after int64) []byte {
+	var plain [len(cursorPrefix) + 20]byte
+	return base64.RawURLEncoding.AppendEncode(b, strconv.AppendInt(append(plain[:0], cursorPrefix...), after, 10))
 }
 
 func decodeCursor(s string) (int64, bool) {
@@ -198,17 +201,17 @@ func decodeCursor(s string) (int64, bool) {
 // nextLink is the RFC 8288 Link to the page after the one that ended at id,
 // keeping the request's other parameters.
 func nextLink(q listQuery, last int64) string {
-	var b strings.Builder
-	b.WriteString("</v1/pets?limit=")
-	b.WriteString(strconv.Itoa(q.limit))
+	b := make([]byte, 0, 96)
+	b = append(b, "</v1/pets?limit="...)
+	b = strconv.AppendInt(b, int64(q.limit), 10)
 	if q.status != "" {
-		b.WriteString("&status=")
-		b.WriteString(q.status)
+		b = append(b, "&status="...)
+		b = append(b, q.status...)
 	}
-	b.WriteString("&cursor=")
-	b.WriteString(encodeCursor(last))
-	b.WriteString(`>; rel="next"`)
-	return b.String()
+	b = append(b, "&cursor="...)
+	b = appendCursor(b, last)
+	b = append(b, `>; rel="next"`...)
+	return string(b)
 }
 
 func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.Handler {

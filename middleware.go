@@ -76,7 +76,8 @@ func newRequestIDs() *requestIDs {
 }
 
 func (g *requestIDs) next() string {
-	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], g.prefix...), g.n.Add(1), 36))
 }
 
 // validRequestID accepts a client's X-Request-Id when it is short printable
@@ -99,12 +100,18 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 	ids := newRequestIDs()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{id: r.Header.Get("X-Request-Id")}
+		// One allocation for both halves of what is tracked.
+		tracked := &struct {
+			info requestInfo
+			sw   statusWriter
+		}{}
+		info, sw := &tracked.info, &tracked.sw
+		sw.ResponseWriter = w
+		info.id = r.Header.Get("X-Request-Id")
 		if !validRequestID(info.id) {
 			info.id = ids.next()
 		}
 		w.Header()["X-Request-Id"] = []string{info.id}
-		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 
 		defer func() {
