@@ -125,3 +125,23 @@ func BenchmarkCreateConcurrent(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPage compares a page of 20 from the in-memory copy with the same
+// page from SQLite, as served while the copy is still being made.
+func BenchmarkPage(b *testing.B) {
+	s, _ := benchServer(b, 100_000)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		pets *petCache
+	}{{"memory", s.pets}, {"sqlite", newPetCache(s.store)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.pets.list(ctx, "available", 40_000, 20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
