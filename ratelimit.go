@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +52,7 @@ type caller struct {
 	policy    string // the RateLimit-Policy header, fixed by limits
 	day       int64  // the UTC day of dayCount, in days since 1970-01-01
 	dayCount  int64
-	unflushed int64 // part of dayCount not yet in the database
+	unflushed []dayCount // requests not yet in the database, by day (keys only)
 
 	waitUntil   time.Time // after a 429: when a request will be accepted again
 	waitCount   int       // refused requests sent during that wait
@@ -84,8 +85,7 @@ type Limiter struct {
 
 	mu      sync.Mutex
 	callers map[callerID]*caller
-	peak    int          // most callers held since the map was last made anew
-	pending []usageCount // counts of past days waiting for the next flush
+	peak    int // most callers held since the map was last made anew
 }
 
 func newLimiter(now func() time.Time, banAfter int, banFor time.Duration,
@@ -149,12 +149,7 @@ func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today int
 // decide is allow for one caller; c.mu is held.
 func (l *Limiter) decide(c *caller, now time.Time, today int64) decision {
 	if c.day != today {
-		if c.unflushed > 0 {
-			l.mu.Lock()
-			l.pending = append(l.pending, usageCount{KeyID: c.keyID, Day: dayString(c.day), Count: c.unflushed})
-			l.mu.Unlock()
-		}
-		c.day, c.dayCount, c.unflushed = today, 0, 0
+		c.day, c.dayCount = today, 0 // yesterday's unflushed count stays, under its day
 	}
 	if now.Before(c.bannedUntil) {
 		return c.banned(now)
@@ -165,7 +160,7 @@ func (l *Limiter) decide(c *caller, now time.Time, today int64) decision {
 		c.minute.AllowN(now, 1)
 		c.dayCount++
 		if c.keyID != 0 {
-			c.unflushed++
+			c.addUnflushed(today)
 		}
 		c.waitUntil, c.waitCount = time.Time{}, 0
 		d := c.report(now)
@@ -203,10 +198,7 @@ func (c *caller) report(now time.Time) decision {
 	tokens := c.minute.TokensAt(now)
 	minuteLeft := int64(math.Floor(tokens))
 	refill := time.Duration(math.Ceil((float64(c.limits.PerMinute) - tokens) / float64(c.minute.Limit()) * float64(time.Second)))
-	minuteReset := now.Add(refill)
-	if refill > 0 {
-		minuteReset = time.Unix(int64(math.Ceil(float64(minuteReset.UnixNano())/1e9)), 0)
-	}
+	minuteReset := ceilSecond(now.Add(refill))
 	dayLeft := max(0, c.limits.PerDay-c.dayCount)
 	dayReset := nextMidnight(now)
 
@@ -224,11 +216,20 @@ func (c *caller) report(now time.Time) decision {
 func (c *caller) banned(now time.Time) decision {
 	d := c.report(now)
 	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(c.bannedUntil.Sub(now))
-	d.remaining, d.reset, d.resetIn = 0, c.bannedUntil, d.retryAfter
+	d.remaining, d.reset, d.resetIn = 0, ceilSecond(c.bannedUntil), d.retryAfter
 	return d
 }
 
 func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
+
+// ceilSecond rounds t up to a whole second: a Reset header must not name a
+// moment before the window is full again.
+func ceilSecond(t time.Time) time.Time {
+	if t.Nanosecond() == 0 {
+		return t
+	}
+	return time.Unix(t.Unix()+1, 0)
+}
 
 func dayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
@@ -253,7 +254,7 @@ func (l *Limiter) sweep() int {
 	n := 0
 	for id, c := range l.callers {
 		c.mu.Lock()
-		if c.unflushed == 0 && !now.Before(c.bannedUntil) && !now.Before(c.waitUntil) &&
+		if len(c.unflushed) == 0 && !now.Before(c.bannedUntil) && !now.Before(c.waitUntil) &&
 			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
 			c.evicted = true
 			delete(l.callers, id)
@@ -271,20 +272,41 @@ func (l *Limiter) sweep() int {
 	return n
 }
 
-// flush writes the keys' uncounted requests to the database. On failure the
-// counts are kept for the next try.
+// dayCount is a number of requests on one UTC day.
+type dayCount struct {
+	day int64 // days since 1970-01-01
+	n   int64
+}
+
+func (c *caller) addUnflushed(day int64) {
+	if last := len(c.unflushed) - 1; last >= 0 && c.unflushed[last].day == day {
+		c.unflushed[last].n++
+		return
+	}
+	c.unflushed = append(c.unflushed, dayCount{day: day, n: 1})
+}
+
+// flush writes the keys' uncounted requests to the database. Only once they
+// are written are they taken off the callers: until then a caller is not
+// forgotten (sweep), so a failed write loses no count and the next flush
+// tries again. flush and sweep take l.mu before a caller's lock, and
+// nothing takes them the other way round.
 func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+	type taken struct {
+		c     *caller
+		count dayCount
+	}
+	var written []taken
+	var counts []usageCount
 	l.mu.Lock()
-	counts := l.pending
-	l.pending = nil
 	for id, c := range l.callers {
 		if id.keyID == 0 {
 			continue
 		}
 		c.mu.Lock()
-		if c.unflushed > 0 {
-			counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(c.day), Count: c.unflushed})
-			c.unflushed = 0
+		for _, u := range c.unflushed {
+			written = append(written, taken{c, u})
+			counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(u.day), Count: u.n})
 		}
 		c.mu.Unlock()
 	}
@@ -293,10 +315,17 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 		return nil
 	}
 	if err := add(ctx, counts); err != nil {
-		l.mu.Lock()
-		l.pending = append(l.pending, counts...)
-		l.mu.Unlock()
 		return err
+	}
+	for _, w := range written {
+		w.c.mu.Lock()
+		for i := range w.c.unflushed {
+			if w.c.unflushed[i].day == w.count.day {
+				w.c.unflushed[i].n -= w.count.n
+			}
+		}
+		w.c.unflushed = slices.DeleteFunc(w.c.unflushed, func(u dayCount) bool { return u.n == 0 })
+		w.c.mu.Unlock()
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -405,4 +408,89 @@ func heapInUse() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse)
+}
+
+// A flush (limiter lock, then each caller's) running while a request crosses
+// UTC midnight (a caller's lock) must not deadlock the two.
+func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
+	var days atomic.Int64
+	base := time.Date(2026, time.March, 10, 23, 59, 59, 0, time.UTC)
+	now := func() time.Time { return base.AddDate(0, 0, int(days.Load())) }
+	l := newLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	lim := limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+	stored := func(context.Context, []usageCount) error { return nil }
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var allowed atomic.Bool
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for !allowed.Load() {
+				l.flush(context.Background(), stored)
+			}
+		})
+		// Enough midnights to hit the window reliably (the old lock order
+		// deadlocked within some 100,000 of them).
+		for i := range 300_000 {
+			l.allow(context.Background(), callerID{keyID: 1}, lim)
+			if i%2 == 1 {
+				days.Add(1)
+			}
+		}
+		allowed.Store(true)
+		wg.Wait()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // seconds normally, even under -race
+		t.Fatal("allow and flush deadlocked")
+	}
+}
+
+// Counts whose write failed stay with their caller, which is therefore not
+// forgotten: the next look-up must not start from a lower stored count.
+func TestFailedUsageWriteLosesNoCount(t *testing.T) {
+	s := newTestServer(t)
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	for range 4 {
+		s.do("GET", "/v1/pets", key, "")
+	}
+	diskFull := func(context.Context, []usageCount) error { return errors.New("disk full") }
+	if err := s.limiter.flush(context.Background(), diskFull); err == nil {
+		t.Fatal("flush hid the failed write")
+	}
+	s.clock.advance(time.Hour)
+	if n := s.limiter.sweep(); n != 0 {
+		t.Fatalf("swept %d callers with unwritten counts", n)
+	}
+	if w := s.do("GET", "/v1/pets", key, ""); header(t, w, "X-RateLimit-Remaining") != 5 {
+		t.Fatalf("Remaining = %s, want 5 (5 of 10 used)", w.Header().Get("X-RateLimit-Remaining"))
+	}
+	if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.advance(time.Hour)
+	if n := s.limiter.sweep(); n != 1 {
+		t.Fatalf("swept %d, want the idle key forgotten once its counts are stored", n)
+	}
+	if w := s.do("GET", "/v1/pets", key, ""); header(t, w, "X-RateLimit-Remaining") != 4 {
+		t.Fatalf("after reloading from the database Remaining = %s, want 4", w.Header().Get("X-RateLimit-Remaining"))
+	}
+}
+
+func TestResetDuringABanIsRoundedUp(t *testing.T) {
+	s := newTestServerWith(t, testOptions{banAfter: 1, banFor: 5 * time.Second})
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+	s.do("GET", "/v1/pets", key, "")
+	s.clock.advance(300 * time.Millisecond)
+	for range 2 {
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	}
+	w := s.do("GET", "/v1/pets", key, "")
+	wantError(t, w, 429, codeTemporarilyBanned)
+	banEnds := s.clock.now().Add(5 * time.Second)
+	if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != ceilSecond(banEnds).Unix() {
+		t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, ceilSecond(banEnds).Unix())
+	}
 }
