@@ -1207,3 +1207,13 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 		}
 	})
 }
+
+func TestABodyCutShortIsCalledCutShort(t *testing.T) {
+	s := newTestServer(t)
+	key := s.mustCreateKey("pro")
+	for _, body := range []string{`{`, `{"name":`, `{"name":"a",`, `{"name":"a","categoryId":1`} {
+		w := s.do("POST", "/v1/pets", key, body)
+		apiWantError(t, w, 400, "invalid_json", "ends in the middle")
+	}
+	apiWantError(t, s.do("POST", "/v1/pets", key, " ", "Content-Type", "application/json"), 400, "invalid_json", "empty")
+}

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -1224,5 +1225,20 @@ func TestDailyUsageSurvivesRestart(t *testing.T) {
 	}
 	if resp.Header.Get("Retry-After") == "" {
 		t.Error("8th request: no Retry-After")
+	}
+}
+
+func TestPetstoreVersionInTheEnvironmentIsNotTheVersionFlag(t *testing.T) {
+	var version bool
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.BoolVar(&version, "version", false, "")
+	getenv := func(name string) string {
+		if name == "PETSTORE_VERSION" {
+			return "2.1.0"
+		}
+		return ""
+	}
+	if _, err := parseFlags(fs, nil, getenv, io.Discard); err != nil || version {
+		t.Fatalf("PETSTORE_VERSION=2.1.0 gave err %v, version %v; want it ignored", err, version)
 	}
 }

@@ -67,18 +67,25 @@ func readNewPet(body io.Reader) (Pet, error) {
 	if tok != json.Delim('{') {
 		return Pet{}, errorf(codeInvalidJSON, "the body must be a JSON object, not %s", jsonKind(tok))
 	}
+	// From here on the body has begun: an end is an unexpected one.
+	broken := func(err error) error {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return jsonError(err)
+	}
 	var in newPetBody
 	var problem error // the first field at fault; broken JSON later on wins over it
 	seen := make(map[string]bool, len(newPetFields))
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return Pet{}, jsonError(err)
+			return Pet{}, broken(err)
 		}
 		name := tok.(string) // inside an object, More and Token yield a key here
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return Pet{}, jsonError(err)
+			return Pet{}, broken(err)
 		}
 		field, known := newPetFields[name]
 		switch {
@@ -93,7 +100,7 @@ func readNewPet(body io.Reader) (Pet, error) {
 		seen[name] = true
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return Pet{}, jsonError(err)
+		return Pet{}, broken(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		if tooLarge(err) {

@@ -62,6 +62,11 @@ as PETSTORE_BAN_AFTER); a flag on the command line wins. Run a command with
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first signal, a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 
 	args = args[1:]
 	command := "serve"
@@ -123,6 +128,9 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
 		env := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if f.Name == "version" {
+			return // PETSTORE_VERSION is too likely to mean something else
+		}
 		if v := getenv(env); v != "" && !set[f.Name] && err == nil {
 			if e := fs.Set(f.Name, v); e != nil {
 				err = usagef("%s=%q: %v", env, v, e)

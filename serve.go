@@ -9,8 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
-	"strings"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -117,9 +118,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return err
 	}
 	defer store.Close()
-	if err := bootstrapKey(ctx, store, cfg, stderr); err != nil {
-		return err
-	}
 	keys, err := newKeyring(ctx, store, cfg.env)
 	if err != nil {
 		return fmt.Errorf("load API keys: %w", err)
@@ -131,6 +129,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	defer ln.Close()
+	// Only now that the port is ours: the bootstrap key is printed once.
+	if err := bootstrapKey(ctx, store, cfg, baseURL(ln.Addr()), stderr); err != nil {
+		return err
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -201,7 +204,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 // bootstrapKey makes a first Free key on a database without any, so that a
 // new user can call the API at once. It is the only key the server ever
 // prints.
-func bootstrapKey(ctx context.Context, store *Store, cfg serveConfig, stderr io.Writer) error {
+func bootstrapKey(ctx context.Context, store *Store, cfg serveConfig, url string, stderr io.Writer) error {
 	existing, err := store.Keys(ctx)
 	if err != nil || len(existing) > 0 {
 		return err
@@ -216,10 +219,10 @@ It is shown only this once: keep it.
 
     %s
 
-Try it:  curl -H 'Authorization: Bearer %s' http://%s/v1/pets
+Try it:  curl -H 'Authorization: Bearer %s' %s/v1/pets
 More:    petstore keys create --db %s --plan pro --name my-app
 
-`, cfg.db, key.ID, token, token, strings.Replace(cfg.addr, "0.0.0.0", "localhost", 1), cfg.db)
+`, cfg.db, key.ID, token, token, url, cfg.db)
 	return nil
 }
 
@@ -235,4 +238,17 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 			fn()
 		}
 	}
+}
+
+// baseURL is where a user on this machine reaches the server: an address
+// that listens on every interface is reached as localhost.
+func baseURL(addr net.Addr) string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ap.Addr().IsUnspecified() {
+		return "http://localhost:" + strconv.Itoa(int(ap.Port()))
+	}
+	return "http://" + ap.String()
 }
