@@ -56,17 +56,20 @@ func appendChecksum(dst, body []byte) []byte {
 // keyProblem says why a token cannot be a key of env, or "" when its shape
 // and checksum are right.
 func keyProblem(token, env string) string {
-	for otherEnv, prefix := range keyPrefixes {
-		if otherEnv != env && strings.HasPrefix(token, prefix) {
-			return fmt.Sprintf("the API key belongs to the %s environment and this server is %s", otherEnv, env)
-		}
-	}
 	prefix := keyPrefixes[env]
-	if len(token) != len(prefix)+keyRandomLen+keyChecksumLn || !strings.HasPrefix(token, prefix) {
+	if !strings.HasPrefix(token, prefix) {
+		for otherEnv, other := range keyPrefixes {
+			if strings.HasPrefix(token, other) {
+				return fmt.Sprintf("the API key belongs to the %s environment and this server is %s", otherEnv, env)
+			}
+		}
+		return "the API key is not valid"
+	}
+	if len(token) != len(prefix)+keyRandomLen+keyChecksumLn {
 		return "the API key is not valid"
 	}
 	for i := len(prefix); i < len(token); i++ {
-		if strings.IndexByte(base62, token[i]) < 0 {
+		if !isBase62[token[i]] {
 			return "the API key is not valid"
 		}
 	}
@@ -78,6 +81,13 @@ func keyProblem(token, env string) string {
 	}
 	return ""
 }
+
+var isBase62 = func() (table [256]bool) {
+	for i := range len(base62) {
+		table[base62[i]] = true
+	}
+	return table
+}()
 
 func hashKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
 

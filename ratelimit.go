@@ -336,9 +336,11 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 func limit(limiter *Limiter, trustProxy bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestLog(r)
-		id, lim := callerID{addr: clientAddr(r, trustProxy)}, anonymousLimits
+		id, lim := callerID{keyID: 0}, anonymousLimits
 		if info.key != nil {
 			id, lim = callerID{keyID: info.key.ID}, limits{info.key.PerMinute, info.key.PerDay}
+		} else {
+			id.addr = clientAddr(r, trustProxy)
 		}
 		d, err := limiter.allow(r.Context(), id, lim)
 		if err != nil {
