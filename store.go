@@ -37,8 +37,8 @@ type Store struct {
 	keyByHash, keysVersion         *sql.Stmt
 }
 
-// errNoDatabase tells callers that must not create a database (keys list,
-// backup) that the file is not there.
+// errNoDatabase: a command that must not create a database (keys list,
+// backup) found no file.
 var errNoDatabase = errors.New("no such database file")
 
 // migrations are applied in order; PRAGMA user_version counts those done.
@@ -399,8 +399,6 @@ func storeError(err error) error {
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
 			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PERM:
 			return &Error{Code: codeUnavailable, Message: "the database is unavailable right now; retry later"}
-		case sqlite3.SQLITE_CONSTRAINT:
-			return errConstraint
 		}
 	}
 	return err
@@ -409,8 +407,6 @@ func storeError(err error) error {
 // errIdempotencyTaken: a live record holds the Idempotency-Key already.
 var errIdempotencyTaken = errors.New("idempotency key already used")
 
-// errConstraint is a uniqueness or other constraint violation.
-var errConstraint = errors.New("constraint violated")
 
 // apiKey is a stored API key. The key itself is never kept, only its hash.
 type apiKey struct {
