@@ -407,7 +407,6 @@ func storeError(err error) error {
 // errIdempotencyTaken: a live record holds the Idempotency-Key already.
 var errIdempotencyTaken = errors.New("idempotency key already used")
 
-
 // apiKey is a stored API key. The key itself is never kept, only its hash.
 type apiKey struct {
 	ID        int64
