@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -305,32 +306,37 @@ func (c *petCache) writeQueued(ctx context.Context) {
 	for i, call := range calls {
 		batch[i] = call.insert
 	}
+	err := errors.New("the write was interrupted") // until CreatePets returns
+	// Whatever happens below, even a panic, the callers are woken and the
+	// writer's role is passed on: no create waits forever.
+	defer func() {
+		for i, call := range calls {
+			call.insert = batch[i]
+			if err != nil {
+				call.insert.Err = err
+			}
+			call.wake <- false
+		}
+		c.queueMu.Lock()
+		if len(c.queue) == 0 {
+			c.writing = false
+		} else {
+			c.queue[0].wake <- true
+		}
+		c.queueMu.Unlock()
+	}()
+
 	c.writeMu.Lock()
-	err := c.store.CreatePets(ctx, batch)
+	defer c.writeMu.Unlock()
+	err = c.store.CreatePets(ctx, batch)
 	if err == nil && c.loaded.Load() {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		for i := range batch {
 			if batch[i].Err == nil {
 				p := &batch[i].Pet
 				c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
 			}
 		}
-		c.mu.Unlock()
 	}
-	c.writeMu.Unlock()
-	for i, call := range calls {
-		call.insert = batch[i]
-		if err != nil {
-			call.insert.Err = err
-		}
-		call.wake <- false
-	}
-
-	c.queueMu.Lock()
-	if len(c.queue) == 0 {
-		c.writing = false
-	} else {
-		c.queue[0].wake <- true
-	}
-	c.queueMu.Unlock()
 }
