@@ -79,7 +79,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 		opts.banFor = 15 * time.Minute
 	}
 	if opts.logger == nil {
-		opts.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.logger, _ = newLogger(io.Discard, "text", "info")
 	}
 	clock := newFakeClock()
 	path := filepath.Join(t.TempDir(), "petstore.db")

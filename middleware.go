@@ -124,26 +124,31 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 					writeError(sw, r, errorf(codeInternal, "the server failed to handle the request; it has been logged"))
 				}
 			}
-			logRequest(logger, r, info, sw, time.Since(start))
+			logRequest(logger, r, info, sw, start)
 		}()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, took time.Duration) {
+func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, start time.Time) {
 	level := slog.LevelInfo
 	if sw.status >= 500 {
 		level = slog.LevelError
 	}
-	if !logger.Enabled(r.Context(), level) {
+	h := logger.Handler()
+	if !h.Enabled(r.Context(), level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 9)
-	attrs = append(attrs,
+	// The record is made here rather than by logger.LogAttrs, which would
+	// look up the caller's source line for every request; it is never
+	// printed.
+	end := time.Now()
+	rec := slog.NewRecord(end, level, "request", 0)
+	attrs := append(make([]slog.Attr, 0, 8),
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
 		slog.Int("status", sw.status),
-		slog.Duration("duration", took),
+		slog.Duration("duration", end.Sub(start)),
 		slog.Int64("bytes", sw.bytes),
 		slog.String("request_id", info.id),
 	)
@@ -153,5 +158,6 @@ func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *sta
 	if info.err != nil {
 		attrs = append(attrs, slog.String("err", info.err.Error()))
 	}
-	logger.LogAttrs(r.Context(), level, "request", attrs...)
+	rec.AddAttrs(attrs...)
+	h.Handle(r.Context(), rec)
 }

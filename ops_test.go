@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,7 +73,7 @@ func itoa(n int) string { return string(appendInt(nil, int64(n))) }
 
 func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 	var logs syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	logger, _ := newLogger(&logs, "json", "info")
 	calls := 0
 	h := logRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls++
@@ -101,7 +100,8 @@ func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 
 func TestOneLogLinePerRequestWithoutTheKey(t *testing.T) {
 	var logs syncBuffer
-	s := newTestServerWith(t, testOptions{logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	logger, _ := newLogger(&logs, "json", "info")
+	s := newTestServerWith(t, testOptions{logger: logger})
 	key := s.mustCreateKey("pro")
 	s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "X-Request-Id", "client-chosen-1")
 	s.do("GET", "/v1/pets", "psk_live_not-a-real-key", "")

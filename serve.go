@@ -98,12 +98,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, usagef("--log-level must be debug, info, warn or error, not %q", level)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
 	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "json":
+		return slog.New(newLineHandler(w, format == "json", lvl)), nil
 	}
 	return nil, usagef("--log-format must be text or json, not %q", format)
 }
