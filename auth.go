@@ -193,7 +193,7 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 // refuses nothing itself: the rate limit comes first, then requireKey.
 func authenticate(keys *keyring, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(r)
+		info := requestLog(w)
 		header := r.Header.Get("Authorization")
 		token, isBearer := bearerToken(header)
 		switch {
@@ -216,7 +216,7 @@ func authenticate(keys *keyring, next http.Handler) http.Handler {
 // requireKey answers 401 to a request without a valid API key.
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(r)
+		info := requestLog(w)
 		if info.authErr != nil {
 			writeError(w, r, info.authErr)
 			return

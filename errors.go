@@ -62,7 +62,7 @@ func errorf(code, format string, args ...any) *Error {
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		requestLog(r).err = err
+		requestLog(w).err = err
 		e = &Error{Code: codeInternal, Message: "the server failed to handle the request; it has been logged"}
 	}
 	status, ok := codeStatus[e.Code]

@@ -228,7 +228,7 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 		}
 		replayed := false
 		if hasKey {
-			pet, replayed, err = createOnce(r.Context(), pets, idem, now, requestLog(r).key.ID, key, pet)
+			pet, replayed, err = createOnce(r.Context(), pets, idem, now, requestLog(w).key.ID, key, pet)
 		} else {
 			pet, err = pets.create(r.Context(), pet, nil)
 		}
@@ -319,7 +319,7 @@ func handleReady(store *Store) http.Handler {
 	body := []byte(`{"status":"ready"}` + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := store.Ping(r.Context()); err != nil {
-			requestLog(r).err = err
+			requestLog(w).err = err
 			writeError(w, r, errorf(codeUnavailable, "the database does not answer"))
 			return
 		}

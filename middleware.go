@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -25,13 +24,13 @@ type requestInfo struct {
 	err         error // an internal error or panic, for the log
 }
 
-type requestInfoKey struct{}
-
-// requestLog returns the request's info. Outside logRequests (a handler
-// called on its own) it returns a fresh one.
-func requestLog(r *http.Request) *requestInfo {
-	if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
-		return info
+// requestLog returns the request's info, which travels with the
+// ResponseWriter that logRequests wraps: a context value would cost a copy
+// of the request. Outside logRequests (a handler called on its own) it
+// returns a fresh one.
+func requestLog(w http.ResponseWriter) *requestInfo {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw.info
 	}
 	return &requestInfo{}
 }
@@ -42,6 +41,7 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	info   *requestInfo
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -106,13 +106,12 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 			sw   statusWriter
 		}{}
 		info, sw := &tracked.info, &tracked.sw
-		sw.ResponseWriter = w
+		sw.ResponseWriter, sw.info = w, info
 		info.id = r.Header.Get("X-Request-Id")
 		if !validRequestID(info.id) {
 			info.id = ids.next()
 		}
 		w.Header()["X-Request-Id"] = []string{info.id}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
 
 		defer func() {
 			if p := recover(); p != nil {

@@ -335,7 +335,7 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 // limit is reached.
 func limit(limiter *Limiter, trustProxy bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(r)
+		info := requestLog(w)
 		id, lim := callerID{keyID: 0}, anonymousLimits
 		if info.key != nil {
 			id, lim = callerID{keyID: info.key.ID}, limits{info.key.PerMinute, info.key.PerDay}
