@@ -1217,3 +1217,46 @@ func TestABodyCutShortIsCalledCutShort(t *testing.T) {
 	}
 	apiWantError(t, s.do("POST", "/v1/pets", key, " ", "Content-Type", "application/json"), 400, "invalid_json", "empty")
 }
+
+// Small bodies get their Content-Length from net/http, large ones from
+// writeBody: every answer has one, none is chunked.
+func TestEveryResponseHasAContentLength(t *testing.T) {
+	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
+	seedPets(t, s.store.write, 300)
+	if err := s.pets.load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 1000})
+	srv := httptest.NewServer(s.handler)
+	defer srv.Close()
+	for _, tt := range []struct{ name, method, path, body string }{
+		{"a page of 20", "GET", "/v1/pets?limit=20", ""},
+		{"a page of 100, larger than net/http buffers", "GET", "/v1/pets?limit=100", ""},
+		{"a page of 100 by HEAD", "HEAD", "/v1/pets?limit=100", ""},
+		{"one pet", "GET", "/v1/pets/7", ""},
+		{"a create", "POST", "/v1/pets", `{"name":"Rex","categoryId":1}`},
+		{"an error", "GET", "/v1/pets?limit=0", ""},
+		{"the OpenAPI document", "GET", "/v1/openapi.yaml", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if len(resp.TransferEncoding) > 0 || resp.ContentLength < 0 {
+				t.Fatalf("status %d, Transfer-Encoding %v, Content-Length %d", resp.StatusCode, resp.TransferEncoding, resp.ContentLength)
+			}
+			if tt.method != "HEAD" && resp.ContentLength != int64(len(body)) {
+				t.Errorf("Content-Length %d for a body of %d bytes", resp.ContentLength, len(body))
+			}
+			if tt.method == "HEAD" && resp.ContentLength < httpBufferedBody {
+				t.Errorf("HEAD of a large page: Content-Length %d", resp.ContentLength)
+			}
+		})
+	}
+}
