@@ -59,7 +59,7 @@ type router interface {
 // addRoutes registers every operation under /v1 that needs a key, and the
 // Error-shaped 405s and 404s around them, each wrapped in needsKey.
 func addRoutes(mux router, needsKey func(http.Handler) http.Handler, pets *petCache, idem *inflight, now func() time.Time) {
-	mux.Handle("GET /v1/pets", needsKey(handleListPets(pets)))
+	mux.Handle("GET /v1/pets", needsKey(handleListPets(pets, &pageCache{})))
 	mux.Handle("POST /v1/pets", needsKey(handleCreatePet(pets, idem, now)))
 	mux.Handle("GET /v1/pets/{petId}", needsKey(deprecated(handleGetPet(pets))))
 	mux.Handle("GET /v1/store/orders", needsKey(handleNotImplemented()))
@@ -72,22 +72,30 @@ func addRoutes(mux router, needsKey func(http.Handler) http.Handler, pets *petCa
 	mux.Handle("/v1", needsKey(notFound()))
 }
 
-func handleListPets(pets *petCache) http.Handler {
+func handleListPets(pets *petCache, pages *pageCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.RawQuery)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		page, err := pets.list(r.Context(), q.status, q.after, q.limit)
-		if err != nil {
-			writeError(w, r, err)
-			return
+		answer, ok := pages.get(q)
+		if !ok {
+			page, err := pets.list(r.Context(), q.status, q.after, q.limit)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			answer = &cachedPage{body: page.body}
+			if page.next != 0 {
+				answer.link = []string{nextLink(q, page.next)}
+				pages.put(q, answer)
+			}
 		}
-		if page.next != 0 {
-			w.Header()["Link"] = []string{nextLink(q, page.next)}
+		if answer.link != nil {
+			w.Header()["Link"] = answer.link
 		}
-		writeBody(w, http.StatusOK, page.body)
+		writeBody(w, http.StatusOK, answer.body)
 	})
 }
 

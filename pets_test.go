@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -95,5 +96,63 @@ func TestListShowsACreatedPetAtOnce(t *testing.T) {
 		if !bytes.Contains(list.Body.Bytes(), fmt.Appendf(nil, `"name":"p%d"`, i)) {
 			t.Fatalf("pet p%d acknowledged but missing from the list: %s", i, list.Body)
 		}
+	}
+}
+
+// Walking the pages after each create, twice so that kept pages are used,
+// always shows every pet: no kept page is ever stale, including a last
+// page that was exactly full before the create.
+func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
+	s := newTestServer(t)
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 10_000, PerDay: 10_000})
+	var all, available []int64
+	walk := func(start string) []int64 {
+		var ids []int64
+		for target := start; ; {
+			w := s.do("GET", target, key, "")
+			ids = append(ids, apiIDs(apiReadPets(t, w))...)
+			next, ok := apiNextLink(t, w)
+			if !ok {
+				return ids
+			}
+			target = next
+		}
+	}
+	for i := range 17 {
+		status := []string{"available", "sold"}[i%2]
+		w := s.do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":%q}`, i, status))
+		if w.Code != 201 {
+			t.Fatal(w.Code, w.Body)
+		}
+		id := apiReadPet(t, w.Body.Bytes()).ID
+		all = append(all, id)
+		if status == "available" {
+			available = append(available, id)
+		}
+		for range 2 {
+			if got := walk("/v1/pets?limit=4"); !slices.Equal(got, all) {
+				t.Fatalf("after %d creates the pages show %v, want %v", i+1, got, all)
+			}
+			if got := walk("/v1/pets?limit=3&status=available"); !slices.Equal(got, available) {
+				t.Fatalf("after %d creates the available pages show %v, want %v", i+1, got, available)
+			}
+		}
+	}
+}
+
+func TestPageCacheStaysWithinItsSize(t *testing.T) {
+	var c pageCache
+	body := make([]byte, 100<<10)
+	for after := range int64(200) { // 20 MiB of pages
+		c.put(listQuery{limit: 100, after: after}, &cachedPage{body: body})
+		if n := c.bytes.Load(); n > pageCacheBytes {
+			t.Fatalf("after %d pages the cache holds %d bytes", after+1, n)
+		}
+	}
+	if _, ok := c.get(listQuery{limit: 100, after: 199}); !ok {
+		t.Error("the page put last is not kept")
+	}
+	if _, ok := c.get(listQuery{limit: 100, after: 0}); ok {
+		t.Error("the page put first is still kept after 20 MiB more")
 	}
 }

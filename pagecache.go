@@ -1,0 +1,46 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// pageCache keeps the encoded answers to list queries whose page is followed
+// by more pets. Pets are only ever added, each with an id above all others,
+// so such a page can never change: it needs no invalidation, and a create
+// can never make it stale. The last page of a listing, which a create does
+// change, is never kept.
+//
+// The cache holds about pageCacheBytes of bodies at most; when a new page
+// would pass that, it is emptied and refills with the pages asked for since.
+type pageCache struct {
+	pages sync.Map // listQuery → *cachedPage
+	bytes atomic.Int64
+}
+
+// cachedPage is a page's body and its Link header value, ready to send.
+type cachedPage struct {
+	body []byte
+	link []string
+}
+
+const pageCacheBytes = 4 << 20
+
+func (c *pageCache) get(q listQuery) (*cachedPage, bool) {
+	p, ok := c.pages.Load(q)
+	if !ok {
+		return nil, false
+	}
+	return p.(*cachedPage), true
+}
+
+// put keeps p for q. The caller promises that more pets follow the page.
+func (c *pageCache) put(q listQuery, p *cachedPage) {
+	if c.bytes.Add(int64(len(p.body))) > pageCacheBytes {
+		c.pages.Clear()
+		c.bytes.Store(int64(len(p.body)))
+	}
+	if _, loaded := c.pages.LoadOrStore(q, p); loaded {
+		c.bytes.Add(-int64(len(p.body)))
+	}
+}
