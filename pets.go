@@ -161,6 +161,24 @@ func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
 
 func (c *petCache) idAt(pos int) int64 { return c.chunks[pos/chunkSize].id[pos%chunkSize] }
 
+// firstAbove returns the position of the first pet whose id is above id,
+// or c.count when there is none. Pets are never deleted, so ids are
+// usually dense and the position is found at once from the first id;
+// else, or when the guess is wrong, by binary search.
+func (c *petCache) firstAbove(id int64) int {
+	if c.count == 0 || id >= c.lastID() {
+		return c.count
+	}
+	if id < c.idAt(0) {
+		return 0
+	}
+	guess := int(id - c.idAt(0) + 1)
+	if guess < c.count && c.idAt(guess) > id && c.idAt(guess-1) <= id {
+		return guess
+	}
+	return sort.Search(c.count, func(pos int) bool { return c.idAt(pos) > id })
+}
+
 func (c *petCache) lastID() int64 {
 	if c.count == 0 {
 		return 0
@@ -212,7 +230,7 @@ func (c *petCache) list(ctx context.Context, status string, after int64, limit i
 			p.next = c.idAt(int(positions[to-1]))
 		}
 	} else {
-		from := sort.Search(c.count, func(pos int) bool { return c.idAt(pos) > after })
+		from := c.firstAbove(after)
 		to := min(from+limit, c.count)
 		for pos := from; pos < to; pos++ {
 			if pos > from {
@@ -253,7 +271,7 @@ func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	pos := sort.Search(c.count, func(pos int) bool { return c.idAt(pos) >= id })
+	pos := c.firstAbove(id - 1)
 	if pos == c.count || c.idAt(pos) != id {
 		return nil, errorf(codeNotFound, "no pet has id %d", id)
 	}
