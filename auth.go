@@ -89,7 +89,12 @@ var isBase62 = func() (table [256]bool) {
 	return table
 }()
 
-func hashKey(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+func hashKey(token string) [sha256.Size]byte {
+	// A key is longer than the 32 bytes Go converts a string into on the
+	// stack: copy it into a larger stack buffer instead of the heap.
+	var buf [64]byte
+	return sha256.Sum256(append(buf[:0], token...))
+}
 
 // keyring answers "which key is this?" from memory, so a request costs no
 // query. It reloads every key when the database's keys_version moves (a key

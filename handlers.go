@@ -111,33 +111,42 @@ type listQuery struct {
 // error, as it is ambiguous.
 func parseListQuery(raw string) (listQuery, error) {
 	q := listQuery{limit: defaultPageSize}
-	if raw == "" {
-		return q, nil
-	}
-	values, err := parseQuery(raw)
+	names := [...]string{"limit", "status", "cursor"}
+	var given [len(names)]int
+	var values [len(names)]string
+	err := eachQueryParam(raw, func(name, value string) {
+		for i := range names {
+			if name == names[i] {
+				if given[i] == 0 {
+					values[i] = value
+				}
+				given[i]++
+			}
+		}
+	})
 	if err != nil {
 		return q, err
 	}
-	for _, name := range []string{"limit", "status", "cursor"} {
-		if len(values[name]) > 1 {
+	for i, name := range names {
+		if given[i] > 1 {
 			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
-	if v, ok := values["limit"]; ok {
-		n, err := strconv.Atoi(v[0])
-		if err != nil || n < 1 || n > maxPageSize || !isDigits(v[0]) {
+	if v := values[0]; given[0] == 1 {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPageSize || !isDigits(v) {
 			return q, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
 		}
 		q.limit = n
 	}
-	if v, ok := values["status"]; ok {
-		if !validStatus(v[0]) {
+	if v := values[1]; given[1] == 1 {
+		if !validStatus(v) {
 			return q, errorf(codeInvalidRequest, "status must be one of available, pending, sold")
 		}
-		q.status = v[0]
+		q.status = v
 	}
-	if v, ok := values["cursor"]; ok {
-		after, ok := decodeCursor(v[0])
+	if v := values[2]; given[2] == 1 {
+		after, ok := decodeCursor(v)
 		if !ok {
 			return q, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
 		}
@@ -146,9 +155,10 @@ func parseListQuery(raw string) (listQuery, error) {
 	return q, nil
 }
 
-// parseQuery is url.ParseQuery with errors that name the parameter at fault.
-func parseQuery(raw string) (url.Values, error) {
-	values := url.Values{}
+// eachQueryParam calls fn with each name and value of a query string, as
+// url.ParseQuery reads them, with errors that name the parameter at fault.
+// Unlike url.ParseQuery it builds no map.
+func eachQueryParam(raw string, fn func(name, value string)) error {
 	for raw != "" {
 		var pair string
 		pair, raw, _ = strings.Cut(raw, "&")
@@ -158,15 +168,15 @@ func parseQuery(raw string) (url.Values, error) {
 		rawName, rawValue, _ := strings.Cut(pair, "=")
 		name, err := url.QueryUnescape(rawName)
 		if err != nil {
-			return nil, errorf(codeInvalidRequest, "the query string has a malformed parameter name %q", rawName)
+			return errorf(codeInvalidRequest, "the query string has a malformed parameter name %q", rawName)
 		}
 		value, err := url.QueryUnescape(rawValue)
 		if err != nil {
-			return nil, errorf(codeInvalidRequest, "%s has a malformed %%-escape: %q", name, rawValue)
+			return errorf(codeInvalidRequest, "%s has a malformed %%-escape: %q", name, rawValue)
 		}
-		values[name] = append(values[name], value)
+		fn(name, value)
 	}
-	return values, nil
+	return nil
 }
 
 func isDigits(s string) bool {

@@ -347,20 +347,29 @@ func limit(limiter *Limiter, trustProxy bool, next http.Handler) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		// One allocation for the five header values, set by key as
-		// textproto canonicalises them (X-Ratelimit-Limit), to skip that.
-		v := make([]string, 5)
-		v[0] = strconv.FormatInt(d.limit, 10)
-		v[1] = strconv.FormatInt(d.remaining, 10)
-		v[2] = strconv.FormatInt(d.reset.Unix(), 10)
-		v[3] = d.policy
-		v[4] = `"` + d.window + `";r=` + v[1] + `;t=` + strconv.FormatInt(int64(d.resetIn/time.Second), 10)
+		// The four varying values are written into one string, one
+		// allocation, and set by key as textproto canonicalises them
+		// (X-Ratelimit-Limit), to skip that.
+		var buf [128]byte
+		b := strconv.AppendInt(buf[:0], d.limit, 10)
+		endLimit := len(b)
+		b = strconv.AppendInt(b, d.remaining, 10)
+		endRemaining := len(b)
+		b = strconv.AppendInt(b, d.reset.Unix(), 10)
+		endReset := len(b)
+		b = append(b, '"')
+		b = append(b, d.window...)
+		b = append(b, `";r=`...)
+		b = strconv.AppendInt(b, d.remaining, 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, int64(d.resetIn/time.Second), 10)
+		all := string(b)
 		h := w.Header()
-		h["X-Ratelimit-Limit"] = v[0:1:1]
-		h["X-Ratelimit-Remaining"] = v[1:2:2]
-		h["X-Ratelimit-Reset"] = v[2:3:3]
-		h["Ratelimit-Policy"] = v[3:4:4]
-		h["Ratelimit"] = v[4:5:5]
+		h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
+		h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
+		h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
+		h["Ratelimit-Policy"] = info.headerValue(d.policy)
+		h["Ratelimit"] = info.headerValue(all[endReset:])
 		if !d.allowed {
 			seconds := int64(d.retryAfter / time.Second)
 			h["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
