@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -159,5 +160,41 @@ func TestPageCacheStaysWithinItsSize(t *testing.T) {
 	}
 	if _, ok := c.get(listQuery{limit: 100, after: 0}); ok {
 		t.Error("the page put first is still kept after 20 MiB more")
+	}
+}
+
+// The writer leaves checkpoints to Checkpoint: it copies every commit into
+// the database file, and the WAL does not grow with the number of creates.
+func TestCheckpointKeepsTheWALSmall(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	walSize := func() int64 {
+		fi, err := os.Stat(s.dbPath + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	var auto int
+	if err := s.store.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
+		t.Fatalf("the writer checkpoints by itself every %d pages (%v)", auto, err)
+	}
+	var sizes []int64
+	for round := range 20 {
+		batch := make([]petInsert, 200)
+		for i := range batch {
+			batch[i].Pet = Pet{Name: fmt.Sprintf("pet %d.%d", round, i), CategoryID: 1}
+		}
+		if err := s.store.CreatePets(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		behind, err := s.store.Checkpoint(ctx)
+		if err != nil || behind != 0 {
+			t.Fatalf("Checkpoint: %d frames behind, %v", behind, err)
+		}
+		sizes = append(sizes, walSize())
+	}
+	if last := sizes[len(sizes)-1]; last > 2*sizes[2] {
+		t.Errorf("the WAL grew from %d to %d bytes over 20 checkpointed rounds: %v", sizes[2], last, sizes)
 	}
 }

@@ -161,6 +161,13 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	})
 	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
 	wg.Go(func() {
+		every(background, checkpointEvery, func() {
+			if _, err := store.Checkpoint(background); err != nil && background.Err() == nil {
+				logger.Warn("checkpoint the WAL into the database file", "err", err)
+			}
+		})
+	})
+	wg.Go(func() {
 		every(background, idempotencyPruneEvery, func() {
 			if _, err := store.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
 				logger.Warn("prune idempotency records", "err", err)

@@ -107,7 +107,10 @@ func openStore(ctx context.Context, path string, create bool, now func() time.Ti
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
-	write, err := sql.Open("sqlite", dsn+q.Encode())
+	// The writer never checkpoints the WAL itself: a checkpoint in a
+	// commit would stall every create waiting on that commit. Checkpoint
+	// does it on a reader, beside the writes.
+	write, err := sql.Open("sqlite", dsn+q.Encode()+"&_pragma=wal_autocheckpoint(0)")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -183,6 +186,22 @@ func (s *Store) prepare(ctx context.Context) error {
 		*p.stmt = stmt
 	}
 	return nil
+}
+
+// checkpointEvery bounds the WAL to the commits of about a second.
+const checkpointEvery = time.Second
+
+// Checkpoint copies the commits in the WAL into the database file, so that
+// the WAL stays small, without blocking reads or writes (a passive
+// checkpoint). It returns how many WAL frames are not yet copied: some when
+// commits came in meanwhile.
+func (s *Store) Checkpoint(ctx context.Context) (behind int, err error) {
+	var busy, frames, copied int
+	err = s.read.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+	if err != nil {
+		return 0, storeError(err)
+	}
+	return frames - copied, nil
 }
 
 // Close closes the database; the WAL is checkpointed when the last
