@@ -198,3 +198,35 @@ func TestCheckpointKeepsTheWALSmall(t *testing.T) {
 		t.Errorf("the WAL grew from %d to %d bytes over 20 checkpointed rounds: %v", sizes[2], last, sizes)
 	}
 }
+
+// A batch is stored with multi-row inserts between the creates that carry an
+// Idempotency-Key; each pet gets the id of its own row, ascending in batch
+// order.
+func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	for _, size := range []int{1, 2, 3, 27, 256, 300} {
+		batch := make([]petInsert, size)
+		for i := range batch {
+			batch[i].Pet = Pet{Name: fmt.Sprintf("pet %d of %d", i, size), CategoryID: int64(i + 1), Status: []string{"", "sold"}[i%2]}
+			if i%11 == 5 {
+				batch[i].Idem = &idempotencyRecord{KeyID: 1, Key: fmt.Sprintf("%d-%d", size, i), RequestHash: []byte{1}}
+			}
+		}
+		if err := s.store.CreatePets(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		for i, in := range batch {
+			if in.Err != nil {
+				t.Fatal(in.Err)
+			}
+			if i > 0 && in.Pet.ID <= batch[i-1].Pet.ID {
+				t.Fatalf("batch of %d: pet %d has id %d after %d", size, i, in.Pet.ID, batch[i-1].Pet.ID)
+			}
+			stored, err := s.store.GetPet(ctx, in.Pet.ID)
+			if err != nil || stored != in.Pet {
+				t.Fatalf("batch of %d: pet %d was given id %d, which holds %+v (%v)", size, i, in.Pet.ID, stored, err)
+			}
+		}
+	}
+}

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -32,10 +34,17 @@ type Store struct {
 	read  *sql.DB
 	now   func() time.Time
 
-	insertPet, insertIdempotency   *sql.Stmt
+	// insertPets[k] inserts 1<<k pets in one statement.
+	insertPets                     [insertPetsSizes]*sql.Stmt
+	insertIdempotency              *sql.Stmt
 	getPet, listPets, listByStatus *sql.Stmt
 	keyByHash, keysVersion         *sql.Stmt
 }
+
+// insertPetsSizes: statements for 1, 2, 4 ... 256 pets. A batch of creates
+// is stored with a few of them: a statement per pet costs more in
+// database/sql and SQLite's AUTOINCREMENT bookkeeping than its row.
+const insertPetsSizes = 9
 
 // errNoDatabase: a command that must not create a database (keys list,
 // backup) found no file.
@@ -168,7 +177,6 @@ func (s *Store) prepare(ctx context.Context) error {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{s.write, &s.insertPet, `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)`},
 		// An expired record not yet pruned is replaced; a live one stays.
 		{s.write, &s.insertIdempotency, `INSERT INTO idempotency (key_id, idem_key, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (key_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash, pet_id = excluded.pet_id, created_at = excluded.created_at
@@ -184,6 +192,14 @@ func (s *Store) prepare(ctx context.Context) error {
 			return fmt.Errorf("prepare %q: %w", p.sql, err)
 		}
 		*p.stmt = stmt
+	}
+	for k := range s.insertPets {
+		query := `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, 1<<k-1)
+		stmt, err := s.write.PrepareContext(ctx, query)
+		if err != nil {
+			return fmt.Errorf("prepare an insert of %d pets: %w", 1<<k, err)
+		}
+		s.insertPets[k] = stmt
 	}
 	return nil
 }
@@ -207,7 +223,7 @@ func (s *Store) Checkpoint(ctx context.Context) (behind int, err error) {
 // Close closes the database; the WAL is checkpointed when the last
 // connection goes.
 func (s *Store) Close() error {
-	for _, stmt := range []*sql.Stmt{s.insertPet, s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion} {
+	for _, stmt := range append(s.insertPets[:], s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion) {
 		if stmt != nil {
 			stmt.Close()
 		}
@@ -273,24 +289,29 @@ func (s *Store) CreatePets(ctx context.Context, batch []petInsert) error {
 		return storeError(err)
 	}
 	defer tx.Rollback()
-	insertPet := tx.StmtContext(ctx, s.insertPet)
 	insertIdempotency := tx.StmtContext(ctx, s.insertIdempotency)
 	now := s.now()
-	for i := range batch {
-		in := &batch[i]
-		res, err := insertPet.ExecContext(ctx, in.Pet.Name, in.Pet.CategoryID, nullString(in.Pet.Status))
-		if err != nil {
-			// After a failed statement SQLite may have rolled the whole
-			// transaction back (a full disk, say): give up on the batch.
-			return storeError(err)
-		}
-		if in.Pet.ID, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		if in.Idem == nil {
+	for i := 0; i < len(batch); {
+		if batch[i].Idem == nil {
+			// Pets without an Idempotency-Key, as many as one statement
+			// of the sizes at hand takes.
+			plain := 1
+			for i+plain < len(batch) && batch[i+plain].Idem == nil {
+				plain++
+			}
+			k := min(bits.Len(uint(plain))-1, insertPetsSizes-1)
+			if err := s.insertPetRows(ctx, tx, k, batch[i:i+1<<k]); err != nil {
+				return err
+			}
+			i += 1 << k
 			continue
 		}
-		res, err = insertIdempotency.ExecContext(ctx,
+		in := &batch[i]
+		i++
+		if err := s.insertPetRows(ctx, tx, 0, batch[i-1:i]); err != nil {
+			return err
+		}
+		res, err := insertIdempotency.ExecContext(ctx,
 			in.Idem.KeyID, in.Idem.Key, in.Idem.RequestHash, in.Pet.ID, now.Unix(), now.Add(-idempotencyTTL).Unix())
 		if err != nil {
 			return storeError(err)
@@ -306,6 +327,31 @@ func (s *Store) CreatePets(ctx context.Context, batch []petInsert) error {
 		}
 	}
 	return storeError(tx.Commit())
+}
+
+// insertPetRows inserts the 1<<k pets of rows with insertPets[k] and sets
+// their ids.
+func (s *Store) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []petInsert) error {
+	args := make([]any, 0, 3*len(rows))
+	for i := range rows {
+		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullString(rows[i].Pet.Status))
+	}
+	res, err := tx.StmtContext(ctx, s.insertPets[k]).ExecContext(ctx, args...)
+	if err != nil {
+		// After a failed statement SQLite may have rolled the whole
+		// transaction back (a full disk, say): give up on the batch.
+		return storeError(err)
+	}
+	last, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	// AUTOINCREMENT numbers the rows of one INSERT one after another, in
+	// the order of its VALUES.
+	for i := range rows {
+		rows[i].Pet.ID = last - int64(len(rows)-1-i)
+	}
+	return nil
 }
 
 // IdempotencyRecord returns the record for an API key's Idempotency-Key made
