@@ -78,8 +78,10 @@ type page struct {
 	next int64
 }
 
-// loadBatch is how many pets load reads per query while others are served.
-const loadBatch = 10_000
+// loadBatch is how many pets load reads per query. A batch takes a
+// couple of milliseconds; between batches requests get the CPU, so that
+// on one core they are not held up while a large database loads.
+const loadBatch = 1_000
 
 // load copies every stored pet into memory, then serves reads from the copy.
 func (c *petCache) load(ctx context.Context) error {
@@ -91,6 +93,7 @@ func (c *petCache) load(ctx context.Context) error {
 		if n < loadBatch {
 			break
 		}
+		runtime.Gosched()
 	}
 	// The last pets, with creates held back, so that none is missed.
 	c.writeMu.Lock()

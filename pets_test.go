@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The in-memory copy must answer exactly as the database does.
@@ -163,39 +163,52 @@ func TestPageCacheStaysWithinItsSize(t *testing.T) {
 	}
 }
 
-// The writer leaves checkpoints to Checkpoint: it copies every commit into
-// the database file, and the WAL does not grow with the number of creates.
-func TestCheckpointKeepsTheWALSmall(t *testing.T) {
+// The writer leaves checkpoints to Checkpoint, which keeps the WAL small
+// even while creates never stop: the WAL starts over after a checkpoint
+// instead of growing with every commit.
+func TestCheckpointKeepsTheWALSmallUnderSteadyCreates(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
-	walSize := func() int64 {
-		fi, err := os.Stat(s.dbPath + "-wal")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fi.Size()
-	}
 	var auto int
 	if err := s.store.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("the writer checkpoints by itself every %d pages (%v)", auto, err)
 	}
-	var sizes []int64
-	for round := range 20 {
-		batch := make([]petInsert, 200)
-		for i := range batch {
-			batch[i].Pet = Pet{Name: fmt.Sprintf("pet %d.%d", round, i), CategoryID: 1}
-		}
-		if err := s.store.CreatePets(ctx, batch); err != nil {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.pets.create(ctx, Pet{Name: "Rex", CategoryID: 1}, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	var frames []int
+	for range 20 {
+		time.Sleep(20 * time.Millisecond)
+		n, err := s.store.Checkpoint(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		behind, err := s.store.Checkpoint(ctx)
-		if err != nil || behind != 0 {
-			t.Fatalf("Checkpoint: %d frames behind, %v", behind, err)
-		}
-		sizes = append(sizes, walSize())
+		frames = append(frames, n)
 	}
-	if last := sizes[len(sizes)-1]; last > 2*sizes[2] {
-		t.Errorf("the WAL grew from %d to %d bytes over 20 checkpointed rounds: %v", sizes[2], last, sizes)
+	close(stop)
+	wg.Wait()
+	startedOver := 0
+	for i := 1; i < len(frames); i++ {
+		if frames[i] < frames[i-1] {
+			startedOver++
+		}
+	}
+	if startedOver < len(frames)/4 {
+		t.Errorf("the WAL started over after %d of %d checkpoints; frames it held: %v", startedOver, len(frames), frames)
 	}
 }
 
@@ -227,6 +240,54 @@ func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
 			if err != nil || stored != in.Pet {
 				t.Fatalf("batch of %d: pet %d was given id %d, which holds %+v (%v)", size, i, in.Pet.ID, stored, err)
 			}
+		}
+	}
+}
+
+func TestCheckpointWaitsForAPauseInTheWrites(t *testing.T) {
+	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	type look struct {
+		after   time.Duration // since start
+		commits int64         // counted by then
+		due     bool
+	}
+	tests := []struct {
+		name  string
+		looks []look
+	}{
+		{"nothing written: no checkpoint", []look{{time.Second, 0, false}, {2 * time.Minute, 0, false}}},
+		{"writes that pause are checkpointed in the pause", []look{
+			{250 * time.Millisecond, 10, false}, {500 * time.Millisecond, 25, false}, {750 * time.Millisecond, 25, true}}},
+		{"writes that never pause wait for the commit cap", []look{
+			{1 * time.Second, 4000, false}, {2 * time.Second, 8000, false}, {3 * time.Second, 8000 + checkpointAfterCommits, true}}},
+		{"a trickle of writes waits at most a minute", []look{
+			{30 * time.Second, 1, false}, {59 * time.Second, 2, false}, {61 * time.Second, 3, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := checkpointPolicy{doneAt: start}
+			for i, l := range tt.looks {
+				if got := policy.due(start.Add(l.after), l.commits); got != l.due {
+					t.Fatalf("look %d (%v, %d commits): due = %v, want %v", i, l.after, l.commits, got, l.due)
+				}
+			}
+		})
+	}
+}
+
+func TestACheckpointIsMadeOnceForTheCommitsItCopied(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	policy := checkpointPolicy{doneAt: s.clock.now()}
+	if _, err := s.store.CreatePet(ctx, Pet{Name: "Rex", CategoryID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{0, 1, 1} { // the pause is seen at the second look
+		if err := s.store.checkpointIfDue(ctx, &policy, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		if policy.done != want {
+			t.Fatalf("look %d: checkpointed up to %d commits, want %d", i, policy.done, want)
 		}
 	}
 }

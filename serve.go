@@ -161,8 +161,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	})
 	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
 	wg.Go(func() {
-		every(background, checkpointEvery, func() {
-			if _, err := store.Checkpoint(background); err != nil && background.Err() == nil {
+		policy := checkpointPolicy{doneAt: now()}
+		every(background, checkpointLookEvery, func() {
+			if err := store.checkpointIfDue(background, &policy, now()); err != nil && background.Err() == nil {
 				logger.Warn("checkpoint the WAL into the database file", "err", err)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -39,6 +40,8 @@ type Store struct {
 	insertIdempotency              *sql.Stmt
 	getPet, listPets, listByStatus *sql.Stmt
 	keyByHash, keysVersion         *sql.Stmt
+
+	commits atomic.Int64 // write transactions committed, for checkpointPolicy
 }
 
 // insertPetsSizes: statements for 1, 2, 4 ... 256 pets. A batch of creates
@@ -204,20 +207,71 @@ func (s *Store) prepare(ctx context.Context) error {
 	return nil
 }
 
-// checkpointEvery bounds the WAL to the commits of about a second.
-const checkpointEvery = time.Second
+// When to checkpoint. A checkpoint stalls creates for some milliseconds
+// even when made beside them (see Checkpoint), so it waits for a pause in
+// the writes: a look finds no commit since the one before. Under writes
+// that never pause it comes once the WAL holds checkpointAfterCommits
+// commits (about 4 KiB each: the pages a commit changed), and any write is
+// checkpointed within checkpointAtLeastEvery.
+const (
+	checkpointLookEvery    = 250 * time.Millisecond
+	checkpointAfterCommits = 8192
+	checkpointAtLeastEvery = time.Minute
+)
+
+// checkpointPolicy decides, at each look, whether to checkpoint.
+type checkpointPolicy struct {
+	seen   int64     // commits counted at the last look
+	done   int64     // commits counted before the last checkpoint
+	doneAt time.Time // when it was made
+}
+
+func (p *checkpointPolicy) due(now time.Time, commits int64) bool {
+	paused := commits == p.seen
+	p.seen = commits
+	waiting := commits - p.done
+	return waiting > 0 && (paused || waiting >= checkpointAfterCommits || now.Sub(p.doneAt) >= checkpointAtLeastEvery)
+}
+
+// checkpointIfDue checkpoints when policy says it is time.
+func (s *Store) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
+	commits := s.commits.Load()
+	if !policy.due(now, commits) {
+		return nil
+	}
+	if _, err := s.Checkpoint(ctx); err != nil {
+		return err
+	}
+	policy.done, policy.doneAt = commits, now
+	return nil
+}
 
 // Checkpoint copies the commits in the WAL into the database file, so that
-// the WAL stays small, without blocking reads or writes (a passive
-// checkpoint). It returns how many WAL frames are not yet copied: some when
-// commits came in meanwhile.
-func (s *Store) Checkpoint(ctx context.Context) (behind int, err error) {
-	var busy, frames, copied int
-	err = s.read.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
-	if err != nil {
-		return 0, storeError(err)
+// the next write starts the WAL over and it stays small. It copies in two
+// steps, so that writes wait only for the second, short one: first on a
+// reader, beside the writes (a passive checkpoint), then on the write
+// connection, which no write can use meanwhile, the few commits made during
+// the first. Only a WAL copied to its end is started over, and under a
+// steady stream of creates a checkpoint beside them never reaches it. It
+// returns how many frames the WAL held, all copied.
+func (s *Store) Checkpoint(ctx context.Context) (frames int, err error) {
+	for _, db := range []*sql.DB{s.read, s.write} {
+		var busy, copied int
+		err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+		if err != nil {
+			return 0, storeError(err)
+		}
 	}
-	return frames - copied, nil
+	return frames, nil
+}
+
+// commit commits a write transaction and counts it.
+func (s *Store) commit(tx *sql.Tx) error {
+	if err := tx.Commit(); err != nil {
+		return storeError(err)
+	}
+	s.commits.Add(1)
+	return nil
 }
 
 // Close closes the database; the WAL is checkpointed when the last
@@ -326,7 +380,7 @@ func (s *Store) CreatePets(ctx context.Context, batch []petInsert) error {
 			in.Err = errIdempotencyTaken
 		}
 	}
-	return storeError(tx.Commit())
+	return s.commit(tx)
 }
 
 // insertPetRows inserts the 1<<k pets of rows with insertPets[k] and sets
@@ -377,6 +431,7 @@ func (s *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, 
 	if err != nil {
 		return 0, storeError(err)
 	}
+	s.commits.Add(1)
 	return res.RowsAffected()
 }
 
@@ -547,7 +602,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
 		return storeError(err)
 	}
-	return storeError(tx.Commit())
+	return s.commit(tx)
 }
 
 // Keys returns every key, revoked ones too, oldest first.
@@ -623,5 +678,5 @@ func (s *Store) AddUsage(ctx context.Context, counts []usageCount) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo); err != nil {
 		return storeError(err)
 	}
-	return storeError(tx.Commit())
+	return s.commit(tx)
 }
