@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -16,14 +17,16 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
 	ctx := context.Background()
 	seedPets(t, s.store.write, 9_000) // more than two chunks
-	for _, name := range []string{"quote \" backslash \\", "tab\there", "émoji 🐈", "\u2028"} {
-		if _, err := s.store.CreatePet(ctx, Pet{Name: name, CategoryID: 7}); err != nil {
+	// Categories beyond int32 widen their chunk's column.
+	for i, name := range []string{"quote \" backslash \\", "tab\there", "émoji 🐈", "\u2028"} {
+		category := []int64{7, 1 << 31, 1 << 62, math.MaxInt64}[i]
+		if _, err := s.store.CreatePet(ctx, Pet{Name: name, CategoryID: category}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Ids with gaps (pets deleted by hand), so that finding an id cannot
-	// rely on ids being dense.
-	if _, err := s.store.write.Exec(`DELETE FROM pets WHERE id % 7 = 0 OR id BETWEEN 3000 AND 3500 OR id < 3`); err != nil {
+	// Ids with gaps (pets deleted by hand) in the first chunks, so that
+	// finding an id cannot rely on ids being dense; the last chunk's are.
+	if _, err := s.store.write.Exec(`DELETE FROM pets WHERE (id < 5000 AND id % 7 = 0) OR id BETWEEN 3000 AND 3500 OR id < 3`); err != nil {
 		t.Fatal(err)
 	}
 	memory := newPetCache(s.store)
