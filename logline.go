@@ -12,7 +12,7 @@ import (
 )
 
 // lineHandler is a slog.Handler that writes the same lines as slog's
-// TextHandler or JSONHandler, several times faster, for the records this
+// TextHandler or JSONHandler, in about half the time, for the records this
 // service logs on every request: attributes that are strings, integers,
 // booleans and durations. Any other record, and any logger derived with
 // With or WithGroup, is handled by slog's own handler. slog's handlers
@@ -56,10 +56,15 @@ func (h *lineHandler) WithGroup(name string) slog.Handler       { return h.std.W
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
-	if y := r.Time.Year(); r.Time.IsZero() || y < 0 || y > 9999 || !h.plain(r) {
+	if y := r.Time.Year(); r.Time.IsZero() || y < 0 || y > 9999 {
 		return h.std.Handle(ctx, r)
 	}
 	bp := lineBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 16<<10 { // a huge line (a stack trace) is not kept
+			lineBuffers.Put(bp)
+		}
+	}()
 	b := (*bp)[:0]
 	if h.json {
 		b = append(b, `{"time":"`...)
@@ -76,49 +81,45 @@ func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
 		b = append(b, " msg="...)
 		b = appendTextString(b, r.Message)
 	}
+	plain := true
 	r.Attrs(func(a slog.Attr) bool {
-		b = h.appendAttr(b, a)
-		return true
+		b, plain = h.appendAttr(b, a)
+		return plain
 	})
+	*bp = b
+	if !plain {
+		return h.std.Handle(ctx, r)
+	}
 	if h.json {
 		b = append(b, '}')
 	}
 	b = append(b, '\n')
-
-	_, err := h.w.Write(b)
 	*bp = b
-	if cap(b) <= 16<<10 { // a huge line (a stack trace) is not kept
-		lineBuffers.Put(bp)
-	}
+	_, err := h.w.Write(b)
 	return err
 }
 
-// plain reports whether every attribute is one that appendAttr writes.
-func (h *lineHandler) plain(r slog.Record) bool {
-	ok := true
-	r.Attrs(func(a slog.Attr) bool {
-		switch a.Value.Kind() {
-		case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration:
-			ok = a.Key != "" && (h.json || !needsQuoting(a.Key))
-		default:
-			ok = false
-		}
-		return ok
-	})
-	return ok
-}
-
-func (h *lineHandler) appendAttr(b []byte, a slog.Attr) []byte {
+// appendAttr writes a; ok is false, and b is of no use, when a is not of a
+// kind it writes: slog's handler must write the record.
+func (h *lineHandler) appendAttr(b []byte, a slog.Attr) (_ []byte, ok bool) {
 	v := a.Value
+	switch v.Kind() {
+	case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration:
+		if a.Key == "" || (!h.json && needsQuoting(a.Key)) {
+			return b, false
+		}
+	default:
+		return b, false
+	}
 	if h.json {
 		b = append(b, ',')
 		b = appendJSONString(b, a.Key)
 		b = append(b, ':')
 		switch v.Kind() {
 		case slog.KindString:
-			return appendJSONString(b, v.String())
+			return appendJSONString(b, v.String()), true
 		case slog.KindDuration:
-			return strconv.AppendInt(b, int64(v.Duration()), 10)
+			return strconv.AppendInt(b, int64(v.Duration()), 10), true
 		}
 	} else {
 		b = append(b, ' ')
@@ -126,18 +127,18 @@ func (h *lineHandler) appendAttr(b []byte, a slog.Attr) []byte {
 		b = append(b, '=')
 		switch v.Kind() {
 		case slog.KindString:
-			return appendTextString(b, v.String())
+			return appendTextString(b, v.String()), true
 		case slog.KindDuration:
-			return append(b, v.Duration().String()...)
+			return append(b, v.Duration().String()...), true
 		}
 	}
 	switch v.Kind() {
 	case slog.KindInt64:
-		return strconv.AppendInt(b, v.Int64(), 10)
+		return strconv.AppendInt(b, v.Int64(), 10), true
 	case slog.KindUint64:
-		return strconv.AppendUint(b, v.Uint64(), 10)
-	default: // slog.KindBool, as plain checked
-		return strconv.AppendBool(b, v.Bool())
+		return strconv.AppendUint(b, v.Uint64(), 10), true
+	default: // slog.KindBool
+		return strconv.AppendBool(b, v.Bool()), true
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -107,4 +108,34 @@ func FuzzLogLine(f *testing.F) {
 		sameLine(t, false, rec)
 		sameLine(t, true, rec)
 	})
+}
+
+// BenchmarkRequestLine is the log line of every request, as logRequest
+// makes it, through lineHandler and through slog's own handler.
+func BenchmarkRequestLine(b *testing.B) {
+	record := func() slog.Record {
+		rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+		rec.AddAttrs(slog.String("method", "GET"), slog.String("path", "/v1/pets"), slog.Int("status", 200),
+			slog.Duration("duration", 12345*time.Nanosecond), slog.Int64("bytes", 1406),
+			slog.String("request_id", "0a1b2c3d4e5f-1bxr"), slog.Int64("key_id", 7))
+		return rec
+	}
+	for _, format := range []string{"text", "json"} {
+		json := format == "json"
+		std := slog.Handler(slog.NewTextHandler(io.Discard, nil))
+		if json {
+			std = slog.NewJSONHandler(io.Discard, nil)
+		}
+		for _, h := range []struct {
+			name    string
+			handler slog.Handler
+		}{{"lineHandler", newLineHandler(io.Discard, json, slog.LevelInfo)}, {"slog", std}} {
+			b.Run(format+"/"+h.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					h.handler.Handle(context.Background(), record())
+				}
+			})
+		}
+	}
 }
