@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -933,6 +934,14 @@ func FuzzScanNewPet(f *testing.F) {
 		got, gotErr := readSmallNewPet(strings.NewReader(body), int64(len(body)))
 		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Fatalf("body %q: read whole %+v, %v; token by token %+v, %v", body, got, gotErr, want, wantErr)
+		}
+		// A body that ends before its declared length, as net/http reads
+		// it when the client goes away.
+		cut := func() io.Reader { return io.MultiReader(strings.NewReader(body), errorReader{io.ErrUnexpectedEOF}) }
+		want, wantErr = readNewPet(cut())
+		got, gotErr = readSmallNewPet(cut(), int64(len(body))+3)
+		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("cut body %q: read whole %+v, %v; token by token %+v, %v", body, got, gotErr, want, wantErr)
 		}
 		var fields map[string]json.RawMessage
 		if json.Unmarshal([]byte(body), &fields) != nil {

@@ -11,7 +11,7 @@ import (
 // can never make it stale. The last page of a listing, which a create does
 // change, is never kept.
 //
-// The cache holds about pageCacheBytes of bodies at most; when a new page
+// The cache holds about pageCacheBytes at most; when a new page
 // would pass that, it is emptied and refills with the pages asked for since.
 type pageCache struct {
 	pages sync.Map // listQuery → *cachedPage
@@ -36,11 +36,22 @@ func (c *pageCache) get(q listQuery) (*cachedPage, bool) {
 
 // put keeps p for q. The caller promises that more pets follow the page.
 func (c *pageCache) put(q listQuery, p *cachedPage) {
-	if c.bytes.Add(int64(len(p.body))) > pageCacheBytes {
+	size := p.size()
+	if c.bytes.Add(size) > pageCacheBytes {
 		c.pages.Clear()
-		c.bytes.Store(int64(len(p.body)))
+		c.bytes.Store(size)
 	}
 	if _, loaded := c.pages.LoadOrStore(q, p); loaded {
-		c.bytes.Add(-int64(len(p.body)))
+		c.bytes.Add(-size)
 	}
+}
+
+// size is the memory a kept page holds: its body's array, its Link, and
+// about what the map's entry and key cost.
+func (p *cachedPage) size() int64 {
+	n := cap(p.body) + 200
+	for _, link := range p.link {
+		n += len(link)
+	}
+	return int64(n)
 }

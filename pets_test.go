@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -150,19 +151,33 @@ func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
 }
 
 func TestPageCacheStaysWithinItsSize(t *testing.T) {
-	var c pageCache
-	body := make([]byte, 100<<10)
-	for after := range int64(200) { // 20 MiB of pages
-		c.put(listQuery{limit: 100, after: after}, &cachedPage{body: body})
-		if n := c.bytes.Load(); n > pageCacheBytes {
-			t.Fatalf("after %d pages the cache holds %d bytes", after+1, n)
-		}
-	}
-	if _, ok := c.get(listQuery{limit: 100, after: 199}); !ok {
-		t.Error("the page put last is not kept")
-	}
-	if _, ok := c.get(listQuery{limit: 100, after: 0}); ok {
-		t.Error("the page put first is still kept after 20 MiB more")
+	for _, tt := range []struct {
+		name string
+		body int
+	}{{"large pages", 100 << 10}, {"pages of one pet, where the entries cost more than the bodies", 60}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c pageCache
+			body := make([]byte, tt.body)
+			link := []string{nextLink(listQuery{limit: 1}, 1)}
+			pages := int64(5 * pageCacheBytes / tt.body)
+			for after := range pages {
+				c.put(listQuery{limit: 1, after: after}, &cachedPage{body: body, link: link})
+			}
+			held := int64(0)
+			c.pages.Range(func(_, p any) bool {
+				held += p.(*cachedPage).size()
+				return true
+			})
+			if held > pageCacheBytes || held != c.bytes.Load() {
+				t.Errorf("the cache holds %d bytes and counts %d, for a bound of %d", held, c.bytes.Load(), pageCacheBytes)
+			}
+			if _, ok := c.get(listQuery{limit: 1, after: pages - 1}); !ok {
+				t.Error("the page put last is not kept")
+			}
+			if _, ok := c.get(listQuery{limit: 1, after: 0}); ok {
+				t.Error("the page put first is still kept after five times the bound")
+			}
+		})
 	}
 }
 
@@ -196,11 +211,11 @@ func TestCheckpointKeepsTheWALSmallUnderSteadyCreates(t *testing.T) {
 	var frames []int
 	for range 20 {
 		time.Sleep(20 * time.Millisecond)
-		n, err := s.store.Checkpoint(ctx)
-		if err != nil {
-			t.Fatal(err)
+		c, err := s.store.Checkpoint(ctx)
+		if err != nil || !c.complete {
+			t.Fatalf("Checkpoint: %+v, %v", c, err)
 		}
-		frames = append(frames, n)
+		frames = append(frames, c.frames)
 	}
 	close(stop)
 	wg.Wait()
@@ -262,7 +277,8 @@ func TestCheckpointWaitsForAPauseInTheWrites(t *testing.T) {
 		{"writes that pause are checkpointed in the pause", []look{
 			{250 * time.Millisecond, 10, false}, {500 * time.Millisecond, 25, false}, {750 * time.Millisecond, 25, true}}},
 		{"writes that never pause wait for the commit cap", []look{
-			{1 * time.Second, 4000, false}, {2 * time.Second, 8000, false}, {3 * time.Second, 8000 + checkpointAfterCommits, true}}},
+			{1 * time.Second, checkpointAfterCommits / 3, false}, {2 * time.Second, checkpointAfterCommits - 1, false},
+			{3 * time.Second, checkpointAfterCommits, true}}},
 		{"a trickle of writes waits at most a minute", []look{
 			{30 * time.Second, 1, false}, {59 * time.Second, 2, false}, {61 * time.Second, 3, true}}},
 	}
@@ -278,19 +294,55 @@ func TestCheckpointWaitsForAPauseInTheWrites(t *testing.T) {
 	}
 }
 
-func TestACheckpointIsMadeOnceForTheCommitsItCopied(t *testing.T) {
+// A checkpoint that a reader holds back (a backup in another process, say)
+// is not taken as done: the next look tries again, and once it completes
+// the WAL starts over.
+func TestACheckpointHeldBackByAReaderIsTriedAgain(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
-	policy := checkpointPolicy{doneAt: s.clock.now()}
-	if _, err := s.store.CreatePet(ctx, Pet{Name: "Rex", CategoryID: 1}); err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []int64{0, 1, 1} { // the pause is seen at the second look
-		if err := s.store.checkpointIfDue(ctx, &policy, s.clock.now()); err != nil {
+	create := func() {
+		t.Helper()
+		if _, err := s.store.CreatePet(ctx, Pet{Name: "Rex", CategoryID: 1}); err != nil {
 			t.Fatal(err)
 		}
-		if policy.done != want {
-			t.Fatalf("look %d: checkpointed up to %d commits, want %d", i, policy.done, want)
+	}
+	policy := &checkpointPolicy{doneAt: s.clock.now()}
+	look := func(wantDone int64) {
+		t.Helper()
+		if err := s.store.checkpointIfDue(ctx, policy, s.clock.now()); err != nil {
+			t.Fatal(err)
 		}
+		if policy.done != wantDone {
+			t.Fatalf("checkpointed up to commit %d, want %d", policy.done, wantDone)
+		}
+	}
+	create()
+	other, err := sql.Open("sqlite", "file:"+s.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	reader, err := other.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRow("SELECT count(*) FROM pets").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	create() // after the reader's snapshot: it cannot be copied yet
+
+	look(0) // the writes have not paused yet
+	look(0) // they have, but the reader holds the checkpoint back
+	reader.Rollback()
+	look(2)
+	before, err := s.store.Checkpoint(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create()
+	after, err := s.store.Checkpoint(ctx)
+	if err != nil || after.frames >= before.frames {
+		t.Errorf("the WAL held %d frames, then %d after one more commit (%v): it did not start over", before.frames, after.frames, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -120,9 +121,11 @@ func openStore(ctx context.Context, path string, create bool, now func() time.Ti
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
 	// The writer never checkpoints the WAL itself: a checkpoint in a
-	// commit would stall every create waiting on that commit. Checkpoint
-	// does it on a reader, beside the writes.
-	write, err := sql.Open("sqlite", dsn+q.Encode()+"&_pragma=wal_autocheckpoint(0)")
+	// commit would stall every create waiting on that commit (see
+	// Checkpoint). When the WAL starts over, a file grown past
+	// walSizeLimit is cut back to it.
+	write, err := sql.Open("sqlite", dsn+q.Encode()+
+		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -211,12 +214,14 @@ func (s *Store) prepare(ctx context.Context) error {
 // even when made beside them (see Checkpoint), so it waits for a pause in
 // the writes: a look finds no commit since the one before. Under writes
 // that never pause it comes once the WAL holds checkpointAfterCommits
-// commits (about 4 KiB each: the pages a commit changed), and any write is
-// checkpointed within checkpointAtLeastEvery.
+// commits (3 to 6 pages of 4 KiB each: the pages a commit changed, so
+// about 64 MiB), and any write is checkpointed within
+// checkpointAtLeastEvery.
 const (
 	checkpointLookEvery    = 250 * time.Millisecond
-	checkpointAfterCommits = 8192
+	checkpointAfterCommits = 4096
 	checkpointAtLeastEvery = time.Minute
+	walSizeLimit           = 64 << 20
 )
 
 // checkpointPolicy decides, at each look, whether to checkpoint.
@@ -239,10 +244,13 @@ func (s *Store) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, n
 	if !policy.due(now, commits) {
 		return nil
 	}
-	if _, err := s.Checkpoint(ctx); err != nil {
+	copied, err := s.Checkpoint(ctx)
+	if err != nil {
 		return err
 	}
-	policy.done, policy.doneAt = commits, now
+	if copied.complete {
+		policy.done, policy.doneAt = commits, now
+	}
 	return nil
 }
 
@@ -252,17 +260,28 @@ func (s *Store) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, n
 // reader, beside the writes (a passive checkpoint), then on the write
 // connection, which no write can use meanwhile, the few commits made during
 // the first. Only a WAL copied to its end is started over, and under a
-// steady stream of creates a checkpoint beside them never reaches it. It
-// returns how many frames the WAL held, all copied.
-func (s *Store) Checkpoint(ctx context.Context) (frames int, err error) {
+// steady stream of creates a checkpoint beside them never reaches it.
+//
+// A reader of another process (a backup) can hold the copy back; the
+// checkpoint is then not complete, and the WAL is not started over.
+func (s *Store) Checkpoint(ctx context.Context) (checkpoint, error) {
+	var c checkpoint
 	for _, db := range []*sql.DB{s.read, s.write} {
 		var busy, copied int
-		err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+		err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &c.frames, &copied)
 		if err != nil {
-			return 0, storeError(err)
+			return checkpoint{}, storeError(err)
 		}
+		c.complete = busy == 0 && copied == c.frames
 	}
-	return frames, nil
+	return c, nil
+}
+
+// checkpoint is what a Checkpoint found: the frames (pages) the WAL held,
+// and whether all are now in the database file.
+type checkpoint struct {
+	frames   int
+	complete bool
 }
 
 // commit commits a write transaction and counts it.
