@@ -214,12 +214,13 @@ func (s *Store) prepare(ctx context.Context) error {
 // even when made beside them (see Checkpoint), so it waits for a pause in
 // the writes: a look finds no commit since the one before. Under writes
 // that never pause it comes once the WAL holds checkpointAfterCommits
-// commits (3 to 6 pages of 4 KiB each: the pages a commit changed, so
-// about 64 MiB), and any write is checkpointed within
-// checkpointAtLeastEvery.
+// commits (3 to 6 pages of 4 KiB each: the pages a commit changed, so 100
+// to 200 MiB; at the most creates one core stores, 7 or 8 seconds of them),
+// and any write is checkpointed within checkpointAtLeastEvery. A WAL file
+// grown past walSizeLimit is cut back to it when it starts over.
 const (
 	checkpointLookEvery    = 250 * time.Millisecond
-	checkpointAfterCommits = 4096
+	checkpointAfterCommits = 8192
 	checkpointAtLeastEvery = time.Minute
 	walSizeLimit           = 64 << 20
 )
