@@ -187,9 +187,12 @@ func TestPageCacheStaysWithinItsSize(t *testing.T) {
 func TestCheckpointKeepsTheWALSmallUnderSteadyCreates(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
-	var auto int
+	var auto, limit int
 	if err := s.store.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("the writer checkpoints by itself every %d pages (%v)", auto, err)
+	}
+	if err := s.store.write.QueryRow("PRAGMA journal_size_limit").Scan(&limit); err != nil || limit != walSizeLimit {
+		t.Fatalf("the writer cuts the WAL back to %d bytes (%v), want %d", limit, err, walSizeLimit)
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
