@@ -293,8 +293,8 @@ func (c *caller) addUnflushed(day int64) {
 // nothing takes them the other way round.
 func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
 	type taken struct {
-		c     *caller
-		count dayCount
+		c      *caller
+		counts []dayCount
 	}
 	var written []taken
 	var counts []usageCount
@@ -304,9 +304,11 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 			continue
 		}
 		c.mu.Lock()
-		for _, u := range c.unflushed {
-			written = append(written, taken{c, u})
-			counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(u.day), Count: u.n})
+		if len(c.unflushed) > 0 {
+			written = append(written, taken{c, slices.Clone(c.unflushed)})
+			for _, u := range c.unflushed {
+				counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(u.day), Count: u.n})
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -317,12 +319,20 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 	if err := add(ctx, counts); err != nil {
 		return err
 	}
+	// Take what was written off each caller, in one pass over its counts:
+	// a caller can hold many days (a long failed write), and requests
+	// counted meanwhile stay.
 	for _, w := range written {
+		sent := make(map[int64]int64, len(w.counts))
+		for _, u := range w.counts {
+			sent[u.day] += u.n
+		}
 		w.c.mu.Lock()
 		for i := range w.c.unflushed {
-			if w.c.unflushed[i].day == w.count.day {
-				w.c.unflushed[i].n -= w.count.n
-			}
+			u := &w.c.unflushed[i]
+			done := min(u.n, sent[u.day])
+			u.n -= done
+			sent[u.day] -= done
 		}
 		w.c.unflushed = slices.DeleteFunc(w.c.unflushed, func(u dayCount) bool { return u.n == 0 })
 		w.c.mu.Unlock()

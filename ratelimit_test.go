@@ -494,3 +494,47 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 		t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, ceilSecond(banEnds).Unix())
 	}
 }
+
+// A flush takes off exactly what it wrote: requests counted while the
+// write runs stay for the next one, and a caller holding many days is
+// flushed whole in one pass.
+func TestFlushTakesOffWhatItWrote(t *testing.T) {
+	var days atomic.Int64
+	base := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { return base.AddDate(0, 0, int(days.Load())) }
+	l := newLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	lim := limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+	key := callerID{keyID: 1}
+	for range 10_000 { // a request a day for 10,000 days, none written yet
+		l.allow(context.Background(), key, lim)
+		days.Add(1)
+	}
+	l.allow(context.Background(), key, lim) // today's first
+
+	var stored []usageCount
+	err := l.flush(context.Background(), func(_ context.Context, counts []usageCount) error {
+		stored = append(stored, counts...)
+		l.allow(context.Background(), key, lim) // counted while the write runs
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := int64(0)
+	for _, u := range stored {
+		total += u.Count
+	}
+	if len(stored) != 10_001 || total != 10_001 {
+		t.Fatalf("the first flush wrote %d days, %d requests; want 10001 and 10001", len(stored), total)
+	}
+	stored = nil
+	if err := l.flush(context.Background(), func(_ context.Context, counts []usageCount) error {
+		stored = append(stored, counts...)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored[0].Count != 1 {
+		t.Fatalf("the second flush wrote %+v; want the one request counted during the first", stored)
+	}
+}
