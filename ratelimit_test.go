@@ -412,12 +412,17 @@ func heapInUse() int64 {
 
 // A flush (limiter lock, then each caller's) running while a request crosses
 // UTC midnight (a caller's lock) must not deadlock the two.
+// dayStepLimiter is a limiter whose clock stands at start plus the days
+// counted in days, with limits no test reaches.
+func dayStepLimiter(start time.Time) (l *Limiter, days *atomic.Int64, lim limits) {
+	days = new(atomic.Int64)
+	now := func() time.Time { return start.AddDate(0, 0, int(days.Load())) }
+	l = newLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	return l, days, limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+}
+
 func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
-	var days atomic.Int64
-	base := time.Date(2026, time.March, 10, 23, 59, 59, 0, time.UTC)
-	now := func() time.Time { return base.AddDate(0, 0, int(days.Load())) }
-	l := newLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
-	lim := limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 23, 59, 59, 0, time.UTC))
 	stored := func(context.Context, []usageCount) error { return nil }
 
 	done := make(chan struct{})
@@ -499,11 +504,7 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 // write runs stay for the next one, and a caller holding many days is
 // flushed whole in one pass.
 func TestFlushTakesOffWhatItWrote(t *testing.T) {
-	var days atomic.Int64
-	base := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
-	now := func() time.Time { return base.AddDate(0, 0, int(days.Load())) }
-	l := newLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
-	lim := limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC))
 	key := callerID{keyID: 1}
 	for range 10_000 { // a request a day for 10,000 days, none written yet
 		l.allow(context.Background(), key, lim)
