@@ -79,18 +79,10 @@ func handleListPets(pets *petCache, pages *pageCache) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		answer, ok := pages.get(q)
-		if !ok {
-			page, err := pets.list(r.Context(), q.status, q.after, q.limit)
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			answer = &cachedPage{body: page.body}
-			if page.next != 0 {
-				answer.link = []string{nextLink(q, page.next)}
-				pages.put(q, answer)
-			}
+		answer, err := pages.answer(r.Context(), pets, q)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		if answer.link != nil {
 			w.Header()["Link"] = answer.link

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -25,6 +26,24 @@ type cachedPage struct {
 }
 
 const pageCacheBytes = 4 << 20
+
+// answer returns the page q asks for, kept or read from pets, and keeps it
+// when more pets follow it.
+func (c *pageCache) answer(ctx context.Context, pets *petCache, q listQuery) (*cachedPage, error) {
+	if p, ok := c.get(q); ok {
+		return p, nil
+	}
+	page, err := pets.list(ctx, q.status, q.after, q.limit)
+	if err != nil {
+		return nil, err
+	}
+	p := &cachedPage{body: page.body}
+	if page.next != 0 {
+		p.link = []string{nextLink(q, page.next)}
+		c.put(q, p)
+	}
+	return p, nil
+}
 
 func (c *pageCache) get(q listQuery) (*cachedPage, bool) {
 	p, ok := c.pages.Load(q)
