@@ -55,32 +55,20 @@ func (h *lineHandler) WithGroup(name string) slog.Handler       { return h.std.W
 
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
+// inRange reports whether t is a time lineHandler writes as slog would: slog
+// writes years outside 0..9999, and the zero time, its own way.
+func inRange(t time.Time) bool {
+	y := t.Year()
+	return !t.IsZero() && y >= 0 && y <= 9999
+}
+
 func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
-	if y := r.Time.Year(); r.Time.IsZero() || y < 0 || y > 9999 {
+	if !inRange(r.Time) {
 		return h.std.Handle(ctx, r)
 	}
 	bp := lineBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 16<<10 { // a huge line (a stack trace) is not kept
-			lineBuffers.Put(bp)
-		}
-	}()
-	b := (*bp)[:0]
-	if h.json {
-		b = append(b, `{"time":"`...)
-		b = r.Time.Round(0).AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `","level":`...)
-		b = appendJSONString(b, r.Level.String())
-		b = append(b, `,"msg":`...)
-		b = appendJSONString(b, r.Message)
-	} else {
-		b = append(b, "time="...)
-		b = appendRFC3339Millis(b, r.Time.Round(0))
-		b = append(b, " level="...)
-		b = appendTextString(b, r.Level.String())
-		b = append(b, " msg="...)
-		b = appendTextString(b, r.Message)
-	}
+	defer putLineBuffer(bp)
+	b := h.appendStart((*bp)[:0], r.Time, r.Level, r.Message)
 	plain := true
 	r.Attrs(func(a slog.Attr) bool {
 		b, plain = h.appendAttr(b, a)
@@ -90,6 +78,60 @@ func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !plain {
 		return h.std.Handle(ctx, r)
 	}
+	return h.writeLine(bp, b)
+}
+
+// logRequest writes the line Handle writes for l.record(), without making
+// the record: this line is written for every request.
+func (h *lineHandler) logRequest(ctx context.Context, l *requestLine) error {
+	if !inRange(l.time) {
+		return h.std.Handle(ctx, l.record())
+	}
+	bp := lineBuffers.Get().(*[]byte)
+	defer putLineBuffer(bp)
+	b := h.appendStart((*bp)[:0], l.time, l.level, requestMessage)
+	// The keys are plain words: none needs quoting.
+	b = h.appendString(h.appendKey(b, "method"), l.method)
+	b = h.appendString(h.appendKey(b, "path"), l.path)
+	b = strconv.AppendInt(h.appendKey(b, "status"), int64(l.status), 10)
+	b = h.appendDuration(h.appendKey(b, "duration"), l.duration)
+	b = strconv.AppendInt(h.appendKey(b, "bytes"), l.bytes, 10)
+	b = h.appendString(h.appendKey(b, "request_id"), l.requestID)
+	if l.keyID != 0 {
+		b = strconv.AppendInt(h.appendKey(b, "key_id"), l.keyID, 10)
+	}
+	if l.err != nil {
+		b = h.appendString(h.appendKey(b, "err"), l.err.Error())
+	}
+	return h.writeLine(bp, b)
+}
+
+func putLineBuffer(bp *[]byte) {
+	if cap(*bp) <= 16<<10 { // a huge line (a stack trace) is not kept
+		lineBuffers.Put(bp)
+	}
+}
+
+// appendStart writes what every line starts with: time, level and message.
+func (h *lineHandler) appendStart(b []byte, t time.Time, level slog.Level, msg string) []byte {
+	if h.json {
+		b = append(b, `{"time":"`...)
+		b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","level":`...)
+		b = appendJSONString(b, level.String())
+		b = append(b, `,"msg":`...)
+		return appendJSONString(b, msg)
+	}
+	b = append(b, "time="...)
+	b = appendRFC3339Millis(b, t.Round(0))
+	b = append(b, " level="...)
+	b = appendTextString(b, level.String())
+	b = append(b, " msg="...)
+	return appendTextString(b, msg)
+}
+
+// writeLine ends the line b, which is held in *bp, and writes it.
+func (h *lineHandler) writeLine(bp *[]byte, b []byte) error {
 	if h.json {
 		b = append(b, '}')
 	}
@@ -111,28 +153,12 @@ func (h *lineHandler) appendAttr(b []byte, a slog.Attr) (_ []byte, ok bool) {
 	default:
 		return b, false
 	}
-	if h.json {
-		b = append(b, ',')
-		b = appendJSONString(b, a.Key)
-		b = append(b, ':')
-		switch v.Kind() {
-		case slog.KindString:
-			return appendJSONString(b, v.String()), true
-		case slog.KindDuration:
-			return strconv.AppendInt(b, int64(v.Duration()), 10), true
-		}
-	} else {
-		b = append(b, ' ')
-		b = append(b, a.Key...)
-		b = append(b, '=')
-		switch v.Kind() {
-		case slog.KindString:
-			return appendTextString(b, v.String()), true
-		case slog.KindDuration:
-			return append(b, v.Duration().String()...), true
-		}
-	}
+	b = h.appendKey(b, a.Key)
 	switch v.Kind() {
+	case slog.KindString:
+		return h.appendString(b, v.String()), true
+	case slog.KindDuration:
+		return h.appendDuration(b, v.Duration()), true
 	case slog.KindInt64:
 		return strconv.AppendInt(b, v.Int64(), 10), true
 	case slog.KindUint64:
@@ -140,6 +166,35 @@ func (h *lineHandler) appendAttr(b []byte, a slog.Attr) (_ []byte, ok bool) {
 	default: // slog.KindBool
 		return strconv.AppendBool(b, v.Bool()), true
 	}
+}
+
+// appendKey writes the separator and key before a value; in text, key must
+// not need quoting.
+func (h *lineHandler) appendKey(b []byte, key string) []byte {
+	if h.json {
+		b = append(b, ',')
+		b = appendJSONString(b, key)
+		return append(b, ':')
+	}
+	b = append(b, ' ')
+	b = append(b, key...)
+	return append(b, '=')
+}
+
+func (h *lineHandler) appendString(b []byte, s string) []byte {
+	if h.json {
+		return appendJSONString(b, s)
+	}
+	return appendTextString(b, s)
+}
+
+// appendDuration writes d as slog does: nanoseconds in JSON, d.String() in
+// text.
+func (h *lineHandler) appendDuration(b []byte, d time.Duration) []byte {
+	if h.json {
+		return strconv.AppendInt(b, int64(d), 10)
+	}
+	return append(b, d.String()...)
 }
 
 // appendRFC3339Millis is how slog's TextHandler writes a time: RFC 3339 with
@@ -170,9 +225,8 @@ func needsQuoting(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c <= ' ' || c == '=' || c == '"' {
+		if c := s[i]; c < utf8.RuneSelf {
+			if quotedASCII[c] {
 				return true
 			}
 			i++
@@ -186,3 +240,11 @@ func needsQuoting(s string) bool {
 	}
 	return false
 }
+
+// quotedASCII holds the ASCII bytes that make slog quote a text value.
+var quotedASCII = func() (table [utf8.RuneSelf]bool) {
+	for c := range table {
+		table[c] = c <= ' ' || c == '=' || c == '"'
+	}
+	return table
+}()

@@ -14,13 +14,27 @@ import (
 // format, and fails unless the bytes are the same.
 func sameLine(t testing.TB, json bool, rec slog.Record) {
 	t.Helper()
+	sameBytes(t, json, rec, func(h *lineHandler) error { return h.Handle(context.Background(), rec.Clone()) })
+}
+
+// sameRequestLine is sameLine for the request line that lineHandler writes
+// without a record.
+func sameRequestLine(t testing.TB, json bool, line requestLine) {
+	t.Helper()
+	sameBytes(t, json, line.record(), func(h *lineHandler) error { return h.logRequest(context.Background(), &line) })
+}
+
+// sameBytes fails unless write, given a lineHandler, writes what slog's own
+// handler of the format writes for rec.
+func sameBytes(t testing.TB, json bool, rec slog.Record, write func(*lineHandler) error) {
+	t.Helper()
 	var got, want bytes.Buffer
 	fast := newLineHandler(&got, json, slog.LevelDebug)
 	var std slog.Handler = slog.NewTextHandler(&want, &slog.HandlerOptions{Level: slog.LevelDebug})
 	if json {
 		std = slog.NewJSONHandler(&want, &slog.HandlerOptions{Level: slog.LevelDebug})
 	}
-	if err := fast.Handle(context.Background(), rec.Clone()); err != nil {
+	if err := write(fast); err != nil {
 		t.Fatal(err)
 	}
 	std.Handle(context.Background(), rec.Clone())
@@ -70,6 +84,30 @@ func TestLineHandlerWritesWhatSlogWrites(t *testing.T) {
 	}
 }
 
+func TestRequestLineIsWhatSlogWrites(t *testing.T) {
+	at := time.Date(2026, 11, 22, 9, 5, 7, 120_000_000, time.UTC)
+	tests := []struct {
+		name string
+		line requestLine
+	}{
+		{"a read with a key", requestLine{time: at, level: slog.LevelInfo, method: "GET", path: "/v1/pets/7", status: 200,
+			duration: 12345 * time.Nanosecond, bytes: 58, requestID: "0a1b2c3d4e5f-1bxr", keyID: 7}},
+		{"a 401 without a key", requestLine{time: at, level: slog.LevelInfo, method: "GET", path: "/v1/pets", status: 401,
+			duration: time.Millisecond, bytes: 120, requestID: "client-chosen"}},
+		{"a 500 with a stack trace", requestLine{time: at, level: slog.LevelError, method: "POST", path: "/v1/pets", status: 500,
+			duration: 2 * time.Second, bytes: 99, requestID: "x", keyID: 1, err: errors.New("panic: boom\ngoroutine 1 [running]:\n\tmain.go:12")}},
+		{"a path and id that need quoting", requestLine{time: at.In(time.FixedZone("CET", 3600)), level: slog.LevelInfo,
+			method: "GET", path: "/v1/pets/a b=\"c\"\u00a0é", status: 404, requestID: `say"hi"`}},
+		{"a time slog writes itself", requestLine{time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), level: slog.LevelInfo,
+			method: "GET", path: "/", status: 200}},
+	}
+	for _, tt := range tests {
+		for _, json := range []bool{false, true} {
+			t.Run(tt.name, func(t *testing.T) { sameRequestLine(t, json, tt.line) })
+		}
+	}
+}
+
 func TestLineHandlerLeavesDerivedLoggersToSlog(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		var got, want bytes.Buffer
@@ -107,35 +145,42 @@ func FuzzLogLine(f *testing.F) {
 		rec.AddAttrs(slog.String(key, value), slog.Int64("n", n), slog.Duration("d", time.Duration(n)))
 		sameLine(t, false, rec)
 		sameLine(t, true, rec)
+		line := requestLine{time: time.Unix(n, n), level: slog.Level(n % 16), method: key, path: value,
+			status: int(n % 600), duration: time.Duration(n), bytes: n, requestID: value, keyID: n % 3}
+		if n%5 == 0 {
+			line.err = errors.New(value)
+		}
+		sameRequestLine(t, false, line)
+		sameRequestLine(t, true, line)
 	})
 }
 
 // BenchmarkRequestLine is the log line of every request, as logRequest
-// makes it, through lineHandler and through slog's own handler.
+// writes it: lineHandler straight from the requestLine, against slog's own
+// handler given the record.
 func BenchmarkRequestLine(b *testing.B) {
-	record := func() slog.Record {
-		rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-		rec.AddAttrs(slog.String("method", "GET"), slog.String("path", "/v1/pets"), slog.Int("status", 200),
-			slog.Duration("duration", 12345*time.Nanosecond), slog.Int64("bytes", 1406),
-			slog.String("request_id", "0a1b2c3d4e5f-1bxr"), slog.Int64("key_id", 7))
-		return rec
-	}
+	line := requestLine{level: slog.LevelInfo, method: "GET", path: "/v1/pets", status: 200,
+		duration: 12345 * time.Nanosecond, bytes: 1406, requestID: "0a1b2c3d4e5f-1bxr", keyID: 7}
 	for _, format := range []string{"text", "json"} {
 		json := format == "json"
 		std := slog.Handler(slog.NewTextHandler(io.Discard, nil))
 		if json {
 			std = slog.NewJSONHandler(io.Discard, nil)
 		}
-		for _, h := range []struct {
-			name    string
-			handler slog.Handler
-		}{{"lineHandler", newLineHandler(io.Discard, json, slog.LevelInfo)}, {"slog", std}} {
-			b.Run(format+"/"+h.name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					h.handler.Handle(context.Background(), record())
-				}
-			})
-		}
+		fast := newLineHandler(io.Discard, json, slog.LevelInfo)
+		b.Run(format+"/lineHandler", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				line.time = time.Now()
+				fast.logRequest(context.Background(), &line)
+			}
+		})
+		b.Run(format+"/slog", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				line.time = time.Now()
+				std.Handle(context.Background(), line.record())
+			}
+		})
 	}
 }

@@ -155,25 +155,55 @@ func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *sta
 	if !h.Enabled(r.Context(), level) {
 		return
 	}
-	// The record is made here rather than by logger.LogAttrs, which would
-	// look up the caller's source line for every request; it is never
-	// printed.
 	end := time.Now()
-	rec := slog.NewRecord(end, level, "request", 0)
-	attrs := append(make([]slog.Attr, 0, 8),
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", sw.status),
-		slog.Duration("duration", end.Sub(start)),
-		slog.Int64("bytes", sw.bytes),
-		slog.String("request_id", info.id),
-	)
+	line := requestLine{
+		time: end, level: level, method: r.Method, path: r.URL.Path, status: sw.status,
+		duration: end.Sub(start), bytes: sw.bytes, requestID: info.id, err: info.err,
+	}
 	if info.key != nil {
-		attrs = append(attrs, slog.Int64("key_id", info.key.ID))
+		line.keyID = info.key.ID
 	}
-	if info.err != nil {
-		attrs = append(attrs, slog.String("err", info.err.Error()))
+	if lh, ok := h.(*lineHandler); ok {
+		lh.logRequest(r.Context(), &line)
+		return
 	}
-	rec.AddAttrs(attrs...)
-	h.Handle(r.Context(), rec)
+	h.Handle(r.Context(), line.record())
+}
+
+// requestLine is what the log says of each request.
+type requestLine struct {
+	time      time.Time
+	level     slog.Level
+	method    string
+	path      string
+	status    int
+	duration  time.Duration
+	bytes     int64
+	requestID string
+	keyID     int64 // 0: the request had no key
+	err       error
+}
+
+const requestMessage = "request"
+
+// record is the line as a slog record. It is made with NewRecord rather than
+// by logger.LogAttrs, which would look up the caller's source line; that is
+// never printed.
+func (l *requestLine) record() slog.Record {
+	rec := slog.NewRecord(l.time, l.level, requestMessage, 0)
+	rec.AddAttrs(
+		slog.String("method", l.method),
+		slog.String("path", l.path),
+		slog.Int("status", l.status),
+		slog.Duration("duration", l.duration),
+		slog.Int64("bytes", l.bytes),
+		slog.String("request_id", l.requestID),
+	)
+	if l.keyID != 0 {
+		rec.AddAttrs(slog.Int64("key_id", l.keyID))
+	}
+	if l.err != nil {
+		rec.AddAttrs(slog.String("err", l.err.Error()))
+	}
+	return rec
 }
