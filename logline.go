@@ -225,12 +225,13 @@ func needsQuoting(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if quotedASCII[c] {
-				return true
-			}
+		c := s[i]
+		if !textCheck[c] {
 			i++
 			continue
+		}
+		if c < utf8.RuneSelf {
+			return true
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
@@ -241,10 +242,12 @@ func needsQuoting(s string) bool {
 	return false
 }
 
-// quotedASCII holds the ASCII bytes that make slog quote a text value.
-var quotedASCII = func() (table [utf8.RuneSelf]bool) {
+// textCheck marks the bytes needsQuoting must look at: the ASCII ones that
+// make slog quote a value, and every byte of a multi-byte character. The
+// others, most of a log line, cost one look-up.
+var textCheck = func() (table [256]bool) {
 	for c := range table {
-		table[c] = c <= ' ' || c == '=' || c == '"'
+		table[c] = c <= ' ' || c == '=' || c == '"' || c >= utf8.RuneSelf
 	}
 	return table
 }()
