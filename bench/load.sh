@@ -18,62 +18,7 @@ CONNS=${CONNS:-32}
 PORT=${PORT:-18181}
 CEILING_PORT=${CEILING_PORT:-18199}
 
-need() {
-  command -v "$1" >/dev/null 2>&1 && return
-  echo "installing $2 ..." >&2
-  (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null
-}
-need wrk wrk
-need sqlite3 sqlite3
-need taskset util-linux
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-echo "building into $work ..." >&2
-CGO_ENABLED=0 go build -trimpath -o "$work/petstore" .
-CGO_ENABLED=0 go build -trimpath -o "$work/ceiling" ./bench/ceiling
-
-# seed FILE N: a database with N pets and an Enterprise key no load can exhaust.
-seed() {
-  local db=$1 n=$2
-  "$work/petstore" keys create --db "$db" --plan enterprise --name bench \
-    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$db.key"
-  sqlite3 "$db" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $n)
-    INSERT INTO pets (name, category_id, status)
-    SELECT 'pet-' || x, x % 50 + 1,
-           CASE x % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' WHEN 2 THEN 'sold' END FROM c;"
-}
-
-wait_ready() { # wait_ready PORT: poll /readyz, print milliseconds it took
-  local start=$(date +%s%N)
-  for _ in $(seq 1 2000); do
-    if curl -sf "http://127.0.0.1:$1/readyz" >/dev/null 2>&1; then
-      echo $(( ($(date +%s%N) - start) / 1000000 ))
-      return
-    fi
-    sleep 0.005
-  done
-  echo "server on port $1 did not become ready" >&2
-  exit 1
-}
-
-# The Lua scripts: random existing ids for get, a fixed body for create.
-cat >"$work/get.lua" <<'LUA'
-local n = tonumber(os.getenv("PETS"))
-math.randomseed(os.time())
-request = function() return wrk.format("GET", "/v1/pets/" .. math.random(1, n)) end
-LUA
-cat >"$work/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"name":"Bench","categoryId":3,"status":"available"}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
+. bench/lib.sh
 
 # run PORT PATH LUA KEY: one wrk run; prints "rps p50_ms p99_ms non2xx".
 run() {
@@ -112,8 +57,7 @@ for n in 1000 1000000; do
   for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
   loaded=$(grep -o 'time=[^ ]*' "$log" | head -1)
 
-  for scenario in "list:/v1/pets?limit=20:" "list_status:/v1/pets?limit=20&status=available:" \
-                  "get:/v1/pets/1:get.lua" "create:/v1/pets:post.lua"; do
+  for scenario in "${scenarios[@]}"; do
     IFS=: read -r name path lua <<<"$scenario"
     : >"$work/c" ; : >"$work/p"
     for _ in $(seq 1 "$REPS"); do
