@@ -81,9 +81,9 @@ func (h *lineHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.writeLine(bp, b)
 }
 
-// logRequest writes the line Handle writes for l.record(), without making
+// writeRequestLine writes the line Handle writes for l.record(), without making
 // the record: this line is written for every request.
-func (h *lineHandler) logRequest(ctx context.Context, l *requestLine) error {
+func (h *lineHandler) writeRequestLine(ctx context.Context, l *requestLine) error {
 	if !inRange(l.time) {
 		return h.std.Handle(ctx, l.record())
 	}

@@ -21,7 +21,7 @@ func sameLine(t testing.TB, json bool, rec slog.Record) {
 // without a record.
 func sameRequestLine(t testing.TB, json bool, line requestLine) {
 	t.Helper()
-	sameBytes(t, json, line.record(), func(h *lineHandler) error { return h.logRequest(context.Background(), &line) })
+	sameBytes(t, json, line.record(), func(h *lineHandler) error { return h.writeRequestLine(context.Background(), &line) })
 }
 
 // sameBytes fails unless write, given a lineHandler, writes what slog's own
@@ -172,7 +172,7 @@ func BenchmarkRequestLine(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				line.time = time.Now()
-				fast.logRequest(context.Background(), &line)
+				fast.writeRequestLine(context.Background(), &line)
 			}
 		})
 		b.Run(format+"/slog", func(b *testing.B) {

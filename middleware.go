@@ -164,7 +164,7 @@ func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *sta
 		line.keyID = info.key.ID
 	}
 	if lh, ok := h.(*lineHandler); ok {
-		lh.logRequest(r.Context(), &line)
+		lh.writeRequestLine(r.Context(), &line)
 		return
 	}
 	h.Handle(r.Context(), line.record())
@@ -180,7 +180,7 @@ type requestLine struct {
 	duration  time.Duration
 	bytes     int64
 	requestID string
-	keyID     int64 // 0: the request had no key
+	keyID     int64 // 0: the request had no key (key ids start at 1)
 	err       error
 }
 
