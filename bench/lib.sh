@@ -5,8 +5,15 @@
 need() { # need COMMAND PACKAGE: install PACKAGE from Debian's packages when COMMAND is missing
   command -v "$1" >/dev/null 2>&1 && return
   echo "installing $2 ..." >&2
-  (apt-get update -qq && apt-get install -y -qq "$2") >/dev/null
+  local sudo=
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  if [ -z "${apt_updated:-}" ]; then
+    $sudo apt-get update -qq >/dev/null
+    apt_updated=1
+  fi
+  $sudo apt-get install -y -qq "$2" >/dev/null
 }
+need curl curl
 need wrk wrk
 need sqlite3 sqlite3
 need taskset util-linux
@@ -15,9 +22,18 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true # a server under valgrind writes its last counts as it ends
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+stop() { # stop PID: end a server started here, and forget it for cleanup
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local kept=() p
+  for p in "${pids[@]}"; do [ "$p" = "$1" ] || kept+=("$p"); done
+  pids=("${kept[@]}")
+}
 
 echo "building into $work ..." >&2
 CGO_ENABLED=0 go build -trimpath -o "$work/petstore" .

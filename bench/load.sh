@@ -7,8 +7,11 @@
 #
 # The server under test is pinned to CPU 0 and wrk to CPU 1, with 32
 # connections. Each scenario alternates ceiling and pet store runs REPS times
-# and reports medians; the ratio is petstore/ceiling of the medians. Needs
-# wrk and sqlite3 (installed from Debian's packages when missing) and taskset.
+# and reports medians; the ratio is petstore/ceiling of the medians. A second
+# ceiling, run with -headers, sends the headers the pet store must send: the
+# last two columns are its share of the bare ceiling and the pet store's share
+# of it. Needs wrk and sqlite3 (installed from Debian's packages when
+# missing) and taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +20,7 @@ REPS=${REPS:-3}
 CONNS=${CONNS:-32}
 PORT=${PORT:-18181}
 CEILING_PORT=${CEILING_PORT:-18199}
+HEADERS_PORT=${HEADERS_PORT:-18198}
 
 . bench/lib.sh
 
@@ -39,11 +43,14 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 taskset -c 0 "$work/ceiling" -addr "127.0.0.1:$CEILING_PORT" &
 pids+=($!)
+taskset -c 0 "$work/ceiling" -headers -addr "127.0.0.1:$HEADERS_PORT" &
+pids+=($!)
 wait_ready "$CEILING_PORT" >/dev/null
+wait_ready "$HEADERS_PORT" >/dev/null
 
 # The issue's targets: the ratio each scenario must reach, and p99 at most 3 ms.
 declare -A target=([list]=0.60 [list_status]=0.55 [get]=0.60 [create]=0.35)
-printf '%-8s %-12s %9s %9s %6s %7s %7s %7s %7s  %s\n' pets scenario req/s ceiling ratio p50_ms p99_ms c_p99 non2xx "targets (ratio, p99)"
+printf '%-8s %-12s %9s %9s %6s %7s %7s %7s %7s  %-22s %5s %7s\n' pets scenario req/s ceiling ratio p50_ms p99_ms c_p99 non2xx "targets (ratio, p99)" hdrs vs_hdrs
 declare -A list_rps
 for n in 1000 1000000; do
   db="$work/pets-$n.db"
@@ -59,12 +66,14 @@ for n in 1000 1000000; do
 
   for scenario in "${scenarios[@]}"; do
     IFS=: read -r name path lua <<<"$scenario"
-    : >"$work/c" ; : >"$work/p"
+    : >"$work/c" ; : >"$work/h" ; : >"$work/p"
     for _ in $(seq 1 "$REPS"); do
       PETS=$n run "$CEILING_PORT" "$path" "$lua" "" >>"$work/c"
+      PETS=$n run "$HEADERS_PORT" "$path" "$lua" "$key" >>"$work/h"
       PETS=$n run "$PORT" "$path" "$lua" "$key" >>"$work/p"
     done
     c=$(cut -d' ' -f1 "$work/c" | median)
+    h=$(cut -d' ' -f1 "$work/h" | median)
     p=$(cut -d' ' -f1 "$work/p" | median)
     p50=$(cut -d' ' -f2 "$work/p" | median)
     p99=$(cut -d' ' -f3 "$work/p" | median)
@@ -73,10 +82,11 @@ for n in 1000 1000000; do
     list_rps[$name-$n]=$p
     ratio=$(echo "$p $c" | awk '{ print $1 / $2 }')
     verdict=$(echo "$ratio ${target[$name]} $p99" | awk '{ printf "%s %s, %s", ($1 >= $2 ? "met" : "MISSED"), $2, ($3 <= 3 ? "met" : "MISSED") }')
-    printf '%-8s %-12s %9.0f %9.0f %6.2f %7.2f %7.2f %7.2f %7d  %s\n' "$n" "$name" "$p" "$c" "$ratio" "$p50" "$p99" "$cp99" "$bad" "$verdict"
+    printf '%-8s %-12s %9.0f %9.0f %6.2f %7.2f %7.2f %7.2f %7d  %-22s %5.2f %7.2f\n' "$n" "$name" "$p" "$c" "$ratio" "$p50" "$p99" "$cp99" "$bad" "$verdict" \
+      "$(echo "$h $c" | awk '{ print $1 / $2 }')" "$(echo "$p $h" | awk '{ print $1 / $2 }')"
   done
   rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
-  kill -TERM "$pid"; wait "$pid" || true
+  stop "$pid"
   echo "# $n pets: ready in ${ready_ms} ms (target for 1M: 300 at most); peak RSS $((rss / 1024)) MiB after the run (target for 1M: 96 at most)"
 done
 echo "# list throughput, 1M pets vs 1k: $(echo "${list_rps[list-1000000]} ${list_rps[list-1000]}" | awk '{ printf "%.2f", $1 / $2 }') (target: 0.8 at least)"

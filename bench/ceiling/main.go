@@ -2,6 +2,12 @@
 // answers the pet store's paths with fixed bytes, with no auth, limits,
 // logging or storage. No Go HTTP service on the same machine can beat it,
 // so the benchmark reports the pet store's throughput as a ratio to it.
+//
+// With -headers it also sends the response headers the pet store must send
+// (rate limits, request id, and per operation its Link, Location or
+// deprecation headers), with values of the same length, and leaves
+// Content-Length to net/http as the pet store does: the ceiling of a service
+// that has to send them, which shows what they cost.
 package main
 
 import (
@@ -14,6 +20,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8099", "address to listen on")
+	withHeaders := flag.Bool("headers", false, "send the headers the pet store must send")
 	flag.Parse()
 
 	// The same bytes the pet store sends for a page of 20 and for one pet,
@@ -28,19 +35,59 @@ func main() {
 	}
 	page = append(page, "]\n"...)
 	pet := []byte(`{"id":1,"name":"pet-1","categoryId":2,"status":"pending"}` + "\n")
-	fixed := func(status int, body []byte) http.HandlerFunc {
+
+	// What every answer under /v1 carries, as the pet store sends it to the
+	// load benchmark's Enterprise key, and what each operation adds, set
+	// without allocating: no more than the pet store spends on them.
+	type header struct{ key, value string }
+	metered := []header{
+		{"Ratelimit", `"minute";r=999999999999;t=1`},
+		{"Ratelimit-Policy", `"minute";q=1000000000000;w=60, "day";q=1000000000000000;w=86400`},
+		{"X-Ratelimit-Limit", "1000000000000"},
+		{"X-Ratelimit-Remaining", "999999999999"},
+		{"X-Ratelimit-Reset", "1795313783"},
+		{"X-Request-Id", "039d64af7f52-1bxr"},
+	}
+	listHeaders := []header{{"Link", `</v1/pets?limit=20&cursor=YWZ0ZXI6MjA>; rel="next"`}}
+	createHeaders := []header{{"Location", "/v1/pets/1000001"}}
+	getHeaders := []header{
+		{"Deprecation", "@1767225600"},
+		{"Sunset", "Thu, 05 Dec 2030 00:00:00 GMT"},
+		{"Link", `</v1/pets>; rel="successor-version"`},
+	}
+
+	fixed := func(status int, body []byte, extra []header) http.HandlerFunc {
 		n := strconv.Itoa(len(body))
+		if !*withHeaders {
+			return func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", n)
+				w.WriteHeader(status)
+				w.Write(body)
+			}
+		}
+		var keys []string
+		var values [][]string
+		if extra != nil { // not on /readyz
+			for _, kv := range append(append([]header{}, metered...), extra...) {
+				keys, values = append(keys, kv.key), append(values, []string{kv.value})
+			}
+		}
+		contentType := []string{"application/json"}
 		return func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", n)
+			h := w.Header()
+			h["Content-Type"] = contentType
+			for i, k := range keys {
+				h[k] = values[i]
+			}
 			w.WriteHeader(status)
 			w.Write(body)
 		}
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /v1/pets", fixed(http.StatusOK, page))
-	mux.Handle("POST /v1/pets", fixed(http.StatusCreated, pet))
-	mux.Handle("GET /v1/pets/{petId}", fixed(http.StatusOK, pet))
-	mux.Handle("GET /readyz", fixed(http.StatusOK, []byte(`{"status":"ready"}`)))
+	mux.Handle("GET /v1/pets", fixed(http.StatusOK, page, listHeaders))
+	mux.Handle("POST /v1/pets", fixed(http.StatusCreated, pet, createHeaders))
+	mux.Handle("GET /v1/pets/{petId}", fixed(http.StatusOK, pet, getHeaders))
+	mux.Handle("GET /readyz", fixed(http.StatusOK, []byte(`{"status":"ready"}`), nil))
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
