@@ -205,7 +205,7 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 func authenticate(keys *keyring, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestLog(w)
-		header := r.Header.Get("Authorization")
+		header := firstHeader(r.Header, "Authorization")
 		token, isBearer := bearerToken(header)
 		switch {
 		case header == "":

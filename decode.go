@@ -39,7 +39,7 @@ var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
 // most maxBodyBytes, exactly one object, known fields only, valid values.
 // The error it returns is ready for writeError.
 func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
-	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
+	if err := checkContentType(firstHeader(r.Header, "Content-Type")); err != nil {
 		return Pet{}, err
 	}
 	if r.ContentLength > 0 && r.ContentLength <= smallBodyBytes {

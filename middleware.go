@@ -97,6 +97,15 @@ func (g *requestIDs) next() string {
 	return string(strconv.AppendUint(append(b[:0], g.prefix...), g.n.Add(1), 36))
 }
 
+// firstHeader is h.Get(key) for a key already in canonical form: Get would
+// canonicalise it again on every request.
+func firstHeader(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // validRequestID accepts a client's X-Request-Id when it is short printable
 // ASCII, so that it cannot forge log lines.
 func validRequestID(s string) bool {
@@ -124,7 +133,7 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 		}{}
 		info, sw := &tracked.info, &tracked.sw
 		sw.ResponseWriter, sw.info = w, info
-		info.id = r.Header.Get("X-Request-Id")
+		info.id = firstHeader(r.Header, "X-Request-Id")
 		if !validRequestID(info.id) {
 			info.id = ids.next()
 		}
