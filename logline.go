@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -18,9 +19,10 @@ import (
 // With or WithGroup, is handled by slog's own handler. slog's handlers
 // spend more per request line than the rest of a cached read.
 type lineHandler struct {
-	std  slog.Handler // slog's TextHandler or JSONHandler, on the same writer
-	json bool
-	w    *lockedWriter
+	std    slog.Handler // slog's TextHandler or JSONHandler, on the same writer
+	json   bool
+	w      *lockedWriter
+	second atomic.Pointer[formattedSecond] // of the last line written
 }
 
 func newLineHandler(w io.Writer, json bool, level slog.Leveler) *lineHandler {
@@ -116,14 +118,14 @@ func putLineBuffer(bp *[]byte) {
 func (h *lineHandler) appendStart(b []byte, t time.Time, level slog.Level, msg string) []byte {
 	if h.json {
 		b = append(b, `{"time":"`...)
-		b = t.Round(0).AppendFormat(b, time.RFC3339Nano)
+		b = h.appendTime(b, t)
 		b = append(b, `","level":`...)
 		b = appendJSONString(b, level.String())
 		b = append(b, `,"msg":`...)
 		return appendJSONString(b, msg)
 	}
 	b = append(b, "time="...)
-	b = appendRFC3339Millis(b, t.Round(0))
+	b = h.appendTime(b, t)
 	b = append(b, " level="...)
 	b = appendTextString(b, level.String())
 	b = append(b, " msg="...)
@@ -197,16 +199,44 @@ func (h *lineHandler) appendDuration(b []byte, d time.Duration) []byte {
 	return append(b, d.String()...)
 }
 
-// appendRFC3339Millis is how slog's TextHandler writes a time: RFC 3339 with
-// exactly three digits of fraction.
-func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	// RFC3339Nano trims trailing zeros: add a tenth of a millisecond so
-	// that there are always four digits, then drop the fourth.
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+// formattedSecond is the date, time and zone of one second as RFC 3339
+// writes them: every line of that second starts with them.
+type formattedSecond struct {
+	unix int64
+	loc  *time.Location
+	date string // 2006-01-02T15:04:05
+	zone string // Z07:00
+}
+
+// appendTime writes t as slog does: with exactly three digits of fraction in
+// text, as RFC3339Nano in JSON. Formatting the second is left to the line
+// before whenever it had the same one. t's year is in 0..9999.
+func (h *lineHandler) appendTime(b []byte, t time.Time) []byte {
+	s := h.second.Load()
+	if s == nil || s.unix != t.Unix() || s.loc != t.Location() {
+		f := t.AppendFormat(nil, "2006-01-02T15:04:05Z07:00")
+		s = &formattedSecond{unix: t.Unix(), loc: t.Location(), date: string(f[:19]), zone: string(f[19:])}
+		h.second.Store(s)
+	}
+	b = append(b, s.date...)
+	ns := t.Nanosecond()
+	if !h.json {
+		ms := ns / 1e6
+		b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	} else if ns != 0 { // nine digits without their trailing zeros
+		var fraction [10]byte
+		fraction[0] = '.'
+		for i := 9; i > 0; i-- {
+			fraction[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(fraction)
+		for fraction[n-1] == '0' {
+			n--
+		}
+		b = append(b, fraction[:n]...)
+	}
+	return append(b, s.zone...)
 }
 
 // appendTextString writes s as slog's TextHandler does: bare when it is

@@ -108,6 +108,44 @@ func TestRequestLineIsWhatSlogWrites(t *testing.T) {
 	}
 }
 
+func TestLineTimesAreWhatSlogWritesAcrossSecondsAndZones(t *testing.T) {
+	base := time.Date(2026, 11, 22, 9, 5, 7, 0, time.UTC)
+	cet, west := time.FixedZone("CET", 3600), time.FixedZone("", -(7*3600+30*60))
+	times := []time.Time{
+		base, base.Add(5 * time.Millisecond), base.Add(999_999_999), // one second
+		base.Add(time.Second + 120*time.Millisecond), // the next
+		base.Add(time.Second + 1).In(cet),            // the same second in another zone
+		base.Add(time.Second + 100).In(west),
+		base.Add(time.Second + 123_456_789), // back to UTC
+		time.Now(), time.Now(),              // with a monotonic reading
+		time.Date(1969, 12, 31, 23, 59, 59, 500_000_000, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, cet),
+		base,
+	}
+	for _, json := range []bool{false, true} {
+		var got, want bytes.Buffer
+		fast := newLineHandler(&got, json, slog.LevelInfo)
+		var std slog.Handler = slog.NewTextHandler(&want, nil)
+		if json {
+			std = slog.NewJSONHandler(&want, nil)
+		}
+		for _, at := range times {
+			got.Reset()
+			want.Reset()
+			line := requestLine{time: at, level: slog.LevelInfo, method: "GET", path: "/v1/pets", status: 200}
+			fast.writeRequestLine(context.Background(), &line)
+			rec := line.record()
+			fast.Handle(context.Background(), rec)
+			std.Handle(context.Background(), rec)
+			std.Handle(context.Background(), rec)
+			if got.String() != want.String() {
+				t.Errorf("json=%v, %v:\n got: %q\nwant: %q", json, at, got.String(), want.String())
+			}
+		}
+	}
+}
+
 func TestLineHandlerLeavesDerivedLoggersToSlog(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		var got, want bytes.Buffer
