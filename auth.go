@@ -101,7 +101,7 @@ func hashKey(token string) [sha256.Size]byte {
 // was created or revoked, possibly by another process), which refresh checks
 // twice a second: a revocation takes effect within a second.
 type keyring struct {
-	store *Store
+	store storage
 	env   string
 
 	mu      sync.RWMutex
@@ -111,7 +111,7 @@ type keyring struct {
 
 const keyRefreshEvery = 500 * time.Millisecond
 
-func newKeyring(ctx context.Context, store *Store, env string) (*keyring, error) {
+func newKeyring(ctx context.Context, store storage, env string) (*keyring, error) {
 	k := &keyring{store: store, env: env, version: -1}
 	return k, k.refresh(ctx)
 }

@@ -38,7 +38,7 @@ func seedPets(tb testing.TB, db *sql.DB, n int) {
 func benchServer(b *testing.B, pets int) (*testServer, string) {
 	s := newTestServerWith(&testing.T{}, testOptions{petsFromDatabase: true})
 	b.Cleanup(func() { s.store.Close() })
-	seedPets(b, s.store.write, pets)
+	seedPets(b, s.sqlite.write, pets)
 	if err := s.pets.load(context.Background()); err != nil {
 		b.Fatal(err)
 	}

@@ -49,9 +49,18 @@ var codeStatus = map[string]int{
 type Error struct {
 	Code    string
 	Message string
+	cause   error // what went wrong underneath, for the log; never shown
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func (e *Error) Unwrap() error { return e.cause }
+
+// errUnavailable is the answer when the database cannot be reached right
+// now: 503, which a client may retry. The cause goes to the request's log.
+func errUnavailable(cause error) *Error {
+	return &Error{Code: codeUnavailable, Message: "the database is unavailable right now; retry later", cause: cause}
+}
 
 func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -64,6 +73,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.As(err, &e) {
 		requestLog(w).err = err
 		e = &Error{Code: codeInternal, Message: "the server failed to handle the request; it has been logged"}
+	} else if e.cause != nil {
+		requestLog(w).err = e.cause
 	}
 	status, ok := codeStatus[e.Code]
 	if !ok {

@@ -38,11 +38,13 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // testServer is the real handler on a real SQLite file in a temporary
-// directory, with a fake clock.
+// directory, or on a fresh schema of the PETSTORE_TEST_POSTGRES database,
+// with a fake clock.
 type testServer struct {
 	t       testing.TB
 	handler http.Handler
-	store   *Store
+	store   storage
+	sqlite  *sqliteStore // nil on PostgreSQL
 	keys    *keyring
 	limiter *Limiter
 	pets    *petCache
@@ -61,6 +63,17 @@ type testOptions struct {
 	// petsFromDatabase keeps reads on SQLite, as while the in-memory copy
 	// of the pets is still being made after a start.
 	petsFromDatabase bool
+	// postgres puts the server on PostgreSQL (reads always go to the
+	// database there); the test is skipped without PETSTORE_TEST_POSTGRES.
+	postgres bool
+}
+
+// eachStore runs test once on SQLite and once on PostgreSQL: the contract
+// holds on both.
+func eachStore(t *testing.T, test func(t *testing.T, opts testOptions)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { test(t, testOptions{}) })
+	t.Run("postgres", func(t *testing.T) { test(t, testOptions{postgres: true}) })
 }
 
 func newTestServer(t testing.TB) *testServer {
@@ -82,10 +95,22 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 		opts.logger, _ = newLogger(io.Discard, "text", "info")
 	}
 	clock := newFakeClock()
+	var store storage
+	var sqlite *sqliteStore
 	path := filepath.Join(t.TempDir(), "petstore.db")
-	store, err := openStore(context.Background(), path, true, clock.now)
-	if err != nil {
-		t.Fatal(err)
+	if opts.postgres {
+		path = testPostgresURL(t)
+		pg, err := openPostgres(context.Background(), path, clock.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store = pg
+	} else {
+		var err error
+		if sqlite, err = openSQLite(context.Background(), path, true, clock.now); err != nil {
+			t.Fatal(err)
+		}
+		store = sqlite
 	}
 	t.Cleanup(func() { store.Close() })
 	keys, err := newKeyring(context.Background(), store, opts.env)
@@ -94,14 +119,14 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	}
 	limiter := newLimiter(clock.now, opts.banAfter, opts.banFor, store.Usage)
 	pets := newPetCache(store)
-	if !opts.petsFromDatabase {
+	if !opts.petsFromDatabase && !opts.postgres {
 		if err := pets.load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	idem := newInflight()
 	h := newServer(opts.logger, store, keys, limiter, pets, idem, clock.now, opts.trustProxy)
-	return &testServer{t: t, handler: h, store: store, keys: keys, limiter: limiter, pets: pets, idem: idem,
+	return &testServer{t: t, handler: h, store: store, sqlite: sqlite, keys: keys, limiter: limiter, pets: pets, idem: idem,
 		clock: clock, logger: opts.logger, dbPath: path}
 }
 

@@ -17,7 +17,7 @@ const maxKeyNameLen = 64
 
 // createKey stores a new key for plan and returns it with its token, which
 // exists only here: the database keeps its hash.
-func createKey(ctx context.Context, store *Store, env, plan, name string, lim limits) (apiKey, string, error) {
+func createKey(ctx context.Context, store storage, env, plan, name string, lim limits) (apiKey, string, error) {
 	token := newKey(env)
 	hash := hashKey(token)
 	k, err := store.CreateKey(ctx, apiKey{
@@ -191,7 +191,13 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if out == "" {
 		return usagef("backup needs --out FILE")
 	}
-	store, err := db.open(ctx, false)
+	if err := db.check(); err != nil {
+		return err
+	}
+	if isPostgresURL(db.db) {
+		return usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see the README, \"Backup and restore\")")
+	}
+	store, err := openSQLite(ctx, db.db, false, time.Now)
 	if err != nil {
 		return err
 	}

@@ -169,11 +169,11 @@ func (d *dbFlags) check() error {
 
 // open checks the flags and opens the database, creating it only when
 // create is set.
-func (d *dbFlags) open(ctx context.Context, create bool) (*Store, error) {
+func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	return openStore(ctx, d.db, create, time.Now)
+	return openStorage(ctx, d.db, create, time.Now)
 }
 
 func versionString() string {

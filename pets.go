@@ -23,7 +23,7 @@ import (
 //
 // Memory: about 13 bytes a pet plus its name (a million pets: ~25 MiB).
 type petCache struct {
-	store *Store
+	store storage
 
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
@@ -113,7 +113,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 	}
 }
 
-func newPetCache(store *Store) *petCache {
+func newPetCache(store storage) *petCache {
 	return &petCache{store: store}
 }
 

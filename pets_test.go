@@ -17,17 +17,17 @@ import (
 func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
 	ctx := context.Background()
-	seedPets(t, s.store.write, 9_000) // more than two chunks
+	seedPets(t, s.sqlite.write, 9_000) // more than two chunks
 	// Categories beyond int32 widen their chunk's column.
 	for i, name := range []string{"quote \" backslash \\", "tab\there", "émoji 🐈", "\u2028"} {
 		category := []int64{7, 1 << 31, 1 << 62, math.MaxInt64}[i]
-		if _, err := s.store.CreatePet(ctx, Pet{Name: name, CategoryID: category}); err != nil {
+		if _, err := s.sqlite.CreatePet(ctx, Pet{Name: name, CategoryID: category}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Ids with gaps (pets deleted by hand) in the first chunks, so that
 	// finding an id cannot rely on ids being dense; the last chunk's are.
-	if _, err := s.store.write.Exec(`DELETE FROM pets WHERE (id < 5000 AND id % 7 = 0) OR id BETWEEN 3000 AND 3500 OR id < 3`); err != nil {
+	if _, err := s.sqlite.write.Exec(`DELETE FROM pets WHERE (id < 5000 AND id % 7 = 0) OR id BETWEEN 3000 AND 3500 OR id < 3`); err != nil {
 		t.Fatal(err)
 	}
 	memory := newPetCache(s.store)
@@ -70,7 +70,7 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
 	ctx := context.Background()
-	seedPets(t, s.store.write, 25_000)
+	seedPets(t, s.sqlite.write, 25_000)
 	pets := newPetCache(s.store)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -188,10 +188,10 @@ func TestCheckpointKeepsTheWALSmallUnderSteadyCreates(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	var auto, limit int
-	if err := s.store.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
+	if err := s.sqlite.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != 0 {
 		t.Fatalf("the writer checkpoints by itself every %d pages (%v)", auto, err)
 	}
-	if err := s.store.write.QueryRow("PRAGMA journal_size_limit").Scan(&limit); err != nil || limit != walSizeLimit {
+	if err := s.sqlite.write.QueryRow("PRAGMA journal_size_limit").Scan(&limit); err != nil || limit != walSizeLimit {
 		t.Fatalf("the writer cuts the WAL back to %d bytes (%v), want %d", limit, err, walSizeLimit)
 	}
 	stop := make(chan struct{})
@@ -214,7 +214,7 @@ func TestCheckpointKeepsTheWALSmallUnderSteadyCreates(t *testing.T) {
 	var frames []int
 	for range 20 {
 		time.Sleep(20 * time.Millisecond)
-		c, err := s.store.Checkpoint(ctx)
+		c, err := s.sqlite.Checkpoint(ctx)
 		if err != nil || !c.complete {
 			t.Fatalf("Checkpoint: %+v, %v", c, err)
 		}
@@ -305,14 +305,14 @@ func TestACheckpointHeldBackByAReaderIsTriedAgain(t *testing.T) {
 	ctx := context.Background()
 	create := func() {
 		t.Helper()
-		if _, err := s.store.CreatePet(ctx, Pet{Name: "Rex", CategoryID: 1}); err != nil {
+		if _, err := s.sqlite.CreatePet(ctx, Pet{Name: "Rex", CategoryID: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	policy := &checkpointPolicy{doneAt: s.clock.now()}
 	look := func(wantDone int64) {
 		t.Helper()
-		if err := s.store.checkpointIfDue(ctx, policy, s.clock.now()); err != nil {
+		if err := s.sqlite.checkpointIfDue(ctx, policy, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 		if policy.done != wantDone {
@@ -339,12 +339,12 @@ func TestACheckpointHeldBackByAReaderIsTriedAgain(t *testing.T) {
 	look(0) // they have, but the reader holds the checkpoint back
 	reader.Rollback()
 	look(2)
-	before, err := s.store.Checkpoint(ctx)
+	before, err := s.sqlite.Checkpoint(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	create()
-	after, err := s.store.Checkpoint(ctx)
+	after, err := s.sqlite.Checkpoint(ctx)
 	if err != nil || after.frames >= before.frames {
 		t.Errorf("the WAL held %d frames, then %d after one more commit (%v): it did not start over", before.frames, after.frames, err)
 	}

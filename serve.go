@@ -110,7 +110,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // flushed and the database closed.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
 	now := time.Now
-	store, err := openStore(ctx, cfg.db, true, now)
+	store, err := openStorage(ctx, cfg.db, true, now)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 
 	background, stopBackground := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { pets.loadInBackground(background, logger) })
+	if _, ok := store.(*sqliteStore); ok {
+		// Only one server writes a SQLite file, so a copy in memory is
+		// never behind it. On PostgreSQL other servers write too: reads
+		// go to the database.
+		wg.Go(func() { pets.loadInBackground(background, logger) })
+	}
 	wg.Go(func() {
 		every(background, keyRefreshEvery, func() {
 			if err := keys.refresh(background); err != nil && background.Err() == nil {
@@ -160,14 +165,16 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		})
 	})
 	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
-	wg.Go(func() {
-		policy := checkpointPolicy{doneAt: now()}
-		every(background, checkpointLookEvery, func() {
-			if err := store.checkpointIfDue(background, &policy, now()); err != nil && background.Err() == nil {
-				logger.Warn("checkpoint the WAL into the database file", "err", err)
-			}
+	if sqlite, ok := store.(*sqliteStore); ok {
+		wg.Go(func() {
+			policy := checkpointPolicy{doneAt: now()}
+			every(background, checkpointLookEvery, func() {
+				if err := sqlite.checkpointIfDue(background, &policy, now()); err != nil && background.Err() == nil {
+					logger.Warn("checkpoint the WAL into the database file", "err", err)
+				}
+			})
 		})
-	})
+	}
 	wg.Go(func() {
 		every(background, idempotencyPruneEvery, func() {
 			if _, err := store.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
@@ -209,7 +216,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 // bootstrapKey makes a first Free key on a database without any, so that a
 // new user can call the API at once. It is the only key the server ever
 // prints.
-func bootstrapKey(ctx context.Context, store *Store, cfg serveConfig, url string, stderr io.Writer) error {
+func bootstrapKey(ctx context.Context, store storage, cfg serveConfig, url string, stderr io.Writer) error {
 	existing, err := store.Keys(ctx)
 	if err != nil || len(existing) > 0 {
 		return err

@@ -27,11 +27,63 @@ type Pet struct {
 	Status     string
 }
 
-// Store keeps pets, API keys, daily usage and idempotency records in one
+// storage is where the service keeps pets, API keys, daily usage and
+// idempotency records: a SQLite file (sqliteStore, this file) or a
+// PostgreSQL database shared by several servers (pgStore, store_postgres.go).
+// The handlers, the keyring and the limiter see only this; the SQL stays
+// behind it. Errors that mean "the database cannot be reached right now"
+// come back as an unavailable Error (503), which clients may retry.
+type storage interface {
+	// CreatePets stores a batch of pets in one transaction, in id order.
+	// An error returned means none was stored; otherwise each insert has
+	// its id or its own Err.
+	CreatePets(ctx context.Context, batch []petInsert) error
+	// GetPet returns the pet with the given id, or a not_found Error.
+	GetPet(ctx context.Context, id int64) (Pet, error)
+	// ListPets returns up to limit pets with ids above after, in id order,
+	// only those with status when it is not empty.
+	ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error)
+	// ScanPets calls fn for up to limit pets with ids above after, in id
+	// order; the byte slices are valid only during the call.
+	ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error)
+
+	IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (idempotencyRecord, bool, error)
+	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
+
+	CreateKey(ctx context.Context, k apiKey) (apiKey, error)
+	RevokeKey(ctx context.Context, id int64) error
+	Keys(ctx context.Context) ([]apiKey, error)
+	KeyByHash(ctx context.Context, hash []byte) (apiKey, bool, error)
+	// KeysVersion changes whenever a key is created or changed, by any
+	// process sharing the database.
+	KeysVersion(ctx context.Context) (int64, error)
+
+	Usage(ctx context.Context, keyID int64, day string) (int64, error)
+	AddUsage(ctx context.Context, counts []usageCount) error
+
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// isPostgresURL tells a PostgreSQL URL from a SQLite file path in --db.
+func isPostgresURL(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// openStorage opens the database --db names: a PostgreSQL URL or a SQLite
+// file (created when create is set).
+func openStorage(ctx context.Context, db string, create bool, now func() time.Time) (storage, error) {
+	if isPostgresURL(db) {
+		return openPostgres(ctx, db, now)
+	}
+	return openSQLite(ctx, db, create, now)
+}
+
+// sqliteStore keeps pets, API keys, daily usage and idempotency records in one
 // SQLite file. SQLite has one writer at a time, so writes go through a pool
 // of one connection and never wait on each other for the lock; reads use a
 // pool of their own, which WAL lets run beside the writer.
-type Store struct {
+type sqliteStore struct {
 	write *sql.DB
 	read  *sql.DB
 	now   func() time.Time
@@ -96,9 +148,9 @@ var migrations = []string{
 	CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
 }
 
-// openStore opens (creating when create is set) the database at path and
+// openSQLite opens (creating when create is set) the database at path and
 // brings its schema up to date. A missing directory is an error, not made.
-func openStore(ctx context.Context, path string, create bool, now func() time.Time) (*Store, error) {
+func openSQLite(ctx context.Context, path string, create bool, now func() time.Time) (*sqliteStore, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("open database %s: directory %s does not exist", path, dir)
@@ -141,7 +193,7 @@ func openStore(ctx context.Context, path string, create bool, now func() time.Ti
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &Store{write: write, read: read, now: now}
+	s := &sqliteStore{write: write, read: read, now: now}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -153,7 +205,7 @@ func openStore(ctx context.Context, path string, create bool, now func() time.Ti
 	return s, nil
 }
 
-func (s *Store) migrate(ctx context.Context) error {
+func (s *sqliteStore) migrate(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -177,7 +229,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	return tx.Commit()
 }
 
-func (s *Store) prepare(ctx context.Context) error {
+func (s *sqliteStore) prepare(ctx context.Context) error {
 	for _, p := range []struct {
 		db   *sql.DB
 		stmt **sql.Stmt
@@ -240,7 +292,7 @@ func (p *checkpointPolicy) due(now time.Time, commits int64) bool {
 }
 
 // checkpointIfDue checkpoints when policy says it is time.
-func (s *Store) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
+func (s *sqliteStore) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
 	commits := s.commits.Load()
 	if !policy.due(now, commits) {
 		return nil
@@ -265,7 +317,7 @@ func (s *Store) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, n
 //
 // A reader of another process (a backup) can hold the copy back; the
 // checkpoint is then not complete, and the WAL is not started over.
-func (s *Store) Checkpoint(ctx context.Context) (checkpoint, error) {
+func (s *sqliteStore) Checkpoint(ctx context.Context) (checkpoint, error) {
 	var c checkpoint
 	for _, db := range []*sql.DB{s.read, s.write} {
 		var busy, copied int
@@ -286,7 +338,7 @@ type checkpoint struct {
 }
 
 // commit commits a write transaction and counts it.
-func (s *Store) commit(tx *sql.Tx) error {
+func (s *sqliteStore) commit(tx *sql.Tx) error {
 	if err := tx.Commit(); err != nil {
 		return storeError(err)
 	}
@@ -296,7 +348,7 @@ func (s *Store) commit(tx *sql.Tx) error {
 
 // Close closes the database; the WAL is checkpointed when the last
 // connection goes.
-func (s *Store) Close() error {
+func (s *sqliteStore) Close() error {
 	for _, stmt := range append(s.insertPets[:], s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion) {
 		if stmt != nil {
 			stmt.Close()
@@ -306,7 +358,7 @@ func (s *Store) Close() error {
 }
 
 // Ping tells whether the database answers a query.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *sqliteStore) Ping(ctx context.Context) error {
 	var one int
 	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
 }
@@ -315,7 +367,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // not exist yet. It runs on the write connection (VACUUM INTO writes a
 // file), which in the backup command's own process is otherwise idle; WAL
 // lets it read a snapshot while a server keeps writing.
-func (s *Store) Backup(ctx context.Context, out string) error {
+func (s *sqliteStore) Backup(ctx context.Context, out string) error {
 	if _, err := os.Stat(out); err == nil {
 		return fmt.Errorf("backup: %s already exists", out)
 	}
@@ -326,7 +378,7 @@ func (s *Store) Backup(ctx context.Context, out string) error {
 }
 
 // CreatePet stores a new pet and returns it with its id.
-func (s *Store) CreatePet(ctx context.Context, p Pet) (Pet, error) {
+func (s *sqliteStore) CreatePet(ctx context.Context, p Pet) (Pet, error) {
 	batch := []petInsert{{Pet: p}}
 	if err := s.CreatePets(ctx, batch); err != nil {
 		return Pet{}, err
@@ -357,7 +409,7 @@ type petInsert struct {
 // write of each changed page, however many pets. A pet and its idempotency
 // record are stored together or not at all. An error returned means none
 // was stored; otherwise each insert has its id or its own Err.
-func (s *Store) CreatePets(ctx context.Context, batch []petInsert) error {
+func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -405,7 +457,7 @@ func (s *Store) CreatePets(ctx context.Context, batch []petInsert) error {
 
 // insertPetRows inserts the 1<<k pets of rows with insertPets[k] and sets
 // their ids.
-func (s *Store) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []petInsert) error {
+func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []petInsert) error {
 	args := make([]any, 0, 3*len(rows))
 	for i := range rows {
 		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullString(rows[i].Pet.Status))
@@ -430,7 +482,7 @@ func (s *Store) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []pet
 
 // IdempotencyRecord returns the record for an API key's Idempotency-Key made
 // at or after since, or ok=false when there is none.
-func (s *Store) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
+func (s *sqliteStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
 	var created int64
 	err = s.read.QueryRowContext(ctx,
 		`SELECT request_hash, pet_id, created_at FROM idempotency WHERE key_id = ? AND idem_key = ? AND created_at >= ?`,
@@ -446,7 +498,7 @@ func (s *Store) IdempotencyRecord(ctx context.Context, keyID int64, key string, 
 }
 
 // PruneIdempotency deletes records made before cutoff.
-func (s *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *sqliteStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
 	if err != nil {
 		return 0, storeError(err)
@@ -456,7 +508,7 @@ func (s *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, 
 }
 
 // GetPet returns the pet with the given id, or a not_found Error.
-func (s *Store) GetPet(ctx context.Context, id int64) (Pet, error) {
+func (s *sqliteStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 	var p Pet
 	var status sql.NullString
 	err := s.getPet.QueryRowContext(ctx, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
@@ -472,7 +524,7 @@ func (s *Store) GetPet(ctx context.Context, id int64) (Pet, error) {
 
 // ListPets returns up to limit pets with ids above after, in ascending id
 // order, only those with the given status when it is not empty.
-func (s *Store) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
+func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
 	var rows *sql.Rows
 	var err error
 	if status == "" {
@@ -503,7 +555,7 @@ func (s *Store) ListPets(ctx context.Context, status string, after int64, limit 
 // ScanPets calls fn for up to limit pets with ids above after, in id order,
 // and returns how many it saw. The name and status bytes are valid only
 // during the call: loading a million pets this way makes no garbage.
-func (s *Store) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
+func (s *sqliteStore) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
 	rows, err := s.listPets.QueryContext(ctx, after, limit)
 	if err != nil {
 		return 0, storeError(err)
@@ -538,7 +590,7 @@ func storeError(err error) error {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
 			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PERM:
-			return &Error{Code: codeUnavailable, Message: "the database is unavailable right now; retry later"}
+			return errUnavailable(err)
 		}
 	}
 	return err
@@ -577,7 +629,7 @@ func scanKey(scan func(...any) error) (apiKey, error) {
 }
 
 // CreateKey stores k (its Hash set) and returns it with its id.
-func (s *Store) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
+func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
 	k.CreatedAt = s.now().UTC().Truncate(time.Second)
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
@@ -593,7 +645,7 @@ func (s *Store) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
 }
 
 // RevokeKey marks key id revoked. Revoking a revoked key changes nothing.
-func (s *Store) RevokeKey(ctx context.Context, id int64) error {
+func (s *sqliteStore) RevokeKey(ctx context.Context, id int64) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, s.now().Unix(), id)
 		if err != nil {
@@ -610,7 +662,7 @@ func (s *Store) RevokeKey(ctx context.Context, id int64) error {
 
 // writeTx runs fn in a write transaction that also bumps keys_version, so
 // that running servers reload their keys.
-func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *sqliteStore) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -626,7 +678,7 @@ func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // Keys returns every key, revoked ones too, oldest first.
-func (s *Store) Keys(ctx context.Context) ([]apiKey, error) {
+func (s *sqliteStore) Keys(ctx context.Context) ([]apiKey, error) {
 	rows, err := s.read.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
 	if err != nil {
 		return nil, storeError(err)
@@ -644,7 +696,7 @@ func (s *Store) Keys(ctx context.Context) ([]apiKey, error) {
 }
 
 // KeyByHash returns the key with the given hash, or ok=false.
-func (s *Store) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
+func (s *sqliteStore) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
 	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return apiKey{}, false, nil
@@ -656,7 +708,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, 
 }
 
 // KeysVersion changes whenever a key is created or revoked.
-func (s *Store) KeysVersion(ctx context.Context) (int64, error) {
+func (s *sqliteStore) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
 	return v, storeError(err)
@@ -670,7 +722,7 @@ type usageCount struct {
 }
 
 // Usage returns how many requests key made on day.
-func (s *Store) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
+func (s *sqliteStore) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
 	var n int64
 	err := s.read.QueryRowContext(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -681,7 +733,7 @@ func (s *Store) Usage(ctx context.Context, keyID int64, day string) (int64, erro
 
 // AddUsage adds each count to the stored total of its key and day, in one
 // transaction, and forgets days older than a week.
-func (s *Store) AddUsage(ctx context.Context, counts []usageCount) error {
+func (s *sqliteStore) AddUsage(ctx context.Context, counts []usageCount) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
