@@ -51,4 +51,3 @@ func testPostgresURL(t testing.TB) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
-
