@@ -209,21 +209,23 @@ func apiIDs(pets []apiPet) []int64 {
 // apiEachReadMode runs test on a fresh server holding pets of the given
 // statuses, once for each way the server answers pet reads: from its
 // in-memory copy, from SQLite while that copy is still being made after a
-// start, and from a copy made after the pets were stored.
+// start, from a copy made after the pets were stored, and from PostgreSQL.
 func apiEachReadMode(t *testing.T, statuses []string, test func(t *testing.T, s *testServer, key string, pets []apiPet)) {
 	t.Helper()
 	modes := []struct {
 		name          string
 		fromDatabase  bool
 		loadAfterSeed bool
+		postgres      bool
 	}{
-		{"pets in memory", false, false},
-		{"pets read from the database", true, false},
-		{"pets copied into memory after start", true, true},
+		{"pets in memory", false, false, false},
+		{"pets read from the database", true, false, false},
+		{"pets copied into memory after start", true, true, false},
+		{"pets on postgres", true, false, true},
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			s := newTestServerWith(t, testOptions{petsFromDatabase: m.fromDatabase})
+			s := newTestServerWith(t, testOptions{petsFromDatabase: m.fromDatabase, postgres: m.postgres})
 			key := s.mustCreateKey("business")
 			pets := apiAddPets(s, key, statuses...)
 			if m.loadAfterSeed {
@@ -277,34 +279,36 @@ func TestListPetsLimit(t *testing.T) {
 }
 
 func TestListPetsRejectsABadLimit(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	apiAddPets(s, key, "available")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		apiAddPets(s, key, "available")
 
-	tests := []struct {
-		name  string
-		query string
-	}{
-		{"limit 0", "limit=0"},
-		{"limit 101", "limit=101"},
-		{"limit abc", "limit=abc"},
-		{"limit 1.5", "limit=1.5"},
-		{"limit -1", "limit=-1"},
-		{"limit empty", "limit="},
-		{"limit +5", "limit=%2B5"},
-		{"limit +5 unencoded (a space then 5)", "limit=+5"},
-		{"limit 1e1", "limit=1e1"},
-		{"limit with a space", "limit=%205"},
-		{"limit beyond int64", "limit=99999999999999999999"},
-		{"limit given twice", "limit=5&limit=6"},
-		{"limit with a broken percent escape", "limit=%zz"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := s.do("GET", "/v1/pets?"+tt.query, key, "")
-			apiWantError(t, w, http.StatusBadRequest, "invalid_request", "limit")
-		})
-	}
+		tests := []struct {
+			name  string
+			query string
+		}{
+			{"limit 0", "limit=0"},
+			{"limit 101", "limit=101"},
+			{"limit abc", "limit=abc"},
+			{"limit 1.5", "limit=1.5"},
+			{"limit -1", "limit=-1"},
+			{"limit empty", "limit="},
+			{"limit +5", "limit=%2B5"},
+			{"limit +5 unencoded (a space then 5)", "limit=+5"},
+			{"limit 1e1", "limit=1e1"},
+			{"limit with a space", "limit=%205"},
+			{"limit beyond int64", "limit=99999999999999999999"},
+			{"limit given twice", "limit=5&limit=6"},
+			{"limit with a broken percent escape", "limit=%zz"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := s.do("GET", "/v1/pets?"+tt.query, key, "")
+				apiWantError(t, w, http.StatusBadRequest, "invalid_request", "limit")
+			})
+		}
+	})
 }
 
 func TestListPetsStatusFilter(t *testing.T) {
@@ -341,25 +345,27 @@ func TestListPetsStatusFilter(t *testing.T) {
 }
 
 func TestListPetsRejectsABadStatus(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
 
-	tests := []struct {
-		name  string
-		query string
-	}{
-		{"status outside the enum", "status=lost"},
-		{"status in capitals", "status=Available"},
-		{"status empty", "status="},
-		{"status given twice", "status=available&status=sold"},
-		{"status with a broken percent escape", "status=avail%zzable"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := s.do("GET", "/v1/pets?"+tt.query, key, "")
-			apiWantError(t, w, http.StatusBadRequest, "invalid_request", "status")
-		})
-	}
+		tests := []struct {
+			name  string
+			query string
+		}{
+			{"status outside the enum", "status=lost"},
+			{"status in capitals", "status=Available"},
+			{"status empty", "status="},
+			{"status given twice", "status=available&status=sold"},
+			{"status with a broken percent escape", "status=avail%zzable"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := s.do("GET", "/v1/pets?"+tt.query, key, "")
+				apiWantError(t, w, http.StatusBadRequest, "invalid_request", "status")
+			})
+		}
+	})
 }
 
 func TestListPetsPagination(t *testing.T) {
@@ -508,192 +514,198 @@ func TestListPetsEmptyListIsAnEmptyArray(t *testing.T) {
 // --------------------------------------------------------------- createPet
 
 func TestCreatePet(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	str := func(s string) *string { return &s }
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		str := func(s string) *string { return &s }
 
-	tests := []struct {
-		name   string
-		body   string
-		header []string
-		want   apiPet // ID is ignored
-	}{
-		{"name and category, no status", `{"name":"Rex","categoryId":1}`, nil, apiPet{Name: "Rex", CategoryID: 1}},
-		{"status available", `{"name":"Rex","categoryId":2,"status":"available"}`, nil, apiPet{Name: "Rex", CategoryID: 2, Status: str("available")}},
-		{"status pending", `{"name":"Mia","categoryId":3,"status":"pending"}`, nil, apiPet{Name: "Mia", CategoryID: 3, Status: str("pending")}},
-		{"status sold", `{"name":"Bo","categoryId":4,"status":"sold"}`, nil, apiPet{Name: "Bo", CategoryID: 4, Status: str("sold")}},
-		{"fields in another order, with spaces", "{ \"status\" : \"sold\" ,\n \"categoryId\" : 5 , \"name\" : \"Kit\" }", nil, apiPet{Name: "Kit", CategoryID: 5, Status: str("sold")}},
-		{"name with accents and emoji", `{"name":"Zoë 🐶","categoryId":1}`, nil, apiPet{Name: "Zoë 🐶", CategoryID: 1}},
-		{"name with quotes and a backslash", `{"name":"Sir \"Rex\" \\ II","categoryId":1}`, nil, apiPet{Name: `Sir "Rex" \ II`, CategoryID: 1}},
-		{"name of 200 characters", `{"name":"` + strings.Repeat("a", 200) + `","categoryId":1}`, nil, apiPet{Name: strings.Repeat("a", 200), CategoryID: 1}},
-		{"name of 200 emoji (800 bytes)", `{"name":"` + strings.Repeat("🐶", 200) + `","categoryId":1}`, nil, apiPet{Name: strings.Repeat("🐶", 200), CategoryID: 1}},
-		{"name of 200 accented letters", `{"name":"` + strings.Repeat("é", 200) + `","categoryId":1}`, nil, apiPet{Name: strings.Repeat("é", 200), CategoryID: 1}},
-		{"largest categoryId", `{"name":"Rex","categoryId":9223372036854775807}`, nil, apiPet{Name: "Rex", CategoryID: 9223372036854775807}},
-		{"Content-Type with a charset", `{"name":"Rex","categoryId":1}`, []string{"Content-Type", "application/json; charset=utf-8"}, apiPet{Name: "Rex", CategoryID: 1}},
-		{"Content-Type in capitals", `{"name":"Rex","categoryId":1}`, []string{"Content-Type", "Application/JSON"}, apiPet{Name: "Rex", CategoryID: 1}},
-		{"body of exactly 64 KiB", apiPadBody(64 << 10), nil, apiPet{Name: "Rex", CategoryID: 1}},
-	}
-	var lastID int64
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := s.do("POST", "/v1/pets", key, tt.body, tt.header...)
-			if w.Code != http.StatusCreated {
-				t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
-			}
-			apiWantJSON(t, w)
-			got := apiReadPet(t, w.Body.Bytes())
-			if got.ID <= lastID {
-				t.Errorf("id = %d, want one above the last id %d", got.ID, lastID)
-			}
-			lastID = got.ID
-			if got.Name != tt.want.Name || got.CategoryID != tt.want.CategoryID {
-				t.Errorf("pet = %q/%d, want %q/%d", got.Name, got.CategoryID, tt.want.Name, tt.want.CategoryID)
-			}
-			switch {
-			case tt.want.Status == nil && got.Status != nil:
-				t.Errorf("status = %q, want none (absent): no default is given", *got.Status)
-			case tt.want.Status != nil && (got.Status == nil || *got.Status != *tt.want.Status):
-				t.Errorf("status = %v, want %q", got.Status, *tt.want.Status)
-			}
-			if tt.want.Status == nil && bytes.Contains(w.Body.Bytes(), []byte(`"status"`)) {
-				t.Errorf("body has a status field, want it absent: %s", w.Body)
-			}
-			if loc, want := w.Header().Get("Location"), "/v1/pets/"+strconv.FormatInt(got.ID, 10); loc != want {
-				t.Errorf("Location = %q, want %q", loc, want)
-			}
-			// The pet is stored: reading it back gives the same pet.
-			r := s.do("GET", "/v1/pets/"+strconv.FormatInt(got.ID, 10), key, "")
-			if r.Code != http.StatusOK {
-				t.Fatalf("read back: HTTP status = %d; body: %s", r.Code, r.Body)
-			}
-			if back := apiReadPet(t, r.Body.Bytes()); back.ID != got.ID || back.Name != got.Name ||
-				back.CategoryID != got.CategoryID || (back.Status == nil) != (got.Status == nil) {
-				t.Errorf("read back %+v, created %+v", back, got)
-			}
-		})
-	}
+		tests := []struct {
+			name   string
+			body   string
+			header []string
+			want   apiPet // ID is ignored
+		}{
+			{"name and category, no status", `{"name":"Rex","categoryId":1}`, nil, apiPet{Name: "Rex", CategoryID: 1}},
+			{"status available", `{"name":"Rex","categoryId":2,"status":"available"}`, nil, apiPet{Name: "Rex", CategoryID: 2, Status: str("available")}},
+			{"status pending", `{"name":"Mia","categoryId":3,"status":"pending"}`, nil, apiPet{Name: "Mia", CategoryID: 3, Status: str("pending")}},
+			{"status sold", `{"name":"Bo","categoryId":4,"status":"sold"}`, nil, apiPet{Name: "Bo", CategoryID: 4, Status: str("sold")}},
+			{"fields in another order, with spaces", "{ \"status\" : \"sold\" ,\n \"categoryId\" : 5 , \"name\" : \"Kit\" }", nil, apiPet{Name: "Kit", CategoryID: 5, Status: str("sold")}},
+			{"name with accents and emoji", `{"name":"Zoë 🐶","categoryId":1}`, nil, apiPet{Name: "Zoë 🐶", CategoryID: 1}},
+			{"name with quotes and a backslash", `{"name":"Sir \"Rex\" \\ II","categoryId":1}`, nil, apiPet{Name: `Sir "Rex" \ II`, CategoryID: 1}},
+			{"name of 200 characters", `{"name":"` + strings.Repeat("a", 200) + `","categoryId":1}`, nil, apiPet{Name: strings.Repeat("a", 200), CategoryID: 1}},
+			{"name of 200 emoji (800 bytes)", `{"name":"` + strings.Repeat("🐶", 200) + `","categoryId":1}`, nil, apiPet{Name: strings.Repeat("🐶", 200), CategoryID: 1}},
+			{"name of 200 accented letters", `{"name":"` + strings.Repeat("é", 200) + `","categoryId":1}`, nil, apiPet{Name: strings.Repeat("é", 200), CategoryID: 1}},
+			{"largest categoryId", `{"name":"Rex","categoryId":9223372036854775807}`, nil, apiPet{Name: "Rex", CategoryID: 9223372036854775807}},
+			{"Content-Type with a charset", `{"name":"Rex","categoryId":1}`, []string{"Content-Type", "application/json; charset=utf-8"}, apiPet{Name: "Rex", CategoryID: 1}},
+			{"Content-Type in capitals", `{"name":"Rex","categoryId":1}`, []string{"Content-Type", "Application/JSON"}, apiPet{Name: "Rex", CategoryID: 1}},
+			{"body of exactly 64 KiB", apiPadBody(64 << 10), nil, apiPet{Name: "Rex", CategoryID: 1}},
+		}
+		var lastID int64
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := s.do("POST", "/v1/pets", key, tt.body, tt.header...)
+				if w.Code != http.StatusCreated {
+					t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
+				}
+				apiWantJSON(t, w)
+				got := apiReadPet(t, w.Body.Bytes())
+				if got.ID <= lastID {
+					t.Errorf("id = %d, want one above the last id %d", got.ID, lastID)
+				}
+				lastID = got.ID
+				if got.Name != tt.want.Name || got.CategoryID != tt.want.CategoryID {
+					t.Errorf("pet = %q/%d, want %q/%d", got.Name, got.CategoryID, tt.want.Name, tt.want.CategoryID)
+				}
+				switch {
+				case tt.want.Status == nil && got.Status != nil:
+					t.Errorf("status = %q, want none (absent): no default is given", *got.Status)
+				case tt.want.Status != nil && (got.Status == nil || *got.Status != *tt.want.Status):
+					t.Errorf("status = %v, want %q", got.Status, *tt.want.Status)
+				}
+				if tt.want.Status == nil && bytes.Contains(w.Body.Bytes(), []byte(`"status"`)) {
+					t.Errorf("body has a status field, want it absent: %s", w.Body)
+				}
+				if loc, want := w.Header().Get("Location"), "/v1/pets/"+strconv.FormatInt(got.ID, 10); loc != want {
+					t.Errorf("Location = %q, want %q", loc, want)
+				}
+				// The pet is stored: reading it back gives the same pet.
+				r := s.do("GET", "/v1/pets/"+strconv.FormatInt(got.ID, 10), key, "")
+				if r.Code != http.StatusOK {
+					t.Fatalf("read back: HTTP status = %d; body: %s", r.Code, r.Body)
+				}
+				if back := apiReadPet(t, r.Body.Bytes()); back.ID != got.ID || back.Name != got.Name ||
+					back.CategoryID != got.CategoryID || (back.Status == nil) != (got.Status == nil) {
+					t.Errorf("read back %+v, created %+v", back, got)
+				}
+			})
+		}
+	})
 }
 
 func TestCreatePetRejectsABadBody(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	apiAddPets(s, key, "available")
-	valid := `{"name":"Rex","categoryId":1}`
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		apiAddPets(s, key, "available")
+		valid := `{"name":"Rex","categoryId":1}`
 
-	tests := []struct {
-		name       string
-		body       string
-		header     []string
-		wantStatus int
-		wantCode   string
-		mention    string // a word the message must hold
-	}{
-		{"name missing", `{"categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name null", `{"name":null,"categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name empty", `{"name":"","categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name only spaces", `{"name":"   ","categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name only tabs and newlines", `{"name":" \t\n ","categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name a number", `{"name":5,"categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name true", `{"name":true,"categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name an object", `{"name":{"first":"Rex"},"categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name an array", `{"name":["Rex"],"categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name of 201 characters", `{"name":"` + strings.Repeat("a", 201) + `","categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"name of 201 emoji", `{"name":"` + strings.Repeat("🐶", 201) + `","categoryId":1}`, nil, 400, "invalid_request", "name"},
-		{"categoryId missing", `{"name":"Rex"}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId null", `{"name":"Rex","categoryId":null}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId 0", `{"name":"Rex","categoryId":0}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId -1", `{"name":"Rex","categoryId":-1}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId 1.5", `{"name":"Rex","categoryId":1.5}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId a string", `{"name":"Rex","categoryId":"1"}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId true", `{"name":"Rex","categoryId":true}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId beyond int64", `{"name":"Rex","categoryId":9223372036854775808}`, nil, 400, "invalid_request", "categoryId"},
-		{"categoryId far beyond int64", `{"name":"Rex","categoryId":1e30}`, nil, 400, "invalid_request", "categoryId"},
-		{"status outside the enum", `{"name":"Rex","categoryId":1,"status":"lost"}`, nil, 400, "invalid_request", "status"},
-		{"status in capitals", `{"name":"Rex","categoryId":1,"status":"Available"}`, nil, 400, "invalid_request", "status"},
-		{"status empty", `{"name":"Rex","categoryId":1,"status":""}`, nil, 400, "invalid_request", "status"},
-		{"status null", `{"name":"Rex","categoryId":1,"status":null}`, nil, 400, "invalid_request", "status"},
-		{"status a number", `{"name":"Rex","categoryId":1,"status":1}`, nil, 400, "invalid_request", "status"},
-		{"unknown field", `{"name":"Rex","categoryId":1,"color":"brown"}`, nil, 400, "invalid_request", "color"},
-		{"id sent by the client", `{"id":7,"name":"Rex","categoryId":1}`, nil, 400, "invalid_request", "id"},
-		{"field name in other case", `{"Name":"Rex","categoryId":1}`, nil, 400, "invalid_request", "Name"},
-		{"trailing object after the object", valid + `{}`, nil, 400, "invalid_json", ""},
-		{"trailing text after the object", valid + ` x`, nil, 400, "invalid_json", ""},
-		{"two objects", valid + "\n" + valid, nil, 400, "invalid_json", ""},
-		{"array body", `[` + valid + `]`, nil, 400, "invalid_json", ""},
-		{"empty array body", `[]`, nil, 400, "invalid_json", ""},
-		{"string body", `"Rex"`, nil, 400, "invalid_json", ""},
-		{"number body", `42`, nil, 400, "invalid_json", ""},
-		{"null body", `null`, nil, 400, "invalid_json", ""},
-		{"empty body", ``, []string{"Content-Type", "application/json"}, 400, "invalid_json", ""},
-		{"only spaces as body", `   `, nil, 400, "invalid_json", ""},
-		{"invalid JSON: cut short", `{"name":"Rex",`, nil, 400, "invalid_json", ""},
-		{"invalid JSON: bare words", `{name:Rex}`, nil, 400, "invalid_json", ""},
-		{"invalid JSON: single quotes", `{'name':'Rex','categoryId':1}`, nil, 400, "invalid_json", ""},
-		{"no Content-Type", valid, []string{"Content-Type", ""}, 415, "unsupported_media_type", "Content-Type"},
-		{"Content-Type text/plain", valid, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", "Content-Type"},
-		{"Content-Type form", valid, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", "Content-Type"},
-		{"Content-Type malformed", valid, []string{"Content-Type", "application/json; charset"}, 415, "unsupported_media_type", "Content-Type"},
-		{"body of 64 KiB and one byte", apiPadBody(64<<10 + 1), nil, 413, "payload_too_large", ""},
-		{"name of 70,000 characters", `{"name":"` + strings.Repeat("a", 70000) + `","categoryId":1}`, nil, 413, "payload_too_large", ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := apiListBody(s, key)
-			w := s.do("POST", "/v1/pets", key, tt.body, tt.header...)
-			var mentions []string
-			if tt.mention != "" {
-				mentions = append(mentions, tt.mention)
-			}
-			apiWantError(t, w, tt.wantStatus, tt.wantCode, mentions...)
-			if loc := w.Header().Get("Location"); loc != "" {
-				t.Errorf("a rejected request has Location %q", loc)
-			}
-			if after := apiListBody(s, key); after != before {
-				t.Errorf("the list changed after a rejected request:\nbefore %s\nafter  %s", before, after)
-			}
-		})
-	}
+		tests := []struct {
+			name       string
+			body       string
+			header     []string
+			wantStatus int
+			wantCode   string
+			mention    string // a word the message must hold
+		}{
+			{"name missing", `{"categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name null", `{"name":null,"categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name empty", `{"name":"","categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name only spaces", `{"name":"   ","categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name only tabs and newlines", `{"name":" \t\n ","categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name a number", `{"name":5,"categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name true", `{"name":true,"categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name an object", `{"name":{"first":"Rex"},"categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name an array", `{"name":["Rex"],"categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name of 201 characters", `{"name":"` + strings.Repeat("a", 201) + `","categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"name of 201 emoji", `{"name":"` + strings.Repeat("🐶", 201) + `","categoryId":1}`, nil, 400, "invalid_request", "name"},
+			{"categoryId missing", `{"name":"Rex"}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId null", `{"name":"Rex","categoryId":null}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId 0", `{"name":"Rex","categoryId":0}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId -1", `{"name":"Rex","categoryId":-1}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId 1.5", `{"name":"Rex","categoryId":1.5}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId a string", `{"name":"Rex","categoryId":"1"}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId true", `{"name":"Rex","categoryId":true}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId beyond int64", `{"name":"Rex","categoryId":9223372036854775808}`, nil, 400, "invalid_request", "categoryId"},
+			{"categoryId far beyond int64", `{"name":"Rex","categoryId":1e30}`, nil, 400, "invalid_request", "categoryId"},
+			{"status outside the enum", `{"name":"Rex","categoryId":1,"status":"lost"}`, nil, 400, "invalid_request", "status"},
+			{"status in capitals", `{"name":"Rex","categoryId":1,"status":"Available"}`, nil, 400, "invalid_request", "status"},
+			{"status empty", `{"name":"Rex","categoryId":1,"status":""}`, nil, 400, "invalid_request", "status"},
+			{"status null", `{"name":"Rex","categoryId":1,"status":null}`, nil, 400, "invalid_request", "status"},
+			{"status a number", `{"name":"Rex","categoryId":1,"status":1}`, nil, 400, "invalid_request", "status"},
+			{"unknown field", `{"name":"Rex","categoryId":1,"color":"brown"}`, nil, 400, "invalid_request", "color"},
+			{"id sent by the client", `{"id":7,"name":"Rex","categoryId":1}`, nil, 400, "invalid_request", "id"},
+			{"field name in other case", `{"Name":"Rex","categoryId":1}`, nil, 400, "invalid_request", "Name"},
+			{"trailing object after the object", valid + `{}`, nil, 400, "invalid_json", ""},
+			{"trailing text after the object", valid + ` x`, nil, 400, "invalid_json", ""},
+			{"two objects", valid + "\n" + valid, nil, 400, "invalid_json", ""},
+			{"array body", `[` + valid + `]`, nil, 400, "invalid_json", ""},
+			{"empty array body", `[]`, nil, 400, "invalid_json", ""},
+			{"string body", `"Rex"`, nil, 400, "invalid_json", ""},
+			{"number body", `42`, nil, 400, "invalid_json", ""},
+			{"null body", `null`, nil, 400, "invalid_json", ""},
+			{"empty body", ``, []string{"Content-Type", "application/json"}, 400, "invalid_json", ""},
+			{"only spaces as body", `   `, nil, 400, "invalid_json", ""},
+			{"invalid JSON: cut short", `{"name":"Rex",`, nil, 400, "invalid_json", ""},
+			{"invalid JSON: bare words", `{name:Rex}`, nil, 400, "invalid_json", ""},
+			{"invalid JSON: single quotes", `{'name':'Rex','categoryId':1}`, nil, 400, "invalid_json", ""},
+			{"no Content-Type", valid, []string{"Content-Type", ""}, 415, "unsupported_media_type", "Content-Type"},
+			{"Content-Type text/plain", valid, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type", "Content-Type"},
+			{"Content-Type form", valid, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, "unsupported_media_type", "Content-Type"},
+			{"Content-Type malformed", valid, []string{"Content-Type", "application/json; charset"}, 415, "unsupported_media_type", "Content-Type"},
+			{"body of 64 KiB and one byte", apiPadBody(64<<10 + 1), nil, 413, "payload_too_large", ""},
+			{"name of 70,000 characters", `{"name":"` + strings.Repeat("a", 70000) + `","categoryId":1}`, nil, 413, "payload_too_large", ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before := apiListBody(s, key)
+				w := s.do("POST", "/v1/pets", key, tt.body, tt.header...)
+				var mentions []string
+				if tt.mention != "" {
+					mentions = append(mentions, tt.mention)
+				}
+				apiWantError(t, w, tt.wantStatus, tt.wantCode, mentions...)
+				if loc := w.Header().Get("Location"); loc != "" {
+					t.Errorf("a rejected request has Location %q", loc)
+				}
+				if after := apiListBody(s, key); after != before {
+					t.Errorf("the list changed after a rejected request:\nbefore %s\nafter  %s", before, after)
+				}
+			})
+		}
+	})
 }
 
 func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
 
-	tests := []struct {
-		name       string
-		body       string
-		wantStatus int
-	}{
-		{"small body", `{"name":"Rex","categoryId":1}`, 201},
-		{"exactly 64 KiB", apiPadBody(64 << 10), 201},
-		{"64 KiB and one byte", apiPadBody(64<<10 + 1), 413},
-		{"a name longer than 64 KiB", `{"name":"` + strings.Repeat("a", 70000) + `","categoryId":1}`, 413},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := apiPetCount(s, key)
-			// A MultiReader hides the length, as a chunked upload does.
-			req := httptest.NewRequest("POST", "/v1/pets", io.MultiReader(strings.NewReader(tt.body)))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			if req.ContentLength != -1 {
-				t.Fatalf("test setup: ContentLength = %d, want unknown", req.ContentLength)
-			}
-			w := apiSend(s, req)
-			wantCount := before
-			if tt.wantStatus == 201 {
-				if w.Code != 201 {
-					t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
+		tests := []struct {
+			name       string
+			body       string
+			wantStatus int
+		}{
+			{"small body", `{"name":"Rex","categoryId":1}`, 201},
+			{"exactly 64 KiB", apiPadBody(64 << 10), 201},
+			{"64 KiB and one byte", apiPadBody(64<<10 + 1), 413},
+			{"a name longer than 64 KiB", `{"name":"` + strings.Repeat("a", 70000) + `","categoryId":1}`, 413},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before := apiPetCount(s, key)
+				// A MultiReader hides the length, as a chunked upload does.
+				req := httptest.NewRequest("POST", "/v1/pets", io.MultiReader(strings.NewReader(tt.body)))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				if req.ContentLength != -1 {
+					t.Fatalf("test setup: ContentLength = %d, want unknown", req.ContentLength)
 				}
-				wantCount++
-			} else {
-				apiWantError(t, w, tt.wantStatus, "payload_too_large")
-			}
-			if got := apiPetCount(s, key); got != wantCount {
-				t.Errorf("pets = %d, want %d", got, wantCount)
-			}
-		})
-	}
+				w := apiSend(s, req)
+				wantCount := before
+				if tt.wantStatus == 201 {
+					if w.Code != 201 {
+						t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
+					}
+					wantCount++
+				} else {
+					apiWantError(t, w, tt.wantStatus, "payload_too_large")
+				}
+				if got := apiPetCount(s, key); got != wantCount {
+					t.Errorf("pets = %d, want %d", got, wantCount)
+				}
+			})
+		}
+	})
 }
 
 // ------------------------------------------------------------------ getPet
@@ -760,287 +772,301 @@ func TestGetPet(t *testing.T) {
 // ---------------------------------------------------------- authentication
 
 func TestAuthentication(t *testing.T) {
-	s := newTestServer(t)
-	ctx := context.Background()
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		ctx := context.Background()
+		key := s.mustCreateKey("business")
 
-	revoked := s.mustCreateKey("free")
-	hash := hashKey(revoked)
-	rk, ok, err := s.store.KeyByHash(ctx, hash[:])
-	if err != nil || !ok {
-		t.Fatalf("find the key to revoke: ok=%v err=%v", ok, err)
-	}
-	if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.keys.refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
+		revoked := s.mustCreateKey("free")
+		hash := hashKey(revoked)
+		rk, ok, err := s.store.KeyByHash(ctx, hash[:])
+		if err != nil || !ok {
+			t.Fatalf("find the key to revoke: ok=%v err=%v", ok, err)
+		}
+		if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.keys.refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
 
-	staging := newTestServerWith(t, testOptions{env: "staging"})
-	stagingKey := staging.mustCreateKey("free")
-	// A staging key stored in the production database is still refused.
-	_, stagingHere, err := createKey(ctx, s.store, "staging", "free", "test", plans["free"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.keys.refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	wrongChecksum := key[:len(key)-1] + "A"
-	if strings.HasSuffix(key, "A") {
-		wrongChecksum = key[:len(key)-1] + "B"
-	}
+		staging := newTestServerWith(t, testOptions{env: "staging"})
+		stagingKey := staging.mustCreateKey("free")
+		// A staging key stored in the production database is still refused.
+		_, stagingHere, err := createKey(ctx, s.store, "staging", "free", "test", plans["free"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.keys.refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wrongChecksum := key[:len(key)-1] + "A"
+		if strings.HasSuffix(key, "A") {
+			wrongChecksum = key[:len(key)-1] + "B"
+		}
 
-	const realm = `Bearer realm="petstore"`
-	const invalidToken = `Bearer realm="petstore", error="invalid_token"`
-	tests := []struct {
-		name          string
-		authorization string // "" sends no Authorization header
-		wantStatus    int
-		wantChallenge string
-	}{
-		{"no Authorization header", "", 401, realm},
-		{"Basic scheme", "Basic dXNlcjpwYXNz", 401, realm},
-		{"Basic scheme carrying a real key", "Basic " + key, 401, realm},
-		{"Bearer with nothing after it", "Bearer", 401, realm},
-		{"Bearer followed by spaces only", "Bearer    ", 401, realm},
-		{"unknown key", "Bearer " + newKey("production"), 401, invalidToken},
-		{"malformed key", "Bearer hello", 401, invalidToken},
-		{"key with a wrong checksum", "Bearer " + wrongChecksum, 401, invalidToken},
-		{"key cut short", "Bearer " + key[:len(key)-1], 401, invalidToken},
-		{"key with extra text", "Bearer " + key + "x", 401, invalidToken},
-		{"revoked key", "Bearer " + revoked, 401, invalidToken},
-		{"staging key on the production server", "Bearer " + stagingKey, 401, invalidToken},
-		{"staging key stored in the production database", "Bearer " + stagingHere, 401, invalidToken},
-		{"valid key", "Bearer " + key, 200, ""},
-		{"scheme in lower case", "bearer " + key, 200, ""},
-		{"scheme in capitals", "BEARER " + key, 200, ""},
-		{"several spaces after the scheme", "Bearer    " + key, 200, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := s.do("GET", "/v1/pets", "", "", "Authorization", tt.authorization)
-			if tt.wantStatus == 200 {
-				if w.Code != http.StatusOK {
-					t.Fatalf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
+		const realm = `Bearer realm="petstore"`
+		const invalidToken = `Bearer realm="petstore", error="invalid_token"`
+		tests := []struct {
+			name          string
+			authorization string // "" sends no Authorization header
+			wantStatus    int
+			wantChallenge string
+		}{
+			{"no Authorization header", "", 401, realm},
+			{"Basic scheme", "Basic dXNlcjpwYXNz", 401, realm},
+			{"Basic scheme carrying a real key", "Basic " + key, 401, realm},
+			{"Bearer with nothing after it", "Bearer", 401, realm},
+			{"Bearer followed by spaces only", "Bearer    ", 401, realm},
+			{"unknown key", "Bearer " + newKey("production"), 401, invalidToken},
+			{"malformed key", "Bearer hello", 401, invalidToken},
+			{"key with a wrong checksum", "Bearer " + wrongChecksum, 401, invalidToken},
+			{"key cut short", "Bearer " + key[:len(key)-1], 401, invalidToken},
+			{"key with extra text", "Bearer " + key + "x", 401, invalidToken},
+			{"revoked key", "Bearer " + revoked, 401, invalidToken},
+			{"staging key on the production server", "Bearer " + stagingKey, 401, invalidToken},
+			{"staging key stored in the production database", "Bearer " + stagingHere, 401, invalidToken},
+			{"valid key", "Bearer " + key, 200, ""},
+			{"scheme in lower case", "bearer " + key, 200, ""},
+			{"scheme in capitals", "BEARER " + key, 200, ""},
+			{"several spaces after the scheme", "Bearer    " + key, 200, ""},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := s.do("GET", "/v1/pets", "", "", "Authorization", tt.authorization)
+				if tt.wantStatus == 200 {
+					if w.Code != http.StatusOK {
+						t.Fatalf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
+					}
+					if c := w.Header().Get("WWW-Authenticate"); c != "" {
+						t.Errorf("a 200 has WWW-Authenticate %q", c)
+					}
+					return
 				}
-				if c := w.Header().Get("WWW-Authenticate"); c != "" {
-					t.Errorf("a 200 has WWW-Authenticate %q", c)
+				apiWantError(t, w, http.StatusUnauthorized, "unauthorized")
+				if got := w.Header().Values("WWW-Authenticate"); !slices.Equal(got, []string{tt.wantChallenge}) {
+					t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantChallenge)
 				}
-				return
-			}
+			})
+		}
+
+		t.Run("production key on the staging server", func(t *testing.T) {
+			w := staging.do("GET", "/v1/pets", key, "")
 			apiWantError(t, w, http.StatusUnauthorized, "unauthorized")
-			if got := w.Header().Values("WWW-Authenticate"); !slices.Equal(got, []string{tt.wantChallenge}) {
-				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantChallenge)
+			if got := w.Header().Get("WWW-Authenticate"); got != invalidToken {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, invalidToken)
 			}
 		})
-	}
-
-	t.Run("production key on the staging server", func(t *testing.T) {
-		w := staging.do("GET", "/v1/pets", key, "")
-		apiWantError(t, w, http.StatusUnauthorized, "unauthorized")
-		if got := w.Header().Get("WWW-Authenticate"); got != invalidToken {
-			t.Errorf("WWW-Authenticate = %q, want %q", got, invalidToken)
-		}
-	})
-	t.Run("staging key on the staging server", func(t *testing.T) {
-		if w := staging.do("GET", "/v1/pets", stagingKey, ""); w.Code != http.StatusOK {
-			t.Errorf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
-		}
+		t.Run("staging key on the staging server", func(t *testing.T) {
+			if w := staging.do("GET", "/v1/pets", stagingKey, ""); w.Code != http.StatusOK {
+				t.Errorf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
+			}
+		})
 	})
 }
 
 func TestAuthenticationComesBeforeRouting(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
 
-	tests := []struct {
-		name       string
-		method     string
-		target     string
-		withKey    bool
-		wantStatus int
-		wantCode   string
-	}{
-		{"unknown path under /v1, no key", "GET", "/v1/nothing", false, 401, "unauthorized"},
-		{"unknown path under /v1, with key", "GET", "/v1/nothing", true, 404, "not_found"},
-		{"unknown nested path under /v1, with key", "GET", "/v1/pets/1/photos", true, 404, "not_found"},
-		{"wrong method, no key", "DELETE", "/v1/pets", false, 401, "unauthorized"},
-		{"wrong method, with key", "DELETE", "/v1/pets", true, 405, "method_not_allowed"},
-		{"bad pet id, no key", "GET", "/v1/pets/abc", false, 401, "unauthorized"},
-		{"bad limit, no key", "GET", "/v1/pets?limit=0", false, 401, "unauthorized"},
-		{"bad body, no key", "POST", "/v1/pets", false, 401, "unauthorized"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			k, body := "", ""
-			if tt.withKey {
-				k = key
-			}
-			if tt.method == "POST" {
-				body = `{"name":""}`
-			}
-			w := s.do(tt.method, tt.target, k, body)
-			apiWantError(t, w, tt.wantStatus, tt.wantCode)
-		})
-	}
+		tests := []struct {
+			name       string
+			method     string
+			target     string
+			withKey    bool
+			wantStatus int
+			wantCode   string
+		}{
+			{"unknown path under /v1, no key", "GET", "/v1/nothing", false, 401, "unauthorized"},
+			{"unknown path under /v1, with key", "GET", "/v1/nothing", true, 404, "not_found"},
+			{"unknown nested path under /v1, with key", "GET", "/v1/pets/1/photos", true, 404, "not_found"},
+			{"wrong method, no key", "DELETE", "/v1/pets", false, 401, "unauthorized"},
+			{"wrong method, with key", "DELETE", "/v1/pets", true, 405, "method_not_allowed"},
+			{"bad pet id, no key", "GET", "/v1/pets/abc", false, 401, "unauthorized"},
+			{"bad limit, no key", "GET", "/v1/pets?limit=0", false, 401, "unauthorized"},
+			{"bad body, no key", "POST", "/v1/pets", false, 401, "unauthorized"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				k, body := "", ""
+				if tt.withKey {
+					k = key
+				}
+				if tt.method == "POST" {
+					body = `{"name":""}`
+				}
+				w := s.do(tt.method, tt.target, k, body)
+				apiWantError(t, w, tt.wantStatus, tt.wantCode)
+			})
+		}
+	})
 }
 
 // ------------------------------------------------ errors and the other paths
 
 func TestMethodNotAllowed(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	apiAddPets(s, key, "")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		apiAddPets(s, key, "")
 
-	tests := []struct {
-		method    string
-		target    string
-		wantAllow []string
-	}{
-		{"DELETE", "/v1/pets", []string{"GET", "POST"}},
-		{"PUT", "/v1/pets", []string{"GET", "POST"}},
-		{"PATCH", "/v1/pets", []string{"GET", "POST"}},
-		{"PUT", "/v1/pets/1", []string{"GET"}},
-		{"DELETE", "/v1/pets/1", []string{"GET"}},
-		{"POST", "/v1/pets/1", []string{"GET"}},
-		{"POST", "/v1/store/orders", []string{"GET"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
-			w := s.do(tt.method, tt.target, key, "")
-			apiWantError(t, w, http.StatusMethodNotAllowed, "method_not_allowed")
-			allow := map[string]bool{}
-			for _, m := range strings.Split(w.Header().Get("Allow"), ",") {
-				allow[strings.TrimSpace(m)] = true
-			}
-			for _, m := range tt.wantAllow {
-				if !allow[m] {
-					t.Errorf("Allow = %q, want it to hold %s", w.Header().Get("Allow"), m)
+		tests := []struct {
+			method    string
+			target    string
+			wantAllow []string
+		}{
+			{"DELETE", "/v1/pets", []string{"GET", "POST"}},
+			{"PUT", "/v1/pets", []string{"GET", "POST"}},
+			{"PATCH", "/v1/pets", []string{"GET", "POST"}},
+			{"PUT", "/v1/pets/1", []string{"GET"}},
+			{"DELETE", "/v1/pets/1", []string{"GET"}},
+			{"POST", "/v1/pets/1", []string{"GET"}},
+			{"POST", "/v1/store/orders", []string{"GET"}},
+		}
+		for _, tt := range tests {
+			t.Run(tt.method+" "+tt.target, func(t *testing.T) {
+				w := s.do(tt.method, tt.target, key, "")
+				apiWantError(t, w, http.StatusMethodNotAllowed, "method_not_allowed")
+				allow := map[string]bool{}
+				for _, m := range strings.Split(w.Header().Get("Allow"), ",") {
+					allow[strings.TrimSpace(m)] = true
 				}
-			}
-			if allow[tt.method] {
-				t.Errorf("Allow = %q holds the refused method %s", w.Header().Get("Allow"), tt.method)
-			}
-		})
-	}
+				for _, m := range tt.wantAllow {
+					if !allow[m] {
+						t.Errorf("Allow = %q, want it to hold %s", w.Header().Get("Allow"), m)
+					}
+				}
+				if allow[tt.method] {
+					t.Errorf("Allow = %q holds the refused method %s", w.Header().Get("Allow"), tt.method)
+				}
+			})
+		}
+	})
 }
 
 func TestStoreOrdersIsNotImplemented(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
 
-	t.Run("with a key", func(t *testing.T) {
-		apiWantError(t, s.do("GET", "/v1/store/orders", key, ""), http.StatusNotImplemented, "not_implemented")
-	})
-	t.Run("without a key", func(t *testing.T) {
-		w := s.do("GET", "/v1/store/orders", "", "")
-		apiWantError(t, w, http.StatusUnauthorized, "unauthorized")
+		t.Run("with a key", func(t *testing.T) {
+			apiWantError(t, s.do("GET", "/v1/store/orders", key, ""), http.StatusNotImplemented, "not_implemented")
+		})
+		t.Run("without a key", func(t *testing.T) {
+			w := s.do("GET", "/v1/store/orders", "", "")
+			apiWantError(t, w, http.StatusUnauthorized, "unauthorized")
+		})
 	})
 }
 
 func TestPathsOutsideV1(t *testing.T) {
-	s := newTestServer(t)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
 
-	tests := []struct {
-		name       string
-		target     string
-		wantStatus int
-	}{
-		{"health check", "/healthz", 200},
-		{"readiness check", "/readyz", 200},
-		{"root", "/", 404},
-		{"pets without the version", "/pets", 404},
-		{"another version", "/v2/pets", 404},
-		{"unknown file", "/favicon.ico", 404},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := s.do("GET", tt.target, "", "")
-			if tt.wantStatus == 200 {
-				if w.Code != http.StatusOK {
-					t.Errorf("HTTP status = %d, want 200 without a key; body: %s", w.Code, w.Body)
+		tests := []struct {
+			name       string
+			target     string
+			wantStatus int
+		}{
+			{"health check", "/healthz", 200},
+			{"readiness check", "/readyz", 200},
+			{"root", "/", 404},
+			{"pets without the version", "/pets", 404},
+			{"another version", "/v2/pets", 404},
+			{"unknown file", "/favicon.ico", 404},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := s.do("GET", tt.target, "", "")
+				if tt.wantStatus == 200 {
+					if w.Code != http.StatusOK {
+						t.Errorf("HTTP status = %d, want 200 without a key; body: %s", w.Code, w.Body)
+					}
+					apiWantJSON(t, w)
+					return
 				}
-				apiWantJSON(t, w)
-				return
-			}
-			apiWantError(t, w, tt.wantStatus, "not_found")
-		})
-	}
+				apiWantError(t, w, tt.wantStatus, "not_found")
+			})
+		}
+	})
 }
 
 func TestRequestID(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
 
-	tests := []struct {
-		name   string
-		target string
-		key    string
-	}{
-		{"on a 200", "/v1/pets", key},
-		{"on a 401", "/v1/pets", ""},
-		{"on a 404", "/v1/pets/999", key},
-		{"on a health check", "/healthz", ""},
-		{"outside /v1", "/nothing", ""},
-	}
-	for _, tt := range tests {
-		t.Run("echoed "+tt.name, func(t *testing.T) {
-			w := s.do("GET", tt.target, tt.key, "", "X-Request-Id", "req-42-abc")
-			if got := w.Header().Get("X-Request-Id"); got != "req-42-abc" {
-				t.Errorf("X-Request-Id = %q, want the one sent, req-42-abc", got)
-			}
-		})
-		t.Run("generated "+tt.name, func(t *testing.T) {
-			a := s.do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
-			b := s.do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
-			if a == "" || b == "" {
-				t.Fatalf("X-Request-Id = %q and %q, want one generated", a, b)
-			}
-			if a == b {
-				t.Errorf("two requests got the same X-Request-Id %q", a)
-			}
-		})
-	}
+		tests := []struct {
+			name   string
+			target string
+			key    string
+		}{
+			{"on a 200", "/v1/pets", key},
+			{"on a 401", "/v1/pets", ""},
+			{"on a 404", "/v1/pets/999", key},
+			{"on a health check", "/healthz", ""},
+			{"outside /v1", "/nothing", ""},
+		}
+		for _, tt := range tests {
+			t.Run("echoed "+tt.name, func(t *testing.T) {
+				w := s.do("GET", tt.target, tt.key, "", "X-Request-Id", "req-42-abc")
+				if got := w.Header().Get("X-Request-Id"); got != "req-42-abc" {
+					t.Errorf("X-Request-Id = %q, want the one sent, req-42-abc", got)
+				}
+			})
+			t.Run("generated "+tt.name, func(t *testing.T) {
+				a := s.do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
+				b := s.do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
+				if a == "" || b == "" {
+					t.Fatalf("X-Request-Id = %q and %q, want one generated", a, b)
+				}
+				if a == b {
+					t.Errorf("two requests got the same X-Request-Id %q", a)
+				}
+			})
+		}
+	})
 }
 
 // TestEveryErrorHasTheErrorShape walks one request to each error the service
 // gives and checks the shape, status and content type of each.
 func TestEveryErrorHasTheErrorShape(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
 
-	tests := []struct {
-		name       string
-		method     string
-		target     string
-		key        string
-		body       string
-		header     []string
-		wantStatus int
-		wantCode   string
-	}{
-		{"bad query parameter", "GET", "/v1/pets?limit=0", key, "", nil, 400, "invalid_request"},
-		{"bad body value", "POST", "/v1/pets", key, `{"name":"Rex"}`, nil, 400, "invalid_request"},
-		{"body not JSON", "POST", "/v1/pets", key, `{`, nil, 400, "invalid_json"},
-		{"bad path parameter", "GET", "/v1/pets/x", key, "", nil, 400, "invalid_request"},
-		{"no key", "GET", "/v1/pets", "", "", nil, 401, "unauthorized"},
-		{"unknown pet", "GET", "/v1/pets/12345", key, "", nil, 404, "not_found"},
-		{"unknown path", "GET", "/v1/unknown", key, "", nil, 404, "not_found"},
-		{"path outside /v1", "GET", "/unknown", "", "", nil, 404, "not_found"},
-		{"wrong method", "DELETE", "/v1/pets", key, "", nil, 405, "method_not_allowed"},
-		{"body too large", "POST", "/v1/pets", key, apiPadBody(100 << 10), nil, 413, "payload_too_large"},
-		{"wrong content type", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
-		{"idempotency key too long", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "invalid_request"},
-		{"store orders", "GET", "/v1/store/orders", key, "", nil, 501, "not_implemented"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := s.do(tt.method, tt.target, tt.key, tt.body, tt.header...)
-			apiWantError(t, w, tt.wantStatus, tt.wantCode)
-		})
-	}
+		tests := []struct {
+			name       string
+			method     string
+			target     string
+			key        string
+			body       string
+			header     []string
+			wantStatus int
+			wantCode   string
+		}{
+			{"bad query parameter", "GET", "/v1/pets?limit=0", key, "", nil, 400, "invalid_request"},
+			{"bad body value", "POST", "/v1/pets", key, `{"name":"Rex"}`, nil, 400, "invalid_request"},
+			{"body not JSON", "POST", "/v1/pets", key, `{`, nil, 400, "invalid_json"},
+			{"bad path parameter", "GET", "/v1/pets/x", key, "", nil, 400, "invalid_request"},
+			{"no key", "GET", "/v1/pets", "", "", nil, 401, "unauthorized"},
+			{"unknown pet", "GET", "/v1/pets/12345", key, "", nil, 404, "not_found"},
+			{"unknown path", "GET", "/v1/unknown", key, "", nil, 404, "not_found"},
+			{"path outside /v1", "GET", "/unknown", "", "", nil, 404, "not_found"},
+			{"wrong method", "DELETE", "/v1/pets", key, "", nil, 405, "method_not_allowed"},
+			{"body too large", "POST", "/v1/pets", key, apiPadBody(100 << 10), nil, 413, "payload_too_large"},
+			{"wrong content type", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, []string{"Content-Type", "text/plain"}, 415, "unsupported_media_type"},
+			{"idempotency key too long", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "invalid_request"},
+			{"store orders", "GET", "/v1/store/orders", key, "", nil, 501, "not_implemented"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				w := s.do(tt.method, tt.target, tt.key, tt.body, tt.header...)
+				apiWantError(t, w, tt.wantStatus, tt.wantCode)
+			})
+		}
+	})
 }
 
 // ------------------------------------------------------------- SPEC.md §7
@@ -1048,40 +1074,42 @@ func TestEveryErrorHasTheErrorShape(t *testing.T) {
 // TestSpecErrorTable has one row per line of SPEC.md §7, on each operation it
 // applies to.
 func TestSpecErrorTable(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	pets := apiAddPets(s, key, "available")
-	existing := "/v1/pets/" + strconv.FormatInt(pets[0].ID, 10)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		pets := apiAddPets(s, key, "available")
+		existing := "/v1/pets/" + strconv.FormatInt(pets[0].ID, 10)
 
-	tests := []struct {
-		name       string
-		method     string
-		target     string
-		key        string
-		body       string
-		wantStatus int
-		wantCode   string
-	}{
-		{"400: createPet with a required field missing", "POST", "/v1/pets", key, `{"name":"Rex"}`, 400, "invalid_request"},
-		{"400: createPet with an invalid value", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1,"status":"lost"}`, 400, "invalid_request"},
-		{"401: listPets without a key", "GET", "/v1/pets", "", "", 401, "unauthorized"},
-		{"401: createPet without a key", "POST", "/v1/pets", "", `{"name":"Rex","categoryId":1}`, 401, "unauthorized"},
-		{"401: getPet without a key", "GET", existing, "", "", 401, "unauthorized"},
-		{"401: listPets with an invalid key", "GET", "/v1/pets", "psk_live_invalid", "", 401, "unauthorized"},
-		{"401: createPet with an invalid key", "POST", "/v1/pets", "psk_live_invalid", `{"name":"Rex","categoryId":1}`, 401, "unauthorized"},
-		{"401: getPet with an invalid key", "GET", existing, "psk_live_invalid", "", 401, "unauthorized"},
-		{"404: getPet of an animal not there", "GET", "/v1/pets/424242", key, "", 404, "not_found"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := apiPetCount(s, key)
-			w := s.do(tt.method, tt.target, tt.key, tt.body)
-			apiWantError(t, w, tt.wantStatus, tt.wantCode)
-			if after := apiPetCount(s, key); after != before {
-				t.Errorf("pets went from %d to %d after a %d", before, after, tt.wantStatus)
-			}
-		})
-	}
+		tests := []struct {
+			name       string
+			method     string
+			target     string
+			key        string
+			body       string
+			wantStatus int
+			wantCode   string
+		}{
+			{"400: createPet with a required field missing", "POST", "/v1/pets", key, `{"name":"Rex"}`, 400, "invalid_request"},
+			{"400: createPet with an invalid value", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1,"status":"lost"}`, 400, "invalid_request"},
+			{"401: listPets without a key", "GET", "/v1/pets", "", "", 401, "unauthorized"},
+			{"401: createPet without a key", "POST", "/v1/pets", "", `{"name":"Rex","categoryId":1}`, 401, "unauthorized"},
+			{"401: getPet without a key", "GET", existing, "", "", 401, "unauthorized"},
+			{"401: listPets with an invalid key", "GET", "/v1/pets", "psk_live_invalid", "", 401, "unauthorized"},
+			{"401: createPet with an invalid key", "POST", "/v1/pets", "psk_live_invalid", `{"name":"Rex","categoryId":1}`, 401, "unauthorized"},
+			{"401: getPet with an invalid key", "GET", existing, "psk_live_invalid", "", 401, "unauthorized"},
+			{"404: getPet of an animal not there", "GET", "/v1/pets/424242", key, "", 404, "not_found"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before := apiPetCount(s, key)
+				w := s.do(tt.method, tt.target, tt.key, tt.body)
+				apiWantError(t, w, tt.wantStatus, tt.wantCode)
+				if after := apiPetCount(s, key); after != before {
+					t.Errorf("pets went from %d to %d after a %d", before, after, tt.wantStatus)
+				}
+			})
+		}
+	})
 }
 
 // TestTooManyRequests is SPEC.md §7's 429 row: on any API request, with
@@ -1101,43 +1129,47 @@ func TestTooManyRequests(t *testing.T) {
 		{"store orders over a Free key's minute", true, "GET", "/v1/store/orders", "", 501},
 		{"no key, over the client address's minute", false, "GET", "/v1/pets", "", 401},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newTestServer(t)
-			key := ""
-			if tt.withKey {
-				key = s.mustCreateKey("free")
-			}
-			for i := 0; i < 60; i++ {
-				if w := s.do("GET", "/v1/pets", key, ""); w.Code == http.StatusTooManyRequests {
-					t.Fatalf("request %d of 60 got 429", i+1)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				s := newTestServerWith(t, opts)
+				key := ""
+				if tt.withKey {
+					key = s.mustCreateKey("free")
 				}
-			}
-			w := s.do(tt.method, tt.target, key, tt.body)
-			apiWantError(t, w, http.StatusTooManyRequests, "rate_limited")
-			retry, err := strconv.Atoi(w.Header().Get("Retry-After"))
-			if err != nil || retry < 1 {
-				t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
-			}
-			s.clock.advance(time.Duration(retry) * time.Second)
-			if w := s.do(tt.method, tt.target, key, tt.body); w.Code != tt.wantOK {
-				t.Errorf("after waiting Retry-After: HTTP status = %d, want %d; body: %s", w.Code, tt.wantOK, w.Body)
-			}
-		})
-	}
+				for i := 0; i < 60; i++ {
+					if w := s.do("GET", "/v1/pets", key, ""); w.Code == http.StatusTooManyRequests {
+						t.Fatalf("request %d of 60 got 429", i+1)
+					}
+				}
+				w := s.do(tt.method, tt.target, key, tt.body)
+				apiWantError(t, w, http.StatusTooManyRequests, "rate_limited")
+				retry, err := strconv.Atoi(w.Header().Get("Retry-After"))
+				if err != nil || retry < 1 {
+					t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
+				}
+				s.clock.advance(time.Duration(retry) * time.Second)
+				if w := s.do(tt.method, tt.target, key, tt.body); w.Code != tt.wantOK {
+					t.Errorf("after waiting Retry-After: HTTP status = %d, want %d; body: %s", w.Code, tt.wantOK, w.Body)
+				}
+			})
+		}
+	})
 }
 
 func TestOpenAPIDocumentNeedsNoKey(t *testing.T) {
-	s := newTestServer(t)
-	for _, key := range []string{"", s.mustCreateKey("business")} {
-		w := s.do("GET", "/v1/openapi.yaml", key, "")
-		if w.Code != http.StatusOK {
-			t.Fatalf("key %q: HTTP status = %d, want 200; body: %.200s", key, w.Code, w.Body)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		for _, key := range []string{"", s.mustCreateKey("business")} {
+			w := s.do("GET", "/v1/openapi.yaml", key, "")
+			if w.Code != http.StatusOK {
+				t.Fatalf("key %q: HTTP status = %d, want 200; body: %.200s", key, w.Code, w.Body)
+			}
+			if !strings.HasPrefix(w.Body.String(), "openapi: 3.1") {
+				t.Errorf("body does not start with openapi: 3.1: %.80q", w.Body)
+			}
 		}
-		if !strings.HasPrefix(w.Body.String(), "openapi: 3.1") {
-			t.Errorf("body does not start with openapi: 3.1: %.80q", w.Body)
-		}
-	}
+	})
 }
 
 // TestConcurrentCreatesAreListedOnceInOrder creates pets from many clients at
@@ -1209,13 +1241,15 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 }
 
 func TestABodyCutShortIsCalledCutShort(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("pro")
-	for _, body := range []string{`{`, `{"name":`, `{"name":"a",`, `{"name":"a","categoryId":1`} {
-		w := s.do("POST", "/v1/pets", key, body)
-		apiWantError(t, w, 400, "invalid_json", "ends in the middle")
-	}
-	apiWantError(t, s.do("POST", "/v1/pets", key, " ", "Content-Type", "application/json"), 400, "invalid_json", "empty")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("pro")
+		for _, body := range []string{`{`, `{"name":`, `{"name":"a",`, `{"name":"a","categoryId":1`} {
+			w := s.do("POST", "/v1/pets", key, body)
+			apiWantError(t, w, 400, "invalid_json", "ends in the middle")
+		}
+		apiWantError(t, s.do("POST", "/v1/pets", key, " ", "Content-Type", "application/json"), 400, "invalid_json", "empty")
+	})
 }
 
 // Small bodies get their Content-Length from net/http, large ones from

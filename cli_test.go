@@ -630,140 +630,144 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 
 func TestKeysListNeverShowsKeys(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
-		db := filepath.Join(t.TempDir(), "keys.db")
-		tokens := []string{
-			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "alpha"),
-			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70"),
-			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "pro", "--name", "gamma"),
-		}
-		keys := listKeysJSON(t, petstore, db)
-		if len(keys) != 3 {
-			t.Fatalf("keys list --json: %d keys, want 3", len(keys))
-		}
-		res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[2].ID, 10))
-		if res.code != 0 {
-			t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
-		}
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		bothWays(t, func(t *testing.T, petstore cliRunner) {
+			db := opts.db(t, filepath.Join(t.TempDir(), "keys.db"))
+			tokens := []string{
+				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "alpha"),
+				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70"),
+				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "pro", "--name", "gamma"),
+			}
+			keys := listKeysJSON(t, petstore, db)
+			if len(keys) != 3 {
+				t.Fatalf("keys list --json: %d keys, want 3", len(keys))
+			}
+			res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[2].ID, 10))
+			if res.code != 0 {
+				t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
+			}
 
-		table := petstore(t, nil, "keys", "list", "--db", db)
-		if table.code != 0 {
-			t.Fatalf("keys list: exit status %d\n%s", table.code, table.stderr)
-		}
-		jsonOut := petstore(t, nil, "keys", "list", "--db", db, "--json")
-		for _, out := range []string{table.stdout, table.stderr, jsonOut.stdout, jsonOut.stderr} {
-			for _, token := range tokens {
-				sum := sha256.Sum256([]byte(token))
-				for _, secret := range []string{token, hex.EncodeToString(sum[:]), base64.StdEncoding.EncodeToString(sum[:])} {
-					if strings.Contains(strings.ToLower(out), strings.ToLower(secret)) {
-						t.Errorf("keys list shows a key or its hash %s:\n%s", secret, out)
+			table := petstore(t, nil, "keys", "list", "--db", db)
+			if table.code != 0 {
+				t.Fatalf("keys list: exit status %d\n%s", table.code, table.stderr)
+			}
+			jsonOut := petstore(t, nil, "keys", "list", "--db", db, "--json")
+			for _, out := range []string{table.stdout, table.stderr, jsonOut.stdout, jsonOut.stderr} {
+				for _, token := range tokens {
+					sum := sha256.Sum256([]byte(token))
+					for _, secret := range []string{token, hex.EncodeToString(sum[:]), base64.StdEncoding.EncodeToString(sum[:])} {
+						if strings.Contains(strings.ToLower(out), strings.ToLower(secret)) {
+							t.Errorf("keys list shows a key or its hash %s:\n%s", secret, out)
+						}
 					}
 				}
 			}
-		}
 
-		t.Run("table", func(t *testing.T) {
-			lines := strings.Split(strings.TrimSuffix(table.stdout, "\n"), "\n")
-			if len(lines) != 4 {
-				t.Fatalf("%d lines, want a header and 3 keys:\n%s", len(lines), table.stdout)
-			}
-			header := strings.Fields(lines[0])
-			if len(header) != 7 || !strings.EqualFold(header[0], "id") {
-				t.Errorf("header %q, want 7 columns, id first", lines[0])
-			}
-			want := [][]string{
-				{strconv.FormatInt(keys[0].ID, 10), "alpha", "free", "60", "1000"},
-				{strconv.FormatInt(keys[1].ID, 10), "", "enterprise", "7", "70"},
-				{strconv.FormatInt(keys[2].ID, 10), "gamma", "pro", "300", "10000"},
-			}
-			var revoked []string
-			for i, line := range lines[1:] {
-				f := strings.Fields(line)
-				if len(f) != 7 {
-					t.Errorf("line %q has %d columns, want 7 (id, name, plan, per-minute, per-day, created, revoked)", line, len(f))
-					continue
+			t.Run("table", func(t *testing.T) {
+				lines := strings.Split(strings.TrimSuffix(table.stdout, "\n"), "\n")
+				if len(lines) != 4 {
+					t.Fatalf("%d lines, want a header and 3 keys:\n%s", len(lines), table.stdout)
 				}
-				w := want[i]
-				if f[0] != w[0] || (w[1] != "" && f[1] != w[1]) || f[2] != w[2] || f[3] != w[3] || f[4] != w[4] {
-					t.Errorf("line %q, want it to start %q", line, strings.Join(w, " "))
+				header := strings.Fields(lines[0])
+				if len(header) != 7 || !strings.EqualFold(header[0], "id") {
+					t.Errorf("header %q, want 7 columns, id first", lines[0])
 				}
-				revoked = append(revoked, f[6])
-			}
-			if len(revoked) == 3 && (revoked[0] != revoked[1] || revoked[2] == revoked[0]) {
-				t.Errorf("revoked column %q: want the two active keys alike and the revoked one different", revoked)
-			}
-		})
+				want := [][]string{
+					{strconv.FormatInt(keys[0].ID, 10), "alpha", "free", "60", "1000"},
+					{strconv.FormatInt(keys[1].ID, 10), "", "enterprise", "7", "70"},
+					{strconv.FormatInt(keys[2].ID, 10), "gamma", "pro", "300", "10000"},
+				}
+				var revoked []string
+				for i, line := range lines[1:] {
+					f := strings.Fields(line)
+					if len(f) != 7 {
+						t.Errorf("line %q has %d columns, want 7 (id, name, plan, per-minute, per-day, created, revoked)", line, len(f))
+						continue
+					}
+					w := want[i]
+					if f[0] != w[0] || (w[1] != "" && f[1] != w[1]) || f[2] != w[2] || f[3] != w[3] || f[4] != w[4] {
+						t.Errorf("line %q, want it to start %q", line, strings.Join(w, " "))
+					}
+					revoked = append(revoked, f[6])
+				}
+				if len(revoked) == 3 && (revoked[0] != revoked[1] || revoked[2] == revoked[0]) {
+					t.Errorf("revoked column %q: want the two active keys alike and the revoked one different", revoked)
+				}
+			})
 
-		t.Run("json", func(t *testing.T) {
-			var raw []map[string]any
-			cliDecode(t, jsonOut.stdout, &raw)
-			wantFields := []string{"created", "id", "name", "perDay", "perMinute", "plan", "revoked"}
-			for _, obj := range raw {
-				var got []string
-				for f := range obj {
-					got = append(got, f)
+			t.Run("json", func(t *testing.T) {
+				var raw []map[string]any
+				cliDecode(t, jsonOut.stdout, &raw)
+				wantFields := []string{"created", "id", "name", "perDay", "perMinute", "plan", "revoked"}
+				for _, obj := range raw {
+					var got []string
+					for f := range obj {
+						got = append(got, f)
+					}
+					slices.Sort(got)
+					if !slices.Equal(got, wantFields) {
+						t.Errorf("fields %q, want %q", got, wantFields)
+					}
 				}
-				slices.Sort(got)
-				if !slices.Equal(got, wantFields) {
-					t.Errorf("fields %q, want %q", got, wantFields)
+				want := []struct {
+					name, plan string
+					rpm, rpd   int64
+					revoked    bool
+				}{
+					{"alpha", "free", 60, 1000, false},
+					{"", "enterprise", 7, 70, false},
+					{"gamma", "pro", 300, 10000, true},
 				}
-			}
-			want := []struct {
-				name, plan string
-				rpm, rpd   int64
-				revoked    bool
-			}{
-				{"alpha", "free", 60, 1000, false},
-				{"", "enterprise", 7, 70, false},
-				{"gamma", "pro", 300, 10000, true},
-			}
-			keys := listKeysJSON(t, petstore, db)
-			if len(keys) != len(want) {
-				t.Fatalf("%d keys, want %d", len(keys), len(want))
-			}
-			for i, k := range keys {
-				w := want[i]
-				if k.Name != w.name || k.Plan != w.plan || k.PerMinute != w.rpm || k.PerDay != w.rpd || (k.Revoked != nil) != w.revoked {
-					t.Errorf("key %d: %+v, want %+v", i, k, w)
+				keys := listKeysJSON(t, petstore, db)
+				if len(keys) != len(want) {
+					t.Fatalf("%d keys, want %d", len(keys), len(want))
 				}
-				if since := time.Since(k.Created); since < -time.Minute || since > time.Minute {
-					t.Errorf("key %d created %v, want about now", i, k.Created)
+				for i, k := range keys {
+					w := want[i]
+					if k.Name != w.name || k.Plan != w.plan || k.PerMinute != w.rpm || k.PerDay != w.rpd || (k.Revoked != nil) != w.revoked {
+						t.Errorf("key %d: %+v, want %+v", i, k, w)
+					}
+					if since := time.Since(k.Created); since < -time.Minute || since > time.Minute {
+						t.Errorf("key %d created %v, want about now", i, k.Created)
+					}
 				}
-			}
+			})
 		})
 	})
 }
 
 func TestKeysRevoke(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
-		db := filepath.Join(t.TempDir(), "keys.db")
-		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "keep")
-		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "drop")
-		keys := listKeysJSON(t, petstore, db)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		bothWays(t, func(t *testing.T, petstore cliRunner) {
+			db := opts.db(t, filepath.Join(t.TempDir(), "keys.db"))
+			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "keep")
+			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "drop")
+			keys := listKeysJSON(t, petstore, db)
 
-		t.Run("a known key", func(t *testing.T) {
-			res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[1].ID, 10))
-			if res.code != 0 {
-				t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+			t.Run("a known key", func(t *testing.T) {
+				res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[1].ID, 10))
+				if res.code != 0 {
+					t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+				}
+				after := listKeysJSON(t, petstore, db)
+				if after[0].Revoked != nil || after[1].Revoked == nil {
+					t.Errorf("after revoking key %d: %+v", keys[1].ID, after)
+				}
+			})
+			t.Run("an unknown id", func(t *testing.T) {
+				wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db, "999"), 1)
+			})
+			t.Run("an id that is not a number", func(t *testing.T) {
+				wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db, "alpha"), 2)
+			})
+			t.Run("no id", func(t *testing.T) {
+				wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db), 2)
+			})
+			if after := listKeysJSON(t, petstore, db); after[0].Revoked != nil {
+				t.Errorf("key %d was revoked by a failed command", after[0].ID)
 			}
-			after := listKeysJSON(t, petstore, db)
-			if after[0].Revoked != nil || after[1].Revoked == nil {
-				t.Errorf("after revoking key %d: %+v", keys[1].ID, after)
-			}
 		})
-		t.Run("an unknown id", func(t *testing.T) {
-			wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db, "999"), 1)
-		})
-		t.Run("an id that is not a number", func(t *testing.T) {
-			wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db, "alpha"), 2)
-		})
-		t.Run("no id", func(t *testing.T) {
-			wantFailure(t, petstore(t, nil, "keys", "revoke", "--db", db), 2)
-		})
-		if after := listKeysJSON(t, petstore, db); after[0].Revoked != nil {
-			t.Errorf("key %d was revoked by a failed command", after[0].ID)
-		}
 	})
 }
 
@@ -809,291 +813,303 @@ func TestVersion(t *testing.T) {
 
 func TestRunServesUntilContextEnds(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "petstore.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &syncBuffer{}
-	exited := make(chan struct{})
-	var runErr error
-	go func() {
-		runErr = run(ctx, []string{"petstore", "serve", "--addr", "127.0.0.1:0", "--db", db},
-			func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
-		close(exited)
-	}()
-	t.Cleanup(func() { cancel(); <-exited }) // before the database's directory goes
-	url := "http://" + waitServing(t, stderr, exited)
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	waitHealthy(t, client, url)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		db := opts.db(t, filepath.Join(t.TempDir(), "petstore.db"))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stderr := &syncBuffer{}
+		exited := make(chan struct{})
+		var runErr error
+		go func() {
+			runErr = run(ctx, []string{"petstore", "serve", "--addr", "127.0.0.1:0", "--db", db},
+				func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
+			close(exited)
+		}()
+		t.Cleanup(func() { cancel(); <-exited }) // before the database's directory goes
+		url := "http://" + waitServing(t, stderr, exited)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		waitHealthy(t, client, url)
 
-	key := cliAnyKey.FindString(stderr.String())
-	if !cliKeyPattern["production"].MatchString(key) {
-		t.Fatalf("no bootstrap key on standard error:\n%s", stderr)
-	}
-	req, _ := http.NewRequest("GET", url+"/v1/pets", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /v1/pets with the bootstrap key: %d, want 200", resp.StatusCode)
-	}
+		key := cliAnyKey.FindString(stderr.String())
+		if !cliKeyPattern["production"].MatchString(key) {
+			t.Fatalf("no bootstrap key on standard error:\n%s", stderr)
+		}
+		req, _ := http.NewRequest("GET", url+"/v1/pets", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET /v1/pets with the bootstrap key: %d, want 200", resp.StatusCode)
+		}
 
-	cancel()
-	select {
-	case <-exited:
-		if runErr != nil {
-			t.Errorf("run returned %v after its context ended, want nil", runErr)
+		cancel()
+		select {
+		case <-exited:
+			if runErr != nil {
+				t.Errorf("run returned %v after its context ended, want nil", runErr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("run still serving 10 s after its context ended")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run still serving 10 s after its context ended")
-	}
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
-			t.Errorf("a log line holds an API key: %s", line)
+		for _, line := range strings.Split(stderr.String(), "\n") {
+			if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
+				t.Errorf("a log line holds an API key: %s", line)
+			}
 		}
-	}
+	})
 }
 
 // The binary as a server.
 
 func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "petstore.db")
-	s := startPetstore(t, dir, "--db", db) // serve is the default command
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		dir := t.TempDir()
+		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
-	printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
-	if len(printed) != 1 {
-		t.Fatalf("the first start printed %d distinct keys, want 1:\n%s", len(printed), s.stderr)
-	}
-	key := printed[0]
-	if !cliKeyPattern["production"].MatchString(key) {
-		t.Errorf("bootstrap key %q does not match %s", key, cliKeyPattern["production"])
-	}
-	if _, body := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK); strings.TrimSpace(body) != "[]" {
-		t.Errorf("GET /v1/pets on an empty store: %s, want []", body)
-	}
-	// One character changed: the checksum no longer matches.
-	typo := []byte(key)
-	if i := len("psk_live_"); typo[i] == 'A' {
-		typo[i] = 'B'
-	} else {
-		typo[i] = 'A'
-	}
-	s.wantStatus("GET", "/v1/pets", string(typo), "", http.StatusUnauthorized)
+		printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
+		if len(printed) != 1 {
+			t.Fatalf("the first start printed %d distinct keys, want 1:\n%s", len(printed), s.stderr)
+		}
+		key := printed[0]
+		if !cliKeyPattern["production"].MatchString(key) {
+			t.Errorf("bootstrap key %q does not match %s", key, cliKeyPattern["production"])
+		}
+		if _, body := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK); strings.TrimSpace(body) != "[]" {
+			t.Errorf("GET /v1/pets on an empty store: %s, want []", body)
+		}
+		// One character changed: the checksum no longer matches.
+		typo := []byte(key)
+		if i := len("psk_live_"); typo[i] == 'A' {
+			typo[i] = 'B'
+		} else {
+			typo[i] = 'A'
+		}
+		s.wantStatus("GET", "/v1/pets", string(typo), "", http.StatusUnauthorized)
 
-	keys := listKeysJSON(t, viaBinary, db)
-	if len(keys) != 1 || keys[0].Name != "bootstrap" || keys[0].Plan != "free" {
-		t.Errorf("keys list after the first start: %+v, want one free key named bootstrap", keys)
-	}
-	if code := s.stop(syscall.SIGTERM); code != 0 {
-		t.Errorf("exit status %d after SIGTERM, want 0", code)
-	}
+		keys := listKeysJSON(t, viaBinary, db)
+		if len(keys) != 1 || keys[0].Name != "bootstrap" || keys[0].Plan != "free" {
+			t.Errorf("keys list after the first start: %+v, want one free key named bootstrap", keys)
+		}
+		if code := s.stop(syscall.SIGTERM); code != 0 {
+			t.Errorf("exit status %d after SIGTERM, want 0", code)
+		}
 
-	again := startPetstore(t, dir, "--db", db)
-	if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 {
-		t.Errorf("the second start printed keys %q, want none:\n%s", got, again.stderr)
-	}
-	again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
-	if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 {
-		t.Errorf("the second start made another key: %+v", keys)
-	}
+		again := startPetstore(t, dir, "--db", db)
+		if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 {
+			t.Errorf("the second start printed keys %q, want none:\n%s", got, again.stderr)
+		}
+		again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 {
+			t.Errorf("the second start made another key: %+v", keys)
+		}
+	})
 }
 
 func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "petstore.db")
-	s := startPetstore(t, dir, "serve", "--db", db)
-	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		dir := t.TempDir()
+		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		s := startPetstore(t, dir, "serve", "--db", db)
+		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 
-	for _, args := range [][]string{
-		{"--plan", "pro", "--name", "new-pro"},
-		{"--plan", "enterprise", "--rpm", "50", "--rpd", "500", "--name", "new-enterprise"},
-	} {
-		key := mustCreateKeyCLI(t, viaBinary, append([]string{"--db", db}, args...)...)
-		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK) // the first try, no retry
-		s.wantStatus("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, http.StatusCreated)
-	}
+		for _, args := range [][]string{
+			{"--plan", "pro", "--name", "new-pro"},
+			{"--plan", "enterprise", "--rpm", "50", "--rpd", "500", "--name", "new-enterprise"},
+		} {
+			key := mustCreateKeyCLI(t, viaBinary, append([]string{"--db", db}, args...)...)
+			s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK) // the first try, no retry
+			s.wantStatus("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, http.StatusCreated)
+		}
+	})
 }
 
 func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "petstore.db")
-	s := startPetstore(t, dir, "serve", "--db", db)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
-	s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
-	id := keyIDByName(t, db, "doomed")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		dir := t.TempDir()
+		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		s := startPetstore(t, dir, "serve", "--db", db)
+		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
+		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		id := keyIDByName(t, db, "doomed")
 
-	res := petstoreCmd(t, "keys", "revoke", "--db", db, strconv.FormatInt(id, 10))
-	revoked := time.Now()
-	if res.code != 0 {
-		t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
-	}
-	for {
-		resp, body := s.request("GET", "/v1/pets", key, "")
-		if resp.StatusCode == http.StatusUnauthorized {
-			if took := time.Since(revoked); took >= time.Second {
-				t.Errorf("the revoked key was refused %v after keys revoke returned, want within 1 s", took)
+		res := petstoreCmd(t, "keys", "revoke", "--db", db, strconv.FormatInt(id, 10))
+		revoked := time.Now()
+		if res.code != 0 {
+			t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
+		}
+		for {
+			resp, body := s.request("GET", "/v1/pets", key, "")
+			if resp.StatusCode == http.StatusUnauthorized {
+				if took := time.Since(revoked); took >= time.Second {
+					t.Errorf("the revoked key was refused %v after keys revoke returned, want within 1 s", took)
+				}
+				var e struct{ Code string }
+				cliDecode(t, body, &e)
+				if e.Code != "unauthorized" {
+					t.Errorf("code %q, want unauthorized", e.Code)
+				}
+				break
 			}
-			var e struct{ Code string }
-			cliDecode(t, body, &e)
-			if e.Code != "unauthorized" {
-				t.Errorf("code %q, want unauthorized", e.Code)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /v1/pets with the key being revoked: %d %s", resp.StatusCode, body)
 			}
-			break
+			if time.Since(revoked) > 5*time.Second {
+				t.Fatal("the revoked key is still accepted 5 s after keys revoke returned")
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /v1/pets with the key being revoked: %d %s", resp.StatusCode, body)
-		}
-		if time.Since(revoked) > 5*time.Second {
-			t.Fatal("the revoked key is still accepted 5 s after keys revoke returned")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK) // other keys still work
+		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK) // other keys still work
+	})
 }
 
 func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	db := filepath.Join(dir, "petstore.db")
-	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "100000", "--rpd", "1000000")
-	s := startPetstore(t, dir, "serve", "--db", db)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		dir := t.TempDir()
+		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "100000", "--rpd", "1000000")
+		s := startPetstore(t, dir, "serve", "--db", db)
 
-	statuses := []string{"available", "pending", "sold", ""}
-	var acked []map[string]any
-	for i := range 50 {
-		body := fmt.Sprintf(`{"name":"pet %d","categoryId":%d`, i, i+1)
-		if st := statuses[i%len(statuses)]; st != "" {
-			body += `,"status":"` + st + `"`
+		statuses := []string{"available", "pending", "sold", ""}
+		var acked []map[string]any
+		for i := range 50 {
+			body := fmt.Sprintf(`{"name":"pet %d","categoryId":%d`, i, i+1)
+			if st := statuses[i%len(statuses)]; st != "" {
+				body += `,"status":"` + st + `"`
+			}
+			body += "}"
+			_, got := s.wantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
+			var pet map[string]any
+			cliDecode(t, got, &pet)
+			want := map[string]any{"id": pet["id"], "name": fmt.Sprintf("pet %d", i), "categoryId": float64(i + 1)}
+			if st := statuses[i%len(statuses)]; st != "" {
+				want["status"] = st
+			}
+			if !reflect.DeepEqual(pet, want) {
+				t.Fatalf("POST %s answered %s", body, got)
+			}
+			acked = append(acked, pet)
 		}
-		body += "}"
-		_, got := s.wantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
-		var pet map[string]any
-		cliDecode(t, got, &pet)
-		want := map[string]any{"id": pet["id"], "name": fmt.Sprintf("pet %d", i), "categoryId": float64(i + 1)}
-		if st := statuses[i%len(statuses)]; st != "" {
-			want["status"] = st
-		}
-		if !reflect.DeepEqual(pet, want) {
-			t.Fatalf("POST %s answered %s", body, got)
-		}
-		acked = append(acked, pet)
-	}
-	s.kill9()
+		s.kill9()
 
-	again := startPetstore(t, dir, "serve", "--db", db)
-	for _, want := range acked {
-		_, got := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
-		var pet map[string]any
-		cliDecode(t, got, &pet)
-		if !reflect.DeepEqual(pet, want) {
-			t.Errorf("after kill -9: pet %s, want %v", got, want)
+		again := startPetstore(t, dir, "serve", "--db", db)
+		for _, want := range acked {
+			_, got := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
+			var pet map[string]any
+			cliDecode(t, got, &pet)
+			if !reflect.DeepEqual(pet, want) {
+				t.Errorf("after kill -9: pet %s, want %v", got, want)
+			}
 		}
-	}
-	_, got := again.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
-	var list []map[string]any
-	cliDecode(t, got, &list)
-	if !reflect.DeepEqual(list, acked) {
-		t.Errorf("after kill -9, GET /v1/pets?limit=100 = %s\nwant the %d pets acknowledged", got, len(acked))
-	}
+		_, got := again.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+		var list []map[string]any
+		cliDecode(t, got, &list)
+		if !reflect.DeepEqual(list, acked) {
+			t.Errorf("after kill -9, GET /v1/pets?limit=100 = %s\nwant the %d pets acknowledged", got, len(acked))
+		}
+	})
 }
 
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			db := filepath.Join(dir, "petstore.db")
-			s := startPetstore(t, dir, "serve", "--db", db)
-			host := strings.TrimPrefix(s.url, "http://")
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
+			t.Run(sig.String(), func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				db := opts.db(t, filepath.Join(dir, "petstore.db"))
+				s := startPetstore(t, dir, "serve", "--db", db)
+				host := strings.TrimPrefix(s.url, "http://")
 
-			// Each request sends its headers with Expect: 100-continue; the
-			// server says 100 Continue once the handler reads the body, so
-			// the request is certainly in flight when the signal comes.
-			const inFlight = 5
-			type pending struct {
-				conn net.Conn
-				r    *bufio.Reader
-				body string
-			}
-			var reqs []pending
-			for i := range inFlight {
-				conn, err := net.DialTimeout("tcp", host, 5*time.Second)
-				if err != nil {
+				// Each request sends its headers with Expect: 100-continue; the
+				// server says 100 Continue once the handler reads the body, so
+				// the request is certainly in flight when the signal comes.
+				const inFlight = 5
+				type pending struct {
+					conn net.Conn
+					r    *bufio.Reader
+					body string
+				}
+				var reqs []pending
+				for i := range inFlight {
+					conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { conn.Close() })
+					conn.SetDeadline(time.Now().Add(20 * time.Second))
+					body := fmt.Sprintf(`{"name":"in flight %d","categoryId":%d}`, i, i+1)
+					fmt.Fprintf(conn, "POST /v1/pets HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+						"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+						host, s.bootstrap, len(body))
+					r := bufio.NewReader(conn)
+					resp, err := http.ReadResponse(r, nil)
+					if err != nil || resp.StatusCode != http.StatusContinue {
+						t.Fatalf("request %d: want 100 Continue, got %v, %v", i, resp, err)
+					}
+					reqs = append(reqs, pending{conn, r, body})
+				}
+
+				if err := s.cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { conn.Close() })
-				conn.SetDeadline(time.Now().Add(20 * time.Second))
-				body := fmt.Sprintf(`{"name":"in flight %d","categoryId":%d}`, i, i+1)
-				fmt.Fprintf(conn, "POST /v1/pets HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
-					"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
-					host, s.bootstrap, len(body))
-				r := bufio.NewReader(conn)
-				resp, err := http.ReadResponse(r, nil)
-				if err != nil || resp.StatusCode != http.StatusContinue {
-					t.Fatalf("request %d: want 100 Continue, got %v, %v", i, resp, err)
+				// Shutting down: new connections are refused...
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					c, err := net.DialTimeout("tcp", host, time.Second)
+					if err != nil {
+						break
+					}
+					c.Close()
+					if time.Now().After(deadline) {
+						t.Fatalf("still accepting connections 5 s after %v", sig)
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				reqs = append(reqs, pending{conn, r, body})
-			}
+				// ...but the process waits for the requests in flight.
+				select {
+				case <-s.exited:
+					t.Fatalf("exited (status %d) with %d requests in flight:\n%s", s.exitCode, inFlight, s.stderr)
+				default:
+				}
+				for i, p := range reqs {
+					if _, err := io.WriteString(p.conn, p.body); err != nil {
+						t.Errorf("request %d: sending the body: %v", i, err)
+						continue
+					}
+					resp, err := http.ReadResponse(p.r, nil)
+					if err != nil {
+						t.Errorf("request %d: no response: %v", i, err)
+						continue
+					}
+					got, err := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if err != nil || resp.StatusCode != http.StatusCreated {
+						t.Errorf("request %d: %d %s (%v), want 201", i, resp.StatusCode, got, err)
+					}
+				}
+				if code := s.wait(); code != 0 {
+					t.Errorf("exit status %d after %v, want 0:\n%s", code, sig, s.stderr)
+				}
 
-			if err := s.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			// Shutting down: new connections are refused...
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				c, err := net.DialTimeout("tcp", host, time.Second)
-				if err != nil {
-					break
+				again := startPetstore(t, dir, "serve", "--db", db)
+				_, got := again.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+				var pets []struct{ Name string }
+				cliDecode(t, got, &pets)
+				if len(pets) != inFlight {
+					t.Errorf("after the shutdown the store holds %s, want the %d pets answered 201", got, inFlight)
 				}
-				c.Close()
-				if time.Now().After(deadline) {
-					t.Fatalf("still accepting connections 5 s after %v", sig)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			// ...but the process waits for the requests in flight.
-			select {
-			case <-s.exited:
-				t.Fatalf("exited (status %d) with %d requests in flight:\n%s", s.exitCode, inFlight, s.stderr)
-			default:
-			}
-			for i, p := range reqs {
-				if _, err := io.WriteString(p.conn, p.body); err != nil {
-					t.Errorf("request %d: sending the body: %v", i, err)
-					continue
-				}
-				resp, err := http.ReadResponse(p.r, nil)
-				if err != nil {
-					t.Errorf("request %d: no response: %v", i, err)
-					continue
-				}
-				got, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil || resp.StatusCode != http.StatusCreated {
-					t.Errorf("request %d: %d %s (%v), want 201", i, resp.StatusCode, got, err)
-				}
-			}
-			if code := s.wait(); code != 0 {
-				t.Errorf("exit status %d after %v, want 0:\n%s", code, sig, s.stderr)
-			}
-
-			again := startPetstore(t, dir, "serve", "--db", db)
-			_, got := again.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
-			var pets []struct{ Name string }
-			cliDecode(t, got, &pets)
-			if len(pets) != inFlight {
-				t.Errorf("after the shutdown the store holds %s, want the %d pets answered 201", got, inFlight)
-			}
-		})
-	}
+			})
+		}
+	})
 }
 
 func TestStagingAndProductionKeepApart(t *testing.T) {
@@ -1187,45 +1203,47 @@ func TestBackupWhileServing(t *testing.T) {
 
 func TestDailyUsageSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	if now := time.Now().UTC(); now.Add(30*time.Second).Day() != now.Day() {
-		t.Skip("too close to UTC midnight: the day's quota is about to start afresh")
-	}
-	dir := t.TempDir()
-	db := filepath.Join(dir, "petstore.db")
-	// 1000 per minute and 7 per day: the day is the window that binds.
-	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1000", "--rpd", "7")
-	remaining := func(resp *http.Response) string { return resp.Header.Get("X-RateLimit-Remaining") }
-
-	s := startPetstore(t, dir, "serve", "--db", db)
-	for i := 1; i <= 5; i++ {
-		resp, _ := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
-		if got, want := remaining(resp), strconv.Itoa(7-i); got != want {
-			t.Errorf("request %d: X-RateLimit-Remaining %s, want %s", i, got, want)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		if now := time.Now().UTC(); now.Add(30*time.Second).Day() != now.Day() {
+			t.Skip("too close to UTC midnight: the day's quota is about to start afresh")
 		}
-	}
-	if code := s.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit status %d after SIGTERM, want 0", code)
-	}
+		dir := t.TempDir()
+		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		// 1000 per minute and 7 per day: the day is the window that binds.
+		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1000", "--rpd", "7")
+		remaining := func(resp *http.Response) string { return resp.Header.Get("X-RateLimit-Remaining") }
 
-	again := startPetstore(t, dir, "serve", "--db", db)
-	resp, _ := again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
-	if got := remaining(resp); got != "1" {
-		t.Errorf("6th request, after the restart: X-RateLimit-Remaining %s, want 1 (5 of 7 spent before it)", got)
-	}
-	if got := resp.Header.Get("X-RateLimit-Limit"); got != "7" {
-		t.Errorf("X-RateLimit-Limit %s, want 7 (the day binds)", got)
-	}
-	resp, _ = again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
-	if got := remaining(resp); got != "0" {
-		t.Errorf("7th request: X-RateLimit-Remaining %s, want 0", got)
-	}
-	resp, body := again.request("GET", "/v1/pets", key, "")
-	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"rate_limited"`) {
-		t.Errorf("8th request: %d %s, want 429 rate_limited", resp.StatusCode, body)
-	}
-	if resp.Header.Get("Retry-After") == "" {
-		t.Error("8th request: no Retry-After")
-	}
+		s := startPetstore(t, dir, "serve", "--db", db)
+		for i := 1; i <= 5; i++ {
+			resp, _ := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+			if got, want := remaining(resp), strconv.Itoa(7-i); got != want {
+				t.Errorf("request %d: X-RateLimit-Remaining %s, want %s", i, got, want)
+			}
+		}
+		if code := s.stop(syscall.SIGTERM); code != 0 {
+			t.Fatalf("exit status %d after SIGTERM, want 0", code)
+		}
+
+		again := startPetstore(t, dir, "serve", "--db", db)
+		resp, _ := again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		if got := remaining(resp); got != "1" {
+			t.Errorf("6th request, after the restart: X-RateLimit-Remaining %s, want 1 (5 of 7 spent before it)", got)
+		}
+		if got := resp.Header.Get("X-RateLimit-Limit"); got != "7" {
+			t.Errorf("X-RateLimit-Limit %s, want 7 (the day binds)", got)
+		}
+		resp, _ = again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		if got := remaining(resp); got != "0" {
+			t.Errorf("7th request: X-RateLimit-Remaining %s, want 0", got)
+		}
+		resp, body := again.request("GET", "/v1/pets", key, "")
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"rate_limited"`) {
+			t.Errorf("8th request: %d %s, want 429 rate_limited", resp.StatusCode, body)
+		}
+		if resp.Header.Get("Retry-After") == "" {
+			t.Error("8th request: no Retry-After")
+		}
+	})
 }
 
 func TestPetstoreVersionInTheEnvironmentIsNotTheVersionFlag(t *testing.T) {

@@ -189,3 +189,13 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// db returns where a test's database lives: path on SQLite, or on
+// PostgreSQL the URL of a fresh schema.
+func (o testOptions) db(t testing.TB, path string) string {
+	t.Helper()
+	if o.postgres {
+		return testPostgresURL(t)
+	}
+	return path
+}

@@ -92,134 +92,142 @@ func TestIdempotentRetry(t *testing.T) {
 // TestIdempotencyKeyReplayedTwice checks that a replay is not itself a new
 // first response: the third request still gets the first pet.
 func TestIdempotencyKeyReplayedTwice(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	const body = `{"name":"Rex","categoryId":1}`
-	var bodies []string
-	for i := 0; i < 3; i++ {
-		w := s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "order-7")
-		if w.Code != http.StatusCreated {
-			t.Fatalf("request %d: HTTP status = %d, want 201; body: %s", i+1, w.Code, w.Body)
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		const body = `{"name":"Rex","categoryId":1}`
+		var bodies []string
+		for i := 0; i < 3; i++ {
+			w := s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "order-7")
+			if w.Code != http.StatusCreated {
+				t.Fatalf("request %d: HTTP status = %d, want 201; body: %s", i+1, w.Code, w.Body)
+			}
+			bodies = append(bodies, w.Body.String())
 		}
-		bodies = append(bodies, w.Body.String())
-	}
-	if bodies[1] != bodies[0] || bodies[2] != bodies[0] {
-		t.Errorf("bodies differ: %q", bodies)
-	}
-	if got := apiPetCount(s, key); got != 1 {
-		t.Errorf("pets = %d, want 1", got)
-	}
+		if bodies[1] != bodies[0] || bodies[2] != bodies[0] {
+			t.Errorf("bodies differ: %q", bodies)
+		}
+		if got := apiPetCount(s, key); got != 1 {
+			t.Errorf("pets = %d, want 1", got)
+		}
+	})
 }
 
 func TestIdempotencyKeyValidation(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	const body = `{"name":"Rex","categoryId":1}`
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		const body = `{"name":"Rex","categoryId":1}`
 
-	tests := []struct {
-		name       string
-		values     []string // the Idempotency-Key header's values, as sent
-		wantStatus int
-	}{
-		{"empty key", []string{""}, 400},
-		{"empty quoted key", []string{`""`}, 400},
-		{"key of 256 characters", []string{strings.Repeat("k", 256)}, 400},
-		{"quoted key of 256 characters", []string{`"` + strings.Repeat("k", 256) + `"`}, 400},
-		{"key with a non-ASCII character", []string{"clé"}, 400},
-		{"key with a control character", []string{"a\x01b"}, 400},
-		{"key given twice", []string{"abc", "abd"}, 400},
-		{"key of 1 character", []string{"k"}, 201},
-		{"key of 255 characters", []string{strings.Repeat("k", 255)}, 201},
-		{"quoted key of 255 characters", []string{`"` + strings.Repeat("q", 255) + `"`}, 201},
-		{"key with spaces and punctuation", []string{"order 7/2026: #1"}, 201},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := apiPetCount(s, key)
-			req := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+key)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header["Idempotency-Key"] = tt.values
-			w := apiSend(s, req)
-			want := before
-			if tt.wantStatus == 201 {
-				if w.Code != http.StatusCreated {
-					t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
+		tests := []struct {
+			name       string
+			values     []string // the Idempotency-Key header's values, as sent
+			wantStatus int
+		}{
+			{"empty key", []string{""}, 400},
+			{"empty quoted key", []string{`""`}, 400},
+			{"key of 256 characters", []string{strings.Repeat("k", 256)}, 400},
+			{"quoted key of 256 characters", []string{`"` + strings.Repeat("k", 256) + `"`}, 400},
+			{"key with a non-ASCII character", []string{"clé"}, 400},
+			{"key with a control character", []string{"a\x01b"}, 400},
+			{"key given twice", []string{"abc", "abd"}, 400},
+			{"key of 1 character", []string{"k"}, 201},
+			{"key of 255 characters", []string{strings.Repeat("k", 255)}, 201},
+			{"quoted key of 255 characters", []string{`"` + strings.Repeat("q", 255) + `"`}, 201},
+			{"key with spaces and punctuation", []string{"order 7/2026: #1"}, 201},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before := apiPetCount(s, key)
+				req := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header["Idempotency-Key"] = tt.values
+				w := apiSend(s, req)
+				want := before
+				if tt.wantStatus == 201 {
+					if w.Code != http.StatusCreated {
+						t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
+					}
+					want++
+				} else {
+					apiWantError(t, w, tt.wantStatus, "invalid_request", "Idempotency-Key")
 				}
-				want++
-			} else {
-				apiWantError(t, w, tt.wantStatus, "invalid_request", "Idempotency-Key")
-			}
-			if got := apiPetCount(s, key); got != want {
-				t.Errorf("pets = %d, want %d", got, want)
-			}
-		})
-	}
+				if got := apiPetCount(s, key); got != want {
+					t.Errorf("pets = %d, want %d", got, want)
+				}
+			})
+		}
+	})
 }
 
 // TestRejectedRequestDoesNotUseUpTheKey: a body refused with 400 stores no
 // response, so the key then works for a valid body.
 func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	w := s.do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
-	apiWantError(t, w, http.StatusBadRequest, "invalid_request", "name")
-	w = s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "Idempotency-Key", "k1")
-	if w.Code != http.StatusCreated {
-		t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
-	}
-	if got := apiPetCount(s, key); got != 1 {
-		t.Errorf("pets = %d, want 1", got)
-	}
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		w := s.do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
+		apiWantError(t, w, http.StatusBadRequest, "invalid_request", "name")
+		w = s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "Idempotency-Key", "k1")
+		if w.Code != http.StatusCreated {
+			t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
+		}
+		if got := apiPetCount(s, key); got != 1 {
+			t.Errorf("pets = %d, want 1", got)
+		}
+	})
 }
 
 // TestConcurrentRequestsWithOneIdempotencyKey fires 20 identical requests at
 // once: exactly one pet is made, and every answer is that pet (201, first or
 // replayed) or 409 idempotency_conflict.
 func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("business")
-	const n = 20
-	const body = `{"name":"Rex","categoryId":1,"status":"pending"}`
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("business")
+		const n = 20
+		const body = `{"name":"Rex","categoryId":1,"status":"pending"}`
 
-	responses := make([]*httptest.ResponseRecorder, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			responses[i] = s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "same-for-all")
-		}()
-	}
-	close(start)
-	wg.Wait()
-
-	var id int64
-	created := 0
-	for i, w := range responses {
-		switch w.Code {
-		case http.StatusCreated:
-			created++
-			p := apiReadPet(t, w.Body.Bytes())
-			if id == 0 {
-				id = p.ID
-			}
-			if p.ID != id {
-				t.Errorf("response %d: id %d, another response has %d", i, p.ID, id)
-			}
-		case http.StatusConflict:
-			apiWantError(t, w, http.StatusConflict, "idempotency_conflict")
-		default:
-			t.Errorf("response %d: HTTP status = %d, want 201 or 409; body: %s", i, w.Code, w.Body)
+		responses := make([]*httptest.ResponseRecorder, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				responses[i] = s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "same-for-all")
+			}()
 		}
-	}
-	if created == 0 {
-		t.Errorf("no response was 201")
-	}
-	t.Logf("%d responses 201 (the first and its replays), %d 409", created, n-created)
-	if got := apiPetCount(s, key); got != 1 {
-		t.Errorf("pets = %d, want exactly 1", got)
-	}
+		close(start)
+		wg.Wait()
+
+		var id int64
+		created := 0
+		for i, w := range responses {
+			switch w.Code {
+			case http.StatusCreated:
+				created++
+				p := apiReadPet(t, w.Body.Bytes())
+				if id == 0 {
+					id = p.ID
+				}
+				if p.ID != id {
+					t.Errorf("response %d: id %d, another response has %d", i, p.ID, id)
+				}
+			case http.StatusConflict:
+				apiWantError(t, w, http.StatusConflict, "idempotency_conflict")
+			default:
+				t.Errorf("response %d: HTTP status = %d, want 201 or 409; body: %s", i, w.Code, w.Body)
+			}
+		}
+		if created == 0 {
+			t.Errorf("no response was 201")
+		}
+		t.Logf("%d responses 201 (the first and its replays), %d 409", created, n-created)
+		if got := apiPetCount(s, key); got != 1 {
+			t.Errorf("pets = %d, want exactly 1", got)
+		}
+	})
 }

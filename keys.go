@@ -60,7 +60,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("create key: %w", err)
 	}
 	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day) in %s; it is shown only now:\n",
-		k.ID, plan, lim.PerMinute, lim.PerDay, db.db)
+		k.ID, plan, lim.PerMinute, lim.PerDay, db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
 }

@@ -151,7 +151,7 @@ type dbFlags struct {
 
 func (d *dbFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.env, "env", "production", "environment: production or staging (each has its own database and key prefix)")
-	fs.StringVar(&d.db, "db", "", "SQLite database file (default petstore.db, or petstore-staging.db on staging)")
+	fs.StringVar(&d.db, "db", "", "SQLite database file (default petstore.db, or petstore-staging.db on staging), or a postgres:// URL")
 }
 
 func (d *dbFlags) check() error {
@@ -165,6 +165,14 @@ func (d *dbFlags) check() error {
 		}
 	}
 	return nil
+}
+
+// shown is the database as output may name it: a URL without its password.
+func (d *dbFlags) shown() string {
+	if isPostgresURL(d.db) {
+		return redactURL(d.db)
+	}
+	return d.db
 }
 
 // open checks the flags and opens the database, creating it only when

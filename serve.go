@@ -119,6 +119,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	if err != nil {
 		return fmt.Errorf("load API keys: %w", err)
 	}
+	if isPostgresURL(cfg.db) {
+		logger.Warn("PostgreSQL without shared rate limits: each server applies every key's limits on its own, " +
+			"so N servers behind a balancer grant up to N times the published limits")
+	}
 	limiter := newLimiter(now, cfg.banAfter, cfg.banFor, store.Usage)
 	pets := newPetCache(store)
 	handler := newServer(logger, store, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
@@ -190,7 +194,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		}
 	}()
 
-	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.db)
+	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.shown())
 	logs.Flush()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -234,7 +238,7 @@ It is shown only this once: keep it.
 Try it:  curl -H 'Authorization: Bearer %s' %s/v1/pets
 More:    petstore keys create --db %s --plan pro --name my-app
 
-`, cfg.db, key.ID, token, token, url, cfg.db)
+`, cfg.shown(), key.ID, token, token, url, cfg.shown())
 	return nil
 }
 
