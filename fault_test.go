@@ -119,8 +119,14 @@ func faultPetString(p apiPet) string {
 // from /v1/pets?limit=100, and checks the ids ascend strictly across pages.
 func faultListAll(t *testing.T, client *http.Client, base, key string) []apiPet {
 	t.Helper()
+	return faultListAllFrom(t, client, base, key, "/v1/pets?limit=100")
+}
+
+// faultListAllFrom lists every pet from the page at target on, following
+// rel="next", and checks that ids ascend strictly.
+func faultListAllFrom(t *testing.T, client *http.Client, base, key, target string) []apiPet {
+	t.Helper()
 	var all []apiPet
-	target := "/v1/pets?limit=100"
 	for pages := 0; ; pages++ {
 		if pages > 100_000 {
 			t.Fatalf("listPets pagination does not end")
@@ -226,8 +232,12 @@ func TestFaultSIGTERMDuringConcurrentCreates(t *testing.T) {
 // each restart the store is checked against the 201s received so far.
 func faultRounds(t *testing.T, name string, sig syscall.Signal, rounds int) {
 	t.Parallel()
+	eachStore(t, func(t *testing.T, opts testOptions) { faultRoundsOn(t, opts, name, sig, rounds) })
+}
+
+func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Signal, rounds int) {
 	dir := t.TempDir()
-	db := dir + "/petstore.db"
+	db := opts.db(t, dir+"/petstore.db")
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "fault",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	statuses := []string{"available", "pending", "sold", ""}
