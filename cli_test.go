@@ -632,7 +632,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		bothWays(t, func(t *testing.T, petstore cliRunner) {
-			db := opts.db(t, filepath.Join(t.TempDir(), "keys.db"))
+			db := opts.dbAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			tokens := []string{
 				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "alpha"),
 				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70"),
@@ -740,7 +740,7 @@ func TestKeysRevoke(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		bothWays(t, func(t *testing.T, petstore cliRunner) {
-			db := opts.db(t, filepath.Join(t.TempDir(), "keys.db"))
+			db := opts.dbAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "keep")
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "drop")
 			keys := listKeysJSON(t, petstore, db)
@@ -814,7 +814,7 @@ func TestVersion(t *testing.T) {
 func TestRunServesUntilContextEnds(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
-		db := opts.db(t, filepath.Join(t.TempDir(), "petstore.db"))
+		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		stderr := &syncBuffer{}
@@ -869,7 +869,7 @@ func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		dir := t.TempDir()
-		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
 		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
 		printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
@@ -915,7 +915,7 @@ func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		dir := t.TempDir()
-		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
 		s := startPetstore(t, dir, "serve", "--db", db)
 		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 
@@ -934,7 +934,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		dir := t.TempDir()
-		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
 		s := startPetstore(t, dir, "serve", "--db", db)
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
 		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
@@ -974,7 +974,7 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		dir := t.TempDir()
-		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "100000", "--rpd", "1000000")
 		s := startPetstore(t, dir, "serve", "--db", db)
 
@@ -1025,7 +1025,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 			t.Run(sig.String(), func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
-				db := opts.db(t, filepath.Join(dir, "petstore.db"))
+				db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
 				s := startPetstore(t, dir, "serve", "--db", db)
 				host := strings.TrimPrefix(s.url, "http://")
 
@@ -1208,7 +1208,7 @@ func TestDailyUsageSurvivesRestart(t *testing.T) {
 			t.Skip("too close to UTC midnight: the day's quota is about to start afresh")
 		}
 		dir := t.TempDir()
-		db := opts.db(t, filepath.Join(dir, "petstore.db"))
+		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
 		// 1000 per minute and 7 per day: the day is the window that binds.
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1000", "--rpd", "7")
 		remaining := func(resp *http.Response) string { return resp.Header.Get("X-RateLimit-Remaining") }

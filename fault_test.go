@@ -237,7 +237,7 @@ func faultRounds(t *testing.T, name string, sig syscall.Signal, rounds int) {
 
 func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Signal, rounds int) {
 	dir := t.TempDir()
-	db := opts.db(t, dir+"/petstore.db")
+	db := opts.dbAt(t, dir+"/petstore.db")
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "fault",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	statuses := []string{"available", "pending", "sold", ""}

@@ -66,6 +66,8 @@ type testOptions struct {
 	// postgres puts the server on PostgreSQL (reads always go to the
 	// database there); the test is skipped without PETSTORE_TEST_POSTGRES.
 	postgres bool
+	// db, when set, is an existing database to serve instead of a fresh one.
+	db string
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -98,8 +100,13 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	var store storage
 	var sqlite *sqliteStore
 	path := filepath.Join(t.TempDir(), "petstore.db")
+	if opts.db != "" {
+		path = opts.db
+	}
 	if opts.postgres {
-		path = testPostgresURL(t)
+		if opts.db == "" {
+			path = testPostgresURL(t)
+		}
 		pg, err := openPostgres(context.Background(), path, clock.now)
 		if err != nil {
 			t.Fatal(err)
@@ -190,9 +197,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// db returns where a test's database lives: path on SQLite, or on
+// dbAt returns where a test's database lives: path on SQLite, or on
 // PostgreSQL the URL of a fresh schema.
-func (o testOptions) db(t testing.TB, path string) string {
+func (o testOptions) dbAt(t testing.TB, path string) string {
 	t.Helper()
 	if o.postgres {
 		return testPostgresURL(t)

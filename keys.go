@@ -208,3 +208,41 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	fmt.Fprintf(stderr, "backed up %s to %s\n", db.db, out)
 	return nil
 }
+
+func copyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var from, to string
+	fs := flag.NewFlagSet("copy", flag.ContinueOnError)
+	fs.StringVar(&from, "from", "", "the SQLite database file to copy (required)")
+	fs.StringVar(&to, "to", "", "the empty PostgreSQL database to copy it into, a postgres:// URL (required)")
+	rest, err := parseFlags(fs, args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(rest) > 0:
+		return usagef("copy takes no arguments, got %q", rest[0])
+	case from == "" || to == "":
+		return usagef("copy needs --from FILE and --to postgres://...")
+	case isPostgresURL(from):
+		return usagef("--from must be a SQLite database file, not a URL")
+	case !isPostgresURL(to):
+		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
+	}
+	src, err := openSQLite(ctx, from, false, time.Now)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := openPostgres(ctx, to, time.Now)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	n, err := dst.CopyFrom(ctx, src)
+	if err != nil {
+		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
+	}
+	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts and %d idempotency records from %s to %s; counts verified\n",
+		n.Pets, n.Keys, n.Usage, n.Idempotency, from, redactURL(to))
+	return nil
+}

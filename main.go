@@ -46,11 +46,12 @@ func usagef(format string, args ...any) error {
 }
 
 const topUsage = `usage:
-  petstore [serve] [--addr HOST:PORT] [--db FILE] [--env production|staging] [flags]
-  petstore keys create [--db FILE] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N]
-  petstore keys list   [--db FILE] [--json]
-  petstore keys revoke [--db FILE] KEY_ID
+  petstore [serve] [--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]
+  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N]
+  petstore keys list   [--db FILE|URL] [--json]
+  petstore keys revoke [--db FILE|URL] KEY_ID
   petstore backup      [--db FILE] --out FILE
+  petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE
   petstore version
 
 Every flag may also be set as PETSTORE_<FLAG> in the environment (--ban-after
@@ -91,6 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usagef("unknown keys command %q: use create, list or revoke", args[0])
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
+	case "copy":
+		return copyCommand(ctx, args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return nil
@@ -98,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, backup or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, backup, copy or version (petstore help lists them)", command)
 }
 
 // parseFlags parses args into fs, allowing flags and arguments in any order,

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"runtime"
 	"slices"
@@ -88,7 +91,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	shown := redactURL(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, usagef("--db %s is not a PostgreSQL URL this petstore can use: %s", shown, redactPassword(err.Error(), rawURL))
+		return nil, usagef("--db %s is not a PostgreSQL URL this petstore can use: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
 	q := parseQuery(rawURL)
 	if !q.Has("connect_timeout") {
@@ -99,12 +102,12 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %s", shown, redactPassword(err.Error(), rawURL))
+		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
 	s := &pgStore{pool: pool, now: now}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open database %s: %s", shown, redactPassword(err.Error(), rawURL))
+		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
 	return s, nil
 }
@@ -453,13 +456,29 @@ func pgError(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
-		default:
-			return err
+			return errUnavailable(err)
+		}
+		return err
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return errUnavailable(err)
+	}
+	return err
+}
+
+// oneLine is a message of pgx's, which puts each address it tried on a
+// line of its own, as one line, each distinct part once.
+func oneLine(msg string) string {
+	var parts []string
+	for _, part := range strings.Split(msg, "\n") {
+		if part = strings.TrimSpace(part); part != "" && !slices.Contains(parts, part) {
+			parts = append(parts, part)
 		}
 	}
-	// Everything that is not the database's own answer is the connection
-	// failing: refused, reset, timed out, closed.
-	return errUnavailable(err)
+	return strings.Join(parts, " ")
 }
 
 // redactURL is rawURL as it may be shown: without its password.
@@ -492,3 +511,108 @@ func parseQuery(rawURL string) url.Values {
 	}
 	return u.Query()
 }
+
+// copied counts the rows of each table a copy moved.
+type copied struct {
+	Pets, Keys, Usage, Idempotency int64
+}
+
+// copyTables are the tables copy moves, with their columns, in both schemas.
+var copyTables = []struct {
+	name    string
+	columns []string
+	count   func(*copied) *int64
+}{
+	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
+	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at"}, func(c *copied) *int64 { return &c.Keys }},
+	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
+	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
+}
+
+// CopyFrom moves everything src holds into this database, which must be
+// empty, in one transaction: pets with their ids (the id sequences moved
+// past every id SQLite ever gave), keys as their hashes, daily usage and
+// idempotency records. It reads src in one snapshot, and checks before it
+// commits that each table holds as many rows as src's.
+func (s *pgStore) CopyFrom(ctx context.Context, src *sqliteStore) (copied, error) {
+	var n copied
+	snapshot, err := src.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return n, err
+	}
+	defer snapshot.Rollback()
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// No server may write while the copy runs.
+		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, meta IN EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var there copied
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
+			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency)`).Scan(&there.Pets, &there.Keys, &there.Usage, &there.Idempotency); err != nil {
+			return err
+		}
+		if there != (copied{}) {
+			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records): copy moves a SQLite database into an empty PostgreSQL database only",
+				there.Pets, there.Keys, there.Usage, there.Idempotency)
+		}
+		for _, table := range copyTables {
+			rows, err := snapshot.QueryContext(ctx, `SELECT `+strings.Join(table.columns, ", ")+` FROM `+table.name)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", table.name, err)
+			}
+			moved, err := tx.CopyFrom(ctx, pgx.Identifier{table.name}, table.columns, &sqlRowsSource{rows: rows, values: make([]any, len(table.columns))})
+			rows.Close()
+			if err != nil {
+				return fmt.Errorf("copy %s: %w", table.name, err)
+			}
+			*table.count(&n) = moved
+			var want, got int64
+			if err := snapshot.QueryRowContext(ctx, `SELECT count(*) FROM `+table.name).Scan(&want); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table.name).Scan(&got); err != nil {
+				return err
+			}
+			if got != want || moved != want {
+				return fmt.Errorf("copy %s: %d rows in SQLite, %d copied, %d in PostgreSQL", table.name, want, moved, got)
+			}
+		}
+		// Ids are never reused: each sequence goes on after the highest id
+		// SQLite gave, even one whose row is gone.
+		for _, table := range []string{"pets", "api_keys"} {
+			var last int64
+			if err := snapshot.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last); err != nil {
+				return err
+			}
+			if last > 0 {
+				if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), $2)`, table, last); err != nil {
+					return err
+				}
+			}
+		}
+		_, err := tx.Exec(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`)
+		return err
+	})
+	return n, pgError(err)
+}
+
+// sqlRowsSource feeds database/sql rows to pgx's CopyFrom.
+type sqlRowsSource struct {
+	rows   *sql.Rows
+	values []any
+}
+
+func (r *sqlRowsSource) Next() bool { return r.rows.Next() }
+
+func (r *sqlRowsSource) Values() ([]any, error) {
+	ptrs := make([]any, len(r.values))
+	for i := range r.values {
+		ptrs[i] = &r.values[i]
+	}
+	if err := r.rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	return r.values, nil
+}
+
+func (r *sqlRowsSource) Err() error { return r.rows.Err() }

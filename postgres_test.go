@@ -1,0 +1,273 @@
+package main
+
+// The PostgreSQL store beyond what every test runs on both stores: the copy
+// from SQLite, a database that goes away and comes back, and the command
+// line's answers to a bad URL. Skipped without PETSTORE_TEST_POSTGRES.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
+	ctx := context.Background()
+	src := newTestServer(t)
+	key := src.mustCreateKey("pro")
+	revoked := src.mustCreateKey("free")
+	apiAddPets(src, key, "available", "", "sold", "pending", "available")
+	replay := src.do("POST", "/v1/pets", key, `{"name":"Once","categoryId":9}`, "Idempotency-Key", "order-1")
+	if replay.Code != http.StatusCreated {
+		t.Fatalf("create with an Idempotency-Key: %d %s", replay.Code, replay.Body)
+	}
+	if err := src.limiter.flush(ctx, src.store.AddUsage); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := src.store.Keys(ctx)
+	if err := src.store.RevokeKey(ctx, keys[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	// The last pet goes: its id must not be given again after the copy.
+	if _, err := src.sqlite.write.Exec(`INSERT INTO pets (name, category_id) VALUES ('Gone', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.sqlite.write.Exec(`DELETE FROM pets WHERE name = 'Gone'`); err != nil {
+		t.Fatal(err)
+	}
+	wantPets, _ := src.store.ListPets(ctx, "", 0, 100)
+	wantKeys, _ := src.store.Keys(ctx)
+	wantUsage, _ := src.store.Usage(ctx, keys[0].ID, src.clock.now().UTC().Format(time.DateOnly))
+	src.store.Close()
+
+	to := testPostgresURL(t)
+	res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to)
+	if res.code != 0 {
+		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
+	}
+	if want := "copied 6 pets, 2 keys, 1 daily usage counts and 1 idempotency records"; !strings.Contains(res.stderr, want) {
+		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
+	}
+
+	dst := newTestServerWith(t, testOptions{postgres: true, db: to})
+	dst.clock.t = src.clock.now()
+	if got, _ := dst.store.ListPets(ctx, "", 0, 100); !slices.Equal(got, wantPets) {
+		t.Errorf("pets after the copy:\n%v\nwant\n%v", got, wantPets)
+	}
+	if got, _ := dst.store.Keys(ctx); !slices.EqualFunc(got, wantKeys, func(a, b apiKey) bool {
+		return a.ID == b.ID && string(a.Hash) == string(b.Hash) && a.Name == b.Name && a.Plan == b.Plan &&
+			a.PerMinute == b.PerMinute && a.PerDay == b.PerDay && a.Env == b.Env && a.CreatedAt.Equal(b.CreatedAt) && a.RevokedAt.Equal(b.RevokedAt)
+	}) {
+		t.Errorf("keys after the copy:\n%+v\nwant\n%+v", got, wantKeys)
+	}
+	if got, _ := dst.store.Usage(ctx, keys[0].ID, dst.clock.now().UTC().Format(time.DateOnly)); got != wantUsage || got == 0 {
+		t.Errorf("today's usage after the copy: %d, want %d", got, wantUsage)
+	}
+	if w := dst.do("GET", "/v1/pets?limit=100", key, ""); w.Code != http.StatusOK || len(apiReadPets(t, w)) != len(wantPets) {
+		t.Errorf("list with a copied key: %d %s", w.Code, w.Body)
+	}
+	if w := dst.do("GET", "/v1/pets", revoked, ""); w.Code != http.StatusUnauthorized {
+		t.Errorf("a key revoked before the copy: %d, want 401", w.Code)
+	}
+	again := dst.do("POST", "/v1/pets", key, `{"name":"Once","categoryId":9}`, "Idempotency-Key", "order-1")
+	if again.Code != http.StatusCreated || again.Body.String() != replay.Body.String() {
+		t.Errorf("the retry of a copied Idempotency-Key: %d %s, want the first answer %s", again.Code, again.Body, replay.Body)
+	}
+	created := apiReadPet(t, dst.do("POST", "/v1/pets", key, `{"name":"New","categoryId":1}`).Body.Bytes())
+	if created.ID != wantPets[len(wantPets)-1].ID+2 {
+		t.Errorf("the first pet after the copy got id %d, want %d: ids go on past every id SQLite gave", created.ID, wantPets[len(wantPets)-1].ID+2)
+	}
+}
+
+func TestCopyRefusesATargetThatIsNotEmpty(t *testing.T) {
+	src := newTestServer(t)
+	apiAddPets(src, src.mustCreateKey("free"), "available")
+	src.store.Close()
+	dst := newTestServerWith(t, testOptions{postgres: true})
+	dstKey := dst.mustCreateKey("free")
+	apiAddPets(dst, dstKey, "sold", "sold")
+
+	res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", dst.dbPath)
+	wantFailure(t, res, 1)
+	if !strings.Contains(res.stderr, "not empty") {
+		t.Errorf("copy into a database with pets said %q, want it to say the target is not empty", res.stderr)
+	}
+	if got := apiPetCount(dst, dstKey); got != 2 {
+		t.Errorf("the target holds %d pets after a refused copy, want its 2", got)
+	}
+}
+
+func TestCopyRefusesBadCommandLines(t *testing.T) {
+	file := newTestServer(t).dbPath
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no --to", []string{"copy", "--from", file}, 2},
+		{"no --from", []string{"copy", "--to", "postgres://127.0.0.1/test"}, 2},
+		{"--to a file", []string{"copy", "--from", file, "--to", file}, 2},
+		{"--from a URL", []string{"copy", "--from", "postgres://127.0.0.1/a", "--to", "postgres://127.0.0.1/b"}, 2},
+		{"--from a missing file", []string{"copy", "--from", file + ".missing", "--to", "postgres://127.0.0.1/test"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantFailure(t, viaRun(t, nil, tt.args...), tt.code)
+		})
+	}
+}
+
+// A URL that cannot be used is one line and exit status 1 (2 when it is not
+// a URL at all), and its password is in no output.
+func TestBadPostgresURLIsOneLineWithoutThePassword(t *testing.T) {
+	base := testPostgresURL(t)
+	u, _ := url.Parse(base)
+	withUser := func(user string) string {
+		v := *u
+		v.User = url.UserPassword(user, "s3cret-pw")
+		return v.String()
+	}
+	closed := listenAndClose(t)
+	tests := []struct {
+		name string
+		db   string
+		code int
+	}{
+		{"a role that does not exist", withUser("no_such_role"), 1},
+		{"a database that does not exist", strings.Replace(withUser("postgres"), u.Path, "/no_such_database", 1), 1},
+		{"nothing listening", "postgres://postgres:s3cret-pw@" + closed + "/test?connect_timeout=2", 1},
+		{"not a URL pgx can read", "postgres://postgres:s3cret-pw@127.0.0.1:5432/test?sslmode=sometimes", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, args := range [][]string{
+				{"keys", "list", "--db", tt.db},
+				{"serve", "--addr", "127.0.0.1:0", "--db", tt.db},
+			} {
+				res := viaRun(t, nil, args...)
+				wantFailure(t, res, tt.code)
+				if strings.Contains(res.stderr, "s3cret-pw") {
+					t.Errorf("petstore %s printed the password: %s", args[0], res.stderr)
+				}
+			}
+		})
+	}
+}
+
+// listenAndClose returns an address on which nothing listens.
+func listenAndClose(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// While PostgreSQL cannot be reached, what needs it answers 503 unavailable
+// and /readyz fails; once it is back, everything works again by itself, and
+// nothing acknowledged was lost.
+func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
+	base := testPostgresURL(t)
+	u, _ := url.Parse(base)
+	proxy := newTCPProxy(t, u.Host)
+	v := *u
+	v.Host = proxy.addr
+	s := newTestServerWith(t, testOptions{postgres: true, db: v.String()})
+	key := s.mustCreateKey("business")
+	before := apiAddPets(s, key, "available", "sold")
+	if w := s.do("GET", "/readyz", "", ""); w.Code != http.StatusOK {
+		t.Fatalf("/readyz with the database up: %d", w.Code)
+	}
+
+	proxy.stop()
+	for _, req := range []struct{ method, target, body string }{
+		{"GET", "/v1/pets", ""},
+		{"GET", "/v1/pets/" + strconv.FormatInt(before[0].ID, 10), ""},
+		{"POST", "/v1/pets", `{"name":"Rex","categoryId":1}`},
+		{"GET", "/readyz", ""},
+	} {
+		w := s.do(req.method, req.target, key, req.body)
+		apiWantError(t, w, http.StatusServiceUnavailable, "unavailable")
+	}
+
+	proxy.start()
+	after := apiAddPets(s, key, "pending")
+	if w := s.do("GET", "/readyz", "", ""); w.Code != http.StatusOK {
+		t.Errorf("/readyz once the database is back: %d", w.Code)
+	}
+	listed := apiReadPets(t, s.do("GET", "/v1/pets", key, ""))
+	if want := append(before, after...); !slices.Equal(apiIDs(listed), apiIDs(want)) {
+		t.Errorf("pets after the outage: %v, want %v", apiIDs(listed), apiIDs(want))
+	}
+}
+
+// tcpProxy forwards connections to a target until stopped, which also cuts
+// the connections it holds: a database that went away, as seen by a client.
+type tcpProxy struct {
+	t      *testing.T
+	target string
+	addr   string
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  []net.Conn
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	p := &tcpProxy{t: t, target: target, addr: listenAndClose(t)}
+	p.start()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *tcpProxy) start() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+func (p *tcpProxy) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		if err := p.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			p.t.Error(err)
+		}
+	}
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
