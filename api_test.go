@@ -221,7 +221,8 @@ func apiEachReadMode(t *testing.T, statuses []string, test func(t *testing.T, s 
 		{"pets in memory", false, false, false},
 		{"pets read from the database", true, false, false},
 		{"pets copied into memory after start", true, true, false},
-		{"pets on postgres", true, false, true},
+		{"pets on postgres, read from the database", true, false, true},
+		{"pets on postgres, a prefix copied into memory", true, true, true},
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {

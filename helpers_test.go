@@ -126,7 +126,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	}
 	limiter := newLimiter(clock.now, opts.banAfter, opts.banFor, store.Usage)
 	pets := newPetCache(store)
-	if !opts.petsFromDatabase && !opts.postgres {
+	if !opts.petsFromDatabase {
 		if err := pets.load(context.Background()); err != nil {
 			t.Fatal(err)
 		}

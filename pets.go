@@ -21,9 +21,20 @@ import (
 // does not delay readiness; until it is complete, reads go to SQLite. Only
 // one server may write to a database file.
 //
+// On a database that other servers write too (PostgreSQL: shared), the copy
+// is a complete prefix of the table instead: every pet up to its last id,
+// as ids commit in id order. It is tailed after each local create, on each
+// notice of another server's (LISTEN/NOTIFY) and by a poll; a read it cannot
+// answer in full from the prefix (an id past its end, a page that reaches
+// its end) goes to the database, so a server never answers older than a
+// 201 that another server sent.
+//
 // Memory: about 13 bytes a pet plus its name (a million pets: ~25 MiB).
 type petCache struct {
-	store storage
+	store  storage
+	shared bool
+
+	tailMu sync.Mutex // one tail at a time, so that none appends a pet twice
 
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
@@ -114,7 +125,8 @@ func (ch *petChunk) set(i int, id, category int64) {
 }
 
 func newPetCache(store storage) *petCache {
-	return &petCache{store: store}
+	_, onFile := store.(*sqliteStore)
+	return &petCache{store: store, shared: !onFile}
 }
 
 // page is one encoded page of listPets; next is the id its Link rel="next"
@@ -256,17 +268,28 @@ func (c *petCache) appendPetAt(b []byte, pos int) []byte {
 }
 
 func (c *petCache) list(ctx context.Context, status string, after int64, limit int) (page, error) {
-	if !c.loaded.Load() {
-		return c.listStored(ctx, status, after, limit)
+	if c.loaded.Load() {
+		if p, ok := c.listCopy(status, after, limit); ok {
+			return p, nil
+		}
 	}
+	return c.listStored(ctx, status, after, limit)
+}
+
+// listCopy is list from the copy; ok is false when the copy cannot answer
+// in full: on a shared database, a page that reaches the end of the prefix,
+// as pets past it may follow in the database.
+func (c *petCache) listCopy(status string, after int64, limit int) (p page, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var p page
 	b := make([]byte, 0, 64*limit+4)
 	b = append(b, '[')
 	if st := statusIndex(status); st > 0 {
 		positions := c.byStatus[st-1]
 		from := sort.Search(len(positions), func(i int) bool { return c.idAt(int(positions[i])) > after })
+		if c.shared && len(positions)-from <= limit {
+			return page{}, false
+		}
 		to := min(from+limit, len(positions))
 		for j, pos := range positions[from:to] {
 			if j > 0 {
@@ -279,6 +302,9 @@ func (c *petCache) list(ctx context.Context, status string, after int64, limit i
 		}
 	} else {
 		from := c.firstAbove(after)
+		if c.shared && c.count-from <= limit {
+			return page{}, false
+		}
 		to := min(from+limit, c.count)
 		for pos := from; pos < to; pos++ {
 			if pos > from {
@@ -291,7 +317,7 @@ func (c *petCache) list(ctx context.Context, status string, after int64, limit i
 		}
 	}
 	p.body = append(b, ']', '\n')
-	return p, nil
+	return p, true
 }
 
 // listStored is list from the database, while the copy is being made.
@@ -310,20 +336,65 @@ func (c *petCache) listStored(ctx context.Context, status string, after int64, l
 }
 
 func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
-	if !c.loaded.Load() {
-		p, err := c.store.GetPet(ctx, id)
-		if err != nil {
-			return nil, err
+	if c.loaded.Load() {
+		if body, ok, err := c.getCopy(id); ok {
+			return body, err
 		}
-		return append(appendPet(nil, &p), '\n'), nil
 	}
+	return c.getStored(ctx, id)
+}
+
+// getCopy is get from the copy; ok is false past the end of a shared
+// database's prefix, where another server may have stored the pet just now.
+func (c *petCache) getCopy(id int64) (body []byte, ok bool, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.shared && id > c.lastID() {
+		return nil, false, nil
+	}
 	pos := c.firstAbove(id - 1)
 	if pos == c.count || c.idAt(pos) != id {
-		return nil, errorf(codeNotFound, "no pet has id %d", id)
+		return nil, true, errorf(codeNotFound, "no pet has id %d", id)
 	}
-	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), nil
+	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), true, nil
+}
+
+// getStored is get from the database.
+func (c *petCache) getStored(ctx context.Context, id int64) ([]byte, error) {
+	p, err := c.store.GetPet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return append(appendPet(nil, &p), '\n'), nil
+}
+
+// tail appends the pets stored since the last one the prefix holds, by this
+// server or another. It reads them before it takes c.mu, so that readers
+// wait only for the appends.
+func (c *petCache) tail(ctx context.Context) error {
+	if !c.loaded.Load() {
+		return nil
+	}
+	c.tailMu.Lock()
+	defer c.tailMu.Unlock()
+	for {
+		c.mu.RLock()
+		after := c.lastID()
+		c.mu.RUnlock()
+		pets, err := c.store.ListPets(ctx, "", after, loadBatch)
+		if err != nil || len(pets) == 0 {
+			return err
+		}
+		c.mu.Lock()
+		for i := range pets {
+			p := &pets[i]
+			c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
+		}
+		c.mu.Unlock()
+		if len(pets) < loadBatch {
+			return nil
+		}
+	}
 }
 
 // create stores p (with rec, when the request had an Idempotency-Key) and
@@ -395,6 +466,13 @@ func (c *petCache) writeQueued(ctx context.Context) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	err = c.store.CreatePets(ctx, batch)
+	if err == nil && c.shared {
+		// Other servers' pets may come before this batch's: take them all
+		// in order. A failed tail costs only speed: reads past the prefix
+		// go to the database.
+		c.tail(ctx)
+		return
+	}
 	if err == nil && c.loaded.Load() {
 		c.mu.Lock()
 		defer c.mu.Unlock()

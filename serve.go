@@ -28,6 +28,7 @@ const (
 	serveGCPercent    = 50
 
 	limiterSweepEvery     = 10 * time.Second
+	petsPollEvery         = time.Second
 	idempotencyPruneEvery = 10 * time.Minute
 )
 
@@ -148,11 +149,14 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 
 	background, stopBackground := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	if _, ok := store.(*sqliteStore); ok {
-		// Only one server writes a SQLite file, so a copy in memory is
-		// never behind it. On PostgreSQL other servers write too: reads
-		// go to the database.
-		wg.Go(func() { pets.loadInBackground(background, logger) })
+	wg.Go(func() { pets.loadInBackground(background, logger) })
+	if pg, ok := store.(*pgStore); ok {
+		// Other servers store pets too: the copy follows them on their
+		// notices, and on a poll for the notices a broken connection missed.
+		// A failed tail costs only speed (reads go to the database).
+		tail := func() { pets.tail(background) }
+		wg.Go(func() { pg.ListenPets(background, tail) })
+		wg.Go(func() { every(background, petsPollEvery, tail) })
 	}
 	wg.Go(func() {
 		every(background, keyRefreshEvery, func() {

@@ -240,6 +240,9 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 				return err
 			})
 		}
+		// Other servers tail their copies of the pets on this notice,
+		// which PostgreSQL delivers when the batch commits.
+		b.Queue(`SELECT pg_notify($1, '')`, s.petsChannel())
 		// Sent without BEGIN, the pipeline is one implicit transaction:
 		// all of it commits, or none.
 		return s.pool.SendBatch(ctx, b).Close()
@@ -258,6 +261,33 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		}
 	}
 	return nil
+}
+
+// petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
+// schema.
+func (s *pgStore) petsChannel() string { return fmt.Sprintf("petstore_pets_%x", uint32(s.lockSpace)) }
+
+// ListenPets calls fn each time pets were stored, by any server, until ctx
+// ends. It listens on a connection of its own, which it makes anew when it
+// breaks; notices sent while it was down are missed, so a poll must back it.
+func (s *pgStore) ListenPets(ctx context.Context, fn func()) {
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.petsChannel()}.Sanitize())
+			for err == nil {
+				_, err = conn.WaitForNotification(ctx)
+				if err == nil {
+					fn()
+				}
+			}
+			conn.Close(context.WithoutCancel(ctx))
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 const petColumns = `id, name, category_id, status`

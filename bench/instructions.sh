@@ -29,7 +29,7 @@ need valgrind valgrind
 
 db="$work/pets.db"
 seed "$db" "$PETS"
-key=$(tail -n 1 "$db.key")
+key=$(tail -n 1 "$work/key-$PETS")
 
 # measure NAME PORT KEY ARGS...: start ARGS under callgrind, then for each
 # scenario warm up, count instructions over one wrk run, and append

@@ -39,15 +39,28 @@ echo "building into $work ..." >&2
 CGO_ENABLED=0 go build -trimpath -o "$work/petstore" .
 CGO_ENABLED=0 go build -trimpath -o "$work/ceiling" ./bench/ceiling
 
-# seed FILE N: a database with N pets and an Enterprise key no load can exhaust.
+# seed FILE N: a database with N pets and an Enterprise key no load can
+# exhaust, written to $work/key-N.
 seed() {
   local db=$1 n=$2
   "$work/petstore" keys create --db "$db" --plan enterprise --name bench \
-    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$db.key"
+    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
   sqlite3 "$db" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $n)
     INSERT INTO pets (name, category_id, status)
     SELECT 'pet-' || x, x % 50 + 1,
            CASE x % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' WHEN 2 THEN 'sold' END FROM c;"
+}
+
+# seed_postgres URL N: the PostgreSQL database at URL emptied, then seeded as seed does.
+seed_postgres() {
+  local db=$1 n=$2
+  psql "$db" -qc "DROP TABLE IF EXISTS pets, api_keys, meta, usage, idempotency, petstore_schema" >/dev/null 2>&1
+  "$work/petstore" keys create --db "$db" --plan enterprise --name bench \
+    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
+  psql "$db" -qc "INSERT INTO pets (name, category_id, status)
+    SELECT 'pet-' || x, x % 50 + 1,
+           CASE x % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' WHEN 2 THEN 'sold' END
+    FROM generate_series(1, $n) AS x" -c "VACUUM ANALYZE pets" >/dev/null
 }
 
 wait_ready() { # wait_ready PORT [TRIES]: poll /readyz every 5 ms, print the milliseconds it took
