@@ -91,9 +91,7 @@ for n in $SIZES; do
   pid=$!
   pids+=("$pid")
   ready_ms=$(wait_ready "$PORT")
-  if [ "$store" = sqlite ]; then
-    for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
-  fi
+  for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
   loaded=$(grep -o 'time=[^ ]*' "$log" | head -1)
 
   for scenario in "${scenarios[@]}"; do
