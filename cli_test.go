@@ -275,11 +275,14 @@ type runningPetstore struct {
 }
 
 // startPetstore starts the binary in dir with args and --addr
-// 127.0.0.1:0, and returns once /healthz answers. The process is killed
-// when the test ends, and its output is checked for keys.
+// 127.0.0.1:0 unless args give one, and returns once /healthz answers. The
+// process is killed when the test ends, and its output is checked for keys.
 func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
-	cmd := exec.Command(petstoreBinary(t), append(args, "--addr", "127.0.0.1:0")...)
+	if !slices.Contains(args, "--addr") {
+		args = append(args, "--addr", "127.0.0.1:0")
+	}
+	cmd := exec.Command(petstoreBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = commandEnv(nil)
 	s := &runningPetstore{

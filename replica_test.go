@@ -7,11 +7,17 @@ package main
 import (
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -118,3 +124,279 @@ func sort64(sorted []int64, id int64) int {
 }
 
 func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+// A replica deployment on loopback: servers on one PostgreSQL schema and,
+// when asked, one Redis of the test's own, behind HAProxy (round robin,
+// checking /readyz). HAProxy comes from Debian's packages; without it the
+// test is skipped, unless PETSTORE_TEST_BALANCER is set (.ci/run sets it).
+type balancedSet struct {
+	t       *testing.T
+	dir     string
+	db      string
+	args    []string // the flags every server gets
+	addrs   []string // each server's fixed address, so a restart comes back there
+	servers []*runningPetstore
+	url     string // the balancer, http://127.0.0.1:PORT
+	redis   *redisProcess
+}
+
+func startBalancedSet(t *testing.T, n int, withRedis bool) *balancedSet {
+	t.Helper()
+	haproxy := balancerBinary(t, "haproxy")
+	b := &balancedSet{t: t, dir: t.TempDir(), db: testPostgresURL(t)}
+	b.args = []string{"serve", "--db", b.db, "--trust-proxy", "--shutdown-delay", "1s"}
+	if withRedis {
+		b.redis = startRedisProcess(t, balancerBinary(t, "redis-server"))
+		b.args = append(b.args, "--redis", b.redis.url)
+	}
+	for i := range n {
+		b.addrs = append(b.addrs, listenAndClose(t))
+		b.servers = append(b.servers, nil)
+		b.start(i)
+	}
+	lb := listenAndClose(t)
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, `global
+	maxconn 2000
+defaults
+	mode http
+	timeout connect 1s
+	timeout client 30s
+	timeout server 30s
+	retries 3
+	option redispatch
+	# Only a request that never reached a server is sent again: a create
+	# is never made twice.
+	retry-on conn-failure
+frontend petstore
+	bind %s
+	option forwardfor
+	default_backend servers
+backend servers
+	balance roundrobin
+	option httpchk GET /readyz
+	http-check expect status 200
+	default-server check inter 200ms fall 1 rise 1
+`, lb)
+	for i, addr := range b.addrs {
+		fmt.Fprintf(&cfg, "\tserver s%d %s\n", i, addr)
+	}
+	conf := filepath.Join(b.dir, "haproxy.cfg")
+	if err := os.WriteFile(conf, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startProcess(t, "haproxy", haproxy, "-db", "-f", conf)
+	b.url = "http://" + lb
+	waitHealthy(t, &http.Client{Timeout: time.Second}, b.url)
+	return b
+}
+
+// start starts server i at its address.
+func (b *balancedSet) start(i int) {
+	b.t.Helper()
+	b.servers[i] = startPetstore(b.t, b.dir, append(slices.Clone(b.args), "--addr", b.addrs[i])...)
+}
+
+// balancerBinary is the path of a program the balanced tests need.
+func balancerBinary(t *testing.T, name string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts servers behind a balancer; skipped with -short")
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("PETSTORE_TEST_BALANCER") != "" {
+			t.Fatalf("PETSTORE_TEST_BALANCER is set and %s is missing: %v", name, err)
+		}
+		t.Skipf("%s is not installed: apt-get install haproxy redis-server, then set PETSTORE_TEST_BALANCER=1 (.ci/run does)", name)
+	}
+	return path
+}
+
+// process is a helper program the test started.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it has ended
+}
+
+// kill ends it, if it still runs, and waits for that.
+func (p *process) kill() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
+// startProcess runs a helper program until the test ends.
+func startProcess(t *testing.T, name, path string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(path, args...), done: make(chan struct{})}
+	out := &syncBuffer{}
+	p.cmd.Stdout, p.cmd.Stderr = out, out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out)
+		}
+	})
+	return p
+}
+
+// redisProcess is a Redis server of the test's own, which it may stop and
+// start again (empty: it keeps nothing on disk).
+type redisProcess struct {
+	t    *testing.T
+	path string
+	addr string
+	url  string
+	proc *process
+}
+
+func startRedisProcess(t *testing.T, path string) *redisProcess {
+	addr := listenAndClose(t)
+	r := &redisProcess{t: t, path: path, addr: addr, url: "redis://" + addr + "/0"}
+	r.start()
+	return r
+}
+
+func (r *redisProcess) start() {
+	r.t.Helper()
+	_, port, _ := net.SplitHostPort(r.addr)
+	r.proc = startProcess(r.t, "redis-server", r.path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if c, err := net.Dial("tcp", r.addr); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server on %s does not answer", r.addr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop ends the server the hard way; start brings it back empty.
+func (r *redisProcess) stop() { r.proc.kill() }
+
+// balancedLoad creates pets through the balancer from workers goroutines,
+// each list-reading every few creates, until stop is called. It returns the
+// acknowledged pets and every request that failed.
+type balancedLoad struct {
+	stopped atomic.Bool
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	acked   map[int64]apiPet
+	failed  []string
+}
+
+func startBalancedLoad(b *balancedSet, key string, workers int) *balancedLoad {
+	l := &balancedLoad{acked: map[int64]apiPet{}}
+	client := faultClient(workers)
+	for g := range workers {
+		l.wg.Go(func() {
+			for n := 0; !l.stopped.Load(); n++ {
+				p := apiPet{Name: fmt.Sprintf("worker %d pet %d", g, n), CategoryID: int64(n + 1)}
+				res := faultDo(client, "POST", b.url+"/v1/pets", key, faultNewPetBody(p))
+				if res.err != nil || res.bodyErr != nil || res.status != http.StatusCreated {
+					l.fail(fmt.Sprintf("POST %s: %d %v %v %s", p.Name, res.status, res.err, res.bodyErr, res.body))
+					continue
+				}
+				got, err := faultDecodePet(res.body)
+				if err != nil || !faultSamePet(got, p) {
+					l.fail(fmt.Sprintf("POST %s answered %s", p.Name, res.body))
+					continue
+				}
+				l.mu.Lock()
+				l.acked[got.ID] = got
+				l.mu.Unlock()
+				if n%4 == 0 {
+					if res := faultDo(client, "GET", b.url+"/v1/pets?status=available", key, ""); res.err != nil || res.status != http.StatusOK {
+						l.fail(fmt.Sprintf("GET /v1/pets: %d %v %s", res.status, res.err, res.body))
+					}
+				}
+			}
+		})
+	}
+	return l
+}
+
+func (l *balancedLoad) fail(what string) {
+	l.mu.Lock()
+	l.failed = append(l.failed, what)
+	l.mu.Unlock()
+}
+
+func (l *balancedLoad) stop() {
+	l.stopped.Store(true)
+	l.wg.Wait()
+}
+
+// checkEveryPetOnce lists every pet through the balancer: each acknowledged
+// pet is there once, with its fields.
+func (l *balancedLoad) checkEveryPetOnce(t *testing.T, b *balancedSet, key string) {
+	t.Helper()
+	client := faultClient(1)
+	defer client.CloseIdleConnections()
+	listed := map[int64]bool{}
+	for _, p := range faultListAll(t, client, b.url, key) {
+		if want, ok := l.acked[p.ID]; ok && !faultSamePet(p, want) {
+			t.Errorf("listed %s, acknowledged as %s", faultPetString(p), faultPetString(want))
+		}
+		listed[p.ID] = true
+	}
+	for id, p := range l.acked {
+		if !listed[id] {
+			t.Errorf("acknowledged pet %s is not listed", faultPetString(p))
+		}
+	}
+	if len(l.acked) < 50 {
+		t.Errorf("only %d pets acknowledged: too few to test anything", len(l.acked))
+	}
+}
+
+// A rolling restart behind the balancer: each server in turn gets SIGTERM,
+// drains (its /readyz fails while it still serves), stops and starts again,
+// while clients keep creating and listing. No request fails.
+func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
+	t.Parallel()
+	b := startBalancedSet(t, 3, false)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "rolling",
+		"--rpm", "100000000", "--rpd", "1000000000")
+	load := startBalancedLoad(b, key, 6)
+	time.Sleep(500 * time.Millisecond)
+	for i := range b.servers {
+		if code := b.servers[i].stop(syscall.SIGTERM); code != 0 {
+			t.Errorf("server %d: exit status %d after SIGTERM", i, code)
+		}
+		b.start(i)
+		time.Sleep(700 * time.Millisecond) // the balancer's check finds it up
+	}
+	load.stop()
+	if len(load.failed) > 0 {
+		t.Errorf("%d requests failed during the rolling restart, first: %s", len(load.failed), strings.Join(first(load.failed, 5), "\n"))
+	}
+	load.checkEveryPetOnce(t, b, key)
+	t.Logf("%d pets created through a rolling restart of %d servers", len(load.acked), len(b.servers))
+}
+
+// One server killed with SIGKILL under concurrent creates through the
+// balancer: the requests it held fail, but every pet that got a 201 is
+// there exactly once, and the others go on serving.
+func TestBalancedKill9LosesNoAcknowledgedPet(t *testing.T) {
+	t.Parallel()
+	b := startBalancedSet(t, 3, false)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "kill9",
+		"--rpm", "100000000", "--rpd", "1000000000")
+	load := startBalancedLoad(b, key, 8)
+	time.Sleep(700 * time.Millisecond)
+	b.servers[1].kill9()
+	time.Sleep(time.Second)
+	load.stop()
+	if len(load.failed) > 8 {
+		t.Errorf("%d requests failed, more than the 8 that can have been in flight at the kill: %s", len(load.failed), strings.Join(first(load.failed, 5), "\n"))
+	}
+	load.checkEveryPetOnce(t, b, key)
+	t.Logf("%d pets acknowledged, %d requests failed around the kill", len(load.acked), len(load.failed))
+}

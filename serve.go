@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,6 +42,9 @@ type serveConfig struct {
 	logFormat  string
 	logLevel   string
 	version    bool
+	// shutdownDelay: after a stop signal, /readyz fails for this long while
+	// requests are still served, so a load balancer stops sending first.
+	shutdownDelay time.Duration
 }
 
 func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -54,6 +58,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
@@ -67,6 +72,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	if err := cfg.dbFlags.check(); err != nil {
 		return err
+	}
+	if cfg.shutdownDelay < 0 {
+		return usagef("--shutdown-delay must be 0 or more")
 	}
 	if cfg.banAfter < 0 || cfg.banFor <= 0 {
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")
@@ -136,6 +144,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	// Only now that the port is ours: the bootstrap key is printed once.
 	if err := bootstrapKey(ctx, store, cfg, baseURL(ln.Addr()), stderr); err != nil {
 		return err
+	}
+	var draining atomic.Bool
+	if cfg.shutdownDelay > 0 {
+		handler = failReadyWhileDraining(&draining, handler)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -207,6 +219,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	if cfg.shutdownDelay > 0 {
+		logger.Info("draining: /readyz answers 503 while requests are still served", "for", cfg.shutdownDelay)
+		logs.Flush()
+		draining.Store(true)
+		time.Sleep(cfg.shutdownDelay)
+	}
 	logger.Info("shutting down: finishing requests in flight")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -219,6 +237,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// failReadyWhileDraining answers /readyz 503 once draining is set, and
+// passes everything else on.
+func failReadyWhileDraining(draining *atomic.Bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() && r.URL.Path == "/readyz" {
+			writeError(w, r, errorf(codeUnavailable, "the server is shutting down"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // bootstrapKey makes a first Free key on a database without any, so that a
