@@ -46,7 +46,7 @@ type testServer struct {
 	store   storage
 	sqlite  *sqliteStore // nil on PostgreSQL
 	keys    *keyring
-	limiter *Limiter
+	limiter rateLimiter
 	pets    *petCache
 	idem    *inflight
 	clock   *fakeClock

@@ -73,6 +73,88 @@ type decision struct {
 	policy     string
 }
 
+// rateLimiter decides whether a caller's request may go ahead. *Limiter
+// keeps every caller's state in this process; *redisLimiter keeps it in
+// Redis, shared by every server that names the same Redis. Both count the
+// API keys' requests towards the database through flush.
+type rateLimiter interface {
+	// allow counts one request of id against lim, unless it is over a
+	// limit, in which case nothing is spent.
+	allow(ctx context.Context, id callerID, lim limits) (decision, error)
+	// peek reports id's two windows and what allow would report, without
+	// counting a request.
+	peek(ctx context.Context, id callerID, lim limits) (standing, error)
+	// flush writes the API keys' requests not yet stored through add.
+	flush(ctx context.Context, add func(context.Context, []usageCount) error) error
+	// sweep forgets callers that are as good as new; it returns how many.
+	sweep() int
+}
+
+// window is one of a caller's two allowances at a moment.
+type window struct {
+	limit     int64
+	remaining int64
+	reset     time.Time     // when it is full again, rounded up to a second
+	resetIn   time.Duration // how long until then, rounded up to a second
+}
+
+// standing is a caller's two windows at a moment, with what a request would
+// be told now (allowed unless the caller is banned): what GET /v1/rate_limit
+// shows, without spending anything.
+type standing struct {
+	decision
+	minute, day window
+}
+
+// report describes the binding window of a caller with tokens in its minute
+// bucket (refilled at perSecond up to lim.PerMinute) and dayCount requests
+// today: the window with fewer requests left, or on a tie the one that is
+// full again sooner. Both limiters describe their callers through it, so
+// that their headers agree.
+func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
+	minuteLeft := int64(math.Floor(tokens))
+	refill := refillTime(lim, tokens, perSecond)
+	minuteReset := ceilSecond(now.Add(refill))
+	dayLeft := max(0, lim.PerDay-dayCount)
+	dayReset := nextMidnight(now)
+
+	d := decision{policy: policy}
+	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", lim.PerMinute, minuteLeft, minuteReset, refill
+	} else {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "day", lim.PerDay, dayLeft, dayReset, dayReset.Sub(now)
+	}
+	d.resetIn = roundUpSecond(d.resetIn)
+	return d
+}
+
+// windows are both windows of a caller, as report sees them.
+func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
+	refill := refillTime(lim, tokens, perSecond)
+	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
+	dayReset := nextMidnight(now)
+	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
+	return minute, day
+}
+
+// refillTime is how long a minute bucket holding tokens takes to be full.
+func refillTime(lim limits, tokens, perSecond float64) time.Duration {
+	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
+}
+
+// reportBan turns d into the answer during a ban that lasts until until:
+// nothing left until it ends.
+func reportBan(d decision, now, until time.Time) decision {
+	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(until.Sub(now))
+	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
+	return d
+}
+
+// policyHeader is the RateLimit-Policy header of lim.
+func policyHeader(lim limits) string {
+	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
+}
+
 // Limiter applies per-minute token buckets and per-UTC-day quotas to
 // callers, answers 429s, and bans callers that keep knocking during a wait.
 type Limiter struct {
@@ -114,6 +196,52 @@ func (l *Limiter) allow(ctx context.Context, id callerID, lim limits) (decision,
 	}
 }
 
+// peek reports id's windows as allow would, without counting a request.
+func (l *Limiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
+	now := l.now()
+	today := unixDay(now)
+	c, err := l.caller(ctx, id, lim, today)
+	if err != nil {
+		return standing{}, err
+	}
+	// A caller swept meanwhile is as good as new: it still reports what a
+	// fresh one would.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.day != today {
+		c.day, c.dayCount = today, 0
+	}
+	var s standing
+	s.minute, s.day = windows(now, c.limits, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
+	if now.Before(c.bannedUntil) {
+		s.decision = c.banned(now)
+	} else {
+		s.decision = c.report(now)
+		s.allowed = true
+	}
+	return s, nil
+}
+
+// pending is how many of keyID's requests on day this limiter counted and
+// has not stored yet.
+func (l *Limiter) pending(keyID, day int64) int64 {
+	l.mu.Lock()
+	c := l.callers[callerID{keyID: keyID}]
+	l.mu.Unlock()
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, u := range c.unflushed {
+		if u.day == day {
+			n += u.n
+		}
+	}
+	return n
+}
+
 func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today int64) (*caller, error) {
 	l.mu.Lock()
 	c := l.callers[id]
@@ -132,7 +260,7 @@ func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today int
 		keyID:    id.keyID,
 		limits:   lim,
 		minute:   rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
-		policy:   `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`,
+		policy:   policyHeader(lim),
 		day:      today,
 		dayCount: count,
 	}
@@ -192,32 +320,14 @@ func (l *Limiter) decide(c *caller, now time.Time, today int64) decision {
 	return d
 }
 
-// report describes the binding window: the one with fewer requests left, or
-// on a tie the one that is full again sooner.
+// report describes the binding window of c.
 func (c *caller) report(now time.Time) decision {
-	tokens := c.minute.TokensAt(now)
-	minuteLeft := int64(math.Floor(tokens))
-	refill := time.Duration(math.Ceil((float64(c.limits.PerMinute) - tokens) / float64(c.minute.Limit()) * float64(time.Second)))
-	minuteReset := ceilSecond(now.Add(refill))
-	dayLeft := max(0, c.limits.PerDay-c.dayCount)
-	dayReset := nextMidnight(now)
-
-	d := decision{policy: c.policy}
-	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", c.limits.PerMinute, minuteLeft, minuteReset, refill
-	} else {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "day", c.limits.PerDay, dayLeft, dayReset, dayReset.Sub(now)
-	}
-	d.resetIn = (d.resetIn + time.Second - 1) / time.Second * time.Second
-	return d
+	return report(now, c.limits, c.policy, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
 }
 
-// banned is the answer during a ban: nothing left until it ends.
+// banned is the answer during a ban.
 func (c *caller) banned(now time.Time) decision {
-	d := c.report(now)
-	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(c.bannedUntil.Sub(now))
-	d.remaining, d.reset, d.resetIn = 0, ceilSecond(c.bannedUntil), d.retryAfter
-	return d
+	return reportBan(c.report(now), now, c.bannedUntil)
 }
 
 func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
@@ -241,8 +351,11 @@ func nextMidnight(t time.Time) time.Time {
 // wholeSeconds rounds d up to whole seconds, at least one: Retry-After
 // speaks in seconds, and a client that waits that long must get through.
 func wholeSeconds(d time.Duration) time.Duration {
-	s := (d + time.Second - 1) / time.Second * time.Second
-	return max(s, time.Second)
+	return max(roundUpSecond(d), time.Second)
+}
+
+func roundUpSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1) / time.Second * time.Second
 }
 
 // sweep forgets callers that are as good as new: a full bucket, no wait, no
@@ -343,7 +456,7 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 // limit counts the request against its key, or without a valid key against
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached.
-func limit(limiter *Limiter, trustProxy bool, next http.Handler) http.Handler {
+func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestLog(w)
 		id, lim := callerID{keyID: 0}, anonymousLimits
