@@ -52,6 +52,10 @@ type testServer struct {
 	clock   *fakeClock
 	logger  *slog.Logger
 	dbPath  string
+	opts    testOptions
+	// redisPrefix is the test's own part of Redis, shared by the servers a
+	// test starts on it (otherServer) and no other test.
+	redisPrefix string
 }
 
 type testOptions struct {
@@ -68,6 +72,11 @@ type testOptions struct {
 	postgres bool
 	// db, when set, is an existing database to serve instead of a fresh one.
 	db string
+	// redis limits through Redis (PETSTORE_TEST_REDIS; the test is skipped
+	// without it) instead of in process; redisURL, when set, reaches it
+	// another way (through a proxy the test can cut).
+	redis    bool
+	redisURL string
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -124,17 +133,45 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limiter := newLimiter(clock.now, opts.banAfter, opts.banFor, store.Usage)
 	pets := newPetCache(store)
 	if !opts.petsFromDatabase {
 		if err := pets.load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	idem := newInflight()
-	h := newServer(opts.logger, store, keys, limiter, pets, idem, clock.now, opts.trustProxy)
-	return &testServer{t: t, handler: h, store: store, sqlite: sqlite, keys: keys, limiter: limiter, pets: pets, idem: idem,
-		clock: clock, logger: opts.logger, dbPath: path}
+	s := &testServer{t: t, store: store, sqlite: sqlite, keys: keys, pets: pets, idem: newInflight(),
+		clock: clock, logger: opts.logger, dbPath: path, opts: opts}
+	if opts.redis {
+		s.redisPrefix = testRedisPrefix(t)
+	}
+	s.restartLimiter()
+	return s
+}
+
+// restartLimiter gives the server a new limiter of its kind, as a restart
+// of the server does: one in process starts from the database, one on Redis
+// finds there what the last one left.
+func (s *testServer) restartLimiter() {
+	s.t.Helper()
+	if s.opts.redis {
+		s.limiter = newTestRedisLimiter(s.t, s.redisPrefix, s.clock, s.store, s.opts)
+	} else {
+		s.limiter = newLimiter(s.clock.now, s.opts.banAfter, s.opts.banFor, s.store.Usage)
+	}
+	s.handler = newServer(s.opts.logger, s.store, s.keys, s.limiter, s.pets, s.idem, s.clock.now, s.opts.trustProxy)
+}
+
+// forEachLimiter runs test against every rate limiter: in process, and on
+// Redis when PETSTORE_TEST_REDIS names one. A rule proven on one is proven
+// on both.
+func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *testServer)) {
+	for _, kind := range []string{"in-process", "redis"} {
+		t.Run(kind, func(t *testing.T) {
+			o := opts
+			o.redis = kind == "redis"
+			test(t, newTestServerWith(t, o))
+		})
+	}
 }
 
 // mustCreateKey makes a key of plan (custom limits for enterprise) and

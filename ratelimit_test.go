@@ -35,203 +35,210 @@ func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code stri
 }
 
 func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("free")
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("free")
 
-	first := s.do("GET", "/v1/pets", key, "")
-	if first.Code != 200 {
-		t.Fatalf("first request: %d %s", first.Code, first.Body)
-	}
-	if got := header(t, first, "X-RateLimit-Limit"); got != 60 {
-		t.Errorf("X-RateLimit-Limit = %d, want 60", got)
-	}
-	if got := header(t, first, "X-RateLimit-Remaining"); got != 59 {
-		t.Errorf("a fresh Free key's first response says Remaining %d, want 59", got)
-	}
-	if got, want := header(t, first, "X-RateLimit-Reset"), s.clock.now().Add(time.Second).Unix(); got != want {
-		t.Errorf("X-RateLimit-Reset = %d, want %d (one token refills in a second)", got, want)
-	}
-	if got := first.Header().Get("RateLimit-Policy"); got != `"minute";q=60;w=60, "day";q=1000;w=86400` {
-		t.Errorf("RateLimit-Policy = %q", got)
-	}
-	if got := first.Header().Get("RateLimit"); got != `"minute";r=59;t=1` {
-		t.Errorf("RateLimit = %q", got)
-	}
-
-	for i := 2; i <= 60; i++ {
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-			t.Fatalf("request %d: %d %s", i, w.Code, w.Body)
+		first := s.do("GET", "/v1/pets", key, "")
+		if first.Code != 200 {
+			t.Fatalf("first request: %d %s", first.Code, first.Body)
 		}
-	}
-	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeRateLimited)
-	if got := header(t, w, "Retry-After"); got != 1 {
-		t.Errorf("Retry-After = %d, want 1", got)
-	}
-	if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
-		t.Errorf("X-RateLimit-Remaining on a 429 = %d, want 0", got)
-	}
+		if got := header(t, first, "X-RateLimit-Limit"); got != 60 {
+			t.Errorf("X-RateLimit-Limit = %d, want 60", got)
+		}
+		if got := header(t, first, "X-RateLimit-Remaining"); got != 59 {
+			t.Errorf("a fresh Free key's first response says Remaining %d, want 59", got)
+		}
+		if got, want := header(t, first, "X-RateLimit-Reset"), s.clock.now().Add(time.Second).Unix(); got != want {
+			t.Errorf("X-RateLimit-Reset = %d, want %d (one token refills in a second)", got, want)
+		}
+		if got := first.Header().Get("RateLimit-Policy"); got != `"minute";q=60;w=60, "day";q=1000;w=86400` {
+			t.Errorf("RateLimit-Policy = %q", got)
+		}
+		if got := first.Header().Get("RateLimit"); got != `"minute";r=59;t=1` {
+			t.Errorf("RateLimit = %q", got)
+		}
+
+		for i := 2; i <= 60; i++ {
+			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+				t.Fatalf("request %d: %d %s", i, w.Code, w.Body)
+			}
+		}
+		w := s.do("GET", "/v1/pets", key, "")
+		wantError(t, w, 429, codeRateLimited)
+		if got := header(t, w, "Retry-After"); got != 1 {
+			t.Errorf("Retry-After = %d, want 1", got)
+		}
+		if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
+			t.Errorf("X-RateLimit-Remaining on a 429 = %d, want 0", got)
+		}
+	})
 }
 
 func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("pro") // 300 a minute: one token every 200ms
-	for range 300 {
-		s.do("GET", "/v1/pets", key, "")
-	}
-	for range 5 { // refused requests must not push the refill further away
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
-	}
-	w := s.do("GET", "/v1/pets", key, "")
-	retry := header(t, w, "Retry-After")
-	if retry != 1 {
-		t.Fatalf("Retry-After = %d, want 1 (whole seconds, rounded up from 200ms)", retry)
-	}
-	s.clock.advance(time.Duration(retry) * time.Second)
-	for i := range 5 { // a second refills 5 tokens
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-			t.Fatalf("request %d after waiting Retry-After: %d %s", i+1, w.Code, w.Body)
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("pro") // 300 a minute: one token every 200ms
+		for range 300 {
+			s.do("GET", "/v1/pets", key, "")
 		}
-	}
-	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		for range 5 { // refused requests must not push the refill further away
+			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		}
+		w := s.do("GET", "/v1/pets", key, "")
+		retry := header(t, w, "Retry-After")
+		if retry != 1 {
+			t.Fatalf("Retry-After = %d, want 1 (whole seconds, rounded up from 200ms)", retry)
+		}
+		s.clock.advance(time.Duration(retry) * time.Second)
+		for i := range 5 { // a second refills 5 tokens
+			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+				t.Fatalf("request %d after waiting Retry-After: %d %s", i+1, w.Code, w.Body)
+			}
+		}
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	})
 }
 
 func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 5})
-	for i := range 5 {
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 5})
+		for i := range 5 {
+			w := s.do("GET", "/v1/pets", key, "")
+			if w.Code != 200 {
+				t.Fatalf("request %d: %d", i+1, w.Code)
+			}
+			if got := header(t, w, "X-RateLimit-Limit"); got != 5 {
+				t.Fatalf("the day window binds, X-RateLimit-Limit = %d, want 5", got)
+			}
+			if got := header(t, w, "X-RateLimit-Remaining"); got != int64(4-i) {
+				t.Fatalf("request %d: Remaining = %d, want %d", i+1, got, 4-i)
+			}
+		}
+		midnight := nextMidnight(s.clock.now())
 		w := s.do("GET", "/v1/pets", key, "")
-		if w.Code != 200 {
-			t.Fatalf("request %d: %d", i+1, w.Code)
+		wantError(t, w, 429, codeRateLimited)
+		if got, want := header(t, w, "Retry-After"), int64(midnight.Sub(s.clock.now())/time.Second); got != want {
+			t.Errorf("Retry-After = %d, want %d (until the next UTC midnight)", got, want)
 		}
-		if got := header(t, w, "X-RateLimit-Limit"); got != 5 {
-			t.Fatalf("the day window binds, X-RateLimit-Limit = %d, want 5", got)
+		if got := header(t, w, "X-RateLimit-Reset"); got != midnight.Unix() {
+			t.Errorf("X-RateLimit-Reset = %d, want next UTC midnight %d", got, midnight.Unix())
 		}
-		if got := header(t, w, "X-RateLimit-Remaining"); got != int64(4-i) {
-			t.Fatalf("request %d: Remaining = %d, want %d", i+1, got, 4-i)
+		if got := w.Header().Get("RateLimit-Policy"); got != `"minute";q=1000;w=60, "day";q=5;w=86400` {
+			t.Errorf("RateLimit-Policy = %q", got)
 		}
-	}
-	midnight := nextMidnight(s.clock.now())
-	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeRateLimited)
-	if got, want := header(t, w, "Retry-After"), int64(midnight.Sub(s.clock.now())/time.Second); got != want {
-		t.Errorf("Retry-After = %d, want %d (until the next UTC midnight)", got, want)
-	}
-	if got := header(t, w, "X-RateLimit-Reset"); got != midnight.Unix() {
-		t.Errorf("X-RateLimit-Reset = %d, want next UTC midnight %d", got, midnight.Unix())
-	}
-	if got := w.Header().Get("RateLimit-Policy"); got != `"minute";q=1000;w=60, "day";q=5;w=86400` {
-		t.Errorf("RateLimit-Policy = %q", got)
-	}
 
-	s.clock.advance(midnight.Sub(s.clock.now()))
-	w = s.do("GET", "/v1/pets", key, "")
-	if w.Code != 200 || header(t, w, "X-RateLimit-Remaining") != 4 {
-		t.Fatalf("after midnight: %d, Remaining %s; want 200 and 4", w.Code, w.Header().Get("X-RateLimit-Remaining"))
-	}
+		s.clock.advance(midnight.Sub(s.clock.now()))
+		w = s.do("GET", "/v1/pets", key, "")
+		if w.Code != 200 || header(t, w, "X-RateLimit-Remaining") != 4 {
+			t.Fatalf("after midnight: %d, Remaining %s; want 200 and 4", w.Code, w.Header().Get("X-RateLimit-Remaining"))
+		}
+	})
 }
 
 func TestCustomEnterpriseLimits(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 2, PerDay: 100})
-	for range 2 {
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-			t.Fatal(w.Code)
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 2, PerDay: 100})
+		for range 2 {
+			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+				t.Fatal(w.Code)
+			}
 		}
-	}
-	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeRateLimited)
-	if got := header(t, w, "Retry-After"); got != 30 {
-		t.Errorf("Retry-After = %d, want 30 (2 a minute refill one every 30s)", got)
-	}
-	if got := header(t, w, "X-RateLimit-Limit"); got != 2 {
-		t.Errorf("X-RateLimit-Limit = %d, want 2", got)
-	}
-	s.clock.advance(29 * time.Second)
-	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
-	s.clock.advance(time.Second)
-	if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-		t.Fatalf("after 30s: %d", w.Code)
-	}
+		w := s.do("GET", "/v1/pets", key, "")
+		wantError(t, w, 429, codeRateLimited)
+		if got := header(t, w, "Retry-After"); got != 30 {
+			t.Errorf("Retry-After = %d, want 30 (2 a minute refill one every 30s)", got)
+		}
+		if got := header(t, w, "X-RateLimit-Limit"); got != 2 {
+			t.Errorf("X-RateLimit-Limit = %d, want 2", got)
+		}
+		s.clock.advance(29 * time.Second)
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		s.clock.advance(time.Second)
+		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			t.Fatalf("after 30s: %d", w.Code)
+		}
+	})
 }
 
 func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
-	s := newTestServerWith(t, testOptions{banAfter: 10, banFor: 15 * time.Minute})
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
-	if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-		t.Fatal(w.Code)
-	}
-	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited) // the wait starts
-	for i := range 10 {
-		w := s.do("GET", "/v1/pets", key, "")
-		if w.Code != 429 || !strings.Contains(w.Body.String(), codeRateLimited) {
-			t.Fatalf("request %d during the wait: %d %s, want 429 rate_limited", i+1, w.Code, w.Body)
+	forEachLimiter(t, testOptions{banAfter: 10, banFor: 15 * time.Minute}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			t.Fatal(w.Code)
 		}
-	}
-	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeTemporarilyBanned)
-	if got := header(t, w, "Retry-After"); got != 900 {
-		t.Errorf("Retry-After at the ban = %d, want 900", got)
-	}
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited) // the wait starts
+		for i := range 10 {
+			w := s.do("GET", "/v1/pets", key, "")
+			if w.Code != 429 || !strings.Contains(w.Body.String(), codeRateLimited) {
+				t.Fatalf("request %d during the wait: %d %s, want 429 rate_limited", i+1, w.Code, w.Body)
+			}
+		}
+		w := s.do("GET", "/v1/pets", key, "")
+		wantError(t, w, 429, codeTemporarilyBanned)
+		if got := header(t, w, "Retry-After"); got != 900 {
+			t.Errorf("Retry-After at the ban = %d, want 900", got)
+		}
 
-	s.clock.advance(10 * time.Minute) // the bucket is full again, the ban is not over
-	w = s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeTemporarilyBanned)
-	if got := header(t, w, "Retry-After"); got != 300 {
-		t.Errorf("Retry-After = %d, want the rest of the ban, 300", got)
-	}
-	s.clock.advance(5 * time.Minute)
-	if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-		t.Fatalf("after the ban: %d %s", w.Code, w.Body)
-	}
+		s.clock.advance(10 * time.Minute) // the bucket is full again, the ban is not over
+		w = s.do("GET", "/v1/pets", key, "")
+		wantError(t, w, 429, codeTemporarilyBanned)
+		if got := header(t, w, "Retry-After"); got != 300 {
+			t.Errorf("Retry-After = %d, want the rest of the ban, 300", got)
+		}
+		s.clock.advance(5 * time.Minute)
+		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			t.Fatalf("after the ban: %d %s", w.Code, w.Body)
+		}
+	})
 }
 
 func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
-	s := newTestServerWith(t, testOptions{banAfter: 3})
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
-	s.do("GET", "/v1/pets", key, "")
-	for round := range 3 {
-		// Each round: a refusal starts a wait, three more are tolerated.
-		for range 4 {
-			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	forEachLimiter(t, testOptions{banAfter: 3}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		s.do("GET", "/v1/pets", key, "")
+		for round := range 3 {
+			// Each round: a refusal starts a wait, three more are tolerated.
+			for range 4 {
+				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+			}
+			s.clock.advance(60 * time.Second) // the wait passes: the count starts again
+			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+				t.Fatalf("round %d: %d %s", round, w.Code, w.Body)
+			}
 		}
-		s.clock.advance(60 * time.Second) // the wait passes: the count starts again
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
-			t.Fatalf("round %d: %d %s", round, w.Code, w.Body)
-		}
-	}
+	})
 }
 
 func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("free")
-	for _, tc := range []struct {
-		name, method, target, key, body string
-		status                          int
-	}{
-		{"list", "GET", "/v1/pets", key, "", 200},
-		{"create", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, 201},
-		{"bad request", "GET", "/v1/pets?limit=0", key, "", 400},
-		{"not found", "GET", "/v1/pets/999", key, "", 404},
-		{"unknown path", "GET", "/v1/nothing", key, "", 404},
-		{"method not allowed", "DELETE", "/v1/pets", key, "", 405},
-		{"not implemented", "GET", "/v1/store/orders", key, "", 501},
-		{"no key", "GET", "/v1/pets", "", "", 401},
-		{"bad key", "GET", "/v1/pets", "psk_live_nope", "", 401},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := s.do(tc.method, tc.target, tc.key, tc.body)
-			if w.Code != tc.status {
-				t.Fatalf("status %d, want %d: %s", w.Code, tc.status, w.Body)
-			}
-			for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
-				header(t, w, h)
-			}
-			if w.Header().Get("RateLimit") == "" || w.Header().Get("RateLimit-Policy") == "" {
-				t.Errorf("missing RateLimit or RateLimit-Policy")
-			}
-		})
-	}
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("free")
+		for _, tc := range []struct {
+			name, method, target, key, body string
+			status                          int
+		}{
+			{"list", "GET", "/v1/pets", key, "", 200},
+			{"create", "POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, 201},
+			{"bad request", "GET", "/v1/pets?limit=0", key, "", 400},
+			{"not found", "GET", "/v1/pets/999", key, "", 404},
+			{"unknown path", "GET", "/v1/nothing", key, "", 404},
+			{"method not allowed", "DELETE", "/v1/pets", key, "", 405},
+			{"not implemented", "GET", "/v1/store/orders", key, "", 501},
+			{"no key", "GET", "/v1/pets", "", "", 401},
+			{"bad key", "GET", "/v1/pets", "psk_live_nope", "", 401},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				w := s.do(tc.method, tc.target, tc.key, tc.body)
+				if w.Code != tc.status {
+					t.Fatalf("status %d, want %d: %s", w.Code, tc.status, w.Body)
+				}
+				for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+					header(t, w, h)
+				}
+				if w.Header().Get("RateLimit") == "" || w.Header().Get("RateLimit-Policy") == "" {
+					t.Errorf("missing RateLimit or RateLimit-Policy")
+				}
+			})
+		}
+	})
 }
 
 // get sends a request from a given client address.
@@ -250,64 +257,65 @@ func (s *testServer) from(addr, target, key string, header ...string) *httptest.
 }
 
 func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
-	s := newTestServer(t)
-	for i := range 60 {
-		w := s.from("198.51.100.7:4000", "/v1/pets", "psk_live_guess"+strconv.Itoa(i))
-		wantError(t, w, 401, codeUnauthorized)
-		if i == 0 && header(t, w, "X-RateLimit-Remaining") != 59 {
-			t.Errorf("first 401 says Remaining %s, want 59", w.Header().Get("X-RateLimit-Remaining"))
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		for i := range 60 {
+			w := s.from("198.51.100.7:4000", "/v1/pets", "psk_live_guess"+strconv.Itoa(i))
+			wantError(t, w, 401, codeUnauthorized)
+			if i == 0 && header(t, w, "X-RateLimit-Remaining") != 59 {
+				t.Errorf("first 401 says Remaining %s, want 59", w.Header().Get("X-RateLimit-Remaining"))
+			}
 		}
-	}
-	w := s.from("198.51.100.7:5000", "/v1/pets", "psk_live_guess")
-	wantError(t, w, 429, codeRateLimited)
-	if w.Header().Get("Retry-After") == "" {
-		t.Error("429 without Retry-After")
-	}
-	// Another address is not affected, and a valid key from the throttled
-	// address is counted against the key.
-	wantError(t, s.from("198.51.100.8:4000", "/v1/pets", ""), 401, codeUnauthorized)
-	key := s.mustCreateKey("free")
-	if w := s.from("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
-		t.Fatalf("valid key from a throttled address: %d", w.Code)
-	}
+		w := s.from("198.51.100.7:5000", "/v1/pets", "psk_live_guess")
+		wantError(t, w, 429, codeRateLimited)
+		if w.Header().Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+		// Another address is not affected, and a valid key from the throttled
+		// address is counted against the key.
+		wantError(t, s.from("198.51.100.8:4000", "/v1/pets", ""), 401, codeUnauthorized)
+		key := s.mustCreateKey("free")
+		if w := s.from("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
+			t.Fatalf("valid key from a throttled address: %d", w.Code)
+		}
+	})
 }
 
 func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trust-proxy=%v", trust), func(t *testing.T) {
-			s := newTestServerWith(t, testOptions{trustProxy: trust})
-			for i := range 60 {
-				s.from("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113."+strconv.Itoa(i%2)+", 10.0.0.1")
-			}
-			// All 60 came from the proxy's address; behind a trusted proxy they
-			// were two clients of 30 each.
-			w := s.from("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113.0")
-			if trust && w.Code != 401 {
-				t.Fatalf("trusted proxy: %d, want 401 (client 203.0.113.0 made only 30 requests)", w.Code)
-			}
-			if !trust && w.Code != 429 {
-				t.Fatalf("untrusted: %d, want 429 (the header is ignored, the peer made 60)", w.Code)
-			}
+			forEachLimiter(t, testOptions{trustProxy: trust}, func(t *testing.T, s *testServer) {
+				for i := range 60 {
+					s.from("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113."+strconv.Itoa(i%2)+", 10.0.0.1")
+				}
+				// All 60 came from the proxy's address; behind a trusted proxy they
+				// were two clients of 30 each.
+				w := s.from("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113.0")
+				if trust && w.Code != 401 {
+					t.Fatalf("trusted proxy: %d, want 401 (client 203.0.113.0 made only 30 requests)", w.Code)
+				}
+				if !trust && w.Code != 429 {
+					t.Fatalf("untrusted: %d, want 429 (the header is ignored, the peer made 60)", w.Code)
+				}
+			})
 		})
 	}
 }
 
 func TestRestartKeepsTheDaysCount(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
-	for range 7 {
-		s.do("GET", "/v1/pets", key, "")
-	}
-	if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
-		t.Fatal(err)
-	}
-	// A new limiter on the same database is a restarted server.
-	s.limiter = newLimiter(s.clock.now, 10, time.Minute, s.store.Usage)
-	s.handler = newServer(discardLogger(), s.store, s.keys, s.limiter, newPetCache(s.store), newInflight(), s.clock.now, false)
-	w := s.do("GET", "/v1/pets", key, "")
-	if got := header(t, w, "X-RateLimit-Remaining"); got != 2 {
-		t.Fatalf("after a restart Remaining = %d, want 2 (8 of 10 used today)", got)
-	}
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+		for range 7 {
+			s.do("GET", "/v1/pets", key, "")
+		}
+		if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+			t.Fatal(err)
+		}
+		s.restartLimiter() // a new limiter on the same database is a restarted server
+		w := s.do("GET", "/v1/pets", key, "")
+		if got := header(t, w, "X-RateLimit-Remaining"); got != 2 {
+			t.Fatalf("after a restart Remaining = %d, want 2 (8 of 10 used today)", got)
+		}
+	})
 }
 
 func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
@@ -485,19 +493,20 @@ func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 }
 
 func TestResetDuringABanIsRoundedUp(t *testing.T) {
-	s := newTestServerWith(t, testOptions{banAfter: 1, banFor: 5 * time.Second})
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
-	s.do("GET", "/v1/pets", key, "")
-	s.clock.advance(300 * time.Millisecond)
-	for range 2 {
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
-	}
-	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeTemporarilyBanned)
-	banEnds := s.clock.now().Add(5 * time.Second)
-	if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != ceilSecond(banEnds).Unix() {
-		t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, ceilSecond(banEnds).Unix())
-	}
+	forEachLimiter(t, testOptions{banAfter: 1, banFor: 5 * time.Second}, func(t *testing.T, s *testServer) {
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		s.do("GET", "/v1/pets", key, "")
+		s.clock.advance(300 * time.Millisecond)
+		for range 2 {
+			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		}
+		w := s.do("GET", "/v1/pets", key, "")
+		wantError(t, w, 429, codeTemporarilyBanned)
+		banEnds := s.clock.now().Add(5 * time.Second)
+		if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != ceilSecond(banEnds).Unix() {
+			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, ceilSecond(banEnds).Unix())
+		}
+	})
 }
 
 // A flush takes off exactly what it wrote: requests counted while the

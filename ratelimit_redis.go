@@ -1,0 +1,579 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Redis limits: a request never waits long for a Redis that is gone, and
+// while it is gone at most one request in redisProbeEvery tries it again.
+const (
+	redisTimeout    = 100 * time.Millisecond // dial, read, write, waiting for a pooled connection
+	redisProbeEvery = 500 * time.Millisecond
+	// maxScriptPerMinute keeps the script's arithmetic exact (whole numbers
+	// below 2^53 in Lua's doubles); a bucket that large never empties.
+	maxScriptPerMinute = 1 << 36
+)
+
+// limitScript decides one request of one caller atomically: the ban, the
+// minute bucket (GCRA: burst = the per-minute figure, one request a
+// 60000/pm ms), the day count (a fixed UTC day), and after a refusal the
+// wait and the ban that follows too many requests during it. It spends only
+// when both windows allow, and a refusal spends nothing. Time is Redis's
+// TIME in whole milliseconds.
+//
+// KEYS[1] is the caller's state, a hash:
+//
+//	t, r    the bucket's theoretical arrival time (TAT): t ms + r/pm ms
+//	d, n    the UTC day (days since 1970-01-01) and the requests granted on it
+//	wu, wc  after a refusal: the wait's end (ms), requests sent during it
+//	bu      the ban's end (ms)
+//
+// It lives until every part is as good as new: the bucket full, the wait
+// and the ban over, and for an API key also the day over.
+//
+// ARGV: 1 now in ms, 0 for Redis TIME (only tests pass one); 2 per minute;
+// 3 per day; 4 cost: 1 counts a request, 0 only looks; 5 ban after; 6 ban
+// for (ms); 7 "1" for an API key, whose day count is also stored in the
+// database: a missing count is rebuilt from there, never started at 0;
+// 8 seed: the stored count of today, -1 when not read yet; 9 add: requests
+// the fall-back granted that Redis has not counted; 10 the day of add.
+//
+// It returns {status, now (ms), debt, day count, day, extra}: status 0
+// allowed (or looked at: not banned), 1 limited with extra the Retry-After
+// in seconds, 2 banned with extra the ban's end (ms), 3 the day count is
+// missing and needs a seed (nothing changed). debt is how far the TAT is
+// ahead of now in 1/pm ms, 60000 a request: 0 when the bucket is full.
+var limitScript = redis.NewScript(`
+local key = KEYS[1]
+local now = tonumber(ARGV[1])
+if now == 0 then
+	local t = redis.call('TIME')
+	now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local pm, pd, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local banAfter, banFor = tonumber(ARGV[5]), tonumber(ARGV[6])
+local durable, seed = ARGV[7] == '1', tonumber(ARGV[8])
+local add, addDay = tonumber(ARGV[9]), tonumber(ARGV[10])
+
+local msPerDay = 86400000
+local today = math.floor(now / msPerDay)
+local s = redis.call('HMGET', key, 't', 'r', 'd', 'n', 'wu', 'wc', 'bu')
+local t, r, n = tonumber(s[1]) or 0, tonumber(s[2]) or 0, tonumber(s[4]) or 0
+local wu, wc, bu = tonumber(s[5]) or 0, tonumber(s[6]) or 0, tonumber(s[7]) or 0
+local changed = false
+if tonumber(s[3]) ~= today then
+	if durable then
+		if seed < 0 then
+			return {3, now, 0, 0, today, 0}
+		end
+		n = seed -- set only while the count is missing: the first seed wins
+	else
+		n = 0
+	end
+	changed = true
+elseif add > 0 and addDay == today then
+	n = n + add
+	changed = true
+end
+
+local function debt()
+	if t < now then
+		return 0
+	end
+	return (t - now) * pm + r
+end
+
+-- Numbers reach Redis as text of 14 significant digits: milliseconds since
+-- 1970 have 13 until the year 2286.
+local function save()
+	local ttl = math.max(t - now + 1, wu - now, bu - now, 1)
+	if durable then
+		ttl = math.max(ttl, msPerDay - now % msPerDay)
+	end
+	redis.call('HSET', key, 't', t, 'r', r, 'd', today, 'n', n, 'wu', wu, 'wc', wc, 'bu', bu)
+	redis.call('PEXPIRE', key, ttl)
+end
+
+if now < bu then
+	if changed then
+		save()
+	end
+	return {2, now, debt(), n, today, bu}
+end
+local owed = debt()
+if cost == 0 then
+	if changed and durable then
+		save()
+	end
+	return {0, now, owed, n, today, 0}
+end
+if owed <= (pm - 1) * 60000 and n < pd then
+	if t < now then
+		t, r = now, 0
+	end
+	t, r = t + math.floor(60000 / pm), r + 60000 % pm
+	if r >= pm then
+		t, r = t + 1, r - pm
+	end
+	n, wu, wc = n + 1, 0, 0
+	save()
+	return {0, now, debt(), n, today, 0}
+end
+
+-- Refused: nothing is spent. Tell the caller how long to wait, in whole
+-- seconds, and ban one that keeps sending during the wait.
+local wait
+if n >= pd then
+	wait = msPerDay - now % msPerDay
+else
+	wait = (owed - (pm - 1) * 60000) / pm
+end
+wait = math.max(1, math.ceil(wait / 1000))
+if now < wu then
+	wc = wc + 1
+	if wc > banAfter then
+		bu, wu, wc = now + banFor, 0, 0
+		save()
+		return {2, now, owed, n, today, bu}
+	end
+else
+	wu, wc = now + wait * 1000, 0
+end
+save()
+return {1, now, owed, n, today, wait}
+`)
+
+// The script's status, its answer's first number.
+const (
+	scriptAllowed  = 0
+	scriptLimited  = 1
+	scriptBanned   = 2
+	scriptNeedSeed = 3
+)
+
+// scriptAnswer is what limitScript returns, in its order.
+type scriptAnswer struct {
+	status, nowMs, debt, count, day, extra int64
+}
+
+// redisHooks let metrics hear what the Redis limiter does. Either may be nil.
+type redisHooks struct {
+	// fallback is told true when Redis stops answering and this server
+	// limits on its own, and false when Redis answers again.
+	fallback func(active bool)
+	// call hears every run of the script: how long it took, and its error.
+	call func(took time.Duration, err error)
+}
+
+// redisConfig is what newRedisLimiter needs.
+type redisConfig struct {
+	url      string
+	prefix   string // of every key, so that environments sharing a Redis stay apart
+	banAfter int
+	banFor   time.Duration
+	now      func() time.Time
+	// usage returns a key's stored count for a day (Store.Usage).
+	usage  func(ctx context.Context, keyID int64, day string) (int64, error)
+	logger *slog.Logger
+	hooks  redisHooks
+	// scriptNow, in tests only, is the script's clock instead of Redis TIME.
+	scriptNow func() time.Time
+}
+
+// redisLimiter keeps every caller's rate-limit state in Redis, one script
+// run a request, so that the servers naming one Redis together grant
+// exactly what one server would. The API keys' requests it grants are also
+// counted here and written to the database in batches (flush), from where
+// a day count that Redis lost is rebuilt before anything more is granted.
+// While Redis does not answer, the in-process fallback limits alone.
+type redisLimiter struct {
+	client    *redis.Client
+	prefix    string
+	banAfter  int
+	banFor    time.Duration
+	now       func() time.Time
+	usage     func(ctx context.Context, keyID int64, day string) (int64, error)
+	logger    *slog.Logger
+	hooks     redisHooks
+	scriptNow func() time.Time
+	fallback  *Limiter
+
+	down      atomic.Bool
+	downSince atomic.Int64 // UnixNano
+	probeAt   atomic.Int64 // while down: when (UnixNano) a request may try Redis again
+	outages   atomic.Int64
+
+	// storing is held while a flush writes, and while a seed reads the
+	// database and the counts not yet written, so that a seed sees each
+	// request once: written or still here.
+	storing  sync.Mutex
+	mu       sync.Mutex
+	unstored map[keyDay]int64 // granted through Redis, not yet in the database
+	owed     map[keyDay]int64 // granted by the fallback, not yet counted in Redis
+	anyOwed  atomic.Bool
+
+	policyMu sync.RWMutex
+	policies map[limits]string
+}
+
+// keyDay names one API key's count of one UTC day.
+type keyDay struct{ keyID, day int64 }
+
+// redisOptions are the client options for a --redis URL: short timeouts and
+// no retries (a retried script could count a request twice; the fallback
+// answers instead), and no maintenance notifications, which Valkey refuses.
+func redisOptions(rawURL string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		// url.Error repeats the URL, password and all: keep only why.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("--redis must be a URL like redis://HOST:PORT/N: %v", err)
+	}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = redisTimeout
+	}
+	if opts.ReadTimeout == 0 {
+		opts.ReadTimeout = redisTimeout
+	}
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = redisTimeout
+	}
+	if opts.PoolTimeout == 0 {
+		opts.PoolTimeout = redisTimeout
+	}
+	if opts.MaxRetries == 0 {
+		opts.MaxRetries = -1
+	}
+	opts.DialerRetries = 1
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return opts, nil
+}
+
+// newRedisLimiter connects to cfg.url. A Redis that does not answer yet is
+// no error: the limiter starts on its fallback and moves to Redis once it
+// answers.
+func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error) {
+	opts, err := redisOptions(cfg.url)
+	if err != nil {
+		return nil, err
+	}
+	redis.SetLogger(redisLog{cfg.logger})
+	r := &redisLimiter{
+		client:    redis.NewClient(opts),
+		prefix:    cfg.prefix,
+		banAfter:  cfg.banAfter,
+		banFor:    cfg.banFor,
+		now:       cfg.now,
+		usage:     cfg.usage,
+		logger:    cfg.logger,
+		hooks:     cfg.hooks,
+		scriptNow: cfg.scriptNow,
+		unstored:  make(map[keyDay]int64),
+		owed:      make(map[keyDay]int64),
+		policies:  make(map[limits]string),
+	}
+	r.fallback = newLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		r.failed(err)
+	}
+	return r, nil
+}
+
+func (r *redisLimiter) close() error { return r.client.Close() }
+
+func (r *redisLimiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
+	s, err := r.decide(ctx, id, lim, 1)
+	return s.decision, err
+}
+
+func (r *redisLimiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
+	return r.decide(ctx, id, lim, 0)
+}
+
+// decide runs the script for one request (cost 1) or a look (cost 0). A
+// caller whose day count Redis lacks is seeded from the database, in a
+// second run. When Redis fails, the fallback answers.
+func (r *redisLimiter) decide(ctx context.Context, id callerID, lim limits, cost int) (standing, error) {
+	if r.skipRedis() {
+		return r.decideAlone(ctx, id, lim, cost)
+	}
+	shared := lim
+	shared.PerMinute = min(lim.PerMinute, maxScriptPerMinute)
+	key := r.key(id)
+	var owed keyDay
+	var add int64
+	if id.keyID != 0 && r.anyOwed.Load() {
+		owed, add = r.takeOwed(id.keyID)
+	}
+	a, err := r.run(ctx, key, id, shared, cost, -1, add, owed.day)
+	if err == nil && a.status == scriptNeedSeed {
+		var seed int64
+		if seed, err = r.seed(ctx, id.keyID, a.day); err != nil {
+			r.oweAgain(owed, add)
+			return standing{}, err
+		}
+		a, err = r.run(ctx, key, id, shared, cost, seed, 0, 0)
+	}
+	if err != nil {
+		r.oweAgain(owed, add)
+		if ctx.Err() == nil {
+			r.failed(err)
+		}
+		return r.decideAlone(ctx, id, lim, cost)
+	}
+	r.answered()
+	if a.status == scriptAllowed && cost > 0 && id.keyID != 0 {
+		r.mu.Lock()
+		r.unstored[keyDay{id.keyID, a.day}]++
+		r.mu.Unlock()
+	}
+	return r.standing(a, shared), nil
+}
+
+// run runs the script once.
+func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim limits, cost int, seed, add, addDay int64) (scriptAnswer, error) {
+	var nowMs int64
+	if r.scriptNow != nil {
+		nowMs = r.scriptNow().UnixMilli()
+	}
+	durable := 0
+	if id.keyID != 0 {
+		durable = 1
+	}
+	var start time.Time
+	if r.hooks.call != nil {
+		start = time.Now()
+	}
+	v, err := limitScript.Run(ctx, r.client, []string{key},
+		nowMs, lim.PerMinute, lim.PerDay, cost, r.banAfter, r.banFor.Milliseconds(), durable, seed, add, addDay).Int64Slice()
+	if err == nil && len(v) != 6 {
+		err = fmt.Errorf("rate-limit script returned %d numbers, want 6", len(v))
+	}
+	if r.hooks.call != nil {
+		r.hooks.call(time.Since(start), err)
+	}
+	if err != nil {
+		return scriptAnswer{}, err
+	}
+	return scriptAnswer{v[0], v[1], v[2], v[3], v[4], v[5]}, nil
+}
+
+// standing turns the script's answer into what the in-process limiter
+// would report for the same state.
+func (r *redisLimiter) standing(a scriptAnswer, lim limits) standing {
+	now := time.UnixMilli(a.nowMs)
+	tokens := float64(lim.PerMinute) - float64(a.debt)/60_000
+	perSecond := float64(lim.PerMinute) / 60
+	var s standing
+	s.decision = report(now, lim, r.policy(lim), tokens, perSecond, a.count)
+	s.minute, s.day = windows(now, lim, tokens, perSecond, a.count)
+	switch a.status {
+	case scriptAllowed:
+		s.allowed = true
+	case scriptLimited:
+		s.code, s.retryAfter = codeRateLimited, time.Duration(a.extra)*time.Second
+	case scriptBanned:
+		s.decision = reportBan(s.decision, now, time.UnixMilli(a.extra))
+	}
+	return s
+}
+
+// key is the Redis key of id's state. Every key of one caller would share
+// its hash tag, the part in braces, so the script also runs on a Redis
+// Cluster.
+func (r *redisLimiter) key(id callerID) string {
+	var buf [96]byte
+	b := append(buf[:0], '{')
+	b = append(b, r.prefix...)
+	if id.keyID != 0 {
+		b = append(b, ":k:"...)
+		b = strconv.AppendInt(b, id.keyID, 10)
+	} else {
+		b = append(b, ":a:"...)
+		b = id.addr.AppendTo(b)
+	}
+	b = append(b, "}:limit"...)
+	return string(b)
+}
+
+// policy is the RateLimit-Policy header of lim, made once per figures.
+func (r *redisLimiter) policy(lim limits) string {
+	r.policyMu.RLock()
+	p, ok := r.policies[lim]
+	r.policyMu.RUnlock()
+	if ok {
+		return p
+	}
+	p = policyHeader(lim)
+	r.policyMu.Lock()
+	r.policies[lim] = p
+	r.policyMu.Unlock()
+	return p
+}
+
+// seed is keyID's count for day as this server knows it, for a Redis that
+// has none: what the database holds and what this server granted and has
+// not written yet. Other servers' unwritten requests (their last flush
+// interval's, at most) are not in it.
+func (r *redisLimiter) seed(ctx context.Context, keyID, day int64) (int64, error) {
+	r.storing.Lock()
+	defer r.storing.Unlock()
+	n, err := r.usage(ctx, keyID, dayString(day))
+	if err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	n += r.unstored[keyDay{keyID, day}]
+	r.mu.Unlock()
+	return n + r.fallback.pending(keyID, day), nil
+}
+
+// knownUsage is seed for the fallback, which names days as text.
+func (r *redisLimiter) knownUsage(ctx context.Context, keyID int64, day string) (int64, error) {
+	t, err := time.Parse(time.DateOnly, day)
+	if err != nil {
+		return 0, err
+	}
+	return r.seed(ctx, keyID, unixDay(t))
+}
+
+// decideAlone answers from the in-process fallback while Redis does not.
+// The requests it grants to API keys are owed to Redis: the next request
+// of the key that reaches Redis adds them there.
+func (r *redisLimiter) decideAlone(ctx context.Context, id callerID, lim limits, cost int) (standing, error) {
+	if cost == 0 {
+		return r.fallback.peek(ctx, id, lim)
+	}
+	d, err := r.fallback.allow(ctx, id, lim)
+	if err == nil && d.allowed && id.keyID != 0 {
+		r.oweAgain(keyDay{id.keyID, unixDay(r.now())}, 1)
+	}
+	return standing{decision: d}, err
+}
+
+// takeOwed takes what keyID is owed today off the books, for one script run
+// to add; oweAgain puts it back when the run fails.
+func (r *redisLimiter) takeOwed(keyID int64) (keyDay, int64) {
+	k := keyDay{keyID, unixDay(r.now())}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.owed[k]
+	delete(r.owed, k)
+	return k, n
+}
+
+func (r *redisLimiter) oweAgain(k keyDay, n int64) {
+	if n == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.owed[k] += n
+	r.anyOwed.Store(true)
+	r.mu.Unlock()
+}
+
+// skipRedis reports whether a request goes straight to the fallback: Redis
+// is down and another request tried it less than redisProbeEvery ago.
+func (r *redisLimiter) skipRedis() bool {
+	if !r.down.Load() {
+		return false
+	}
+	now := r.now().UnixNano()
+	at := r.probeAt.Load()
+	return now < at || !r.probeAt.CompareAndSwap(at, now+int64(redisProbeEvery))
+}
+
+// failed notes that Redis did not answer; the first failure of an outage
+// is logged, counted and told to the fallback hook.
+func (r *redisLimiter) failed(err error) {
+	now := r.now()
+	r.probeAt.Store(now.Add(redisProbeEvery).UnixNano())
+	if !r.down.CompareAndSwap(false, true) {
+		return
+	}
+	r.downSince.Store(now.UnixNano())
+	r.outages.Add(1)
+	r.logger.Warn("Redis does not answer: this server limits requests on its own until it does", "err", err)
+	if r.hooks.fallback != nil {
+		r.hooks.fallback(true)
+	}
+}
+
+// answered notes that Redis answered, ending an outage.
+func (r *redisLimiter) answered() {
+	if !r.down.Load() || !r.down.CompareAndSwap(true, false) {
+		return
+	}
+	outage := r.now().Sub(time.Unix(0, r.downSince.Load()))
+	r.logger.Info("Redis answers again: rate limits are shared again", "outage", outage.Round(time.Millisecond))
+	if r.hooks.fallback != nil {
+		r.hooks.fallback(false)
+	}
+}
+
+// flush writes the requests granted through Redis, then the fallback's.
+// What fails to be written stays for the next flush.
+func (r *redisLimiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+	r.storing.Lock()
+	defer r.storing.Unlock()
+	r.mu.Lock()
+	taken := r.unstored
+	if len(taken) > 0 {
+		r.unstored = make(map[keyDay]int64, len(taken))
+	}
+	r.mu.Unlock()
+	var err error
+	if len(taken) > 0 {
+		counts := make([]usageCount, 0, len(taken))
+		for k, n := range taken {
+			counts = append(counts, usageCount{KeyID: k.keyID, Day: dayString(k.day), Count: n})
+		}
+		if err = add(ctx, counts); err != nil {
+			r.mu.Lock()
+			for k, n := range taken {
+				r.unstored[k] += n
+			}
+			r.mu.Unlock()
+		}
+	}
+	return errors.Join(err, r.fallback.flush(ctx, add))
+}
+
+// sweep forgets the fallback's idle callers, and debts to Redis of days
+// that are over.
+func (r *redisLimiter) sweep() int {
+	today := unixDay(r.now())
+	r.mu.Lock()
+	for k := range r.owed {
+		if k.day != today {
+			delete(r.owed, k)
+		}
+	}
+	r.anyOwed.Store(len(r.owed) > 0)
+	r.mu.Unlock()
+	return r.fallback.sweep()
+}
+
+// redisLog passes go-redis's own log lines (a failed dial, say) on at
+// debug level: the limiter logs each outage once itself.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	l.logger.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
+}

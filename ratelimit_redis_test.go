@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The rules both limiters share run against each through forEachLimiter
+// (ratelimit_test.go). These are the Redis limiter's own: servers sharing
+// one Redis, a day count rebuilt from the database, the fallback while
+// Redis is away. They need a Redis, and touch no key outside their prefix.
+
+// testRedisURL is the tests' Redis; without one the test is skipped.
+func testRedisURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("PETSTORE_TEST_REDIS")
+	if u == "" {
+		t.Skip("set PETSTORE_TEST_REDIS=redis://127.0.0.1:6379/0 to run the Redis tests")
+	}
+	return u
+}
+
+// testRedisPrefix is a key prefix of the test's own, whose keys are deleted
+// when it ends.
+func testRedisPrefix(t testing.TB) string {
+	t.Helper()
+	u := testRedisURL(t)
+	prefix := "petstore-test:" + rand.Text()[:12]
+	t.Cleanup(func() { deleteRedisKeys(t, u, prefix) })
+	return prefix
+}
+
+// deleteRedisKeys deletes every key under prefix, as a restart of a Redis
+// that keeps nothing on disk does to them.
+func deleteRedisKeys(t testing.TB, redisURL, prefix string) {
+	t.Helper()
+	opts, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	defer client.Close()
+	ctx := context.Background()
+	iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := client.Del(ctx, iter.Val()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// newTestRedisLimiter is a Redis limiter on the test's clock: the script
+// takes its time from the clock instead of Redis TIME.
+func newTestRedisLimiter(t testing.TB, prefix string, clock *fakeClock, store storage, opts testOptions) *redisLimiter {
+	t.Helper()
+	u := opts.redisURL
+	if u == "" {
+		u = testRedisURL(t)
+	}
+	r, err := newRedisLimiter(context.Background(), redisConfig{
+		url: u, prefix: prefix, banAfter: opts.banAfter, banFor: opts.banFor,
+		now: clock.now, usage: store.Usage, logger: opts.logger, scriptNow: clock.now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.close() })
+	return r
+}
+
+// otherServer is a second server on the same database and the same Redis,
+// as behind a load balancer.
+func (s *testServer) otherServer() *testServer {
+	other := *s
+	other.restartLimiter()
+	return &other
+}
+
+func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
+	a := newTestServerWith(t, testOptions{redis: true})
+	b := a.otherServer()
+	servers := []*testServer{a, b}
+	key := a.mustCreateKey("free")
+	for i := range 60 {
+		if w := servers[i%2].do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			t.Fatalf("request %d: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	for _, s := range servers { // the wait starts, and the second counts towards a ban
+		w := s.do("GET", "/v1/pets", key, "")
+		wantError(t, w, 429, codeRateLimited)
+		if got := header(t, w, "Retry-After"); got != 1 {
+			t.Errorf("Retry-After = %d, want 1", got)
+		}
+	}
+	for i := range 9 {
+		wantError(t, servers[i%2].do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	}
+	wantError(t, a.do("GET", "/v1/pets", key, ""), 429, codeTemporarilyBanned)
+	a.clock.advance(time.Minute) // the bucket is full again, the ban is not over
+	w := b.do("GET", "/v1/pets", key, "")
+	wantError(t, w, 429, codeTemporarilyBanned)
+	if got := header(t, w, "Retry-After"); got != 840 {
+		t.Errorf("Retry-After on the other server = %d, want the rest of the ban, 840", got)
+	}
+}
+
+func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
+	s := newTestServerWith(t, testOptions{redis: true})
+	other := s.otherServer()
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	for range 4 {
+		s.do("GET", "/v1/pets", key, "")
+	}
+	if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // counted in Redis, not yet in the database
+		s.do("GET", "/v1/pets", key, "")
+	}
+
+	deleteRedisKeys(t, testRedisURL(t), s.redisPrefix) // Redis restarted empty
+	w := s.do("GET", "/v1/pets", key, "")
+	if got := header(t, w, "X-RateLimit-Remaining"); got != 2 {
+		t.Fatalf("after Redis lost the count, Remaining = %d, want 2 (4 stored + 3 unwritten + this one)", got)
+	}
+	w = other.do("GET", "/v1/pets", key, "")
+	if got := header(t, w, "X-RateLimit-Remaining"); got != 1 {
+		t.Fatalf("the other server: Remaining = %d, want 1: the rebuilt count is shared", got)
+	}
+	for _, server := range []*testServer{s, other} {
+		if err := server.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored, err := s.store.Usage(context.Background(), 1, dayString(unixDay(s.clock.now())))
+	if err != nil || stored != 9 {
+		t.Fatalf("stored count = %d, %v; want 9, each request once", stored, err)
+	}
+}
+
+// When servers seed a lost count at once, the first seed wins and a later
+// one is ignored: a server's own unwritten requests can be missed, at most
+// those of its last flush interval.
+func TestRedisFirstSeedWins(t *testing.T) {
+	s := newTestServerWith(t, testOptions{redis: true})
+	r := s.limiter.(*redisLimiter)
+	ctx := context.Background()
+	id, lim := callerID{keyID: 7}, plans["free"]
+	key := r.key(id)
+	a, err := r.run(ctx, key, id, lim, 0, -1, 0, 0)
+	if err != nil || a.status != scriptNeedSeed {
+		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, scriptNeedSeed)
+	}
+	for _, seed := range []int64{5, 9} {
+		a, err := r.run(ctx, key, id, lim, 0, seed, 0, 0)
+		if err != nil || a.status != scriptAllowed || a.count != 5 {
+			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
+		}
+	}
+}
+
+func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
+	s := newTestServerWith(t, testOptions{redis: true})
+	r := s.limiter.(*redisLimiter)
+	r.scriptNow = nil
+	before := time.Now()
+	a, err := r.run(context.Background(), r.key(callerID{keyID: 1}), callerID{}, plans["free"], 1, -1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.UnixMilli(a.nowMs); got.Before(before.Add(-5*time.Second)) || got.After(time.Now().Add(5*time.Second)) {
+		t.Fatalf("the script's now is %v, want Redis's clock, near %v", got, before)
+	}
+	if a.day != unixDay(time.UnixMilli(a.nowMs)) {
+		t.Fatalf("day %d, want the day of now", a.day)
+	}
+}
+
+func TestPeekSpendsNothing(t *testing.T) {
+	forEachLimiter(t, testOptions{banAfter: 1}, func(t *testing.T, s *testServer) {
+		ctx := context.Background()
+		id, lim := callerID{keyID: 42}, plans["free"]
+		peek := func(wantMinute, wantDay int64) standing {
+			t.Helper()
+			p, err := s.limiter.peek(ctx, id, lim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.minute.remaining != wantMinute || p.day.remaining != wantDay {
+				t.Fatalf("peek: minute %d left, day %d left; want %d and %d", p.minute.remaining, p.day.remaining, wantMinute, wantDay)
+			}
+			return p
+		}
+		p := peek(60, 1000)
+		peek(60, 1000)
+		if !p.allowed || p.window != "minute" || p.remaining != 60 || !p.minute.reset.Equal(s.clock.now()) || !p.day.reset.Equal(nextMidnight(s.clock.now())) {
+			t.Fatalf("peek of a fresh caller: %+v", p)
+		}
+		for range 60 {
+			s.limiter.allow(ctx, id, lim)
+		}
+		p = peek(0, 940)
+		if !p.allowed || !p.minute.reset.Equal(s.clock.now().Add(time.Minute)) {
+			t.Fatalf("a caller out of requests is not refused a look: %+v", p)
+		}
+		for range 3 {
+			s.limiter.allow(ctx, id, lim)
+		}
+		if p := peek(0, 940); p.allowed || p.code != codeTemporarilyBanned {
+			t.Fatalf("peek of a banned caller: %+v, want banned", p)
+		}
+	})
+}
+
+// redisProxy stands between the limiter and Redis, so that a test can take
+// Redis away: "refuse" closes every connection and each new one at once, as
+// a Redis that went down; "hang" holds new connections without an answer,
+// as one behind a dead network.
+type redisProxy struct {
+	ln       net.Listener
+	target   string
+	url      string
+	accepted atomic.Int64
+
+	mu    sync.Mutex
+	mode  string
+	conns map[net.Conn]bool
+}
+
+func startRedisProxy(t *testing.T) *redisProxy {
+	t.Helper()
+	u, err := url.Parse(testRedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := redis.ParseURL(u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = ln.Addr().String()
+	p := &redisProxy{ln: ln, target: opts.Addr, url: u.String(), mode: "forward", conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.set("refuse")
+	})
+	return p
+}
+
+func (p *redisProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.accepted.Add(1)
+		p.mu.Lock()
+		mode := p.mode
+		if mode != "refuse" {
+			p.conns[c] = true
+		}
+		p.mu.Unlock()
+		switch mode {
+		case "refuse":
+			c.Close()
+		case "forward":
+			go p.forward(c)
+		}
+	}
+}
+
+func (p *redisProxy) forward(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[up] = true
+	p.mu.Unlock()
+	go func() {
+		io.Copy(up, c)
+		up.Close()
+	}()
+	io.Copy(c, up)
+	c.Close()
+}
+
+// set switches the mode and cuts every connection open.
+func (p *redisProxy) set(mode string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mode = mode
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// fallbackEvents records what the limiter tells the fallback hook.
+type fallbackEvents struct {
+	mu     sync.Mutex
+	events []bool
+	calls  atomic.Int64
+}
+
+func (e *fallbackEvents) hooks() redisHooks {
+	return redisHooks{
+		fallback: func(active bool) {
+			e.mu.Lock()
+			e.events = append(e.events, active)
+			e.mu.Unlock()
+		},
+		call: func(time.Duration, error) { e.calls.Add(1) },
+	}
+}
+
+func (e *fallbackEvents) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var b strings.Builder
+	for _, on := range e.events {
+		if on {
+			b.WriteString("down ")
+		} else {
+			b.WriteString("up ")
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// useRedisThrough gives s a Redis limiter reaching Redis at redisURL, with
+// its log and its hooks in the test's hands.
+func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writer, hooks redisHooks) *redisLimiter {
+	t.Helper()
+	logger, _ := newLogger(logs, "text", "info")
+	r, err := newRedisLimiter(context.Background(), redisConfig{
+		url: redisURL, prefix: s.redisPrefix, banAfter: s.opts.banAfter, banFor: s.opts.banFor,
+		now: s.clock.now, usage: s.store.Usage, logger: logger, hooks: hooks, scriptNow: s.clock.now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.close() })
+	s.limiter = r
+	s.handler = newServer(s.logger, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false)
+	return r
+}
+
+func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
+	proxy := startRedisProxy(t)
+	s := newTestServerWith(t, testOptions{redis: true})
+	logs := &syncBuffer{}
+	var events fallbackEvents
+	r := s.useRedisThrough(t, proxy.url, logs, events.hooks())
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 20})
+	for i := range 10 {
+		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			t.Fatalf("request %d through Redis: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	if events.calls.Load() == 0 {
+		t.Error("the call hook heard no script run")
+	}
+
+	proxy.set("refuse")
+	// This server now limits alone, from the count it knows: 10 of 20.
+	for i := range 10 {
+		w := s.do("GET", "/v1/pets", key, "")
+		if w.Code != 200 || header(t, w, "X-RateLimit-Remaining") != int64(9-i) {
+			t.Fatalf("request %d while Redis is away: %d, Remaining %s; want 200 and %d",
+				i+11, w.Code, w.Header().Get("X-RateLimit-Remaining"), 9-i)
+		}
+	}
+	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	dialed := proxy.accepted.Load()
+	for range 20 {
+		s.do("GET", "/v1/pets", "", "")
+	}
+	if got := proxy.accepted.Load(); got != dialed {
+		t.Errorf("%d connections tried within the probe interval, want none", got-dialed)
+	}
+	s.clock.advance(redisProbeEvery)
+	s.do("GET", "/v1/pets", key, "") // one probe, still refused
+	if got := proxy.accepted.Load(); got > dialed+1 {
+		t.Errorf("a probe dialed %d times, want once", got-dialed)
+	}
+
+	proxy.set("forward")
+	s.clock.advance(redisProbeEvery)
+	// Back on Redis, which is told of the 10 requests granted without it.
+	w := s.do("GET", "/v1/pets", key, "")
+	wantError(t, w, 429, codeRateLimited)
+	if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
+		t.Errorf("Remaining = %d after the outage, want 0: 20 of 20 used", got)
+	}
+	if got := r.outages.Load(); got != 1 {
+		t.Errorf("outages = %d, want 1", got)
+	}
+	if got := events.String(); got != "down up" {
+		t.Errorf("fallback hook heard %q, want \"down up\"", got)
+	}
+	log := logs.String()
+	if strings.Count(log, "level=WARN") != 1 || strings.Count(log, "Redis does not answer") != 1 ||
+		strings.Count(log, "Redis answers again") != 1 {
+		t.Errorf("want one warning when Redis went and one line when it came back, got:\n%s", log)
+	}
+	if err := r.flush(context.Background(), s.store.AddUsage); err != nil {
+		t.Fatal(err)
+	}
+	if stored, _ := s.store.Usage(context.Background(), 1, dayString(unixDay(s.clock.now()))); stored != 20 {
+		t.Errorf("stored count = %d, want 20", stored)
+	}
+}
+
+func TestRedisThatHangsIsCutShort(t *testing.T) {
+	proxy := startRedisProxy(t)
+	s := newTestServerWith(t, testOptions{redis: true})
+	r := s.useRedisThrough(t, proxy.url, io.Discard, redisHooks{})
+	key := s.mustCreateKey("free")
+	s.do("GET", "/v1/pets", key, "")
+	proxy.set("hang")
+	start := time.Now()
+	w := s.do("GET", "/v1/pets", key, "")
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("a request waited %v for a Redis that does not answer", took)
+	}
+	if w.Code != 200 || !r.down.Load() {
+		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, r.down.Load())
+	}
+}
+
+func TestRedisUnreachableAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	s := newTestServer(t)
+	logs := &syncBuffer{}
+	r := s.useRedisThrough(t, "redis://"+closed+"/0", logs, redisHooks{})
+	key := s.mustCreateKey("free")
+	for i := range 3 { // one token refills in the two probe intervals
+		w := s.do("GET", "/v1/pets", key, "")
+		if w.Code != 200 || header(t, w, "X-RateLimit-Remaining") != []int64{59, 58, 58}[i] {
+			t.Fatalf("request %d: %d, Remaining %s", i+1, w.Code, w.Header().Get("X-RateLimit-Remaining"))
+		}
+		s.clock.advance(redisProbeEvery)
+	}
+	if got := r.outages.Load(); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
+		t.Errorf("outages = %d, log:\n%s\nwant one outage, logged once", got, logs)
+	}
+}
+
+// BenchmarkRedisLimiterAllow measures a request's cost on the Redis limiter,
+// one script run, with 10,000 keys in use.
+func BenchmarkRedisLimiterAllow(b *testing.B) {
+	prefix := testRedisPrefix(b)
+	r, err := newRedisLimiter(context.Background(), redisConfig{
+		url: testRedisURL(b), prefix: prefix, banAfter: 10, banFor: time.Minute, now: time.Now,
+		usage:  func(context.Context, int64, string) (int64, error) { return 0, nil },
+		logger: discardLogger(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.close()
+	ctx := context.Background()
+	lim := limits{PerMinute: 1 << 30, PerDay: 1 << 40}
+	const keys = 10_000
+	for i := range keys {
+		if _, err := r.allow(ctx, callerID{keyID: int64(i + 1)}, lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			d, err := r.allow(ctx, callerID{keyID: int64(i%keys + 1)}, lim)
+			if err != nil || !d.allowed {
+				b.Fatalf("%+v, %v", d, err)
+			}
+		}
+	})
+	b.StopTimer()
+	if r.down.Load() {
+		b.Fatal("Redis went away during the benchmark")
+	}
+}
