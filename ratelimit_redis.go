@@ -294,6 +294,12 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 
 func (r *redisLimiter) close() error { return r.client.Close() }
 
+// where names the Redis for a log line, without its password.
+func (r *redisLimiter) where() string {
+	opts := r.client.Options()
+	return "redis://" + opts.Addr + "/" + strconv.Itoa(opts.DB)
+}
+
 func (r *redisLimiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
 	s, err := r.decide(ctx, id, lim, 1)
 	return s.decision, err

@@ -37,6 +37,7 @@ type serveConfig struct {
 	dbFlags
 	addr       string
 	trustProxy bool
+	redis      string
 	banAfter   int
 	banFor     time.Duration
 	logFormat  string
@@ -53,6 +54,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
+	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
 	fs.DurationVar(&cfg.banFor, "ban-for", 15*time.Minute, "how long a ban lasts")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
@@ -78,6 +80,11 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	if cfg.banAfter < 0 || cfg.banFor <= 0 {
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")
+	}
+	if cfg.redis != "" {
+		if _, err := redisOptions(cfg.redis); err != nil {
+			return usagef("%v", err)
+		}
 	}
 	if getenv("GOGC") == "" {
 		// Most of the heap is the in-memory copy of the pets, which holds no
@@ -128,11 +135,23 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	if err != nil {
 		return fmt.Errorf("load API keys: %w", err)
 	}
-	if isPostgresURL(cfg.db) {
+	if isPostgresURL(cfg.db) && cfg.redis == "" {
 		logger.Warn("PostgreSQL without shared rate limits: each server applies every key's limits on its own, " +
 			"so N servers behind a balancer grant up to N times the published limits")
 	}
-	limiter := newLimiter(now, cfg.banAfter, cfg.banFor, store.Usage)
+	var limiter rateLimiter = newLimiter(now, cfg.banAfter, cfg.banFor, store.Usage)
+	limitsIn := "this process"
+	if cfg.redis != "" {
+		shared, err := newRedisLimiter(ctx, redisConfig{
+			url: cfg.redis, prefix: "petstore:" + cfg.env, banAfter: cfg.banAfter, banFor: cfg.banFor,
+			now: now, usage: store.Usage, logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		defer shared.close()
+		limiter, limitsIn = shared, shared.where()
+	}
 	pets := newPetCache(store)
 	handler := newServer(logger, store, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
 
@@ -210,7 +229,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		}
 	}()
 
-	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.shown())
+	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", limitsIn)
 	logs.Flush()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
