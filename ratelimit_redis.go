@@ -198,16 +198,9 @@ type redisConfig struct {
 // a day count that Redis lost is rebuilt before anything more is granted.
 // While Redis does not answer, the in-process fallback limits alone.
 type redisLimiter struct {
-	client    *redis.Client
-	prefix    string
-	banAfter  int
-	banFor    time.Duration
-	now       func() time.Time
-	usage     func(ctx context.Context, keyID int64, day string) (int64, error)
-	logger    *slog.Logger
-	hooks     redisHooks
-	scriptNow func() time.Time
-	fallback  *Limiter
+	redisConfig
+	client   *redis.Client
+	fallback *Limiter
 
 	down      atomic.Bool
 	downSince atomic.Int64 // UnixNano
@@ -272,18 +265,11 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 	}
 	redis.SetLogger(redisLog{cfg.logger})
 	r := &redisLimiter{
-		client:    redis.NewClient(opts),
-		prefix:    cfg.prefix,
-		banAfter:  cfg.banAfter,
-		banFor:    cfg.banFor,
-		now:       cfg.now,
-		usage:     cfg.usage,
-		logger:    cfg.logger,
-		hooks:     cfg.hooks,
-		scriptNow: cfg.scriptNow,
-		unstored:  make(map[keyDay]int64),
-		owed:      make(map[keyDay]int64),
-		policies:  make(map[limits]string),
+		redisConfig: cfg,
+		client:      redis.NewClient(opts),
+		unstored:    make(map[keyDay]int64),
+		owed:        make(map[keyDay]int64),
+		policies:    make(map[limits]string),
 	}
 	r.fallback = newLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
 	if err := r.client.Ping(ctx).Err(); err != nil {
@@ -346,7 +332,7 @@ func (r *redisLimiter) decide(ctx context.Context, id callerID, lim limits, cost
 		r.unstored[keyDay{id.keyID, a.day}]++
 		r.mu.Unlock()
 	}
-	return r.standing(a, shared), nil
+	return r.standing(a, shared, cost == 0), nil
 }
 
 // run runs the script once.
@@ -378,14 +364,16 @@ func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim lim
 }
 
 // standing turns the script's answer into what the in-process limiter
-// would report for the same state.
-func (r *redisLimiter) standing(a scriptAnswer, lim limits) standing {
+// would report for the same state, with both windows when asked.
+func (r *redisLimiter) standing(a scriptAnswer, lim limits, both bool) standing {
 	now := time.UnixMilli(a.nowMs)
 	tokens := float64(lim.PerMinute) - float64(a.debt)/60_000
 	perSecond := float64(lim.PerMinute) / 60
 	var s standing
 	s.decision = report(now, lim, r.policy(lim), tokens, perSecond, a.count)
-	s.minute, s.day = windows(now, lim, tokens, perSecond, a.count)
+	if both {
+		s.minute, s.day = windows(now, lim, tokens, perSecond, a.count)
+	}
 	switch a.status {
 	case scriptAllowed:
 		s.allowed = true

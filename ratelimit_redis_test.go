@@ -450,13 +450,19 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 	}
 }
 
-func TestRedisUnreachableAtStart(t *testing.T) {
+// closedAddr is a loopback address where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestRedisUnreachableAtStart(t *testing.T) {
+	closed := closedAddr(t)
 	s := newTestServer(t)
 	logs := &syncBuffer{}
 	r := s.useRedisThrough(t, "redis://"+closed+"/0", logs, redisHooks{})
@@ -490,12 +496,7 @@ func TestServeRefusesABadRedisURL(t *testing.T) {
 }
 
 func TestServeStartsWhileRedisIsAway(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := closedAddr(t)
 	db := t.TempDir() + "/petstore.db"
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := &syncBuffer{}
@@ -538,26 +539,7 @@ func BenchmarkRedisLimiterAllow(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.close()
-	ctx := context.Background()
-	lim := limits{PerMinute: 1 << 30, PerDay: 1 << 40}
-	const keys = 10_000
-	for i := range keys {
-		if _, err := r.allow(ctx, callerID{keyID: int64(i + 1)}, lim); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			i++
-			d, err := r.allow(ctx, callerID{keyID: int64(i%keys + 1)}, lim)
-			if err != nil || !d.allowed {
-				b.Fatalf("%+v, %v", d, err)
-			}
-		}
-	})
+	benchmarkAllow(b, r, limits{PerMinute: 1 << 30, PerDay: 1 << 40})
 	b.StopTimer()
 	if r.down.Load() {
 		b.Fatal("Redis went away during the benchmark")
