@@ -46,8 +46,9 @@ const (
 // 3 per day; 4 cost: 1 counts a request, 0 only looks; 5 ban after; 6 ban
 // for (ms); 7 "1" for an API key, whose day count is also stored in the
 // database: a missing count is rebuilt from there, never started at 0;
-// 8 seed: the stored count of today, -1 when not read yet; 9 add: requests
-// the fall-back granted that Redis has not counted; 10 the day of add.
+// 8 seed: the stored count of today, -1 when not read yet; 9 floor: a count
+// the caller is known to have reached (-1: none), which Redis's count is
+// raised to if it is below, after an outage; 10 the day of floor.
 //
 // It returns {status, now (ms), debt, day count, day, extra}: status 0
 // allowed (or looked at: not banned), 1 limited with extra the Retry-After
@@ -64,7 +65,7 @@ end
 local pm, pd, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local banAfter, banFor = tonumber(ARGV[5]), tonumber(ARGV[6])
 local durable, seed = ARGV[7] == '1', tonumber(ARGV[8])
-local add, addDay = tonumber(ARGV[9]), tonumber(ARGV[10])
+local floor, floorDay = tonumber(ARGV[9]), tonumber(ARGV[10])
 
 local msPerDay = 86400000
 local today = math.floor(now / msPerDay)
@@ -82,8 +83,8 @@ if tonumber(s[3]) ~= today then
 		n = 0
 	end
 	changed = true
-elseif add > 0 and addDay == today then
-	n = n + add
+elseif floor > n and floorDay == today then
+	n = floor
 	changed = true
 end
 
@@ -213,8 +214,10 @@ type redisLimiter struct {
 	storing  sync.Mutex
 	mu       sync.Mutex
 	unstored map[keyDay]int64 // granted through Redis, not yet in the database
-	owed     map[keyDay]int64 // granted by the fallback, not yet counted in Redis
-	anyOwed  atomic.Bool
+	// unsure are the counts Redis may lack after an outage: of the keys this
+	// server granted requests to alone, or had not stored when Redis went.
+	unsure    map[keyDay]bool
+	anyUnsure atomic.Bool
 
 	policyMu sync.RWMutex
 	policies map[limits]string
@@ -268,7 +271,7 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 		redisConfig: cfg,
 		client:      redis.NewClient(opts),
 		unstored:    make(map[keyDay]int64),
-		owed:        make(map[keyDay]int64),
+		unsure:      make(map[keyDay]bool),
 		policies:    make(map[limits]string),
 	}
 	r.fallback = newLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
@@ -305,22 +308,32 @@ func (r *redisLimiter) decide(ctx context.Context, id callerID, lim limits, cost
 	shared := lim
 	shared.PerMinute = min(lim.PerMinute, maxScriptPerMinute)
 	key := r.key(id)
-	var owed keyDay
-	var add int64
-	if id.keyID != 0 && r.anyOwed.Load() {
-		owed, add = r.takeOwed(id.keyID)
+	// A count Redis may lack is raised to what this server knows, which
+	// never exceeds the truth: the database holds each request once, and
+	// this server's unwritten requests are not in it yet.
+	floor, floorDay := int64(-1), int64(0)
+	var unsure keyDay
+	if id.keyID != 0 && r.anyUnsure.Load() {
+		if unsure = r.takeUnsure(id.keyID); unsure.keyID != 0 {
+			n, err := r.known(ctx, id.keyID, unsure.day)
+			if err != nil {
+				r.markUnsure(unsure)
+				return standing{}, err
+			}
+			floor, floorDay = n, unsure.day
+		}
 	}
-	a, err := r.run(ctx, key, id, shared, cost, -1, add, owed.day)
+	a, err := r.run(ctx, key, id, shared, cost, -1, floor, floorDay)
 	if err == nil && a.status == scriptNeedSeed {
 		var seed int64
-		if seed, err = r.seed(ctx, id.keyID, a.day); err != nil {
-			r.oweAgain(owed, add)
+		if seed, err = r.known(ctx, id.keyID, a.day); err != nil {
+			r.markUnsure(unsure)
 			return standing{}, err
 		}
-		a, err = r.run(ctx, key, id, shared, cost, seed, 0, 0)
+		a, err = r.run(ctx, key, id, shared, cost, seed, -1, 0)
 	}
 	if err != nil {
-		r.oweAgain(owed, add)
+		r.markUnsure(unsure)
 		if ctx.Err() == nil {
 			r.failed(err)
 		}
@@ -336,7 +349,7 @@ func (r *redisLimiter) decide(ctx context.Context, id callerID, lim limits, cost
 }
 
 // run runs the script once.
-func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim limits, cost int, seed, add, addDay int64) (scriptAnswer, error) {
+func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim limits, cost int, seed, floor, floorDay int64) (scriptAnswer, error) {
 	var nowMs int64
 	if r.scriptNow != nil {
 		nowMs = r.scriptNow().UnixMilli()
@@ -350,7 +363,7 @@ func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim lim
 		start = time.Now()
 	}
 	v, err := limitScript.Run(ctx, r.client, []string{key},
-		nowMs, lim.PerMinute, lim.PerDay, cost, r.banAfter, r.banFor.Milliseconds(), durable, seed, add, addDay).Int64Slice()
+		nowMs, lim.PerMinute, lim.PerDay, cost, r.banAfter, r.banFor.Milliseconds(), durable, seed, floor, floorDay).Int64Slice()
 	if err == nil && len(v) != 6 {
 		err = fmt.Errorf("rate-limit script returned %d numbers, want 6", len(v))
 	}
@@ -418,11 +431,11 @@ func (r *redisLimiter) policy(lim limits) string {
 	return p
 }
 
-// seed is keyID's count for day as this server knows it, for a Redis that
-// has none: what the database holds and what this server granted and has
-// not written yet. Other servers' unwritten requests (their last flush
-// interval's, at most) are not in it.
-func (r *redisLimiter) seed(ctx context.Context, keyID, day int64) (int64, error) {
+// known is keyID's count for day as this server knows it: what the
+// database holds and what this server granted and has not written yet. It
+// seeds a count Redis has lost; other servers' unwritten requests (their
+// last flush interval's, at most) are not in it.
+func (r *redisLimiter) known(ctx context.Context, keyID, day int64) (int64, error) {
 	r.storing.Lock()
 	defer r.storing.Unlock()
 	n, err := r.usage(ctx, keyID, dayString(day))
@@ -435,47 +448,49 @@ func (r *redisLimiter) seed(ctx context.Context, keyID, day int64) (int64, error
 	return n + r.fallback.pending(keyID, day), nil
 }
 
-// knownUsage is seed for the fallback, which names days as text.
+// knownUsage is known for the fallback, which names days as text.
 func (r *redisLimiter) knownUsage(ctx context.Context, keyID int64, day string) (int64, error) {
 	t, err := time.Parse(time.DateOnly, day)
 	if err != nil {
 		return 0, err
 	}
-	return r.seed(ctx, keyID, unixDay(t))
+	return r.known(ctx, keyID, unixDay(t))
 }
 
 // decideAlone answers from the in-process fallback while Redis does not.
-// The requests it grants to API keys are owed to Redis: the next request
-// of the key that reaches Redis adds them there.
+// Redis does not count what it grants: the key's count there is unsure
+// until raised.
 func (r *redisLimiter) decideAlone(ctx context.Context, id callerID, lim limits, cost int) (standing, error) {
 	if cost == 0 {
 		return r.fallback.peek(ctx, id, lim)
 	}
 	d, err := r.fallback.allow(ctx, id, lim)
 	if err == nil && d.allowed && id.keyID != 0 {
-		r.oweAgain(keyDay{id.keyID, unixDay(r.now())}, 1)
+		r.markUnsure(keyDay{id.keyID, unixDay(r.now())})
 	}
 	return standing{decision: d}, err
 }
 
-// takeOwed takes what keyID is owed today off the books, for one script run
-// to add; oweAgain puts it back when the run fails.
-func (r *redisLimiter) takeOwed(keyID int64) (keyDay, int64) {
+// takeUnsure takes keyID's count today off the unsure ones, if it is one,
+// for one script run to raise; markUnsure puts it (back) on.
+func (r *redisLimiter) takeUnsure(keyID int64) keyDay {
 	k := keyDay{keyID, unixDay(r.now())}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := r.owed[k]
-	delete(r.owed, k)
-	return k, n
+	if !r.unsure[k] {
+		return keyDay{}
+	}
+	delete(r.unsure, k)
+	return k
 }
 
-func (r *redisLimiter) oweAgain(k keyDay, n int64) {
-	if n == 0 {
+func (r *redisLimiter) markUnsure(k keyDay) {
+	if k.keyID == 0 {
 		return
 	}
 	r.mu.Lock()
-	r.owed[k] += n
-	r.anyOwed.Store(true)
+	r.unsure[k] = true
+	r.anyUnsure.Store(true)
 	r.mu.Unlock()
 }
 
@@ -500,6 +515,14 @@ func (r *redisLimiter) failed(err error) {
 	}
 	r.downSince.Store(now.UnixNano())
 	r.outages.Add(1)
+	// A Redis that went away may come back without what this server
+	// counted there and has not written yet.
+	r.mu.Lock()
+	for k := range r.unstored {
+		r.unsure[k] = true
+	}
+	r.anyUnsure.Store(len(r.unsure) > 0)
+	r.mu.Unlock()
 	r.logger.Warn("Redis does not answer: this server limits requests on its own until it does", "err", err)
 	if r.hooks.fallback != nil {
 		r.hooks.fallback(true)
@@ -546,17 +569,17 @@ func (r *redisLimiter) flush(ctx context.Context, add func(context.Context, []us
 	return errors.Join(err, r.fallback.flush(ctx, add))
 }
 
-// sweep forgets the fallback's idle callers, and debts to Redis of days
+// sweep forgets the fallback's idle callers, and unsure counts of days
 // that are over.
 func (r *redisLimiter) sweep() int {
 	today := unixDay(r.now())
 	r.mu.Lock()
-	for k := range r.owed {
+	for k := range r.unsure {
 		if k.day != today {
-			delete(r.owed, k)
+			delete(r.unsure, k)
 		}
 	}
-	r.anyOwed.Store(len(r.owed) > 0)
+	r.anyUnsure.Store(len(r.unsure) > 0)
 	r.mu.Unlock()
 	return r.fallback.sweep()
 }

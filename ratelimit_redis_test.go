@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -408,7 +409,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 
 	proxy.set("forward")
 	s.clock.advance(redisProbeEvery)
-	// Back on Redis, which is told of the 10 requests granted without it.
+	// Back on Redis, whose count is raised to the 20 this server knows of.
 	w := s.do("GET", "/v1/pets", key, "")
 	wantError(t, w, 429, codeRateLimited)
 	if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
@@ -430,6 +431,49 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	}
 	if stored, _ := s.store.Usage(context.Background(), 1, dayString(unixDay(s.clock.now()))); stored != 20 {
 		t.Errorf("stored count = %d, want 20", stored)
+	}
+}
+
+// Two servers limit alone while Redis is away, and Redis comes back empty
+// (a restart) or with what it had (a network fault): either way each
+// request is counted once, whichever server granted it.
+func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
+	for _, restarted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("restarted=%v", restarted), func(t *testing.T) {
+			proxy := startRedisProxy(t)
+			a := newTestServerWith(t, testOptions{redis: true})
+			a.useRedisThrough(t, proxy.url, io.Discard, redisHooks{})
+			b := *a
+			b.useRedisThrough(t, proxy.url, io.Discard, redisHooks{})
+			key := a.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 100})
+			for range 10 {
+				a.do("GET", "/v1/pets", key, "")
+			}
+			proxy.set("refuse")
+			for range 5 {
+				for _, s := range []*testServer{a, &b} {
+					if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+						t.Fatalf("while Redis is away: %d %s", w.Code, w.Body)
+					}
+				}
+			}
+			if restarted {
+				deleteRedisKeys(t, testRedisURL(t), a.redisPrefix)
+			}
+			for _, s := range []*testServer{a, &b} {
+				if err := s.limiter.flush(context.Background(), a.store.AddUsage); err != nil {
+					t.Fatal(err)
+				}
+			}
+			proxy.set("forward")
+			a.clock.advance(redisProbeEvery)
+			for i, s := range []*testServer{a, &b, a, &b} {
+				w := s.do("GET", "/v1/pets", key, "")
+				if got := header(t, w, "X-RateLimit-Remaining"); got != int64(79-i) {
+					t.Fatalf("request %d after the outage: Remaining %d, want %d (20 counted before it)", i+1, got, 79-i)
+				}
+			}
+		})
 	}
 }
 
