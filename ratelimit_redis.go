@@ -112,14 +112,14 @@ if now < bu then
 	end
 	return {2, now, debt(), n, today, bu}
 end
-local owed = debt()
+local spent = debt()
 if cost == 0 then
 	if changed and durable then
 		save()
 	end
-	return {0, now, owed, n, today, 0}
+	return {0, now, spent, n, today, 0}
 end
-if owed <= (pm - 1) * 60000 and n < pd then
+if spent <= (pm - 1) * 60000 and n < pd then
 	if t < now then
 		t, r = now, 0
 	end
@@ -138,7 +138,7 @@ local wait
 if n >= pd then
 	wait = msPerDay - now % msPerDay
 else
-	wait = (owed - (pm - 1) * 60000) / pm
+	wait = (spent - (pm - 1) * 60000) / pm
 end
 wait = math.max(1, math.ceil(wait / 1000))
 if now < wu then
@@ -146,13 +146,13 @@ if now < wu then
 	if wc > banAfter then
 		bu, wu, wc = now + banFor, 0, 0
 		save()
-		return {2, now, owed, n, today, bu}
+		return {2, now, spent, n, today, bu}
 	end
 else
 	wu, wc = now + wait * 1000, 0
 end
 save()
-return {1, now, owed, n, today, wait}
+return {1, now, spent, n, today, wait}
 `)
 
 // The script's status, its answer's first number.
