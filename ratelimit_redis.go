@@ -173,8 +173,8 @@ type redisHooks struct {
 	// fallback is told true when Redis stops answering and this server
 	// limits on its own, and false when Redis answers again.
 	fallback func(active bool)
-	// call hears every run of the script: how long it took, and its error.
-	call func(took time.Duration, err error)
+	// call is told when each run of the script began, once it has ended.
+	call func(start time.Time)
 }
 
 // redisConfig is what newRedisLimiter needs.
@@ -368,7 +368,7 @@ func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim lim
 		err = fmt.Errorf("rate-limit script returned %d numbers, want 6", len(v))
 	}
 	if r.hooks.call != nil {
-		r.hooks.call(time.Since(start), err)
+		r.hooks.call(start)
 	}
 	if err != nil {
 		return scriptAnswer{}, err

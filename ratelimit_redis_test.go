@@ -332,7 +332,7 @@ func (e *fallbackEvents) hooks() redisHooks {
 			e.events = append(e.events, active)
 			e.mu.Unlock()
 		},
-		call: func(time.Duration, error) { e.calls.Add(1) },
+		call: func(time.Time) { e.calls.Add(1) },
 	}
 }
 
