@@ -119,9 +119,22 @@ func viaRun(t *testing.T, env map[string]string, args ...string) cliResult {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	getenv := func(name string) string { return env[name] }
+	args = withTestRedis(t, args)
 	err := run(context.Background(), append([]string{"petstore"}, args...), getenv, strings.NewReader(""), &stdout, &stderr)
 	code := exitCode(err, &stderr)
 	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+// withTestRedis adds --redis with the tests' Redis to a serve command line
+// on PostgreSQL that has none, as PostgreSQL needs one.
+func withTestRedis(t *testing.T, args []string) []string {
+	t.Helper()
+	i := slices.Index(args, "--db")
+	serve := len(args) > 0 && (args[0] == "serve" || strings.HasPrefix(args[0], "-"))
+	if !serve || i < 0 || i+1 == len(args) || !isPostgresURL(args[i+1]) || slices.Contains(args, "--redis") {
+		return args
+	}
+	return append(slices.Clone(args), "--redis", testRedisURL(t))
 }
 
 // viaBinary runs the built binary in a fresh working directory.
@@ -282,6 +295,7 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
+	args = withTestRedis(t, args)
 	cmd := exec.Command(petstoreBinary(t), args...)
 	cmd.Dir = dir
 	cmd.Env = commandEnv(nil)
@@ -824,7 +838,7 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 		exited := make(chan struct{})
 		var runErr error
 		go func() {
-			runErr = run(ctx, []string{"petstore", "serve", "--addr", "127.0.0.1:0", "--db", db},
+			runErr = run(ctx, append([]string{"petstore"}, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...),
 				func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
 			close(exited)
 		}()

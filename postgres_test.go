@@ -5,6 +5,7 @@ package main
 // line's answers to a bad URL. Skipped without PETSTORE_TEST_POSTGRES.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -334,5 +335,19 @@ func TestReadYourWritesAcrossServers(t *testing.T) {
 				t.Fatalf("GET %s on B right after a 201 from A for pet %d: %v", target, pet.ID, listed)
 			}
 		}
+	}
+}
+
+// Servers sharing a database must share the limits: PostgreSQL without
+// --redis is refused before anything starts.
+func TestPostgresWithoutRedisIsRefused(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"petstore", "serve", "--addr", "127.0.0.1:0", "--db", "postgres://postgres@127.0.0.1:5432/test"},
+		func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+	res := cliResult{stdout.String(), stderr.String(), exitCode(err, &stderr)}
+	res.stderr = stderr.String()
+	wantFailure(t, res, 2)
+	if !strings.Contains(res.stderr, "--redis") {
+		t.Errorf("the refusal %q does not say that --redis is needed", res.stderr)
 	}
 }

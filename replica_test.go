@@ -125,8 +125,8 @@ func sort64(sorted []int64, id int64) int {
 
 func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 
-// A replica deployment on loopback: servers on one PostgreSQL schema and,
-// when asked, one Redis of the test's own, behind HAProxy (round robin,
+// A replica deployment on loopback: servers on one PostgreSQL schema and
+// one Redis of the test's own, behind HAProxy (round robin,
 // checking /readyz). HAProxy comes from Debian's packages; without it the
 // test is skipped, unless PETSTORE_TEST_BALANCER is set (.ci/run sets it).
 type balancedSet struct {
@@ -140,15 +140,12 @@ type balancedSet struct {
 	redis   *redisProcess
 }
 
-func startBalancedSet(t *testing.T, n int, withRedis bool) *balancedSet {
+func startBalancedSet(t *testing.T, n int) *balancedSet {
 	t.Helper()
 	haproxy := balancerBinary(t, "haproxy")
 	b := &balancedSet{t: t, dir: t.TempDir(), db: testPostgresURL(t)}
-	b.args = []string{"serve", "--db", b.db, "--trust-proxy", "--shutdown-delay", "1s"}
-	if withRedis {
-		b.redis = startRedisProcess(t, balancerBinary(t, "redis-server"))
-		b.args = append(b.args, "--redis", b.redis.url)
-	}
+	b.redis = startRedisProcess(t, balancerBinary(t, "redis-server"))
+	b.args = []string{"serve", "--db", b.db, "--redis", b.redis.url, "--trust-proxy", "--shutdown-delay", "1s"}
 	for i := range n {
 		b.addrs = append(b.addrs, listenAndClose(t))
 		b.servers = append(b.servers, nil)
@@ -361,7 +358,7 @@ func (l *balancedLoad) checkEveryPetOnce(t *testing.T, b *balancedSet, key strin
 // while clients keep creating and listing. No request fails.
 func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
 	t.Parallel()
-	b := startBalancedSet(t, 3, false)
+	b := startBalancedSet(t, 3)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "rolling",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	load := startBalancedLoad(b, key, 6)
@@ -386,7 +383,7 @@ func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
 // there exactly once, and the others go on serving.
 func TestBalancedKill9LosesNoAcknowledgedPet(t *testing.T) {
 	t.Parallel()
-	b := startBalancedSet(t, 3, false)
+	b := startBalancedSet(t, 3)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "kill9",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	load := startBalancedLoad(b, key, 8)
@@ -399,4 +396,105 @@ func TestBalancedKill9LosesNoAcknowledgedPet(t *testing.T) {
 	}
 	load.checkEveryPetOnce(t, b, key)
 	t.Logf("%d pets acknowledged, %d requests failed around the kill", len(load.acked), len(load.failed))
+}
+
+// sendUntil429 sends GETs of /v1/pets with key to url until one answers 429,
+// at most limit; it returns how many were accepted and the 429.
+func sendUntil429(t *testing.T, client *http.Client, url, key string, limit int) (accepted int, refused faultResult) {
+	t.Helper()
+	for range limit {
+		res := faultDo(client, "GET", url+"/v1/pets", key, "")
+		switch {
+		case res.err != nil || res.status >= 500:
+			t.Fatalf("GET /v1/pets: %d %v %s", res.status, res.err, res.body)
+		case res.status == http.StatusTooManyRequests:
+			return accepted, res
+		case res.status != http.StatusOK:
+			t.Fatalf("GET /v1/pets: %d %s", res.status, res.body)
+		}
+		accepted++
+	}
+	return accepted, faultResult{}
+}
+
+// The limits are the deployment's, not each server's: through three
+// servers a Free key gets exactly its 60 requests a minute, the 61st a 429
+// whose Retry-After is exactly long enough, and a key banned through one
+// server is banned on the others.
+func TestBalancedLimitsAreSharedByTheServers(t *testing.T) {
+	t.Parallel()
+	b := startBalancedSet(t, 3)
+	client := faultClient(1)
+	defer client.CloseIdleConnections()
+	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "shared")
+	accepted, refused := sendUntil429(t, client, b.url, key, 200)
+	if accepted != 60 {
+		t.Errorf("a Free key got %d requests through three servers before a 429, want exactly 60", accepted)
+	}
+	retry, err := strconv.Atoi(refused.header.Get("Retry-After"))
+	if err != nil || retry < 1 {
+		t.Fatalf("the 429 has Retry-After %q", refused.header.Get("Retry-After"))
+	}
+	time.Sleep(time.Duration(retry) * time.Second)
+	if res := faultDo(client, "GET", b.url+"/v1/pets", key, ""); res.status != http.StatusOK {
+		t.Errorf("after waiting Retry-After %d s: %d %s, want 200", retry, res.status, res.body)
+	}
+
+	banned := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "banned")
+	direct := b.servers[0].url
+	if n, _ := sendUntil429(t, client, direct, banned, 200); n != 60 {
+		t.Fatalf("the key got %d requests before its first 429, want 60", n)
+	}
+	var last faultResult
+	for range 11 { // --ban-after 10: the 11th request during the wait starts the ban
+		last = faultDo(client, "GET", direct+"/v1/pets", banned, "")
+	}
+	if !strings.Contains(string(last.body), "temporarily_banned") {
+		t.Fatalf("after 11 more requests during the wait: %d %s, want temporarily_banned", last.status, last.body)
+	}
+	for i, s := range b.servers[1:] {
+		res := faultDo(client, "GET", s.url+"/v1/pets", banned, "")
+		if res.status != http.StatusTooManyRequests || !strings.Contains(string(res.body), "temporarily_banned") {
+			t.Errorf("server %d, for a key banned through server 0: %d %s, want 429 temporarily_banned", i+1, res.status, res.body)
+		}
+		if ra, _ := strconv.Atoi(res.header.Get("Retry-After")); ra < 800 {
+			t.Errorf("server %d: Retry-After %d during a 15-minute ban", i+1, ra)
+		}
+	}
+}
+
+// A Redis that restarts empty hands out no fresh day: the day count is
+// rebuilt from the database. While Redis is away, no request gets a 5xx
+// and each server still limits; once it is back the limits are shared again.
+func TestBalancedRedisRestartKeepsTheDayAndNeverFails(t *testing.T) {
+	t.Parallel()
+	b := startBalancedSet(t, 3)
+	client := faultClient(1)
+	defer client.CloseIdleConnections()
+	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "daily", "--rpm", "1000", "--rpd", "50")
+	for range 30 {
+		if res := faultDo(client, "GET", b.url+"/v1/pets", key, ""); res.status != http.StatusOK {
+			t.Fatalf("GET /v1/pets: %d %s", res.status, res.body)
+		}
+	}
+	time.Sleep(3 * time.Second) // the servers write their day counts every 2 s
+	b.redis.stop()
+	b.redis.start()
+	res := faultDo(client, "GET", b.url+"/v1/pets", key, "")
+	if got := res.header.Get("X-Ratelimit-Remaining"); res.status != http.StatusOK || got != "19" {
+		t.Errorf("the 31st request of the day after Redis restarted empty: %d, X-RateLimit-Remaining %q, want 19", res.status, got)
+	}
+
+	free := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "outage")
+	b.redis.stop()
+	accepted, _ := sendUntil429(t, client, b.url, free, 400) // fails the test on any 5xx
+	if accepted < 60 || accepted > 180 {
+		t.Errorf("with Redis away, a Free key got %d requests through three servers, want each server's own 60 at most (60 to 180)", accepted)
+	}
+	b.redis.start()
+	time.Sleep(1500 * time.Millisecond) // each server tries Redis again within a second
+	fresh := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "after")
+	if accepted, _ := sendUntil429(t, client, b.url, fresh, 200); accepted != 60 {
+		t.Errorf("once Redis is back, a new Free key got %d requests through three servers, want exactly 60", accepted)
+	}
 }

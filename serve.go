@@ -86,6 +86,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 			return usagef("%v", err)
 		}
 	}
+	if isPostgresURL(cfg.db) && cfg.redis == "" {
+		return usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
+			"the rate limits too, or N servers would each grant a key its whole limit")
+	}
 	if getenv("GOGC") == "" {
 		// Most of the heap is the in-memory copy of the pets, which holds no
 		// pointers: the collector never scans it, so collecting at half the
@@ -135,15 +139,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	if err != nil {
 		return fmt.Errorf("load API keys: %w", err)
 	}
-	if isPostgresURL(cfg.db) && cfg.redis == "" {
-		logger.Warn("PostgreSQL without shared rate limits: each server applies every key's limits on its own, " +
-			"so N servers behind a balancer grant up to N times the published limits")
-	}
 	var limiter rateLimiter = newLimiter(now, cfg.banAfter, cfg.banFor, store.Usage)
 	limitsIn := "this process"
 	if cfg.redis != "" {
 		shared, err := newRedisLimiter(ctx, redisConfig{
-			url: cfg.redis, prefix: "petstore:" + cfg.env, banAfter: cfg.banAfter, banFor: cfg.banFor,
+			url: cfg.redis, prefix: redisPrefix(cfg.env, store), banAfter: cfg.banAfter, banFor: cfg.banFor,
 			now: now, usage: store.Usage, logger: logger,
 		})
 		if err != nil {
@@ -256,6 +256,16 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// redisPrefix begins the Redis keys of the servers of one deployment: its
+// environment and, on PostgreSQL, its database and schema, so that two
+// deployments sharing a Redis never share a key's limits.
+func redisPrefix(env string, store storage) string {
+	if pg, ok := store.(*pgStore); ok {
+		return fmt.Sprintf("petstore:%s:%x", env, uint32(pg.lockSpace))
+	}
+	return "petstore:" + env
 }
 
 // failReadyWhileDraining answers /readyz 503 once draining is set, and

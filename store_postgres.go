@@ -24,9 +24,10 @@ import (
 type pgStore struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
-	// lockSpace is the second half of this schema's advisory lock keys
-	// (the first is one of the lock* constants), so that two stores in
-	// one database, in different schemas, do not wait on each other.
+	// lockSpace names this database and schema: it is the second half of
+	// its advisory lock keys (the first is one of the lock* constants), so
+	// that two stores in one database, in different schemas, do not wait on
+	// each other, and it keeps their keys in one Redis apart.
 	lockSpace int32
 }
 
@@ -113,7 +114,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 }
 
 func (s *pgStore) setUp(ctx context.Context) error {
-	if err := s.pool.QueryRow(ctx, `SELECT hashtext(current_schema())`).Scan(&s.lockSpace); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT hashtext(current_database() || '.' || current_schema())`).Scan(&s.lockSpace); err != nil {
 		return err
 	}
 	return s.migrate(ctx)
