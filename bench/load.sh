@@ -5,8 +5,11 @@
 #   bench/load.sh                   # 1k and 1M pets, 3 repetitions of 5 s each
 #   DURATION=10s REPS=5 bench/load.sh
 #   STORES=postgres SIZES=1000000 bench/load.sh
+#   STORES="sqlite redis" SIZES=1000 bench/load.sh   # the limiter in process vs in Redis
 #
-# STORES (default "sqlite postgres") picks the stores: PostgreSQL runs on a
+# STORES (default "sqlite redis postgres") picks the set-ups: SQLite with
+# limits in process, SQLite with limits in Redis (BENCH_REDIS, default
+# redis://127.0.0.1:6379/15), PostgreSQL with limits in Redis. PostgreSQL runs on a
 # new database of the server at BENCH_POSTGRES (default
 # postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards, with its
 # processes moved to CPU 1 beside wrk while the run lasts.
@@ -56,8 +59,10 @@ wait_ready "$HEADERS_PORT" >/dev/null
 
 # The issues' targets: the ratio each scenario must reach, and the p99 in ms.
 declare -A target=([sqlite-list]=0.60 [sqlite-list_status]=0.55 [sqlite-get]=0.60 [sqlite-create]=0.35 [sqlite-p99]=3
+                   [redis-list]=0.30 [redis-list_status]=0.30 [redis-get]=0.30 [redis-create]=0.15 [redis-p99]=10
                    [postgres-list]=0.35 [postgres-list_status]=0.35 [postgres-get]=0.35 [postgres-create]=0.15 [postgres-p99]=10)
-STORES=${STORES:-sqlite postgres}
+STORES=${STORES:-sqlite redis postgres}
+BENCH_REDIS=${BENCH_REDIS:-redis://127.0.0.1:6379/15}
 SIZES=${SIZES:-1000 1000000}
 BENCH_POSTGRES=${BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
 if [[ " $STORES " == *" postgres "* ]]; then
@@ -67,12 +72,21 @@ if [[ " $STORES " == *" postgres "* ]]; then
   postmaster=$(psql "$BENCH_POSTGRES" -qtAc "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'" | head -1)
   postmaster=$(ps -o ppid= -p "$postmaster" | tr -d ' ')
   taskset -a -pc 1 "$postmaster" >/dev/null
-  drop_bench_db() {
-    cleanup
-    taskset -a -pc "0-$(($(nproc) - 1))" "$postmaster" >/dev/null || true
+fi
+# On exit: the servers stopped, PostgreSQL and Redis back on every CPU, the
+# benchmark's database dropped.
+bench_cleanup() {
+  cleanup
+  for p in ${postmaster:-} ${redis_pid:-}; do taskset -a -pc "0-$(($(nproc) - 1))" "$p" >/dev/null || true; done
+  if [ -n "${bench_db:-}" ]; then
     psql "$BENCH_POSTGRES" -qc "DROP DATABASE IF EXISTS $bench_db WITH (FORCE)" >/dev/null || true
-  }
-  trap drop_bench_db EXIT
+  fi
+}
+trap bench_cleanup EXIT
+if [[ " $STORES " == *" redis "* || " $STORES " == *" postgres "* ]]; then
+  need redis-cli redis-tools
+  redis_pid=$(redis-cli -u "$BENCH_REDIS" info server | awk -F: '/^process_id/ { print $2 }' | tr -d '\r')
+  taskset -a -pc 1 "$redis_pid" >/dev/null
 fi
 printf '%-8s %-8s %-12s %9s %9s %6s %7s %7s %7s %7s  %-22s %5s %7s\n' store pets scenario req/s ceiling ratio p50_ms p99_ms c_p99 non2xx "targets (ratio, p99)" hdrs vs_hdrs
 declare -A list_rps
@@ -82,12 +96,14 @@ for n in $SIZES; do
     db="${BENCH_POSTGRES%/*}/$bench_db"
     seed_postgres "$db" "$n"
   else
-    db="$work/pets-$n.db"
+    db="$work/pets-$store-$n.db"
     seed "$db" "$n"
   fi
   key=$(tail -n 1 "$work/key-$n")
   log="$work/petstore-$n.log"
-  taskset -c 0 "$work/petstore" --addr "127.0.0.1:$PORT" --db "$db" >/dev/null 2>"$log" &
+  limits=()
+  [ "$store" = sqlite ] || limits=(--redis "$BENCH_REDIS")
+  taskset -c 0 "$work/petstore" --addr "127.0.0.1:$PORT" --db "$db" "${limits[@]}" >/dev/null 2>"$log" &
   pid=$!
   pids+=("$pid")
   ready_ms=$(wait_ready "$PORT")
