@@ -794,7 +794,7 @@ func TestAuthentication(t *testing.T) {
 		staging := newTestServerWith(t, testOptions{env: "staging"})
 		stagingKey := staging.mustCreateKey("free")
 		// A staging key stored in the production database is still refused.
-		_, stagingHere, err := createKey(ctx, s.store, "staging", "free", "test", plans["free"])
+		_, stagingHere, err := createKey(ctx, s.store, "staging", "free", "test", plans["free"], time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

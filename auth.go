@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,21 +99,35 @@ func hashKey(token string) [sha256.Size]byte {
 
 // keyring answers "which key is this?" from memory, so a request costs no
 // query. It reloads every key when the database's keys_version moves (a key
-// was created or revoked, possibly by another process), which refresh checks
-// twice a second: a revocation takes effect within a second.
+// was created, revoked or rolled, possibly by another process), which
+// refresh checks twice a second: a revocation or a roll takes effect within
+// a second. An expiry is checked against the clock at each look-up, so an
+// expired key is refused at once, on every server.
 type keyring struct {
 	store storage
 	env   string
+	now   func() time.Time
 
 	mu      sync.RWMutex
 	byHash  map[[sha256.Size]byte]*apiKey
+	uses    map[int64]*keyUse // by key id; outlives the reloads
 	version int64
+
+	flushMu sync.Mutex // one flushLastUsed at a time
+}
+
+// keyUse is a key's note of its use: lookup sets the flag, the first
+// request after each flush only, so that a request costs no write and no
+// allocation, and flushLastUsed writes the minute out.
+type keyUse struct {
+	used   atomic.Bool
+	stored int64 // the minute last written, in Unix seconds; flushLastUsed's
 }
 
 const keyRefreshEvery = 500 * time.Millisecond
 
-func newKeyring(ctx context.Context, store storage, env string) (*keyring, error) {
-	k := &keyring{store: store, env: env, version: -1}
+func newKeyring(ctx context.Context, store storage, env string, now func() time.Time) (*keyring, error) {
+	k := &keyring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*keyUse)}
 	return k, k.refresh(ctx)
 }
 
@@ -141,9 +156,25 @@ func (k *keyring) refresh(ctx context.Context) error {
 		}
 	}
 	k.mu.Lock()
-	k.byHash, k.version = byHash, version
+	uses := make(map[int64]*keyUse, len(byHash))
+	for _, key := range byHash {
+		key.use = k.useOf(key)
+		uses[key.ID] = key.use
+	}
+	k.byHash, k.uses, k.version = byHash, uses, version
 	k.mu.Unlock()
 	return nil
+}
+
+// useOf is key's note of its use, the one it had before a reload; k.mu is
+// held for writing.
+func (k *keyring) useOf(key *apiKey) *keyUse {
+	if u := k.uses[key.ID]; u != nil {
+		return u
+	}
+	u := &keyUse{stored: key.LastUsedAt.Unix()}
+	k.uses[key.ID] = u
+	return u
 }
 
 // lookup returns the active key for token, or a message saying why there is
@@ -166,6 +197,7 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, er
 		}
 		key = &found
 		k.mu.Lock()
+		key.use = k.useOf(key)
 		// A reload since our read may know better (a revocation): keep
 		// this key only when no reload happened in between.
 		if k.version == loaded {
@@ -176,7 +208,48 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, er
 	if !key.RevokedAt.IsZero() {
 		return nil, "the API key has been revoked", nil
 	}
+	// Only a key with an expiry reads the clock.
+	if !key.ExpiresAt.IsZero() && key.expiredAt(k.now()) {
+		return nil, "the API key has expired", nil
+	}
+	if !key.use.used.Load() {
+		key.use.used.Store(true)
+	}
 	return key, "", nil
+}
+
+// flushLastUsed writes the minute of now as the last use of every key used
+// since the last flush, in one write: only the keys whose stored minute it
+// changes. A key used at 12:04:59 and flushed at 12:05:01 is stored as
+// used at 12:05, so the minute is that of the use or the one after it.
+// What cannot be written is tried again at the next flush.
+func (k *keyring) flushLastUsed(ctx context.Context) error {
+	k.flushMu.Lock()
+	defer k.flushMu.Unlock()
+	minute := k.now().UTC().Truncate(time.Minute)
+	var uses []lastUse
+	var written []*keyUse
+	k.mu.RLock()
+	for id, u := range k.uses {
+		if u.used.Swap(false) && u.stored != minute.Unix() {
+			uses = append(uses, lastUse{KeyID: id, Minute: minute})
+			written = append(written, u)
+		}
+	}
+	k.mu.RUnlock()
+	if len(uses) == 0 {
+		return nil
+	}
+	if err := k.store.SetLastUsed(ctx, uses); err != nil {
+		for _, u := range written {
+			u.used.Store(true)
+		}
+		return err
+	}
+	for _, u := range written {
+		u.stored = minute.Unix()
+	}
+	return nil
 }
 
 // bearerToken returns the credential of an "Authorization: Bearer <token>"

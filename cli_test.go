@@ -213,14 +213,24 @@ func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 
 // cliKey is one element of keys list --json.
 type cliKey struct {
-	ID        int64      `json:"id"`
-	Name      string     `json:"name"`
-	Plan      string     `json:"plan"`
-	PerMinute int64      `json:"perMinute"`
-	PerDay    int64      `json:"perDay"`
-	Created   time.Time  `json:"created"`
-	Revoked   *time.Time `json:"revoked"`
+	ID         int64      `json:"id"`
+	Name       string     `json:"name"`
+	Plan       string     `json:"plan"`
+	PerMinute  int64      `json:"perMinute"`
+	PerDay     int64      `json:"perDay"`
+	Created    time.Time  `json:"created"`
+	Revoked    *time.Time `json:"revoked"`
+	Expires    *time.Time `json:"expires"`
+	LastUsed   *time.Time `json:"lastUsed"`
+	Today      int64      `json:"today"`
+	State      string     `json:"state"`
+	RolledTo   *int64     `json:"rolledTo"`
+	RolledFrom *int64     `json:"rolledFrom"`
 }
+
+// cliListColumns are the columns of the keys list table, in order: the
+// first seven as DESIGN.md names them, then the key's lifetime.
+var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state"}
 
 func listKeysJSON(t *testing.T, petstore cliRunner, db string) []cliKey {
 	t.Helper()
@@ -686,19 +696,19 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 					t.Fatalf("%d lines, want a header and 3 keys:\n%s", len(lines), table.stdout)
 				}
 				header := strings.Fields(lines[0])
-				if len(header) != 7 || !strings.EqualFold(header[0], "id") {
-					t.Errorf("header %q, want 7 columns, id first", lines[0])
+				if !slices.EqualFunc(header, cliListColumns, strings.EqualFold) {
+					t.Errorf("header %q, want the columns %q", lines[0], cliListColumns)
 				}
 				want := [][]string{
 					{strconv.FormatInt(keys[0].ID, 10), "alpha", "free", "60", "1000"},
 					{strconv.FormatInt(keys[1].ID, 10), "", "enterprise", "7", "70"},
 					{strconv.FormatInt(keys[2].ID, 10), "gamma", "pro", "300", "10000"},
 				}
-				var revoked []string
+				var revoked, states []string
 				for i, line := range lines[1:] {
 					f := strings.Fields(line)
-					if len(f) != 7 {
-						t.Errorf("line %q has %d columns, want 7 (id, name, plan, per-minute, per-day, created, revoked)", line, len(f))
+					if len(f) != len(cliListColumns) {
+						t.Errorf("line %q has %d columns, want %d (%s)", line, len(f), len(cliListColumns), strings.Join(cliListColumns, ", "))
 						continue
 					}
 					w := want[i]
@@ -706,16 +716,20 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 						t.Errorf("line %q, want it to start %q", line, strings.Join(w, " "))
 					}
 					revoked = append(revoked, f[6])
+					states = append(states, f[len(f)-1])
 				}
 				if len(revoked) == 3 && (revoked[0] != revoked[1] || revoked[2] == revoked[0]) {
 					t.Errorf("revoked column %q: want the two active keys alike and the revoked one different", revoked)
+				}
+				if want := []string{"active", "active", "revoked"}; len(states) == 3 && !slices.Equal(states, want) {
+					t.Errorf("state column %q, want %q", states, want)
 				}
 			})
 
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
 				cliDecode(t, jsonOut.stdout, &raw)
-				wantFields := []string{"created", "id", "name", "perDay", "perMinute", "plan", "revoked"}
+				wantFields := []string{"created", "expires", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "state", "today"}
 				for _, obj := range raw {
 					var got []string
 					for f := range obj {

@@ -129,7 +129,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 		store = sqlite
 	}
 	t.Cleanup(func() { store.Close() })
-	keys, err := newKeyring(context.Background(), store, opts.env)
+	keys, err := newKeyring(context.Background(), store, opts.env, clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
 	if len(lim) > 0 {
 		l = lim[0]
 	}
-	_, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", l)
+	_, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", l, time.Time{})
 	if err != nil {
 		s.t.Fatal(err)
 	}

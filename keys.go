@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,18 +18,115 @@ const maxKeyNameLen = 64
 
 // createKey stores a new key for plan and returns it with its token, which
 // exists only here: the database keeps its hash.
-func createKey(ctx context.Context, store storage, env, plan, name string, lim limits) (apiKey, string, error) {
+// A zero expires makes a key that never expires.
+func createKey(ctx context.Context, store storage, env, plan, name string, lim limits, expires time.Time) (apiKey, string, error) {
 	token := newKey(env)
 	hash := hashKey(token)
 	k, err := store.CreateKey(ctx, apiKey{
-		Hash: hash[:], Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Env: env,
+		Hash: hash[:], Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Env: env, ExpiresAt: expires,
 	})
 	return k, token, err
 }
 
+// rollable refuses to roll a key that no longer works, or that was rolled
+// already (its successor is the one to roll).
+func rollable(k apiKey, now time.Time) error {
+	switch {
+	case !k.RevokedAt.IsZero():
+		return errorf(codeInvalidRequest, "key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
+			k.ID, k.RevokedAt.Format(time.RFC3339))
+	case k.expiredAt(now):
+		return errorf(codeInvalidRequest, "key %d expired at %s: an expired key cannot be rolled; create a new one",
+			k.ID, k.ExpiresAt.Format(time.RFC3339))
+	case k.RolledTo != 0:
+		return errorf(codeInvalidRequest, "key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
+	}
+	return nil
+}
+
+// successor is the key that replaces old in a roll: the same name, plan,
+// figures, environment and expiry (a roll changes the secret, not the
+// terms), spending old's rate-limit budget.
+func successor(old apiKey, hash []byte) apiKey {
+	return apiKey{
+		Hash: hash, Name: old.Name, Plan: old.Plan, PerMinute: old.PerMinute, PerDay: old.PerDay, Env: old.Env,
+		ExpiresAt: old.ExpiresAt, BudgetID: old.BudgetID,
+	}
+}
+
+// rollEnd is when the old key of a roll stops: overlap from now, rounded up
+// to a second, or at once for no overlap; its own expiry when that is sooner.
+func rollEnd(old apiKey, now time.Time, overlap time.Duration) time.Time {
+	end := now.UTC().Truncate(time.Second)
+	if overlap > 0 {
+		end = ceilSecond(now.Add(overlap)).UTC()
+	}
+	if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(end) {
+		return old.ExpiresAt
+	}
+	return end
+}
+
+// maxLifetimeDays bounds the days of a duration flag: a key that lives a
+// century, at most.
+const maxLifetimeDays = 36_500
+
+// parseLifetime reads a duration as Go's time.ParseDuration does (12h,
+// 30m, 1h30m), with whole days before it as a "d" (90d, 1d12h).
+func parseLifetime(s string) (time.Duration, error) {
+	days, rest, found := strings.Cut(s, "d")
+	if !found {
+		return time.ParseDuration(s)
+	}
+	n, err := strconv.Atoi(days)
+	if err != nil || !isDigits(days) || n > maxLifetimeDays {
+		return 0, fmt.Errorf("%q is not a duration", s)
+	}
+	d := time.Duration(n) * 24 * time.Hour
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 {
+			return 0, fmt.Errorf("%q is not a duration", s)
+		}
+		d += r
+	}
+	return d, nil
+}
+
+// parseExpires reads --expires: an RFC 3339 time or a duration from now,
+// which must end after now. The expiry is rounded up to a whole second.
+func parseExpires(s string, now time.Time) (time.Time, error) {
+	const want = "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		d, err := parseLifetime(s)
+		if err != nil {
+			return time.Time{}, usagef("--expires must be %s, not %q", want, s)
+		}
+		if d <= 0 {
+			return time.Time{}, usagef("--expires must be a duration above zero, not %q", s)
+		}
+		at = now.Add(d)
+	}
+	at = ceilSecond(at).UTC()
+	if !at.After(now) {
+		return time.Time{}, usagef("--expires %s is not in the future", s)
+	}
+	return at, nil
+}
+
+// parseOverlap reads --overlap: a duration of 0 or more.
+func parseOverlap(s string) (time.Duration, error) {
+	d, err := parseLifetime(s)
+	if err != nil || d < 0 {
+		return 0, usagef("--overlap must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", s)
+	}
+	return d, nil
+}
+
 func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var db dbFlags
-	var plan, name string
+	var plan, name, expiresFlag string
 	var rpm, rpd int64
 	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
 	db.register(fs)
@@ -36,6 +134,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fs.StringVar(&name, "name", "", "a name to recognise the key by in keys list")
 	fs.Int64Var(&rpm, "rpm", 0, "requests per minute (enterprise only, required there)")
 	fs.Int64Var(&rpd, "rpd", 0, "requests per day (enterprise only, required there)")
+	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m); default never")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
@@ -50,19 +149,101 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if len(name) > maxKeyNameLen || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return usagef("--name must be at most %d characters without spaces or control characters", maxKeyNameLen)
 	}
+	var expires time.Time
+	if expiresFlag != "" {
+		if expires, err = parseExpires(expiresFlag, time.Now()); err != nil {
+			return err
+		}
+	}
 	store, err := db.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	k, token, err := createKey(ctx, store, db.env, plan, name, lim)
+	k, token, err := createKey(ctx, store, db.env, plan, name, lim, expires)
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}
-	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day) in %s; it is shown only now:\n",
-		k.ID, plan, lim.PerMinute, lim.PerDay, db.shown())
+	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day%s) in %s; it is shown only now:\n",
+		k.ID, plan, lim.PerMinute, lim.PerDay, expiryNote(k.ExpiresAt), db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
+}
+
+// expiryNote is ", expires at TIME" for a key that expires.
+func expiryNote(expires time.Time) string {
+	if expires.IsZero() {
+		return ""
+	}
+	return ", expires at " + expires.Format(time.RFC3339)
+}
+
+func keysRoll(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var db dbFlags
+	var overlapFlag string
+	fs := flag.NewFlagSet("keys roll", flag.ContinueOnError)
+	db.register(fs)
+	fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old key keeps working beside the new one: a duration (24h, 30m, 7d); 0 stops it at once")
+	rest, err := parseFlags(fs, args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	id, err := keyIDArgument("keys roll", rest)
+	if err != nil {
+		return err
+	}
+	overlap, err := parseOverlap(overlapFlag)
+	if err != nil {
+		return err
+	}
+	store, err := db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	// The new key is made for the environment of the old one, whatever
+	// --env says: only the database is chosen by it.
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		return fmt.Errorf("roll key %d: %w", id, err)
+	}
+	i := slices.IndexFunc(keys, func(k apiKey) bool { return k.ID == id })
+	if i < 0 {
+		return fmt.Errorf("no API key has id %d (see petstore keys list)", id)
+	}
+	token := newKey(keys[i].Env)
+	hash := hashKey(token)
+	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap)
+	if err != nil {
+		return keyCommandError("roll", id, err)
+	}
+	fmt.Fprintf(stderr, "rolled key %d to key %d (%s plan, %d/minute, %d/day%s) in %s; key %d stops at %s.\nThe new key is shown only now:\n",
+		old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), db.shown(),
+		old.ID, old.ExpiresAt.Format(time.RFC3339))
+	fmt.Fprintln(stdout, token)
+	return nil
+}
+
+// keyIDArgument is the one KEY_ID argument of command.
+func keyIDArgument(command string, args []string) (int64, error) {
+	if len(args) != 1 {
+		return 0, usagef("%s takes one KEY_ID (see petstore keys list)", command)
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id < 1 {
+		return 0, usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", args[0])
+	}
+	return id, nil
+}
+
+// keyCommandError is a store's refusal as one line: its own message when
+// it is one a user should read (no such key, a key that cannot be rolled).
+func keyCommandError(verb string, id int64, err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Code != codeUnavailable {
+		return errors.New(e.Message)
+	}
+	return fmt.Errorf("%s key %d: %w", verb, id, err)
 }
 
 // planLimits are the limits of plan; --rpm and --rpd belong to enterprise.
@@ -107,41 +288,112 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("list keys: %w", err)
 	}
+	now := time.Now()
+	rows, err := listedKeys(ctx, store, keys, now)
+	if err != nil {
+		return fmt.Errorf("list keys: %w", err)
+	}
 	if asJSON {
-		type jsonKey struct {
-			ID        int64      `json:"id"`
-			Name      string     `json:"name"`
-			Plan      string     `json:"plan"`
-			PerMinute int64      `json:"perMinute"`
-			PerDay    int64      `json:"perDay"`
-			Created   time.Time  `json:"created"`
-			Revoked   *time.Time `json:"revoked"`
-		}
-		out := make([]jsonKey, 0, len(keys))
-		for _, k := range keys {
-			j := jsonKey{k.ID, k.Name, k.Plan, k.PerMinute, k.PerDay, k.CreatedAt, nil}
-			if !k.RevokedAt.IsZero() {
-				j.Revoked = &k.RevokedAt
-			}
-			out = append(out, j)
-		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED")
-	for _, k := range keys {
-		name, revoked := k.Name, "-"
+	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE")
+	for _, k := range rows {
+		name := k.Name
 		if name == "" {
 			name = "-"
 		}
-		if !k.RevokedAt.IsZero() {
-			revoked = k.RevokedAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay, k.CreatedAt.Format(time.RFC3339), revoked)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
+			k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State)
 	}
 	return tw.Flush()
+}
+
+// listedKey is a key as keys list shows it (--json: these fields).
+type listedKey struct {
+	ID        int64      `json:"id"`
+	Name      string     `json:"name"`
+	Plan      string     `json:"plan"`
+	PerMinute int64      `json:"perMinute"`
+	PerDay    int64      `json:"perDay"`
+	Created   time.Time  `json:"created"`
+	Revoked   *time.Time `json:"revoked"`
+	Expires   *time.Time `json:"expires"`
+	LastUsed  *time.Time `json:"lastUsed"` // to the minute
+	// Today counts the requests of this UTC day against the key's budget,
+	// which the keys of one roll share.
+	Today      int64  `json:"today"`
+	State      string `json:"state"` // active, rolled, expired or revoked
+	RolledTo   *int64 `json:"rolledTo"`
+	RolledFrom *int64 `json:"rolledFrom"`
+}
+
+// Key states in keys list.
+const (
+	stateActive  = "active"
+	stateRolled  = "rolled" // still working until it expires, the end of the roll's overlap
+	stateExpired = "expired"
+	stateRevoked = "revoked"
+)
+
+// listedKeys are keys as keys list shows them at now, with today's usage of
+// each budget.
+func listedKeys(ctx context.Context, store storage, keys []apiKey, now time.Time) ([]listedKey, error) {
+	today := now.UTC().Format(time.DateOnly)
+	usage := make(map[int64]int64)
+	rolledFrom := make(map[int64]int64)
+	for _, k := range keys {
+		if _, ok := usage[k.BudgetID]; !ok {
+			n, err := store.Usage(ctx, k.BudgetID, today)
+			if err != nil {
+				return nil, err
+			}
+			usage[k.BudgetID] = n
+		}
+		if k.RolledTo != 0 {
+			rolledFrom[k.RolledTo] = k.ID
+		}
+	}
+	rows := make([]listedKey, 0, len(keys))
+	for _, k := range keys {
+		row := listedKey{
+			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
+			Revoked: timeOrNil(k.RevokedAt), Expires: timeOrNil(k.ExpiresAt), LastUsed: timeOrNil(k.LastUsedAt),
+			Today: usage[k.BudgetID], State: stateActive,
+		}
+		switch {
+		case !k.RevokedAt.IsZero():
+			row.State = stateRevoked
+		case k.expiredAt(now):
+			row.State = stateExpired
+		case k.RolledTo != 0:
+			row.State = stateRolled
+		}
+		if k.RolledTo != 0 {
+			row.RolledTo = &k.RolledTo
+		}
+		if from, ok := rolledFrom[k.ID]; ok {
+			row.RolledFrom = &from
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
 }
 
 func keysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -152,12 +404,9 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 {
-		return usagef("keys revoke takes one KEY_ID (see petstore keys list)")
-	}
-	id, err := strconv.ParseInt(rest[0], 10, 64)
-	if err != nil || id < 1 {
-		return usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", rest[0])
+	id, err := keyIDArgument("keys revoke", rest)
+	if err != nil {
+		return err
 	}
 	store, err := db.open(ctx, false)
 	if err != nil {
@@ -165,11 +414,7 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer store.Close()
 	if err := store.RevokeKey(ctx, id); err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			return errors.New(e.Message)
-		}
-		return fmt.Errorf("revoke key %d: %w", id, err)
+		return keyCommandError("revoke", id, err)
 	}
 	fmt.Fprintf(stdout, "revoked key %d; running servers refuse it within a second\n", id)
 	return nil

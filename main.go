@@ -47,8 +47,9 @@ func usagef(format string, args ...any) error {
 
 const topUsage = `usage:
   petstore [serve] [--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]
-  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N]
+  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION]
   petstore keys list   [--db FILE|URL] [--json]
+  petstore keys roll   [--db FILE|URL] KEY_ID [--overlap DURATION]
   petstore keys revoke [--db FILE|URL] KEY_ID
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE
@@ -79,17 +80,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serveCommand(ctx, args, getenv, stdout, stderr)
 	case "keys":
 		if len(args) == 0 {
-			return usagef("keys needs a command: create, list or revoke")
+			return usagef("keys needs a command: create, list, roll or revoke")
 		}
 		switch args[0] {
 		case "create":
 			return keysCreate(ctx, args[1:], getenv, stdout, stderr)
 		case "list":
 			return keysList(ctx, args[1:], getenv, stdout)
+		case "roll":
+			return keysRoll(ctx, args[1:], getenv, stdout, stderr)
 		case "revoke":
 			return keysRevoke(ctx, args[1:], getenv, stdout)
 		}
-		return usagef("unknown keys command %q: use create, list or revoke", args[0])
+		return usagef("unknown keys command %q: use create, list, roll or revoke", args[0])
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":

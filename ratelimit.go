@@ -461,7 +461,8 @@ func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler
 		info := requestLog(w)
 		id, lim := callerID{keyID: 0}, anonymousLimits
 		if info.key != nil {
-			id, lim = callerID{keyID: info.key.ID}, limits{info.key.PerMinute, info.key.PerDay}
+			// The keys of one roll spend one budget.
+			id, lim = callerID{keyID: info.key.BudgetID}, limits{info.key.PerMinute, info.key.PerDay}
 		} else {
 			id.addr = clientAddr(r, trustProxy)
 		}

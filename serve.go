@@ -135,7 +135,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return err
 	}
 	defer store.Close()
-	keys, err := newKeyring(ctx, store, cfg.env)
+	keys, err := newKeyring(ctx, store, cfg.env, now)
 	if err != nil {
 		return fmt.Errorf("load API keys: %w", err)
 	}
@@ -201,6 +201,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 			if err := limiter.flush(background, store.AddUsage); err != nil && background.Err() == nil {
 				logger.Warn("store daily usage; will retry", "err", err)
 			}
+			if err := keys.flushLastUsed(background); err != nil && background.Err() == nil {
+				logger.Warn("store when keys were last used; will retry", "err", err)
+			}
 		})
 	})
 	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
@@ -226,6 +229,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		wg.Wait()
 		if err := limiter.flush(context.Background(), store.AddUsage); err != nil {
 			logger.Error("store daily usage at shutdown", "err", err)
+		}
+		if err := keys.flushLastUsed(context.Background()); err != nil {
+			logger.Error("store when keys were last used at shutdown", "err", err)
 		}
 	}()
 
@@ -288,7 +294,7 @@ func bootstrapKey(ctx context.Context, store storage, cfg serveConfig, url strin
 	if err != nil || len(existing) > 0 {
 		return err
 	}
-	key, token, err := createKey(ctx, store, cfg.env, "free", "bootstrap", plans["free"])
+	key, token, err := createKey(ctx, store, cfg.env, "free", "bootstrap", plans["free"], time.Time{})
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}

@@ -50,13 +50,25 @@ type storage interface {
 	IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (idempotencyRecord, bool, error)
 	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
 
+	// CreateKey stores k (its Hash set, its ExpiresAt when it has one)
+	// and returns it with its id.
 	CreateKey(ctx context.Context, k apiKey) (apiKey, error)
 	RevokeKey(ctx context.Context, id int64) error
+	// RollKey replaces key id by a new key with hash, as one change: the
+	// new key has the old one's name, plan, figures, environment, expiry
+	// and budget, and the old one expires overlap from now (sooner when it
+	// already would). A revoked, expired or already rolled key is refused
+	// (invalid_request), an unknown id is not_found.
+	RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error)
 	Keys(ctx context.Context) ([]apiKey, error)
 	KeyByHash(ctx context.Context, hash []byte) (apiKey, bool, error)
 	// KeysVersion changes whenever a key is created or changed, by any
 	// process sharing the database.
 	KeysVersion(ctx context.Context) (int64, error)
+	// SetLastUsed records the minute each key was last used in, in one
+	// write, never moving a key's last use back. It is not a key change:
+	// KeysVersion stays.
+	SetLastUsed(ctx context.Context, uses []lastUse) error
 
 	Usage(ctx context.Context, keyID int64, day string) (int64, error)
 	AddUsage(ctx context.Context, counts []usageCount) error
@@ -146,6 +158,13 @@ var migrations = []string{
 		PRIMARY KEY (key_id, idem_key)
 	) WITHOUT ROWID;
 	CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
+	// Keys over their lifetime: an expiry, the key whose rate-limit budget
+	// a key spends (NULL: its own; a roll's new key spends the old one's),
+	// the key it was rolled to, and the minute it was last used in.
+	`ALTER TABLE api_keys ADD COLUMN expires_at   INTEGER; -- NULL: never
+	ALTER TABLE api_keys ADD COLUMN budget_id    INTEGER; -- NULL: its own id
+	ALTER TABLE api_keys ADD COLUMN rolled_to    INTEGER;
+	ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER; -- the start of a minute`,
 }
 
 // openSQLite opens (creating when create is set) the database at path and
@@ -610,38 +629,113 @@ type apiKey struct {
 	Env       string
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is active
+	ExpiresAt time.Time // zero: the key never expires
+	// BudgetID is the key whose rate-limit budget this key spends: its own
+	// id, or after a roll the first key of the chain, so that the old and
+	// the new key share one minute bucket, one day count and one ban.
+	BudgetID   int64
+	RolledTo   int64     // the key this one was rolled to; 0 when none
+	LastUsedAt time.Time // the minute it was last used in; zero: never
+
+	use *keyUse // the keyring's note of its use, nil outside the keyring
 }
 
-const keyColumns = `id, hash, name, plan, rpm, rpd, env, created_at, revoked_at`
+// expiredAt tells whether the key has expired at now.
+func (k *apiKey) expiredAt(now time.Time) bool {
+	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)
+}
+
+const keyColumns = `id, hash, name, plan, rpm, rpd, env, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at`
 
 func scanKey(scan func(...any) error) (apiKey, error) {
 	var k apiKey
 	var created int64
-	var revoked sql.NullInt64
-	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &created, &revoked); err != nil {
+	var revoked, expires, rolledTo, lastUsed sql.NullInt64
+	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &created, &revoked,
+		&expires, &k.BudgetID, &rolledTo, &lastUsed); err != nil {
 		return apiKey{}, err
 	}
 	k.CreatedAt = time.Unix(created, 0).UTC()
-	if revoked.Valid {
-		k.RevokedAt = time.Unix(revoked.Int64, 0).UTC()
+	k.RevokedAt = unixOrZero(revoked)
+	k.ExpiresAt = unixOrZero(expires)
+	k.RolledTo = rolledTo.Int64
+	k.LastUsedAt = unixOrZero(lastUsed)
+	return k, nil
+}
+
+func unixOrZero(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(n.Int64, 0).UTC()
+}
+
+// nullUnix is t in Unix seconds, or NULL for the zero time.
+func nullUnix(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Unix()
+}
+
+// nullID is id, or NULL for 0.
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+// CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
+// them) and returns it with its id.
+func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		k, err = insertKey(ctx, tx, k, s.now())
+		return err
+	})
+	return k, err
+}
+
+func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey, error) {
+	k.CreatedAt = now.UTC().Truncate(time.Second)
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
+	if err != nil {
+		return k, err
+	}
+	if k.ID, err = res.LastInsertId(); err != nil {
+		return k, err
+	}
+	if k.BudgetID == 0 {
+		k.BudgetID = k.ID
 	}
 	return k, nil
 }
 
-// CreateKey stores k (its Hash set) and returns it with its id.
-func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
-	k.CreatedAt = s.now().UTC().Truncate(time.Second)
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix())
+// RollKey replaces key id by a new key with hash; see storage.
+func (s *sqliteStore) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error) {
+	now := s.now()
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		old, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errorf(codeNotFound, "no API key has id %d", id)
+		}
 		if err != nil {
 			return err
 		}
-		k.ID, err = res.LastInsertId()
+		if err := rollable(old, now); err != nil {
+			return err
+		}
+		if rolled, err = insertKey(ctx, tx, successor(old, hash), now); err != nil {
+			return err
+		}
+		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
+		_, err = tx.ExecContext(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID)
 		return err
 	})
-	return k, err
+	return old, rolled, err
 }
 
 // RevokeKey marks key id revoked. Revoking a revoked key changes nothing.
@@ -712,6 +806,29 @@ func (s *sqliteStore) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
 	return v, storeError(err)
+}
+
+// lastUse says that key KeyID was used in the minute that starts at Minute.
+type lastUse struct {
+	KeyID  int64
+	Minute time.Time
+}
+
+// SetLastUsed records the minute each key was last used in, in one
+// transaction, never moving one back.
+func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	for _, u := range uses {
+		_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
+		if err != nil {
+			return storeError(err)
+		}
+	}
+	return s.commit(tx)
 }
 
 // usageCount is the number of requests a key made on one UTC day.

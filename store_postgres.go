@@ -76,6 +76,11 @@ var pgMigrations = []string{
 		PRIMARY KEY (key_id, idem_key)
 	);
 	CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
+	// Keys over their lifetime, as SQLite's second migration.
+	`ALTER TABLE api_keys ADD COLUMN expires_at   bigint; -- NULL: never
+	ALTER TABLE api_keys ADD COLUMN budget_id    bigint; -- NULL: its own id
+	ALTER TABLE api_keys ADD COLUMN rolled_to    bigint;
+	ALTER TABLE api_keys ADD COLUMN last_used_at bigint; -- the start of a minute`,
 }
 
 // Pool defaults, for a URL that does not set pool_max_conns or
@@ -370,13 +375,49 @@ func (s *pgStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64
 }
 
 func (s *pgStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
-	k.CreatedAt = s.now().UTC().Truncate(time.Second)
 	err := s.keysTx(ctx, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx,
-			`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-			k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix()).Scan(&k.ID)
+		var err error
+		k, err = pgInsertKey(ctx, tx, k, s.now())
+		return err
 	})
 	return k, err
+}
+
+func pgInsertKey(ctx context.Context, tx pgx.Tx, k apiKey, now time.Time) (apiKey, error) {
+	k.CreatedAt = now.UTC().Truncate(time.Second)
+	err := tx.QueryRow(ctx,
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, expires_at, budget_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID)).Scan(&k.ID)
+	if k.BudgetID == 0 {
+		k.BudgetID = k.ID
+	}
+	return k, err
+}
+
+// RollKey replaces key id by a new key with hash; see storage. The old
+// key's row is locked for the change, so that two rolls of one key made at
+// once by two processes cannot both succeed.
+func (s *pgStore) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error) {
+	now := s.now()
+	err = s.keysTx(ctx, func(tx pgx.Tx) error {
+		old, err = scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = $1 FOR UPDATE`, id).Scan)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errorf(codeNotFound, "no API key has id %d", id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := rollable(old, now); err != nil {
+			return err
+		}
+		if rolled, err = pgInsertKey(ctx, tx, successor(old, hash), now); err != nil {
+			return err
+		}
+		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
+		_, err = tx.Exec(ctx, `UPDATE api_keys SET expires_at = $1, rolled_to = $2 WHERE id = $3`, old.ExpiresAt.Unix(), old.RolledTo, old.ID)
+		return err
+	})
+	return old, rolled, err
 }
 
 func (s *pgStore) RevokeKey(ctx context.Context, id int64) error {
@@ -437,6 +478,21 @@ func (s *pgStore) KeysVersion(ctx context.Context) (int64, error) {
 		return s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE name = 'keys_version'`).Scan(&v)
 	})
 	return v, err
+}
+
+// SetLastUsed records the minute each key was last used in, in one
+// statement; another server may have seen a later use already.
+func (s *pgStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
+	ids := make([]int64, len(uses))
+	minutes := make([]int64, len(uses))
+	for i, u := range uses {
+		ids[i], minutes[i] = u.KeyID, u.Minute.Unix()
+	}
+	return retry(func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE api_keys AS k SET last_used_at = greatest(coalesce(k.last_used_at, 0), t.minute)
+			FROM unnest($1::bigint[], $2::bigint[]) AS t(id, minute) WHERE k.id = t.id`, ids, minutes)
+		return err
+	})
 }
 
 func (s *pgStore) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
