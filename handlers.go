@@ -35,9 +35,14 @@ func newServer(logger *slog.Logger, store storage, keys *keyring, limiter rateLi
 		return h
 	}
 	needsKey := func(h http.Handler) http.Handler { return metered(requireKey(h)) }
+	// peeksKey: h reports the key's rate limits without spending any; a
+	// request without a valid key is limited and refused as by needsKey.
+	peeksKey := func(h http.Handler) http.Handler {
+		return authenticate(keys, uncounted(h, limit(limiter, trustProxy, requireKey(h))))
+	}
 
 	mux := http.NewServeMux()
-	addRoutes(mux, needsKey, pets, idem, now)
+	addRoutes(mux, needsKey, peeksKey, limiter, pets, idem, now)
 	mux.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
 	mux.Handle("GET /healthz", handleHealth())
 	mux.Handle("GET /readyz", handleReady(store))
@@ -57,16 +62,19 @@ type router interface {
 }
 
 // addRoutes registers every operation under /v1 that needs a key, and the
-// Error-shaped 405s and 404s around them, each wrapped in needsKey.
-func addRoutes(mux router, needsKey func(http.Handler) http.Handler, pets *petCache, idem *inflight, now func() time.Time) {
+// Error-shaped 405s and 404s around them, each wrapped in needsKey, or for
+// the one that reads the caller's rate limits without spending, peeksKey.
+func addRoutes(mux router, needsKey, peeksKey func(http.Handler) http.Handler, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time) {
 	mux.Handle("GET /v1/pets", needsKey(handleListPets(pets, &pageCache{})))
 	mux.Handle("POST /v1/pets", needsKey(handleCreatePet(pets, idem, now)))
 	mux.Handle("GET /v1/pets/{petId}", needsKey(deprecated(handleGetPet(pets))))
 	mux.Handle("GET /v1/store/orders", needsKey(handleNotImplemented()))
+	mux.Handle("GET /v1/rate_limit", peeksKey(handleRateLimit(limiter)))
 
 	mux.Handle("/v1/pets", needsKey(methodNotAllowed("GET, HEAD, POST")))
 	mux.Handle("/v1/pets/{petId}", needsKey(methodNotAllowed("GET, HEAD")))
 	mux.Handle("/v1/store/orders", needsKey(methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/rate_limit", needsKey(methodNotAllowed("GET, HEAD")))
 	mux.Handle("/v1/openapi.yaml", needsKey(methodNotAllowed("GET, HEAD")))
 	mux.Handle("/v1/", needsKey(notFound()))
 	mux.Handle("/v1", needsKey(notFound()))

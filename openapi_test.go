@@ -252,7 +252,8 @@ func (r *routeRecorder) Handle(pattern string, handler http.Handler) {
 
 func recordRoutes() *routeRecorder {
 	r := &routeRecorder{handlers: make(map[string]http.Handler)}
-	addRoutes(r, func(h http.Handler) http.Handler { return h }, nil, nil, nil)
+	identity := func(h http.Handler) http.Handler { return h }
+	addRoutes(r, identity, identity, nil, nil, nil, nil)
 	return r
 }
 
@@ -323,6 +324,7 @@ func TestOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
 		"GET /pets/{petId}": "getPet",
 		"GET /store/orders": "listStoreOrders",
 		"GET /openapi.yaml": "getOpenAPI",
+		"GET /rate_limit":   "getRateLimit",
 	}
 	for key, op := range doc.operations(t) {
 		if want, ok := wantIDs[key]; ok && op.OperationID != want {
@@ -393,6 +395,7 @@ func TestOpenAPIGetPetIsDeprecatedWithTheDatesTheServerSends(t *testing.T) {
 	for id, op := range map[string]openAPIOperation{
 		"listPets": doc.operation(t, "listPets"), "createPet": doc.operation(t, "createPet"),
 		"listStoreOrders": doc.operation(t, "listStoreOrders"), "getOpenAPI": doc.operation(t, "getOpenAPI"),
+		"getRateLimit": doc.operation(t, "getRateLimit"),
 	} {
 		if op.Deprecated {
 			t.Errorf("%s is deprecated: true; only getPet is", id)
@@ -479,6 +482,8 @@ var openAPIStatuses = map[string][]int{
 	"getPet": {200, 400, 401, 404, 405, 429, 500, 503},
 	// handleNotImplemented.
 	"listStoreOrders": {401, 405, 429, 500, 501, 503},
+	// handleRateLimit: 429 only during a ban (from limit without a key).
+	"getRateLimit": {200, 401, 405, 429, 500, 503},
 	// handleOpenAPI: no key needed, so no 401.
 	"getOpenAPI": {200, 405, 429, 500, 503},
 }
@@ -628,6 +633,10 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 	s.do("POST", "/v1/pets", key, `{"name":"Bella","categoryId":1,"status":"sold"}`) // so that a page of one has a next
 	tight := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
 	s.do("GET", "/v1/pets", tight, "")
+	banned := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+	for range 13 {
+		s.do("GET", "/v1/pets", banned, "")
+	}
 
 	tests := []struct {
 		name      string
@@ -655,6 +664,11 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"an unknown pet", "getPet", "GET", "/v1/pets/999", key, "", nil, 404},
 		{"store orders", "listStoreOrders", "GET", "/v1/store/orders", key, "", nil, 501},
 		{"store orders without a key", "listStoreOrders", "GET", "/v1/store/orders", "", "", nil, 401},
+		{"the caller's rate limits", "getRateLimit", "GET", "/v1/rate_limit", key, "", nil, 200},
+		{"the rate limits of a caller over its limit", "getRateLimit", "GET", "/v1/rate_limit", tight, "", nil, 200},
+		{"the rate limits without a key", "getRateLimit", "GET", "/v1/rate_limit", "", "", nil, 401},
+		{"the rate limits of a banned caller", "getRateLimit", "GET", "/v1/rate_limit", banned, "", nil, 429},
+		{"another method on the rate limits", "getRateLimit", "POST", "/v1/rate_limit", key, "", nil, 405},
 		{"the document", "getOpenAPI", "GET", "/v1/openapi.yaml", "", "", nil, 200},
 		{"another method on the document", "getOpenAPI", "PUT", "/v1/openapi.yaml", key, "", nil, 405},
 	}

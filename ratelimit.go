@@ -461,8 +461,7 @@ func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler
 		info := requestLog(w)
 		id, lim := callerID{keyID: 0}, anonymousLimits
 		if info.key != nil {
-			// The keys of one roll spend one budget.
-			id, lim = callerID{keyID: info.key.BudgetID}, limits{info.key.PerMinute, info.key.PerDay}
+			id, lim = info.key.budget()
 		} else {
 			id.addr = clientAddr(r, trustProxy)
 		}
@@ -471,43 +470,52 @@ func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler
 			writeError(w, r, err)
 			return
 		}
-		// The four varying values are written into one string, one
-		// allocation, and set by key as textproto canonicalises them
-		// (X-Ratelimit-Limit), to skip that.
-		var buf [128]byte
-		b := strconv.AppendInt(buf[:0], d.limit, 10)
-		endLimit := len(b)
-		b = strconv.AppendInt(b, d.remaining, 10)
-		endRemaining := len(b)
-		b = strconv.AppendInt(b, d.reset.Unix(), 10)
-		endReset := len(b)
-		b = append(b, '"')
-		b = append(b, d.window...)
-		b = append(b, `";r=`...)
-		b = strconv.AppendInt(b, d.remaining, 10)
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, int64(d.resetIn/time.Second), 10)
-		all := string(b)
-		h := w.Header()
-		h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
-		h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
-		h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
-		h["Ratelimit-Policy"] = info.headerValue(d.policy)
-		h["Ratelimit"] = info.headerValue(all[endReset:])
+		setRateLimitHeaders(w.Header(), info, d)
 		if !d.allowed {
-			seconds := int64(d.retryAfter / time.Second)
-			h["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
-			if d.code == codeTemporarilyBanned {
-				writeError(w, r, errorf(codeTemporarilyBanned,
-					"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
-			} else {
-				writeError(w, r, errorf(codeRateLimited,
-					"rate limit exceeded (%d requests per %s); retry after %d seconds", d.limit, d.window, seconds))
-			}
+			refuse(w, r, d)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setRateLimitHeaders reports d in the rate-limit headers.
+func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
+	// The four varying values are written into one string, one
+	// allocation, and set by key as textproto canonicalises them
+	// (X-Ratelimit-Limit), to skip that.
+	var buf [128]byte
+	b := strconv.AppendInt(buf[:0], d.limit, 10)
+	endLimit := len(b)
+	b = strconv.AppendInt(b, d.remaining, 10)
+	endRemaining := len(b)
+	b = strconv.AppendInt(b, d.reset.Unix(), 10)
+	endReset := len(b)
+	b = append(b, '"')
+	b = append(b, d.window...)
+	b = append(b, `";r=`...)
+	b = strconv.AppendInt(b, d.remaining, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(d.resetIn/time.Second), 10)
+	all := string(b)
+	h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
+	h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
+	h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
+	h["Ratelimit-Policy"] = info.headerValue(d.policy)
+	h["Ratelimit"] = info.headerValue(all[endReset:])
+}
+
+// refuse answers a request that d does not allow: 429, with Retry-After.
+func refuse(w http.ResponseWriter, r *http.Request, d decision) {
+	seconds := int64(d.retryAfter / time.Second)
+	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
+	if d.code == codeTemporarilyBanned {
+		writeError(w, r, errorf(codeTemporarilyBanned,
+			"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
+	} else {
+		writeError(w, r, errorf(codeRateLimited,
+			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.limit, d.window, seconds))
+	}
 }
 
 // clientAddr is the address a request without a key is counted against: the

@@ -1,0 +1,62 @@
+package main
+
+import "net/http"
+
+// GET /v1/rate_limit: a caller's plan and both windows, read without
+// spending anything (GitHub's GET /rate_limit is the model).
+
+// budget is whom a key's requests are counted against, and its limits: the
+// keys of one roll share one budget.
+func (k *apiKey) budget() (callerID, limits) {
+	return callerID{keyID: k.BudgetID}, limits{PerMinute: k.PerMinute, PerDay: k.PerDay}
+}
+
+// uncounted sends a request with a valid key to peeked, which reports the
+// key's rate-limit state itself without spending any, and every other
+// request to counted: limited by client address and refused, as anywhere.
+func uncounted(peeked, counted http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requestLog(w).key == nil {
+			counted.ServeHTTP(w, r)
+			return
+		}
+		peeked.ServeHTTP(w, r)
+	})
+}
+
+// handleRateLimit answers the caller's plan and windows, with the usual
+// headers, which describe the same state: nothing is spent. A caller over a
+// limit is still answered (with nothing remaining); a banned one is refused
+// as everywhere, and this request does not count towards a ban.
+func handleRateLimit(limiter rateLimiter) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestLog(w)
+		id, lim := info.key.budget()
+		s, err := limiter.peek(r.Context(), id, lim)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		setRateLimitHeaders(w.Header(), info, s.decision)
+		if !s.allowed {
+			refuse(w, r, s.decision)
+			return
+		}
+		b := make([]byte, 0, 160)
+		b = append(b, `{"plan":`...)
+		b = appendJSONString(b, info.key.Plan)
+		b = appendWindow(append(b, `,"minute":`...), s.minute)
+		b = appendWindow(append(b, `,"day":`...), s.day)
+		writeBody(w, http.StatusOK, append(b, "}\n"...))
+	})
+}
+
+func appendWindow(b []byte, win window) []byte {
+	b = append(b, `{"limit":`...)
+	b = appendInt(b, win.limit)
+	b = append(b, `,"remaining":`...)
+	b = appendInt(b, win.remaining)
+	b = append(b, `,"reset":`...)
+	b = appendInt(b, win.reset.Unix())
+	return append(b, '}')
+}
