@@ -77,6 +77,9 @@ type testOptions struct {
 	// another way (through a proxy the test can cut).
 	redis    bool
 	redisURL string
+	// wrapStore, when set, is what the server sees of the store: a test
+	// may count or fail its calls.
+	wrapStore func(storage) storage
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -129,6 +132,9 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 		store = sqlite
 	}
 	t.Cleanup(func() { store.Close() })
+	if opts.wrapStore != nil {
+		store = opts.wrapStore(store)
+	}
 	keys, err := newKeyring(context.Background(), store, opts.env, clock.now)
 	if err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return usagef("--name must be at most %d characters without spaces or control characters", maxKeyNameLen)
 	}
 	var expires time.Time
-	if expiresFlag != "" {
+	if expiresFlag != "" || given(fs, "expires") {
 		if expires, err = parseExpires(expiresFlag, time.Now()); err != nil {
 			return err
 		}
@@ -168,6 +168,13 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		k.ID, plan, lim.PerMinute, lim.PerDay, expiryNote(k.ExpiresAt), db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
+}
+
+// given tells whether the flag name was set, even to "".
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // expiryNote is ", expires at TIME" for a key that expires.

@@ -1,0 +1,723 @@
+package main
+
+// Keys over their lifetime (DESIGN.md): expiry, rolls with and without an
+// overlap, the budget a roll's keys share, last use written in batches, and
+// GET /v1/rate_limit. Each runs on SQLite and on PostgreSQL.
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const expiredMessage = "the API key has expired"
+
+// mustCreateKeyExpiring makes a Free key that expires at expires and
+// returns it with its token.
+func (s *testServer) mustCreateKeyExpiring(expires time.Time) (apiKey, string) {
+	s.t.Helper()
+	k, token, err := createKey(context.Background(), s.store, s.keys.env, "free", "test", plans["free"], expires)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return k, token
+}
+
+// mustCreateKeyOf makes a key of plan and returns it with its token.
+func (s *testServer) mustCreateKeyOf(plan string) (apiKey, string) {
+	s.t.Helper()
+	k, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", plans[plan], time.Time{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return k, token
+}
+
+// roll rolls key id as keys roll does, and has the server reload its keys
+// as it does twice a second. It returns the old key, the new one and the
+// new token.
+func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled apiKey, token string) {
+	s.t.Helper()
+	old, rolled, token, err := s.tryRoll(id, overlap)
+	if err != nil {
+		s.t.Fatalf("roll key %d: %v", id, err)
+	}
+	return old, rolled, token
+}
+
+func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled apiKey, token string, err error) {
+	ctx := context.Background()
+	token = newKey(s.keys.env)
+	hash := hashKey(token)
+	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap)
+	if err != nil {
+		return old, rolled, "", err
+	}
+	if err := s.keys.refresh(ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	return old, rolled, token, nil
+}
+
+// wantExpired checks a 401 for an expired key.
+func wantExpired(t *testing.T, w *httptest.ResponseRecorder) {
+	t.Helper()
+	wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
+	var e Error
+	if err := json.Unmarshal(w.Body.Bytes(), &struct {
+		Message *string `json:"message"`
+	}{&e.Message}); err != nil {
+		t.Fatal(err)
+	}
+	if e.Message != expiredMessage {
+		t.Errorf("message %q, want %q", e.Message, expiredMessage)
+	}
+	if got := w.Header().Get("WWW-Authenticate"); !strings.Contains(got, `error="invalid_token"`) {
+		t.Errorf("WWW-Authenticate: %q, want an invalid_token challenge", got)
+	}
+}
+
+func wantStatus(t *testing.T, w *httptest.ResponseRecorder, status int, what string) {
+	t.Helper()
+	if w.Code != status {
+		t.Fatalf("%s: %d %s, want %d", what, w.Code, w.Body, status)
+	}
+}
+
+func TestExpiredKeyIsRefusedFromItsExpiry(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		expires := s.clock.now().Add(time.Hour)
+		// One key the keyring has loaded, one it finds in the database on
+		// its first use.
+		_, loaded := s.mustCreateKeyExpiring(expires)
+		if err := s.keys.refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		_, found := s.mustCreateKeyExpiring(expires)
+
+		s.clock.advance(time.Hour - time.Second)
+		for _, key := range []string{loaded, found} {
+			wantStatus(t, s.do("GET", "/v1/pets", key, ""), http.StatusOK, "one second before the expiry")
+		}
+		s.clock.advance(time.Second)
+		for _, key := range []string{loaded, found} {
+			wantExpired(t, s.do("GET", "/v1/pets", key, ""))
+		}
+		s.clock.advance(time.Second)
+		for _, key := range []string{loaded, found} {
+			wantExpired(t, s.do("GET", "/v1/rate_limit", key, ""))
+		}
+		// Refused like any key without a valid one: counted by address.
+		if w := s.do("GET", "/v1/pets", loaded, ""); w.Header().Get("X-RateLimit-Limit") != "60" {
+			t.Errorf("a 401 for an expired key carries X-RateLimit-Limit %q, want the address limit 60", w.Header().Get("X-RateLimit-Limit"))
+		}
+	})
+}
+
+func TestRollWithAnOverlap(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		k, oldToken := s.mustCreateKeyOf("pro")
+		wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
+
+		old, rolled, newToken := s.roll(k.ID, time.Hour)
+		if want := s.clock.now().Add(time.Hour); !old.ExpiresAt.Equal(want) || old.RolledTo != rolled.ID {
+			t.Errorf("old key after the roll: expires %v, rolled to %d; want %v and %d", old.ExpiresAt, old.RolledTo, want, rolled.ID)
+		}
+		if rolled.Plan != "pro" || rolled.PerMinute != 300 || rolled.PerDay != 10_000 || rolled.Name != k.Name ||
+			rolled.Env != k.Env || !rolled.ExpiresAt.IsZero() || rolled.BudgetID != k.ID {
+			t.Errorf("new key %+v, want the old one's plan, figures, name, environment and no expiry, spending key %d's budget", rolled, k.ID)
+		}
+		for _, step := range []time.Duration{0, 30 * time.Minute, 30*time.Minute - time.Second} {
+			s.clock.advance(step)
+			wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the old key during the overlap")
+			wantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key during the overlap")
+		}
+		s.clock.advance(time.Second)
+		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
+		wantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key after the overlap")
+		s.clock.advance(24 * time.Hour)
+		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
+		wantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key a day later")
+	})
+}
+
+func TestRollWithoutOverlapStopsTheOldKeyAtOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		s.clock.advance(700 * time.Millisecond) // not on a whole second
+		k, oldToken := s.mustCreateKeyOf("free")
+		wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
+		_, _, newToken := s.roll(k.ID, 0)
+		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
+		wantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key")
+	})
+}
+
+func TestRollKeepsAnEarlierExpiryAndChainsOneBudget(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		expires := s.clock.now().Add(30 * time.Minute)
+		first, _ := s.mustCreateKeyExpiring(expires)
+		old, second, _ := s.roll(first.ID, 24*time.Hour)
+		if !old.ExpiresAt.Equal(expires) || !second.ExpiresAt.Equal(expires) {
+			t.Errorf("old key expires %v and new key %v, want both at the old key's own expiry %v", old.ExpiresAt, second.ExpiresAt, expires)
+		}
+		_, third, _ := s.roll(second.ID, time.Hour)
+		if second.BudgetID != first.ID || third.BudgetID != first.ID {
+			t.Errorf("budgets %d and %d, want both the first key's %d", second.BudgetID, third.BudgetID, first.ID)
+		}
+		keys, err := s.store.Keys(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if k.BudgetID != first.ID {
+				t.Errorf("stored key %d spends budget %d, want %d", k.ID, k.BudgetID, first.ID)
+			}
+		}
+	})
+}
+
+func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		ctx := context.Background()
+		rolled, _ := s.mustCreateKeyOf("free")
+		s.roll(rolled.ID, time.Hour)
+		revoked, _ := s.mustCreateKeyOf("free")
+		if err := s.store.RevokeKey(ctx, revoked.ID); err != nil {
+			t.Fatal(err)
+		}
+		expired, _ := s.mustCreateKeyExpiring(s.clock.now().Add(time.Minute))
+		s.clock.advance(time.Minute)
+		before, err := s.store.Keys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, tt := range []struct {
+			name     string
+			id       int64
+			wantCode string
+			mentions string
+		}{
+			{"a key rolled already", rolled.ID, codeInvalidRequest, "rolled to key"},
+			{"a revoked key", revoked.ID, codeInvalidRequest, "revoked"},
+			{"an expired key", expired.ID, codeInvalidRequest, "expired"},
+			{"an unknown id", 999, codeNotFound, "999"},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				_, _, _, err := s.tryRoll(tt.id, time.Hour)
+				var e *Error
+				if !errors.As(err, &e) || e.Code != tt.wantCode || !strings.Contains(e.Message, tt.mentions) {
+					t.Errorf("roll: %v, want %s mentioning %q", err, tt.wantCode, tt.mentions)
+				}
+			})
+		}
+		if after, err := s.store.Keys(ctx); err != nil || len(after) != len(before) {
+			t.Errorf("%d keys after the refused rolls (%v), want %d: a refused roll makes no key", len(after), err, len(before))
+		}
+	})
+}
+
+func TestRolledKeysShareOneBudget(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		k, oldToken := s.mustCreateKeyOf("free")
+		for i := range 30 {
+			wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "old key, request "+strconv.Itoa(i+1))
+		}
+		_, _, newToken := s.roll(k.ID, time.Hour)
+		for i := range 30 {
+			w := s.do("GET", "/v1/pets", newToken, "")
+			wantStatus(t, w, http.StatusOK, "new key, request "+strconv.Itoa(31+i))
+			if got, want := header(t, w, "X-RateLimit-Remaining"), int64(29-i); got != want {
+				t.Fatalf("new key, request %d: X-RateLimit-Remaining %d, want %d (the old key's 30 spent)", 31+i, got, want)
+			}
+		}
+		for _, token := range []string{newToken, oldToken} {
+			wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, codeRateLimited)
+		}
+		// The day's count is stored under the budget's id, once.
+		if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+			t.Fatal(err)
+		}
+		day := s.clock.now().UTC().Format(time.DateOnly)
+		if n, err := s.store.Usage(context.Background(), k.ID, day); err != nil || n != 60 {
+			t.Errorf("stored usage of key %d's budget: %d (%v), want 60", k.ID, n, err)
+		}
+		// One ban for both: 10 more refusals during the wait, then the ban.
+		for range 9 {
+			s.do("GET", "/v1/pets", oldToken, "")
+		}
+		s.do("GET", "/v1/pets", newToken, "")
+		wantError(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+		wantError(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+	})
+}
+
+// writeCounter is a store that counts the calls that write.
+type writeCounter struct {
+	storage
+	mu     sync.Mutex
+	writes map[string]int
+	uses   [][]lastUse
+}
+
+func (c *writeCounter) count(name string) {
+	c.mu.Lock()
+	c.writes[name]++
+	c.mu.Unlock()
+}
+
+func (c *writeCounter) total() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, v := range c.writes {
+		n += v
+	}
+	return n
+}
+
+func (c *writeCounter) SetLastUsed(ctx context.Context, uses []lastUse) error {
+	c.count("SetLastUsed")
+	c.mu.Lock()
+	c.uses = append(c.uses, uses)
+	c.mu.Unlock()
+	return c.storage.SetLastUsed(ctx, uses)
+}
+
+func (c *writeCounter) AddUsage(ctx context.Context, counts []usageCount) error {
+	c.count("AddUsage")
+	return c.storage.AddUsage(ctx, counts)
+}
+
+func (c *writeCounter) CreatePets(ctx context.Context, batch []petInsert) error {
+	c.count("CreatePets")
+	return c.storage.CreatePets(ctx, batch)
+}
+
+func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		counter := &writeCounter{writes: make(map[string]int)}
+		opts.wrapStore = func(st storage) storage { counter.storage = st; return counter }
+		s := newTestServerWith(t, opts)
+		ctx := context.Background()
+		used, token := s.mustCreateKeyOf("pro")
+		idle, _ := s.mustCreateKeyOf("pro")
+		lastUsed := func(id int64) time.Time {
+			t.Helper()
+			keys, err := s.store.Keys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if k.ID == id {
+					return k.LastUsedAt
+				}
+			}
+			t.Fatalf("no key %d", id)
+			return time.Time{}
+		}
+		flush := func() {
+			t.Helper()
+			if err := s.keys.flushLastUsed(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		s.clock.advance(25 * time.Second) // 12:00:25
+		for range 100 {
+			wantStatus(t, s.do("GET", "/v1/pets", token, ""), http.StatusOK, "a request")
+		}
+		if n := counter.total(); n != 0 {
+			t.Errorf("100 requests made %d store writes (%v), want none before a flush", n, counter.writes)
+		}
+		if got := lastUsed(used.ID); !got.IsZero() {
+			t.Errorf("last used %v before a flush, want never", got)
+		}
+
+		flush()
+		minute := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
+		if got := lastUsed(used.ID); !got.Equal(minute) {
+			t.Errorf("last used %v after the flush, want the minute %v", got, minute)
+		}
+		if got := lastUsed(idle.ID); !got.IsZero() {
+			t.Errorf("a key never used was last used %v, want never", got)
+		}
+		if len(counter.uses) != 1 || len(counter.uses[0]) != 1 {
+			t.Errorf("the flush wrote %v, want one write of one key", counter.uses)
+		}
+
+		// Used again in the same minute: nothing to write.
+		s.clock.advance(20 * time.Second)
+		s.do("GET", "/v1/pets", token, "")
+		flush()
+		flush()
+		if n := counter.writes["SetLastUsed"]; n != 1 {
+			t.Errorf("%d writes of last use, want still 1: the minute has not changed", n)
+		}
+
+		// Not used for a minute: nothing to write either.
+		s.clock.advance(time.Minute)
+		flush()
+		if n := counter.writes["SetLastUsed"]; n != 1 {
+			t.Errorf("%d writes of last use, want still 1: the key was not used", n)
+		}
+
+		s.clock.advance(time.Minute) // 12:02:45
+		s.do("GET", "/v1/pets", token, "")
+		flush()
+		if got, want := lastUsed(used.ID), minute.Add(2*time.Minute); !got.Equal(want) {
+			t.Errorf("last used %v, want %v", got, want)
+		}
+		if n := counter.writes["SetLastUsed"]; n != 2 {
+			t.Errorf("%d writes of last use, want 2", n)
+		}
+
+		// A reload of the keys (a key made elsewhere) loses no use.
+		s.do("GET", "/v1/pets", token, "")
+		s.mustCreateKeyOf("free")
+		if err := s.keys.refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s.clock.advance(time.Minute)
+		s.do("GET", "/v1/pets", token, "")
+		flush()
+		if got, want := lastUsed(used.ID), minute.Add(3*time.Minute); !got.Equal(want) {
+			t.Errorf("last used after a reload %v, want %v", got, want)
+		}
+	})
+}
+
+// A store that cannot write keeps the note: the next flush writes it.
+type failingLastUse struct {
+	storage
+	fail bool
+}
+
+func (f *failingLastUse) SetLastUsed(ctx context.Context, uses []lastUse) error {
+	if f.fail {
+		return errors.New("disk full")
+	}
+	return f.storage.SetLastUsed(ctx, uses)
+}
+
+func TestFailedLastUseWriteIsRetried(t *testing.T) {
+	failing := &failingLastUse{fail: true}
+	s := newTestServerWith(t, testOptions{wrapStore: func(st storage) storage { failing.storage = st; return failing }})
+	k, token := s.mustCreateKeyOf("free")
+	s.do("GET", "/v1/pets", token, "")
+	if err := s.keys.flushLastUsed(context.Background()); err == nil {
+		t.Fatal("flush with a failing store: no error")
+	}
+	failing.fail = false
+	if err := s.keys.flushLastUsed(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.store.Keys(context.Background())
+	if err != nil || len(keys) != 1 || keys[0].ID != k.ID || !keys[0].LastUsedAt.Equal(s.clock.now()) {
+		t.Errorf("keys %+v (%v), want key %d last used at %v", keys, err, k.ID, s.clock.now())
+	}
+}
+
+func TestLookingUpAKeyAllocatesNothing(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	_, plain := s.mustCreateKeyOf("free")
+	_, expiring := s.mustCreateKeyExpiring(s.clock.now().Add(time.Hour))
+	if err := s.keys.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{plain, expiring} {
+		allocs := testing.AllocsPerRun(100, func() {
+			if k, problem, err := s.keys.lookup(ctx, token); k == nil {
+				t.Fatalf("lookup: %s %v", problem, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("a look-up allocates %.0f times, want 0", allocs)
+		}
+	}
+}
+
+// rateLimitBody is the body of GET /v1/rate_limit.
+type rateLimitBody struct {
+	Plan   string          `json:"plan"`
+	Minute rateLimitWindow `json:"minute"`
+	Day    rateLimitWindow `json:"day"`
+}
+
+type rateLimitWindow struct {
+	Limit     int64 `json:"limit"`
+	Remaining int64 `json:"remaining"`
+	Reset     int64 `json:"reset"`
+}
+
+// rateLimit asks GET /v1/rate_limit and checks that its headers describe
+// the window of its body with fewer requests left.
+func (s *testServer) rateLimit(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+	t.Helper()
+	w := s.do("GET", "/v1/rate_limit", key, "")
+	wantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
+	var body rateLimitBody
+	dec := json.NewDecoder(w.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("GET /v1/rate_limit: %v", err)
+	}
+	binding, name := body.Minute, "minute"
+	if body.Day.Remaining < body.Minute.Remaining {
+		binding, name = body.Day, "day"
+	}
+	got := rateLimitWindow{header(t, w, "X-RateLimit-Limit"), header(t, w, "X-RateLimit-Remaining"), header(t, w, "X-RateLimit-Reset")}
+	if got != binding {
+		t.Errorf("headers say %+v, the body's %s window %+v", got, name, binding)
+	}
+	if rl := w.Header().Get("RateLimit"); !strings.HasPrefix(rl, `"`+name+`";r=`+strconv.FormatInt(binding.Remaining, 10)+";") {
+		t.Errorf("RateLimit: %q, want the %s window with r=%d", rl, name, binding.Remaining)
+	}
+	return body, w
+}
+
+func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		_, key := s.mustCreateKeyOf("free")
+		midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
+
+		fresh, _ := s.rateLimit(t, key)
+		want := rateLimitBody{"free", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
+		if fresh != want {
+			t.Errorf("a fresh key: %+v, want %+v", fresh, want)
+		}
+
+		before := s.do("GET", "/v1/pets", key, "")
+		for range 5 {
+			body, w := s.rateLimit(t, key)
+			if body.Minute.Remaining != header(t, before, "X-RateLimit-Remaining") ||
+				body.Minute.Reset != header(t, before, "X-RateLimit-Reset") || body.Day.Remaining != 999 {
+				t.Fatalf("after one request that said Remaining %s, Reset %s: %+v", before.Header().Get("X-RateLimit-Remaining"),
+					before.Header().Get("X-RateLimit-Reset"), body)
+			}
+			if w.Header().Get("RateLimit-Policy") != before.Header().Get("RateLimit-Policy") {
+				t.Errorf("RateLimit-Policy %q, the request before said %q", w.Header().Get("RateLimit-Policy"), before.Header().Get("RateLimit-Policy"))
+			}
+		}
+		if after := s.do("GET", "/v1/pets", key, ""); header(t, after, "X-RateLimit-Remaining") != 58 {
+			t.Errorf("the request after five GET /v1/rate_limit: Remaining %d, want 58", header(t, after, "X-RateLimit-Remaining"))
+		}
+
+		// Half a second later half a token is back: not yet a request.
+		s.clock.advance(500 * time.Millisecond)
+		if body, _ := s.rateLimit(t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.clock.now().Add(2*time.Second).Unix() {
+			t.Errorf("half a second later: %+v, want 58 left, full again in 1.5 s rounded up", body.Minute)
+		}
+
+		// Over the limit: still answered, and it counts towards no ban.
+		for range 58 {
+			s.do("GET", "/v1/pets", key, "")
+		}
+		wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeRateLimited)
+		for range 20 {
+			if body, w := s.rateLimit(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
+				t.Fatalf("over the limit: %+v, Retry-After %q; want 0 left and no Retry-After on a 200", body.Minute, w.Header().Get("Retry-After"))
+			}
+		}
+		for i := range 10 {
+			if w := s.do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), codeRateLimited) {
+				t.Fatalf("refusal %d during the wait: %s, want rate_limited (GET /v1/rate_limit must not count)", i+2, w.Body)
+			}
+		}
+		wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+		w := s.do("GET", "/v1/rate_limit", key, "")
+		wantError(t, w, http.StatusTooManyRequests, codeTemporarilyBanned)
+		if header(t, w, "Retry-After") != 900 || header(t, w, "X-RateLimit-Remaining") != 0 {
+			t.Errorf("banned: Retry-After %s, Remaining %s; want 900 and 0", w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Remaining"))
+		}
+	})
+}
+
+func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 100, PerDay: 3})
+		last := s.do("GET", "/v1/pets", key, "")
+		body, w := s.rateLimit(t, key)
+		if body.Plan != "enterprise" || body.Day.Limit != 3 || body.Day.Remaining != 2 || body.Minute.Limit != 100 || body.Minute.Remaining != 99 {
+			t.Errorf("%+v, want enterprise with 99 of 100 left this minute and 2 of 3 today", body)
+		}
+		for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit"} {
+			if w.Header().Get(name) != last.Header().Get(name) {
+				t.Errorf("%s: %q, the request before said %q", name, w.Header().Get(name), last.Header().Get(name))
+			}
+		}
+		s.do("GET", "/v1/pets", key, "")
+		s.do("GET", "/v1/pets", key, "")
+		if body, _ := s.rateLimit(t, key); body.Day.Remaining != 0 {
+			t.Errorf("the day spent: %+v, want none left", body.Day)
+		}
+	})
+}
+
+func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		k, oldToken := s.mustCreateKeyOf("free")
+		for range 10 {
+			s.do("GET", "/v1/pets", oldToken, "")
+		}
+		_, _, newToken := s.roll(k.ID, time.Hour)
+		oldView, _ := s.rateLimit(t, oldToken)
+		newView, _ := s.rateLimit(t, newToken)
+		if oldView != newView || newView.Minute.Remaining != 50 || newView.Day.Remaining != 990 {
+			t.Errorf("old key sees %+v, new key %+v; want both 50 left this minute and 990 today", oldView, newView)
+		}
+	})
+}
+
+func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
+	s := newTestServer(t)
+	w := s.do("GET", "/v1/rate_limit", "", "")
+	wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
+	if got := header(t, w, "X-RateLimit-Remaining"); got != 59 {
+		t.Errorf("a 401 spends the address's quota as everywhere: Remaining %d, want 59", got)
+	}
+}
+
+// Databases made by the release before keys had a lifetime open, keep their
+// keys and usage, and gain the new fields.
+
+func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
+	path := t.TempDir() + "/old.db"
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := newKey("production")
+	hash := hashKey(token)
+	for _, q := range []string{
+		migrations[0],
+		`PRAGMA user_version = 1`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, revoked_at) VALUES (?, 'old', 'free', 60, 1000, 'production', 1773100000, NULL), (?, 'gone', 'pro', 300, 10000, 'production', 1773100000, 1773100100)`,
+		hash[:], []byte("another hash, 32 bytes long....!")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO usage (key_id, day, count) VALUES (1, '2026-03-10', 40)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	clock := newFakeClock()
+	store, err := openSQLite(context.Background(), path, false, clock.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var version int
+	if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("user_version %d (%v), want %d", version, err, len(migrations))
+	}
+	wantOldKeysKept(t, store, clock, token)
+}
+
+func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
+	url := testPostgresURL(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := newKey("production")
+	hash := hashKey(token)
+	for _, q := range []string{
+		`CREATE TABLE petstore_schema (version integer NOT NULL)`,
+		`INSERT INTO petstore_schema (version) VALUES (1)`,
+		pgMigrations[0],
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, revoked_at) VALUES ($1, 'old', 'free', 60, 1000, 'production', 1773100000, NULL), ($2, 'gone', 'pro', 300, 10000, 'production', 1773100000, 1773100100)`,
+		hash[:], []byte("another hash, 32 bytes long....!")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO usage (key_id, day, count) VALUES (1, '2026-03-10', 40)`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	clock := newFakeClock()
+	store, err := openPostgres(ctx, url, clock.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var version int
+	if err := store.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
+		t.Errorf("schema version %d (%v), want %d", version, err, len(pgMigrations))
+	}
+	wantOldKeysKept(t, store, clock, token)
+}
+
+// wantOldKeysKept checks the two keys and the usage of the last release's
+// database, with the new fields at their defaults, and that the new ones
+// work on them.
+func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 2 {
+		t.Fatalf("%d keys, want the 2 of the old database", len(keys))
+	}
+	for _, k := range keys {
+		if k.BudgetID != k.ID || !k.ExpiresAt.IsZero() || k.RolledTo != 0 || !k.LastUsedAt.IsZero() {
+			t.Errorf("key %d: budget %d, expires %v, rolled to %d, last used %v; want its own budget, no expiry, no roll, never used",
+				k.ID, k.BudgetID, k.ExpiresAt, k.RolledTo, k.LastUsedAt)
+		}
+	}
+	if keys[0].Name != "old" || keys[0].Plan != "free" || !keys[0].RevokedAt.IsZero() || keys[1].RevokedAt.IsZero() {
+		t.Errorf("keys %+v, want the old free key active and the pro one revoked", keys)
+	}
+	if n, err := store.Usage(ctx, 1, "2026-03-10"); err != nil || n != 40 {
+		t.Errorf("usage %d (%v), want the 40 stored", n, err)
+	}
+	ring, err := newKeyring(ctx, store, "production", clock.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, problem, err := ring.lookup(ctx, token); k == nil || err != nil {
+		t.Fatalf("the old key: %s %v", problem, err)
+	}
+	if err := ring.flushLastUsed(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := newKey("production")
+	hash := hashKey(next)
+	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour)
+	if err != nil || rolled.BudgetID != 1 || old.RolledTo != rolled.ID {
+		t.Errorf("roll the old key: %+v %+v %v", old, rolled, err)
+	}
+}
