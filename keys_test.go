@@ -469,7 +469,13 @@ type rateLimitWindow struct {
 
 // rateLimit asks GET /v1/rate_limit and checks that its headers describe
 // the window of its body with fewer requests left.
-func (s *testServer) rateLimit(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+func (s *testServer) rateLimit(t *testing.T, key string) rateLimitBody {
+	t.Helper()
+	body, _ := s.rateLimitAnswer(t, key)
+	return body
+}
+
+func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
 	t.Helper()
 	w := s.do("GET", "/v1/rate_limit", key, "")
 	wantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
@@ -499,7 +505,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 		_, key := s.mustCreateKeyOf("free")
 		midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
 
-		fresh, _ := s.rateLimit(t, key)
+		fresh := s.rateLimit(t, key)
 		want := rateLimitBody{"free", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
 		if fresh != want {
 			t.Errorf("a fresh key: %+v, want %+v", fresh, want)
@@ -507,7 +513,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 
 		before := s.do("GET", "/v1/pets", key, "")
 		for range 5 {
-			body, w := s.rateLimit(t, key)
+			body, w := s.rateLimitAnswer(t, key)
 			if body.Minute.Remaining != header(t, before, "X-RateLimit-Remaining") ||
 				body.Minute.Reset != header(t, before, "X-RateLimit-Reset") || body.Day.Remaining != 999 {
 				t.Fatalf("after one request that said Remaining %s, Reset %s: %+v", before.Header().Get("X-RateLimit-Remaining"),
@@ -523,7 +529,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 
 		// Half a second later half a token is back: not yet a request.
 		s.clock.advance(500 * time.Millisecond)
-		if body, _ := s.rateLimit(t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.clock.now().Add(2*time.Second).Unix() {
+		if body := s.rateLimit(t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.clock.now().Add(2*time.Second).Unix() {
 			t.Errorf("half a second later: %+v, want 58 left, full again in 1.5 s rounded up", body.Minute)
 		}
 
@@ -533,7 +539,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 		}
 		wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeRateLimited)
 		for range 20 {
-			if body, w := s.rateLimit(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
+			if body, w := s.rateLimitAnswer(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
 				t.Fatalf("over the limit: %+v, Retry-After %q; want 0 left and no Retry-After on a 200", body.Minute, w.Header().Get("Retry-After"))
 			}
 		}
@@ -556,7 +562,7 @@ func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 		s := newTestServerWith(t, opts)
 		key := s.mustCreateKey("enterprise", limits{PerMinute: 100, PerDay: 3})
 		last := s.do("GET", "/v1/pets", key, "")
-		body, w := s.rateLimit(t, key)
+		body, w := s.rateLimitAnswer(t, key)
 		if body.Plan != "enterprise" || body.Day.Limit != 3 || body.Day.Remaining != 2 || body.Minute.Limit != 100 || body.Minute.Remaining != 99 {
 			t.Errorf("%+v, want enterprise with 99 of 100 left this minute and 2 of 3 today", body)
 		}
@@ -567,7 +573,7 @@ func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 		}
 		s.do("GET", "/v1/pets", key, "")
 		s.do("GET", "/v1/pets", key, "")
-		if body, _ := s.rateLimit(t, key); body.Day.Remaining != 0 {
+		if body := s.rateLimit(t, key); body.Day.Remaining != 0 {
 			t.Errorf("the day spent: %+v, want none left", body.Day)
 		}
 	})
@@ -581,8 +587,8 @@ func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
 			s.do("GET", "/v1/pets", oldToken, "")
 		}
 		_, _, newToken := s.roll(k.ID, time.Hour)
-		oldView, _ := s.rateLimit(t, oldToken)
-		newView, _ := s.rateLimit(t, newToken)
+		oldView := s.rateLimit(t, oldToken)
+		newView := s.rateLimit(t, newToken)
 		if oldView != newView || newView.Minute.Remaining != 50 || newView.Day.Remaining != 990 {
 			t.Errorf("old key sees %+v, new key %+v; want both 50 left this minute and 990 today", oldView, newView)
 		}

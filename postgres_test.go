@@ -33,10 +33,15 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if err := src.limiter.flush(ctx, src.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
+	if err := src.keys.flushLastUsed(ctx); err != nil {
+		t.Fatal(err)
+	}
 	keys, _ := src.store.Keys(ctx)
 	if err := src.store.RevokeKey(ctx, keys[1].ID); err != nil {
 		t.Fatal(err)
 	}
+	// A roll's keys keep their expiry, their link and their shared budget.
+	_, _, rolled := src.roll(keys[0].ID, time.Hour)
 	// The last pet goes: its id must not be given again after the copy.
 	if _, err := src.sqlite.write.Exec(`INSERT INTO pets (name, category_id) VALUES ('Gone', 1)`); err != nil {
 		t.Fatal(err)
@@ -54,7 +59,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
-	if want := "copied 6 pets, 2 keys, 1 daily usage counts and 1 idempotency records"; !strings.Contains(res.stderr, want) {
+	if want := "copied 6 pets, 3 keys, 1 daily usage counts and 1 idempotency records"; !strings.Contains(res.stderr, want) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
 
@@ -65,8 +70,9 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	}
 	if got, _ := dst.store.Keys(ctx); !slices.EqualFunc(got, wantKeys, func(a, b apiKey) bool {
 		return a.ID == b.ID && string(a.Hash) == string(b.Hash) && a.Name == b.Name && a.Plan == b.Plan &&
-			a.PerMinute == b.PerMinute && a.PerDay == b.PerDay && a.Env == b.Env && a.CreatedAt.Equal(b.CreatedAt) && a.RevokedAt.Equal(b.RevokedAt)
-	}) {
+			a.PerMinute == b.PerMinute && a.PerDay == b.PerDay && a.Env == b.Env && a.CreatedAt.Equal(b.CreatedAt) && a.RevokedAt.Equal(b.RevokedAt) &&
+			a.ExpiresAt.Equal(b.ExpiresAt) && a.BudgetID == b.BudgetID && a.RolledTo == b.RolledTo && a.LastUsedAt.Equal(b.LastUsedAt)
+	}) || wantKeys[0].LastUsedAt.IsZero() || wantKeys[0].RolledTo == 0 {
 		t.Errorf("keys after the copy:\n%+v\nwant\n%+v", got, wantKeys)
 	}
 	if got, _ := dst.store.Usage(ctx, keys[0].ID, dst.clock.now().UTC().Format(time.DateOnly)); got != wantUsage || got == 0 {
@@ -77,6 +83,9 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	}
 	if w := dst.do("GET", "/v1/pets", revoked, ""); w.Code != http.StatusUnauthorized {
 		t.Errorf("a key revoked before the copy: %d, want 401", w.Code)
+	}
+	if old, rolled := dst.rateLimit(t, key), dst.rateLimit(t, rolled); old != rolled || rolled.Day.Remaining > 10_000-wantUsage {
+		t.Errorf("the keys of a roll made before the copy: the old sees %+v, the new %+v; want one budget, %d spent today", old, rolled, wantUsage)
 	}
 	again := dst.do("POST", "/v1/pets", key, `{"name":"Once","categoryId":9}`, "Idempotency-Key", "order-1")
 	if again.Code != http.StatusCreated || again.Body.String() != replay.Body.String() {

@@ -611,7 +611,8 @@ var copyTables = []struct {
 	count   func(*copied) *int64
 }{
 	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
-	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at"}, func(c *copied) *int64 { return &c.Keys }},
+	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at",
+		"expires_at", "budget_id", "rolled_to", "last_used_at"}, func(c *copied) *int64 { return &c.Keys }},
 	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
 	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
 }
