@@ -757,15 +757,23 @@ func (s *sqliteStore) RevokeKey(ctx context.Context, id int64) error {
 // writeTx runs fn in a write transaction that also bumps keys_version, so
 // that running servers reload their keys.
 func (s *sqliteStore) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`)
+		return err
+	})
+}
+
+// inTx runs fn in a write transaction and commits it when fn succeeds.
+func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		return storeError(err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
 		return storeError(err)
 	}
 	return s.commit(tx)
@@ -817,18 +825,15 @@ type lastUse struct {
 // SetLastUsed records the minute each key was last used in, in one
 // transaction, never moving one back.
 func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return storeError(err)
-	}
-	defer tx.Rollback()
-	for _, u := range uses {
-		_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
-		if err != nil {
-			return storeError(err)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, u := range uses {
+			_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
+			if err != nil {
+				return err
+			}
 		}
-	}
-	return s.commit(tx)
+		return nil
+	})
 }
 
 // usageCount is the number of requests a key made on one UTC day.
@@ -851,21 +856,16 @@ func (s *sqliteStore) Usage(ctx context.Context, keyID int64, day string) (int64
 // AddUsage adds each count to the stored total of its key and day, in one
 // transaction, and forgets days older than a week.
 func (s *sqliteStore) AddUsage(ctx context.Context, counts []usageCount) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return storeError(err)
-	}
-	defer tx.Rollback()
-	for _, c := range counts {
-		_, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
-			ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
-		if err != nil {
-			return storeError(err)
-		}
-	}
 	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
-	if _, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo); err != nil {
-		return storeError(err)
-	}
-	return s.commit(tx)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, c := range counts {
+			_, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
+				ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
+			if err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
+		return err
+	})
 }
