@@ -2,7 +2,8 @@ package main
 
 // Keys over their lifetime (DESIGN.md): expiry, rolls with and without an
 // overlap, the budget a roll's keys share, last use written in batches, and
-// GET /v1/rate_limit. Each runs on SQLite and on PostgreSQL.
+// GET /v1/rate_limit. Each runs on SQLite and on PostgreSQL, and what
+// touches the limits with either limiter.
 
 import (
 	"context"
@@ -234,37 +235,38 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 
 func TestRolledKeysShareOneBudget(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		k, oldToken := s.mustCreateKeyOf("free")
-		for i := range 30 {
-			wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "old key, request "+strconv.Itoa(i+1))
-		}
-		_, _, newToken := s.roll(k.ID, time.Hour)
-		for i := range 30 {
-			w := s.do("GET", "/v1/pets", newToken, "")
-			wantStatus(t, w, http.StatusOK, "new key, request "+strconv.Itoa(31+i))
-			if got, want := header(t, w, "X-RateLimit-Remaining"), int64(29-i); got != want {
-				t.Fatalf("new key, request %d: X-RateLimit-Remaining %d, want %d (the old key's 30 spent)", 31+i, got, want)
+		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
+			k, oldToken := s.mustCreateKeyOf("free")
+			for i := range 30 {
+				wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "old key, request "+strconv.Itoa(i+1))
 			}
-		}
-		for _, token := range []string{newToken, oldToken} {
-			wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, codeRateLimited)
-		}
-		// The day's count is stored under the budget's id, once.
-		if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
-			t.Fatal(err)
-		}
-		day := s.clock.now().UTC().Format(time.DateOnly)
-		if n, err := s.store.Usage(context.Background(), k.ID, day); err != nil || n != 60 {
-			t.Errorf("stored usage of key %d's budget: %d (%v), want 60", k.ID, n, err)
-		}
-		// One ban for both: 10 more refusals during the wait, then the ban.
-		for range 9 {
-			s.do("GET", "/v1/pets", oldToken, "")
-		}
-		s.do("GET", "/v1/pets", newToken, "")
-		wantError(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
-		wantError(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			_, _, newToken := s.roll(k.ID, time.Hour)
+			for i := range 30 {
+				w := s.do("GET", "/v1/pets", newToken, "")
+				wantStatus(t, w, http.StatusOK, "new key, request "+strconv.Itoa(31+i))
+				if got, want := header(t, w, "X-RateLimit-Remaining"), int64(29-i); got != want {
+					t.Fatalf("new key, request %d: X-RateLimit-Remaining %d, want %d (the old key's 30 spent)", 31+i, got, want)
+				}
+			}
+			for _, token := range []string{newToken, oldToken} {
+				wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, codeRateLimited)
+			}
+			// The day's count is stored under the budget's id, once.
+			if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+				t.Fatal(err)
+			}
+			day := s.clock.now().UTC().Format(time.DateOnly)
+			if n, err := s.store.Usage(context.Background(), k.ID, day); err != nil || n != 60 {
+				t.Errorf("stored usage of key %d's budget: %d (%v), want 60", k.ID, n, err)
+			}
+			// One ban for both: 10 more refusals during the wait, then the ban.
+			for range 9 {
+				s.do("GET", "/v1/pets", oldToken, "")
+			}
+			s.do("GET", "/v1/pets", newToken, "")
+			wantError(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+		})
 	})
 }
 
@@ -501,107 +503,111 @@ func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *
 
 func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		_, key := s.mustCreateKeyOf("free")
-		midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
+		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
+			_, key := s.mustCreateKeyOf("free")
+			midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
 
-		fresh := s.rateLimit(t, key)
-		want := rateLimitBody{"free", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
-		if fresh != want {
-			t.Errorf("a fresh key: %+v, want %+v", fresh, want)
-		}
+			fresh := s.rateLimit(t, key)
+			want := rateLimitBody{"free", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
+			if fresh != want {
+				t.Errorf("a fresh key: %+v, want %+v", fresh, want)
+			}
 
-		before := s.do("GET", "/v1/pets", key, "")
-		for range 5 {
-			body, w := s.rateLimitAnswer(t, key)
-			if body.Minute.Remaining != header(t, before, "X-RateLimit-Remaining") ||
-				body.Minute.Reset != header(t, before, "X-RateLimit-Reset") || body.Day.Remaining != 999 {
-				t.Fatalf("after one request that said Remaining %s, Reset %s: %+v", before.Header().Get("X-RateLimit-Remaining"),
-					before.Header().Get("X-RateLimit-Reset"), body)
+			before := s.do("GET", "/v1/pets", key, "")
+			for range 5 {
+				body, w := s.rateLimitAnswer(t, key)
+				if body.Minute.Remaining != header(t, before, "X-RateLimit-Remaining") ||
+					body.Minute.Reset != header(t, before, "X-RateLimit-Reset") || body.Day.Remaining != 999 {
+					t.Fatalf("after one request that said Remaining %s, Reset %s: %+v", before.Header().Get("X-RateLimit-Remaining"),
+						before.Header().Get("X-RateLimit-Reset"), body)
+				}
+				if w.Header().Get("RateLimit-Policy") != before.Header().Get("RateLimit-Policy") {
+					t.Errorf("RateLimit-Policy %q, the request before said %q", w.Header().Get("RateLimit-Policy"), before.Header().Get("RateLimit-Policy"))
+				}
 			}
-			if w.Header().Get("RateLimit-Policy") != before.Header().Get("RateLimit-Policy") {
-				t.Errorf("RateLimit-Policy %q, the request before said %q", w.Header().Get("RateLimit-Policy"), before.Header().Get("RateLimit-Policy"))
+			if after := s.do("GET", "/v1/pets", key, ""); header(t, after, "X-RateLimit-Remaining") != 58 {
+				t.Errorf("the request after five GET /v1/rate_limit: Remaining %d, want 58", header(t, after, "X-RateLimit-Remaining"))
 			}
-		}
-		if after := s.do("GET", "/v1/pets", key, ""); header(t, after, "X-RateLimit-Remaining") != 58 {
-			t.Errorf("the request after five GET /v1/rate_limit: Remaining %d, want 58", header(t, after, "X-RateLimit-Remaining"))
-		}
 
-		// Half a second later half a token is back: not yet a request.
-		s.clock.advance(500 * time.Millisecond)
-		if body := s.rateLimit(t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.clock.now().Add(2*time.Second).Unix() {
-			t.Errorf("half a second later: %+v, want 58 left, full again in 1.5 s rounded up", body.Minute)
-		}
+			// Half a second later half a token is back: not yet a request.
+			s.clock.advance(500 * time.Millisecond)
+			if body := s.rateLimit(t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.clock.now().Add(2*time.Second).Unix() {
+				t.Errorf("half a second later: %+v, want 58 left, full again in 1.5 s rounded up", body.Minute)
+			}
 
-		// Over the limit: still answered, and it counts towards no ban.
-		for range 58 {
-			s.do("GET", "/v1/pets", key, "")
-		}
-		wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeRateLimited)
-		for range 20 {
-			if body, w := s.rateLimitAnswer(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
-				t.Fatalf("over the limit: %+v, Retry-After %q; want 0 left and no Retry-After on a 200", body.Minute, w.Header().Get("Retry-After"))
+			// Over the limit: still answered, and it counts towards no ban.
+			for range 58 {
+				s.do("GET", "/v1/pets", key, "")
 			}
-		}
-		for i := range 10 {
-			if w := s.do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), codeRateLimited) {
-				t.Fatalf("refusal %d during the wait: %s, want rate_limited (GET /v1/rate_limit must not count)", i+2, w.Body)
+			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeRateLimited)
+			for range 20 {
+				if body, w := s.rateLimitAnswer(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
+					t.Fatalf("over the limit: %+v, Retry-After %q; want 0 left and no Retry-After on a 200", body.Minute, w.Header().Get("Retry-After"))
+				}
 			}
-		}
-		wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
-		w := s.do("GET", "/v1/rate_limit", key, "")
-		wantError(t, w, http.StatusTooManyRequests, codeTemporarilyBanned)
-		if header(t, w, "Retry-After") != 900 || header(t, w, "X-RateLimit-Remaining") != 0 {
-			t.Errorf("banned: Retry-After %s, Remaining %s; want 900 and 0", w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Remaining"))
-		}
+			for i := range 10 {
+				if w := s.do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), codeRateLimited) {
+					t.Fatalf("refusal %d during the wait: %s, want rate_limited (GET /v1/rate_limit must not count)", i+2, w.Body)
+				}
+			}
+			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			w := s.do("GET", "/v1/rate_limit", key, "")
+			wantError(t, w, http.StatusTooManyRequests, codeTemporarilyBanned)
+			if header(t, w, "Retry-After") != 900 || header(t, w, "X-RateLimit-Remaining") != 0 {
+				t.Errorf("banned: Retry-After %s, Remaining %s; want 900 and 0", w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Remaining"))
+			}
+		})
 	})
 }
 
 func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 100, PerDay: 3})
-		last := s.do("GET", "/v1/pets", key, "")
-		body, w := s.rateLimitAnswer(t, key)
-		if body.Plan != "enterprise" || body.Day.Limit != 3 || body.Day.Remaining != 2 || body.Minute.Limit != 100 || body.Minute.Remaining != 99 {
-			t.Errorf("%+v, want enterprise with 99 of 100 left this minute and 2 of 3 today", body)
-		}
-		for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit"} {
-			if w.Header().Get(name) != last.Header().Get(name) {
-				t.Errorf("%s: %q, the request before said %q", name, w.Header().Get(name), last.Header().Get(name))
+		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
+			key := s.mustCreateKey("enterprise", limits{PerMinute: 100, PerDay: 3})
+			last := s.do("GET", "/v1/pets", key, "")
+			body, w := s.rateLimitAnswer(t, key)
+			if body.Plan != "enterprise" || body.Day.Limit != 3 || body.Day.Remaining != 2 || body.Minute.Limit != 100 || body.Minute.Remaining != 99 {
+				t.Errorf("%+v, want enterprise with 99 of 100 left this minute and 2 of 3 today", body)
 			}
-		}
-		s.do("GET", "/v1/pets", key, "")
-		s.do("GET", "/v1/pets", key, "")
-		if body := s.rateLimit(t, key); body.Day.Remaining != 0 {
-			t.Errorf("the day spent: %+v, want none left", body.Day)
-		}
+			for _, name := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit"} {
+				if w.Header().Get(name) != last.Header().Get(name) {
+					t.Errorf("%s: %q, the request before said %q", name, w.Header().Get(name), last.Header().Get(name))
+				}
+			}
+			s.do("GET", "/v1/pets", key, "")
+			s.do("GET", "/v1/pets", key, "")
+			if body := s.rateLimit(t, key); body.Day.Remaining != 0 {
+				t.Errorf("the day spent: %+v, want none left", body.Day)
+			}
+		})
 	})
 }
 
 func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		k, oldToken := s.mustCreateKeyOf("free")
-		for range 10 {
-			s.do("GET", "/v1/pets", oldToken, "")
-		}
-		_, _, newToken := s.roll(k.ID, time.Hour)
-		oldView := s.rateLimit(t, oldToken)
-		newView := s.rateLimit(t, newToken)
-		if oldView != newView || newView.Minute.Remaining != 50 || newView.Day.Remaining != 990 {
-			t.Errorf("old key sees %+v, new key %+v; want both 50 left this minute and 990 today", oldView, newView)
-		}
+		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
+			k, oldToken := s.mustCreateKeyOf("free")
+			for range 10 {
+				s.do("GET", "/v1/pets", oldToken, "")
+			}
+			_, _, newToken := s.roll(k.ID, time.Hour)
+			oldView := s.rateLimit(t, oldToken)
+			newView := s.rateLimit(t, newToken)
+			if oldView != newView || newView.Minute.Remaining != 50 || newView.Day.Remaining != 990 {
+				t.Errorf("old key sees %+v, new key %+v; want both 50 left this minute and 990 today", oldView, newView)
+			}
+		})
 	})
 }
 
 func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
-	s := newTestServer(t)
-	w := s.do("GET", "/v1/rate_limit", "", "")
-	wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
-	if got := header(t, w, "X-RateLimit-Remaining"); got != 59 {
-		t.Errorf("a 401 spends the address's quota as everywhere: Remaining %d, want 59", got)
-	}
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		w := s.do("GET", "/v1/rate_limit", "", "")
+		wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
+		if got := header(t, w, "X-RateLimit-Remaining"); got != 59 {
+			t.Errorf("a 401 spends the address's quota as everywhere: Remaining %d, want 59", got)
+		}
+	})
 }
 
 // Databases made by the release before keys had a lifetime open, keep their
