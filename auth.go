@@ -54,33 +54,34 @@ func appendChecksum(dst, body []byte) []byte {
 	return append(dst, c[:]...)
 }
 
-// keyProblem says why a token cannot be a key of env, or "" when its shape
-// and checksum are right.
-func keyProblem(token, env string) string {
+// keyProblem says why a token cannot be a key of env, or nothing (the zero
+// authFailure) when its shape and checksum are right.
+func keyProblem(token, env string) authFailure {
 	prefix := keyPrefixes[env]
 	if !strings.HasPrefix(token, prefix) {
 		for otherEnv, other := range keyPrefixes {
 			if strings.HasPrefix(token, other) {
-				return fmt.Sprintf("the API key belongs to the %s environment and this server is %s", otherEnv, env)
+				return authFailure{authWrongEnvironment,
+					fmt.Sprintf("the API key belongs to the %s environment and this server is %s", otherEnv, env)}
 			}
 		}
-		return "the API key is not valid"
+		return authNotAKey
 	}
 	if len(token) != len(prefix)+keyRandomLen+keyChecksumLn {
-		return "the API key is not valid"
+		return authNotAKey
 	}
 	for i := len(prefix); i < len(token); i++ {
 		if !isBase62[token[i]] {
-			return "the API key is not valid"
+			return authNotAKey
 		}
 	}
 	var sum [keyChecksumLn]byte
 	var buf [64]byte // the key's body, without a heap copy
 	body := token[:len(token)-keyChecksumLn]
 	if string(appendChecksum(sum[:0], append(buf[:0], body...))) != token[len(body):] {
-		return "the API key is not valid"
+		return authNotAKey
 	}
-	return ""
+	return authFailure{}
 }
 
 var isBase62 = func() (table [256]bool) {
@@ -177,9 +178,9 @@ func (k *keyring) useOf(key *apiKey) *keyUse {
 	return u
 }
 
-// lookup returns the active key for token, or a message saying why there is
-// none. A key made since the last reload is found in the database and kept.
-func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, error) {
+// lookup returns the active key for token, or why there is none. A key made
+// since the last reload is found in the database and kept.
+func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, authFailure, error) {
 	hash := hashKey(token)
 	k.mu.RLock()
 	key, known := k.byHash[hash]
@@ -188,12 +189,12 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, er
 	if !known {
 		// A known key skips the shape check, which costs more than the
 		// hash: it has the shape, as it was made by newKey for this env.
-		if problem := keyProblem(token, k.env); problem != "" {
+		if problem := keyProblem(token, k.env); problem.reason != 0 {
 			return nil, problem, nil
 		}
 		found, ok, err := k.store.KeyByHash(ctx, bytes.Clone(hash[:]))
 		if err != nil || !ok {
-			return nil, "the API key is not valid", err
+			return nil, authUnknownKey, err
 		}
 		key = &found
 		k.mu.Lock()
@@ -206,16 +207,16 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, string, er
 		k.mu.Unlock()
 	}
 	if !key.RevokedAt.IsZero() {
-		return nil, "the API key has been revoked", nil
+		return nil, authRevokedKey, nil
 	}
 	// Only a key with an expiry reads the clock.
 	if !key.ExpiresAt.IsZero() && key.expiredAt(k.now()) {
-		return nil, "the API key has expired", nil
+		return nil, authExpiredKey, nil
 	}
 	if !key.use.used.Load() {
 		key.use.used.Store(true)
 	}
-	return key, "", nil
+	return key, authFailure{}, nil
 }
 
 // flushLastUsed writes the minute of now as the last use of every key used
@@ -252,6 +253,48 @@ func (k *keyring) flushLastUsed(ctx context.Context) error {
 	return nil
 }
 
+// authFailure is why a request has no valid API key: a reason, the label of
+// petstore_auth_failures_total, and the message of the 401.
+type authFailure struct {
+	reason  authReason
+	message string
+}
+
+func (f authFailure) String() string { return f.message }
+
+// authReason is a fixed, small set: never anything the client sent.
+type authReason uint8
+
+const (
+	authMissing          authReason = iota + 1 // no Authorization header, or nothing after Bearer
+	authMalformed                              // another scheme, or not the shape or checksum of a key
+	authInvalid                                // the shape of a key, and no such key
+	authRevoked                                // a revoked key
+	authWrongEnvironment                       // a key of the other environment (staging, production)
+	authExpired                                // a key past its expiry
+	authReasons                                // how many reasons there are, plus one
+)
+
+var authReasonNames = [authReasons]string{
+	authMissing:          "missing",
+	authMalformed:        "malformed",
+	authInvalid:          "invalid",
+	authRevoked:          "revoked",
+	authWrongEnvironment: "wrong_environment",
+	authExpired:          "expired",
+}
+
+// The failures with a fixed message (the environment one names both).
+var (
+	authNoHeader   = authFailure{authMissing, "the request has no API key: send Authorization: Bearer <key>"}
+	authNoToken    = authFailure{authMissing, "the Authorization header has no API key after Bearer"}
+	authNotBearer  = authFailure{authMalformed, "the Authorization header must use the Bearer scheme: Authorization: Bearer <key>"}
+	authNotAKey    = authFailure{authMalformed, "the API key is not valid"}
+	authUnknownKey = authFailure{authInvalid, "the API key is not valid"}
+	authRevokedKey = authFailure{authRevoked, "the API key has been revoked"}
+	authExpiredKey = authFailure{authExpired, "the API key has expired"}
+)
+
 // bearerToken returns the credential of an "Authorization: Bearer <token>"
 // header. The scheme is case-insensitive and may be followed by several
 // spaces. hasBearer is false when the header is absent or of another scheme.
@@ -282,16 +325,16 @@ func authenticate(keys *keyring, next http.Handler) http.Handler {
 		token, isBearer := bearerToken(header)
 		switch {
 		case header == "":
-			info.authProblem = "the request has no API key: send Authorization: Bearer <key>"
+			info.auth = authNoHeader
 		case !isBearer:
-			info.authProblem = "the Authorization header must use the Bearer scheme: Authorization: Bearer <key>"
+			info.auth = authNotBearer
 		case token == "":
-			info.authProblem = "the Authorization header has no API key after Bearer"
+			info.auth = authNoToken
 		default:
 			info.sentToken = true
 			// A failed look-up is answered by requireKey, after the
 			// address limit has set its headers.
-			info.key, info.authProblem, info.authErr = keys.lookup(r.Context(), token)
+			info.key, info.auth, info.authErr = keys.lookup(r.Context(), token)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -306,7 +349,7 @@ func requireKey(next http.Handler) http.Handler {
 			return
 		}
 		if info.key == nil {
-			unauthorized(w, r, info.sentToken, info.authProblem)
+			unauthorized(w, r, info.sentToken, info.auth.message)
 			return
 		}
 		next.ServeHTTP(w, r)

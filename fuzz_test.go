@@ -60,8 +60,8 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	f.Helper()
 	ctx := context.Background()
 	for _, token := range []string{fuzzToken, fuzzRevokedToken, fuzzUnknownToken} {
-		if problem := keyProblem(token, "production"); problem != "" {
-			f.Fatalf("fixed fuzz token %s: %s", token, problem)
+		if problem := keyProblem(token, "production"); problem.reason != 0 {
+			f.Fatalf("fixed fuzz token %s: %s", token, problem.message)
 		}
 	}
 	log := &syncBuffer{}
@@ -84,7 +84,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	}
 	return &fuzzServer{
 		handler: s.handler,
-		fromDB:  newServer(s.logger, s.store, s.keys, s.limiter, newPetCache(s.store), s.idem, s.clock.now, false),
+		fromDB:  newServer(s.logger, nil, s.store, s.keys, s.limiter, newPetCache(s.store), s.idem, s.clock.now, false),
 		pets:    s.pets,
 		clock:   s.clock,
 		log:     log,
@@ -709,17 +709,17 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			env = "staging"
 		}
 		key := newKey(env)
-		if problem := keyProblem(key, env); problem != "" {
-			t.Fatalf("new key %q of %s: %s", key, env, problem)
+		if problem := keyProblem(key, env); problem.reason != 0 {
+			t.Fatalf("new key %q of %s: %s", key, env, problem.message)
 		}
-		if keyProblem(key, map[string]string{"production": "staging", "staging": "production"}[env]) == "" {
-			t.Fatalf("key %q of %s passes in the other environment", key, env)
+		if keyProblem(key, map[string]string{"production": "staging", "staging": "production"}[env]).reason != authWrongEnvironment {
+			t.Fatalf("key %q of %s is not refused as the other environment's", key, env)
 		}
 		i := int(pos) % len(key)
-		if changed := key[:i] + string([]byte{c}) + key[i+1:]; changed != key && keyProblem(changed, env) == "" {
+		if changed := key[:i] + string([]byte{c}) + key[i+1:]; changed != key && keyProblem(changed, env).reason == 0 {
 			t.Fatalf("key %q with byte %d changed to %q passes: %q", key, i, c, changed)
 		}
-		if keyProblem(key[:i]+key[i+1:], env) == "" || keyProblem(key[:i]+string([]byte{c})+key[i:], env) == "" {
+		if keyProblem(key[:i]+key[i+1:], env).reason == 0 || keyProblem(key[:i]+string([]byte{c})+key[i:], env).reason == 0 {
 			t.Fatalf("key %q with byte %d deleted, or %q inserted there, passes", key, i, c)
 		}
 

@@ -28,7 +28,7 @@ const (
 
 // newServer assembles the whole HTTP surface. Read the middleware bottom-up
 // as the path a request takes.
-func newServer(logger *slog.Logger, store storage, keys *keyring, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool) http.Handler {
+func newServer(logger *slog.Logger, m *metrics, store storage, keys *keyring, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool) http.Handler {
 	metered := func(h http.Handler) http.Handler {
 		h = limit(limiter, trustProxy, h)
 		h = authenticate(keys, h)
@@ -51,7 +51,7 @@ func newServer(logger *slog.Logger, store storage, keys *keyring, limiter rateLi
 	mux.Handle("/", notFound())
 
 	var h http.Handler = mux
-	h = logRequests(logger, h)
+	h = logRequests(logger, m, h)
 	return h
 }
 

@@ -80,6 +80,8 @@ type testOptions struct {
 	// wrapStore, when set, is what the server sees of the store: a test
 	// may count or fail its calls.
 	wrapStore func(storage) storage
+	// metrics, when set, records what the server does.
+	metrics *metrics
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -145,6 +147,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 			t.Fatal(err)
 		}
 	}
+	opts.metrics.countPets(pets.size)
 	s := &testServer{t: t, store: store, sqlite: sqlite, keys: keys, pets: pets, idem: newInflight(),
 		clock: clock, logger: opts.logger, dbPath: path, opts: opts}
 	if opts.redis {
@@ -164,7 +167,7 @@ func (s *testServer) restartLimiter() {
 	} else {
 		s.limiter = newLimiter(s.clock.now, s.opts.banAfter, s.opts.banFor, s.store.Usage)
 	}
-	s.handler = newServer(s.opts.logger, s.store, s.keys, s.limiter, s.pets, s.idem, s.clock.now, s.opts.trustProxy)
+	s.handler = newServer(s.opts.logger, s.opts.metrics, s.store, s.keys, s.limiter, s.pets, s.idem, s.clock.now, s.opts.trustProxy)
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on

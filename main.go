@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -191,27 +192,42 @@ func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
 }
 
 func versionString() string {
+	b := readBuildInfo()
+	out := "petstore " + b.version
+	if b.revision != "unknown" {
+		out += " (" + b.revision + b.modified + " " + b.time + ")"
+	}
+	return out + " " + b.goVersion
+}
+
+// buildInfo is what the binary knows of its own build, for --version and
+// petstore_build_info.
+type buildInfo struct {
+	version   string // the module version, "(devel)" for a local build
+	revision  string // the VCS commit, "unknown" without one
+	modified  string // "+dirty" when built from a modified tree
+	time      string // the commit time
+	goVersion string
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{version: "unknown", revision: "unknown", goVersion: runtime.Version()}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "petstore (unknown version)"
+		return b
 	}
-	version := info.Main.Version
-	var revision, when, modified string
+	b.version, b.goVersion = info.Main.Version, info.GoVersion
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			revision = s.Value
+			b.revision = s.Value
 		case "vcs.time":
-			when = s.Value
+			b.time = s.Value
 		case "vcs.modified":
 			if s.Value == "true" {
-				modified = "+dirty"
+				b.modified = "+dirty"
 			}
 		}
 	}
-	out := "petstore " + version
-	if revision != "" {
-		out += " (" + revision + modified + " " + when + ")"
-	}
-	return out + " " + info.GoVersion
+	return b
 }

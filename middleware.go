@@ -17,11 +17,14 @@ import (
 type requestInfo struct {
 	id  string
 	key *apiKey
-	// authProblem says why the request has no key, for the 401.
-	authProblem string
-	authErr     error // the key could not be looked up
-	sentToken   bool
-	err         error // an internal error or panic, for the log
+	// auth says why the request has no key, for the 401 and its count.
+	auth      authFailure
+	authErr   error // the key could not be looked up
+	sentToken bool
+	err       error // an internal error or panic, for the log
+	// rateLimit is the limiter's decision, for the metrics; 0 when the
+	// request was not rate limited (/healthz, /docs).
+	rateLimit limitOutcome
 
 	// values backs the response's header values (see headerValue).
 	values  [6]string
@@ -121,8 +124,9 @@ func validRequestID(s string) bool {
 }
 
 // logRequests gives each request an id, echoes it in X-Request-Id, turns a
-// panic into a 500 Error, and writes one log line per request.
-func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
+// panic into a 500 Error, writes one log line per request and records it in
+// the metrics (m may be nil: none).
+func logRequests(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
 	ids := newRequestIDs()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -149,13 +153,15 @@ func logRequests(logger *slog.Logger, next http.Handler) http.Handler {
 					writeError(sw, r, errorf(codeInternal, "the server failed to handle the request; it has been logged"))
 				}
 			}
-			logRequest(logger, r, info, sw, start)
+			end := time.Now()
+			m.observeRequest(r, info, sw.status, end.Sub(start))
+			logRequest(logger, r, info, sw, start, end)
 		}()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, start time.Time) {
+func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, start, end time.Time) {
 	level := slog.LevelInfo
 	if sw.status >= 500 {
 		level = slog.LevelError
@@ -164,7 +170,6 @@ func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *sta
 	if !h.Enabled(r.Context(), level) {
 		return
 	}
-	end := time.Now()
 	line := requestLine{
 		time: end, level: level, method: r.Method, path: r.URL.Path, status: sw.status,
 		duration: end.Sub(start), bytes: sw.bytes, requestID: info.id, err: info.err,

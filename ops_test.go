@@ -75,7 +75,7 @@ func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 	var logs syncBuffer
 	logger, _ := newLogger(&logs, "json", "info")
 	calls := 0
-	h := logRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := logRequests(logger, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls++
 		if calls == 1 {
 			panic("boom")

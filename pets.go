@@ -219,6 +219,17 @@ func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
 	c.count++
 }
 
+// size is how many pets the store holds; ok is false until the copy is
+// complete.
+func (c *petCache) size() (n int, ok bool) {
+	if !c.loaded.Load() {
+		return 0, false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.count, true
+}
+
 func (c *petCache) idAt(pos int) int64 { return c.chunks[pos/chunkSize].id(pos % chunkSize) }
 
 // firstAbove returns the position of the first pet whose id is above id,

@@ -479,8 +479,10 @@ func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler
 	})
 }
 
-// setRateLimitHeaders reports d in the rate-limit headers.
+// setRateLimitHeaders reports d in the rate-limit headers, and keeps its
+// outcome on info for the metrics.
 func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
+	info.rateLimit = d.outcome()
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them
 	// (X-Ratelimit-Limit), to skip that.

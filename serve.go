@@ -26,6 +26,9 @@ const (
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 16 << 10
 	shutdownTimeout   = 10 * time.Second
+	// adminWriteTimeout bounds an admin answer; a CPU profile or trace
+	// (/debug/pprof/profile?seconds=N) must take less.
+	adminWriteTimeout = 5 * time.Minute
 	serveGCPercent    = 50
 
 	limiterSweepEvery     = 10 * time.Second
@@ -36,6 +39,7 @@ const (
 type serveConfig struct {
 	dbFlags
 	addr       string
+	adminAddr  string
 	trustProxy bool
 	redis      string
 	banAfter   int
@@ -53,6 +57,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
 	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
 	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
@@ -153,7 +158,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		limiter, limitsIn = shared, shared.where()
 	}
 	pets := newPetCache(store)
-	handler := newServer(logger, store, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
+	var m *metrics // only with an admin listener: nobody else could read them
+	if cfg.adminAddr != "" {
+		m = newMetrics()
+		m.countPets(pets.size)
+	}
+	handler := newServer(logger, m, store, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -168,7 +178,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	if cfg.shutdownDelay > 0 {
 		handler = failReadyWhileDraining(&draining, handler)
 	}
-	srv := &http.Server{
+	servers := []*http.Server{{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -176,6 +186,25 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}}
+	listeners := []net.Listener{ln}
+	serving := []any{"addr", "http://" + ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", limitsIn}
+	if m != nil {
+		adminLn, err := net.Listen("tcp", cfg.adminAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s (--admin-addr): %w", cfg.adminAddr, err)
+		}
+		defer adminLn.Close()
+		servers = append(servers, &http.Server{
+			Handler:           adminHandler(m),
+			ReadHeaderTimeout: readHeaderTimeout,
+			WriteTimeout:      adminWriteTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		})
+		listeners = append(listeners, adminLn)
+		serving = append(serving, "admin", "http://"+adminLn.Addr().String())
 	}
 
 	background, stopBackground := context.WithCancel(context.Background())
@@ -235,10 +264,12 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		}
 	}()
 
-	logger.Info("serving", "addr", "http://"+ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", limitsIn)
+	logger.Info("serving", serving...)
 	logs.Flush()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	served := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { served <- srv.Serve(listeners[i]) }()
+	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
@@ -253,12 +284,20 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	logger.Info("shutting down: finishing requests in flight")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
-		srv.Close()
+	var stopping sync.WaitGroup
+	for _, srv := range servers {
+		stopping.Go(func() {
+			if err := srv.Shutdown(shutdownCtx); err != nil {
+				logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
+				srv.Close()
+			}
+		})
 	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	stopping.Wait()
+	for range servers {
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
 	logger.Info("stopped")
 	return nil

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"maps"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are what the admin listener's GET /metrics reports (README
+// "Metrics"). Each server has its own, with its own registry: no package
+// globals. A server started without --admin-addr has none, and every method
+// of a nil *metrics does nothing.
+//
+// Recording a request allocates nothing: its series (route, method, status)
+// is resolved once, the first time that combination is seen, and kept.
+type metrics struct {
+	registry *prometheus.Registry
+
+	requestDuration *prometheus.HistogramVec
+	// requests holds the resolved series of requestDuration. It is copied
+	// on write: a request reads it without a lock, and only a combination
+	// never seen before (a few dozen in a server's life) takes mu.
+	requests atomic.Pointer[map[requestSeries]prometheus.Observer]
+	mu       sync.Mutex
+
+	decisions    [limitOutcomes]prometheus.Counter
+	authFailures [authReasons]prometheus.Counter
+	fallback     prometheus.Gauge
+	dbCalls      *prometheus.HistogramVec
+	redisCalls   *prometheus.HistogramVec
+}
+
+// requestBuckets are OpenTelemetry's default histogram boundaries (in
+// milliseconds there), in seconds.
+var requestBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// callBuckets time database and Redis calls, most of which take well under
+// OpenTelemetry's first 5 ms: 100 µs to 5 s.
+var callBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
+// unmatchedRoute is the route of a request that no ServeMux pattern
+// matched: net/http's redirect of an unclean path (//v1/pets).
+const unmatchedRoute = "unmatched"
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "petstore_http_request_duration_seconds",
+			Help:    "Time from a request's arrival at the service to its answer, by method, route (the ServeMux pattern's path) and HTTP status.",
+			Buckets: requestBuckets,
+		}, []string{"method", "route", "code"}),
+		fallback: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_ratelimit_fallback",
+			Help: "1 while Redis is unreachable and each server limits on its own, else 0.",
+		}),
+		dbCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "petstore_database_call_duration_seconds",
+			Help:    "Duration of the calls to the database, by operation.",
+			Buckets: callBuckets,
+		}, []string{"operation"}),
+		redisCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "petstore_redis_call_duration_seconds",
+			Help:    "Duration of the calls to Redis, by operation.",
+			Buckets: callBuckets,
+		}, []string{"operation"}),
+	}
+	m.requests.Store(&map[requestSeries]prometheus.Observer{})
+
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_ratelimit_decisions_total",
+		Help: "Rate-limit decisions: allowed, limited (429 rate_limited) or banned (429 temporarily_banned).",
+	}, []string{"decision"})
+	for o := limitAllowed; o < limitOutcomes; o++ {
+		m.decisions[o] = decisions.WithLabelValues(limitOutcomeNames[o])
+	}
+	authFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_auth_failures_total",
+		Help: "Requests answered 401, by reason: missing, malformed, invalid, revoked, wrong_environment, expired.",
+	}, []string{"reason"})
+	for r := authMissing; r < authReasons; r++ {
+		m.authFailures[r] = authFailures.WithLabelValues(authReasonNames[r])
+	}
+
+	build := readBuildInfo()
+	m.registry.MustRegister(
+		m.requestDuration, decisions, authFailures, m.fallback, m.dbCalls, m.redisCalls,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_build_info",
+			Help: "Always 1; the labels say which build is running.",
+			ConstLabels: prometheus.Labels{
+				"version": build.version, "goversion": build.goVersion, "revision": build.revision,
+			},
+		}, func() float64 { return 1 }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// requestSeries is one series of petstore_http_request_duration_seconds.
+// pattern is r.Pattern as ServeMux set it; method is one of a fixed set.
+type requestSeries struct {
+	pattern string
+	method  string
+	code    int
+}
+
+// observeRequest records one answered request: its duration, the rate
+// limiter's decision, and the reason of a 401.
+func (m *metrics) observeRequest(r *http.Request, info *requestInfo, code int, took time.Duration) {
+	if m == nil {
+		return
+	}
+	if code == 0 {
+		code = http.StatusOK // nothing written: net/http answers 200
+	}
+	key := requestSeries{pattern: r.Pattern, method: methodLabel(r.Method), code: code}
+	obs, ok := (*m.requests.Load())[key]
+	if !ok {
+		obs = m.resolve(key)
+	}
+	obs.Observe(took.Seconds())
+	if info.rateLimit != 0 {
+		m.decisions[info.rateLimit].Inc()
+	}
+	if code == http.StatusUnauthorized && info.auth.reason != 0 {
+		m.authFailures[info.auth.reason].Inc()
+	}
+}
+
+// resolve makes the series of key and keeps it.
+func (m *metrics) resolve(key requestSeries) prometheus.Observer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.requests.Load()
+	if obs, ok := old[key]; ok {
+		return obs
+	}
+	route := unmatchedRoute
+	if key.pattern != "" {
+		// "GET /v1/pets/{petId}": the method is a label of its own.
+		_, path, hasMethod := strings.Cut(key.pattern, " ")
+		if !hasMethod {
+			path = key.pattern
+		}
+		route = path
+	}
+	obs := m.requestDuration.WithLabelValues(key.method, route, strconv.Itoa(key.code))
+	resolved := maps.Clone(old)
+	resolved[key] = obs
+	m.requests.Store(&resolved)
+	return obs
+}
+
+// methodLabel bounds the method label: a client may send any token as a
+// method, and each would be a series.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodHead:
+		return http.MethodHead
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodPatch:
+		return http.MethodPatch
+	case http.MethodDelete:
+		return http.MethodDelete
+	case http.MethodOptions:
+		return http.MethodOptions
+	}
+	return "other"
+}
+
+// limitOutcome is the rate limiter's decision on a request, kept on its
+// requestInfo by limit and counted when the request ends.
+type limitOutcome uint8
+
+const (
+	limitAllowed limitOutcome = iota + 1
+	limitLimited
+	limitBanned
+	limitOutcomes // how many outcomes there are, plus one
+)
+
+var limitOutcomeNames = [limitOutcomes]string{limitAllowed: "allowed", limitLimited: "limited", limitBanned: "banned"}
+
+func (d *decision) outcome() limitOutcome {
+	switch {
+	case d.allowed:
+		return limitAllowed
+	case d.code == codeTemporarilyBanned:
+		return limitBanned
+	}
+	return limitLimited
+}
+
+// countPets makes petstore_pets report count's answer; ok false (the
+// in-memory copy is still being made) leaves it out of a scrape.
+func (m *metrics) countPets(count func() (n int, ok bool)) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(petsCollector{
+		desc:  prometheus.NewDesc("petstore_pets", "Pets in the store.", nil, nil),
+		count: count,
+	})
+}
+
+type petsCollector struct {
+	desc  *prometheus.Desc
+	count func() (int, bool)
+}
+
+func (c petsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c petsCollector) Collect(ch chan<- prometheus.Metric) {
+	if n, ok := c.count(); ok {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
+	}
+}
+
+// callTimer times one kind of call (a database or Redis operation) into its
+// histogram. The zero callTimer, from a nil *metrics, does nothing.
+type callTimer struct{ obs prometheus.Observer }
+
+// since records a call that began at start: defer timer.since(time.Now()).
+func (t callTimer) since(start time.Time) {
+	if t.obs != nil {
+		t.obs.Observe(time.Since(start).Seconds())
+	}
+}
+
+// databaseCall returns the timer of a database operation (a method of the
+// storage, such as "CreatePets"). Resolve it once, not per call.
+func (m *metrics) databaseCall(operation string) callTimer {
+	if m == nil {
+		return callTimer{}
+	}
+	return callTimer{m.dbCalls.WithLabelValues(operation)}
+}
+
+// redisCall returns the timer of a Redis operation (a script, PING ...), for
+// the Redis rate limiter. Resolve it once, not per call.
+func (m *metrics) redisCall(operation string) callTimer {
+	if m == nil {
+		return callTimer{}
+	}
+	return callTimer{m.redisCalls.WithLabelValues(operation)}
+}
+
+// setRateLimitFallback sets petstore_ratelimit_fallback: on while Redis is
+// unreachable and limits are kept in process.
+func (m *metrics) setRateLimitFallback(on bool) {
+	if m == nil {
+		return
+	}
+	if on {
+		m.fallback.Set(1)
+	} else {
+		m.fallback.Set(0)
+	}
+}
+
+// adminHandler is the admin listener's surface: metrics and profiles, never
+// served on the public listener.
+func adminHandler(m *metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles)\n"))
+	})
+	return mux
+}

@@ -1,0 +1,534 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// scrape reads GET /metrics of m's admin handler with Prometheus's own
+// text-format parser.
+func scrape(t testing.TB, m *metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	w := httptest.NewRecorder()
+	adminHandler(m).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", w.Code, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("GET /metrics Content-Type %q, want the Prometheus text format", ct)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(w.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return families
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	labels := map[string]string{}
+	for _, l := range m.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
+}
+
+// requestCounts are petstore_http_request_duration_seconds' sample counts
+// by "METHOD route code".
+func requestCounts(t testing.TB, families map[string]*dto.MetricFamily) map[string]uint64 {
+	t.Helper()
+	counts := map[string]uint64{}
+	f := families["petstore_http_request_duration_seconds"]
+	if f == nil {
+		return counts
+	}
+	if f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("petstore_http_request_duration_seconds is a %v, want a histogram", f.GetType())
+	}
+	for _, m := range f.GetMetric() {
+		l := labelsOf(m)
+		counts[l["method"]+" "+l["route"]+" "+l["code"]] += m.GetHistogram().GetSampleCount()
+	}
+	return counts
+}
+
+// counterValues are the values of a counter family by its one label.
+func counterValues(t testing.TB, families map[string]*dto.MetricFamily, name, label string) map[string]float64 {
+	t.Helper()
+	f := families[name]
+	if f == nil {
+		t.Fatalf("no %s in /metrics", name)
+	}
+	values := map[string]float64{}
+	for _, m := range f.GetMetric() {
+		values[labelsOf(m)[label]] = m.GetCounter().GetValue()
+	}
+	return values
+}
+
+func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{metrics: m, banAfter: 3})
+	ctx := context.Background()
+	pro := s.mustCreateKey("pro")
+	free := s.mustCreateKey("free")
+	revoked := s.mustCreateKey("free")
+	hash := hashKey(revoked)
+	rk, _, err := s.store.KeyByHash(ctx, hash[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.keys.refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the client saw, counted as the metrics should count it.
+	answered := map[string]uint64{}
+	decisions := map[string]float64{}
+	send := func(method, target, route, authorization, body string, wantStatus int) {
+		t.Helper()
+		var header []string
+		if authorization != "" {
+			header = []string{"Authorization", authorization}
+		}
+		w := s.do(method, target, "", body, header...)
+		if wantStatus != 0 && w.Code != wantStatus {
+			t.Fatalf("%s %s: %d, want %d: %s", method, target, w.Code, wantStatus, w.Body)
+		}
+		label := method
+		if !slices.Contains([]string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, method) {
+			label = "other"
+		}
+		answered[label+" "+route+" "+strconv.Itoa(w.Code)]++
+		if !strings.HasPrefix(route, "/v1") {
+			return // not rate limited
+		}
+		switch {
+		case w.Code != http.StatusTooManyRequests:
+			decisions["allowed"]++
+		case strings.Contains(w.Body.String(), `"temporarily_banned"`):
+			decisions["banned"]++
+		default:
+			decisions["limited"]++
+		}
+	}
+	bearer := func(key string) string { return "Bearer " + key }
+
+	tests := []struct {
+		name          string
+		method        string
+		target        string
+		route         string
+		authorization string
+		body          string
+		times         int
+		wantStatus    int
+	}{
+		{"list", "GET", "/v1/pets", "/v1/pets", bearer(pro), "", 5, 200},
+		{"list as HEAD", "HEAD", "/v1/pets", "/v1/pets", bearer(pro), "", 1, 200},
+		{"create", "POST", "/v1/pets", "/v1/pets", bearer(pro), `{"name":"Rex","categoryId":1}`, 2, 201},
+		{"bad limit", "GET", "/v1/pets?limit=0", "/v1/pets", bearer(pro), "", 3, 400},
+		{"get", "GET", "/v1/pets/1", "/v1/pets/{petId}", bearer(pro), "", 2, 200},
+		{"bad pet id", "GET", "/v1/pets/abc", "/v1/pets/{petId}", bearer(pro), "", 1, 400},
+		{"unknown pet", "GET", "/v1/pets/999", "/v1/pets/{petId}", bearer(pro), "", 1, 404},
+		{"method not allowed", "DELETE", "/v1/pets", "/v1/pets", bearer(pro), "", 1, 405},
+		{"unknown method", "BREW", "/v1/pets", "/v1/pets", bearer(pro), "", 1, 405},
+		{"unknown path", "GET", "/v1/nothing/here", "/v1/", bearer(pro), "", 1, 404},
+		{"no key", "GET", "/v1/pets", "/v1/pets", "", "", 2, 401},
+		{"nothing after Bearer", "GET", "/v1/pets", "/v1/pets", "Bearer ", "", 1, 401},
+		{"another scheme", "GET", "/v1/pets", "/v1/pets", "Basic dXNlcjpwYXNz", "", 1, 401},
+		{"not a key", "GET", "/v1/pets", "/v1/pets", "Bearer psk_live_abc", "", 1, 401},
+		{"unknown key", "GET", "/v1/pets", "/v1/pets", bearer(newKey("production")), "", 3, 401},
+		{"revoked key", "GET", "/v1/pets/1", "/v1/pets/{petId}", bearer(revoked), "", 1, 401},
+		{"staging key", "GET", "/v1/pets", "/v1/pets", bearer(newKey("staging")), "", 1, 401},
+		{"document without a key", "GET", "/v1/openapi.yaml", "/v1/openapi.yaml", "", "", 1, 200},
+		{"health", "GET", "/healthz", "/healthz", "", "", 2, 200},
+		{"readiness", "GET", "/readyz", "/readyz", "", "", 1, 200},
+		{"outside /v1", "GET", "/nothing", "/", "", "", 1, 404},
+		{"a Free key's minute", "GET", "/v1/pets", "/v1/pets", bearer(free), "", 60, 200},
+		// Then 429 rate_limited: the first refusal and banAfter (3) more
+		// during the wait; then 429 temporarily_banned.
+		{"over the limit", "GET", "/v1/pets", "/v1/pets", bearer(free), "", 10, 429},
+	}
+	for _, tt := range tests {
+		for range tt.times {
+			send(tt.method, tt.target, tt.route, tt.authorization, tt.body, tt.wantStatus)
+		}
+	}
+	if decisions["limited"] != 4 || decisions["banned"] != 6 {
+		t.Fatalf("the client saw %v limited and %v banned, want 4 and 6", decisions["limited"], decisions["banned"])
+	}
+
+	families := scrape(t, m)
+	got := requestCounts(t, families)
+	for series, n := range answered {
+		if got[series] != n {
+			t.Errorf("request_duration count{%s} = %d, want %d", series, got[series], n)
+		}
+	}
+	for series, n := range got {
+		if _, ok := answered[series]; !ok {
+			t.Errorf("request_duration count{%s} = %d, and no such request was sent", series, n)
+		}
+	}
+	if got["other /v1/pets 405"] != 1 {
+		t.Errorf("a made-up method is not counted as method=\"other\": %v", got)
+	}
+
+	gotDecisions := counterValues(t, families, "petstore_ratelimit_decisions_total", "decision")
+	for _, d := range []string{"allowed", "limited", "banned"} {
+		if gotDecisions[d] != decisions[d] {
+			t.Errorf("ratelimit_decisions_total{decision=%q} = %v, want %v", d, gotDecisions[d], decisions[d])
+		}
+	}
+
+	wantFailures := map[string]float64{
+		"missing": 3, "malformed": 2, "invalid": 3, "revoked": 1, "wrong_environment": 1, "expired": 0,
+	}
+	gotFailures := counterValues(t, families, "petstore_auth_failures_total", "reason")
+	if len(gotFailures) != len(wantFailures) {
+		t.Errorf("auth_failures_total reasons %v, want exactly %v", gotFailures, wantFailures)
+	}
+	var failures float64
+	for reason, n := range wantFailures {
+		failures += n
+		if gotFailures[reason] != n {
+			t.Errorf("auth_failures_total{reason=%q} = %v, want %v", reason, gotFailures[reason], n)
+		}
+	}
+	var answered401 uint64
+	for series, n := range answered {
+		if strings.HasSuffix(series, " 401") {
+			answered401 += n
+		}
+	}
+	if failures != float64(answered401) {
+		t.Errorf("auth failures add up to %v, and %d requests were answered 401", failures, answered401)
+	}
+
+	if pets := families["petstore_pets"]; pets == nil || pets.GetMetric()[0].GetGauge().GetValue() != 2 {
+		t.Errorf("petstore_pets = %v, want the 2 pets created", pets)
+	}
+}
+
+func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
+	m := newMetrics()
+	m.databaseCall("GetPet").since(time.Now())
+	m.redisCall("allow").since(time.Now())
+	s := newTestServerWith(t, testOptions{metrics: m})
+	key := s.mustCreateKey("free")
+	s.do("GET", "/v1/pets", key, "")
+	s.do("GET", "/v1/pets", "psk_live_guess", "")
+	families := scrape(t, m)
+
+	want := map[string]dto.MetricType{
+		"petstore_http_request_duration_seconds":  dto.MetricType_HISTOGRAM,
+		"petstore_ratelimit_decisions_total":      dto.MetricType_COUNTER,
+		"petstore_auth_failures_total":            dto.MetricType_COUNTER,
+		"petstore_pets":                           dto.MetricType_GAUGE,
+		"petstore_database_call_duration_seconds": dto.MetricType_HISTOGRAM,
+		"petstore_redis_call_duration_seconds":    dto.MetricType_HISTOGRAM,
+		"petstore_ratelimit_fallback":             dto.MetricType_GAUGE,
+		"petstore_build_info":                     dto.MetricType_GAUGE,
+		"go_goroutines":                           dto.MetricType_GAUGE,
+		"go_memstats_heap_alloc_bytes":            dto.MetricType_GAUGE,
+		"process_cpu_seconds_total":               dto.MetricType_COUNTER,
+		"process_resident_memory_bytes":           dto.MetricType_GAUGE,
+	}
+	for name, typ := range want {
+		f := families[name]
+		if f == nil {
+			t.Errorf("no %s in /metrics", name)
+			continue
+		}
+		if f.GetType() != typ {
+			t.Errorf("%s is a %v, want a %v", name, f.GetType(), typ)
+		}
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no HELP", name)
+		}
+	}
+
+	allowedLabels := []string{"method", "route", "code", "decision", "reason", "operation", "version", "goversion", "revision"}
+	for name, f := range families {
+		if !strings.HasPrefix(name, "petstore_") {
+			continue
+		}
+		for _, metric := range f.GetMetric() {
+			for label, value := range labelsOf(metric) {
+				if !slices.Contains(allowedLabels, label) {
+					t.Errorf("%s has a label %q: only %v may be labels", name, label, allowedLabels)
+				}
+				if strings.Contains(value, "psk_") || strings.Contains(value, "192.0.2.1") || strings.Contains(value, "?") {
+					t.Errorf("%s{%s=%q} names a key, an address or a raw URL", name, label, value)
+				}
+			}
+		}
+	}
+
+	var bounds []float64
+	for _, b := range families["petstore_http_request_duration_seconds"].GetMetric()[0].GetHistogram().GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+	}
+	if !slices.Equal(bounds[:len(bounds)-1], requestBuckets) {
+		t.Errorf("request duration buckets %v, want OpenTelemetry's %v", bounds, requestBuckets)
+	}
+
+	build := labelsOf(families["petstore_build_info"].GetMetric()[0])
+	if build["goversion"] == "" || build["version"] == "" || build["revision"] == "" {
+		t.Errorf("petstore_build_info labels %v, want version, goversion and revision", build)
+	}
+	if v := families["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue(); v != 0 {
+		t.Errorf("petstore_ratelimit_fallback = %v without Redis, want 0", v)
+	}
+}
+
+func TestRouteLabelIsTheServeMuxPatternNeverThePath(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{metrics: m})
+	key := s.mustCreateKey("business")
+	tests := []struct {
+		name   string
+		method string
+		target string
+		want   string // "METHOD route code"
+	}{
+		{"a pet by id", "GET", "/v1/pets/12345", "GET /v1/pets/{petId} 404"},
+		{"a malformed id", "GET", "/v1/pets/x%20y", "GET /v1/pets/{petId} 400"},
+		{"a query string", "GET", "/v1/pets?limit=7&status=sold", "GET /v1/pets 200"},
+		{"an unknown path under /v1", "GET", "/v1/a/b/c", "GET /v1/ 404"},
+		{"an unknown path outside /v1", "GET", "/wp-login.php", "GET / 404"},
+		{"an unclean path, redirected by net/http", "GET", "/v1//pets", "GET /v1/pets 307"},
+		{"no path at all", "OPTIONS", "*", "OPTIONS unmatched 400"},
+		{"a method made up", "PURGE", "/v1/pets/1", "other /v1/pets/{petId} 405"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := requestCounts(t, scrape(t, m))[tt.want]
+			req := httptest.NewRequest(tt.method, tt.target, nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			w := httptest.NewRecorder()
+			s.handler.ServeHTTP(w, req)
+			counts := requestCounts(t, scrape(t, m))
+			if counts[tt.want] != before+1 {
+				t.Errorf("%s %s answered %d: count{%s} went from %d to %d, want one more; all: %v",
+					tt.method, tt.target, w.Code, tt.want, before, counts[tt.want], counts)
+			}
+		})
+	}
+}
+
+func TestRecordingARequestAllocatesNothing(t *testing.T) {
+	m := newMetrics()
+	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
+	r.Pattern = "GET /v1/pets/{petId}"
+	info := &requestInfo{rateLimit: limitAllowed}
+	m.observeRequest(r, info, 200, time.Millisecond) // the first resolves the series
+	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(r, info, 200, time.Millisecond) }); n != 0 {
+		t.Errorf("recording a request allocates %v times, want 0", n)
+	}
+	refused := &requestInfo{rateLimit: limitAllowed, auth: authUnknownKey}
+	m.observeRequest(r, refused, 401, time.Millisecond)
+	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(r, refused, 401, time.Millisecond) }); n != 0 {
+		t.Errorf("recording a 401 allocates %v times, want 0", n)
+	}
+}
+
+func TestMetricsAddNoAllocationToARequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures allocations of whole requests")
+	}
+	allocs := func(m *metrics, target string) float64 {
+		s := newTestServerWith(t, testOptions{metrics: m})
+		key := s.mustCreateKey("enterprise", limits{PerMinute: 1e12, PerDay: 1e15})
+		s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`)
+		req := httptest.NewRequest("GET", target, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		w := &discardWriter{header: http.Header{}}
+		s.handler.ServeHTTP(w, req)
+		return testing.AllocsPerRun(200, func() {
+			clear(w.header)
+			req.Pattern = ""
+			s.handler.ServeHTTP(w, req)
+		})
+	}
+	for _, target := range []string{"/v1/pets?limit=20", "/v1/pets/1"} {
+		without, with := allocs(nil, target), allocs(newMetrics(), target)
+		if with != without {
+			t.Errorf("GET %s: %v allocations a request with metrics, %v without", target, with, without)
+		}
+	}
+}
+
+// BenchmarkRecordRequest is what the metrics add to a request.
+func BenchmarkRecordRequest(b *testing.B) {
+	m := newMetrics()
+	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
+	r.Pattern = "GET /v1/pets/{petId}"
+	info := &requestInfo{rateLimit: limitAllowed}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.observeRequest(r, info, 200, time.Millisecond)
+	}
+}
+
+func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
+	failures := []authFailure{authNoHeader, authNoToken, authNotBearer, authNotAKey, authUnknownKey, authRevokedKey, authExpiredKey,
+		keyProblem(newKey("staging"), "production")}
+	seen := map[authReason]bool{}
+	for _, f := range failures {
+		if f.reason == 0 || int(f.reason) >= len(authReasonNames) || authReasonNames[f.reason] == "" || f.message == "" {
+			t.Errorf("failure %+v has no reason name or no message", f)
+		}
+		seen[f.reason] = true
+	}
+	for r := authMissing; r < authReasons; r++ {
+		if !seen[r] {
+			t.Errorf("reason %q has no failure", authReasonNames[r])
+		}
+	}
+}
+
+func TestAdminEndpointsAreNeverOnThePublicListener(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{metrics: m})
+	admin := adminHandler(m)
+	tests := []struct {
+		path      string
+		wantAdmin int
+	}{
+		{"/metrics", 200},
+		{"/debug/pprof/", 200},
+		{"/debug/pprof/heap?debug=1", 200},
+		{"/debug/pprof/goroutine?debug=1", 200},
+		{"/debug/pprof/cmdline", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			w := s.do("GET", tt.path, "", "")
+			apiWantError(t, w, http.StatusNotFound, "not_found")
+			aw := httptest.NewRecorder()
+			admin.ServeHTTP(aw, httptest.NewRequest("GET", tt.path, nil))
+			if aw.Code != tt.wantAdmin {
+				t.Errorf("admin GET %s: %d, want %d", tt.path, aw.Code, tt.wantAdmin)
+			}
+		})
+	}
+}
+
+func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) {
+	t.Parallel()
+	db := t.TempDir() + "/petstore.db"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &syncBuffer{}
+	exited := make(chan struct{})
+	var runErr error
+	go func() {
+		runErr = run(ctx, []string{"petstore", "--addr", "127.0.0.1:0", "--db", db},
+			func(name string) string {
+				if name == "PETSTORE_ADMIN_ADDR" {
+					return "127.0.0.1:0"
+				}
+				return ""
+			}, strings.NewReader(""), io.Discard, stderr)
+		close(exited)
+	}()
+	t.Cleanup(func() { cancel(); <-exited })
+	public := "http://" + waitServing(t, stderr, exited)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	waitHealthy(t, client, public)
+	adminAt := cliAdmin.FindStringSubmatch(stderr.String())
+	if adminAt == nil {
+		t.Fatalf("no admin= address on the serving line:\n%s", stderr)
+	}
+	admin := "http://" + adminAt[1]
+	if admin == public {
+		t.Fatalf("admin and public listeners share %s", admin)
+	}
+
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	get(public + "/v1/pets") // a 401
+	for _, path := range []string{"/metrics", "/debug/pprof/"} {
+		if code, _ := get(public + path); code != http.StatusNotFound {
+			t.Errorf("public GET %s: %d, want 404", path, code)
+		}
+		if code, _ := get(admin + path); code != http.StatusOK {
+			t.Errorf("admin GET %s: %d, want 200", path, code)
+		}
+	}
+	_, text := get(admin + "/metrics")
+	families, err := func() (map[string]*dto.MetricFamily, error) {
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		return p.TextToMetricFamilies(strings.NewReader(text))
+	}()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := requestCounts(t, families)
+	if counts["GET /v1/pets 401"] != 1 || counts["GET / 404"] != 2 {
+		t.Errorf("request counts %v, want the public 401 once and the public 404s of /metrics and /debug/pprof/", counts)
+	}
+	if families["petstore_auth_failures_total"] == nil {
+		t.Errorf("no petstore_auth_failures_total in:\n%s", text)
+	}
+
+	cancel()
+	select {
+	case <-exited:
+		if runErr != nil {
+			t.Errorf("run returned %v after its context ended, want nil", runErr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run still serving 10 s after its context ended")
+	}
+	if _, err := client.Get(admin + "/metrics"); err == nil {
+		t.Error("the admin listener still answers after shutdown")
+	}
+}
+
+func TestWithoutAdminAddrNothingListensBesideThePublicAddress(t *testing.T) {
+	t.Parallel()
+	db := t.TempDir() + "/petstore.db"
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	exited := make(chan struct{})
+	go func() {
+		run(ctx, []string{"petstore", "--addr", "127.0.0.1:0", "--db", db},
+			func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
+		close(exited)
+	}()
+	t.Cleanup(func() { cancel(); <-exited })
+	waitServing(t, stderr, exited)
+	if cliAdmin.MatchString(stderr.String()) {
+		t.Errorf("an admin listener was started without --admin-addr:\n%s", stderr)
+	}
+}
+
+// cliAdmin finds the admin listener's address on the serving line.
+var cliAdmin = regexp.MustCompile(`msg=serving .*admin=http://(127\.0\.0\.1:[0-9]+)`)
