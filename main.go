@@ -54,6 +54,7 @@ const topUsage = `usage:
   petstore keys revoke [--db FILE|URL] KEY_ID
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE
+  petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
   petstore version
 
 Every flag may also be set as PETSTORE_<FLAG> in the environment (--ban-after
@@ -98,6 +99,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":
 		return copyCommand(ctx, args, getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, args, getenv, stdout)
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return nil
@@ -105,7 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, backup, copy or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 // parseFlags parses args into fs, allowing flags and arguments in any order,

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// healthcheckTimeout is how long a health check waits for /readyz.
+const healthcheckTimeout = 2 * time.Second
+
+// healthcheckCommand asks a server's /readyz, for container and systemd
+// health checks (the image has no curl): nil when it answers 200 in time,
+// else an error that says why, in one line.
+func healthcheckCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
+	rawURL := fs.String("url", "", "the URL to check, or the server's base URL or HOST:PORT (/readyz is added when the path is empty); default: /readyz of --addr")
+	addr := fs.String("addr", "localhost:8080", "the server's --addr, used when --url is not given (so PETSTORE_ADDR serves both)")
+	rest, err := parseFlags(fs, args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("healthcheck takes no arguments, got %q (use --url)", rest[0])
+	}
+	target, err := healthcheckURL(*rawURL, *addr)
+	if err != nil {
+		return err
+	}
+	if err := checkReady(ctx, target, healthcheckTimeout); err != nil {
+		return fmt.Errorf("healthcheck %s: %w", target, err)
+	}
+	return nil
+}
+
+// healthcheckURL is the URL to check: rawURL as given, with http:// when it
+// has no scheme and /readyz when it has no path; without one, /readyz on
+// addr, where an address on every interface (:8080, 0.0.0.0:8080) is asked
+// on localhost.
+func healthcheckURL(rawURL, addr string) (string, error) {
+	if rawURL == "" {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return "", usagef("--addr %q is not HOST:PORT: %v", addr, err)
+		}
+		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+			host = "localhost"
+		}
+		return "http://" + net.JoinHostPort(host, port) + "/readyz", nil
+	}
+	if !strings.Contains(rawURL, "://") {
+		rawURL = "http://" + rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usagef("--url %q must be an http:// or https:// URL, such as http://localhost:8080/readyz", rawURL)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/readyz"
+	}
+	return u.String(), nil
+}
+
+// checkReady asks target once, within timeout, and wants a 200.
+func checkReady(ctx context.Context, target string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{
+		// Straight to the server: never through an HTTP_PROXY of the
+		// environment, never to where a redirect points.
+		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return requestProblem(err, timeout)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	problem := "answered " + resp.Status
+	// The service's Error shape says why it is not ready.
+	var e struct{ Message string }
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		problem += ": " + strings.Join(strings.Fields(e.Message), " ")
+	}
+	return errors.New(problem)
+}
+
+// requestProblem says in a few words why a request got no answer.
+func requestProblem(err error, timeout time.Duration) error {
+	var dnsErr *net.DNSError
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return errors.New("connection refused: is the server running, on this address?")
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+		return fmt.Errorf("no answer within %v", timeout)
+	case errors.As(err, &dnsErr):
+		return fmt.Errorf("cannot resolve %s: %v", dnsErr.Name, dnsErr.Err)
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		return urlErr.Err
+	}
+	return err
+}
