@@ -972,7 +972,6 @@ func TestPathsOutsideV1(t *testing.T) {
 		}{
 			{"health check", "/healthz", 200},
 			{"readiness check", "/readyz", 200},
-			{"root", "/", 404},
 			{"pets without the version", "/pets", 404},
 			{"another version", "/v2/pets", 404},
 			{"unknown file", "/favicon.ico", 404},

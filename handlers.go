@@ -48,6 +48,7 @@ func newServer(logger *slog.Logger, m *metrics, store storage, keys *keyring, li
 	mux.Handle("GET /readyz", handleReady(store))
 	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
+	addDocsRoutes(mux)
 	mux.Handle("/", notFound())
 
 	var h http.Handler = mux

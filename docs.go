@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The API reference at GET /docs: Swagger UI (npm swagger-ui-dist, the
+// version in docs/swagger-ui/VERSION, updated by docs/update.sh) on the
+// served openapi.yaml. Every file is in the binary: the page works with no
+// internet access, and its Content-Security-Policy lets the browser fetch
+// nothing from anywhere but this server.
+//
+//go:embed docs/index.html docs/docs.js docs/swagger-ui
+var docsFiles embed.FS
+
+// docsPolicy is the page's Content-Security-Policy: scripts, styles, images
+// and requests from this origin only. Swagger UI sets inline styles.
+const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// addDocsRoutes registers the reference page, its files and the redirect of
+// GET / to it. None needs a key or counts against a limit.
+func addDocsRoutes(mux router) {
+	page := docsAsset("docs/index.html")
+	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
+	mux.Handle("GET /docs", page)
+	mux.Handle("GET /docs/{$}", http.RedirectHandler("/docs", http.StatusMovedPermanently))
+	mux.Handle("GET /docs/openapi.yaml", newDocsFile("openapi.yaml", docsSpec(openapiYAML)))
+	assets := map[string]http.Handler{"docs.js": docsAsset("docs/docs.js")}
+	entries, _ := fs.ReadDir(docsFiles, "docs/swagger-ui")
+	for _, e := range entries {
+		assets[e.Name()] = docsAsset("docs/swagger-ui/" + e.Name())
+	}
+	mux.Handle("GET /docs/assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, ok := assets[r.PathValue("file")]
+		if !ok {
+			writeError(w, r, errorf(codeNotFound, "no resource at %s", r.URL.Path))
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+func docsAsset(name string) http.Handler {
+	b, err := docsFiles.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded: a missing file is a broken build
+	}
+	return newDocsFile(name, b)
+}
+
+// docsFile serves one file with an ETag, so that a browser revalidates it
+// with a 304 instead of fetching it again, gzipped when the browser takes it
+// (once, at the first such request).
+type docsFile struct {
+	name  string
+	body  []byte
+	etag  string
+	gzip  func() []byte
+	ctype string
+}
+
+func newDocsFile(name string, body []byte) *docsFile {
+	sum := sha256.Sum256(body)
+	f := &docsFile{name: name, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: contentType(name)}
+	f.gzip = sync.OnceValue(func() []byte {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(body)
+		zw.Close()
+		return buf.Bytes()
+	})
+	return f
+}
+
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".html":
+		return "text/html; charset=utf-8"
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".png":
+		return "image/png"
+	case ".yaml":
+		return "application/yaml"
+	}
+	return "text/plain; charset=utf-8" // LICENSE, NOTICE, VERSION, *.LICENSE.txt
+}
+
+func (f *docsFile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", f.ctype)
+	h.Set("Cache-Control", "no-cache") // revalidate: the ETag makes that a 304
+	h.Set("X-Content-Type-Options", "nosniff")
+	if strings.HasSuffix(f.name, ".html") {
+		h.Set("Content-Security-Policy", docsPolicy)
+		h.Set("Referrer-Policy", "no-referrer")
+	}
+	body, etag := f.body, f.etag
+	if len(body) > 1024 && !strings.HasSuffix(f.name, ".png") {
+		h.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			body, etag = f.gzip(), strings.TrimSuffix(etag, `"`)+`-gzip"`
+			h.Set("Content-Encoding", "gzip")
+		}
+	}
+	h.Set("ETag", etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+func acceptsGzip(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// docsSpec is openapi.yaml as the reference page reads it: its servers are
+// deployments (a production and a staging host) that the page's origin need
+// not be, so they give way to /v1 of whatever server serves the page.
+func docsSpec(doc []byte) []byte {
+	var out bytes.Buffer
+	inServers := false
+	for line := range strings.Lines(string(doc)) {
+		if strings.TrimSpace(line) != "" && line[0] != ' ' && line[0] != '#' {
+			// A top-level key: the servers block, or the end of it.
+			inServers = strings.HasPrefix(line, "servers:")
+			if inServers {
+				out.WriteString("servers:\n" +
+					"  - url: /v1\n" +
+					"    description: This server, the one that serves this reference.\n")
+				continue
+			}
+		}
+		if !inServers || strings.TrimSpace(line) == "" {
+			out.WriteString(line)
+		}
+	}
+	return out.Bytes()
+}
