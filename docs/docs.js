@@ -13,6 +13,7 @@ window.addEventListener("load", function () {
     queryConfigEnabled: false,
     displayRequestDuration: true,
     showExtensions: true,
+    displayOperationId: true,
     tryItOutEnabled: false,
     persistAuthorization: false,
   });

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The API reference in a real browser: headless Chromium, driven over the
+// DevTools protocol on a pipe (--remote-debugging-pipe: no WebSocket, no new
+// dependency), with every host but loopback unreachable. PETSTORE_TEST_BROWSER=1
+// (as .ci/run sets it) makes a missing chromium a failure instead of a skip.
+
+func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
+	chromium := chromiumPath(t)
+	s := newTestServer(t)
+	key := s.mustCreateKey("free")
+	server := httptest.NewServer(s.handler)
+	t.Cleanup(server.Close)
+
+	// Everything not on loopback goes to this proxy, which refuses it and
+	// remembers it; host names do not resolve anyway.
+	var leaked []string
+	var leakedMu sync.Mutex
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leakedMu.Lock()
+		leaked = append(leaked, r.Method+" "+r.Host+r.URL.Path)
+		leakedMu.Unlock()
+		http.Error(w, "no network in this test", http.StatusForbidden)
+	}))
+	t.Cleanup(proxy.Close)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	b := startBrowser(t, ctx, chromium, proxy.URL)
+	page := b.page(ctx)
+	page.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 1400, "deviceScaleFactor": 1, "mobile": false})
+	page.call(ctx, "Page.navigate", map[string]any{"url": server.URL + "/docs"})
+
+	// The page shows the three operations.
+	page.waitFor(ctx, "the operations", `document.querySelectorAll('.opblock').length >= 3`)
+	var ops []string
+	page.eval(ctx, `[...document.querySelectorAll('.opblock .opblock-summary-operation-id')].map(e => e.textContent.trim())`, &ops)
+	for _, want := range []string{"listPets", "createPet", "getPet"} {
+		if !slices.Contains(ops, want) {
+			t.Errorf("the page shows operations %v, want %s among them", ops, want)
+		}
+	}
+
+	// Authorize with the key, as a user would: type it into the dialog.
+	page.click(ctx, `.auth-wrapper .authorize`)
+	page.waitFor(ctx, "the Authorize dialog", `!!document.querySelector('.modal-ux input')`)
+	page.eval(ctx, `document.querySelector('.modal-ux input').focus()`, nil)
+	page.call(ctx, "Input.insertText", map[string]any{"text": key})
+	page.click(ctx, `.modal-ux .auth-btn-wrapper .authorize`)
+	page.waitFor(ctx, "the key to be taken", `!!document.querySelector('.modal-ux .auth-btn-wrapper .btn-done, .modal-ux .auth-btn-wrapper .logout')`)
+	page.click(ctx, `.modal-ux .close-modal`)
+
+	// Try it out: listPets, sent to this server with the key.
+	const op = `#operations-pets-listPets`
+	page.click(ctx, op+` .opblock-summary-control`)
+	page.waitFor(ctx, "Try it out", `!!document.querySelector('`+op+` .try-out__btn')`)
+	page.click(ctx, op+` .try-out__btn`)
+	page.waitFor(ctx, "Execute", `!!document.querySelector('`+op+` .execute')`)
+	page.click(ctx, op+` .execute`)
+	const status = op + ` .live-responses-table .response .response-col_status`
+	page.waitFor(ctx, "the response", `!!document.querySelector('`+status+`')`)
+	var got string
+	page.eval(ctx, `document.querySelector('`+status+`').textContent.trim()`, &got)
+	if got != "200" {
+		t.Errorf("Try it out on listPets answered %q, want 200", got)
+	}
+	page.eval(ctx, `document.querySelector('`+op+` .responses-wrapper').scrollIntoView()`, nil)
+	b.screenshot(ctx, t, page)
+
+	// Every request the page made went to this server; the key went only
+	// with the API call, to /v1.
+	requests := b.requests()
+	var calledAPI bool
+	for _, r := range requests {
+		if !strings.HasPrefix(r.url, server.URL+"/") && !strings.HasPrefix(r.url, "data:") {
+			t.Errorf("the page requested %s, outside this server", r.url)
+		}
+		if strings.HasPrefix(r.url, server.URL+"/v1/pets") && r.authorization == "Bearer "+key {
+			calledAPI = true
+		}
+	}
+	if !calledAPI {
+		t.Errorf("no GET /v1/pets with the key among the page's requests: %v", requests)
+	}
+	for _, problem := range b.problems() {
+		t.Errorf("the page reported: %s", problem)
+	}
+	leakedMu.Lock()
+	defer leakedMu.Unlock()
+	for _, l := range leaked {
+		t.Errorf("the browser tried to leave loopback: %s", l)
+	}
+}
+
+// chromiumPath finds Chromium, or skips the test when it is not installed
+// and not required.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	required := os.Getenv("PETSTORE_TEST_BROWSER") == "1"
+	if testing.Short() && !required {
+		t.Skip("starts a browser; PETSTORE_TEST_BROWSER=1 runs it with -short")
+	}
+	// Debian's /usr/bin/chromium is a script that adds flags, extensions
+	// and Google API keys, each a reason to call Google: start the browser
+	// itself.
+	for _, name := range []string{"/usr/lib/chromium/chromium", "chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if required {
+		t.Fatal("PETSTORE_TEST_BROWSER=1 and no chromium on PATH: install it (apt-get install chromium)")
+	}
+	t.Skip("no chromium on PATH (apt-get install chromium); PETSTORE_TEST_BROWSER=1 makes this a failure")
+	return ""
+}
+
+type browser struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	out io.WriteCloser // the browser's fd 3: our commands
+
+	mu     sync.Mutex
+	nextID int
+	calls  map[int]chan cdpMessage
+	reqs   []pageRequest
+	issues []string
+}
+
+type pageRequest struct{ url, authorization string }
+
+type cdpMessage struct {
+	ID        int             `json:"id,omitempty"`
+	Method    string          `json:"method,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+	Error     *struct {
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+// startBrowser starts headless Chromium with proxy as the way out for
+// anything that is not on loopback.
+func startBrowser(t *testing.T, ctx context.Context, chromium, proxy string) *browser {
+	t.Helper()
+	toBrowser, commands, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, fromBrowser, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(chromium,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--disable-extensions", "--disable-default-apps", "--mute-audio",
+		"--disable-component-extensions-with-background-pages", "--disable-client-side-phishing-detection",
+		"--disable-breakpad", "--disable-domain-reliability", "--disable-field-trial-config",
+		"--metrics-recording-only", "--no-service-autorun", "--password-store=basic", "--use-mock-keychain",
+		"--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication,NetworkTimeServiceQuerying",
+		// Chromium's own services (Google sign-in's account list, on-demand
+		// component installs) call Google even on about:blank, and no
+		// switch turns them off: their addresses are pointed at a closed
+		// port on loopback, so that anything reaching the proxy below is the
+		// page's doing.
+		"--gaia-url=http://127.0.0.1:9/", "--component-updater=url-source=http://127.0.0.1:9/",
+		"--user-data-dir="+t.TempDir(),
+		`--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
+		"--proxy-server="+proxy, "--proxy-bypass-list=127.0.0.1",
+		"--remote-debugging-pipe", "about:blank")
+	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // its fd 3 and fd 4
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	toBrowser.Close()
+	fromBrowser.Close()
+	b := &browser{t: t, cmd: cmd, out: commands, calls: map[int]chan cdpMessage{}}
+	go b.read(answers)
+	t.Cleanup(func() {
+		// The browser and its helpers are in their own process group.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		commands.Close()
+		answers.Close()
+		if t.Failed() {
+			t.Logf("chromium's standard error:\n%s", stderr.String())
+		}
+	})
+	return b
+}
+
+func (b *browser) read(r io.Reader) {
+	br := bufio.NewReader(r)
+	for {
+		raw, err := br.ReadBytes(0)
+		if err != nil {
+			b.mu.Lock()
+			for id, ch := range b.calls {
+				close(ch)
+				delete(b.calls, id)
+			}
+			b.mu.Unlock()
+			return
+		}
+		var m cdpMessage
+		if json.Unmarshal(raw[:len(raw)-1], &m) != nil {
+			continue
+		}
+		b.mu.Lock()
+		if m.ID != 0 {
+			if ch, ok := b.calls[m.ID]; ok {
+				ch <- m
+				delete(b.calls, m.ID)
+			}
+		} else {
+			b.event(m)
+		}
+		b.mu.Unlock()
+	}
+}
+
+// event keeps what the page requested and what went wrong in it; b.mu is
+// held.
+func (b *browser) event(m cdpMessage) {
+	switch m.Method {
+	case "Network.requestWillBeSent":
+		var p struct {
+			Request struct {
+				URL     string            `json:"url"`
+				Headers map[string]string `json:"headers"`
+			} `json:"request"`
+		}
+		json.Unmarshal(m.Params, &p)
+		auth := p.Request.Headers["Authorization"]
+		if auth == "" {
+			auth = p.Request.Headers["authorization"]
+		}
+		b.reqs = append(b.reqs, pageRequest{p.Request.URL, auth})
+	case "Network.webSocketCreated":
+		var p struct {
+			URL string `json:"url"`
+		}
+		json.Unmarshal(m.Params, &p)
+		b.reqs = append(b.reqs, pageRequest{url: p.URL})
+	case "Runtime.exceptionThrown":
+		b.issues = append(b.issues, "exception: "+string(m.Params))
+	case "Log.entryAdded":
+		var p struct {
+			Entry struct {
+				Level, Text, URL string
+			} `json:"entry"`
+		}
+		json.Unmarshal(m.Params, &p)
+		// A refused request or a policy violation; a missing
+		// /favicon.ico is not the page's doing.
+		if p.Entry.Level == "error" && !strings.HasSuffix(p.Entry.URL, "/favicon.ico") {
+			b.issues = append(b.issues, p.Entry.Text+" "+p.Entry.URL)
+		}
+	}
+}
+
+func (b *browser) requests() []pageRequest {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.reqs)
+}
+
+func (b *browser) problems() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.issues)
+}
+
+// send sends one command, to the browser or to a page's session, and
+// returns its result.
+func (b *browser) send(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
+	b.mu.Lock()
+	b.nextID++
+	id := b.nextID
+	ch := make(chan cdpMessage, 1)
+	b.calls[id] = ch
+	b.mu.Unlock()
+	msg, _ := json.Marshal(map[string]any{"id": id, "sessionId": session, "method": method, "params": params})
+	if _, err := b.out.Write(append(msg, 0)); err != nil {
+		return nil, err
+	}
+	select {
+	case m, ok := <-ch:
+		if !ok {
+			return nil, errors.New("the browser has gone")
+		}
+		if m.Error != nil {
+			return nil, fmt.Errorf("%s: %s", method, m.Error.Message)
+		}
+		return m.Result, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// tab is the page of the browser, through its DevTools session.
+type tab struct {
+	b       *browser
+	session string
+}
+
+func (b *browser) page(ctx context.Context) *tab {
+	b.t.Helper()
+	raw, err := b.send(ctx, "", "Target.getTargets", map[string]any{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	var targets struct {
+		TargetInfos []struct{ TargetID, Type string } `json:"targetInfos"`
+	}
+	json.Unmarshal(raw, &targets)
+	for _, target := range targets.TargetInfos {
+		if target.Type != "page" {
+			continue
+		}
+		raw, err := b.send(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true})
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		var attached struct{ SessionID string }
+		json.Unmarshal(raw, &attached)
+		p := &tab{b: b, session: attached.SessionID}
+		for _, domain := range []string{"Page", "Network", "Runtime", "Log"} {
+			p.call(ctx, domain+".enable", map[string]any{})
+		}
+		return p
+	}
+	b.t.Fatalf("no page among the browser's targets: %s", raw)
+	return nil
+}
+
+func (p *tab) call(ctx context.Context, method string, params any) json.RawMessage {
+	p.b.t.Helper()
+	raw, err := p.b.send(ctx, p.session, method, params)
+	if err != nil {
+		p.b.t.Fatal(err)
+	}
+	return raw
+}
+
+// eval runs a JavaScript expression in the page and decodes its value into
+// v (when v is not nil).
+func (p *tab) eval(ctx context.Context, expression string, v any) {
+	p.b.t.Helper()
+	raw := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": expression, "returnByValue": true})
+	var res struct {
+		Result           struct{ Value json.RawMessage }
+		ExceptionDetails json.RawMessage
+	}
+	json.Unmarshal(raw, &res)
+	if res.ExceptionDetails != nil {
+		p.b.t.Fatalf("%s: %s", expression, res.ExceptionDetails)
+	}
+	if v != nil {
+		if err := json.Unmarshal(res.Result.Value, v); err != nil {
+			p.b.t.Fatalf("%s gave %s: %v", expression, res.Result.Value, err)
+		}
+	}
+}
+
+// waitFor waits until a JavaScript condition holds in the page.
+func (p *tab) waitFor(ctx context.Context, what, condition string) {
+	p.b.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var ok bool
+		p.eval(ctx, "Boolean("+condition+")", &ok)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			var text string
+			p.eval(ctx, `document.body ? document.body.innerText.slice(0, 2000) : ""`, &text)
+			p.b.t.Fatalf("waited 20 s for %s (%s); the page says:\n%s\nproblems: %v", what, condition, text, p.b.problems())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// click clicks the element that selector finds, as a user's click would.
+func (p *tab) click(ctx context.Context, selector string) {
+	p.b.t.Helper()
+	p.waitFor(ctx, selector, "document.querySelector('"+selector+"')")
+	p.eval(ctx, "document.querySelector('"+selector+"').click()", nil)
+}
+
+// screenshot keeps a picture of the page for CI, outside the repository.
+func (b *browser) screenshot(ctx context.Context, t *testing.T, p *tab) {
+	t.Helper()
+	raw := p.call(ctx, "Page.captureScreenshot", map[string]any{"format": "png"})
+	var shot struct{ Data string }
+	json.Unmarshal(raw, &shot)
+	png, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("PETSTORE_ARTIFACTS")
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "petstore-browser-test-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "docs-try-it-out.png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of /docs after Try it out: %s", path)
+}
