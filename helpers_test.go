@@ -137,6 +137,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	if opts.wrapStore != nil {
 		store = opts.wrapStore(store)
 	}
+	store = timeStorage(store, opts.metrics) // as serve does
 	keys, err := newKeyring(context.Background(), store, opts.env, clock.now)
 	if err != nil {
 		t.Fatal(err)

@@ -532,3 +532,27 @@ func TestWithoutAdminAddrNothingListensBesideThePublicAddress(t *testing.T) {
 
 // cliAdmin finds the admin listener's address on the serving line.
 var cliAdmin = regexp.MustCompile(`msg=serving .*admin=http://(127\.0\.0\.1:[0-9]+)`)
+
+func TestDatabaseCallsAreTimedByOperation(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		m := newMetrics()
+		opts.metrics = m
+		s := newTestServerWith(t, opts)
+		key := s.mustCreateKey("pro")
+		s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`)
+		s.do("GET", "/readyz", "", "")
+		s.do("GET", "/v1/pets", newKey("production"), "")
+
+		calls := map[string]uint64{}
+		for _, metric := range scrape(t, m)["petstore_database_call_duration_seconds"].GetMetric() {
+			calls[labelsOf(metric)["operation"]] = metric.GetHistogram().GetSampleCount()
+		}
+		for _, op := range []string{"CreateKey", "CreatePets", "Ping", "KeyByHash", "Usage"} {
+			if calls[op] == 0 {
+				t.Errorf("no petstore_database_call_duration_seconds{operation=%q}: %v", op, calls)
+			}
+		}
+	})
+}
+
+var _ storage = (*timedStorage)(nil)

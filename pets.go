@@ -125,7 +125,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 }
 
 func newPetCache(store storage) *petCache {
-	_, onFile := store.(*sqliteStore)
+	_, onFile := engine(store).(*sqliteStore)
 	return &petCache{store: store, shared: !onFile}
 }
 

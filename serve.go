@@ -140,16 +140,23 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return err
 	}
 	defer store.Close()
-	keys, err := newKeyring(ctx, store, cfg.env, now)
+	var m *metrics // only with an admin listener: nobody else could read them
+	if cfg.adminAddr != "" {
+		m = newMetrics()
+	}
+	// Every call the server makes goes through db, timed when there are
+	// metrics; store stays the engine's own, for its own upkeep below.
+	db := timeStorage(store, m)
+	keys, err := newKeyring(ctx, db, cfg.env, now)
 	if err != nil {
 		return fmt.Errorf("load API keys: %w", err)
 	}
-	var limiter rateLimiter = newLimiter(now, cfg.banAfter, cfg.banFor, store.Usage)
+	var limiter rateLimiter = newLimiter(now, cfg.banAfter, cfg.banFor, db.Usage)
 	limitsIn := "this process"
 	if cfg.redis != "" {
 		shared, err := newRedisLimiter(ctx, redisConfig{
 			url: cfg.redis, prefix: redisPrefix(cfg.env, store), banAfter: cfg.banAfter, banFor: cfg.banFor,
-			now: now, usage: store.Usage, logger: logger,
+			now: now, usage: db.Usage, logger: logger,
 		})
 		if err != nil {
 			return err
@@ -157,13 +164,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		defer shared.close()
 		limiter, limitsIn = shared, shared.where()
 	}
-	pets := newPetCache(store)
-	var m *metrics // only with an admin listener: nobody else could read them
-	if cfg.adminAddr != "" {
-		m = newMetrics()
-		m.countPets(pets.size)
-	}
-	handler := newServer(logger, m, store, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
+	pets := newPetCache(db)
+	m.countPets(pets.size)
+	handler := newServer(logger, m, db, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -171,7 +174,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	}
 	defer ln.Close()
 	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, store, cfg, baseURL(ln.Addr()), stderr); err != nil {
+	if err := bootstrapKey(ctx, db, cfg, baseURL(ln.Addr()), stderr); err != nil {
 		return err
 	}
 	var draining atomic.Bool
@@ -227,7 +230,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	})
 	wg.Go(func() {
 		every(background, usageFlushEvery, func() {
-			if err := limiter.flush(background, store.AddUsage); err != nil && background.Err() == nil {
+			if err := limiter.flush(background, db.AddUsage); err != nil && background.Err() == nil {
 				logger.Warn("store daily usage; will retry", "err", err)
 			}
 			if err := keys.flushLastUsed(background); err != nil && background.Err() == nil {
@@ -248,7 +251,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	}
 	wg.Go(func() {
 		every(background, idempotencyPruneEvery, func() {
-			if _, err := store.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
+			if _, err := db.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
 				logger.Warn("prune idempotency records", "err", err)
 			}
 		})
@@ -256,7 +259,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	defer func() {
 		stopBackground()
 		wg.Wait()
-		if err := limiter.flush(context.Background(), store.AddUsage); err != nil {
+		if err := limiter.flush(context.Background(), db.AddUsage); err != nil {
 			logger.Error("store daily usage at shutdown", "err", err)
 		}
 		if err := keys.flushLastUsed(context.Background()); err != nil {
