@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -556,3 +558,71 @@ func TestDatabaseCallsAreTimedByOperation(t *testing.T) {
 }
 
 var _ storage = (*timedStorage)(nil)
+
+func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
+	raw, err := os.ReadFile("deploy/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard struct {
+		Title  string
+		Panels []struct {
+			Title   string
+			Type    string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &dashboard); err != nil {
+		t.Fatalf("deploy/grafana-dashboard.json is not JSON: %v", err)
+	}
+
+	// Every metric the server can export, each series resolved once.
+	m := newMetrics()
+	m.databaseCall("GetPet").since(time.Now())
+	m.redisCall("allow").since(time.Now())
+	s := newTestServerWith(t, testOptions{metrics: m})
+	s.do("GET", "/v1/pets", s.mustCreateKey("free"), "")
+	s.do("GET", "/v1/pets", "", "")
+	exported := map[string]bool{}
+	for name, f := range scrape(t, m) {
+		exported[name] = true
+		if f.GetType() == dto.MetricType_HISTOGRAM {
+			exported[name+"_bucket"], exported[name+"_count"], exported[name+"_sum"] = true, true, true
+		}
+	}
+
+	metricName := regexp.MustCompile(`\b(?:petstore|go|process)_[a-z0-9_]+\b`)
+	var all strings.Builder
+	for _, p := range dashboard.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, target := range p.Targets {
+			names := metricName.FindAllString(target.Expr, -1)
+			if len(names) == 0 {
+				t.Errorf("panel %q: %q names no metric", p.Title, target.Expr)
+			}
+			for _, name := range names {
+				if !exported[name] {
+					t.Errorf("panel %q graphs %s, which the server does not export", p.Title, name)
+				}
+			}
+			all.WriteString(target.Expr + "\n")
+		}
+	}
+	// What an operator opens it for.
+	for what, expr := range map[string]string{
+		"request rate":                 "rate(petstore_http_request_duration_seconds_count",
+		"errors":                       `code=~"5.."`,
+		"latency percentiles by route": "histogram_quantile(0.99, sum by (le, method, route) (rate(petstore_http_request_duration_seconds_bucket",
+		"limit decisions":              "petstore_ratelimit_decisions_total",
+		"fallback state":               "petstore_ratelimit_fallback",
+	} {
+		if !strings.Contains(all.String(), expr) {
+			t.Errorf("no panel shows the %s (%s)", what, expr)
+		}
+	}
+}
