@@ -6,6 +6,7 @@
 #   DURATION=10s REPS=5 bench/load.sh
 #   STORES=postgres SIZES=1000000 bench/load.sh
 #   STORES="sqlite redis" SIZES=1000 bench/load.sh   # the limiter in process vs in Redis
+#   METRICS=1 STORES=sqlite SIZES=1000 bench/load.sh  # the pet store with and without metrics
 #
 # STORES (default "sqlite redis postgres") picks the set-ups: SQLite with
 # limits in process, SQLite with limits in Redis (BENCH_REDIS, default
@@ -19,7 +20,10 @@
 # and reports medians; the ratio is petstore/ceiling of the medians. A second
 # ceiling, run with -headers, sends the headers the pet store must send: the
 # last two columns are its share of the bare ceiling and the pet store's share
-# of it. Needs wrk and sqlite3 (installed from Debian's packages when
+# of it. METRICS=1 also runs, in the same alternation, the same binary with
+# --admin-addr (so recording metrics, scraped as Prometheus would) on a copy
+# of the database (PostgreSQL: the same database), and prints its figures and
+# its ratio to the pet store without metrics under each scenario. Needs wrk and sqlite3 (installed from Debian's packages when
 # missing) and taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +34,9 @@ CONNS=${CONNS:-32}
 PORT=${PORT:-18181}
 CEILING_PORT=${CEILING_PORT:-18199}
 HEADERS_PORT=${HEADERS_PORT:-18198}
+METRICS=${METRICS:-}
+METRICS_PORT=${METRICS_PORT:-18182}
+ADMIN_PORT=${ADMIN_PORT:-18183}
 
 . bench/lib.sh
 
@@ -109,14 +116,30 @@ for n in $SIZES; do
   ready_ms=$(wait_ready "$PORT")
   for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
   loaded=$(grep -o 'time=[^ ]*' "$log" | head -1)
+  if [ -n "$METRICS" ]; then
+    mdb=$db
+    if [ "$store" != postgres ]; then
+      mdb="$work/pets-$store-$n-metrics.db"
+      sqlite3 "$db" "VACUUM INTO '$mdb'"
+    fi
+    taskset -c 0 "$work/petstore" --addr "127.0.0.1:$METRICS_PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" \
+      --db "$mdb" "${limits[@]}" >/dev/null 2>"$log.metrics" &
+    mpid=$!
+    pids+=("$mpid")
+    wait_ready "$METRICS_PORT" >/dev/null
+    for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log.metrics" && break; sleep 0.01; done
+    # Scraped every second while it runs, as a Prometheus would (more often).
+    (while kill -0 "$mpid" 2>/dev/null; do curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" >/dev/null; sleep 1; done) &
+  fi
 
   for scenario in "${scenarios[@]}"; do
     IFS=: read -r name path lua <<<"$scenario"
-    : >"$work/c" ; : >"$work/h" ; : >"$work/p"
+    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m"
     for _ in $(seq 1 "$REPS"); do
       PETS=$n run "$CEILING_PORT" "$path" "$lua" "" >>"$work/c"
       PETS=$n run "$HEADERS_PORT" "$path" "$lua" "$key" >>"$work/h"
       PETS=$n run "$PORT" "$path" "$lua" "$key" >>"$work/p"
+      [ -z "$METRICS" ] || PETS=$n run "$METRICS_PORT" "$path" "$lua" "$key" >>"$work/m"
     done
     c=$(cut -d' ' -f1 "$work/c" | median)
     h=$(cut -d' ' -f1 "$work/h" | median)
@@ -130,7 +153,17 @@ for n in $SIZES; do
     verdict=$(echo "$ratio ${target[$store-$name]} $p99 ${target[$store-p99]}" | awk '{ printf "%s %s, %s %s", ($1 >= $2 ? "met" : "MISSED"), $2, ($3 <= $4 ? "met" : "MISSED"), $4 }')
     printf '%-8s %-8s %-12s %9.0f %9.0f %6.2f %7.2f %7.2f %7.2f %7d  %-22s %5.2f %7.2f\n' "$store" "$n" "$name" "$p" "$c" "$ratio" "$p50" "$p99" "$cp99" "$bad" "$verdict" \
       "$(echo "$h $c" | awk '{ print $1 / $2 }')" "$(echo "$p $h" | awk '{ print $1 / $2 }')"
+    if [ -n "$METRICS" ]; then
+      m=$(cut -d' ' -f1 "$work/m" | median)
+      printf '#   %-12s with metrics: %9.0f req/s, p50 %.2f ms, p99 %.2f ms; with/without metrics %.3f (target: 0.97 at least)\n' "$name" "$m" \
+        "$(cut -d' ' -f2 "$work/m" | median)" "$(cut -d' ' -f3 "$work/m" | median)" "$(echo "$m $p" | awk '{ print $1 / $2 }')"
+    fi
   done
+  if [ -n "$METRICS" ]; then
+    echo "#   the metrics server counted $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" |
+      awk '/^petstore_http_request_duration_seconds_count/ { s += $NF } END { printf "%.0f", s }') requests"
+    stop "$mpid"
+  fi
   rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
   stop "$pid"
   echo "# $store, $n pets: ready in ${ready_ms} ms (target for 1M on SQLite: 300 at most); peak RSS $((rss / 1024)) MiB after the run (target for 1M on SQLite: 96 at most)"
