@@ -275,12 +275,12 @@ func (m *metrics) setRateLimitFallback(on bool) {
 }
 
 // adminHandler is the admin listener's surface: metrics and profiles, never
-// served on the public listener.
+// served on the public listener. /debug/pprof/cmdline is left out: the
+// command line may hold a database URL with its password.
 func adminHandler(m *metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
