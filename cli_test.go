@@ -842,31 +842,59 @@ func TestVersion(t *testing.T) {
 
 // run() as a server in this process.
 
+// inProcess is run() serving in this process.
+type inProcess struct {
+	url    string // the public listener
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	exited chan struct{}
+	err    error // what run returned, once exited is closed
+}
+
+// runServing starts run with args (after the program name) and env as its
+// only environment, and returns once it serves.
+func runServing(t *testing.T, env map[string]string, args ...string) *inProcess {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &inProcess{stderr: &syncBuffer{}, cancel: cancel, exited: make(chan struct{})}
+	go func() {
+		p.err = run(ctx, append([]string{"petstore"}, args...),
+			func(name string) string { return env[name] }, strings.NewReader(""), io.Discard, p.stderr)
+		close(p.exited)
+	}()
+	t.Cleanup(func() { cancel(); <-p.exited }) // before the database's directory goes
+	p.url = "http://" + waitServing(t, p.stderr, p.exited)
+	return p
+}
+
+// stop ends run as a signal would, and wants it to return nil at once.
+func (p *inProcess) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
+	select {
+	case <-p.exited:
+		if p.err != nil {
+			t.Errorf("run returned %v after its context ended, want nil", p.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run still serving 10 s after its context ended")
+	}
+}
+
 func TestRunServesUntilContextEnds(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		stderr := &syncBuffer{}
-		exited := make(chan struct{})
-		var runErr error
-		go func() {
-			runErr = run(ctx, append([]string{"petstore"}, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...),
-				func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
-			close(exited)
-		}()
-		t.Cleanup(func() { cancel(); <-exited }) // before the database's directory goes
-		url := "http://" + waitServing(t, stderr, exited)
+		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
-		waitHealthy(t, client, url)
+		waitHealthy(t, client, p.url)
 
-		key := cliAnyKey.FindString(stderr.String())
+		key := cliAnyKey.FindString(p.stderr.String())
 		if !cliKeyPattern["production"].MatchString(key) {
-			t.Fatalf("no bootstrap key on standard error:\n%s", stderr)
+			t.Fatalf("no bootstrap key on standard error:\n%s", p.stderr)
 		}
-		req, _ := http.NewRequest("GET", url+"/v1/pets", nil)
+		req, _ := http.NewRequest("GET", p.url+"/v1/pets", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -877,16 +905,8 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 			t.Errorf("GET /v1/pets with the bootstrap key: %d, want 200", resp.StatusCode)
 		}
 
-		cancel()
-		select {
-		case <-exited:
-			if runErr != nil {
-				t.Errorf("run returned %v after its context ended, want nil", runErr)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("run still serving 10 s after its context ended")
-		}
-		for _, line := range strings.Split(stderr.String(), "\n") {
+		p.stop(t)
+		for _, line := range strings.Split(p.stderr.String(), "\n") {
 			if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
 				t.Errorf("a log line holds an API key: %s", line)
 			}

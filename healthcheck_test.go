@@ -10,18 +10,6 @@ import (
 	"time"
 )
 
-// closedPort returns an address on loopback where nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // silentServer accepts connections and never answers.
 func silentServer(t *testing.T) string {
 	t.Helper()
@@ -88,8 +76,8 @@ func TestHealthcheck(t *testing.T) {
 		{"not ready", nil, []string{"--url", notReady.URL}, 1, "answered 503 Service Unavailable: the database does not answer"},
 		{"no such path", nil, []string{"--url", notReady.URL + "/ready"}, 1, "answered 404 Not Found"},
 		{"a redirect is not followed", nil, []string{"--url", redirects.URL}, 1, "answered 307 Temporary Redirect"},
-		{"nothing listening", nil, []string{"--url", closedPort(t)}, 1, "connection refused"},
-		{"nothing listening on --addr", nil, []string{"--addr", closedPort(t)}, 1, "connection refused"},
+		{"nothing listening", nil, []string{"--url", listenAndClose(t)}, 1, "connection refused"},
+		{"nothing listening on --addr", nil, []string{"--addr", listenAndClose(t)}, 1, "connection refused"},
 		{"no answer", nil, []string{"--url", silentServer(t)}, 1, "no answer within 2s"},
 		{"unknown host", nil, []string{"--url", "http://petstore.invalid:8080"}, 1, "cannot resolve petstore.invalid"},
 		{"not an HTTP URL", nil, []string{"--url", "ftp://localhost/readyz"}, 2, "must be an http:// or https:// URL"},

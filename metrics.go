@@ -165,23 +165,16 @@ func (m *metrics) resolve(key requestSeries) prometheus.Observer {
 // methodLabel bounds the method label: a client may send any token as a
 // method, and each would be a series.
 func methodLabel(method string) string {
-	switch method {
-	case http.MethodGet:
-		return http.MethodGet
-	case http.MethodHead:
-		return http.MethodHead
-	case http.MethodPost:
-		return http.MethodPost
-	case http.MethodPut:
-		return http.MethodPut
-	case http.MethodPatch:
-		return http.MethodPatch
-	case http.MethodDelete:
-		return http.MethodDelete
-	case http.MethodOptions:
-		return http.MethodOptions
+	for _, known := range labelledMethods {
+		if method == known {
+			return known
+		}
 	}
 	return "other"
+}
+
+var labelledMethods = [...]string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions,
 }
 
 // limitOutcome is the rate limiter's decision on a request, kept on its

@@ -298,6 +298,17 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 	if v := families["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue(); v != 0 {
 		t.Errorf("petstore_ratelimit_fallback = %v without Redis, want 0", v)
 	}
+	for _, on := range []bool{true, false} {
+		m.setRateLimitFallback(on)
+		v := scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()
+		if want := map[bool]float64{true: 1, false: 0}[on]; v != want {
+			t.Errorf("after setRateLimitFallback(%v): petstore_ratelimit_fallback = %v, want %v", on, v, want)
+		}
+	}
+	var none *metrics // a server without --admin-addr
+	none.setRateLimitFallback(true)
+	none.redisCall("allow").since(time.Now())
+	none.databaseCall("GetPet").since(time.Now())
 }
 
 func TestRouteLabelIsTheServeMuxPatternNeverThePath(t *testing.T) {
@@ -436,24 +447,9 @@ func TestAdminEndpointsAreNeverOnThePublicListener(t *testing.T) {
 
 func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) {
 	t.Parallel()
-	db := t.TempDir() + "/petstore.db"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stderr := &syncBuffer{}
-	exited := make(chan struct{})
-	var runErr error
-	go func() {
-		runErr = run(ctx, []string{"petstore", "--addr", "127.0.0.1:0", "--db", db},
-			func(name string) string {
-				if name == "PETSTORE_ADMIN_ADDR" {
-					return "127.0.0.1:0"
-				}
-				return ""
-			}, strings.NewReader(""), io.Discard, stderr)
-		close(exited)
-	}()
-	t.Cleanup(func() { cancel(); <-exited })
-	public := "http://" + waitServing(t, stderr, exited)
+	p := runServing(t, map[string]string{"PETSTORE_ADMIN_ADDR": "127.0.0.1:0"},
+		"--addr", "127.0.0.1:0", "--db", t.TempDir()+"/petstore.db")
+	public, stderr := p.url, p.stderr
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	waitHealthy(t, client, public)
@@ -501,15 +497,7 @@ func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) 
 		t.Errorf("no petstore_auth_failures_total in:\n%s", text)
 	}
 
-	cancel()
-	select {
-	case <-exited:
-		if runErr != nil {
-			t.Errorf("run returned %v after its context ended, want nil", runErr)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run still serving 10 s after its context ended")
-	}
+	p.stop(t)
 	if _, err := client.Get(admin + "/metrics"); err == nil {
 		t.Error("the admin listener still answers after shutdown")
 	}
@@ -517,19 +505,9 @@ func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) 
 
 func TestWithoutAdminAddrNothingListensBesideThePublicAddress(t *testing.T) {
 	t.Parallel()
-	db := t.TempDir() + "/petstore.db"
-	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &syncBuffer{}
-	exited := make(chan struct{})
-	go func() {
-		run(ctx, []string{"petstore", "--addr", "127.0.0.1:0", "--db", db},
-			func(string) string { return "" }, strings.NewReader(""), io.Discard, stderr)
-		close(exited)
-	}()
-	t.Cleanup(func() { cancel(); <-exited })
-	waitServing(t, stderr, exited)
-	if cliAdmin.MatchString(stderr.String()) {
-		t.Errorf("an admin listener was started without --admin-addr:\n%s", stderr)
+	p := runServing(t, nil, "--addr", "127.0.0.1:0", "--db", t.TempDir()+"/petstore.db")
+	if cliAdmin.MatchString(p.stderr.String()) {
+		t.Errorf("an admin listener was started without --admin-addr:\n%s", p.stderr)
 	}
 }
 
