@@ -36,7 +36,13 @@ func seedPets(tb testing.TB, db *sql.DB, n int) {
 
 // benchServer is a test server whose key no limit will stop.
 func benchServer(b *testing.B, pets int) (*testServer, string) {
-	s := newTestServerWith(&testing.T{}, testOptions{petsFromDatabase: true})
+	return benchServerWith(b, pets, testOptions{})
+}
+
+// benchServerWith is benchServer with opts.
+func benchServerWith(b *testing.B, pets int, opts testOptions) (*testServer, string) {
+	opts.petsFromDatabase = true // until seeded
+	s := newTestServerWith(&testing.T{}, opts)
 	b.Cleanup(func() { s.store.Close() })
 	seedPets(b, s.sqlite.write, pets)
 	if err := s.pets.load(context.Background()); err != nil {

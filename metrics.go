@@ -16,7 +16,7 @@ import (
 )
 
 // metrics are what the admin listener's GET /metrics reports (README
-// "Metrics"). Each server has its own, with its own registry: no package
+// "Observing it"). Each server has its own, with its own registry: no package
 // globals. A server started without --admin-addr has none, and every method
 // of a nil *metrics does nothing.
 //
@@ -47,8 +47,9 @@ var requestBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.
 // OpenTelemetry's first 5 ms: 100 µs to 5 s.
 var callBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
-// unmatchedRoute is the route of a request that no ServeMux pattern
-// matched: net/http's redirect of an unclean path (//v1/pets).
+// unmatchedRoute is the route of a request that no ServeMux pattern took
+// (OPTIONS *, answered by ServeMux itself); an unclean path that ServeMux
+// redirects has the pattern of its clean form.
 const unmatchedRoute = "unmatched"
 
 func newMetrics() *metrics {

@@ -608,3 +608,40 @@ func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMetricsOverhead is list and get through the whole handler,
+// without and with metrics (compare the pairs: go test -bench
+// MetricsOverhead -count 10).
+func BenchmarkMetricsOverhead(b *testing.B) {
+	for _, bc := range []struct{ name, target string }{
+		{"list", "/v1/pets?limit=20"},
+		{"get", "/v1/pets/500"},
+	} {
+		for _, withMetrics := range []bool{false, true} {
+			name := bc.name + "/without"
+			if withMetrics {
+				name = bc.name + "/with"
+			}
+			b.Run(name, func(b *testing.B) {
+				var m *metrics
+				if withMetrics {
+					m = newMetrics()
+				}
+				s, key := benchServerWith(b, 1000, testOptions{metrics: m})
+				req := httptest.NewRequest("GET", bc.target, nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				w := &discardWriter{header: http.Header{}}
+				b.ReportAllocs()
+				for b.Loop() {
+					clear(w.header)
+					w.status = 0
+					req.Pattern = ""
+					s.handler.ServeHTTP(w, req)
+					if w.status != http.StatusOK {
+						b.Fatalf("status %d", w.status)
+					}
+				}
+			})
+		}
+	}
+}

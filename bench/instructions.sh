@@ -5,6 +5,7 @@
 #
 #   bench/instructions.sh
 #   DURATION=10s PETS=1000 bench/instructions.sh
+#   METRICS=1 PETS=1000 bench/instructions.sh   # also the pet store with metrics
 #
 # Unlike requests per second, an instruction count does not move with what
 # else the machine is doing, so it shows a change of a few percent that the
@@ -13,7 +14,9 @@
 # calls, about 40% of the CPU time of a request), not cache misses, and not
 # SHA-NI, which valgrind does not emulate (a key's SHA-256 costs more here).
 # So its ratio is a proxy for load.sh's, not the same figure; compare it
-# between two versions of the code.
+# between two versions of the code. METRICS=1 also counts the same binary with
+# --admin-addr (recording metrics) on a copy of the database, and prints its
+# count and how much it adds to the count without metrics.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +26,9 @@ CONNS=${CONNS:-32}
 PORT=${PORT:-18181}
 CEILING_PORT=${CEILING_PORT:-18199}
 HEADERS_PORT=${HEADERS_PORT:-18198}
+METRICS=${METRICS:-}
+METRICS_PORT=${METRICS_PORT:-18182}
+ADMIN_PORT=${ADMIN_PORT:-18183}
 
 . bench/lib.sh
 need valgrind valgrind
@@ -46,7 +52,7 @@ measure() {
   local vg=$!
   pids+=("$vg")
   wait_ready "$port" 12000 >/dev/null
-  if [ "$name" = petstore ]; then # reads are served from memory once the copy is made
+  if [ "$name" = petstore ] || [ "$name" = metrics ]; then # reads are served from memory once the copy is made
     for _ in $(seq 1 1200); do grep -q "pets copied into memory" "$work/$name.log" && break; sleep 0.5; done
     grep -q "pets copied into memory" "$work/$name.log" ||
       { echo "the pet store did not copy its pets into memory in 10 minutes" >&2; tail -n 20 "$work/$name.log" >&2; exit 1; }
@@ -87,6 +93,11 @@ measure() {
 measure ceiling "$CEILING_PORT" - "$work/ceiling" -addr "127.0.0.1:$CEILING_PORT"
 measure headers "$HEADERS_PORT" "$key" "$work/ceiling" -headers -addr "127.0.0.1:$HEADERS_PORT"
 measure petstore "$PORT" "$key" "$work/petstore" --addr "127.0.0.1:$PORT" --db "$db"
+if [ -n "$METRICS" ]; then
+  sqlite3 "$db" "VACUUM INTO '$db-metrics'"
+  measure metrics "$METRICS_PORT" "$key" "$work/petstore" --addr "127.0.0.1:$METRICS_PORT" \
+    --admin-addr "127.0.0.1:$ADMIN_PORT" --db "$db-metrics"
+fi
 
 # hdrs: the ceiling run with -headers (sending the pet store's headers).
 printf '%-8s %-12s %12s %12s %6s %12s %6s %7s\n' pets scenario instr/req ceiling ratio hdrs vs_hdrs non2xx
@@ -98,3 +109,12 @@ for scenario in "${scenarios[@]}"; do
     $2 == s && $1 == "petstore" { p = $3 / $4; bad = $5 + 0 }
     END { printf "%-8s %-12s %12.0f %12.0f %6.2f %12.0f %6.2f %7d\n", pets, s, p, c, c / p, h, h / p, bad }' "$work/counts"
 done
+if [ -n "$METRICS" ]; then
+  for scenario in "${scenarios[@]}"; do
+    name=${scenario%%:*}
+    awk -v s="$name" '
+      $2 == s && $1 == "petstore" { p = $3 / $4 }
+      $2 == s && $1 == "metrics"  { m = $3 / $4; bad = $5 + 0 }
+      END { printf "# %-12s with metrics: %.0f instructions a request, %+.1f%% against without (%d non-2xx)\n", s, m, (m / p - 1) * 100, bad }' "$work/counts"
+  done
+fi
