@@ -255,6 +255,16 @@ func (m *metrics) redisCall(operation string) callTimer {
 	return callTimer{m.redisCalls.WithLabelValues(operation)}
 }
 
+// redisHooks are what the Redis limiter tells the metrics: each run of its
+// script, timed, and when it falls back to limiting in process and back.
+// Without metrics, nothing.
+func (m *metrics) redisHooks() redisHooks {
+	if m == nil {
+		return redisHooks{}
+	}
+	return redisHooks{fallback: m.setRateLimitFallback, call: m.redisCall("limit_script").since}
+}
+
 // setRateLimitFallback sets petstore_ratelimit_fallback: on while Redis is
 // unreachable and limits are kept in process.
 func (m *metrics) setRateLimitFallback(on bool) {

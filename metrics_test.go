@@ -645,3 +645,43 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 		}
 	}
 }
+
+func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
+	proxy := startRedisProxy(t)
+	s := newTestServerWith(t, testOptions{redis: true})
+	m := newMetrics()
+	r := s.useRedisThrough(t, proxy.url, io.Discard, m.redisHooks())
+	s.handler = newServer(s.logger, m, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false)
+	key := s.mustCreateKey("pro")
+	fallback := func() float64 {
+		return scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()
+	}
+
+	for range 3 {
+		s.do("GET", "/v1/pets", key, "")
+	}
+	calls := scrape(t, m)["petstore_redis_call_duration_seconds"]
+	if calls == nil || labelsOf(calls.GetMetric()[0])["operation"] != "limit_script" ||
+		calls.GetMetric()[0].GetHistogram().GetSampleCount() < 3 {
+		t.Errorf("petstore_redis_call_duration_seconds after 3 requests through Redis: %v", calls)
+	}
+	if v := fallback(); v != 0 {
+		t.Errorf("petstore_ratelimit_fallback = %v while Redis answers, want 0", v)
+	}
+
+	proxy.set("refuse")
+	s.do("GET", "/v1/pets", key, "")
+	if v := fallback(); v != 1 {
+		t.Errorf("petstore_ratelimit_fallback = %v while Redis is away, want 1", v)
+	}
+	proxy.set("forward")
+	s.clock.advance(redisProbeEvery)
+	s.do("GET", "/v1/pets", key, "")
+	if v := fallback(); v != 0 {
+		t.Errorf("petstore_ratelimit_fallback = %v once Redis is back, want 0", v)
+	}
+	allowed := counterValues(t, scrape(t, m), "petstore_ratelimit_decisions_total", "decision")["allowed"]
+	if allowed != 5 {
+		t.Errorf("ratelimit_decisions_total{decision=\"allowed\"} = %v, want the 5 requests, through Redis or not", allowed)
+	}
+}

@@ -156,7 +156,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	if cfg.redis != "" {
 		shared, err := newRedisLimiter(ctx, redisConfig{
 			url: cfg.redis, prefix: redisPrefix(cfg.env, store), banAfter: cfg.banAfter, banFor: cfg.banFor,
-			now: now, usage: db.Usage, logger: logger,
+			now: now, usage: db.Usage, logger: logger, hooks: m.redisHooks(),
 		})
 		if err != nil {
 			return err
