@@ -97,6 +97,7 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 		if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
 			t.Fatal(err)
 		}
+		_, expired := s.mustCreateKeyExpiring(s.clock.now().Add(-time.Second))
 		if err := s.keys.refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -160,6 +161,8 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 			{"unknown key", "GET", "/v1/pets", "/v1/pets", bearer(newKey("production")), "", 3, 401},
 			{"revoked key", "GET", "/v1/pets/1", "/v1/pets/{petId}", bearer(revoked), "", 1, 401},
 			{"staging key", "GET", "/v1/pets", "/v1/pets", bearer(newKey("staging")), "", 1, 401},
+			{"expired key", "GET", "/v1/pets", "/v1/pets", bearer(expired), "", 2, 401},
+			{"own limits, spending nothing", "GET", "/v1/rate_limit", "/v1/rate_limit", bearer(pro), "", 2, 200},
 			{"document without a key", "GET", "/v1/openapi.yaml", "/v1/openapi.yaml", "", "", 1, 200},
 			{"health", "GET", "/healthz", "/healthz", "", "", 2, 200},
 			{"readiness", "GET", "/readyz", "/readyz", "", "", 1, 200},
@@ -168,14 +171,15 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 			// Then 429 rate_limited: the first refusal and banAfter (3) more
 			// during the wait; then 429 temporarily_banned.
 			{"over the limit", "GET", "/v1/pets", "/v1/pets", bearer(free), "", 10, 429},
+			{"own limits while banned", "GET", "/v1/rate_limit", "/v1/rate_limit", bearer(free), "", 1, 429},
 		}
 		for _, tt := range tests {
 			for range tt.times {
 				send(tt.method, tt.target, tt.route, tt.authorization, tt.body, tt.wantStatus)
 			}
 		}
-		if decisions["limited"] != 4 || decisions["banned"] != 6 {
-			t.Fatalf("the client saw %v limited and %v banned, want 4 and 6", decisions["limited"], decisions["banned"])
+		if decisions["limited"] != 4 || decisions["banned"] != 7 {
+			t.Fatalf("the client saw %v limited and %v banned, want 4 and 7", decisions["limited"], decisions["banned"])
 		}
 
 		families := scrape(t, m)
@@ -202,7 +206,7 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 		}
 
 		wantFailures := map[string]float64{
-			"missing": 3, "malformed": 2, "invalid": 3, "revoked": 1, "wrong_environment": 1, "expired": 0,
+			"missing": 3, "malformed": 2, "invalid": 3, "revoked": 1, "wrong_environment": 1, "expired": 2,
 		}
 		gotFailures := counterValues(t, families, "petstore_auth_failures_total", "reason")
 		if len(gotFailures) != len(wantFailures) {
