@@ -54,11 +54,16 @@ var cliBuild struct {
 }
 
 // petstoreBinary builds the binary the way a user does, on the first call,
-// and returns its path. It skips the test under -short.
+// and returns its path. It skips the test under -short, and under -race:
+// the binary is built without the race detector, so the race run would only
+// repeat what the plain go test already proves.
 func petstoreBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the petstore binary; skipped with -short")
+	}
+	if raceDetector {
+		t.Skip("drives the petstore binary, which is built without the race detector; run by the plain go test ./...")
 	}
 	b := &cliBuild
 	b.once.Do(func() {

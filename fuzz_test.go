@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -84,7 +85,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	}
 	return &fuzzServer{
 		handler: s.handler,
-		fromDB:  newServer(s.logger, nil, s.store, s.keys, s.limiter, newPetCache(s.store), s.idem, s.clock.now, false),
+		fromDB:  newServer(s.logger, nil, s.store, s.keys, s.limiter, newPetCache(s.store), s.idem, s.clock.now, false, new(atomic.Bool)),
 		pets:    s.pets,
 		clock:   s.clock,
 		log:     log,

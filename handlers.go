@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,7 +29,7 @@ const (
 
 // newServer assembles the whole HTTP surface. Read the middleware bottom-up
 // as the path a request takes.
-func newServer(logger *slog.Logger, m *metrics, store storage, keys *keyring, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool) http.Handler {
+func newServer(logger *slog.Logger, m *metrics, store storage, keys *keyring, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool, draining *atomic.Bool) http.Handler {
 	metered := func(h http.Handler) http.Handler {
 		h = limit(limiter, trustProxy, h)
 		h = authenticate(keys, h)
@@ -45,7 +46,7 @@ func newServer(logger *slog.Logger, m *metrics, store storage, keys *keyring, li
 	addRoutes(mux, needsKey, peeksKey, limiter, pets, idem, now)
 	mux.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
 	mux.Handle("GET /healthz", handleHealth())
-	mux.Handle("GET /readyz", handleReady(store))
+	mux.Handle("GET /readyz", handleReady(store, draining))
 	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
 	addDocsRoutes(mux)
@@ -334,9 +335,13 @@ func handleHealth() http.Handler {
 	})
 }
 
-func handleReady(store storage) http.Handler {
+func handleReady(store storage, draining *atomic.Bool) http.Handler {
 	body := []byte(`{"status":"ready"}` + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			writeError(w, r, errorf(codeUnavailable, "the server is shutting down"))
+			return
+		}
 		if err := store.Ping(r.Context()); err != nil {
 			requestLog(w).err = err
 			writeError(w, r, errorf(codeUnavailable, "the database does not answer"))

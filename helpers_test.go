@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -56,6 +57,8 @@ type testServer struct {
 	// redisPrefix is the test's own part of Redis, shared by the servers a
 	// test starts on it (otherServer) and no other test.
 	redisPrefix string
+	// draining is what a stop signal sets under --shutdown-delay.
+	draining *atomic.Bool
 }
 
 type testOptions struct {
@@ -150,7 +153,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	}
 	opts.metrics.countPets(pets.size)
 	s := &testServer{t: t, store: store, sqlite: sqlite, keys: keys, pets: pets, idem: newInflight(),
-		clock: clock, logger: opts.logger, dbPath: path, opts: opts}
+		clock: clock, logger: opts.logger, dbPath: path, opts: opts, draining: new(atomic.Bool)}
 	if opts.redis {
 		s.redisPrefix = testRedisPrefix(t)
 	}
@@ -168,7 +171,7 @@ func (s *testServer) restartLimiter() {
 	} else {
 		s.limiter = newLimiter(s.clock.now, s.opts.banAfter, s.opts.banFor, s.store.Usage)
 	}
-	s.handler = newServer(s.opts.logger, s.opts.metrics, s.store, s.keys, s.limiter, s.pets, s.idem, s.clock.now, s.opts.trustProxy)
+	s.handler = newServer(s.opts.logger, s.opts.metrics, s.store, s.keys, s.limiter, s.pets, s.idem, s.clock.now, s.opts.trustProxy, s.draining)
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -543,6 +544,24 @@ func TestDatabaseCallsAreTimedByOperation(t *testing.T) {
 	})
 }
 
+func TestReadinessWhileDrainingIsRefusedAndCounted(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{metrics: m})
+	key := s.mustCreateKey("pro")
+	s.draining.Store(true)
+
+	w := s.do("GET", "/readyz", "", "")
+	if w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), `"message":"the server is shutting down"`) {
+		t.Fatalf("/readyz while draining: %d %s", w.Code, w.Body)
+	}
+	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
+		t.Errorf("a list while draining: %d, want 200 (requests are still served)", w.Code)
+	}
+	if got := requestCounts(t, scrape(t, m))["GET /readyz 503"]; got != 1 {
+		t.Errorf("requests counted as GET /readyz 503: %d, want 1", got)
+	}
+}
+
 var _ storage = (*timedStorage)(nil)
 
 func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
@@ -655,7 +674,7 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	m := newMetrics()
 	r := s.useRedisThrough(t, proxy.url, io.Discard, m.redisHooks())
-	s.handler = newServer(s.logger, m, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false)
+	s.handler = newServer(s.logger, m, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false, new(atomic.Bool))
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()

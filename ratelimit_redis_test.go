@@ -364,7 +364,7 @@ func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writ
 	}
 	t.Cleanup(func() { r.close() })
 	s.limiter = r
-	s.handler = newServer(s.logger, nil, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false)
+	s.handler = newServer(s.logger, nil, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false, new(atomic.Bool))
 	return r
 }
 

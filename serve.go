@@ -166,7 +166,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	}
 	pets := newPetCache(db)
 	m.countPets(pets.size)
-	handler := newServer(logger, m, db, keys, limiter, pets, newInflight(), now, cfg.trustProxy)
+	var draining atomic.Bool // set after a stop signal when --shutdown-delay asks for a drain
+	handler := newServer(logger, m, db, keys, limiter, pets, newInflight(), now, cfg.trustProxy, &draining)
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -176,10 +177,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	// Only now that the port is ours: the bootstrap key is printed once.
 	if err := bootstrapKey(ctx, db, cfg, baseURL(ln.Addr()), stderr); err != nil {
 		return err
-	}
-	var draining atomic.Bool
-	if cfg.shutdownDelay > 0 {
-		handler = failReadyWhileDraining(&draining, handler)
 	}
 	servers := []*http.Server{{
 		Handler:           handler,
@@ -314,18 +311,6 @@ func redisPrefix(env string, store storage) string {
 		return fmt.Sprintf("petstore:%s:%x", env, uint32(pg.lockSpace))
 	}
 	return "petstore:" + env
-}
-
-// failReadyWhileDraining answers /readyz 503 once draining is set, and
-// passes everything else on.
-func failReadyWhileDraining(draining *atomic.Bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() && r.URL.Path == "/readyz" {
-			writeError(w, r, errorf(codeUnavailable, "the server is shutting down"))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // bootstrapKey makes a first Free key on a database without any, so that a

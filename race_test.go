@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceDetector: this test binary runs under the race detector.
+const raceDetector = true
