@@ -20,12 +20,19 @@ const maxKeyNameLen = 64
 // exists only here: the database keeps its hash.
 // A zero expires makes a key that never expires.
 func createKey(ctx context.Context, store storage, env, plan, name string, lim limits, expires time.Time) (apiKey, string, error) {
+	k, token := newAPIKey(env, plan, name, lim, expires)
+	k, err := store.CreateKey(ctx, k)
+	return k, token, err
+}
+
+// newAPIKey is a new key's token and the record of it that is stored: the
+// token's hash, never the token.
+func newAPIKey(env, plan, name string, lim limits, expires time.Time) (apiKey, string) {
 	token := newKey(env)
 	hash := hashKey(token)
-	k, err := store.CreateKey(ctx, apiKey{
+	return apiKey{
 		Hash: hash[:], Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Env: env, ExpiresAt: expires,
-	})
-	return k, token, err
+	}, token
 }
 
 // rollable refuses to roll a key that no longer works, or that was rolled

@@ -10,11 +10,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -612,6 +614,39 @@ func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
 
 // Databases made by the release before keys had a lifetime open, keep their
 // keys and usage, and gain the new fields.
+
+func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		const servers = 8
+		var created atomic.Int32
+		var wg sync.WaitGroup
+		for i := range servers {
+			wg.Go(func() {
+				k, _ := newAPIKey("production", "free", fmt.Sprintf("bootstrap-%d", i), plans["free"], time.Time{})
+				_, ok, err := s.store.CreateFirstKey(context.Background(), k)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					created.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		keys, err := s.store.Keys(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created.Load() != 1 || len(keys) != 1 {
+			t.Errorf("%d servers starting at once on an empty database: %d said they made the first key, %d keys stored; want 1 and 1",
+				servers, created.Load(), len(keys))
+		}
+		if _, ok, err := s.store.CreateFirstKey(context.Background(), apiKey{Hash: []byte("later"), Plan: "free", Env: "production"}); ok || err != nil {
+			t.Errorf("a first key on a database with a key: created %v, %v; want nothing made", ok, err)
+		}
+	})
+}
 
 func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 	path := t.TempDir() + "/old.db"

@@ -317,13 +317,13 @@ func redisPrefix(env string, store storage) string {
 // new user can call the API at once. It is the only key the server ever
 // prints.
 func bootstrapKey(ctx context.Context, store storage, cfg serveConfig, url string, stderr io.Writer) error {
-	existing, err := store.Keys(ctx)
-	if err != nil || len(existing) > 0 {
-		return err
-	}
-	key, token, err := createKey(ctx, store, cfg.env, "free", "bootstrap", plans["free"], time.Time{})
+	key, token := newAPIKey(cfg.env, "free", "bootstrap", plans["free"], time.Time{})
+	key, created, err := store.CreateFirstKey(ctx, key)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
+	}
+	if !created {
+		return nil
 	}
 	fmt.Fprintf(stderr, `
 No API keys yet in %s, so here is one (key %d, "bootstrap", Free plan).

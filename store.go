@@ -53,6 +53,11 @@ type storage interface {
 	// CreateKey stores k (its Hash set, its ExpiresAt when it has one)
 	// and returns it with its id.
 	CreateKey(ctx context.Context, k apiKey) (apiKey, error)
+	// CreateFirstKey stores k as CreateKey does, but only when the store
+	// holds no key at all, as one change: servers that start at once on an
+	// empty database make one first key between them. created is false,
+	// and nothing is stored, when a key exists.
+	CreateFirstKey(ctx context.Context, k apiKey) (_ apiKey, created bool, err error)
 	RevokeKey(ctx context.Context, id int64) error
 	// RollKey replaces key id by a new key with hash, as one change: the
 	// new key has the old one's name, plan, figures, environment, expiry
@@ -696,6 +701,31 @@ func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
 	})
 	return k, err
 }
+
+// CreateFirstKey stores k when no key exists; see storage. The write
+// transaction is the only writer of the file, so the check and the insert
+// see no other change between them.
+func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, error) {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return errKeysExist
+		}
+		var err error
+		k, err = insertKey(ctx, tx, k, s.now())
+		return err
+	})
+	if errors.Is(err, errKeysExist) {
+		return apiKey{}, false, nil
+	}
+	return k, err == nil, err
+}
+
+// errKeysExist rolls back CreateFirstKey's transaction when a key exists.
+var errKeysExist = errors.New("a key exists")
 
 func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)

@@ -383,6 +383,31 @@ func (s *pgStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
 	return k, err
 }
 
+// CreateFirstKey stores k when no key exists; see storage. The table lock
+// (which reads do not wait for) makes a second server's check wait until
+// the first one's key is committed.
+func (s *pgStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, error) {
+	err := s.keysTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `LOCK TABLE api_keys IN EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return errKeysExist
+		}
+		var err error
+		k, err = pgInsertKey(ctx, tx, k, s.now())
+		return err
+	})
+	if errors.Is(err, errKeysExist) {
+		return apiKey{}, false, nil
+	}
+	return k, err == nil, err
+}
+
 func pgInsertKey(ctx context.Context, tx pgx.Tx, k apiKey, now time.Time) (apiKey, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)
 	err := tx.QueryRow(ctx,

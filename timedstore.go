@@ -12,10 +12,11 @@ import (
 type timedStorage struct {
 	s storage
 
-	createPets, getPet, listPets, scanPets                                   callTimer
-	idempotencyRecord, pruneIdempotency                                      callTimer
-	createKey, revokeKey, rollKey, keys, keyByHash, keysVersion, setLastUsed callTimer
-	usage, addUsage, ping                                                    callTimer
+	createPets, getPet, listPets, scanPets                         callTimer
+	idempotencyRecord, pruneIdempotency                            callTimer
+	createKey, createFirstKey, revokeKey, rollKey, keys, keyByHash callTimer
+	keysVersion, setLastUsed                                       callTimer
+	usage, addUsage, ping                                          callTimer
 }
 
 // timeStorage returns s timed into m, or s itself without metrics.
@@ -32,6 +33,7 @@ func timeStorage(s storage, m *metrics) storage {
 		idempotencyRecord: m.databaseCall("IdempotencyRecord"),
 		pruneIdempotency:  m.databaseCall("PruneIdempotency"),
 		createKey:         m.databaseCall("CreateKey"),
+		createFirstKey:    m.databaseCall("CreateFirstKey"),
 		revokeKey:         m.databaseCall("RevokeKey"),
 		rollKey:           m.databaseCall("RollKey"),
 		keys:              m.databaseCall("Keys"),
@@ -77,6 +79,11 @@ func (t *timedStorage) PruneIdempotency(ctx context.Context, cutoff time.Time) (
 func (t *timedStorage) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
 	defer t.createKey.since(time.Now())
 	return t.s.CreateKey(ctx, k)
+}
+
+func (t *timedStorage) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, error) {
+	defer t.createFirstKey.since(time.Now())
+	return t.s.CreateFirstKey(ctx, k)
 }
 
 func (t *timedStorage) RevokeKey(ctx context.Context, id int64) error {
