@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -39,9 +37,7 @@ type petCache struct {
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
 
-	queueMu sync.Mutex
-	queue   []*createCall // creates waiting for the next commit
-	writing bool          // a caller is committing; the others queue
+	commits batcher[petInsert] // concurrent creates share commits
 
 	loaded atomic.Bool // the copy is complete: reads use it
 
@@ -126,7 +122,9 @@ func (ch *petChunk) set(i int, id, category int64) {
 
 func newPetCache(store storage) *petCache {
 	_, onFile := engine(store).(*sqliteStore)
-	return &petCache{store: store, shared: !onFile}
+	c := &petCache{store: store, shared: !onFile}
+	c.commits = batcher[petInsert]{max: maxBatch, run: c.write}
+	return c
 }
 
 // page is one encoded page of listPets; next is the id its Link rel="next"
@@ -410,81 +408,34 @@ func (c *petCache) tail(ctx context.Context) error {
 
 // create stores p (with rec, when the request had an Idempotency-Key) and
 // puts it in the copy before returning, so the 201 that follows is never
-// ahead of a list.
-//
-// Concurrent creates share commits: the first caller to find no commit
-// running becomes the writer and stores everything queued meanwhile in one
-// transaction, then hands the writer's role to a caller still queued.
+// ahead of a list. Concurrent creates share commits (group commit).
 func (c *petCache) create(ctx context.Context, p Pet, rec *idempotencyRecord) (Pet, error) {
-	call := &createCall{insert: petInsert{Pet: p, Idem: rec}, wake: make(chan bool, 1)}
-	c.queueMu.Lock()
-	c.queue = append(c.queue, call)
-	lead := !c.writing
-	c.writing = true
-	c.queueMu.Unlock()
-	if lead || <-call.wake {
-		// Let the goroutines that are ready to run (requests already read)
-		// reach the queue first, so that they share this commit. Without
-		// this, on one CPU every batch would hold a single pet.
-		runtime.Gosched()
-		c.writeQueued(context.WithoutCancel(ctx))
+	insert, err := c.commits.do(context.WithoutCancel(ctx), petInsert{Pet: p, Idem: rec})
+	if err != nil {
+		return insert.Pet, err
 	}
-	return call.insert.Pet, call.insert.Err
-}
-
-// createCall is one create waiting for a commit.
-type createCall struct {
-	insert petInsert
-	wake   chan bool // false: stored (or failed); true: be the writer
+	return insert.Pet, insert.Err
 }
 
 // maxBatch bounds one commit, so that no create waits behind too many.
 const maxBatch = 256
 
-// writeQueued stores the queued creates in one transaction, wakes their
-// callers, and passes the writer's role on when more are queued.
-func (c *petCache) writeQueued(ctx context.Context) {
-	c.queueMu.Lock()
-	n := min(len(c.queue), maxBatch)
-	calls := slices.Clone(c.queue[:n])
-	c.queue = slices.Delete(c.queue, 0, n)
-	c.queueMu.Unlock()
-
-	batch := make([]petInsert, len(calls))
-	for i, call := range calls {
-		batch[i] = call.insert
-	}
-	err := errors.New("the write was interrupted") // until CreatePets returns
-	// Whatever happens below, even a panic, the callers are woken and the
-	// writer's role is passed on: no create waits forever.
-	defer func() {
-		for i, call := range calls {
-			call.insert = batch[i]
-			if err != nil {
-				call.insert.Err = err
-			}
-			call.wake <- false
-		}
-		c.queueMu.Lock()
-		if len(c.queue) == 0 {
-			c.writing = false
-		} else {
-			c.queue[0].wake <- true
-		}
-		c.queueMu.Unlock()
-	}()
-
+// write stores a batch of creates in one transaction and adds them to the
+// copy.
+func (c *petCache) write(ctx context.Context, batch []petInsert) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	err = c.store.CreatePets(ctx, batch)
-	if err == nil && c.shared {
+	if err := c.store.CreatePets(ctx, batch); err != nil {
+		return err
+	}
+	if c.shared {
 		// Other servers' pets may come before this batch's: take them all
 		// in order. A failed tail costs only speed: reads past the prefix
 		// go to the database.
 		c.tail(ctx)
-		return
+		return nil
 	}
-	if err == nil && c.loaded.Load() {
+	if c.loaded.Load() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for i := range batch {
@@ -494,4 +445,5 @@ func (c *petCache) writeQueued(ctx context.Context) {
 			}
 		}
 	}
+	return nil
 }

@@ -173,7 +173,8 @@ type redisHooks struct {
 	// fallback is told true when Redis stops answering and this server
 	// limits on its own, and false when Redis answers again.
 	fallback func(active bool)
-	// call is told when each run of the script began, once it has ended.
+	// call is told when each round trip of script runs began, once it has
+	// ended.
 	call func(start time.Time)
 }
 
@@ -221,6 +222,8 @@ type redisLimiter struct {
 
 	policyMu sync.RWMutex
 	policies map[limits]string
+
+	scripts batcher[scriptRun] // concurrent requests share a round trip
 }
 
 // keyDay names one API key's count of one UTC day.
@@ -275,6 +278,7 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 		policies:    make(map[limits]string),
 	}
 	r.fallback = newLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
+	r.scripts = batcher[scriptRun]{max: maxPipeline, run: r.runScripts}
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		r.failed(err)
 	}
@@ -348,32 +352,97 @@ func (r *redisLimiter) decide(ctx context.Context, id callerID, lim limits, cost
 	return r.standing(a, shared, cost == 0), nil
 }
 
-// run runs the script once.
+// run runs the script once for one caller. Runs of concurrent requests
+// share a round trip: they go to Redis together in one pipeline.
 func (r *redisLimiter) run(ctx context.Context, key string, id callerID, lim limits, cost int, seed, floor, floorDay int64) (scriptAnswer, error) {
+	run, err := r.scripts.do(context.WithoutCancel(ctx), r.scriptRun(key, id, lim, cost, seed, floor, floorDay))
+	if err != nil {
+		return scriptAnswer{}, err
+	}
+	return run.answer, run.err
+}
+
+// scriptRun is a run of limitScript with its arguments (see limitScript).
+func (r *redisLimiter) scriptRun(key string, id callerID, lim limits, cost int, seed, floor, floorDay int64) scriptRun {
 	var nowMs int64
 	if r.scriptNow != nil {
 		nowMs = r.scriptNow().UnixMilli()
 	}
-	durable := 0
+	durable := int64(0)
 	if id.keyID != 0 {
 		durable = 1
 	}
+	return scriptRun{key: key, args: []any{
+		nowMs, lim.PerMinute, lim.PerDay, cost, r.banAfter, r.banFor.Milliseconds(), durable, seed, floor, floorDay}}
+}
+
+// scriptRun is one run of limitScript in a pipeline, with its answer.
+type scriptRun struct {
+	key    string
+	args   []any
+	answer scriptAnswer
+	err    error
+}
+
+// maxPipeline bounds the script runs sent in one round trip.
+const maxPipeline = 128
+
+// runScripts sends a batch of script runs in one round trip. A Redis that
+// lost the script (restarted, flushed) is sent its text with the runs that
+// it refused, in a second one.
+func (r *redisLimiter) runScripts(ctx context.Context, batch []scriptRun) error {
+	cmds := make([]*redis.Cmd, len(batch))
+	if len(batch) == 1 {
+		// Alone, as a plain command: a pipeline would try a refused
+		// connection twice, which the probe of a Redis that is away must not.
+		var start time.Time
+		if r.hooks.call != nil {
+			start = time.Now()
+		}
+		cmds[0] = limitScript.Run(ctx, r.client, []string{batch[0].key}, batch[0].args...)
+		if r.hooks.call != nil {
+			r.hooks.call(start)
+		}
+	} else {
+		r.pipeline(ctx, batch, cmds, func(i int) bool { return true }, limitScript.EvalSha)
+		r.pipeline(ctx, batch, cmds, func(i int) bool { return redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, limitScript.Eval)
+	}
+	for i, cmd := range cmds {
+		v, err := cmd.Int64Slice()
+		if err == nil && len(v) != 6 {
+			err = fmt.Errorf("rate-limit script returned %d numbers, want 6", len(v))
+		}
+		if err != nil {
+			batch[i].err = err
+			continue
+		}
+		batch[i].answer = scriptAnswer{v[0], v[1], v[2], v[3], v[4], v[5]}
+	}
+	return nil
+}
+
+// pipeline sends, in one round trip, the runs of batch that send picks,
+// with eval (EvalSha or Eval), into their places in cmds.
+func (r *redisLimiter) pipeline(ctx context.Context, batch []scriptRun, cmds []*redis.Cmd, send func(i int) bool,
+	eval func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd) {
 	var start time.Time
 	if r.hooks.call != nil {
 		start = time.Now()
 	}
-	v, err := limitScript.Run(ctx, r.client, []string{key},
-		nowMs, lim.PerMinute, lim.PerDay, cost, r.banAfter, r.banFor.Milliseconds(), durable, seed, floor, floorDay).Int64Slice()
-	if err == nil && len(v) != 6 {
-		err = fmt.Errorf("rate-limit script returned %d numbers, want 6", len(v))
-	}
-	if r.hooks.call != nil {
+	sent := 0
+	// The error of each run is on its command.
+	_, _ = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range batch {
+			if send(i) {
+				cmds[i] = eval(ctx, p, []string{batch[i].key}, batch[i].args...)
+				sent++
+			}
+		}
+		return nil
+	})
+	if sent > 0 && r.hooks.call != nil {
 		r.hooks.call(start)
 	}
-	if err != nil {
-		return scriptAnswer{}, err
-	}
-	return scriptAnswer{v[0], v[1], v[2], v[3], v[4], v[5]}, nil
 }
 
 // standing turns the script's answer into what the in-process limiter

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -90,6 +92,53 @@ func (s *testServer) otherServer() *testServer {
 	other := *s
 	other.restartLimiter()
 	return &other
+}
+
+func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
+	s := newTestServerWith(t, testOptions{redis: true})
+	var events fallbackEvents
+	r := s.useRedisThrough(t, testRedisURL(t), io.Discard, events.hooks())
+	lim := limits{PerMinute: 60, PerDay: 1000}
+	batch := make([]scriptRun, 3)
+	for i := range batch {
+		id := callerID{addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		batch[i] = r.scriptRun(r.key(id), id, lim, 1, -1, -1, 0)
+	}
+	batch = append(batch, batch[0]) // the same caller twice: counted twice, in order
+
+	for _, tc := range []struct {
+		name   string
+		flush  bool
+		counts []int64 // each run's count of the day, after it
+		trips  int64
+	}{
+		{"script cached", false, []int64{1, 1, 1, 2}, 1},
+		{"script flushed: the refused runs go again with its text", true, []int64{3, 2, 2, 4}, 2},
+	} {
+		if tc.flush {
+			if err := r.client.ScriptFlush(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runs := slices.Clone(batch)
+		before := events.calls.Load()
+		if err := r.runScripts(context.Background(), runs); err != nil {
+			t.Fatal(err)
+		}
+		counts := make([]int64, len(runs))
+		for i, run := range runs {
+			if run.err != nil || run.answer.status != scriptAllowed {
+				t.Fatalf("%s: run %d: %+v, %v; want allowed", tc.name, i, run.answer, run.err)
+			}
+			counts[i] = run.answer.count
+		}
+		if !slices.Equal(counts, tc.counts) {
+			t.Errorf("%s: counts %v, want %v", tc.name, counts, tc.counts)
+		}
+		if trips := events.calls.Load() - before; trips != tc.trips {
+			t.Errorf("%s: %d round trips for a batch of %d, want %d", tc.name, trips, len(runs), tc.trips)
+		}
+	}
 }
 
 func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
