@@ -1,0 +1,721 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/bits"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteStore keeps pets, API keys, daily usage and idempotency records in one
+// SQLite file. SQLite has one writer at a time, so writes go through a pool
+// of one connection and never wait on each other for the lock; reads use a
+// pool of their own, which WAL lets run beside the writer.
+type sqliteStore struct {
+	write *sql.DB
+	read  *sql.DB
+	now   func() time.Time
+
+	// insertPets[k] inserts 1<<k pets in one statement.
+	insertPets                     [insertPetsSizes]*sql.Stmt
+	insertIdempotency              *sql.Stmt
+	getPet, listPets, listByStatus *sql.Stmt
+	keyByHash, keysVersion         *sql.Stmt
+
+	commits atomic.Int64 // write transactions committed, for checkpointPolicy
+}
+
+// insertPetsSizes: statements for 1, 2, 4 ... 256 pets. A batch of creates
+// is stored with a few of them: a statement per pet costs more in
+// database/sql and SQLite's AUTOINCREMENT bookkeeping than its row.
+const insertPetsSizes = 9
+
+// errNoDatabase: a command that must not create a database (keys list,
+// backup) found no file.
+var errNoDatabase = errors.New("no such database file")
+
+// migrations are applied in order; PRAGMA user_version counts those done.
+// Append only: never edit one that has shipped.
+var migrations = []string{
+	`CREATE TABLE pets (
+		id          INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: ids are never reused
+		name        TEXT    NOT NULL,
+		category_id INTEGER NOT NULL,
+		status      TEXT    -- NULL when the client gave none
+	);
+	CREATE INDEX pets_status_id ON pets (status, id);
+	CREATE TABLE api_keys (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		hash       BLOB    NOT NULL UNIQUE, -- SHA-256 of the key; the key itself is never stored
+		name       TEXT    NOT NULL,
+		plan       TEXT    NOT NULL,
+		rpm        INTEGER NOT NULL,
+		rpd        INTEGER NOT NULL,
+		env        TEXT    NOT NULL,
+		created_at INTEGER NOT NULL,
+		revoked_at INTEGER
+	);
+	-- keys_version grows on every key change, so a server notices a revocation
+	-- by reading one row instead of every key.
+	CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+	INSERT INTO meta (name, value) VALUES ('keys_version', 0);
+	CREATE TABLE usage (
+		key_id INTEGER NOT NULL,
+		day    TEXT    NOT NULL, -- UTC date, YYYY-MM-DD
+		count  INTEGER NOT NULL,
+		PRIMARY KEY (key_id, day)
+	) WITHOUT ROWID;
+	CREATE TABLE idempotency (
+		key_id       INTEGER NOT NULL,
+		idem_key     TEXT    NOT NULL,
+		request_hash BLOB    NOT NULL,
+		pet_id       INTEGER NOT NULL,
+		created_at   INTEGER NOT NULL,
+		PRIMARY KEY (key_id, idem_key)
+	) WITHOUT ROWID;
+	CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
+	// Keys over their lifetime: an expiry, the key whose rate-limit budget
+	// a key spends (NULL: its own; a roll's new key spends the old one's),
+	// the key it was rolled to, and the minute it was last used in.
+	`ALTER TABLE api_keys ADD COLUMN expires_at   INTEGER; -- NULL: never
+	ALTER TABLE api_keys ADD COLUMN budget_id    INTEGER; -- NULL: its own id
+	ALTER TABLE api_keys ADD COLUMN rolled_to    INTEGER;
+	ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER; -- the start of a minute`,
+}
+
+// openSQLite opens (creating when create is set) the database at path and
+// brings its schema up to date. A missing directory is an error, not made.
+func openSQLite(ctx context.Context, path string, create bool, now func() time.Time) (*sqliteStore, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("open database %s: directory %s does not exist", path, dir)
+		}
+	}
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("open database %s: %w", path, errNoDatabase)
+		}
+	}
+	// Pragmas go in the DSN so that every pooled connection gets them.
+	// synchronous=NORMAL in WAL mode: a commit is in the WAL file (the OS's
+	// page cache) before it returns, so it survives the process being killed;
+	// only a power cut can lose the last few commits. See README "Durability".
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
+	// The writer never checkpoints the WAL itself: a checkpoint in a
+	// commit would stall every create waiting on that commit (see
+	// Checkpoint). When the WAL starts over, a file grown past
+	// walSizeLimit is cut back to it.
+	write, err := sql.Open("sqlite", dsn+q.Encode()+
+		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	q.Add("_pragma", "query_only(1)")
+	read, err := sql.Open("sqlite", dsn+q.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
+
+	s := &sqliteStore{write: write, read: read, now: now}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *sqliteStore) migrate(ctx context.Context) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *sqliteStore) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		db   *sql.DB
+		stmt **sql.Stmt
+		sql  string
+	}{
+		// An expired record not yet pruned is replaced; a live one stays.
+		{s.write, &s.insertIdempotency, `INSERT INTO idempotency (key_id, idem_key, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (key_id, idem_key) DO UPDATE SET request_hash = excluded.request_hash, pet_id = excluded.pet_id, created_at = excluded.created_at
+			WHERE idempotency.created_at < ?`},
+		{s.read, &s.getPet, `SELECT id, name, category_id, status FROM pets WHERE id = ?`},
+		{s.read, &s.listPets, `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?`},
+		{s.read, &s.listByStatus, `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?`},
+		{s.read, &s.keyByHash, `SELECT ` + keyColumns + ` FROM api_keys WHERE hash = ?`},
+		{s.read, &s.keysVersion, `SELECT value FROM meta WHERE name = 'keys_version'`},
+	} {
+		stmt, err := p.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.stmt = stmt
+	}
+	for k := range s.insertPets {
+		query := `INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)` + strings.Repeat(`, (?, ?, ?)`, 1<<k-1)
+		stmt, err := s.write.PrepareContext(ctx, query)
+		if err != nil {
+			return fmt.Errorf("prepare an insert of %d pets: %w", 1<<k, err)
+		}
+		s.insertPets[k] = stmt
+	}
+	return nil
+}
+
+// When to checkpoint. A checkpoint stalls creates for some milliseconds
+// even when made beside them (see Checkpoint), so it waits for a pause in
+// the writes: a look finds no commit since the one before. Under writes
+// that never pause it comes once the WAL holds checkpointAfterCommits
+// commits (3 to 6 pages of 4 KiB each: the pages a commit changed, so 100
+// to 200 MiB; at the most creates one core stores, 7 or 8 seconds of them),
+// and any write is checkpointed within checkpointAtLeastEvery. A WAL file
+// grown past walSizeLimit is cut back to it when it starts over.
+const (
+	checkpointLookEvery    = 250 * time.Millisecond
+	checkpointAfterCommits = 8192
+	checkpointAtLeastEvery = time.Minute
+	walSizeLimit           = 64 << 20
+)
+
+// checkpointPolicy decides, at each look, whether to checkpoint.
+type checkpointPolicy struct {
+	seen   int64     // commits counted at the last look
+	done   int64     // commits counted before the last checkpoint
+	doneAt time.Time // when it was made
+}
+
+func (p *checkpointPolicy) due(now time.Time, commits int64) bool {
+	paused := commits == p.seen
+	p.seen = commits
+	waiting := commits - p.done
+	return waiting > 0 && (paused || waiting >= checkpointAfterCommits || now.Sub(p.doneAt) >= checkpointAtLeastEvery)
+}
+
+// checkpointIfDue checkpoints when policy says it is time.
+func (s *sqliteStore) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
+	commits := s.commits.Load()
+	if !policy.due(now, commits) {
+		return nil
+	}
+	copied, err := s.Checkpoint(ctx)
+	if err != nil {
+		return err
+	}
+	if copied.complete {
+		policy.done, policy.doneAt = commits, now
+	}
+	return nil
+}
+
+// Checkpoint copies the commits in the WAL into the database file, so that
+// the next write starts the WAL over and it stays small. It copies in two
+// steps, so that writes wait only for the second, short one: first on a
+// reader, beside the writes (a passive checkpoint), then on the write
+// connection, which no write can use meanwhile, the few commits made during
+// the first. Only a WAL copied to its end is started over, and under a
+// steady stream of creates a checkpoint beside them never reaches it.
+//
+// A reader of another process (a backup) can hold the copy back; the
+// checkpoint is then not complete, and the WAL is not started over.
+func (s *sqliteStore) Checkpoint(ctx context.Context) (checkpoint, error) {
+	var c checkpoint
+	for _, db := range []*sql.DB{s.read, s.write} {
+		var busy, copied int
+		err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &c.frames, &copied)
+		if err != nil {
+			return checkpoint{}, storeError(err)
+		}
+		c.complete = busy == 0 && copied == c.frames
+	}
+	return c, nil
+}
+
+// checkpoint is what a Checkpoint found: the frames (pages) the WAL held,
+// and whether all are now in the database file.
+type checkpoint struct {
+	frames   int
+	complete bool
+}
+
+// commit commits a write transaction and counts it.
+func (s *sqliteStore) commit(tx *sql.Tx) error {
+	if err := tx.Commit(); err != nil {
+		return storeError(err)
+	}
+	s.commits.Add(1)
+	return nil
+}
+
+// Close closes the database; the WAL is checkpointed when the last
+// connection goes.
+func (s *sqliteStore) Close() error {
+	for _, stmt := range append(s.insertPets[:], s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion) {
+		if stmt != nil {
+			stmt.Close()
+		}
+	}
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Ping tells whether the database answers a query.
+func (s *sqliteStore) Ping(ctx context.Context) error {
+	var one int
+	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+}
+
+// Backup writes a consistent copy of the live database to out, which must
+// not exist yet. It runs on the write connection (VACUUM INTO writes a
+// file), which in the backup command's own process is otherwise idle; WAL
+// lets it read a snapshot while a server keeps writing.
+func (s *sqliteStore) Backup(ctx context.Context, out string) error {
+	if _, err := os.Stat(out); err == nil {
+		return fmt.Errorf("backup: %s already exists", out)
+	}
+	if _, err := s.write.ExecContext(ctx, "VACUUM INTO ?", out); err != nil {
+		return fmt.Errorf("backup to %s: %w", out, err)
+	}
+	return nil
+}
+
+// CreatePet stores a new pet and returns it with its id.
+func (s *sqliteStore) CreatePet(ctx context.Context, p Pet) (Pet, error) {
+	batch := []petInsert{{Pet: p}}
+	if err := s.CreatePets(ctx, batch); err != nil {
+		return Pet{}, err
+	}
+	return batch[0].Pet, batch[0].Err
+}
+
+// CreatePets stores a batch of pets in one transaction: one commit, one
+// write of each changed page, however many pets. A pet and its idempotency
+// record are stored together or not at all. An error returned means none
+// was stored; otherwise each insert has its id or its own Err.
+func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	insertIdempotency := tx.StmtContext(ctx, s.insertIdempotency)
+	now := s.now()
+	for i := 0; i < len(batch); {
+		if batch[i].Idem == nil {
+			// Pets without an Idempotency-Key, as many as one statement
+			// of the sizes at hand takes.
+			plain := 1
+			for i+plain < len(batch) && batch[i+plain].Idem == nil {
+				plain++
+			}
+			k := min(bits.Len(uint(plain))-1, insertPetsSizes-1)
+			if err := s.insertPetRows(ctx, tx, k, batch[i:i+1<<k]); err != nil {
+				return err
+			}
+			i += 1 << k
+			continue
+		}
+		in := &batch[i]
+		i++
+		if err := s.insertPetRows(ctx, tx, 0, batch[i-1:i]); err != nil {
+			return err
+		}
+		res, err := insertIdempotency.ExecContext(ctx,
+			in.Idem.KeyID, in.Idem.Key, in.Idem.RequestHash, in.Pet.ID, now.Unix(), now.Add(-idempotencyTTL).Unix())
+		if err != nil {
+			return storeError(err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			// Another process holds this Idempotency-Key: take the pet back.
+			if _, err := tx.ExecContext(ctx, `DELETE FROM pets WHERE id = ?`, in.Pet.ID); err != nil {
+				return storeError(err)
+			}
+			in.Err = errIdempotencyTaken
+		}
+	}
+	return s.commit(tx)
+}
+
+// insertPetRows inserts the 1<<k pets of rows with insertPets[k] and sets
+// their ids.
+func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []petInsert) error {
+	args := make([]any, 0, 3*len(rows))
+	for i := range rows {
+		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullString(rows[i].Pet.Status))
+	}
+	res, err := tx.StmtContext(ctx, s.insertPets[k]).ExecContext(ctx, args...)
+	if err != nil {
+		// After a failed statement SQLite may have rolled the whole
+		// transaction back (a full disk, say): give up on the batch.
+		return storeError(err)
+	}
+	last, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	// AUTOINCREMENT numbers the rows of one INSERT one after another, in
+	// the order of its VALUES.
+	for i := range rows {
+		rows[i].Pet.ID = last - int64(len(rows)-1-i)
+	}
+	return nil
+}
+
+// IdempotencyRecord returns the record for an API key's Idempotency-Key made
+// at or after since, or ok=false when there is none.
+func (s *sqliteStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
+	var created int64
+	err = s.read.QueryRowContext(ctx,
+		`SELECT request_hash, pet_id, created_at FROM idempotency WHERE key_id = ? AND idem_key = ? AND created_at >= ?`,
+		keyID, key, since.Unix()).Scan(&rec.RequestHash, &rec.PetID, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, false, nil
+	}
+	if err != nil {
+		return rec, false, storeError(err)
+	}
+	rec.KeyID, rec.Key, rec.CreatedAt = keyID, key, time.Unix(created, 0)
+	return rec, true, nil
+}
+
+// PruneIdempotency deletes records made before cutoff.
+func (s *sqliteStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
+	if err != nil {
+		return 0, storeError(err)
+	}
+	s.commits.Add(1)
+	return res.RowsAffected()
+}
+
+// GetPet returns the pet with the given id, or a not_found Error.
+func (s *sqliteStore) GetPet(ctx context.Context, id int64) (Pet, error) {
+	var p Pet
+	var status sql.NullString
+	err := s.getPet.QueryRowContext(ctx, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Pet{}, errorf(codeNotFound, "no pet has id %d", id)
+	}
+	if err != nil {
+		return Pet{}, storeError(err)
+	}
+	p.Status = status.String
+	return p, nil
+}
+
+// ListPets returns up to limit pets with ids above after, in ascending id
+// order, only those with the given status when it is not empty.
+func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
+	var rows *sql.Rows
+	var err error
+	if status == "" {
+		rows, err = s.listPets.QueryContext(ctx, after, limit)
+	} else {
+		rows, err = s.listByStatus.QueryContext(ctx, status, after, limit)
+	}
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer rows.Close()
+	pets := make([]Pet, 0, limit)
+	for rows.Next() {
+		var p Pet
+		var st sql.NullString
+		if err := rows.Scan(&p.ID, &p.Name, &p.CategoryID, &st); err != nil {
+			return nil, storeError(err)
+		}
+		p.Status = st.String
+		pets = append(pets, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, storeError(err)
+	}
+	return pets, nil
+}
+
+// ScanPets calls fn for up to limit pets with ids above after, in id order,
+// and returns how many it saw. The name and status bytes are valid only
+// during the call: loading a million pets this way makes no garbage.
+func (s *sqliteStore) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
+	rows, err := s.listPets.QueryContext(ctx, after, limit)
+	if err != nil {
+		return 0, storeError(err)
+	}
+	defer rows.Close()
+	n := 0
+	var id, categoryID int64
+	var name, status sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&id, &name, &categoryID, &status); err != nil {
+			return n, storeError(err)
+		}
+		fn(id, name, categoryID, status)
+		n++
+	}
+	return n, storeError(rows.Err())
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// storeError turns the SQLite failures that mean "the disk is not there for
+// us right now" into an unavailable Error, which clients may retry. Others
+// are returned as they are and answered as 500.
+func storeError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PERM:
+			return errUnavailable(err)
+		}
+	}
+	return err
+}
+
+// CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
+// them) and returns it with its id.
+func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		k, err = insertKey(ctx, tx, k, s.now())
+		return err
+	})
+	return k, err
+}
+
+// CreateFirstKey stores k when no key exists; see storage. The write
+// transaction is the only writer of the file, so the check and the insert
+// see no other change between them.
+func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, error) {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return errKeysExist
+		}
+		var err error
+		k, err = insertKey(ctx, tx, k, s.now())
+		return err
+	})
+	if errors.Is(err, errKeysExist) {
+		return apiKey{}, false, nil
+	}
+	return k, err == nil, err
+}
+
+// errKeysExist rolls back CreateFirstKey's transaction when a key exists.
+var errKeysExist = errors.New("a key exists")
+
+func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey, error) {
+	k.CreatedAt = now.UTC().Truncate(time.Second)
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
+	if err != nil {
+		return k, err
+	}
+	if k.ID, err = res.LastInsertId(); err != nil {
+		return k, err
+	}
+	if k.BudgetID == 0 {
+		k.BudgetID = k.ID
+	}
+	return k, nil
+}
+
+// RollKey replaces key id by a new key with hash; see storage.
+func (s *sqliteStore) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error) {
+	now := s.now()
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		old, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errorf(codeNotFound, "no API key has id %d", id)
+		}
+		if err != nil {
+			return err
+		}
+		if err := rollable(old, now); err != nil {
+			return err
+		}
+		if rolled, err = insertKey(ctx, tx, successor(old, hash), now); err != nil {
+			return err
+		}
+		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
+		_, err = tx.ExecContext(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID)
+		return err
+	})
+	return old, rolled, err
+}
+
+// RevokeKey marks key id revoked. Revoking a revoked key changes nothing.
+func (s *sqliteStore) RevokeKey(ctx context.Context, id int64) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, s.now().Unix(), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return errorf(codeNotFound, "no API key has id %d", id)
+		}
+		return nil
+	})
+}
+
+// writeTx runs fn in a write transaction that also bumps keys_version, so
+// that running servers reload their keys.
+func (s *sqliteStore) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`)
+		return err
+	})
+}
+
+// inTx runs fn in a write transaction and commits it when fn succeeds.
+func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return storeError(err)
+	}
+	return s.commit(tx)
+}
+
+// Keys returns every key, revoked ones too, oldest first.
+func (s *sqliteStore) Keys(ctx context.Context) ([]apiKey, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer rows.Close()
+	var keys []apiKey
+	for rows.Next() {
+		k, err := scanKey(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
+
+// KeyByHash returns the key with the given hash, or ok=false.
+func (s *sqliteStore) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
+	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return apiKey{}, false, nil
+	}
+	if err != nil {
+		return apiKey{}, false, storeError(err)
+	}
+	return k, true, nil
+}
+
+// KeysVersion changes whenever a key is created or revoked.
+func (s *sqliteStore) KeysVersion(ctx context.Context) (int64, error) {
+	var v int64
+	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
+	return v, storeError(err)
+}
+
+// SetLastUsed records the minute each key was last used in, in one
+// transaction, never moving one back.
+func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, u := range uses {
+			_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Usage returns how many requests key made on day.
+func (s *sqliteStore) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
+	var n int64
+	err := s.read.QueryRowContext(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return n, storeError(err)
+}
+
+// AddUsage adds each count to the stored total of its key and day, in one
+// transaction, and forgets days older than a week.
+func (s *sqliteStore) AddUsage(ctx context.Context, counts []usageCount) error {
+	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, c := range counts {
+			_, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
+				ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
+			if err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
+		return err
+	})
+}
