@@ -2,167 +2,439 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
+	"context"
+	"encoding/json"
 	"io"
-	"io/fs"
-	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
 
-func TestRootRedirectsToTheAPIReference(t *testing.T) {
-	s := newTestServer(t)
-	for _, method := range []string{"GET", "HEAD"} {
-		w := s.do(method, "/", "", "")
-		if w.Code != http.StatusFound || w.Header().Get("Location") != "/docs" {
-			t.Errorf("%s /: %d Location %q, want 302 to /docs", method, w.Code, w.Header().Get("Location"))
-		}
-	}
-	if w := s.do("GET", "/docs/", "", ""); w.Code != http.StatusMovedPermanently || w.Header().Get("Location") != "/docs" {
-		t.Errorf("GET /docs/: %d Location %q, want 301 to /docs", w.Code, w.Header().Get("Location"))
-	}
-}
+// The tests in this file keep README.md and docs/*.md honest: their links
+// resolve, their first session runs as shown, their flags are the binary's,
+// and their error table is the service's.
 
-func TestAPIReferenceNeedsNoKeyAndIsNotRateLimited(t *testing.T) {
-	s := newTestServer(t)
-	tests := []struct {
-		name, target, contentType string
-	}{
-		{"the page", "/docs", "text/html; charset=utf-8"},
-		{"its script", "/docs/assets/docs.js", "text/javascript; charset=utf-8"},
-		{"Swagger UI", "/docs/assets/swagger-ui-bundle.js", "text/javascript; charset=utf-8"},
-		{"its styles", "/docs/assets/swagger-ui.css", "text/css; charset=utf-8"},
-		{"its icon", "/docs/assets/favicon-32x32.png", "image/png"},
-		{"its licence", "/docs/assets/LICENSE", "text/plain; charset=utf-8"},
-		{"the document it shows", "/docs/openapi.yaml", "application/yaml"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// More than the 60 a minute that an address without a key gets.
-			for i := range 70 {
-				w := s.do("GET", tt.target, "", "")
-				if w.Code != http.StatusOK {
-					t.Fatalf("request %d: GET %s: %d, want 200: %.200s", i+1, tt.target, w.Code, w.Body)
-				}
-				if ct := w.Header().Get("Content-Type"); ct != tt.contentType {
-					t.Fatalf("GET %s: Content-Type %q, want %q", tt.target, ct, tt.contentType)
-				}
-				if w.Header().Get("X-Ratelimit-Limit") != "" {
-					t.Fatalf("GET %s carries rate-limit headers: it is counted", tt.target)
-				}
-			}
-		})
-	}
-	w := s.do("GET", "/docs/assets/nothing.js", "", "")
-	apiWantError(t, w, http.StatusNotFound, "not_found")
-}
-
-func TestAPIReferencePageMayFetchOnlyFromItsOwnServer(t *testing.T) {
-	s := newTestServer(t)
-	w := s.do("GET", "/docs", "", "")
-	csp := w.Header().Get("Content-Security-Policy")
-	for _, directive := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self'", "img-src 'self' data:"} {
-		if !strings.Contains(csp, directive) {
-			t.Errorf("Content-Security-Policy %q lacks %q", csp, directive)
-		}
-	}
-	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
-	for _, name := range []string{"docs/index.html", "docs/docs.js"} {
-		b, err := docsFiles.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m := external.Find(b); m != nil {
-			t.Errorf("%s refers to another host: %s", name, m)
-		}
-	}
-	script, _ := docsFiles.ReadFile("docs/docs.js")
-	if !bytes.Contains(script, []byte(`validatorUrl: "none"`)) {
-		t.Error("docs.js does not turn off Swagger UI's online validator (validatorUrl: \"none\")")
-	}
-	// Every file the page names is embedded and served.
-	page, _ := docsFiles.ReadFile("docs/index.html")
-	for _, m := range regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllSubmatch(page, -1) {
-		target := string(m[1])
-		if w := s.do("GET", target, "", ""); w.Code != http.StatusOK {
-			t.Errorf("the page names %s, which answers %d", target, w.Code)
-		}
-	}
-}
-
-func TestSwaggerUIIsPinnedWithItsLicenceBesideIt(t *testing.T) {
-	version, err := docsFiles.ReadFile("docs/swagger-ui/VERSION")
-	if err != nil || !regexp.MustCompile(`^\d+\.\d+\.\d+\n$`).Match(version) {
-		t.Errorf("docs/swagger-ui/VERSION = %q (%v), want the pinned release, such as 5.35.0", version, err)
-	}
-	licence, err := docsFiles.ReadFile("docs/swagger-ui/LICENSE")
-	if err != nil || !bytes.Contains(licence, []byte("Apache License")) {
-		t.Errorf("docs/swagger-ui/LICENSE is missing or not Swagger UI's Apache licence (%v)", err)
-	}
-	var total int
-	fs.WalkDir(docsFiles, "docs", func(path string, d fs.DirEntry, err error) error {
-		if info, err := d.Info(); err == nil && !d.IsDir() {
-			total += int(info.Size())
-		}
-		return nil
-	})
-	if total > 3<<20 {
-		t.Errorf("the embedded reference is %d bytes: keep only the files the page loads", total)
-	}
-}
-
-func TestAPIReferenceDocumentTargetsTheServerThatServesIt(t *testing.T) {
-	var original, served map[string]any
-	if err := yaml.Unmarshal(openapiYAML, &original); err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(docsSpec(openapiYAML), &served); err != nil {
-		t.Fatalf("the reference's openapi.yaml is not YAML: %v", err)
-	}
-	servers, _ := served["servers"].([]any)
-	if len(servers) != 1 || servers[0].(map[string]any)["url"] != "/v1" {
-		t.Errorf("servers %v, want only /v1 of the serving origin", served["servers"])
-	}
-	delete(original, "servers")
-	delete(served, "servers")
-	if !maps.EqualFunc(original, served, func(a, b any) bool {
-		x, _ := yaml.Marshal(a)
-		y, _ := yaml.Marshal(b)
-		return bytes.Equal(x, y)
-	}) {
-		t.Error("the reference's openapi.yaml differs from /v1/openapi.yaml in more than its servers")
-	}
-}
-
-func TestAPIReferenceFilesAreRevalidatedAndGzipped(t *testing.T) {
-	s := newTestServer(t)
-	plain := s.do("GET", "/docs/assets/swagger-ui-bundle.js", "", "")
-	zipped := s.do("GET", "/docs/assets/swagger-ui-bundle.js", "", "", "Accept-Encoding", "gzip, deflate, br")
-	if zipped.Header().Get("Content-Encoding") != "gzip" || zipped.Body.Len() >= plain.Body.Len()/2 {
-		t.Fatalf("with Accept-Encoding gzip: Content-Encoding %q, %d bytes against %d plain",
-			zipped.Header().Get("Content-Encoding"), zipped.Body.Len(), plain.Body.Len())
-	}
-	zr, err := gzip.NewReader(zipped.Body)
+// docPages are README.md and every page under docs/.
+func docPages(t *testing.T) map[string]string {
+	t.Helper()
+	names, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	unzipped, _ := io.ReadAll(zr)
-	if !bytes.Equal(unzipped, plain.Body.Bytes()) {
-		t.Error("the gzipped file is not the file")
+	pages := map[string]string{}
+	for _, name := range append(names, "README.md") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[name] = string(b)
 	}
-	for _, w := range []interface{ Header() http.Header }{plain, zipped} {
-		etag := w.Header().Get("ETag")
-		again := s.do("GET", "/docs/assets/swagger-ui-bundle.js", "", "", "If-None-Match", etag,
-			"Accept-Encoding", w.Header().Get("Content-Encoding"))
-		if etag == "" || again.Code != http.StatusNotModified {
-			t.Errorf("revalidation with ETag %q: %d, want 304", etag, again.Code)
+	return pages
+}
+
+// prose is a page without its code: indented blocks and fenced blocks hold
+// commands and output, not links.
+func prose(page string) []string {
+	var lines []string
+	fenced := false
+	for _, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced || strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t") {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+var (
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading      = regexp.MustCompile(`^#{1,6} (.+)$`)
+	inlineCode   = regexp.MustCompile("`[^`]*`")
+)
+
+// anchors are the fragment names GitHub gives a page's headings: lower
+// case, punctuation dropped, spaces as hyphens, a repeat numbered.
+func anchors(page string) map[string]bool {
+	seen := map[string]int{}
+	out := map[string]bool{}
+	for _, line := range prose(page) {
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		slug := b.String()
+		if n := seen[slug]; n > 0 {
+			out[slug+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
+}
+
+func TestDocsLinksAndAnchorsResolve(t *testing.T) {
+	pages := docPages(t)
+	links := 0
+	for name, page := range pages {
+		for _, line := range prose(page) {
+			for _, m := range markdownLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				links++
+				file, fragment, _ := strings.Cut(target, "#")
+				path := name
+				if file != "" {
+					path = filepath.Join(filepath.Dir(name), file)
+					if _, err := os.Stat(path); err != nil {
+						t.Errorf("%s links to %s, which does not exist", name, target)
+						continue
+					}
+				}
+				if fragment == "" {
+					continue
+				}
+				linked, ok := pages[filepath.Clean(path)]
+				if !ok {
+					t.Errorf("%s links to %s: an anchor in a file that is not a doc page", name, target)
+				} else if !anchors(linked)[fragment] {
+					t.Errorf("%s links to %s: %s has no heading with anchor #%s", name, target, path, fragment)
+				}
+			}
 		}
 	}
-	if plain.Header().Get("ETag") == zipped.Header().Get("ETag") {
-		t.Error("the plain and gzipped files share an ETag")
+	if links < 20 {
+		t.Fatalf("found only %d relative links in the docs: is the link pattern still right?", links)
 	}
+}
+
+// otherToolsFlags are flags the docs give to other programs (redis-server,
+// pg_dump, useradd ...), not to petstore.
+var otherToolsFlags = []string{
+	"save", "appendonly", "daemonize", "bind", "port", // redis-server
+	"format", "file", "clean", "if-exists", "dbname", // pg_dump, pg_restore
+	"system", "home", "shell", "now", "pwprompt", "owner", // useradd, systemctl, createuser, createdb
+	"interval", "timeout", "start-period", "retries", // Docker's HEALTHCHECK
+	"yes", "fuzz", "fuzztime", "bench", "benchmem", "benchtime", "count", "run", "race", "short", "load", "short", // npx, go test
+	"latency", "trimpath", "ldflags", "skip-systemctl-redirect", // wrk, go build, pg_ctlcluster
+}
+
+// helpFlags runs every command of the top usage with -h and returns each
+// flag it prints, with the commands that have it.
+func helpFlags(t *testing.T) map[string][]string {
+	t.Helper()
+	command := regexp.MustCompile(`(?m)^  petstore ((?:\[serve\]|[a-z]+)(?: [a-z]+)?)`)
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	flags := map[string][]string{}
+	for _, m := range command.FindAllStringSubmatch(topUsage, -1) {
+		words := strings.Fields(strings.ReplaceAll(m[1], "[serve]", "serve"))
+		if words[0] == "version" || (len(words) == 2 && strings.HasPrefix(words[1], "[")) {
+			continue
+		}
+		var stdout, stderr bytes.Buffer
+		args := append(append([]string{"petstore"}, words...), "-h")
+		if err := run(context.Background(), args, func(string) string { return "" }, nil, &stdout, &stderr); err != nil && err != errHelp {
+			t.Fatalf("petstore %s -h: %v", strings.Join(words, " "), err)
+		}
+		found := flagLine.FindAllStringSubmatch(stdout.String()+stderr.String(), -1)
+		if len(found) == 0 {
+			t.Fatalf("petstore %s -h printed no flags:\n%s", strings.Join(words, " "), stdout.String())
+		}
+		for _, f := range found {
+			flags[f[1]] = append(flags[f[1]], strings.Join(words, " "))
+		}
+	}
+	return flags
+}
+
+func TestDocsNameEveryFlagAndNoOther(t *testing.T) {
+	help := helpFlags(t)
+	documented := map[string]string{}
+	flag := regexp.MustCompile(`(?:^|[\s\x60(\[])--([a-z][a-z0-9-]*)`)
+	for name, page := range docPages(t) {
+		for _, m := range flag.FindAllStringSubmatch(page, -1) {
+			documented[m[1]] = name
+		}
+	}
+	for f, cmds := range help {
+		if _, ok := documented[f]; !ok {
+			t.Errorf("--%s (petstore %s) is in --help but in no doc page", f, strings.Join(cmds, ", "))
+		}
+	}
+	for f, page := range documented {
+		if _, ok := help[f]; !ok && !slices.Contains(otherToolsFlags, f) {
+			t.Errorf("%s names --%s, which no petstore command has", page, f)
+		}
+	}
+}
+
+func TestErrorTableMatchesTheServiceAndOpenAPI(t *testing.T) {
+	readme := docPages(t)["README.md"]
+	_, table, ok := strings.Cut(readme, "## Error codes")
+	if !ok {
+		t.Fatal("README.md has no Error codes section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| (\\d{3}) \\|")
+	inTable := map[string]int{}
+	for _, m := range row.FindAllStringSubmatch(table, -1) {
+		inTable[m[1]], _ = strconv.Atoi(m[2])
+	}
+	for code, status := range codeStatus {
+		if got, ok := inTable[code]; !ok {
+			t.Errorf("error code %s (%d) is missing from the README's table", code, status)
+		} else if got != status {
+			t.Errorf("README's table gives %s status %d, the service answers %d", code, got, status)
+		}
+	}
+	for code := range inTable {
+		if _, ok := codeStatus[code]; !ok {
+			t.Errorf("README's table lists %s, which the service never answers", code)
+		}
+	}
+
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Error struct {
+					Properties struct {
+						Code struct {
+							Enum []string `yaml:"enum"`
+						} `yaml:"code"`
+					} `yaml:"properties"`
+				} `yaml:"Error"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(openapiYAML, &doc); err != nil {
+		t.Fatal(err)
+	}
+	enum := doc.Components.Schemas.Error.Properties.Code.Enum
+	for code := range inTable {
+		if !slices.Contains(enum, code) {
+			t.Errorf("README's table lists %s, openapi.yaml's Error.code does not", code)
+		}
+	}
+	for _, code := range enum {
+		if _, ok := inTable[code]; !ok {
+			t.Errorf("openapi.yaml's Error.code lists %s, README's table does not", code)
+		}
+	}
+}
+
+// sessionStep is one command of the README's first session and the answer
+// it shows, if any.
+type sessionStep struct {
+	command string
+	status  int               // 0: the README shows no answer
+	headers map[string]string // the headers shown, in canonical form
+	body    string            // the body shown, "" for none
+}
+
+// firstSession reads the commands and answers of README.md's "A first
+// session with curl": indented blocks, one paragraph a command or an answer.
+func firstSession(t *testing.T, readme string) []sessionStep {
+	t.Helper()
+	_, section, ok := strings.Cut(readme, "## A first session with curl")
+	if !ok {
+		t.Fatal("README.md has no first session")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var paragraphs []string
+	var cur []string
+	for _, line := range strings.Split(section, "\n") {
+		if code, ok := strings.CutPrefix(line, "    "); ok {
+			cur = append(cur, code)
+			continue
+		}
+		if len(cur) > 0 {
+			paragraphs = append(paragraphs, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	var steps []sessionStep
+	for _, p := range paragraphs {
+		switch {
+		case strings.HasPrefix(p, "HTTP/1.1 "):
+			if len(steps) == 0 || steps[len(steps)-1].status != 0 {
+				t.Fatalf("an answer in the README follows no command: %q", p)
+			}
+			last := &steps[len(steps)-1]
+			lines := strings.Split(p, "\n")
+			last.status, _ = strconv.Atoi(strings.Fields(lines[0])[1])
+			last.headers = map[string]string{}
+			for _, h := range lines[1:] {
+				if name, value, ok := strings.Cut(h, ": "); ok {
+					last.headers[http.CanonicalHeaderKey(name)] = value
+				}
+			}
+		case strings.HasPrefix(p, "{") || strings.HasPrefix(p, "["):
+			steps[len(steps)-1].body = p
+		default:
+			joined := strings.ReplaceAll(p, "\\\n", " ")
+			for _, command := range strings.Split(joined, "\n") {
+				steps = append(steps, sessionStep{command: strings.TrimSpace(command)})
+			}
+		}
+	}
+	return steps
+}
+
+// shellWords splits a command line as sh would, for the quoting the README
+// uses ('...' and "..." and $KEY).
+func shellWords(line string, vars map[string]string) []string {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == ' ':
+			if inWord {
+				words, inWord = append(words, w.String()), false
+				w.Reset()
+			}
+		case c == '\'':
+			end := strings.IndexByte(line[i+1:], '\'')
+			w.WriteString(line[i+1 : i+1+end])
+			i, inWord = i+1+end, true
+		case c == '"':
+			end := strings.IndexByte(line[i+1:], '"')
+			w.WriteString(os.Expand(line[i+1:i+1+end], func(k string) string { return vars[k] }))
+			i, inWord = i+1+end, true
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
+	steps := firstSession(t, docPages(t)["README.md"])
+	if len(steps) < 8 {
+		t.Fatalf("read %d steps from the README's first session, want the key, creates, list, next page, get and retry", len(steps))
+	}
+	dir := t.TempDir()
+	server := startPetstore(t, dir)
+	vars := map[string]string{}
+	for _, step := range steps {
+		if rest, ok := strings.CutPrefix(step.command, "KEY=$(go run . "); ok {
+			res := runBinary(t, dir, nil, strings.Fields(strings.TrimSuffix(rest, ")"))...)
+			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+			if res.code != 0 || !cliAnyKey.MatchString(lines[len(lines)-1]) {
+				t.Fatalf("%s: exit %d, stdout %q, stderr %s", step.command, res.code, res.stdout, res.stderr)
+			}
+			vars["KEY"] = lines[len(lines)-1]
+			server.keysSent = append(server.keysSent, vars["KEY"])
+			continue
+		}
+		words := shellWords(step.command, vars)
+		if len(words) == 0 || words[0] != "curl" {
+			t.Fatalf("the README's first session runs %q: the test knows only curl and keys create", step.command)
+		}
+		req, err := http.NewRequest(http.MethodGet, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(words); i++ {
+			switch words[i] {
+			case "-s", "-i", "-si":
+			case "-H":
+				name, value, _ := strings.Cut(words[i+1], ": ")
+				req.Header.Set(name, value)
+				i++
+			case "-d":
+				req.Method, req.Body = http.MethodPost, io.NopCloser(strings.NewReader(words[i+1]))
+				req.ContentLength = int64(len(words[i+1]))
+				i++
+			default:
+				target, ok := strings.CutPrefix(words[i], "http://localhost:8080")
+				if !ok {
+					t.Fatalf("%s: the test does not know curl's %q", step.command, words[i])
+				}
+				if req.URL, err = req.URL.Parse(server.url + target); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		resp, err := server.client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", step.command, err)
+		}
+		var body bytes.Buffer
+		body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		checkShownAnswer(t, step, resp, body.String())
+	}
+}
+
+// checkShownAnswer holds an answer to what the README shows of it. The
+// remaining requests may be more than shown, as the bucket refills while the
+// test runs, never fewer.
+func checkShownAnswer(t *testing.T, step sessionStep, resp *http.Response, body string) {
+	t.Helper()
+	if step.status == 0 {
+		if resp.StatusCode >= 300 {
+			t.Errorf("%s: status %d, want success; body %s", step.command, resp.StatusCode, body)
+		}
+		return
+	}
+	if resp.StatusCode != step.status {
+		t.Errorf("%s: status %d, the README shows %d; body %s", step.command, resp.StatusCode, step.status, body)
+	}
+	for name, shown := range step.headers {
+		got := resp.Header.Get(name)
+		if name == "X-Ratelimit-Remaining" {
+			gotN, err1 := strconv.Atoi(got)
+			shownN, err2 := strconv.Atoi(shown)
+			limit, err3 := strconv.Atoi(resp.Header.Get("X-Ratelimit-Limit"))
+			if err1 != nil || err2 != nil || err3 != nil || gotN < shownN || gotN > limit {
+				t.Errorf("%s: %s: %q, the README shows %q", step.command, name, got, shown)
+			}
+			continue
+		}
+		if got != shown {
+			t.Errorf("%s: %s: %q, the README shows %q", step.command, name, got, shown)
+		}
+	}
+	if step.body != "" {
+		var got, shown any
+		if json.Unmarshal([]byte(body), &got) != nil || json.Unmarshal([]byte(step.body), &shown) != nil ||
+			!jsonEqual(got, shown) {
+			t.Errorf("%s: body %s, the README shows %s", step.command, body, step.body)
+		}
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
 }

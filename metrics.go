@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are what the admin listener's GET /metrics reports (README
+// metrics are what the admin listener's GET /metrics reports (docs/observing.md,
 // "Observing it"). Each server has its own, with its own registry: no package
 // globals. A server started without --admin-addr has none, and every method
 // of a nil *metrics does nothing.

@@ -111,7 +111,7 @@ func openSQLite(ctx context.Context, path string, create bool, now func() time.T
 	// Pragmas go in the DSN so that every pooled connection gets them.
 	// synchronous=NORMAL in WAL mode: a commit is in the WAL file (the OS's
 	// page cache) before it returns, so it survives the process being killed;
-	// only a power cut can lose the last few commits. See README "Durability".
+	// only a power cut can lose the last few commits. See docs/production.md, "Operations".
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "journal_mode(WAL)")

@@ -15,12 +15,12 @@ import (
 )
 
 // The API reference at GET /docs: Swagger UI (npm swagger-ui-dist, the
-// version in docs/swagger-ui/VERSION, updated by docs/update.sh) on the
+// version in webui/swagger-ui/VERSION, updated by webui/update.sh) on the
 // served openapi.yaml. Every file is in the binary: the page works with no
 // internet access, and its Content-Security-Policy lets the browser fetch
 // nothing from anywhere but this server.
 //
-//go:embed docs/index.html docs/docs.js docs/swagger-ui
+//go:embed webui/index.html webui/docs.js webui/swagger-ui
 var docsFiles embed.FS
 
 // docsPolicy is the page's Content-Security-Policy: scripts, styles, images
@@ -31,15 +31,15 @@ const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'uns
 // addDocsRoutes registers the reference page, its files and the redirect of
 // GET / to it. None needs a key or counts against a limit.
 func addDocsRoutes(mux router) {
-	page := docsAsset("docs/index.html")
+	page := docsAsset("webui/index.html")
 	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
 	mux.Handle("GET /docs", page)
 	mux.Handle("GET /docs/{$}", http.RedirectHandler("/docs", http.StatusMovedPermanently))
 	mux.Handle("GET /docs/openapi.yaml", newDocsFile("openapi.yaml", docsSpec(openapiYAML)))
-	assets := map[string]http.Handler{"docs.js": docsAsset("docs/docs.js")}
-	entries, _ := fs.ReadDir(docsFiles, "docs/swagger-ui")
+	assets := map[string]http.Handler{"docs.js": docsAsset("webui/docs.js")}
+	entries, _ := fs.ReadDir(docsFiles, "webui/swagger-ui")
 	for _, e := range entries {
-		assets[e.Name()] = docsAsset("docs/swagger-ui/" + e.Name())
+		assets[e.Name()] = docsAsset("webui/swagger-ui/" + e.Name())
 	}
 	mux.Handle("GET /docs/assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := assets[r.PathValue("file")]

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Replaces the Swagger UI that GET /docs serves (docs/swagger-ui/, embedded in
+# Replaces the Swagger UI that GET /docs serves (webui/swagger-ui/, embedded in
 # the binary) with VERSION of the npm package swagger-ui-dist:
 #
-#   docs/update.sh 5.35.0
+#   webui/update.sh 5.35.0
 #
 # Only the files the page loads are kept, with the package's licence and
 # notices beside them, and VERSION records which release they are. npm checks
 # the tarball against the registry's integrity hash. Then run
 # `go test -run Docs .` (PETSTORE_TEST_BROWSER=1 for the browser test) and
-# commit docs/swagger-ui/.
+# commit webui/swagger-ui/.
 set -euo pipefail
-version=${1:?usage: docs/update.sh VERSION (of swagger-ui-dist on npm, such as 5.35.0)}
+version=${1:?usage: webui/update.sh VERSION (of swagger-ui-dist on npm, such as 5.35.0)}
 cd "$(dirname "$0")"
 
 files=(swagger-ui-bundle.js swagger-ui.css favicon-32x32.png favicon-16x16.png
@@ -39,5 +39,5 @@ done
 echo "$version" >swagger-ui.new/VERSION
 rm -rf swagger-ui
 mv swagger-ui.new swagger-ui
-echo "docs/swagger-ui/ now holds swagger-ui-dist $version ($(du -sh swagger-ui | cut -f1)):"
+echo "webui/swagger-ui/ now holds swagger-ui-dist $version ($(du -sh swagger-ui | cut -f1)):"
 ls -l swagger-ui
