@@ -61,7 +61,6 @@ func prose(page string) []string {
 var (
 	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	heading      = regexp.MustCompile(`^#{1,6} (.+)$`)
-	inlineCode   = regexp.MustCompile("`[^`]*`")
 )
 
 // anchors are the fragment names GitHub gives a page's headings: lower
