@@ -456,12 +456,7 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if isPostgresURL(db.db) {
 		return usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see the README, \"Backup and restore\")")
 	}
-	store, err := openSQLite(ctx, db.db, false, time.Now)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if err := store.Backup(ctx, out); err != nil {
+	if err := backupSQLite(ctx, db.db, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "backed up %s to %s\n", db.db, out)
@@ -487,21 +482,31 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 	case !isPostgresURL(to):
 		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
 	}
-	src, err := openSQLite(ctx, from, false, time.Now)
+	src, err := openFlagged(ctx, "--from", from, false, time.Now)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := openPostgres(ctx, to, time.Now)
+	dst, err := openCopyTarget(ctx, to)
 	if err != nil {
-		return err
+		return flagError("--to", err)
 	}
 	defer dst.Close()
-	n, err := dst.CopyFrom(ctx, src)
+	n, err := copyAll(ctx, src, dst)
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
 	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts and %d idempotency records from %s to %s; counts verified\n",
 		n.Pets, n.Keys, n.Usage, n.Idempotency, from, redactURL(to))
 	return nil
+}
+
+// copyAll moves what src holds into dst, reading src in one snapshot.
+func copyAll(ctx context.Context, src storage, dst copyTarget) (copied, error) {
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		return copied{}, err
+	}
+	defer snap.Close()
+	return dst.CopyFrom(ctx, snap)
 }

@@ -191,7 +191,26 @@ func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	return openStorage(ctx, d.db, create, time.Now)
+	return openFlagged(ctx, "--db", d.db, create, time.Now)
+}
+
+// openFlagged opens the database the command-line flag names; a URL that
+// no engine can read is a mistake on the command line (exit status 2).
+func openFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (storage, error) {
+	store, err := openStorage(ctx, db, create, now)
+	if err != nil {
+		return nil, flagError(flag, err)
+	}
+	return store, nil
+}
+
+// flagError is err, or a usage error naming flag when it is a URL that
+// no engine can read.
+func flagError(flag string, err error) error {
+	if errors.Is(err, errBadURL) {
+		return usagef("%s %v", flag, err)
+	}
+	return err
 }
 
 func versionString() string {

@@ -32,7 +32,6 @@ const (
 	serveGCPercent    = 50
 
 	limiterSweepEvery     = 10 * time.Second
-	petsPollEvery         = time.Second
 	idempotencyPruneEvery = 10 * time.Minute
 )
 
@@ -135,7 +134,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // flushed and the database closed.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
 	now := time.Now
-	store, err := openStorage(ctx, cfg.db, true, now)
+	store, err := openFlagged(ctx, "--db", cfg.db, true, now)
 	if err != nil {
 		return err
 	}
@@ -145,7 +144,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		m = newMetrics()
 	}
 	// Every call the server makes goes through db, timed when there are
-	// metrics; store stays the engine's own, for its own upkeep below.
+	// metrics.
 	db := timeStorage(store, m)
 	keys, err := newKeyring(ctx, db, cfg.env, now)
 	if err != nil {
@@ -210,14 +209,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	background, stopBackground := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { pets.loadInBackground(background, logger) })
-	if pg, ok := store.(*pgStore); ok {
-		// Other servers store pets too: the copy follows them on their
-		// notices, and on a poll for the notices a broken connection missed.
-		// A failed tail costs only speed (reads go to the database).
-		tail := func() { pets.tail(background) }
-		wg.Go(func() { pg.ListenPets(background, tail) })
-		wg.Go(func() { every(background, petsPollEvery, tail) })
-	}
+	// On a shared database the copy of the pets follows the other servers'
+	// creates; a failed tail costs only speed (reads go to the database).
+	wg.Go(func() { db.Maintain(background, func() { pets.tail(background) }, logger) })
 	wg.Go(func() {
 		every(background, keyRefreshEvery, func() {
 			if err := keys.refresh(background); err != nil && background.Err() == nil {
@@ -236,16 +230,6 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		})
 	})
 	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
-	if sqlite, ok := store.(*sqliteStore); ok {
-		wg.Go(func() {
-			policy := checkpointPolicy{doneAt: now()}
-			every(background, checkpointLookEvery, func() {
-				if err := sqlite.checkpointIfDue(background, &policy, now()); err != nil && background.Err() == nil {
-					logger.Warn("checkpoint the WAL into the database file", "err", err)
-				}
-			})
-		})
-	}
 	wg.Go(func() {
 		every(background, idempotencyPruneEvery, func() {
 			if _, err := db.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
@@ -307,8 +291,8 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 // environment and, on PostgreSQL, its database and schema, so that two
 // deployments sharing a Redis never share a key's limits.
 func redisPrefix(env string, store storage) string {
-	if pg, ok := store.(*pgStore); ok {
-		return fmt.Sprintf("petstore:%s:%x", env, uint32(pg.lockSpace))
+	if ns := store.Namespace(); ns != "" {
+		return "petstore:" + env + ":" + ns
 	}
 	return "petstore:" + env
 }
