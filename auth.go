@@ -110,11 +110,17 @@ type keyring struct {
 	now   func() time.Time
 
 	mu      sync.RWMutex
-	byHash  map[[sha256.Size]byte]*apiKey
+	byHash  map[[sha256.Size]byte]*heldKey
 	uses    map[int64]*keyUse // by key id; outlives the reloads
 	version int64
 
 	flushMu sync.Mutex // one flushLastUsed at a time
+}
+
+// heldKey is a key as the keyring holds it, with its note of use.
+type heldKey struct {
+	key apiKey
+	use *keyUse
 }
 
 // keyUse is a key's note of its use: lookup sets the flag, the first
@@ -148,19 +154,21 @@ func (k *keyring) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	byHash := make(map[[sha256.Size]byte]*apiKey, len(keys))
+	held := make([]heldKey, len(keys))
+	byHash := make(map[[sha256.Size]byte]*heldKey, len(keys))
 	for i := range keys {
 		// lookup trusts what it finds here without checking the key's
 		// prefix: hold only this environment's keys.
 		if keys[i].Env == k.env {
-			byHash[[sha256.Size]byte(keys[i].Hash)] = &keys[i]
+			held[i].key = keys[i]
+			byHash[[sha256.Size]byte(keys[i].Hash)] = &held[i]
 		}
 	}
 	k.mu.Lock()
 	uses := make(map[int64]*keyUse, len(byHash))
-	for _, key := range byHash {
-		key.use = k.useOf(key)
-		uses[key.ID] = key.use
+	for _, h := range byHash {
+		h.use = k.useOf(&h.key)
+		uses[h.key.ID] = h.use
 	}
 	k.byHash, k.uses, k.version = byHash, uses, version
 	k.mu.Unlock()
@@ -183,7 +191,7 @@ func (k *keyring) useOf(key *apiKey) *keyUse {
 func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, authFailure, error) {
 	hash := hashKey(token)
 	k.mu.RLock()
-	key, known := k.byHash[hash]
+	h, known := k.byHash[hash]
 	loaded := k.version
 	k.mu.RUnlock()
 	if !known {
@@ -196,16 +204,17 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, authFailur
 		if err != nil || !ok {
 			return nil, authUnknownKey, err
 		}
-		key = &found
+		h = &heldKey{key: found}
 		k.mu.Lock()
-		key.use = k.useOf(key)
+		h.use = k.useOf(&h.key)
 		// A reload since our read may know better (a revocation): keep
 		// this key only when no reload happened in between.
 		if k.version == loaded {
-			k.byHash[hash] = key
+			k.byHash[hash] = h
 		}
 		k.mu.Unlock()
 	}
+	key := &h.key
 	if !key.RevokedAt.IsZero() {
 		return nil, authRevokedKey, nil
 	}
@@ -213,8 +222,8 @@ func (k *keyring) lookup(ctx context.Context, token string) (*apiKey, authFailur
 	if !key.ExpiresAt.IsZero() && key.expiredAt(k.now()) {
 		return nil, authExpiredKey, nil
 	}
-	if !key.use.used.Load() {
-		key.use.used.Store(true)
+	if !h.use.used.Load() {
+		h.use.used.Store(true)
 	}
 	return key, authFailure{}, nil
 }

@@ -25,7 +25,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -83,9 +82,13 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	if err := s.keys.refresh(ctx); err != nil {
 		f.Fatal(err)
 	}
+	// The same server with reads from the database, as while its copy of
+	// the pets is being made.
+	fromDB := *s.app
+	fromDB.pets = newPetCache(s.store)
 	return &fuzzServer{
 		handler: s.handler,
-		fromDB:  newServer(s.logger, nil, s.store, s.keys, s.limiter, newPetCache(s.store), s.idem, s.clock.now, false, new(atomic.Bool)),
+		fromDB:  newServer(&fromDB),
 		pets:    s.pets,
 		clock:   s.clock,
 		log:     log,

@@ -3,7 +3,6 @@ package main
 import (
 	_ "embed"
 	"encoding/base64"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,31 +28,31 @@ const (
 
 // newServer assembles the whole HTTP surface. Read the middleware bottom-up
 // as the path a request takes.
-func newServer(logger *slog.Logger, m *metrics, store storage, keys *keyring, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time, trustProxy bool, draining *atomic.Bool) http.Handler {
+func newServer(a *app) http.Handler {
 	metered := func(h http.Handler) http.Handler {
-		h = limit(limiter, trustProxy, h)
-		h = authenticate(keys, h)
+		h = limit(a.limiter, a.trustProxy, h)
+		h = authenticate(a.keys, h)
 		return h
 	}
 	needsKey := func(h http.Handler) http.Handler { return metered(requireKey(h)) }
 	// peeksKey: h reports the key's rate limits without spending any; a
 	// request without a valid key is limited and refused as by needsKey.
 	peeksKey := func(h http.Handler) http.Handler {
-		return authenticate(keys, uncounted(h, limit(limiter, trustProxy, requireKey(h))))
+		return authenticate(a.keys, uncounted(h, limit(a.limiter, a.trustProxy, requireKey(h))))
 	}
 
 	mux := http.NewServeMux()
-	addRoutes(mux, needsKey, peeksKey, limiter, pets, idem, now)
+	addRoutes(mux, needsKey, peeksKey, a.limiter, a.pets, a.idem, a.now)
 	mux.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
 	mux.Handle("GET /healthz", handleHealth())
-	mux.Handle("GET /readyz", handleReady(store, draining))
+	mux.Handle("GET /readyz", handleReady(a.store, a.draining))
 	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
 	addDocsRoutes(mux)
 	mux.Handle("/", notFound())
 
 	var h http.Handler = mux
-	h = logRequests(logger, m, h)
+	h = logRequests(a.logger, a.metrics, h)
 	return h
 }
 

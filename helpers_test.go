@@ -2,15 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -38,27 +37,23 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// testServer is the real handler on a real SQLite file in a temporary
-// directory, or on a fresh schema of the PETSTORE_TEST_POSTGRES database,
-// with a fake clock.
+// testServer is the server serve runs (newApp), on a real SQLite file in
+// a temporary directory or on a fresh schema of the PETSTORE_TEST_POSTGRES
+// database, with a fake clock.
 type testServer struct {
-	t       testing.TB
-	handler http.Handler
-	store   storage
-	sqlite  *sqliteStore // nil on PostgreSQL
-	keys    *keyring
-	limiter rateLimiter
-	pets    *petCache
-	idem    *inflight
-	clock   *fakeClock
-	logger  *slog.Logger
-	dbPath  string
-	opts    testOptions
+	*app
+	t      testing.TB
+	sqlite *sqliteStore // nil on PostgreSQL
+	clock  *fakeClock
+	dbPath string
+	opts   testOptions
+	// cfg and deps are what the app was built from, as serve's flags and
+	// the test's clock.
+	cfg  serveConfig
+	deps appDeps
 	// redisPrefix is the test's own part of Redis, shared by the servers a
 	// test starts on it (otherServer) and no other test.
 	redisPrefix string
-	// draining is what a stop signal sets under --shutdown-delay.
-	draining *atomic.Bool
 }
 
 type testOptions struct {
@@ -101,77 +96,70 @@ func newTestServer(t testing.TB) *testServer {
 
 func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	t.Helper()
-	if opts.env == "" {
-		opts.env = "production"
+	s := &testServer{t: t, clock: newFakeClock(), opts: opts.withDefaults()}
+	s.cfg = s.opts.serveConfig(t)
+	s.dbPath = s.cfg.db
+	if opts.redis {
+		s.redisPrefix = testRedisPrefix(t)
+		s.cfg.redis = cmp.Or(opts.redisURL, testRedisURL(t))
 	}
-	if opts.banAfter == 0 {
-		opts.banAfter = 10
-	}
-	if opts.banFor == 0 {
-		opts.banFor = 15 * time.Minute
-	}
-	if opts.logger == nil {
-		opts.logger, _ = newLogger(io.Discard, "text", "info")
-	}
-	clock := newFakeClock()
-	var store storage
-	var sqlite *sqliteStore
-	path := filepath.Join(t.TempDir(), "petstore.db")
-	if opts.db != "" {
-		path = opts.db
-	}
-	if opts.postgres {
-		if opts.db == "" {
-			path = testPostgresURL(t)
-		}
-		pg, err := openPostgres(context.Background(), path, clock.now)
-		if err != nil {
-			t.Fatal(err)
-		}
-		store = pg
-	} else {
-		var err error
-		if sqlite, err = openSQLite(context.Background(), path, true, clock.now); err != nil {
-			t.Fatal(err)
-		}
-		store = sqlite
-	}
-	t.Cleanup(func() { store.Close() })
-	if opts.wrapStore != nil {
-		store = opts.wrapStore(store)
-	}
-	store = timeStorage(store, opts.metrics) // as serve does
-	keys, err := newKeyring(context.Background(), store, opts.env, clock.now)
+	s.deps = appDeps{now: s.clock.now, logger: s.opts.logger, metrics: opts.metrics,
+		redisPrefix: s.redisPrefix, scriptNow: s.clock.now,
+		wrapStore: func(st storage) storage {
+			s.sqlite, _ = st.(*sqliteStore)
+			if opts.wrapStore != nil {
+				return opts.wrapStore(st)
+			}
+			return st
+		}}
+	a, err := newApp(context.Background(), s.cfg, s.deps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pets := newPetCache(store)
+	t.Cleanup(func() { a.close() })
+	s.app = a
 	if !opts.petsFromDatabase {
-		if err := pets.load(context.Background()); err != nil {
+		if err := s.pets.load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	opts.metrics.countPets(pets.size)
-	s := &testServer{t: t, store: store, sqlite: sqlite, keys: keys, pets: pets, idem: newInflight(),
-		clock: clock, logger: opts.logger, dbPath: path, opts: opts, draining: new(atomic.Bool)}
-	if opts.redis {
-		s.redisPrefix = testRedisPrefix(t)
-	}
-	s.restartLimiter()
 	return s
+}
+
+func (o testOptions) withDefaults() testOptions {
+	o.env = cmp.Or(o.env, "production")
+	o.banAfter = cmp.Or(o.banAfter, 10)
+	o.banFor = cmp.Or(o.banFor, 15*time.Minute)
+	if o.logger == nil {
+		o.logger, _ = newLogger(io.Discard, "text", "info")
+	}
+	return o
+}
+
+// serveConfig is the command line of serve for o: a new database in a
+// temporary directory or a fresh PostgreSQL schema, unless o names one.
+func (o testOptions) serveConfig(t testing.TB) serveConfig {
+	db := o.db
+	if db == "" {
+		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	}
+	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor}
 }
 
 // restartLimiter gives the server a new limiter of its kind, as a restart
 // of the server does: one in process starts from the database, one on Redis
-// finds there what the last one left.
+// finds there what the last one left. The store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
-	if s.opts.redis {
-		s.limiter = newTestRedisLimiter(s.t, s.redisPrefix, s.clock, s.store, s.opts)
-	} else {
-		s.limiter = newLimiter(s.clock.now, s.opts.banAfter, s.opts.banFor, s.store.Usage)
+	limiter, _, closeLimiter, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	s.handler = newServer(s.opts.logger, s.opts.metrics, s.store, s.keys, s.limiter, s.pets, s.idem, s.clock.now, s.opts.trustProxy, s.draining)
+	s.t.Cleanup(func() { closeLimiter() })
+	restarted := *s.app
+	restarted.limiter = limiter
+	restarted.handler = newServer(&restarted)
+	s.app = &restarted
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on
@@ -255,4 +243,15 @@ func (o testOptions) dbAt(t testing.TB, path string) string {
 		return testPostgresURL(t)
 	}
 	return path
+}
+
+// eventually polls cond until it holds, and fails the test when it does
+// not within the time given; what names what the test waits for.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for this, in vain: %s", within, what)
+		}
+	}
 }

@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 )
 
 func main() {
@@ -109,89 +107,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return nil
 	}
 	return usagef("unknown command %q: use serve, keys, backup, copy, healthcheck or version (petstore help lists them)", command)
-}
-
-// parseFlags parses args into fs, allowing flags and arguments in any order,
-// then fills every flag not on the command line from PETSTORE_<FLAG>.
-// It returns the positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stdout io.Writer) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.SetOutput(stdout)
-				fmt.Fprintf(stdout, "usage of petstore %s:\n", fs.Name())
-				fs.PrintDefaults()
-				return nil, errHelp
-			}
-			return nil, usagef("%s: %v (see petstore %s -h)", fs.Name(), err, fs.Name())
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if f.Name == "version" {
-			return // PETSTORE_VERSION is too likely to mean something else
-		}
-		if v := getenv(env); v != "" && !set[f.Name] && err == nil {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = usagef("%s=%q: %v", env, v, e)
-			}
-		}
-	})
-	return positional, err
-}
-
-// errHelp ends a command that printed its help.
-var errHelp = errors.New("help shown")
-
-// dbFlags are the flags every command has: which environment, which file.
-type dbFlags struct {
-	env string
-	db  string
-}
-
-func (d *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.env, "env", "production", "environment: production or staging (each has its own database and key prefix)")
-	fs.StringVar(&d.db, "db", "", "SQLite database file (default petstore.db, or petstore-staging.db on staging), or a postgres:// URL")
-}
-
-func (d *dbFlags) check() error {
-	if _, ok := keyPrefixes[d.env]; !ok {
-		return usagef("--env must be production or staging, not %q", d.env)
-	}
-	if d.db == "" {
-		d.db = "petstore.db"
-		if d.env == "staging" {
-			d.db = "petstore-staging.db"
-		}
-	}
-	return nil
-}
-
-// shown is the database as output may name it: a URL without its password.
-func (d *dbFlags) shown() string {
-	if isPostgresURL(d.db) {
-		return redactURL(d.db)
-	}
-	return d.db
-}
-
-// open checks the flags and opens the database, creating it only when
-// create is set.
-func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
-	if err := d.check(); err != nil {
-		return nil, err
-	}
-	return openStorage(ctx, d.db, create, time.Now)
 }
 
 func versionString() string {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -671,10 +670,9 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 
 func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 	proxy := startRedisProxy(t)
-	s := newTestServerWith(t, testOptions{redis: true})
 	m := newMetrics()
-	r := s.useRedisThrough(t, proxy.url, io.Discard, m.redisHooks())
-	s.handler = newServer(s.logger, m, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false, new(atomic.Bool))
+	s := newTestServerWith(t, testOptions{redis: true, metrics: m})
+	s.useRedisThrough(t, proxy.url, io.Discard, m.redisHooks())
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()

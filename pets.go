@@ -121,8 +121,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 }
 
 func newPetCache(store storage) *petCache {
-	_, onFile := engine(store).(*sqliteStore)
-	c := &petCache{store: store, shared: !onFile}
+	c := &petCache{store: store, shared: store.Shared()}
 	c.commits = batcher[petInsert]{max: maxBatch, run: c.write}
 	return c
 }

@@ -67,25 +67,6 @@ func deleteRedisKeys(t testing.TB, redisURL, prefix string) {
 	}
 }
 
-// newTestRedisLimiter is a Redis limiter on the test's clock: the script
-// takes its time from the clock instead of Redis TIME.
-func newTestRedisLimiter(t testing.TB, prefix string, clock *fakeClock, store storage, opts testOptions) *redisLimiter {
-	t.Helper()
-	u := opts.redisURL
-	if u == "" {
-		u = testRedisURL(t)
-	}
-	r, err := newRedisLimiter(context.Background(), redisConfig{
-		url: u, prefix: prefix, banAfter: opts.banAfter, banFor: opts.banFor,
-		now: clock.now, usage: store.Usage, logger: opts.logger, scriptNow: clock.now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.close() })
-	return r
-}
-
 // otherServer is a second server on the same database and the same Redis,
 // as behind a load balancer.
 func (s *testServer) otherServer() *testServer {
@@ -413,7 +394,7 @@ func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writ
 	}
 	t.Cleanup(func() { r.close() })
 	s.limiter = r
-	s.handler = newServer(s.logger, nil, s.store, s.keys, r, s.pets, s.idem, s.clock.now, false, new(atomic.Bool))
+	s.handler = newServer(s.app)
 	return r
 }
 

@@ -5,6 +5,8 @@ package main
 // Skipped without PETSTORE_TEST_POSTGRES, and with -short.
 
 import (
+	"context"
+	"encoding/csv"
 	"fmt"
 	"maps"
 	"net"
@@ -137,6 +139,7 @@ type balancedSet struct {
 	addrs   []string // each server's fixed address, so a restart comes back there
 	servers []*runningPetstore
 	url     string // the balancer, http://127.0.0.1:PORT
+	stats   string // its state of each server, as CSV
 	redis   *redisProcess
 }
 
@@ -151,7 +154,7 @@ func startBalancedSet(t *testing.T, n int) *balancedSet {
 		b.servers = append(b.servers, nil)
 		b.start(i)
 	}
-	lb := listenAndClose(t)
+	lb, stats := listenAndClose(t), listenAndClose(t)
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, `global
 	maxconn 2000
@@ -169,12 +172,16 @@ frontend petstore
 	bind %s
 	option forwardfor
 	default_backend servers
+frontend stats
+	bind %s
+	stats enable
+	stats uri /stats
 backend servers
 	balance roundrobin
 	option httpchk GET /readyz
 	http-check expect status 200
 	default-server check inter 200ms fall 1 rise 1
-`, lb)
+`, lb, stats)
 	for i, addr := range b.addrs {
 		fmt.Fprintf(&cfg, "\tserver s%d %s\n", i, addr)
 	}
@@ -184,8 +191,30 @@ backend servers
 	}
 	startProcess(t, "haproxy", haproxy, "-db", "-f", conf)
 	b.url = "http://" + lb
+	b.stats = "http://" + stats + "/stats;csv"
 	waitHealthy(t, &http.Client{Timeout: time.Second}, b.url)
 	return b
+}
+
+// waitUp waits until the balancer's health check finds server i up.
+func (b *balancedSet) waitUp(i int) {
+	b.t.Helper()
+	server := "s" + strconv.Itoa(i)
+	eventually(b.t, 10*time.Second, "the balancer finds server "+strconv.Itoa(i)+" up", func() bool {
+		resp, err := http.Get(b.stats)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		rows, err := csv.NewReader(resp.Body).ReadAll()
+		if err != nil || len(rows) == 0 {
+			return false
+		}
+		status := slices.Index(rows[0], "status")
+		return status > 0 && slices.ContainsFunc(rows[1:], func(row []string) bool {
+			return row[0] == "servers" && row[1] == server && row[status] == "UP"
+		})
+	})
 }
 
 // start starts server i at its address.
@@ -325,6 +354,18 @@ func (l *balancedLoad) fail(what string) {
 	l.mu.Unlock()
 }
 
+// waitAcked waits until n pets more than now are acknowledged.
+func (l *balancedLoad) waitAcked(t *testing.T, n int) {
+	t.Helper()
+	acked := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.acked)
+	}
+	want := acked() + n
+	eventually(t, 10*time.Second, fmt.Sprintf("%d pets acknowledged through the balancer", want), func() bool { return acked() >= want })
+}
+
 func (l *balancedLoad) stop() {
 	l.stopped.Store(true)
 	l.wg.Wait()
@@ -362,13 +403,14 @@ func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
 	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "rolling",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	load := startBalancedLoad(b, key, 6)
-	time.Sleep(500 * time.Millisecond)
+	load.waitAcked(t, 20)
 	for i := range b.servers {
 		if code := b.servers[i].stop(syscall.SIGTERM); code != 0 {
 			t.Errorf("server %d: exit status %d after SIGTERM", i, code)
 		}
 		b.start(i)
-		time.Sleep(700 * time.Millisecond) // the balancer's check finds it up
+		b.waitUp(i)
+		load.waitAcked(t, 20)
 	}
 	load.stop()
 	if len(load.failed) > 0 {
@@ -387,9 +429,9 @@ func TestBalancedKill9LosesNoAcknowledgedPet(t *testing.T) {
 	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "kill9",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	load := startBalancedLoad(b, key, 8)
-	time.Sleep(700 * time.Millisecond)
+	load.waitAcked(t, 20)
 	b.servers[1].kill9()
-	time.Sleep(time.Second)
+	load.waitAcked(t, 50) // the others go on serving
 	load.stop()
 	if len(load.failed) > 8 {
 		t.Errorf("%d requests failed, more than the 8 that can have been in flight at the kill: %s", len(load.failed), strings.Join(first(load.failed, 5), "\n"))
@@ -477,7 +519,7 @@ func TestBalancedRedisRestartKeepsTheDayAndNeverFails(t *testing.T) {
 			t.Fatalf("GET /v1/pets: %d %s", res.status, res.body)
 		}
 	}
-	time.Sleep(3 * time.Second) // the servers write their day counts every 2 s
+	b.waitUsage(key, 30) // the servers write their day counts every 2 s
 	b.redis.stop()
 	b.redis.start()
 	res := faultDo(client, "GET", b.url+"/v1/pets", key, "")
@@ -492,9 +534,43 @@ func TestBalancedRedisRestartKeepsTheDayAndNeverFails(t *testing.T) {
 		t.Errorf("with Redis away, a Free key got %d requests through three servers, want each server's own 60 at most (60 to 180)", accepted)
 	}
 	b.redis.start()
-	time.Sleep(1500 * time.Millisecond) // each server tries Redis again within a second
+	b.waitRedisShared(client) // each server tries Redis again within a second
 	fresh := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "after")
 	if accepted, _ := sendUntil429(t, client, b.url, fresh, 200); accepted != 60 {
 		t.Errorf("once Redis is back, a new Free key got %d requests through three servers, want exactly 60", accepted)
+	}
+}
+
+// waitUsage waits until the database holds n requests of key today.
+func (b *balancedSet) waitUsage(key string, n int64) {
+	b.t.Helper()
+	ctx := context.Background()
+	store, err := openStorage(ctx, b.db, false, time.Now)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer store.Close()
+	hash := hashKey(key)
+	k, ok, err := store.KeyByHash(ctx, hash[:])
+	if err != nil || !ok {
+		b.t.Fatalf("key not found (%v)", err)
+	}
+	eventually(b.t, 10*time.Second, fmt.Sprintf("%d requests of today stored", n), func() bool {
+		stored, err := store.Usage(ctx, k.BudgetID, time.Now().UTC().Format(time.DateOnly))
+		return err == nil && stored >= n
+	})
+}
+
+// waitRedisShared sends requests to each server until each one limits
+// through Redis again: it logged as many comebacks as outages.
+func (b *balancedSet) waitRedisShared(client *http.Client) {
+	b.t.Helper()
+	key := mustCreateKeyCLI(b.t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "probe", "--rpm", "100000", "--rpd", "1000000")
+	for i, s := range b.servers {
+		eventually(b.t, 10*time.Second, fmt.Sprintf("server %d on Redis again", i), func() bool {
+			faultDo(client, "GET", s.url+"/v1/pets", key, "")
+			logs := s.stderr.String()
+			return strings.Count(logs, "Redis answers again") == strings.Count(logs, "Redis does not answer")
+		})
 	}
 }

@@ -30,10 +30,6 @@ const (
 	// (/debug/pprof/profile?seconds=N) must take less.
 	adminWriteTimeout = 5 * time.Minute
 	serveGCPercent    = 50
-
-	limiterSweepEvery     = 10 * time.Second
-	petsPollEvery         = time.Second
-	idempotencyPruneEvery = 10 * time.Minute
 )
 
 type serveConfig struct {
@@ -134,183 +130,121 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
-	now := time.Now
-	store, err := openStorage(ctx, cfg.db, true, now)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	var m *metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
 	}
-	// Every call the server makes goes through db, timed when there are
-	// metrics; store stays the engine's own, for its own upkeep below.
-	db := timeStorage(store, m)
-	keys, err := newKeyring(ctx, db, cfg.env, now)
+	a, err := newApp(ctx, cfg, appDeps{now: time.Now, logger: logger, metrics: m})
 	if err != nil {
-		return fmt.Errorf("load API keys: %w", err)
+		return err
 	}
-	var limiter rateLimiter = newLimiter(now, cfg.banAfter, cfg.banFor, db.Usage)
-	limitsIn := "this process"
-	if cfg.redis != "" {
-		shared, err := newRedisLimiter(ctx, redisConfig{
-			url: cfg.redis, prefix: redisPrefix(cfg.env, store), banAfter: cfg.banAfter, banFor: cfg.banFor,
-			now: now, usage: db.Usage, logger: logger, hooks: m.redisHooks(),
-		})
+	defer a.close()
+	api, err := listen(cfg.addr, "", apiServer(a.handler, logger))
+	if err != nil {
+		return err
+	}
+	defer api.ln.Close()
+	// Only now that the port is ours: the bootstrap key is printed once.
+	if err := bootstrapKey(ctx, a.store, cfg, baseURL(api.ln.Addr()), stderr); err != nil {
+		return err
+	}
+	ports := []port{api}
+	serving := []any{"addr", "http://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
+	if m != nil {
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(m, logger))
 		if err != nil {
 			return err
 		}
-		defer shared.close()
-		limiter, limitsIn = shared, shared.where()
+		defer admin.ln.Close()
+		ports = append(ports, admin)
+		serving = append(serving, "admin", "http://"+admin.ln.Addr().String())
 	}
-	pets := newPetCache(db)
-	m.countPets(pets.size)
-	var draining atomic.Bool // set after a stop signal when --shutdown-delay asks for a drain
-	handler := newServer(logger, m, db, keys, limiter, pets, newInflight(), now, cfg.trustProxy, &draining)
+	stopBackground := a.startBackground()
+	defer stopBackground()
+	logger.Info("serving", serving...)
+	logs.Flush()
+	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs)
+}
 
-	ln, err := net.Listen("tcp", cfg.addr)
+// port is an HTTP server and the listener it serves.
+type port struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// listen takes addr for srv; which names the flag in an error.
+func listen(addr, which string, srv *http.Server) (port, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+		return port{}, fmt.Errorf("listen on %s%s: %w", addr, which, err)
 	}
-	defer ln.Close()
-	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, db, cfg, baseURL(ln.Addr()), stderr); err != nil {
-		return err
-	}
-	servers := []*http.Server{{
-		Handler:           handler,
+	return port{srv: srv, ln: ln}, nil
+}
+
+// apiServer serves the API within the server limits.
+func apiServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}}
-	listeners := []net.Listener{ln}
-	serving := []any{"addr", "http://" + ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", limitsIn}
-	if m != nil {
-		adminLn, err := net.Listen("tcp", cfg.adminAddr)
-		if err != nil {
-			return fmt.Errorf("listen on %s (--admin-addr): %w", cfg.adminAddr, err)
-		}
-		defer adminLn.Close()
-		servers = append(servers, &http.Server{
-			Handler:           adminHandler(m),
-			ReadHeaderTimeout: readHeaderTimeout,
-			WriteTimeout:      adminWriteTimeout,
-			IdleTimeout:       idleTimeout,
-			MaxHeaderBytes:    maxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		})
-		listeners = append(listeners, adminLn)
-		serving = append(serving, "admin", "http://"+adminLn.Addr().String())
 	}
+}
 
-	background, stopBackground := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { pets.loadInBackground(background, logger) })
-	if pg, ok := store.(*pgStore); ok {
-		// Other servers store pets too: the copy follows them on their
-		// notices, and on a poll for the notices a broken connection missed.
-		// A failed tail costs only speed (reads go to the database).
-		tail := func() { pets.tail(background) }
-		wg.Go(func() { pg.ListenPets(background, tail) })
-		wg.Go(func() { every(background, petsPollEvery, tail) })
+// adminServer serves the metrics and the profiles, which may take minutes.
+func adminServer(m *metrics, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           adminHandler(m),
+		ReadHeaderTimeout: readHeaderTimeout,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	wg.Go(func() {
-		every(background, keyRefreshEvery, func() {
-			if err := keys.refresh(background); err != nil && background.Err() == nil {
-				logger.Warn("reload API keys", "err", err)
-			}
-		})
-	})
-	wg.Go(func() {
-		every(background, usageFlushEvery, func() {
-			if err := limiter.flush(background, db.AddUsage); err != nil && background.Err() == nil {
-				logger.Warn("store daily usage; will retry", "err", err)
-			}
-			if err := keys.flushLastUsed(background); err != nil && background.Err() == nil {
-				logger.Warn("store when keys were last used; will retry", "err", err)
-			}
-		})
-	})
-	wg.Go(func() { every(background, limiterSweepEvery, func() { limiter.sweep() }) })
-	if sqlite, ok := store.(*sqliteStore); ok {
-		wg.Go(func() {
-			policy := checkpointPolicy{doneAt: now()}
-			every(background, checkpointLookEvery, func() {
-				if err := sqlite.checkpointIfDue(background, &policy, now()); err != nil && background.Err() == nil {
-					logger.Warn("checkpoint the WAL into the database file", "err", err)
-				}
-			})
-		})
-	}
-	wg.Go(func() {
-		every(background, idempotencyPruneEvery, func() {
-			if _, err := db.PruneIdempotency(background, now().Add(-idempotencyTTL)); err != nil && background.Err() == nil {
-				logger.Warn("prune idempotency records", "err", err)
-			}
-		})
-	})
-	defer func() {
-		stopBackground()
-		wg.Wait()
-		if err := limiter.flush(context.Background(), db.AddUsage); err != nil {
-			logger.Error("store daily usage at shutdown", "err", err)
-		}
-		if err := keys.flushLastUsed(context.Background()); err != nil {
-			logger.Error("store when keys were last used at shutdown", "err", err)
-		}
-	}()
+}
 
-	logger.Info("serving", serving...)
-	logs.Flush()
-	served := make(chan error, len(servers))
-	for i, srv := range servers {
-		go func() { served <- srv.Serve(listeners[i]) }()
+// serveUntil serves every port until ctx ends; then, after drainFor with
+// draining set, it stops them: no new connections, and requests in flight
+// finish up to shutdownTimeout.
+func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logBuffer) error {
+	served := make(chan error, len(ports))
+	for _, p := range ports {
+		go func() { served <- p.srv.Serve(p.ln) }()
 	}
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	if cfg.shutdownDelay > 0 {
-		logger.Info("draining: /readyz answers 503 while requests are still served", "for", cfg.shutdownDelay)
+	if drainFor > 0 {
+		logger.Info("draining: /readyz answers 503 while requests are still served", "for", drainFor)
 		logs.Flush()
 		draining.Store(true)
-		time.Sleep(cfg.shutdownDelay)
+		time.Sleep(drainFor)
 	}
 	logger.Info("shutting down: finishing requests in flight")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	var stopping sync.WaitGroup
-	for _, srv := range servers {
+	for _, p := range ports {
 		stopping.Go(func() {
-			if err := srv.Shutdown(shutdownCtx); err != nil {
+			if err := p.srv.Shutdown(shutdownCtx); err != nil {
 				logger.Warn("requests still running at the shutdown deadline were cut off", "err", err)
-				srv.Close()
+				p.srv.Close()
 			}
 		})
 	}
 	stopping.Wait()
-	for range servers {
+	for range ports {
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-// redisPrefix begins the Redis keys of the servers of one deployment: its
-// environment and, on PostgreSQL, its database and schema, so that two
-// deployments sharing a Redis never share a key's limits.
-func redisPrefix(env string, store storage) string {
-	if pg, ok := store.(*pgStore); ok {
-		return fmt.Sprintf("petstore:%s:%x", env, uint32(pg.lockSpace))
-	}
-	return "petstore:" + env
 }
 
 // bootstrapKey makes a first Free key on a database without any, so that a
@@ -336,20 +270,6 @@ More:    petstore keys create --db %s --plan pro --name my-app
 
 `, cfg.shown(), key.ID, token, token, url, cfg.shown())
 	return nil
-}
-
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
 }
 
 // baseURL is where a user on this machine reaches the server: an address

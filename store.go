@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -66,9 +67,61 @@ type storage interface {
 	Usage(ctx context.Context, keyID int64, day string) (int64, error)
 	AddUsage(ctx context.Context, counts []usageCount) error
 
+	// Shared tells whether other servers write to this database too
+	// (PostgreSQL): a copy of its pets in memory is then only a prefix of
+	// the table, and a read past its end must go to the database.
+	Shared() bool
+	// Namespace tells this database apart from others whose servers share
+	// one Redis: "" for a SQLite file, which one server alone serves; on
+	// PostgreSQL a name for its database and schema.
+	Namespace() string
+	// Maintain runs the engine's own background work until ctx ends,
+	// logging what fails: on PostgreSQL it calls petsAdded whenever other
+	// servers may have stored pets; on SQLite it checkpoints the WAL into
+	// the database file.
+	Maintain(ctx context.Context, petsAdded func(), logger *slog.Logger)
+	// Snapshot reads everything the store holds, as it is at this moment,
+	// for petstore copy. The caller closes it.
+	Snapshot(ctx context.Context) (snapshot, error)
+
 	Ping(ctx context.Context) error
 	Close() error
 }
+
+// snapshot is what a store held at one moment, table by table (copyTables
+// names them and their columns, the same in both engines).
+type snapshot interface {
+	// Rows streams the rows of table, their values in the order of columns.
+	Rows(ctx context.Context, table string, columns []string) (rowStream, error)
+	// Count is how many rows table holds.
+	Count(ctx context.Context, table string) (int64, error)
+	// LastID is the highest id table ever gave, even one whose row is gone
+	// (ids are never given twice); 0 when it gave none.
+	LastID(ctx context.Context, table string) (int64, error)
+	Close() error
+}
+
+// copyTarget is a database petstore copy fills: an empty PostgreSQL one
+// (openCopyTarget).
+type copyTarget interface {
+	// CopyFrom moves everything src holds in, as one change.
+	CopyFrom(ctx context.Context, src snapshot) (copied, error)
+	Close() error
+}
+
+// rowStream is the rows of one table of a snapshot: Values after each Next
+// that is true, then Err. It is what pgx's CopyFrom reads.
+type rowStream interface {
+	Next() bool
+	Values() ([]any, error)
+	Err() error
+	Close()
+}
+
+// errBadURL: a database URL the engine cannot read, a mistake on the
+// command line rather than in the database. The command that took the URL
+// says which flag gave it.
+var errBadURL = errors.New("not a PostgreSQL URL this petstore can use")
 
 // isPostgresURL tells a PostgreSQL URL from a SQLite file path in --db.
 func isPostgresURL(db string) bool {
@@ -124,8 +177,6 @@ type apiKey struct {
 	BudgetID   int64
 	RolledTo   int64     // the key this one was rolled to; 0 when none
 	LastUsedAt time.Time // the minute it was last used in; zero: never
-
-	use *keyUse // the keyring's note of its use, nil outside the keyring
 }
 
 // expiredAt tells whether the key has expired at now.

@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,7 +98,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	shown := redactURL(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, usagef("--db %s is not a PostgreSQL URL this petstore can use: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
+		return nil, fmt.Errorf("%s is %w: %s", shown, errBadURL, oneLine(redactPassword(err.Error(), rawURL)))
 	}
 	q := parseQuery(rawURL)
 	if !q.Has("connect_timeout") {
@@ -272,6 +273,26 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 // petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
 // schema.
 func (s *pgStore) petsChannel() string { return fmt.Sprintf("petstore_pets_%x", uint32(s.lockSpace)) }
+
+// Shared: every server of a deployment writes to its PostgreSQL database.
+func (s *pgStore) Shared() bool { return true }
+
+// Namespace names the database and schema, as the advisory locks do.
+func (s *pgStore) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpace)) }
+
+// petsPollEvery backs the notices of new pets, which a listening connection
+// that broke has missed.
+const petsPollEvery = time.Second
+
+// Maintain follows the pets other servers store: petsAdded is called on
+// each of their notices and on a poll for the notices a broken connection
+// missed.
+func (s *pgStore) Maintain(ctx context.Context, petsAdded func(), _ *slog.Logger) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ListenPets(ctx, petsAdded) })
+	wg.Go(func() { every(ctx, petsPollEvery, petsAdded) })
+	wg.Wait()
+}
 
 // ListenPets calls fn each time pets were stored, by any server, until ctx
 // ends. It listens on a connection of its own, which it makes anew when it
@@ -624,37 +645,19 @@ func parseQuery(rawURL string) url.Values {
 	return u.Query()
 }
 
-// copied counts the rows of each table a copy moved.
-type copied struct {
-	Pets, Keys, Usage, Idempotency int64
-}
-
-// copyTables are the tables copy moves, with their columns, in both schemas.
-var copyTables = []struct {
-	name    string
-	columns []string
-	count   func(*copied) *int64
-}{
-	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
-	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at",
-		"expires_at", "budget_id", "rolled_to", "last_used_at"}, func(c *copied) *int64 { return &c.Keys }},
-	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
-	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
+// openCopyTarget opens the PostgreSQL database at url for petstore copy.
+func openCopyTarget(ctx context.Context, url string) (copyTarget, error) {
+	return openPostgres(ctx, url, time.Now)
 }
 
 // CopyFrom moves everything src holds into this database, which must be
 // empty, in one transaction: pets with their ids (the id sequences moved
-// past every id SQLite ever gave), keys as their hashes, daily usage and
-// idempotency records. It reads src in one snapshot, and checks before it
-// commits that each table holds as many rows as src's.
-func (s *pgStore) CopyFrom(ctx context.Context, src *sqliteStore) (copied, error) {
+// past every id the source ever gave), keys as their hashes, daily usage
+// and idempotency records. It checks before it commits that each table
+// holds as many rows as src's.
+func (s *pgStore) CopyFrom(ctx context.Context, src snapshot) (copied, error) {
 	var n copied
-	snapshot, err := src.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return n, err
-	}
-	defer snapshot.Rollback()
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
 		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, meta IN EXCLUSIVE MODE`); err != nil {
 			return err
@@ -669,32 +672,17 @@ func (s *pgStore) CopyFrom(ctx context.Context, src *sqliteStore) (copied, error
 				there.Pets, there.Keys, there.Usage, there.Idempotency)
 		}
 		for _, table := range copyTables {
-			rows, err := snapshot.QueryContext(ctx, `SELECT `+strings.Join(table.columns, ", ")+` FROM `+table.name)
+			moved, err := copyTable(ctx, tx, src, table.name, table.columns)
 			if err != nil {
-				return fmt.Errorf("read %s: %w", table.name, err)
-			}
-			moved, err := tx.CopyFrom(ctx, pgx.Identifier{table.name}, table.columns, &sqlRowsSource{rows: rows, values: make([]any, len(table.columns))})
-			rows.Close()
-			if err != nil {
-				return fmt.Errorf("copy %s: %w", table.name, err)
+				return err
 			}
 			*table.count(&n) = moved
-			var want, got int64
-			if err := snapshot.QueryRowContext(ctx, `SELECT count(*) FROM `+table.name).Scan(&want); err != nil {
-				return err
-			}
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table.name).Scan(&got); err != nil {
-				return err
-			}
-			if got != want || moved != want {
-				return fmt.Errorf("copy %s: %d rows in SQLite, %d copied, %d in PostgreSQL", table.name, want, moved, got)
-			}
 		}
 		// Ids are never reused: each sequence goes on after the highest id
-		// SQLite gave, even one whose row is gone.
+		// the source gave, even one whose row is gone.
 		for _, table := range []string{"pets", "api_keys"} {
-			var last int64
-			if err := snapshot.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last); err != nil {
+			last, err := src.LastID(ctx, table)
+			if err != nil {
 				return err
 			}
 			if last > 0 {
@@ -709,23 +697,70 @@ func (s *pgStore) CopyFrom(ctx context.Context, src *sqliteStore) (copied, error
 	return n, pgError(err)
 }
 
-// sqlRowsSource feeds database/sql rows to pgx's CopyFrom.
-type sqlRowsSource struct {
-	rows   *sql.Rows
-	values []any
+// copyTable moves one table of src in with COPY and checks that as many
+// rows arrived as src holds.
+func copyTable(ctx context.Context, tx pgx.Tx, src snapshot, table string, columns []string) (int64, error) {
+	rows, err := src.Rows(ctx, table, columns)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", table, err)
+	}
+	moved, err := tx.CopyFrom(ctx, pgx.Identifier{table}, columns, rows)
+	rows.Close()
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", table, err)
+	}
+	want, err := src.Count(ctx, table)
+	if err != nil {
+		return 0, err
+	}
+	var got int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&got); err != nil {
+		return 0, err
+	}
+	if got != want || moved != want {
+		return 0, fmt.Errorf("copy %s: %d rows in SQLite, %d copied, %d in PostgreSQL", table, want, moved, got)
+	}
+	return moved, nil
 }
 
-func (r *sqlRowsSource) Next() bool { return r.rows.Next() }
-
-func (r *sqlRowsSource) Values() ([]any, error) {
-	ptrs := make([]any, len(r.values))
-	for i := range r.values {
-		ptrs[i] = &r.values[i]
-	}
-	if err := r.rows.Scan(ptrs...); err != nil {
+// Snapshot reads the database in one repeatable-read transaction.
+func (s *pgStore) Snapshot(ctx context.Context) (snapshot, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
 		return nil, err
 	}
-	return r.values, nil
+	// The transaction sees the database as of its first statement, not its
+	// BEGIN.
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return pgSnapshot{tx}, nil
 }
 
-func (r *sqlRowsSource) Err() error { return r.rows.Err() }
+type pgSnapshot struct{ tx pgx.Tx }
+
+func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (rowStream, error) {
+	rows, err := p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (p pgSnapshot) Count(ctx context.Context, table string) (int64, error) {
+	var n int64
+	err := p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, err
+}
+
+// LastID reads the id sequence as well as the ids: a sequence is outside
+// transactions, so it may have moved since the snapshot began, never back.
+func (p pgSnapshot) LastID(ctx context.Context, table string) (int64, error) {
+	var last int64
+	err := p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
+		coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last)
+	return last, err
+}
+
+func (p pgSnapshot) Close() error { return p.tx.Rollback(context.Background()) }

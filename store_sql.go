@@ -1,5 +1,5 @@
 // The SQL both engines speak alike: the columns of a key and how its
-// nullable times and ids travel.
+// nullable times and ids travel, and the tables petstore copy moves.
 
 package main
 
@@ -49,4 +49,22 @@ func nullID(id int64) any {
 		return nil
 	}
 	return id
+}
+
+// copied counts the rows of each table a copy moved.
+type copied struct {
+	Pets, Keys, Usage, Idempotency int64
+}
+
+// copyTables are the tables copy moves, with their columns, in both schemas.
+var copyTables = []struct {
+	name    string
+	columns []string
+	count   func(*copied) *int64
+}{
+	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
+	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at",
+		"expires_at", "budget_id", "rolled_to", "last_used_at"}, func(c *copied) *int64 { return &c.Keys }},
+	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
+	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
 }

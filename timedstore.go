@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -131,12 +132,17 @@ func (t *timedStorage) Ping(ctx context.Context) error {
 	return t.s.Ping(ctx)
 }
 
-func (t *timedStorage) Close() error { return t.s.Close() }
+// What the engine is, its background work and its snapshots are not calls
+// a request waits for: they are passed on untimed, as Close is.
 
-// engine is the storage under any timing, for a look at which engine it is.
-func engine(s storage) storage {
-	if t, ok := s.(*timedStorage); ok {
-		return t.s
-	}
-	return s
+func (t *timedStorage) Shared() bool { return t.s.Shared() }
+
+func (t *timedStorage) Namespace() string { return t.s.Namespace() }
+
+func (t *timedStorage) Maintain(ctx context.Context, petsAdded func(), logger *slog.Logger) {
+	t.s.Maintain(ctx, petsAdded, logger)
 }
+
+func (t *timedStorage) Snapshot(ctx context.Context) (snapshot, error) { return t.s.Snapshot(ctx) }
+
+func (t *timedStorage) Close() error { return t.s.Close() }

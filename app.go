@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// How often the background work of a server runs.
+const (
+	limiterSweepEvery     = 10 * time.Second
+	idempotencyPruneEvery = 10 * time.Minute
+)
+
+// app is the pet store assembled: the store, the keyring, the limiter, the
+// in-memory copy of the pets and the HTTP handler over them. newApp builds
+// it, the same for serve and for a test, which gives it a temporary
+// database and a fake clock.
+type app struct {
+	logger     *slog.Logger
+	metrics    *metrics // nil without an admin listener: nobody else could read them
+	now        func() time.Time
+	trustProxy bool
+
+	store    storage // every call the server makes, timed when there are metrics
+	keys     *keyring
+	limiter  rateLimiter
+	limitsIn string // where the limits are kept, for the log
+	pets     *petCache
+	idem     *inflight
+	// draining is set after a stop signal while --shutdown-delay lets a
+	// load balancer see /readyz fail.
+	draining *atomic.Bool
+	handler  http.Handler
+
+	closeLimiter func() error
+}
+
+// appDeps is what an app takes from outside its flags: serve gives the
+// process's clock and logger; a test its fake clock and what isolates it.
+type appDeps struct {
+	now     func() time.Time
+	logger  *slog.Logger
+	metrics *metrics
+
+	// For tests: wrapStore stands between the engine and the rest of the
+	// app (to count or fail calls); redisPrefix, when set, keeps a test's
+	// Redis keys apart from every other's; scriptNow is the Redis script's
+	// clock instead of Redis TIME.
+	wrapStore   func(storage) storage
+	redisPrefix string
+	scriptNow   func() time.Time
+}
+
+// newApp opens the database cfg names and builds the server on it. The
+// copy of the pets is still empty: startBackground (or a test) loads it.
+func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error) {
+	store, err := openFlagged(ctx, "--db", cfg.db, true, d.now)
+	if err != nil {
+		return nil, err
+	}
+	if d.wrapStore != nil {
+		store = d.wrapStore(store)
+	}
+	a := &app{
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy,
+		store: timeStorage(store, d.metrics), idem: newInflight(), draining: new(atomic.Bool),
+		closeLimiter: func() error { return nil },
+	}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	if a.keys, err = newKeyring(ctx, a.store, cfg.env, d.now); err != nil {
+		return nil, fmt.Errorf("load API keys: %w", err)
+	}
+	if a.limiter, a.limitsIn, a.closeLimiter, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
+		return nil, err
+	}
+	a.pets = newPetCache(a.store)
+	a.metrics.countPets(a.pets.size)
+	a.handler = newServer(a)
+	return a, nil
+}
+
+// close releases the limiter's connection and closes the database.
+func (a *app) close() error {
+	return errors.Join(a.closeLimiter(), a.store.Close())
+}
+
+// newRateLimiter is the limiter cfg asks for: in this process, or in the
+// Redis --redis names, shared by every server naming it. where names it for
+// the log; close releases it.
+func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (_ rateLimiter, where string, close func() error, _ error) {
+	if cfg.redis == "" {
+		return newLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage), "this process", func() error { return nil }, nil
+	}
+	prefix := d.redisPrefix
+	if prefix == "" {
+		prefix = redisPrefix(cfg.env, store)
+	}
+	shared, err := newRedisLimiter(ctx, redisConfig{
+		url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor,
+		now: d.now, usage: store.Usage, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
+	})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return shared, shared.where(), shared.close, nil
+}
+
+// redisPrefix begins the Redis keys of the servers of one deployment: its
+// environment and, on PostgreSQL, its database and schema, so that two
+// deployments sharing a Redis never share a key's limits.
+func redisPrefix(env string, store storage) string {
+	if ns := store.Namespace(); ns != "" {
+		return "petstore:" + env + ":" + ns
+	}
+	return "petstore:" + env
+}
+
+// startBackground starts what a server does besides answering requests:
+// loading the copy of the pets, the engine's upkeep, reloading keys,
+// storing usage and last uses, forgetting idle callers and expired
+// idempotency records. stop ends it all, then stores what is left.
+func (a *app) startBackground() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	warn := func(msg string, err error) {
+		if err != nil && ctx.Err() == nil {
+			a.logger.Warn(msg, "err", err)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
+	// On a shared database the copy of the pets follows the other servers'
+	// creates; a failed tail costs only speed (reads go to the database).
+	wg.Go(func() { a.store.Maintain(ctx, func() { a.pets.tail(ctx) }, a.logger) })
+	wg.Go(func() {
+		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
+	})
+	wg.Go(func() {
+		every(ctx, usageFlushEvery, func() {
+			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
+			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
+		})
+	})
+	wg.Go(func() { every(ctx, limiterSweepEvery, func() { a.limiter.sweep() }) })
+	wg.Go(func() {
+		every(ctx, idempotencyPruneEvery, func() {
+			_, err := a.store.PruneIdempotency(ctx, a.now().Add(-idempotencyTTL))
+			warn("prune idempotency records", err)
+		})
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+		if err := a.limiter.flush(context.Background(), a.store.AddUsage); err != nil {
+			a.logger.Error("store daily usage at shutdown", "err", err)
+		}
+		if err := a.keys.flushLastUsed(context.Background()); err != nil {
+			a.logger.Error("store when keys were last used at shutdown", "err", err)
+		}
+	}
+}
+
+// every calls fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
