@@ -168,7 +168,7 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	if isPostgresURL(c.db.db) {
-		return usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see the README, \"Backup and restore\")")
+		return usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see docs/replicas.md)")
 	}
 	if err := backupSQLite(ctx, c.db.db, out); err != nil {
 		return err
