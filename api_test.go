@@ -279,16 +279,25 @@ func TestListPetsLimit(t *testing.T) {
 	})
 }
 
+// apiBadQuery is a query string that listPets must refuse.
+type apiBadQuery struct{ name, query string }
+
+// apiWantQueriesRefused sends GET /v1/pets with each query after prefix,
+// and wants each refused with a 400 invalid_request naming field.
+func apiWantQueriesRefused(t *testing.T, s *testServer, key, prefix, field string, queries []apiBadQuery) {
+	t.Helper()
+	for _, q := range queries {
+		t.Run(q.name, func(t *testing.T) {
+			apiWantError(t, s.do("GET", "/v1/pets?"+prefix+q.query, key, ""), http.StatusBadRequest, "invalid_request", field)
+		})
+	}
+}
+
 func TestListPetsRejectsABadLimit(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		apiAddPets(s, key, "available")
 
-		tests := []struct {
-			name  string
-			query string
-		}{
+		apiWantQueriesRefused(t, s, key, "", "limit", []apiBadQuery{
 			{"limit 0", "limit=0"},
 			{"limit 101", "limit=101"},
 			{"limit abc", "limit=abc"},
@@ -302,13 +311,7 @@ func TestListPetsRejectsABadLimit(t *testing.T) {
 			{"limit beyond int64", "limit=99999999999999999999"},
 			{"limit given twice", "limit=5&limit=6"},
 			{"limit with a broken percent escape", "limit=%zz"},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", "/v1/pets?"+tt.query, key, "")
-				apiWantError(t, w, http.StatusBadRequest, "invalid_request", "limit")
-			})
-		}
+		})
 	})
 }
 
@@ -346,26 +349,14 @@ func TestListPetsStatusFilter(t *testing.T) {
 }
 
 func TestListPetsRejectsABadStatus(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
-
-		tests := []struct {
-			name  string
-			query string
-		}{
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+		apiWantQueriesRefused(t, s, key, "", "status", []apiBadQuery{
 			{"status outside the enum", "status=lost"},
 			{"status in capitals", "status=Available"},
 			{"status empty", "status="},
 			{"status given twice", "status=available&status=sold"},
 			{"status with a broken percent escape", "status=avail%zzable"},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", "/v1/pets?"+tt.query, key, "")
-				apiWantError(t, w, http.StatusBadRequest, "invalid_request", "status")
-			})
-		}
+		})
 	})
 }
 
@@ -474,22 +465,13 @@ func TestListPetsRejectsAMalformedCursor(t *testing.T) {
 		u, _ := url.Parse(next)
 		cursor := u.Query().Get("cursor")
 
-		tests := []struct {
-			name  string
-			query string
-		}{
+		apiWantQueriesRefused(t, s, key, "limit=1&", "cursor", []apiBadQuery{
 			{"cursor is made-up text", "cursor=hello-world"},
 			{"cursor is not base64", "cursor=%21%21%21%21"},
 			{"cursor with spaces", "cursor=not+a+cursor"},
 			{"cursor empty", "cursor="},
 			{"cursor given twice", "cursor=" + cursor + "&cursor=" + cursor},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", "/v1/pets?limit=1&"+tt.query, key, "")
-				apiWantError(t, w, http.StatusBadRequest, "invalid_request", "cursor")
-			})
-		}
+		})
 	})
 }
 
@@ -515,9 +497,7 @@ func TestListPetsEmptyListIsAnEmptyArray(t *testing.T) {
 // --------------------------------------------------------------- createPet
 
 func TestCreatePet(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		str := func(s string) *string { return &s }
 
 		tests := []struct {
@@ -584,9 +564,7 @@ func TestCreatePet(t *testing.T) {
 }
 
 func TestCreatePetRejectsABadBody(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		apiAddPets(s, key, "available")
 		valid := `{"name":"Rex","categoryId":1}`
 
@@ -667,10 +645,7 @@ func TestCreatePetRejectsABadBody(t *testing.T) {
 }
 
 func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
-
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		tests := []struct {
 			name       string
 			body       string
@@ -867,10 +842,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestAuthenticationComesBeforeRouting(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
-
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		tests := []struct {
 			name       string
 			method     string
@@ -907,9 +879,7 @@ func TestAuthenticationComesBeforeRouting(t *testing.T) {
 // ------------------------------------------------ errors and the other paths
 
 func TestMethodNotAllowed(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		apiAddPets(s, key, "")
 
 		tests := []struct {
@@ -947,10 +917,7 @@ func TestMethodNotAllowed(t *testing.T) {
 }
 
 func TestStoreOrdersIsNotImplemented(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
-
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		t.Run("with a key", func(t *testing.T) {
 			apiWantError(t, s.do("GET", "/v1/store/orders", key, ""), http.StatusNotImplemented, "not_implemented")
 		})
@@ -993,10 +960,7 @@ func TestPathsOutsideV1(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
-
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		tests := []struct {
 			name   string
 			target string
@@ -1032,10 +996,7 @@ func TestRequestID(t *testing.T) {
 // TestEveryErrorHasTheErrorShape walks one request to each error the service
 // gives and checks the shape, status and content type of each.
 func TestEveryErrorHasTheErrorShape(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
-
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		tests := []struct {
 			name       string
 			method     string
@@ -1074,9 +1035,7 @@ func TestEveryErrorHasTheErrorShape(t *testing.T) {
 // TestSpecErrorTable has one row per line of SPEC.md §7, on each operation it
 // applies to.
 func TestSpecErrorTable(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		pets := apiAddPets(s, key, "available")
 		existing := "/v1/pets/" + strconv.FormatInt(pets[0].ID, 10)
 
@@ -1241,9 +1200,7 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 }
 
 func TestABodyCutShortIsCalledCutShort(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("pro")
+	eachStoreWithKey(t, "pro", func(t *testing.T, s *testServer, key string) {
 		for _, body := range []string{`{`, `{"name":`, `{"name":"a",`, `{"name":"a","categoryId":1`} {
 			w := s.do("POST", "/v1/pets", key, body)
 			apiWantError(t, w, 400, "invalid_json", "ends in the middle")

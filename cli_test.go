@@ -216,34 +216,19 @@ func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 	return strings.TrimSpace(res.stdout)
 }
 
-// cliKey is one element of keys list --json.
-type cliKey struct {
-	ID         int64      `json:"id"`
-	Name       string     `json:"name"`
-	Plan       string     `json:"plan"`
-	PerMinute  int64      `json:"perMinute"`
-	PerDay     int64      `json:"perDay"`
-	Created    time.Time  `json:"created"`
-	Revoked    *time.Time `json:"revoked"`
-	Expires    *time.Time `json:"expires"`
-	LastUsed   *time.Time `json:"lastUsed"`
-	Today      int64      `json:"today"`
-	State      string     `json:"state"`
-	RolledTo   *int64     `json:"rolledTo"`
-	RolledFrom *int64     `json:"rolledFrom"`
-}
-
 // cliListColumns are the columns of the keys list table, in order: the
 // first seven as DESIGN.md names them, then the key's lifetime.
 var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state"}
 
-func listKeysJSON(t *testing.T, petstore cliRunner, db string) []cliKey {
+// listKeysJSON runs keys list --json (its fields are pinned by
+// TestKeysListNeverShowsKeys).
+func listKeysJSON(t *testing.T, petstore cliRunner, db string) []listedKey {
 	t.Helper()
 	res := petstore(t, nil, "keys", "list", "--db", db, "--json")
 	if res.code != 0 {
 		t.Fatalf("keys list --json: exit status %d\n%s", res.code, res.stderr)
 	}
-	var keys []cliKey
+	var keys []listedKey
 	if err := json.Unmarshal([]byte(res.stdout), &keys); err != nil {
 		t.Fatalf("keys list --json: %v\n%s", err, res.stdout)
 	}
@@ -492,6 +477,16 @@ func cliDecode(t *testing.T, body string, v any) {
 
 // keys create
 
+// keysCreateBothWays runs keys create with args on a new database, in this
+// process and as the binary, and hands test what it did.
+func keysCreateBothWays(t *testing.T, args []string, test func(t *testing.T, petstore cliRunner, db string, res cliResult)) {
+	t.Helper()
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "keys.db")
+		test(t, petstore, db, petstore(t, nil, append([]string{"keys", "create", "--db", db}, args...)...))
+	})
+}
+
 func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -514,9 +509,7 @@ func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			bothWays(t, func(t *testing.T, petstore cliRunner) {
-				db := filepath.Join(t.TempDir(), "keys.db")
-				res := petstore(t, nil, append([]string{"keys", "create", "--db", db}, tt.args...)...)
+			keysCreateBothWays(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
 				if res.code != 0 {
 					t.Fatalf("exit status %d\n%s", res.code, res.stderr)
 				}
@@ -568,9 +561,7 @@ func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			bothWays(t, func(t *testing.T, petstore cliRunner) {
-				db := filepath.Join(t.TempDir(), "keys.db")
-				res := petstore(t, nil, append([]string{"keys", "create", "--db", db}, tt.args...)...)
+			keysCreateBothWays(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
 				wantFailure(t, res, 2)
 				wantNoFile(t, db)
 			})
@@ -600,7 +591,7 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 			}
 			return strings.TrimSpace(res.stdout)
 		}
-		onlyKey := func(db string) cliKey {
+		onlyKey := func(db string) listedKey {
 			t.Helper()
 			keys := listKeysJSON(t, petstore, db)
 			if len(keys) != 1 {
@@ -923,9 +914,7 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 
 func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		dir := t.TempDir()
-		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
 		printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
@@ -969,9 +958,7 @@ func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
 
 func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		dir := t.TempDir()
-		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "serve", "--db", db)
 		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 
@@ -988,9 +975,7 @@ func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 
 func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		dir := t.TempDir()
-		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "serve", "--db", db)
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
 		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
@@ -1028,9 +1013,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 
 func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		dir := t.TempDir()
-		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "100000", "--rpd", "1000000")
 		s := startPetstore(t, dir, "serve", "--db", db)
 
@@ -1168,20 +1151,29 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	})
 }
 
+// startWithDefaultDB starts a server of env without --db in a new
+// directory, and wants it to make file there (not other) and print a
+// bootstrap key of env that works.
+func startWithDefaultDB(t *testing.T, env, file, other string, args ...string) (dir string, s *runningPetstore) {
+	t.Helper()
+	dir = t.TempDir()
+	s = startPetstore(t, dir, append([]string{"serve"}, args...)...)
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		t.Errorf("%s did not use %s in its working directory: %v", env, file, err)
+	}
+	wantNoFile(t, filepath.Join(dir, other))
+	if !cliKeyPattern[env].MatchString(s.bootstrap) {
+		t.Errorf("%s bootstrap key %q, want a %s key", env, s.bootstrap, keyPrefixes[env])
+	}
+	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+	return dir, s
+}
+
 func TestStagingAndProductionKeepApart(t *testing.T) {
 	t.Parallel()
 	t.Run("staging", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		s := startPetstore(t, dir, "serve", "--env", "staging")
-		if _, err := os.Stat(filepath.Join(dir, "petstore-staging.db")); err != nil {
-			t.Errorf("staging did not use petstore-staging.db in its working directory: %v", err)
-		}
-		wantNoFile(t, filepath.Join(dir, "petstore.db"))
-		if !cliKeyPattern["staging"].MatchString(s.bootstrap) {
-			t.Errorf("staging bootstrap key %q, want a psk_test_ key", s.bootstrap)
-		}
-		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+		dir, s := startWithDefaultDB(t, "staging", "petstore-staging.db", "petstore.db", "--env", "staging")
 
 		// keys create --env staging finds the same default file.
 		res := runBinary(t, dir, nil, "keys", "create", "--env", "staging", "--plan", "free")
@@ -1201,16 +1193,7 @@ func TestStagingAndProductionKeepApart(t *testing.T) {
 	})
 	t.Run("production", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		s := startPetstore(t, dir, "serve")
-		if _, err := os.Stat(filepath.Join(dir, "petstore.db")); err != nil {
-			t.Errorf("production did not use petstore.db in its working directory: %v", err)
-		}
-		wantNoFile(t, filepath.Join(dir, "petstore-staging.db"))
-		if !cliKeyPattern["production"].MatchString(s.bootstrap) {
-			t.Errorf("production bootstrap key %q, want a psk_live_ key", s.bootstrap)
-		}
-		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+		dir, s := startWithDefaultDB(t, "production", "petstore.db", "petstore-staging.db")
 		test := mustCreateKeyCLI(t, viaBinary, "--db", filepath.Join(dir, "petstore.db"), "--env", "staging", "--plan", "free")
 		s.wantStatus("GET", "/v1/pets", test, "", http.StatusUnauthorized)
 	})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -88,6 +89,16 @@ func eachStore(t *testing.T, test func(t *testing.T, opts testOptions)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { test(t, testOptions{}) })
 	t.Run("postgres", func(t *testing.T) { test(t, testOptions{postgres: true}) })
+}
+
+// eachStoreWithKey runs test on SQLite and on PostgreSQL, each time with a
+// new server and a key of plan.
+func eachStoreWithKey(t *testing.T, plan string, test func(t *testing.T, s *testServer, key string)) {
+	t.Helper()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		test(t, s, s.mustCreateKey(plan))
+	})
 }
 
 func newTestServer(t testing.TB) *testServer {
@@ -235,6 +246,17 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// eachStoreInDir runs test on SQLite and on PostgreSQL, each time with a
+// new directory to work in and a new database: a file in it, or a fresh
+// PostgreSQL schema.
+func eachStoreInDir(t *testing.T, test func(t *testing.T, dir, db string)) {
+	t.Helper()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		dir := t.TempDir()
+		test(t, dir, opts.dbAt(t, filepath.Join(dir, "petstore.db")))
+	})
+}
+
 // dbAt returns where a test's database lives: path on SQLite, or on
 // PostgreSQL the URL of a fresh schema.
 func (o testOptions) dbAt(t testing.TB, path string) string {
@@ -254,4 +276,15 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 			t.Fatalf("waited %v for this, in vain: %s", within, what)
 		}
 	}
+}
+
+// testEnv is the environment variable name, which names a service some
+// tests need; without it, the test is skipped, saying why.
+func testEnv(t testing.TB, name, why string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Skip(why)
+	}
+	return v
 }

@@ -92,9 +92,7 @@ func TestIdempotentRetry(t *testing.T) {
 // TestIdempotencyKeyReplayedTwice checks that a replay is not itself a new
 // first response: the third request still gets the first pet.
 func TestIdempotencyKeyReplayedTwice(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		const body = `{"name":"Rex","categoryId":1}`
 		var bodies []string
 		for i := 0; i < 3; i++ {
@@ -114,9 +112,7 @@ func TestIdempotencyKeyReplayedTwice(t *testing.T) {
 }
 
 func TestIdempotencyKeyValidation(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		const body = `{"name":"Rex","categoryId":1}`
 
 		tests := []struct {
@@ -164,9 +160,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 // TestRejectedRequestDoesNotUseUpTheKey: a body refused with 400 stores no
 // response, so the key then works for a valid body.
 func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		w := s.do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
 		apiWantError(t, w, http.StatusBadRequest, "invalid_request", "name")
 		w = s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "Idempotency-Key", "k1")
@@ -183,9 +177,7 @@ func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
 // once: exactly one pet is made, and every answer is that pet (201, first or
 // replayed) or 409 idempotency_conflict.
 func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("business")
+	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		const n = 20
 		const body = `{"name":"Rex","categoryId":1,"status":"pending"}`
 

@@ -132,22 +132,17 @@ func parseOverlap(s string) (time.Duration, error) {
 }
 
 func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var db dbFlags
+	c := newCommand("keys create", getenv, stdout).withDB()
 	var plan, name, expiresFlag string
 	var rpm, rpd int64
-	fs := flag.NewFlagSet("keys create", flag.ContinueOnError)
-	db.register(fs)
+	fs := c.fs
 	fs.StringVar(&plan, "plan", "", "plan: free, pro, business or enterprise (required)")
 	fs.StringVar(&name, "name", "", "a name to recognise the key by in keys list")
 	fs.Int64Var(&rpm, "rpm", 0, "requests per minute (enterprise only, required there)")
 	fs.Int64Var(&rpd, "rpd", 0, "requests per day (enterprise only, required there)")
 	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m); default never")
-	rest, err := parseFlags(fs, args, getenv, stdout)
-	if err != nil {
+	if err := c.parse(args); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return usagef("keys create takes no arguments, got %q", rest[0])
 	}
 	lim, err := planLimits(plan, rpm, rpd)
 	if err != nil {
@@ -162,17 +157,17 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 			return err
 		}
 	}
-	store, err := db.open(ctx, true)
+	store, err := c.db.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	k, token, err := createKey(ctx, store, db.env, plan, name, lim, expires)
+	k, token, err := createKey(ctx, store, c.db.env, plan, name, lim, expires)
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}
 	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day%s) in %s; it is shown only now:\n",
-		k.ID, plan, lim.PerMinute, lim.PerDay, expiryNote(k.ExpiresAt), db.shown())
+		k.ID, plan, lim.PerMinute, lim.PerDay, expiryNote(k.ExpiresAt), c.db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
 }
@@ -193,12 +188,10 @@ func expiryNote(expires time.Time) string {
 }
 
 func keysRoll(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var db dbFlags
+	c := newCommand("keys roll", getenv, stdout).withDB()
 	var overlapFlag string
-	fs := flag.NewFlagSet("keys roll", flag.ContinueOnError)
-	db.register(fs)
-	fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old key keeps working beside the new one: a duration (24h, 30m, 7d); 0 stops it at once")
-	rest, err := parseFlags(fs, args, getenv, stdout)
+	c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old key keeps working beside the new one: a duration (24h, 30m, 7d); 0 stops it at once")
+	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
 	}
@@ -210,7 +203,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	store, err := db.open(ctx, false)
+	store, err := c.db.open(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -232,7 +225,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 		return keyCommandError("roll", id, err)
 	}
 	fmt.Fprintf(stderr, "rolled key %d to key %d (%s plan, %d/minute, %d/day%s) in %s; key %d stops at %s.\nThe new key is shown only now:\n",
-		old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), db.shown(),
+		old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), c.db.shown(),
 		old.ID, old.ExpiresAt.Format(time.RFC3339))
 	fmt.Fprintln(stdout, token)
 	return nil
@@ -281,19 +274,13 @@ func planLimits(plan string, rpm, rpd int64) (limits, error) {
 }
 
 func keysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	var db dbFlags
+	c := newCommand("keys list", getenv, stdout).withDB()
 	var asJSON bool
-	fs := flag.NewFlagSet("keys list", flag.ContinueOnError)
-	db.register(fs)
-	fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
-	rest, err := parseFlags(fs, args, getenv, stdout)
-	if err != nil {
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	if err := c.parse(args); err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return usagef("keys list takes no arguments, got %q", rest[0])
-	}
-	store, err := db.open(ctx, false)
+	store, err := c.db.open(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -411,10 +398,8 @@ func timeOrDash(t *time.Time) string {
 }
 
 func keysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	var db dbFlags
-	fs := flag.NewFlagSet("keys revoke", flag.ContinueOnError)
-	db.register(fs)
-	rest, err := parseFlags(fs, args, getenv, stdout)
+	c := newCommand("keys revoke", getenv, stdout).withDB()
+	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
 	}
@@ -422,7 +407,7 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	store, err := db.open(ctx, false)
+	store, err := c.db.open(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -175,56 +175,35 @@ func openAPIRefName(t *testing.T, ref, kind string) string {
 	return name
 }
 
-func (d *openAPIDoc) response(t *testing.T, r openAPIResponse) openAPIResponse {
+// resolve follows v's $refs through the components of kind until one is
+// the thing itself.
+func resolve[T any](t *testing.T, v T, ref func(T) string, kind string, components map[string]T) T {
 	t.Helper()
-	for r.Ref != "" {
-		name := openAPIRefName(t, r.Ref, "responses")
-		next, ok := d.Components.Responses[name]
+	for ref(v) != "" {
+		name := openAPIRefName(t, ref(v), kind)
+		next, ok := components[name]
 		if !ok {
-			t.Fatalf("no response component %s", name)
+			t.Fatalf("no %s component %s", strings.TrimSuffix(kind, "s"), name)
 		}
-		r = next
+		v = next
 	}
-	return r
+	return v
+}
+
+func (d *openAPIDoc) response(t *testing.T, r openAPIResponse) openAPIResponse {
+	return resolve(t, r, func(r openAPIResponse) string { return r.Ref }, "responses", d.Components.Responses)
 }
 
 func (d *openAPIDoc) header(t *testing.T, h openAPIHeader) openAPIHeader {
-	t.Helper()
-	for h.Ref != "" {
-		name := openAPIRefName(t, h.Ref, "headers")
-		next, ok := d.Components.Headers[name]
-		if !ok {
-			t.Fatalf("no header component %s", name)
-		}
-		h = next
-	}
-	return h
+	return resolve(t, h, func(h openAPIHeader) string { return h.Ref }, "headers", d.Components.Headers)
 }
 
 func (d *openAPIDoc) parameter(t *testing.T, p openAPIParameter) openAPIParameter {
-	t.Helper()
-	for p.Ref != "" {
-		name := openAPIRefName(t, p.Ref, "parameters")
-		next, ok := d.Components.Parameters[name]
-		if !ok {
-			t.Fatalf("no parameter component %s", name)
-		}
-		p = next
-	}
-	return p
+	return resolve(t, p, func(p openAPIParameter) string { return p.Ref }, "parameters", d.Components.Parameters)
 }
 
 func (d *openAPIDoc) schema(t *testing.T, s openAPISchema) openAPISchema {
-	t.Helper()
-	for s.Ref != "" {
-		name := openAPIRefName(t, s.Ref, "schemas")
-		next, ok := d.Components.Schemas[name]
-		if !ok {
-			t.Fatalf("no schema component %s", name)
-		}
-		s = next
-	}
-	return s
+	return resolve(t, s, func(s openAPISchema) string { return s.Ref }, "schemas", d.Components.Schemas)
 }
 
 // operationParameter returns the named parameter of an operation.

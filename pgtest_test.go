@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -17,10 +16,7 @@ import (
 // is skipped.
 func testPostgresURL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("PETSTORE_TEST_POSTGRES")
-	if base == "" {
-		t.Skip("PostgreSQL tests need a database: set PETSTORE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test (.ci/run does)")
-	}
+	base := testEnv(t, "PETSTORE_TEST_POSTGRES", "PostgreSQL tests need a database: set PETSTORE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test (.ci/run does)")
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -28,11 +27,7 @@ import (
 // testRedisURL is the tests' Redis; without one the test is skipped.
 func testRedisURL(t testing.TB) string {
 	t.Helper()
-	u := os.Getenv("PETSTORE_TEST_REDIS")
-	if u == "" {
-		t.Skip("set PETSTORE_TEST_REDIS=redis://127.0.0.1:6379/0 to run the Redis tests")
-	}
-	return u
+	return testEnv(t, "PETSTORE_TEST_REDIS", "set PETSTORE_TEST_REDIS=redis://127.0.0.1:6379/0 to run the Redis tests")
 }
 
 // testRedisPrefix is a key prefix of the test's own, whose keys are deleted

@@ -307,8 +307,9 @@ func (r *redisProcess) start() {
 func (r *redisProcess) stop() { r.proc.kill() }
 
 // balancedLoad creates pets through the balancer from workers goroutines,
-// each list-reading every few creates, until stop is called. It returns the
-// acknowledged pets and every request that failed.
+// each list-reading every few creates, until stop is called. It keeps the
+// acknowledged pets and every request that failed. startLoad starts it
+// with a key no limit stops, and returns once pets are being acknowledged.
 type balancedLoad struct {
 	stopped atomic.Bool
 	wg      sync.WaitGroup
@@ -317,8 +318,17 @@ type balancedLoad struct {
 	failed  []string
 }
 
-func startBalancedLoad(b *balancedSet, key string, workers int) *balancedLoad {
-	l := &balancedLoad{acked: map[int64]apiPet{}}
+func (b *balancedSet) startLoad(keyName string, workers int) (load *balancedLoad, key string) {
+	b.t.Helper()
+	key = mustCreateKeyCLI(b.t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", keyName,
+		"--rpm", "100000000", "--rpd", "1000000000")
+	load = &balancedLoad{acked: map[int64]apiPet{}}
+	load.run(b, key, workers)
+	load.waitAcked(b.t, 20)
+	return load, key
+}
+
+func (l *balancedLoad) run(b *balancedSet, key string, workers int) {
 	client := faultClient(workers)
 	for g := range workers {
 		l.wg.Go(func() {
@@ -345,7 +355,6 @@ func startBalancedLoad(b *balancedSet, key string, workers int) *balancedLoad {
 			}
 		})
 	}
-	return l
 }
 
 func (l *balancedLoad) fail(what string) {
@@ -400,10 +409,7 @@ func (l *balancedLoad) checkEveryPetOnce(t *testing.T, b *balancedSet, key strin
 func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
 	t.Parallel()
 	b := startBalancedSet(t, 3)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "rolling",
-		"--rpm", "100000000", "--rpd", "1000000000")
-	load := startBalancedLoad(b, key, 6)
-	load.waitAcked(t, 20)
+	load, key := b.startLoad("rolling", 6)
 	for i := range b.servers {
 		if code := b.servers[i].stop(syscall.SIGTERM); code != 0 {
 			t.Errorf("server %d: exit status %d after SIGTERM", i, code)
@@ -426,10 +432,7 @@ func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
 func TestBalancedKill9LosesNoAcknowledgedPet(t *testing.T) {
 	t.Parallel()
 	b := startBalancedSet(t, 3)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "kill9",
-		"--rpm", "100000000", "--rpd", "1000000000")
-	load := startBalancedLoad(b, key, 8)
-	load.waitAcked(t, 20)
+	load, key := b.startLoad("kill9", 8)
 	b.servers[1].kill9()
 	load.waitAcked(t, 50) // the others go on serving
 	load.stop()
