@@ -69,7 +69,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
 		hash := hashKey(token)
 		k, err := s.store.CreateKey(ctx, apiKey{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
-			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production"})
+			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: allScopes})
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -186,19 +186,32 @@ func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *t
 	}
 }
 
-// mustCreateKey makes a key of plan (custom limits for enterprise) and
-// returns its token.
+// mustCreateKey makes a key of plan (custom limits for enterprise) with
+// every scope and returns its token.
 func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
 	s.t.Helper()
+	_, token := s.mustCreate(s.keyTerms(plan, lim...))
+	return token
+}
+
+// keyTerms are the terms of a key named test of plan (custom limits for
+// enterprise), with every scope, on the server's environment.
+func (s *testServer) keyTerms(plan string, lim ...limits) apiKey {
 	l := plans[plan]
 	if len(lim) > 0 {
 		l = lim[0]
 	}
-	_, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", l, time.Time{})
+	return apiKey{Env: s.keys.env, Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: allScopes}
+}
+
+// mustCreate stores a key on terms and returns it with its token.
+func (s *testServer) mustCreate(terms apiKey) (apiKey, string) {
+	s.t.Helper()
+	k, token, err := createKey(context.Background(), s.store, terms)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return token
+	return k, token
 }
 
 // do sends a request through the handler. key "" sends no Authorization.

@@ -46,7 +46,7 @@ func usagef(format string, args ...any) error {
 
 const topUsage = `usage:
   petstore [serve] [--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]
-  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION]
+  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...]
   petstore keys list   [--db FILE|URL] [--json]
   petstore keys roll   [--db FILE|URL] KEY_ID [--overlap DURATION]
   petstore keys revoke [--db FILE|URL] KEY_ID

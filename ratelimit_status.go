@@ -45,6 +45,7 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 		b := make([]byte, 0, 160)
 		b = append(b, `{"plan":`...)
 		b = appendJSONString(b, info.key.Plan)
+		b = info.key.Scopes.appendJSON(append(b, `,"scopes":`...))
 		b = appendWindow(append(b, `,"minute":`...), s.minute)
 		b = appendWindow(append(b, `,"day":`...), s.day)
 		writeBody(w, http.StatusOK, append(b, "}\n"...))

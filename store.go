@@ -168,6 +168,7 @@ type apiKey struct {
 	PerMinute int64
 	PerDay    int64
 	Env       string
+	Scopes    scopeSet
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is active
 	ExpiresAt time.Time // zero: the key never expires

@@ -82,6 +82,8 @@ var pgMigrations = []string{
 	ALTER TABLE api_keys ADD COLUMN budget_id    bigint; -- NULL: its own id
 	ALTER TABLE api_keys ADD COLUMN rolled_to    bigint;
 	ALTER TABLE api_keys ADD COLUMN last_used_at bigint; -- the start of a minute`,
+	// Restricted keys, as SQLite's third migration.
+	`ALTER TABLE api_keys ADD COLUMN scopes text NOT NULL DEFAULT 'pets:read pets:write';`,
 }
 
 // Pool defaults, for a URL that does not set pool_max_conns or
@@ -432,8 +434,8 @@ func (s *pgStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, e
 func pgInsertKey(ctx context.Context, tx pgx.Tx, k apiKey, now time.Time) (apiKey, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)
 	err := tx.QueryRow(ctx,
-		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, expires_at, budget_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID)).Scan(&k.ID)
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID)).Scan(&k.ID)
 	if k.BudgetID == 0 {
 		k.BudgetID = k.ID
 	}

@@ -9,17 +9,19 @@ import (
 )
 
 // keyColumns are the columns scanKey reads, in its order.
-const keyColumns = `id, hash, name, plan, rpm, rpd, env, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at`
+const keyColumns = `id, hash, name, plan, rpm, rpd, env, scopes, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at`
 
 // scanKey reads one key row of keyColumns.
 func scanKey(scan func(...any) error) (apiKey, error) {
 	var k apiKey
 	var created int64
+	var scopes string
 	var revoked, expires, rolledTo, lastUsed sql.NullInt64
-	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &created, &revoked,
+	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &scopes, &created, &revoked,
 		&expires, &k.BudgetID, &rolledTo, &lastUsed); err != nil {
 		return apiKey{}, err
 	}
+	k.Scopes = storedScopes(scopes)
 	k.CreatedAt = time.Unix(created, 0).UTC()
 	k.RevokedAt = unixOrZero(revoked)
 	k.ExpiresAt = unixOrZero(expires)
@@ -63,7 +65,7 @@ var copyTables = []struct {
 	count   func(*copied) *int64
 }{
 	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
-	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at",
+	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "scopes", "created_at", "revoked_at",
 		"expires_at", "budget_id", "rolled_to", "last_used_at"}, func(c *copied) *int64 { return &c.Keys }},
 	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
 	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},

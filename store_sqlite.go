@@ -94,6 +94,9 @@ var migrations = []string{
 	ALTER TABLE api_keys ADD COLUMN budget_id    INTEGER; -- NULL: its own id
 	ALTER TABLE api_keys ADD COLUMN rolled_to    INTEGER;
 	ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER; -- the start of a minute`,
+	// Restricted keys: what a key may do, scope names separated by spaces.
+	// Keys made before scopes existed may do everything.
+	`ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';`,
 }
 
 // openSQLite opens (creating when create is set) the database at path and
@@ -651,8 +654,8 @@ var errKeysExist = errors.New("a key exists")
 func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)
 	res, err := tx.ExecContext(ctx,
-		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
 	if err != nil {
 		return k, err
 	}
