@@ -218,21 +218,32 @@ func (d *openAPIDoc) operationParameter(t *testing.T, op openAPIOperation, name 
 	return openAPIParameter{}
 }
 
-// routeRecorder is a router that keeps what addRoutes registers.
+// routeRecorder is a router that keeps what addRoutes registers, and the
+// scope each route needs.
 type routeRecorder struct {
 	patterns []string
 	handlers map[string]http.Handler
+	scopes   map[string]scopeSet
+}
+
+// scopedHandler is a handler as recordRoutes wraps it: with the scope it needs.
+type scopedHandler struct {
+	http.Handler
+	need scopeSet
 }
 
 func (r *routeRecorder) Handle(pattern string, handler http.Handler) {
 	r.patterns = append(r.patterns, pattern)
 	r.handlers[pattern] = handler
+	if h, ok := handler.(scopedHandler); ok {
+		r.scopes[pattern] = h.need
+	}
 }
 
 func recordRoutes() *routeRecorder {
-	r := &routeRecorder{handlers: make(map[string]http.Handler)}
-	identity := func(h http.Handler) http.Handler { return h }
-	addRoutes(r, identity, identity, nil, nil, nil, nil)
+	r := &routeRecorder{handlers: make(map[string]http.Handler), scopes: make(map[string]scopeSet)}
+	scoped := func(need scopeSet, h http.Handler) http.Handler { return scopedHandler{h, need} }
+	addRoutes(r, scoped, scoped, nil, nil, nil, nil)
 	return r
 }
 

@@ -1,18 +1,21 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 )
 
 // scopeSet is what an API key may do, a bit for each scope. A restricted
 // key (keys create --scope pets:read) holds fewer than all; a key made
-// without --scope, or before scopes existed, holds all.
+// without --scope, or before scopes existed, holds all. As the need of an
+// operation, the empty set means any valid key will do.
 type scopeSet uint8
 
 const (
 	scopePetsRead  scopeSet = 1 << iota // list and read pets, and the key's own rate limits
 	scopePetsWrite                      // add pets
 	allScopes      = scopePetsRead | scopePetsWrite
+	noScope        = scopeSet(0) // as a need: any valid key
 )
 
 // scopeNames are the scopes by name, in the order they are shown.
@@ -81,6 +84,26 @@ func storedScopes(column string) scopeSet {
 		}
 	}
 	return s
+}
+
+// requireScope answers 403 insufficient_scope to a request whose key lacks
+// need; it runs after requireKey, so the request has a key and has been
+// counted against its rate limit.
+func requireScope(need scopeSet, next http.Handler) http.Handler {
+	if need == 0 {
+		return next
+	}
+	challenge := []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := requestLog(w).key
+		if !key.Scopes.has(need) {
+			w.Header()["Www-Authenticate"] = challenge
+			writeError(w, r, errorf(codeInsufficientScope, "this API key lacks the %s scope, which %s %s needs; the key has %s",
+				need, r.Method, r.URL.Path, key.Scopes.described()))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // described is s for a message: its scopes, or "no scope".

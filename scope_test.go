@@ -5,6 +5,10 @@ package main
 
 import (
 	"context"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -151,4 +155,142 @@ func TestStoredScopesGrantOnlyWhatTheyName(t *testing.T) {
 			t.Errorf("scopes %q stored and read back as %q", s, got)
 		}
 	}
+}
+
+// scopeKinds are the keys every operation is tried with.
+var scopeKinds = []struct {
+	name string
+	args []string // keys create's --scope
+}{
+	{"read-only", []string{"--scope", "pets:read"}},
+	{"write-only", []string{"--scope", "pets:write"}},
+	{"full", nil},
+}
+
+// TestEachOperationWithEachScope drives every operation with a read-only, a
+// write-only and a full key, made by keys create, through run() serving on
+// a port, on each engine.
+func TestEachOperationWithEachScope(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                      string
+		method, path, body        string
+		readOnly, writeOnly, full int
+		scope                     string // the scope a 403 names
+	}{
+		{"listPets", "GET", "/v1/pets", "", 200, 403, 200, "pets:read"},
+		{"listPets, HEAD", "HEAD", "/v1/pets", "", 200, 403, 200, "pets:read"},
+		{"listPets, a bad limit", "GET", "/v1/pets?limit=0", "", 400, 403, 400, "pets:read"},
+		{"createPet", "POST", "/v1/pets", `{"name":"Rex","categoryId":1}`, 403, 201, 201, "pets:write"},
+		{"createPet, a bad body", "POST", "/v1/pets", `{"name":""}`, 403, 400, 400, "pets:write"},
+		{"getPet", "GET", "/v1/pets/1", "", 200, 403, 200, "pets:read"},
+		{"getPet, an unknown pet", "GET", "/v1/pets/999", "", 404, 403, 404, "pets:read"},
+		{"getRateLimit", "GET", "/v1/rate_limit", "", 200, 403, 200, "pets:read"},
+		{"listStoreOrders", "GET", "/v1/store/orders", "", 501, 501, 501, ""},
+		{"getOpenAPI", "GET", "/v1/openapi.yaml", "", 200, 200, 200, ""},
+		{"another method on /v1/pets", "DELETE", "/v1/pets", "", 405, 405, 405, ""},
+		{"an unknown path", "GET", "/v1/owners", "", 404, 404, 404, ""},
+	}
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		keys := make([]string, len(scopeKinds))
+		for i, kind := range scopeKinds {
+			keys[i] = mustCreateKeyCLI(t, viaRun, append([]string{"--db", db, "--plan", "pro"}, kind.args...)...)
+		}
+		if resp, body := sendTo(t, client, "POST", p.url+"/v1/pets", keys[2], `{"name":"Bella","categoryId":1}`); resp.StatusCode != 201 {
+			t.Fatalf("create the first pet: %d %s", resp.StatusCode, body)
+		}
+		for _, tt := range tests {
+			for i, want := range []int{tt.readOnly, tt.writeOnly, tt.full} {
+				t.Run(tt.name+" with a "+scopeKinds[i].name+" key", func(t *testing.T) {
+					resp, body := sendTo(t, client, tt.method, p.url+tt.path, keys[i], tt.body)
+					if resp.StatusCode != want {
+						t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, want)
+					}
+					challenge := resp.Header.Get("WWW-Authenticate")
+					if want != http.StatusForbidden {
+						if challenge != "" {
+							t.Errorf("a %d with WWW-Authenticate: %s", want, challenge)
+						}
+						return
+					}
+					wantChallenge := `Bearer realm="petstore", error="insufficient_scope", scope="` + tt.scope + `"`
+					if challenge != wantChallenge {
+						t.Errorf("WWW-Authenticate: %s, want %s", challenge, wantChallenge)
+					}
+					if tt.method != "HEAD" {
+						apiWantError(t, recorded(resp, body), http.StatusForbidden, codeInsufficientScope, tt.scope)
+					}
+					if resp.Header.Get("X-RateLimit-Remaining") == "" {
+						t.Error("a 403 without the rate-limit headers")
+					}
+				})
+			}
+		}
+	})
+}
+
+// sendTo sends one request with key ("" for none) and returns the answer
+// with its body read.
+func sendTo(t *testing.T, client *http.Client, method, url, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// recorded is an answer from the network as a ResponseRecorder, for the
+// checks written for those.
+func recorded(resp *http.Response, body string) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	w.WriteString(body)
+	return w
+}
+
+// TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt: a 403 is an
+// answered request like any other; over the limit or banned, the 429 comes
+// first.
+func TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
+			terms := s.keyTerms("enterprise", limits{PerMinute: 2, PerDay: 100})
+			terms.Scopes = scopePetsWrite
+			_, writeOnly := s.mustCreate(terms)
+			for _, remaining := range []int64{1, 0} {
+				w := s.do("GET", "/v1/rate_limit", writeOnly, "")
+				wantError(t, w, http.StatusForbidden, codeInsufficientScope)
+				if got := header(t, w, "X-RateLimit-Remaining"); got != remaining {
+					t.Errorf("a 403 says Remaining %d, want %d: it spends a request", got, remaining)
+				}
+			}
+			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, codeRateLimited)
+			for range s.opts.banAfter {
+				wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, codeRateLimited)
+			}
+			wantError(t, s.do("GET", "/v1/rate_limit", writeOnly, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+		})
+	})
 }
