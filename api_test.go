@@ -759,7 +759,7 @@ func TestAuthentication(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("find the key to revoke: ok=%v err=%v", ok, err)
 		}
-		if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
+		if _, err := s.store.RevokeKey(ctx, rk.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.keys.refresh(ctx); err != nil {

@@ -180,7 +180,8 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 // copyCommand moves a SQLite database into an empty PostgreSQL one.
 func copyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("copy", getenv, stdout)
-	var from, to string
+	var from, to, env string
+	c.fs.StringVar(&env, "env", "production", "the environment the database serves, production or staging, for the copy's audit event")
 	c.fs.StringVar(&from, "from", "", "the SQLite database file to copy (required)")
 	c.fs.StringVar(&to, "to", "", "the empty PostgreSQL database to copy it into, a postgres:// URL (required)")
 	if err := c.parse(args); err != nil {
@@ -193,6 +194,8 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return usagef("--from must be a SQLite database file, not a URL")
 	case !isPostgresURL(to):
 		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
+	case keyPrefixes[env] == "":
+		return usagef("--env must be production or staging, not %q", env)
 	}
 	src, err := openFlagged(ctx, "--from", from, false, time.Now)
 	if err != nil {
@@ -204,21 +207,22 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return flagError("--to", err)
 	}
 	defer dst.Close()
-	n, err := copyAll(ctx, src, dst)
+	n, err := copyAll(ctx, src, dst, auditEvent{Action: auditKeysCopied, Actor: commandActor(), Env: env, Details: auditDetails{From: from}})
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
-	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts and %d idempotency records from %s to %s; counts verified\n",
-		n.Pets, n.Keys, n.Usage, n.Idempotency, from, redactURL(to))
+	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records and %d audit events from %s to %s; counts verified\n",
+		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, from, redactURL(to))
 	return nil
 }
 
-// copyAll moves what src holds into dst, reading src in one snapshot.
-func copyAll(ctx context.Context, src storage, dst copyTarget) (copied, error) {
+// copyAll moves what src holds into dst, reading src in one snapshot, and
+// adds copiedEvent.
+func copyAll(ctx context.Context, src storage, dst copyTarget, copiedEvent auditEvent) (copied, error) {
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		return copied{}, err
 	}
 	defer snap.Close()
-	return dst.CopyFrom(ctx, snap)
+	return dst.CopyFrom(ctx, snap, copiedEvent)
 }

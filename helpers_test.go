@@ -186,6 +186,10 @@ func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *t
 	}
 }
 
+// testActor is who makes the changes to keys that tests make through the
+// store, for their audit events.
+const testActor = "tester@test"
+
 // mustCreateKey makes a key of plan (custom limits for enterprise) with
 // every scope and returns its token.
 func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
@@ -207,7 +211,7 @@ func (s *testServer) keyTerms(plan string, lim ...limits) apiKey {
 // mustCreate stores a key on terms and returns it with its token.
 func (s *testServer) mustCreate(terms apiKey) (apiKey, string) {
 	s.t.Helper()
-	k, token, err := createKey(context.Background(), s.store, terms)
+	k, token, err := createKey(context.Background(), s.store, terms, testActor)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -17,11 +17,12 @@ import (
 const maxKeyNameLen = 64
 
 // createKey stores a new key on terms (its environment, name, plan,
-// figures, scopes and expiry; a zero ExpiresAt never expires) and returns
-// it with its token, which exists only here: the database keeps its hash.
-func createKey(ctx context.Context, store storage, terms apiKey) (apiKey, string, error) {
+// figures, scopes and expiry; a zero ExpiresAt never expires), made by
+// actor, and returns it with its token, which exists only here: the
+// database keeps its hash.
+func createKey(ctx context.Context, store storage, terms apiKey, actor string) (apiKey, string, error) {
 	k, token := newAPIKey(terms)
-	k, err := store.CreateKey(ctx, k)
+	k, err := store.CreateKey(ctx, k, actor)
 	return k, token, err
 }
 
@@ -172,7 +173,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	defer store.Close()
 	k, token, err := createKey(ctx, store, apiKey{
 		Env: c.db.env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
-	})
+	}, commandActor())
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}
@@ -253,7 +254,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	token := newKey(keys[i].Env)
 	hash := hashKey(token)
-	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap)
+	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, commandActor())
 	if err != nil {
 		return keyCommandError("roll", id, err)
 	}
@@ -450,8 +451,13 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	if err := store.RevokeKey(ctx, id); err != nil {
+	revoked, err := store.RevokeKey(ctx, id, commandActor())
+	if err != nil {
 		return keyCommandError("revoke", id, err)
+	}
+	if !revoked {
+		fmt.Fprintf(stdout, "key %d was revoked already; nothing changed\n", id)
+		return nil
 	}
 	fmt.Fprintf(stdout, "revoked key %d; running servers refuse it within a second\n", id)
 	return nil

@@ -57,7 +57,7 @@ func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled apiKe
 	ctx := context.Background()
 	token = newKey(s.keys.env)
 	hash := hashKey(token)
-	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap)
+	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
 	if err != nil {
 		return old, rolled, "", err
 	}
@@ -195,7 +195,7 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 		rolled, _ := s.mustCreateKeyOf("free")
 		s.roll(rolled.ID, time.Hour)
 		revoked, _ := s.mustCreateKeyOf("free")
-		if err := s.store.RevokeKey(ctx, revoked.ID); err != nil {
+		if _, err := s.store.RevokeKey(ctx, revoked.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		expired, _ := s.mustCreateKeyExpiring(s.clock.now().Add(time.Minute))
@@ -635,7 +635,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 				terms := s.keyTerms("free")
 				terms.Name = fmt.Sprintf("bootstrap-%d", i)
 				k, _ := newAPIKey(terms)
-				_, ok, err := s.store.CreateFirstKey(context.Background(), k)
+				_, ok, err := s.store.CreateFirstKey(context.Background(), k, testActor)
 				if err != nil {
 					t.Error(err)
 				}
@@ -653,7 +653,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			t.Errorf("%d servers starting at once on an empty database: %d said they made the first key, %d keys stored; want 1 and 1",
 				servers, created.Load(), len(keys))
 		}
-		if _, ok, err := s.store.CreateFirstKey(context.Background(), apiKey{Hash: []byte("later"), Plan: "free", Env: "production"}); ok || err != nil {
+		if _, ok, err := s.store.CreateFirstKey(context.Background(), apiKey{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor); ok || err != nil {
 			t.Errorf("a first key on a database with a key: created %v, %v; want nothing made", ok, err)
 		}
 	})
@@ -782,7 +782,7 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 	}
 	next := newKey("production")
 	hash := hashKey(next)
-	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour)
+	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour, testActor)
 	if err != nil || rolled.BudgetID != 1 || old.RolledTo != rolled.ID {
 		t.Errorf("roll the old key: %+v %+v %v", old, rolled, err)
 	}

@@ -94,7 +94,7 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
+		if _, err := s.store.RevokeKey(ctx, rk.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		_, expired := s.mustCreateKeyExpiring(s.clock.now().Add(-time.Second))

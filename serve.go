@@ -253,7 +253,7 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 func bootstrapKey(ctx context.Context, store storage, cfg serveConfig, url string, stderr io.Writer) error {
 	free := plans["free"]
 	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
-	key, created, err := store.CreateFirstKey(ctx, key)
+	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}
