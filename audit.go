@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"net/netip"
 	"os"
 	"os/user"
+	"sync"
 	"time"
 )
 
@@ -105,4 +109,89 @@ func commandActor() string {
 		host = "unknown"
 	}
 	return name + "@" + host
+}
+
+// maxPendingAuditEvents bounds the events a server holds while the database
+// does not take them; those beyond are counted, logged and dropped, never
+// the request's problem.
+const maxPendingAuditEvents = 10_000
+
+// auditLog keeps the events the server records, the start of each ban,
+// until the next flush writes them in one batch (every usageFlushEvery, and
+// at shutdown): the request that starts a ban never waits for the database.
+// A nil *auditLog records nothing.
+type auditLog struct {
+	env    string
+	now    func() time.Time
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending []auditEvent
+	dropped int
+}
+
+func newAuditLog(env string, now func() time.Time, logger *slog.Logger) *auditLog {
+	return &auditLog{env: env, now: now, logger: logger}
+}
+
+// banned records the start of a ban that d tells of: of key, or without a
+// key, of the client address addr.
+func (a *auditLog) banned(key *apiKey, addr netip.Addr, d decision) {
+	if a == nil {
+		return
+	}
+	until := d.reset
+	e := auditEvent{
+		At: auditTime(a.now()), Action: auditKeyBanned, Actor: serverActor, Env: a.env,
+		Details: auditDetails{
+			PerMinute: anonymousLimits.PerMinute, PerDay: anonymousLimits.PerDay,
+			BannedUntil: &until, BanFor: d.retryAfter.String(),
+		},
+	}
+	if key != nil {
+		e.KeyID = key.ID
+		e.Details.Plan, e.Details.PerMinute, e.Details.PerDay = key.Plan, key.PerMinute, key.PerDay
+		if key.BudgetID != key.ID {
+			e.Details.Budget = key.BudgetID
+		}
+	} else {
+		e.Address = addr.String()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pending) >= maxPendingAuditEvents {
+		a.dropped++
+		return
+	}
+	a.pending = append(a.pending, e)
+}
+
+// flush writes the events recorded since the last flush through add. What
+// fails to be written stays for the next flush; events that did not fit
+// meanwhile are logged as lost.
+func (a *auditLog) flush(ctx context.Context, add func(context.Context, []auditEvent) error) error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	taken := a.pending
+	a.pending = nil
+	dropped := a.dropped
+	a.dropped = 0
+	a.mu.Unlock()
+	if dropped > 0 {
+		a.logger.Error("audit events lost: the database did not take them in time", "events", dropped)
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	if err := add(ctx, taken); err != nil {
+		a.mu.Lock()
+		kept := taken[:min(len(taken), max(0, maxPendingAuditEvents-len(a.pending)))]
+		a.dropped += len(taken) - len(kept)
+		a.pending = append(kept, a.pending...)
+		a.mu.Unlock()
+		return err
+	}
+	return nil
 }

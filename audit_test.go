@@ -7,10 +7,13 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,6 +197,174 @@ func TestAuditEventsAreAppendOnly(t *testing.T) {
 		}
 		if err := exec(`INSERT INTO audit_events (at, action, actor, env, details) VALUES (1, 'key.banned', 'server', 'production', '{}')`); err != nil {
 			t.Errorf("an insert: %v, want it taken", err)
+		}
+	})
+}
+
+// auditWrites is a store that counts the server's writes of audit events,
+// and fails them when told to.
+type auditWrites struct {
+	storage
+	calls atomic.Int32
+	fail  atomic.Bool
+}
+
+func (w *auditWrites) AddAuditEvents(ctx context.Context, events []auditEvent) error {
+	w.calls.Add(1)
+	if w.fail.Load() {
+		return errors.New("disk full")
+	}
+	return w.storage.AddAuditEvents(ctx, events)
+}
+
+// withAuditWrites is opts with a store that counts the audit writes; the
+// server's store is then the *auditWrites.
+func withAuditWrites(opts testOptions) testOptions {
+	opts.wrapStore = func(st storage) storage { return &auditWrites{storage: st} }
+	return opts
+}
+
+// banOf sends requests with key ("" for none, counted by client address)
+// until one is answered temporarily_banned, and fails when more than limit
+// were needed.
+func (s *testServer) banOf(key string, limit int) {
+	s.t.Helper()
+	for range limit {
+		w := s.do("GET", "/v1/pets", key, "")
+		if strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+			return
+		}
+	}
+	s.t.Fatalf("no ban after %d requests", limit)
+}
+
+// bans are the key.banned events of the server's database.
+func (s *testServer) bans() []auditEvent {
+	s.t.Helper()
+	events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyBanned})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return events
+}
+
+func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		forEachLimiter(t, withAuditWrites(opts), func(t *testing.T, s *testServer) {
+			writes := s.store.(*auditWrites)
+			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+			s.banOf(key, 20)
+			start := s.clock.now()
+			for range 5 { // the ban goes on; it started once
+				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeTemporarilyBanned)
+			}
+			if n := writes.calls.Load(); n != 0 {
+				t.Errorf("%d writes of audit events while answering requests, want none before the flush", n)
+			}
+			s.flushAudit()
+			until := start.Add(15 * time.Minute)
+			wantBan := auditEvent{Action: auditKeyBanned, Actor: serverActor, KeyID: k.ID, Env: "production",
+				Details: auditDetails{Plan: "enterprise", PerMinute: 1, PerDay: 100, BannedUntil: &until, BanFor: "15m0s"}}
+			wantBan.At = auditTime(start)
+			if bans := s.bans(); len(bans) != 1 || !sameEvent(bans[0], withID(wantBan, bans[0].ID)) {
+				t.Fatalf("bans %+v, want one: %s", bans, eventString(wantBan))
+			}
+
+			s.clock.advance(16 * time.Minute) // the ban is over; the next one is a second event
+			s.banOf(key, 20)
+			s.flushAudit()
+			if bans := s.bans(); len(bans) != 2 || bans[1].KeyID != k.ID || !bans[1].At.Equal(auditTime(s.clock.now())) {
+				t.Errorf("bans %+v, want a second one now", bans)
+			}
+			if n := writes.calls.Load(); n != 2 {
+				t.Errorf("%d writes of audit events, want one a flush", n)
+			}
+		})
+	})
+}
+
+func withID(e auditEvent, id int64) auditEvent {
+	e.ID = id
+	return e
+}
+
+func TestTheBanOfAnAddressOrARolledKeyNamesIt(t *testing.T) {
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		s.banOf("", 100) // no key: the client address 192.0.2.1 of httptest
+		old, _ := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		_, _, rolled := s.roll(old.ID, time.Hour)
+		s.banOf(rolled, 20)
+		s.flushAudit()
+		bans := s.bans()
+		if len(bans) != 2 {
+			t.Fatalf("bans %+v, want the address's and the key's", bans)
+		}
+		if b := bans[0]; b.Address != "192.0.2.1" || b.KeyID != 0 || b.Details.Plan != "" || b.Details.PerMinute != 60 {
+			t.Errorf("the address's ban: %s, want 192.0.2.1 with no key, at the Free plan's figures", eventString(b))
+		}
+		if b := bans[1]; b.KeyID != old.ID+1 || b.Details.Budget != old.ID || b.Address != "" {
+			t.Errorf("the rolled key's ban: %s, want key %d, budget %d", eventString(b), old.ID+1, old.ID)
+		}
+	})
+}
+
+// TestABanThroughTwoServersLeavesOneEvent: of the servers sharing a Redis,
+// only the one whose request started the ban writes it.
+func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		opts.redis = true
+		a := newTestServerWith(t, opts)
+		b := a.otherServer()
+		key := a.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+		servers := []*testServer{a, b}
+		banned := 0
+		for i := 0; banned < 6 && i < 40; i++ {
+			if w := servers[i%2].do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+				banned++ // through both servers
+			}
+		}
+		a.flushAudit()
+		b.flushAudit()
+		if bans := a.bans(); len(bans) != 1 || banned != 6 {
+			t.Errorf("%d banned answers, and bans %+v; want one ban event", banned, bans)
+		}
+	})
+}
+
+func TestAFailedWriteOfBansIsRetried(t *testing.T) {
+	s := newTestServerWith(t, withAuditWrites(testOptions{}))
+	writes := s.store.(*auditWrites)
+	writes.fail.Store(true)
+	s.banOf(s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100}), 20)
+	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err == nil {
+		t.Fatal("a flush into a store that fails: no error")
+	}
+	writes.fail.Store(false)
+	s.flushAudit()
+	if bans := s.bans(); len(bans) != 1 {
+		t.Errorf("bans %+v after the retry, want the one", bans)
+	}
+}
+
+func TestBansAreWrittenAtShutdown(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--ban-after", "0"})...)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		for i := 0; ; i++ {
+			resp, body := sendTo(t, client, "GET", p.url+"/v1/pets", "", "")
+			if strings.Contains(body, codeTemporarilyBanned) {
+				break
+			}
+			if i == 100 || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("request %d: %d %s, want 401s, then 429s, then a ban", i+1, resp.StatusCode, body)
+			}
+		}
+		p.stop(t)
+		if bans := storedEvents(t, db, auditFilter{Action: auditKeyBanned}); len(bans) != 1 || bans[0].Address != "127.0.0.1" {
+			t.Errorf("bans after the server stopped: %+v, want the one of 127.0.0.1", bans)
 		}
 	})
 }

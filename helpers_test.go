@@ -157,9 +157,10 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor}
 }
 
-// restartLimiter gives the server a new limiter of its kind, as a restart
-// of the server does: one in process starts from the database, one on Redis
-// finds there what the last one left. The store, keys and pets stay.
+// restartLimiter gives the server a new limiter of its kind, and a new
+// audit log, as a restart of the server does: one in process starts from
+// the database, one on Redis finds there what the last one left. The
+// store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
 	limiter, _, closeLimiter, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
@@ -169,8 +170,18 @@ func (s *testServer) restartLimiter() {
 	s.t.Cleanup(func() { closeLimiter() })
 	restarted := *s.app
 	restarted.limiter = limiter
+	restarted.audit = newAuditLog(s.cfg.env, s.clock.now, s.opts.logger)
 	restarted.handler = newServer(&restarted)
 	s.app = &restarted
+}
+
+// flushAudit writes the events the server recorded, as its flush every
+// usageFlushEvery does.
+func (s *testServer) flushAudit() {
+	s.t.Helper()
+	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on
