@@ -7,14 +7,18 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/quick"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -367,4 +371,267 @@ func TestBansAreWrittenAtShutdown(t *testing.T) {
 			t.Errorf("bans after the server stopped: %+v, want the one of 127.0.0.1", bans)
 		}
 	})
+}
+
+// auditJSONEvent is one element of audit --json.
+type auditJSONEvent struct {
+	ID       int64          `json:"id"`
+	Time     string         `json:"time"`
+	Action   string         `json:"action"`
+	Actor    string         `json:"actor"`
+	KeyID    *int64         `json:"keyId"`
+	NewKeyID *int64         `json:"newKeyId"`
+	Address  *string        `json:"address"`
+	Env      string         `json:"env"`
+	Details  map[string]any `json:"details"`
+}
+
+func TestAuditCommandFiltersAndFormats(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "first")
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "pro", "--scope", "pets:read")
+		for _, args := range [][]string{{"keys", "roll", "--db", db, "1"}, {"keys", "revoke", "--db", db, "2"}} {
+			if res := viaRun(t, nil, args...); res.code != 0 {
+				t.Fatalf("%v: %s", args, res.stderr)
+			}
+		}
+		// Two bans two days ago: an address's and key 2's.
+		store, err := openStorage(context.Background(), db, false, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := auditTime(time.Now().Add(-48 * time.Hour))
+		until := old.Add(15 * time.Minute).Truncate(time.Second)
+		err = store.AddAuditEvents(context.Background(), []auditEvent{
+			{At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
+				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}},
+			{At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
+				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}},
+		})
+		store.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		tests := []struct {
+			name    string
+			args    []string
+			actions []string // of the events shown, in order
+		}{
+			{"all", nil, []string{"key.banned", "key.banned", "key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since 24h", []string{"--since", "24h"}, []string{"key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since 3d", []string{"--since", "3d"}, []string{"key.banned", "key.banned", "key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since a time", []string{"--since", old.Add(time.Millisecond).Format(time.RFC3339Nano)}, []string{"key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since the time of the bans", []string{"--since", old.Format(time.RFC3339Nano)}, []string{"key.banned", "key.banned", "key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--key 1", []string{"--key", "1"}, []string{"key.created", "key.rolled"}},
+			{"--key 3, the key a roll made", []string{"--key", "3"}, []string{"key.rolled"}},
+			{"--key 2", []string{"--key", "2"}, []string{"key.banned", "key.created", "key.revoked"}},
+			{"--action", []string{"--action", "key.banned"}, []string{"key.banned", "key.banned"}},
+			{"--key and --action", []string{"--key", "2", "--action", "key.revoked"}, []string{"key.revoked"}},
+			{"--key, --action and --since", []string{"--key", "2", "--action", "key.banned", "--since", "24h"}, nil},
+			{"an unknown key", []string{"--key", "99"}, nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				lines := viaRun(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
+				jsonOut := viaRun(t, nil, append([]string{"audit", "--db", db, "--json"}, tt.args...)...)
+				if lines.code != 0 || jsonOut.code != 0 {
+					t.Fatalf("exit status %d and %d with --json\n%s%s", lines.code, jsonOut.code, lines.stderr, jsonOut.stderr)
+				}
+				var got []string
+				if lines.stdout != "" {
+					for _, line := range strings.Split(strings.TrimSuffix(lines.stdout, "\n"), "\n") {
+						f := strings.Fields(line)
+						if _, err := time.Parse(auditTimeFormat, f[0]); err != nil || !strings.HasSuffix(f[0], "Z") || len(f) < 4 {
+							t.Errorf("line %q does not start with a time in UTC to the millisecond, then the action and its fields", line)
+						}
+						got = append(got, f[1])
+					}
+				}
+				if !slices.Equal(got, tt.actions) {
+					t.Errorf("audit %v: actions %q, want %q\n%s", tt.args, got, tt.actions, lines.stdout)
+				}
+				var events []auditJSONEvent
+				cliDecode(t, jsonOut.stdout, &events)
+				if events == nil || len(events) != len(tt.actions) {
+					t.Fatalf("audit --json %v: %s, want an array of %d", tt.args, jsonOut.stdout, len(tt.actions))
+				}
+				for i, e := range events {
+					if e.Action != tt.actions[i] {
+						t.Errorf("--json event %d: %s, want %s", i, e.Action, tt.actions[i])
+					}
+				}
+			})
+		}
+
+		t.Run("the fields of each line and each JSON object", func(t *testing.T) {
+			lines := strings.Split(viaRun(t, nil, "audit", "--db", db).stdout, "\n")
+			actor := commandActor()
+			for i, want := range []string{
+				" key.banned address=2001:db8::1 actor=server env=production perMinute=60 perDay=1000 bannedUntil=" + until.Format(time.RFC3339) + " banFor=15m0s",
+				" key.banned key=2 actor=server env=production plan=pro perMinute=300 perDay=10000 bannedUntil=",
+				" key.created key=1 actor=" + actor + " env=production name=first plan=free perMinute=60 perDay=1000 scopes=pets:read,pets:write",
+				" key.created key=2 actor=" + actor + " env=production plan=pro perMinute=300 perDay=10000 scopes=pets:read",
+				" key.rolled key=1 newKey=3 actor=" + actor + " env=production name=first plan=free perMinute=60 perDay=1000 scopes=pets:read,pets:write overlap=24h0m0s oldKeyStops=",
+				" key.revoked key=2 actor=" + actor + " env=production plan=pro perMinute=300 perDay=10000 scopes=pets:read",
+			} {
+				if !strings.Contains(lines[i], want) {
+					t.Errorf("line %d: %q, want it to hold %q", i+1, lines[i], want)
+				}
+			}
+			var events []auditJSONEvent
+			cliDecode(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
+			ban, rolled := events[0], events[4]
+			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(auditTimeFormat) ||
+				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != serverActor || ban.Env != "production" {
+				t.Errorf("the address's ban: %+v", ban)
+			}
+			if rolled.KeyID == nil || *rolled.KeyID != 1 || rolled.NewKeyID == nil || *rolled.NewKeyID != 3 || rolled.Address != nil ||
+				rolled.Details["overlap"] != "24h0m0s" || rolled.Actor != actor || rolled.ID != 3 {
+				t.Errorf("the roll: %+v", rolled)
+			}
+		})
+	})
+}
+
+func TestAuditCommandRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		flag string // named on the error line
+	}{
+		{"--since yesterday", []string{"--since", "yesterday"}, "--since"},
+		{"--since a date without a time", []string{"--since", "2026-03-01"}, "--since"},
+		{"--since a negative duration", []string{"--since", "-1h"}, "--since"},
+		{"--since 0", []string{"--since", "0"}, "--since"},
+		{"an empty --since", []string{"--since", ""}, "--since"},
+		{"--action of no such action", []string{"--action", "key.deleted"}, "--action"},
+		{"--key 0", []string{"--key", "0"}, "--key"},
+		{"--key not a number", []string{"--key", "alpha"}, "-key"},
+		{"an argument", []string{"1"}, "argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bothWays(t, func(t *testing.T, petstore cliRunner) {
+				db := filepath.Join(t.TempDir(), "petstore.db")
+				res := petstore(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
+				wantFailure(t, res, 2)
+				if !strings.Contains(res.stderr, tt.flag) {
+					t.Errorf("standard error %q does not name %s", res.stderr, tt.flag)
+				}
+				wantNoFile(t, db)
+			})
+		})
+	}
+	t.Run("a missing database", func(t *testing.T) {
+		t.Parallel()
+		bothWays(t, func(t *testing.T, petstore cliRunner) {
+			db := filepath.Join(t.TempDir(), "missing.db")
+			wantFailure(t, petstore(t, nil, "audit", "--db", db), 1)
+			wantNoFile(t, db)
+		})
+	})
+}
+
+// TestNoEventHoldsAKeyOrItsHash: whatever is done to keys (made with any
+// plan, scopes and name, rolled, revoked, banned), no event of the trail,
+// as stored or as audit prints it, holds the text of a key or its hash; and
+// no key's text is anywhere in a SQLite database's files.
+func TestNoEventHoldsAKeyOrItsHash(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		var tokens, secrets []string
+		step := func(plan, scopes uint8, name string, roll, revoke, ban bool) bool {
+			terms := s.keyTerms([]string{"free", "pro", "business", "enterprise"}[plan%4], limits{PerMinute: 1, PerDay: 50})
+			if terms.Plan != "enterprise" {
+				terms = s.keyTerms(terms.Plan)
+			}
+			terms.Scopes, terms.Name = scopeSet(scopes%3+1), name
+			k, token := s.mustCreate(terms)
+			tokens = append(tokens, token)
+			if roll {
+				_, _, rolled := s.roll(k.ID, time.Hour)
+				tokens = append(tokens, rolled)
+				token = rolled
+			}
+			secrets = secrets[:0]
+			for _, token := range tokens {
+				secrets = append(secrets, secretForms(token)...)
+			}
+			if ban && terms.Plan == "enterprise" {
+				s.banOf(token, 20)
+				s.flushAudit()
+			}
+			if revoke {
+				if _, err := s.store.RevokeKey(context.Background(), k.ID, testActor); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return noSecretIn(t, auditViews(t, s), secrets)
+		}
+		if err := quick.Check(step, &quick.Config{MaxCount: 30}); err != nil {
+			t.Error(err)
+		}
+		if len(tokens) < 30 {
+			t.Errorf("only %d keys were tried", len(tokens))
+		}
+		noSecretIn(t, []string{viaRun(t, nil, "audit", "--db", s.dbPath).stdout, viaRun(t, nil, "audit", "--db", s.dbPath, "--json").stdout}, secrets)
+		if !opts.postgres {
+			for _, file := range []string{s.dbPath, s.dbPath + "-wal"} {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				noSecretIn(t, []string{string(b)}, tokens)
+			}
+		}
+	})
+}
+
+// secretForms are the ways a key could leak: its text, and its hash in hex
+// and base64.
+func secretForms(token string) []string {
+	hash := hashKey(token)
+	return []string{token, hex.EncodeToString(hash[:]), base64.StdEncoding.EncodeToString(hash[:]),
+		base64.RawURLEncoding.EncodeToString(hash[:]), string(hash[:])}
+}
+
+// auditViews are the views of the trail of s: its rows as the database
+// holds them, and audit's lines and JSON.
+func auditViews(t *testing.T, s *testServer) []string {
+	t.Helper()
+	events, err := s.store.AuditEvents(context.Background(), auditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows strings.Builder
+	for _, e := range events {
+		rows.WriteString(eventString(e) + "\n")
+	}
+	var lines, jsonOut strings.Builder
+	if err := writeAuditLines(&lines, events); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAuditJSON(&jsonOut, events); err != nil {
+		t.Fatal(err)
+	}
+	return []string{rows.String(), lines.String(), jsonOut.String()}
+}
+
+func noSecretIn(t *testing.T, views, secrets []string) bool {
+	t.Helper()
+	for _, view := range views {
+		view = strings.ToLower(view)
+		for _, secret := range secrets {
+			if strings.Contains(view, strings.ToLower(secret)) {
+				t.Errorf("%q, a key or its hash, is in:\n%.2000s", secret, view)
+				return false
+			}
+		}
+	}
+	return true
 }
