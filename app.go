@@ -86,6 +86,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	}
 	a.pets = newPetCache(a.store)
 	a.metrics.countPets(a.pets.size)
+	a.metrics.countAuditEvents(a.store.AuditCounts)
 	a.handler = newServer(a)
 	return a, nil
 }

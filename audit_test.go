@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -634,4 +635,36 @@ func noSecretIn(t *testing.T, views, secrets []string) bool {
 		}
 	}
 	return true
+}
+
+func TestAuditEventsAreCountedByAction(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		m := newMetrics()
+		opts.metrics = m
+		s := newTestServerWith(t, opts)
+		counts := func() map[string]float64 {
+			t.Helper()
+			return counterValues(t, scrape(t, m), "petstore_audit_events_total", "action")
+		}
+		want := map[string]float64{auditKeyCreated: 0, auditKeyRevoked: 0, auditKeyRolled: 0, auditKeyBanned: 0, auditKeysCopied: 0}
+		if got := counts(); !maps.Equal(got, want) {
+			t.Errorf("an empty trail: %v, want %v", got, want)
+		}
+		k, _ := s.mustCreate(s.keyTerms("free"))
+		_, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		s.roll(k.ID, time.Hour)
+		if _, err := s.store.RevokeKey(context.Background(), k.ID, testActor); err != nil {
+			t.Fatal(err)
+		}
+		s.banOf(key, 20)
+		want[auditKeyCreated], want[auditKeyRolled], want[auditKeyRevoked] = 2, 1, 1
+		if got := counts(); !maps.Equal(got, want) {
+			t.Errorf("before the flush of the ban: %v, want %v", got, want)
+		}
+		s.flushAudit()
+		want[auditKeyBanned] = 1
+		if got := counts(); !maps.Equal(got, want) {
+			t.Errorf("after: %v, want %v", got, want)
+		}
+	})
 }
