@@ -1,22 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"flag"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"os/user"
-	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 )
 
 // The audit trail (DESIGN.md "Restricted keys and the audit trail"): every
@@ -32,6 +23,8 @@ const (
 	auditKeyBanned  = "key.banned"
 	auditKeysCopied = "keys.copied"
 )
+
+var auditActions = []string{auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied}
 
 // serverActor is the actor of the events the server writes: the bootstrap
 // key and the bans.
@@ -203,183 +196,4 @@ func (a *auditLog) flush(ctx context.Context, add func(context.Context, []auditE
 		return err
 	}
 	return nil
-}
-
-// auditActions are the actions of the trail, in the order they are listed.
-var auditActions = []string{auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied}
-
-// auditCommand is petstore audit: the events of the trail, oldest first, a
-// line each or a JSON array.
-func auditCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	var db dbFlags
-	var since, action string
-	var keyID int64
-	var asJSON bool
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	db.register(fs)
-	fs.StringVar(&since, "since", "", "only events at or after this: a duration back from now (24h, 7d, 30m) or an RFC 3339 time; default all")
-	fs.Int64Var(&keyID, "key", 0, "only the events of this key id (a roll is an event of the old key and of the new one)")
-	fs.StringVar(&action, "action", "", "only events of this action: "+strings.Join(auditActions, ", "))
-	fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a line an event")
-	rest, err := parseFlags(fs, args, getenv, stdout)
-	if err != nil {
-		return err
-	}
-	filter, err := auditFilterOf(fs, rest, since, keyID, action, time.Now())
-	if err != nil {
-		return err
-	}
-	store, err := db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	events, err := store.AuditEvents(ctx, filter)
-	if err != nil {
-		return fmt.Errorf("read the audit trail: %w", err)
-	}
-	if asJSON {
-		return writeAuditJSON(stdout, events)
-	}
-	return writeAuditLines(stdout, events)
-}
-
-// auditFilterOf checks audit's flags and arguments, and picks the events
-// they ask for at now.
-func auditFilterOf(fs *flag.FlagSet, rest []string, since string, keyID int64, action string, now time.Time) (auditFilter, error) {
-	f := auditFilter{KeyID: keyID, Action: action}
-	switch {
-	case len(rest) > 0:
-		return f, usagef("audit takes no arguments, got %q", rest[0])
-	case given(fs, "key") && keyID < 1:
-		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
-	case action != "" && !slices.Contains(auditActions, action):
-		return f, usagef("--action: unknown action %q; the actions are %s", action, strings.Join(auditActions, ", "))
-	}
-	if since == "" && !given(fs, "since") {
-		return f, nil
-	}
-	if at, err := time.Parse(time.RFC3339, since); err == nil {
-		f.Since = at
-		return f, nil
-	}
-	d, err := parseLifetime(since)
-	if err != nil || d <= 0 {
-		return f, usagef("--since must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", since)
-	}
-	f.Since = now.Add(-d)
-	return f, nil
-}
-
-// auditTimeFormat shows an event's time: UTC, to the millisecond.
-const auditTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// writeAuditLines prints each event on a line: its time and action, then
-// name=value pairs.
-func writeAuditLines(w io.Writer, events []auditEvent) error {
-	bw := bufio.NewWriter(w)
-	for _, e := range events {
-		bw.WriteString(e.At.Format(auditTimeFormat))
-		bw.WriteString(" " + e.Action)
-		for _, p := range e.pairs() {
-			bw.WriteString(" " + p[0] + "=" + logfmtValue(p[1]))
-		}
-		bw.WriteByte('\n')
-	}
-	return bw.Flush()
-}
-
-// pairs are what a line of audit shows of e after its time and action,
-// each name with its value, only those that e has.
-func (e auditEvent) pairs() [][2]string {
-	var p [][2]string
-	add := func(name, value string) {
-		if value != "" {
-			p = append(p, [2]string{name, value})
-		}
-	}
-	number := func(n int64) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.FormatInt(n, 10)
-	}
-	at := func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
-	d := e.Details
-	add("key", number(e.KeyID))
-	add("newKey", number(e.NewKeyID))
-	add("address", e.Address)
-	add("actor", e.Actor)
-	add("env", e.Env)
-	add("name", d.Name)
-	add("plan", d.Plan)
-	add("perMinute", number(d.PerMinute))
-	add("perDay", number(d.PerDay))
-	add("scopes", strings.Join(d.Scopes, ","))
-	add("expires", at(d.Expires))
-	add("overlap", d.Overlap)
-	add("oldKeyStops", at(d.OldKeyStops))
-	add("bannedUntil", at(d.BannedUntil))
-	add("banFor", d.BanFor)
-	add("budget", number(d.Budget))
-	add("from", d.From)
-	if c := d.Copied; c != nil {
-		add("pets", strconv.FormatInt(c.Pets, 10))
-		add("keys", strconv.FormatInt(c.Keys, 10))
-		add("usage", strconv.FormatInt(c.Usage, 10))
-		add("idempotency", strconv.FormatInt(c.Idempotency, 10))
-		add("auditEvents", strconv.FormatInt(c.AuditEvents, 10))
-	}
-	return p
-}
-
-// logfmtValue is v as a value of a name=value pair: quoted when it holds a
-// space, a quote, an equals sign or a character that is not printable.
-func logfmtValue(v string) string {
-	if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == '"' || r == '=' || r == 0x7f || !unicode.IsPrint(r) }) {
-		return strconv.Quote(v)
-	}
-	return v
-}
-
-// auditJSON is an event as audit --json shows it.
-type auditJSON struct {
-	ID       int64        `json:"id"`
-	Time     string       `json:"time"` // UTC, to the millisecond
-	Action   string       `json:"action"`
-	Actor    string       `json:"actor"`
-	KeyID    *int64       `json:"keyId"`    // null for an address's ban and a copy
-	NewKeyID *int64       `json:"newKeyId"` // key.rolled: the new key
-	Address  *string      `json:"address"`  // key.banned of a client address
-	Env      string       `json:"env"`
-	Details  auditDetails `json:"details"`
-}
-
-// writeAuditJSON prints the events as a JSON array, [] for none.
-func writeAuditJSON(w io.Writer, events []auditEvent) error {
-	out := make([]auditJSON, len(events))
-	for i, e := range events {
-		out[i] = auditJSON{
-			ID: e.ID, Time: e.At.Format(auditTimeFormat), Action: e.Action, Actor: e.Actor,
-			KeyID: idOrNil(e.KeyID), NewKeyID: idOrNil(e.NewKeyID), Env: e.Env, Details: e.Details,
-		}
-		if e.Address != "" {
-			out[i].Address = &e.Address
-		}
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-func idOrNil(id int64) *int64 {
-	if id == 0 {
-		return nil
-	}
-	return &id
 }
