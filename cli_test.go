@@ -557,6 +557,7 @@ func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
 		{"unknown --env", []string{"--plan", "free", "--env", "dev"}},
 		{"an argument", []string{"--plan", "free", "extra"}},
 		{"--plan without its value", []string{"--plan"}},
+		{"a name that holds a key", []string{"--plan", "free", "--name", "psk_live_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcd"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

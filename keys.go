@@ -160,6 +160,11 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if len(name) > maxKeyNameLen || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return usagef("--name must be at most %d characters without spaces or control characters", maxKeyNameLen)
 	}
+	// A name is shown in keys list and kept in the audit trail: it must
+	// not be where a key's text ends up.
+	if strings.Contains(name, "psk_") {
+		return usagef("--name must not hold an API key (psk_...): it is shown in keys list and kept in the audit trail")
+	}
 	var expires time.Time
 	if expiresFlag != "" || given(fs, "expires") {
 		if expires, err = parseExpires(expiresFlag, time.Now()); err != nil {
