@@ -147,8 +147,7 @@ func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
 
 func TestTheBootstrapKeyLeavesOneEventByTheServer(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
 		for range 2 {
 			p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
 			p.stop(t)
@@ -353,8 +352,7 @@ func TestAFailedWriteOfBansIsRetried(t *testing.T) {
 
 func TestBansAreWrittenAtShutdown(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
 		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--ban-after", "0"})...)
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
@@ -389,8 +387,7 @@ type auditJSONEvent struct {
 
 func TestAuditCommandFiltersAndFormats(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "first")
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "pro", "--scope", "pets:read")
 		for _, args := range [][]string{{"keys", "roll", "--db", db, "1"}, {"keys", "revoke", "--db", db, "2"}} {

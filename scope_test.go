@@ -191,8 +191,7 @@ func TestEachOperationWithEachScope(t *testing.T) {
 		{"another method on /v1/pets", "DELETE", "/v1/pets", "", 405, 405, 405, ""},
 		{"an unknown path", "GET", "/v1/owners", "", 404, 404, 404, ""},
 	}
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
 		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
