@@ -759,7 +759,7 @@ func TestAuthentication(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("find the key to revoke: ok=%v err=%v", ok, err)
 		}
-		if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
+		if _, err := s.store.RevokeKey(ctx, rk.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.keys.refresh(ctx); err != nil {
@@ -769,10 +769,9 @@ func TestAuthentication(t *testing.T) {
 		staging := newTestServerWith(t, testOptions{env: "staging"})
 		stagingKey := staging.mustCreateKey("free")
 		// A staging key stored in the production database is still refused.
-		_, stagingHere, err := createKey(ctx, s.store, "staging", "free", "test", plans["free"], time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		terms := s.keyTerms("free")
+		terms.Env = "staging"
+		_, stagingHere := s.mustCreate(terms)
 		if err := s.keys.refresh(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,8 @@ type app struct {
 	store    storage // every call the server makes, timed when there are metrics
 	keys     *keyring
 	limiter  rateLimiter
-	limitsIn string // where the limits are kept, for the log
+	limitsIn string    // where the limits are kept, for the log
+	audit    *auditLog // the bans this server saw start, until they are stored
 	pets     *petCache
 	idem     *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
@@ -70,7 +71,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a := &app{
 		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy,
 		store: timeStorage(store, d.metrics), idem: newInflight(), draining: new(atomic.Bool),
-		closeLimiter: func() error { return nil },
+		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
 	}
 	defer func() {
 		if err != nil {
@@ -85,6 +86,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	}
 	a.pets = newPetCache(a.store)
 	a.metrics.countPets(a.pets.size)
+	a.metrics.countAuditEvents(a.store.AuditCounts)
 	a.handler = newServer(a)
 	return a, nil
 }
@@ -127,7 +129,7 @@ func redisPrefix(env string, store storage) string {
 
 // startBackground starts what a server does besides answering requests:
 // loading the copy of the pets, the engine's upkeep, reloading keys,
-// storing usage and last uses, forgetting idle callers and expired
+// storing usage, last uses and bans, forgetting idle callers and expired
 // idempotency records. stop ends it all, then stores what is left.
 func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -148,6 +150,7 @@ func (a *app) startBackground() (stop func()) {
 		every(ctx, usageFlushEvery, func() {
 			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
+			warn("store audit events (bans); will retry", a.audit.flush(ctx, a.store.AddAuditEvents))
 		})
 	})
 	wg.Go(func() { every(ctx, limiterSweepEvery, func() { a.limiter.sweep() }) })
@@ -165,6 +168,9 @@ func (a *app) startBackground() (stop func()) {
 		}
 		if err := a.keys.flushLastUsed(context.Background()); err != nil {
 			a.logger.Error("store when keys were last used at shutdown", "err", err)
+		}
+		if err := a.audit.flush(context.Background(), a.store.AddAuditEvents); err != nil {
+			a.logger.Error("store audit events (bans) at shutdown", "err", err)
 		}
 	}
 }

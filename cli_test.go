@@ -218,7 +218,7 @@ func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 
 // cliListColumns are the columns of the keys list table, in order: the
 // first seven as DESIGN.md names them, then the key's lifetime.
-var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state"}
+var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state", "scopes"}
 
 // listKeysJSON runs keys list --json (its fields are pinned by
 // TestKeysListNeverShowsKeys).
@@ -557,6 +557,7 @@ func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
 		{"unknown --env", []string{"--plan", "free", "--env", "dev"}},
 		{"an argument", []string{"--plan", "free", "extra"}},
 		{"--plan without its value", []string{"--plan"}},
+		{"a name that holds a key", []string{"--plan", "free", "--name", "psk_live_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcd"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -712,7 +713,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 						t.Errorf("line %q, want it to start %q", line, strings.Join(w, " "))
 					}
 					revoked = append(revoked, f[6])
-					states = append(states, f[len(f)-1])
+					states = append(states, f[10])
 				}
 				if len(revoked) == 3 && (revoked[0] != revoked[1] || revoked[2] == revoked[0]) {
 					t.Errorf("revoked column %q: want the two active keys alike and the revoked one different", revoked)
@@ -725,7 +726,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
 				cliDecode(t, jsonOut.stdout, &raw)
-				wantFields := []string{"created", "expires", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "state", "today"}
+				wantFields := []string{"created", "expires", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
 				for _, obj := range raw {
 					var got []string
 					for f := range obj {

@@ -1,18 +1,23 @@
-// The commands that are neither serve nor a key command (backup, copy),
-// and the preamble every command shares: flags read from the command line
-// and then from the environment, --env and --db, and opening the database
-// they name.
+// The commands that are neither serve nor a key command (audit, backup,
+// copy), and the preamble every command shares: flags read from the command
+// line and then from the environment, --env and --db, and opening the
+// database they name.
 
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // command is the preamble of a command: its flag set, whose flags may also
@@ -180,7 +185,8 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 // copyCommand moves a SQLite database into an empty PostgreSQL one.
 func copyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("copy", getenv, stdout)
-	var from, to string
+	var from, to, env string
+	c.fs.StringVar(&env, "env", "production", "the environment the database serves, production or staging, for the copy's audit event")
 	c.fs.StringVar(&from, "from", "", "the SQLite database file to copy (required)")
 	c.fs.StringVar(&to, "to", "", "the empty PostgreSQL database to copy it into, a postgres:// URL (required)")
 	if err := c.parse(args); err != nil {
@@ -193,6 +199,8 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return usagef("--from must be a SQLite database file, not a URL")
 	case !isPostgresURL(to):
 		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
+	case keyPrefixes[env] == "":
+		return usagef("--env must be production or staging, not %q", env)
 	}
 	src, err := openFlagged(ctx, "--from", from, false, time.Now)
 	if err != nil {
@@ -204,21 +212,193 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return flagError("--to", err)
 	}
 	defer dst.Close()
-	n, err := copyAll(ctx, src, dst)
+	n, err := copyAll(ctx, src, dst, auditEvent{Action: auditKeysCopied, Actor: commandActor(), Env: env, Details: auditDetails{From: from}})
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
-	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts and %d idempotency records from %s to %s; counts verified\n",
-		n.Pets, n.Keys, n.Usage, n.Idempotency, from, redactURL(to))
+	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records and %d audit events from %s to %s; counts verified\n",
+		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, from, redactURL(to))
 	return nil
 }
 
-// copyAll moves what src holds into dst, reading src in one snapshot.
-func copyAll(ctx context.Context, src storage, dst copyTarget) (copied, error) {
+// copyAll moves what src holds into dst, reading src in one snapshot, and
+// adds copiedEvent.
+func copyAll(ctx context.Context, src storage, dst copyTarget, copiedEvent auditEvent) (copied, error) {
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		return copied{}, err
 	}
 	defer snap.Close()
-	return dst.CopyFrom(ctx, snap)
+	return dst.CopyFrom(ctx, snap, copiedEvent)
+}
+
+// auditCommand is petstore audit: the events of the trail, oldest first, a
+// line each or a JSON array.
+func auditCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("audit", getenv, stdout).withDB()
+	var since, action string
+	var keyID int64
+	var asJSON bool
+	c.fs.StringVar(&since, "since", "", "only events at or after this: a duration back from now (24h, 7d, 30m) or an RFC 3339 time; default all")
+	c.fs.Int64Var(&keyID, "key", 0, "only the events of this key id (a roll is an event of the old key and of the new one)")
+	c.fs.StringVar(&action, "action", "", "only events of this action: "+strings.Join(auditActions, ", "))
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a line an event")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	filter, err := auditFilterOf(c.fs, since, keyID, action, time.Now())
+	if err != nil {
+		return err
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	events, err := store.AuditEvents(ctx, filter)
+	if err != nil {
+		return fmt.Errorf("read the audit trail: %w", err)
+	}
+	if asJSON {
+		return writeAuditJSON(stdout, events)
+	}
+	return writeAuditLines(stdout, events)
+}
+
+// auditFilterOf checks audit's flags, and picks the events they ask for at
+// now.
+func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, now time.Time) (auditFilter, error) {
+	f := auditFilter{KeyID: keyID, Action: action}
+	switch {
+	case given(fs, "key") && keyID < 1:
+		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
+	case action != "" && !slices.Contains(auditActions, action):
+		return f, usagef("--action: unknown action %q; the actions are %s", action, strings.Join(auditActions, ", "))
+	}
+	if since == "" && !given(fs, "since") {
+		return f, nil
+	}
+	if at, err := time.Parse(time.RFC3339, since); err == nil {
+		f.Since = at
+		return f, nil
+	}
+	d, err := parseLifetime(since)
+	if err != nil || d <= 0 {
+		return f, usagef("--since must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", since)
+	}
+	f.Since = now.Add(-d)
+	return f, nil
+}
+
+// auditTimeFormat shows an event's time: UTC, to the millisecond.
+const auditTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// writeAuditLines prints each event on a line: its time and action, then
+// name=value pairs.
+func writeAuditLines(w io.Writer, events []auditEvent) error {
+	bw := bufio.NewWriter(w)
+	for _, e := range events {
+		bw.WriteString(e.At.Format(auditTimeFormat))
+		bw.WriteString(" " + e.Action)
+		for _, p := range e.pairs() {
+			bw.WriteString(" " + p[0] + "=" + logfmtValue(p[1]))
+		}
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// pairs are what a line of audit shows of e after its time and action,
+// each name with its value, only those that e has.
+func (e auditEvent) pairs() [][2]string {
+	var p [][2]string
+	add := func(name, value string) {
+		if value != "" {
+			p = append(p, [2]string{name, value})
+		}
+	}
+	number := func(n int64) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	at := func(t *time.Time) string {
+		if t == nil {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	d := e.Details
+	add("key", number(e.KeyID))
+	add("newKey", number(e.NewKeyID))
+	add("address", e.Address)
+	add("actor", e.Actor)
+	add("env", e.Env)
+	add("name", d.Name)
+	add("plan", d.Plan)
+	add("perMinute", number(d.PerMinute))
+	add("perDay", number(d.PerDay))
+	add("scopes", strings.Join(d.Scopes, ","))
+	add("expires", at(d.Expires))
+	add("overlap", d.Overlap)
+	add("oldKeyStops", at(d.OldKeyStops))
+	add("bannedUntil", at(d.BannedUntil))
+	add("banFor", d.BanFor)
+	add("budget", number(d.Budget))
+	add("from", d.From)
+	if c := d.Copied; c != nil {
+		add("pets", strconv.FormatInt(c.Pets, 10))
+		add("keys", strconv.FormatInt(c.Keys, 10))
+		add("usage", strconv.FormatInt(c.Usage, 10))
+		add("idempotency", strconv.FormatInt(c.Idempotency, 10))
+		add("auditEvents", strconv.FormatInt(c.AuditEvents, 10))
+	}
+	return p
+}
+
+// logfmtValue is v as a value of a name=value pair: quoted when it holds a
+// space, a quote, an equals sign or a character that is not printable.
+func logfmtValue(v string) string {
+	if strings.ContainsFunc(v, func(r rune) bool { return r <= ' ' || r == '"' || r == '=' || r == 0x7f || !unicode.IsPrint(r) }) {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// auditJSON is an event as audit --json shows it.
+type auditJSON struct {
+	ID       int64        `json:"id"`
+	Time     string       `json:"time"` // UTC, to the millisecond
+	Action   string       `json:"action"`
+	Actor    string       `json:"actor"`
+	KeyID    *int64       `json:"keyId"`    // null for an address's ban and a copy
+	NewKeyID *int64       `json:"newKeyId"` // key.rolled: the new key
+	Address  *string      `json:"address"`  // key.banned of a client address
+	Env      string       `json:"env"`
+	Details  auditDetails `json:"details"`
+}
+
+// writeAuditJSON prints the events as a JSON array, [] for none.
+func writeAuditJSON(w io.Writer, events []auditEvent) error {
+	out := make([]auditJSON, len(events))
+	for i, e := range events {
+		out[i] = auditJSON{
+			ID: e.ID, Time: e.At.Format(auditTimeFormat), Action: e.Action, Actor: e.Actor,
+			KeyID: idOrNil(e.KeyID), NewKeyID: idOrNil(e.NewKeyID), Env: e.Env, Details: e.Details,
+		}
+		if e.Address != "" {
+			out[i].Address = &e.Address
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+func idOrNil(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
 }

@@ -13,6 +13,7 @@ const (
 	codeInvalidRequest       = "invalid_request"
 	codeInvalidJSON          = "invalid_json"
 	codeUnauthorized         = "unauthorized"
+	codeInsufficientScope    = "insufficient_scope"
 	codeNotFound             = "not_found"
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeIdempotencyConflict  = "idempotency_conflict"
@@ -30,6 +31,7 @@ var codeStatus = map[string]int{
 	codeInvalidRequest:       http.StatusBadRequest,
 	codeInvalidJSON:          http.StatusBadRequest,
 	codeUnauthorized:         http.StatusUnauthorized,
+	codeInsufficientScope:    http.StatusForbidden,
 	codeNotFound:             http.StatusNotFound,
 	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	codeIdempotencyConflict:  http.StatusConflict,

@@ -69,12 +69,12 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
 		hash := hashKey(token)
 		k, err := s.store.CreateKey(ctx, apiKey{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
-			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production"})
+			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: allScopes}, testActor)
 		if err != nil {
 			f.Fatal(err)
 		}
 		if token == fuzzRevokedToken {
-			if err := s.store.RevokeKey(ctx, k.ID); err != nil {
+			if _, err := s.store.RevokeKey(ctx, k.ID, testActor); err != nil {
 				f.Fatal(err)
 			}
 		}

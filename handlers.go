@@ -30,15 +30,16 @@ const (
 // as the path a request takes.
 func newServer(a *app) http.Handler {
 	metered := func(h http.Handler) http.Handler {
-		h = limit(a.limiter, a.trustProxy, h)
+		h = limit(a.limiter, a.audit, a.trustProxy, h)
 		h = authenticate(a.keys, h)
 		return h
 	}
-	needsKey := func(h http.Handler) http.Handler { return metered(requireKey(h)) }
+	needsKey := func(need scopeSet, h http.Handler) http.Handler { return metered(requireKey(requireScope(need, h))) }
 	// peeksKey: h reports the key's rate limits without spending any; a
-	// request without a valid key is limited and refused as by needsKey.
-	peeksKey := func(h http.Handler) http.Handler {
-		return authenticate(a.keys, uncounted(h, limit(a.limiter, a.trustProxy, requireKey(h))))
+	// request it would refuse (no valid key, or not the scope) is limited
+	// and refused as by needsKey.
+	peeksKey := func(need scopeSet, h http.Handler) http.Handler {
+		return authenticate(a.keys, uncounted(need, h, limit(a.limiter, a.audit, a.trustProxy, requireKey(requireScope(need, h)))))
 	}
 
 	mux := http.NewServeMux()
@@ -63,22 +64,24 @@ type router interface {
 }
 
 // addRoutes registers every operation under /v1 that needs a key, and the
-// Error-shaped 405s and 404s around them, each wrapped in needsKey, or for
-// the one that reads the caller's rate limits without spending, peeksKey.
-func addRoutes(mux router, needsKey, peeksKey func(http.Handler) http.Handler, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time) {
-	mux.Handle("GET /v1/pets", needsKey(handleListPets(pets, &pageCache{})))
-	mux.Handle("POST /v1/pets", needsKey(handleCreatePet(pets, idem, now)))
-	mux.Handle("GET /v1/pets/{petId}", needsKey(deprecated(handleGetPet(pets))))
-	mux.Handle("GET /v1/store/orders", needsKey(handleNotImplemented()))
-	mux.Handle("GET /v1/rate_limit", peeksKey(handleRateLimit(limiter)))
+// Error-shaped 405s and 404s around them, each wrapped in needsKey with the
+// scope it needs, or for the one that reads the caller's rate limits without
+// spending, peeksKey. The store's orders are not served: any valid key is
+// told so (501), and their own scope will come with them.
+func addRoutes(mux router, needsKey, peeksKey func(scopeSet, http.Handler) http.Handler, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time) {
+	mux.Handle("GET /v1/pets", needsKey(scopePetsRead, handleListPets(pets, &pageCache{})))
+	mux.Handle("POST /v1/pets", needsKey(scopePetsWrite, handleCreatePet(pets, idem, now)))
+	mux.Handle("GET /v1/pets/{petId}", needsKey(scopePetsRead, deprecated(handleGetPet(pets))))
+	mux.Handle("GET /v1/store/orders", needsKey(noScope, handleNotImplemented()))
+	mux.Handle("GET /v1/rate_limit", peeksKey(scopePetsRead, handleRateLimit(limiter)))
 
-	mux.Handle("/v1/pets", needsKey(methodNotAllowed("GET, HEAD, POST")))
-	mux.Handle("/v1/pets/{petId}", needsKey(methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/store/orders", needsKey(methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/rate_limit", needsKey(methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/openapi.yaml", needsKey(methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/", needsKey(notFound()))
-	mux.Handle("/v1", needsKey(notFound()))
+	mux.Handle("/v1/pets", needsKey(noScope, methodNotAllowed("GET, HEAD, POST")))
+	mux.Handle("/v1/pets/{petId}", needsKey(noScope, methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/store/orders", needsKey(noScope, methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/rate_limit", needsKey(noScope, methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/openapi.yaml", needsKey(noScope, methodNotAllowed("GET, HEAD")))
+	mux.Handle("/v1/", needsKey(noScope, notFound()))
+	mux.Handle("/v1", needsKey(noScope, notFound()))
 }
 
 func handleListPets(pets *petCache, pages *pageCache) http.Handler {

@@ -157,9 +157,10 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor}
 }
 
-// restartLimiter gives the server a new limiter of its kind, as a restart
-// of the server does: one in process starts from the database, one on Redis
-// finds there what the last one left. The store, keys and pets stay.
+// restartLimiter gives the server a new limiter of its kind, and a new
+// audit log, as a restart of the server does: one in process starts from
+// the database, one on Redis finds there what the last one left. The
+// store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
 	limiter, _, closeLimiter, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
@@ -169,8 +170,18 @@ func (s *testServer) restartLimiter() {
 	s.t.Cleanup(func() { closeLimiter() })
 	restarted := *s.app
 	restarted.limiter = limiter
+	restarted.audit = newAuditLog(s.cfg.env, s.clock.now, s.opts.logger)
 	restarted.handler = newServer(&restarted)
 	s.app = &restarted
+}
+
+// flushAudit writes the events the server recorded, as its flush every
+// usageFlushEvery does.
+func (s *testServer) flushAudit() {
+	s.t.Helper()
+	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on
@@ -186,19 +197,36 @@ func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *t
 	}
 }
 
-// mustCreateKey makes a key of plan (custom limits for enterprise) and
-// returns its token.
+// testActor is who makes the changes to keys that tests make through the
+// store, for their audit events.
+const testActor = "tester@test"
+
+// mustCreateKey makes a key of plan (custom limits for enterprise) with
+// every scope and returns its token.
 func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
 	s.t.Helper()
+	_, token := s.mustCreate(s.keyTerms(plan, lim...))
+	return token
+}
+
+// keyTerms are the terms of a key named test of plan (custom limits for
+// enterprise), with every scope, on the server's environment.
+func (s *testServer) keyTerms(plan string, lim ...limits) apiKey {
 	l := plans[plan]
 	if len(lim) > 0 {
 		l = lim[0]
 	}
-	_, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", l, time.Time{})
+	return apiKey{Env: s.keys.env, Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: allScopes}
+}
+
+// mustCreate stores a key on terms and returns it with its token.
+func (s *testServer) mustCreate(terms apiKey) (apiKey, string) {
+	s.t.Helper()
+	k, token, err := createKey(context.Background(), s.store, terms, testActor)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return token
+	return k, token
 }
 
 // do sends a request through the handler. key "" sends no Authorization.

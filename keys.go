@@ -16,23 +16,23 @@ import (
 
 const maxKeyNameLen = 64
 
-// createKey stores a new key for plan and returns it with its token, which
-// exists only here: the database keeps its hash.
-// A zero expires makes a key that never expires.
-func createKey(ctx context.Context, store storage, env, plan, name string, lim limits, expires time.Time) (apiKey, string, error) {
-	k, token := newAPIKey(env, plan, name, lim, expires)
-	k, err := store.CreateKey(ctx, k)
+// createKey stores a new key on terms (its environment, name, plan,
+// figures, scopes and expiry; a zero ExpiresAt never expires), made by
+// actor, and returns it with its token, which exists only here: the
+// database keeps its hash.
+func createKey(ctx context.Context, store storage, terms apiKey, actor string) (apiKey, string, error) {
+	k, token := newAPIKey(terms)
+	k, err := store.CreateKey(ctx, k, actor)
 	return k, token, err
 }
 
-// newAPIKey is a new key's token and the record of it that is stored: the
-// token's hash, never the token.
-func newAPIKey(env, plan, name string, lim limits, expires time.Time) (apiKey, string) {
-	token := newKey(env)
+// newAPIKey is a new token for a key on terms, and the record of it that is
+// stored: the token's hash, never the token.
+func newAPIKey(terms apiKey) (apiKey, string) {
+	token := newKey(terms.Env)
 	hash := hashKey(token)
-	return apiKey{
-		Hash: hash[:], Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Env: env, ExpiresAt: expires,
-	}, token
+	terms.Hash = hash[:]
+	return terms, token
 }
 
 // rollable refuses to roll a key that no longer works, or that was rolled
@@ -52,12 +52,12 @@ func rollable(k apiKey, now time.Time) error {
 }
 
 // successor is the key that replaces old in a roll: the same name, plan,
-// figures, environment and expiry (a roll changes the secret, not the
-// terms), spending old's rate-limit budget.
+// figures, environment, scopes and expiry (a roll changes the secret, not
+// the terms), spending old's rate-limit budget.
 func successor(old apiKey, hash []byte) apiKey {
 	return apiKey{
 		Hash: hash, Name: old.Name, Plan: old.Plan, PerMinute: old.PerMinute, PerDay: old.PerDay, Env: old.Env,
-		ExpiresAt: old.ExpiresAt, BudgetID: old.BudgetID,
+		Scopes: old.Scopes, ExpiresAt: old.ExpiresAt, BudgetID: old.BudgetID,
 	}
 }
 
@@ -141,6 +141,11 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fs.Int64Var(&rpm, "rpm", 0, "requests per minute (enterprise only, required there)")
 	fs.Int64Var(&rpd, "rpd", 0, "requests per day (enterprise only, required there)")
 	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m); default never")
+	var scopeFlags []string
+	fs.Func("scope", "what the key may do: pets:read (list and read pets, GET /v1/rate_limit), pets:write (add pets); repeat the flag or separate scopes by commas (default both)", func(v string) error {
+		scopeFlags = append(scopeFlags, v)
+		return nil
+	})
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -148,8 +153,17 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
+	scopes, err := parseScopes(scopeFlags)
+	if err != nil {
+		return err
+	}
 	if len(name) > maxKeyNameLen || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		return usagef("--name must be at most %d characters without spaces or control characters", maxKeyNameLen)
+	}
+	// A name is shown in keys list and kept in the audit trail: it must
+	// not be where a key's text ends up.
+	if strings.Contains(name, "psk_") {
+		return usagef("--name must not hold an API key (psk_...): it is shown in keys list and kept in the audit trail")
 	}
 	var expires time.Time
 	if expiresFlag != "" || given(fs, "expires") {
@@ -162,14 +176,39 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	k, token, err := createKey(ctx, store, c.db.env, plan, name, lim, expires)
+	k, token, err := createKey(ctx, store, apiKey{
+		Env: c.db.env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
+	}, commandActor())
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}
-	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day%s) in %s; it is shown only now:\n",
-		k.ID, plan, lim.PerMinute, lim.PerDay, expiryNote(k.ExpiresAt), c.db.shown())
+	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day, %s%s) in %s; it is shown only now:\n",
+		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.described(), expiryNote(k.ExpiresAt), c.db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
+}
+
+// parseScopes reads the --scope flags given, each one scope or several
+// separated by commas. None given: every scope.
+func parseScopes(flags []string) (scopeSet, error) {
+	if len(flags) == 0 {
+		return allScopes, nil
+	}
+	var s scopeSet
+	for _, flag := range flags {
+		for name := range strings.SplitSeq(flag, ",") {
+			name = strings.TrimSpace(name)
+			scope, ok := scopeNamed(name)
+			switch {
+			case name == "":
+				return 0, usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
+			case !ok:
+				return 0, usagef("--scope: unknown scope %q; the scopes are %s", name, knownScopes)
+			}
+			s |= scope
+		}
+	}
+	return s, nil
 }
 
 // given tells whether the flag name was set, even to "".
@@ -220,7 +259,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	token := newKey(keys[i].Env)
 	hash := hashKey(token)
-	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap)
+	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, commandActor())
 	if err != nil {
 		return keyCommandError("roll", id, err)
 	}
@@ -300,14 +339,18 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE")
+	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES")
 	for _, k := range rows {
 		name := k.Name
 		if name == "" {
 			name = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
-			k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State)
+		scopes := strings.Join(k.Scopes, ",")
+		if scopes == "" {
+			scopes = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
+			k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State, scopes)
 	}
 	return tw.Flush()
 }
@@ -325,10 +368,11 @@ type listedKey struct {
 	LastUsed  *time.Time `json:"lastUsed"` // to the minute
 	// Today counts the requests of this UTC day against the key's budget,
 	// which the keys of one roll share.
-	Today      int64  `json:"today"`
-	State      string `json:"state"` // active, rolled, expired or revoked
-	RolledTo   *int64 `json:"rolledTo"`
-	RolledFrom *int64 `json:"rolledFrom"`
+	Today      int64    `json:"today"`
+	State      string   `json:"state"` // active, rolled, expired or revoked
+	RolledTo   *int64   `json:"rolledTo"`
+	RolledFrom *int64   `json:"rolledFrom"`
+	Scopes     []string `json:"scopes"`
 }
 
 // Key states in keys list.
@@ -362,7 +406,7 @@ func listedKeys(ctx context.Context, store storage, keys []apiKey, now time.Time
 		row := listedKey{
 			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
 			Revoked: timeOrNil(k.RevokedAt), Expires: timeOrNil(k.ExpiresAt), LastUsed: timeOrNil(k.LastUsedAt),
-			Today: usage[k.BudgetID], State: stateActive,
+			Today: usage[k.BudgetID], State: stateActive, Scopes: k.Scopes.names(),
 		}
 		switch {
 		case !k.RevokedAt.IsZero():
@@ -412,8 +456,13 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	if err := store.RevokeKey(ctx, id); err != nil {
+	revoked, err := store.RevokeKey(ctx, id, commandActor())
+	if err != nil {
 		return keyCommandError("revoke", id, err)
+	}
+	if !revoked {
+		fmt.Fprintf(stdout, "key %d was revoked already; nothing changed\n", id)
+		return nil
 	}
 	fmt.Fprintf(stdout, "revoked key %d; running servers refuse it within a second\n", id)
 	return nil

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,21 +30,15 @@ const expiredMessage = "the API key has expired"
 // returns it with its token.
 func (s *testServer) mustCreateKeyExpiring(expires time.Time) (apiKey, string) {
 	s.t.Helper()
-	k, token, err := createKey(context.Background(), s.store, s.keys.env, "free", "test", plans["free"], expires)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return k, token
+	terms := s.keyTerms("free")
+	terms.ExpiresAt = expires
+	return s.mustCreate(terms)
 }
 
 // mustCreateKeyOf makes a key of plan and returns it with its token.
 func (s *testServer) mustCreateKeyOf(plan string) (apiKey, string) {
 	s.t.Helper()
-	k, token, err := createKey(context.Background(), s.store, s.keys.env, plan, "test", plans[plan], time.Time{})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return k, token
+	return s.mustCreate(s.keyTerms(plan))
 }
 
 // roll rolls key id as keys roll does, and has the server reload its keys
@@ -62,7 +57,7 @@ func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled apiKe
 	ctx := context.Background()
 	token = newKey(s.keys.env)
 	hash := hashKey(token)
-	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap)
+	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
 	if err != nil {
 		return old, rolled, "", err
 	}
@@ -200,7 +195,7 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 		rolled, _ := s.mustCreateKeyOf("free")
 		s.roll(rolled.ID, time.Hour)
 		revoked, _ := s.mustCreateKeyOf("free")
-		if err := s.store.RevokeKey(ctx, revoked.ID); err != nil {
+		if _, err := s.store.RevokeKey(ctx, revoked.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		expired, _ := s.mustCreateKeyExpiring(s.clock.now().Add(time.Minute))
@@ -461,8 +456,22 @@ func TestLookingUpAKeyAllocatesNothing(t *testing.T) {
 // rateLimitBody is the body of GET /v1/rate_limit.
 type rateLimitBody struct {
 	Plan   string          `json:"plan"`
+	Scopes scopeList       `json:"scopes"`
 	Minute rateLimitWindow `json:"minute"`
 	Day    rateLimitWindow `json:"day"`
+}
+
+// scopeList is a JSON array of scope names, held joined by commas so that
+// a body can be compared with ==.
+type scopeList string
+
+func (l *scopeList) UnmarshalJSON(b []byte) error {
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return err
+	}
+	*l = scopeList(strings.Join(names, ","))
+	return nil
 }
 
 type rateLimitWindow struct {
@@ -510,7 +519,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 			midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
 
 			fresh := s.rateLimit(t, key)
-			want := rateLimitBody{"free", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
+			want := rateLimitBody{"free", "pets:read,pets:write", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
 			if fresh != want {
 				t.Errorf("a fresh key: %+v, want %+v", fresh, want)
 			}
@@ -623,8 +632,10 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range servers {
 			wg.Go(func() {
-				k, _ := newAPIKey("production", "free", fmt.Sprintf("bootstrap-%d", i), plans["free"], time.Time{})
-				_, ok, err := s.store.CreateFirstKey(context.Background(), k)
+				terms := s.keyTerms("free")
+				terms.Name = fmt.Sprintf("bootstrap-%d", i)
+				k, _ := newAPIKey(terms)
+				_, ok, err := s.store.CreateFirstKey(context.Background(), k, testActor)
 				if err != nil {
 					t.Error(err)
 				}
@@ -642,88 +653,96 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			t.Errorf("%d servers starting at once on an empty database: %d said they made the first key, %d keys stored; want 1 and 1",
 				servers, created.Load(), len(keys))
 		}
-		if _, ok, err := s.store.CreateFirstKey(context.Background(), apiKey{Hash: []byte("later"), Plan: "free", Env: "production"}); ok || err != nil {
+		if _, ok, err := s.store.CreateFirstKey(context.Background(), apiKey{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor); ok || err != nil {
 			t.Errorf("a first key on a database with a key: created %v, %v; want nothing made", ok, err)
 		}
 	})
 }
 
-func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
-	path := t.TempDir() + "/old.db"
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := newKey("production")
-	hash := hashKey(token)
-	for _, q := range []string{
-		migrations[0],
-		`PRAGMA user_version = 1`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, revoked_at) VALUES (?, 'old', 'free', 60, 1000, 'production', 1773100000, NULL), (?, 'gone', 'pro', 300, 10000, 'production', 1773100000, 1773100100)`,
-		hash[:], []byte("another hash, 32 bytes long....!")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(`INSERT INTO usage (key_id, day, count) VALUES (1, '2026-03-10', 40)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+// The databases of earlier releases open, at each schema version they
+// may be at, and keep their keys: TestSQLiteDatabaseOfTheLastReleaseOpens
+// and TestPostgresDatabaseOfTheLastReleaseOpens.
 
-	clock := newFakeClock()
-	store, err := openSQLite(context.Background(), path, false, clock.now)
-	if err != nil {
-		t.Fatal(err)
+func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
+	for version := 1; version < len(migrations); version++ {
+		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
+			path := t.TempDir() + "/old.db"
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			token := newKey("production")
+			hash := hashKey(token)
+			for _, q := range append(slices.Clone(migrations[:version]), fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := db.Exec(`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, revoked_at) VALUES (?, 'old', 'free', 60, 1000, 'production', 1773100000, NULL), (?, 'gone', 'pro', 300, 10000, 'production', 1773100000, 1773100100)`,
+				hash[:], []byte("another hash, 32 bytes long....!")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(`INSERT INTO usage (key_id, day, count) VALUES (1, '2026-03-10', 40)`); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+
+			clock := newFakeClock()
+			store, err := openSQLite(context.Background(), path, false, clock.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			var got int
+			if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&got); err != nil || got != len(migrations) {
+				t.Errorf("user_version %d (%v), want %d", got, err, len(migrations))
+			}
+			wantOldKeysKept(t, store, clock, token)
+		})
 	}
-	defer store.Close()
-	var version int
-	if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(migrations) {
-		t.Errorf("user_version %d (%v), want %d", version, err, len(migrations))
-	}
-	wantOldKeysKept(t, store, clock, token)
 }
 
 func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
-	url := testPostgresURL(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := newKey("production")
-	hash := hashKey(token)
-	for _, q := range []string{
-		`CREATE TABLE petstore_schema (version integer NOT NULL)`,
-		`INSERT INTO petstore_schema (version) VALUES (1)`,
-		pgMigrations[0],
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, revoked_at) VALUES ($1, 'old', 'free', 60, 1000, 'production', 1773100000, NULL), ($2, 'gone', 'pro', 300, 10000, 'production', 1773100000, 1773100100)`,
-		hash[:], []byte("another hash, 32 bytes long....!")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO usage (key_id, day, count) VALUES (1, '2026-03-10', 40)`); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
+	for version := 1; version < len(pgMigrations); version++ {
+		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
+			url := testPostgresURL(t)
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			token := newKey("production")
+			hash := hashKey(token)
+			for _, q := range append([]string{
+				`CREATE TABLE petstore_schema (version integer NOT NULL)`,
+				fmt.Sprintf(`INSERT INTO petstore_schema (version) VALUES (%d)`, version),
+			}, pgMigrations[:version]...) {
+				if _, err := conn.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := conn.Exec(ctx, `INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, revoked_at) VALUES ($1, 'old', 'free', 60, 1000, 'production', 1773100000, NULL), ($2, 'gone', 'pro', 300, 10000, 'production', 1773100000, 1773100100)`,
+				hash[:], []byte("another hash, 32 bytes long....!")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, `INSERT INTO usage (key_id, day, count) VALUES (1, '2026-03-10', 40)`); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close(ctx)
 
-	clock := newFakeClock()
-	store, err := openPostgres(ctx, url, clock.now)
-	if err != nil {
-		t.Fatal(err)
+			clock := newFakeClock()
+			store, err := openPostgres(ctx, url, clock.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			var got int
+			if err := store.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&got); err != nil || got != len(pgMigrations) {
+				t.Errorf("schema version %d (%v), want %d", got, err, len(pgMigrations))
+			}
+			wantOldKeysKept(t, store, clock, token)
+		})
 	}
-	defer store.Close()
-	var version int
-	if err := store.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
-		t.Errorf("schema version %d (%v), want %d", version, err, len(pgMigrations))
-	}
-	wantOldKeysKept(t, store, clock, token)
 }
 
 // wantOldKeysKept checks the two keys and the usage of the last release's
@@ -740,9 +759,9 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 		t.Fatalf("%d keys, want the 2 of the old database", len(keys))
 	}
 	for _, k := range keys {
-		if k.BudgetID != k.ID || !k.ExpiresAt.IsZero() || k.RolledTo != 0 || !k.LastUsedAt.IsZero() {
-			t.Errorf("key %d: budget %d, expires %v, rolled to %d, last used %v; want its own budget, no expiry, no roll, never used",
-				k.ID, k.BudgetID, k.ExpiresAt, k.RolledTo, k.LastUsedAt)
+		if k.BudgetID != k.ID || !k.ExpiresAt.IsZero() || k.RolledTo != 0 || !k.LastUsedAt.IsZero() || k.Scopes != allScopes {
+			t.Errorf("key %d: budget %d, expires %v, rolled to %d, last used %v, scopes %q; want its own budget, no expiry, no roll, never used, every scope",
+				k.ID, k.BudgetID, k.ExpiresAt, k.RolledTo, k.LastUsedAt, k.Scopes)
 		}
 	}
 	if keys[0].Name != "old" || keys[0].Plan != "free" || !keys[0].RevokedAt.IsZero() || keys[1].RevokedAt.IsZero() {
@@ -763,7 +782,7 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 	}
 	next := newKey("production")
 	hash := hashKey(next)
-	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour)
+	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour, testActor)
 	if err != nil || rolled.BudgetID != 1 || old.RolledTo != rolled.ID {
 		t.Errorf("roll the old key: %+v %+v %v", old, rolled, err)
 	}

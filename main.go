@@ -46,12 +46,13 @@ func usagef(format string, args ...any) error {
 
 const topUsage = `usage:
   petstore [serve] [--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]
-  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION]
+  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...]
   petstore keys list   [--db FILE|URL] [--json]
   petstore keys roll   [--db FILE|URL] KEY_ID [--overlap DURATION]
   petstore keys revoke [--db FILE|URL] KEY_ID
+  petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
   petstore backup      [--db FILE] --out FILE
-  petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE
+  petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
   petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
   petstore version
 
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return keysRevoke(ctx, args[1:], getenv, stdout)
 		}
 		return usagef("unknown keys command %q: use create, list, roll or revoke", args[0])
+	case "audit":
+		return auditCommand(ctx, args, getenv, stdout)
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":
@@ -106,7 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, audit, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"net/http/pprof"
@@ -211,6 +212,46 @@ func (m *metrics) countPets(count func() (n int, ok bool)) {
 		desc:  prometheus.NewDesc("petstore_pets", "Pets in the store.", nil, nil),
 		count: count,
 	})
+}
+
+// auditScrapeTimeout bounds the count of the audit trail at a scrape.
+const auditScrapeTimeout = 2 * time.Second
+
+// countAuditEvents makes petstore_audit_events_total report the events of
+// the audit trail by action, as count reads them from the database at each
+// scrape: every server and every command writes to the trail, and it is
+// append only, so the count only grows, and every server sharing a database
+// reports the same. A database that does not answer leaves it out of that
+// scrape.
+func (m *metrics) countAuditEvents(count func(context.Context) (map[string]int64, error)) {
+	if m == nil {
+		return
+	}
+	m.registry.MustRegister(auditCollector{
+		desc: prometheus.NewDesc("petstore_audit_events_total",
+			"Events of the audit trail (key.created, key.revoked, key.rolled, key.banned, keys.copied), by action, written by any server or command; each server sharing a database reports the same.",
+			[]string{"action"}, nil),
+		count: count,
+	})
+}
+
+type auditCollector struct {
+	desc  *prometheus.Desc
+	count func(context.Context) (map[string]int64, error)
+}
+
+func (c auditCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), auditScrapeTimeout)
+	defer cancel()
+	counts, err := c.count(ctx)
+	if err != nil {
+		return
+	}
+	for _, action := range auditActions {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[action]), action)
+	}
 }
 
 type petsCollector struct {

@@ -94,7 +94,7 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.store.RevokeKey(ctx, rk.ID); err != nil {
+		if _, err := s.store.RevokeKey(ctx, rk.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		_, expired := s.mustCreateKeyExpiring(s.clock.now().Add(-time.Second))
@@ -250,6 +250,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		"petstore_ratelimit_decisions_total":      dto.MetricType_COUNTER,
 		"petstore_auth_failures_total":            dto.MetricType_COUNTER,
 		"petstore_pets":                           dto.MetricType_GAUGE,
+		"petstore_audit_events_total":             dto.MetricType_COUNTER,
 		"petstore_database_call_duration_seconds": dto.MetricType_HISTOGRAM,
 		"petstore_redis_call_duration_seconds":    dto.MetricType_HISTOGRAM,
 		"petstore_ratelimit_fallback":             dto.MetricType_GAUGE,
@@ -273,7 +274,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		}
 	}
 
-	allowedLabels := []string{"method", "route", "code", "decision", "reason", "operation", "version", "goversion", "revision"}
+	allowedLabels := []string{"method", "route", "code", "decision", "reason", "operation", "action", "version", "goversion", "revision"}
 	for name, f := range families {
 		if !strings.HasPrefix(name, "petstore_") {
 			continue
@@ -502,6 +503,9 @@ func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) 
 	}
 	if families["petstore_auth_failures_total"] == nil {
 		t.Errorf("no petstore_auth_failures_total in:\n%s", text)
+	}
+	if created := counterValues(t, families, "petstore_audit_events_total", "action")[auditKeyCreated]; created != 1 {
+		t.Errorf("petstore_audit_events_total{action=%q} = %v, want the bootstrap key's 1", auditKeyCreated, created)
 	}
 
 	p.stop(t)

@@ -92,6 +92,7 @@ type openAPISchema struct {
 	Required             []string                 `yaml:"required"`
 	AdditionalProperties *bool                    `yaml:"additionalProperties"`
 	Properties           map[string]openAPISchema `yaml:"properties"`
+	Items                *openAPISchema           `yaml:"items"`
 }
 
 // String describes a schema's type and bounds, for test messages.
@@ -218,21 +219,32 @@ func (d *openAPIDoc) operationParameter(t *testing.T, op openAPIOperation, name 
 	return openAPIParameter{}
 }
 
-// routeRecorder is a router that keeps what addRoutes registers.
+// routeRecorder is a router that keeps what addRoutes registers, and the
+// scope each route needs.
 type routeRecorder struct {
 	patterns []string
 	handlers map[string]http.Handler
+	scopes   map[string]scopeSet
+}
+
+// scopedHandler is a handler as recordRoutes wraps it: with the scope it needs.
+type scopedHandler struct {
+	http.Handler
+	need scopeSet
 }
 
 func (r *routeRecorder) Handle(pattern string, handler http.Handler) {
 	r.patterns = append(r.patterns, pattern)
 	r.handlers[pattern] = handler
+	if h, ok := handler.(scopedHandler); ok {
+		r.scopes[pattern] = h.need
+	}
 }
 
 func recordRoutes() *routeRecorder {
-	r := &routeRecorder{handlers: make(map[string]http.Handler)}
-	identity := func(h http.Handler) http.Handler { return h }
-	addRoutes(r, identity, identity, nil, nil, nil, nil)
+	r := &routeRecorder{handlers: make(map[string]http.Handler), scopes: make(map[string]scopeSet)}
+	scoped := func(need scopeSet, h http.Handler) http.Handler { return scopedHandler{h, need} }
+	addRoutes(r, scoped, scoped, nil, nil, nil, nil)
 	return r
 }
 
@@ -446,23 +458,57 @@ func TestOpenAPIEveryOperationButTheDocumentNeedsABearerKey(t *testing.T) {
 	}
 }
 
+func TestOpenAPISecurityNamesTheScopeEachRouteNeeds(t *testing.T) {
+	doc := readOpenAPI(t)
+	ops := doc.operations(t)
+	routes := recordRoutes()
+	for _, pattern := range routes.patterns {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok {
+			continue // the 405 and 404 catch-alls: any valid key
+		}
+		key := method + " /" + strings.TrimPrefix(path, "/v1/")
+		op, ok := ops[key]
+		if !ok {
+			continue // TestOpenAPIDocumentsEveryRouteAndNoOtherOperation says so
+		}
+		if op.Security == nil || len(*op.Security) != 1 {
+			t.Errorf("%s: security %v, want one requirement of its own naming its scope", op.OperationID, op.Security)
+			continue
+		}
+		scopes, ok := (*op.Security)[0]["bearerAuth"]
+		if !ok {
+			t.Errorf("%s: security %v, want bearerAuth", op.OperationID, *op.Security)
+			continue
+		}
+		if want := routes.scopes[pattern].names(); !slices.Equal(scopes, want) {
+			t.Errorf("%s: bearerAuth scopes %q, the server needs %q", op.OperationID, scopes, want)
+		}
+	}
+	items := doc.Components.Schemas["RateLimitStatus"].Properties["scopes"].Items
+	if want := allScopes.names(); items == nil || !slices.Equal(items.Enum, want) {
+		t.Errorf("RateLimitStatus.scopes items %v, want an enum of every scope %q", items, want)
+	}
+}
+
 // openAPIStatuses are the statuses each operation can give, from the code:
-// 401 from requireKey (not on the keyless document), 405 from the path's
+// 401 from requireKey (not on the keyless document), 403 from requireScope
+// (on the operations that need a scope), 405 from the path's
 // catch-all for other methods, 429 from limit, 500 for any unexpected failure
 // or panic, 503 when SQLite is unavailable (storeError, also while looking up
 // the key or its daily usage), and the handler's own.
 var openAPIStatuses = map[string][]int{
 	// handleListPets: 400 from parseListQuery.
-	"listPets": {200, 400, 401, 405, 429, 500, 503},
+	"listPets": {200, 400, 401, 403, 405, 429, 500, 503},
 	// handleCreatePet: 400 from idempotencyKey and decodeNewPet (invalid_request,
 	// invalid_json), 413 and 415 from decodeNewPet, 409 and 422 from createOnce.
-	"createPet": {201, 400, 401, 405, 409, 413, 415, 422, 429, 500, 503},
+	"createPet": {201, 400, 401, 403, 405, 409, 413, 415, 422, 429, 500, 503},
 	// handleGetPet: 400 from parsePetID, 404 from the store.
-	"getPet": {200, 400, 401, 404, 405, 429, 500, 503},
+	"getPet": {200, 400, 401, 403, 404, 405, 429, 500, 503},
 	// handleNotImplemented.
 	"listStoreOrders": {401, 405, 429, 500, 501, 503},
 	// handleRateLimit: 429 only during a ban (from limit without a key).
-	"getRateLimit": {200, 401, 405, 429, 500, 503},
+	"getRateLimit": {200, 401, 403, 405, 429, 500, 503},
 	// handleOpenAPI: no key needed, so no 401.
 	"getOpenAPI": {200, 405, 429, 500, 503},
 }
@@ -506,6 +552,7 @@ func TestOpenAPIResponsesDocumentTheirHeadersAndErrorShape(t *testing.T) {
 	everywhere := []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"}
 	byStatus := map[string][]string{
 		"401": {"WWW-Authenticate"},
+		"403": {"WWW-Authenticate"},
 		"405": {"Allow"},
 		"429": {"Retry-After"},
 	}
@@ -610,6 +657,10 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 	}
 	petPath := w.Header().Get("Location")
 	s.do("POST", "/v1/pets", key, `{"name":"Bella","categoryId":1,"status":"sold"}`) // so that a page of one has a next
+	readOnly, writeOnly := s.keyTerms("free"), s.keyTerms("free")
+	readOnly.Scopes, writeOnly.Scopes = scopePetsRead, scopePetsWrite
+	_, readKey := s.mustCreate(readOnly)
+	_, writeKey := s.mustCreate(writeOnly)
 	tight := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
 	s.do("GET", "/v1/pets", tight, "")
 	banned := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
@@ -632,6 +683,11 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"no key", "listPets", "GET", "/v1/pets", "", "", nil, 401},
 		{"another method on the path", "listPets", "DELETE", "/v1/pets", key, "", nil, 405},
 		{"over the limit", "listPets", "GET", "/v1/pets", tight, "", nil, 429},
+		{"a key without pets:read", "listPets", "GET", "/v1/pets", writeKey, "", nil, 403},
+		{"a key without pets:write", "createPet", "POST", "/v1/pets", readKey, `{"name":"Tom","categoryId":2}`, nil, 403},
+		{"a pet with a key without pets:read", "getPet", "GET", petPath, writeKey, "", nil, 403},
+		{"the rate limits of a key without pets:read", "getRateLimit", "GET", "/v1/rate_limit", writeKey, "", nil, 403},
+		{"store orders with a read-only key", "listStoreOrders", "GET", "/v1/store/orders", readKey, "", nil, 501},
 		{"a created pet", "createPet", "POST", "/v1/pets", key, `{"name":"Tom","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 201},
 		{"a replayed creation", "createPet", "POST", "/v1/pets", key, `{"name":"Tom","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 201},
 		{"a reused Idempotency-Key", "createPet", "POST", "/v1/pets", key, `{"name":"Max","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 422},

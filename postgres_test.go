@@ -37,7 +37,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, _ := src.store.Keys(ctx)
-	if err := src.store.RevokeKey(ctx, keys[1].ID); err != nil {
+	if _, err := src.store.RevokeKey(ctx, keys[1].ID, testActor); err != nil {
 		t.Fatal(err)
 	}
 	// A roll's keys keep their expiry, their link and their shared budget.
@@ -52,6 +52,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	wantPets, _ := src.store.ListPets(ctx, "", 0, 100)
 	wantKeys, _ := src.store.Keys(ctx)
 	wantUsage, _ := src.store.Usage(ctx, keys[0].ID, src.clock.now().UTC().Format(time.DateOnly))
+	wantEvents, _ := src.store.AuditEvents(ctx, auditFilter{})
 	src.store.Close()
 
 	to := testPostgresURL(t)
@@ -59,9 +60,14 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
-	if want := "copied 6 pets, 3 keys, 1 daily usage counts and 1 idempotency records"; !strings.Contains(res.stderr, want) {
+	if want := "copied 6 pets, 3 keys, 1 daily usage counts, 1 idempotency records and 4 audit events"; !strings.Contains(res.stderr, want) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
+	// The events come over as they were, and the copy adds its own.
+	wantNewEvents(t, to, wantEvents, auditEvent{
+		Action: auditKeysCopied, Actor: commandActor(), Env: "production",
+		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 3, Usage: 1, Idempotency: 1, AuditEvents: 4}},
+	})
 
 	dst := newTestServerWith(t, testOptions{postgres: true, db: to})
 	dst.clock.t = src.clock.now()
@@ -90,6 +96,12 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	again := dst.do("POST", "/v1/pets", key, `{"name":"Once","categoryId":9}`, "Idempotency-Key", "order-1")
 	if again.Code != http.StatusCreated || again.Body.String() != replay.Body.String() {
 		t.Errorf("the retry of a copied Idempotency-Key: %d %s, want the first answer %s", again.Code, again.Body, replay.Body)
+	}
+	if k, _ := dst.mustCreate(dst.keyTerms("free")); k.ID != 4 {
+		t.Errorf("the first key after the copy got id %d, want 4", k.ID)
+	}
+	if events, _ := dst.store.AuditEvents(ctx, auditFilter{KeyID: 4}); len(events) != 1 || events[0].ID != int64(len(wantEvents)+2) {
+		t.Errorf("the first event after the copy: %+v, want id %d: ids go on past SQLite's", events, len(wantEvents)+2)
 	}
 	created := apiReadPet(t, dst.do("POST", "/v1/pets", key, `{"name":"New","categoryId":1}`).Body.Bytes())
 	if created.ID != wantPets[len(wantPets)-1].ID+2 {
@@ -126,6 +138,7 @@ func TestCopyRefusesBadCommandLines(t *testing.T) {
 		{"no --from", []string{"copy", "--to", "postgres://127.0.0.1/test"}, 2},
 		{"--to a file", []string{"copy", "--from", file, "--to", file}, 2},
 		{"--from a URL", []string{"copy", "--from", "postgres://127.0.0.1/a", "--to", "postgres://127.0.0.1/b"}, 2},
+		{"an unknown --env", []string{"copy", "--from", file, "--to", "postgres://127.0.0.1/b", "--env", "dev"}, 2},
 		{"--from a missing file", []string{"copy", "--from", file + ".missing", "--to", "postgres://127.0.0.1/test"}, 1},
 	}
 	for _, tt := range tests {

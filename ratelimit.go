@@ -64,6 +64,7 @@ type caller struct {
 type decision struct {
 	allowed    bool
 	code       string        // why not: rate_limited or temporarily_banned
+	banStarted bool          // this request started the ban: the one to record
 	retryAfter time.Duration // how long until a request will be accepted
 	window     string        // "minute" or "day"
 	limit      int64
@@ -310,7 +311,9 @@ func (l *Limiter) decide(c *caller, now time.Time, today int64) decision {
 		if c.waitCount > l.banAfter {
 			c.bannedUntil = now.Add(l.banFor)
 			c.waitUntil, c.waitCount = time.Time{}, 0
-			return c.banned(now)
+			d := c.banned(now)
+			d.banStarted = true
+			return d
 		}
 	} else {
 		c.waitUntil, c.waitCount = now.Add(wait), 0
@@ -455,8 +458,8 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 
 // limit counts the request against its key, or without a valid key against
 // its client address, sets the rate-limit headers and answers 429 when a
-// limit is reached.
-func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler {
+// limit is reached. The request that starts a ban has it recorded in audit.
+func limit(limiter rateLimiter, audit *auditLog, trustProxy bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := requestLog(w)
 		id, lim := callerID{keyID: 0}, anonymousLimits
@@ -472,6 +475,9 @@ func limit(limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler
 		}
 		setRateLimitHeaders(w.Header(), info, d)
 		if !d.allowed {
+			if d.banStarted {
+				audit.banned(info.key, id.addr, d)
+			}
 			refuse(w, r, d)
 			return
 		}

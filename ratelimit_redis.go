@@ -53,7 +53,8 @@ const (
 // It returns {status, now (ms), debt, day count, day, extra}: status 0
 // allowed (or looked at: not banned), 1 limited with extra the Retry-After
 // in seconds, 2 banned with extra the ban's end (ms), 3 the day count is
-// missing and needs a seed (nothing changed). debt is how far the TAT is
+// missing and needs a seed (nothing changed), 4 banned by this very run
+// (the one run of all servers' that starts the ban), extra as for 2. debt is how far the TAT is
 // ahead of now in 1/pm ms, 60000 a request: 0 when the bucket is full.
 var limitScript = redis.NewScript(`
 local key = KEYS[1]
@@ -146,7 +147,7 @@ if now < wu then
 	if wc > banAfter then
 		bu, wu, wc = now + banFor, 0, 0
 		save()
-		return {2, now, spent, n, today, bu}
+		return {4, now, spent, n, today, bu}
 	end
 else
 	wu, wc = now + wait * 1000, 0
@@ -161,6 +162,7 @@ const (
 	scriptLimited  = 1
 	scriptBanned   = 2
 	scriptNeedSeed = 3
+	scriptBanStart = 4
 )
 
 // scriptAnswer is what limitScript returns, in its order.
@@ -461,8 +463,9 @@ func (r *redisLimiter) standing(a scriptAnswer, lim limits, both bool) standing 
 		s.allowed = true
 	case scriptLimited:
 		s.code, s.retryAfter = codeRateLimited, time.Duration(a.extra)*time.Second
-	case scriptBanned:
+	case scriptBanned, scriptBanStart:
 		s.decision = reportBan(s.decision, now, time.UnixMilli(a.extra))
+		s.banStarted = a.status == scriptBanStart
 	}
 	return s
 }

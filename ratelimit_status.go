@@ -11,12 +11,14 @@ func (k *apiKey) budget() (callerID, limits) {
 	return callerID{keyID: k.BudgetID}, limits{PerMinute: k.PerMinute, PerDay: k.PerDay}
 }
 
-// uncounted sends a request with a valid key to peeked, which reports the
-// key's rate-limit state itself without spending any, and every other
-// request to counted: limited by client address and refused, as anywhere.
-func uncounted(peeked, counted http.Handler) http.Handler {
+// uncounted sends a request with a valid key that holds need to peeked,
+// which reports the key's rate-limit state itself without spending any, and
+// every other request to counted: limited and refused, as anywhere (by
+// client address without a key; a key without the scope spends a request
+// on its 403, as on any operation).
+func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if requestLog(w).key == nil {
+		if key := requestLog(w).key; key == nil || !key.Scopes.has(need) {
 			counted.ServeHTTP(w, r)
 			return
 		}
@@ -45,6 +47,7 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 		b := make([]byte, 0, 160)
 		b = append(b, `{"plan":`...)
 		b = appendJSONString(b, info.key.Plan)
+		b = info.key.Scopes.appendJSON(append(b, `,"scopes":`...))
 		b = appendWindow(append(b, `,"minute":`...), s.minute)
 		b = appendWindow(append(b, `,"day":`...), s.day)
 		writeBody(w, http.StatusOK, append(b, "}\n"...))

@@ -251,8 +251,9 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 // new user can call the API at once. It is the only key the server ever
 // prints.
 func bootstrapKey(ctx context.Context, store storage, cfg serveConfig, url string, stderr io.Writer) error {
-	key, token := newAPIKey(cfg.env, "free", "bootstrap", plans["free"], time.Time{})
-	key, created, err := store.CreateFirstKey(ctx, key)
+	free := plans["free"]
+	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
+	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}

@@ -40,20 +40,24 @@ type storage interface {
 	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
 
 	// CreateKey stores k (its Hash set, its ExpiresAt when it has one)
-	// and returns it with its id.
-	CreateKey(ctx context.Context, k apiKey) (apiKey, error)
+	// and returns it with its id. The change of a key and its audit event
+	// by actor (here and below) are stored as one change.
+	CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error)
 	// CreateFirstKey stores k as CreateKey does, but only when the store
 	// holds no key at all, as one change: servers that start at once on an
 	// empty database make one first key between them. created is false,
 	// and nothing is stored, when a key exists.
-	CreateFirstKey(ctx context.Context, k apiKey) (_ apiKey, created bool, err error)
-	RevokeKey(ctx context.Context, id int64) error
+	CreateFirstKey(ctx context.Context, k apiKey, actor string) (_ apiKey, created bool, err error)
+	// RevokeKey marks key id revoked. Revoking a revoked key changes
+	// nothing (revoked is false) and leaves no event; an unknown id is
+	// not_found.
+	RevokeKey(ctx context.Context, id int64, actor string) (revoked bool, err error)
 	// RollKey replaces key id by a new key with hash, as one change: the
-	// new key has the old one's name, plan, figures, environment, expiry
-	// and budget, and the old one expires overlap from now (sooner when it
-	// already would). A revoked, expired or already rolled key is refused
-	// (invalid_request), an unknown id is not_found.
-	RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error)
+	// new key has the old one's name, plan, figures, environment, scopes,
+	// expiry and budget, and the old one expires overlap from now (sooner
+	// when it already would). A revoked, expired or already rolled key is
+	// refused (invalid_request), an unknown id is not_found.
+	RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error)
 	Keys(ctx context.Context) ([]apiKey, error)
 	KeyByHash(ctx context.Context, hash []byte) (apiKey, bool, error)
 	// KeysVersion changes whenever a key is created or changed, by any
@@ -83,6 +87,12 @@ type storage interface {
 	// Snapshot reads everything the store holds, as it is at this moment,
 	// for petstore copy. The caller closes it.
 	Snapshot(ctx context.Context) (snapshot, error)
+	// AddAuditEvents appends events (the server's: bans) in one write.
+	AddAuditEvents(ctx context.Context, events []auditEvent) error
+	// AuditEvents returns the events filter picks, oldest first.
+	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
+	// AuditCounts counts the events of the trail by action.
+	AuditCounts(ctx context.Context) (map[string]int64, error)
 
 	Ping(ctx context.Context) error
 	Close() error
@@ -104,8 +114,9 @@ type snapshot interface {
 // copyTarget is a database petstore copy fills: an empty PostgreSQL one
 // (openCopyTarget).
 type copyTarget interface {
-	// CopyFrom moves everything src holds in, as one change.
-	CopyFrom(ctx context.Context, src snapshot) (copied, error)
+	// CopyFrom moves everything src holds in, and adds copiedEvent (the
+	// copy's keys.copied, given its counts), as one change.
+	CopyFrom(ctx context.Context, src snapshot, copiedEvent auditEvent) (copied, error)
 	Close() error
 }
 
@@ -168,6 +179,7 @@ type apiKey struct {
 	PerMinute int64
 	PerDay    int64
 	Env       string
+	Scopes    scopeSet
 	CreatedAt time.Time
 	RevokedAt time.Time // zero while the key is active
 	ExpiresAt time.Time // zero: the key never expires

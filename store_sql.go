@@ -5,21 +5,26 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
 // keyColumns are the columns scanKey reads, in its order.
-const keyColumns = `id, hash, name, plan, rpm, rpd, env, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at`
+const keyColumns = `id, hash, name, plan, rpm, rpd, env, scopes, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at`
 
 // scanKey reads one key row of keyColumns.
 func scanKey(scan func(...any) error) (apiKey, error) {
 	var k apiKey
 	var created int64
+	var scopes string
 	var revoked, expires, rolledTo, lastUsed sql.NullInt64
-	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &created, &revoked,
+	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &scopes, &created, &revoked,
 		&expires, &k.BudgetID, &rolledTo, &lastUsed); err != nil {
 		return apiKey{}, err
 	}
+	k.Scopes = storedScopes(scopes)
 	k.CreatedAt = time.Unix(created, 0).UTC()
 	k.RevokedAt = unixOrZero(revoked)
 	k.ExpiresAt = unixOrZero(expires)
@@ -53,7 +58,11 @@ func nullID(id int64) any {
 
 // copied counts the rows of each table a copy moved.
 type copied struct {
-	Pets, Keys, Usage, Idempotency int64
+	Pets        int64 `json:"pets"`
+	Keys        int64 `json:"keys"`
+	Usage       int64 `json:"usage"`
+	Idempotency int64 `json:"idempotency"`
+	AuditEvents int64 `json:"auditEvents"`
 }
 
 // copyTables are the tables copy moves, with their columns, in both schemas.
@@ -63,8 +72,74 @@ var copyTables = []struct {
 	count   func(*copied) *int64
 }{
 	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
-	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "created_at", "revoked_at",
+	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "scopes", "created_at", "revoked_at",
 		"expires_at", "budget_id", "rolled_to", "last_used_at"}, func(c *copied) *int64 { return &c.Keys }},
 	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
 	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
+	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *copied) *int64 { return &c.AuditEvents }},
 }
+
+// auditColumns are the columns of an event as auditRow gives them and
+// scanAuditEvent reads them (after id), in their order.
+const auditColumns = `at, action, actor, key_id, new_key_id, address, env, details`
+
+// auditRow is e's values for auditColumns: times in Unix milliseconds, the
+// details as a JSON object.
+func auditRow(e auditEvent) ([]any, error) {
+	details, err := json.Marshal(e.Details)
+	if err != nil {
+		return nil, err
+	}
+	var address any
+	if e.Address != "" {
+		address = e.Address
+	}
+	return []any{e.At.UnixMilli(), e.Action, e.Actor, nullID(e.KeyID), nullID(e.NewKeyID), address, e.Env, string(details)}, nil
+}
+
+// scanAuditEvent reads one row of id and auditColumns.
+func scanAuditEvent(scan func(...any) error) (auditEvent, error) {
+	var e auditEvent
+	var at int64
+	var keyID, newKeyID sql.NullInt64
+	var address sql.NullString
+	var details string
+	if err := scan(&e.ID, &at, &e.Action, &e.Actor, &keyID, &newKeyID, &address, &e.Env, &details); err != nil {
+		return auditEvent{}, err
+	}
+	e.At = time.UnixMilli(at).UTC()
+	e.KeyID, e.NewKeyID, e.Address = keyID.Int64, newKeyID.Int64, address.String
+	if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
+		return auditEvent{}, fmt.Errorf("audit event %d: details: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// auditQuery is the query of the events f picks, oldest first, and its
+// arguments; param(n) is the engine's n-th placeholder (?n, $n).
+func auditQuery(f auditFilter, param func(n int) string) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return param(len(args))
+	}
+	if !f.Since.IsZero() {
+		where = append(where, "at >= "+arg(f.Since.UnixMilli()))
+	}
+	if f.KeyID != 0 {
+		id := arg(f.KeyID)
+		where = append(where, "(key_id = "+id+" OR new_key_id = "+id+")")
+	}
+	if f.Action != "" {
+		where = append(where, "action = "+arg(f.Action))
+	}
+	query := `SELECT id, ` + auditColumns + ` FROM audit_events`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	return query + ` ORDER BY at, id`, args
+}
+
+// auditCountsQuery counts the events by action.
+const auditCountsQuery = `SELECT action, count(*) FROM audit_events GROUP BY action`

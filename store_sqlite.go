@@ -94,6 +94,29 @@ var migrations = []string{
 	ALTER TABLE api_keys ADD COLUMN budget_id    INTEGER; -- NULL: its own id
 	ALTER TABLE api_keys ADD COLUMN rolled_to    INTEGER;
 	ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER; -- the start of a minute`,
+	// Restricted keys: what a key may do, scope names separated by spaces;
+	// keys made before scopes existed may do everything. The audit trail:
+	// every change to a key, who made it and when, append only.
+	`ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';
+	CREATE TABLE audit_events (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		at         INTEGER NOT NULL, -- Unix milliseconds
+		action     TEXT    NOT NULL, -- key.created, key.revoked, key.rolled, key.banned, keys.copied
+		actor      TEXT    NOT NULL, -- user@host of a command, or server
+		key_id     INTEGER,          -- NULL for the ban of a client address, and for a copy
+		new_key_id INTEGER,          -- key.rolled: the key the roll made
+		address    TEXT,             -- key.banned of a client address
+		env        TEXT    NOT NULL,
+		details    TEXT    NOT NULL  -- a JSON object; never a key or its hash
+	);
+	CREATE INDEX audit_events_at ON audit_events (at);
+	CREATE INDEX audit_events_key ON audit_events (key_id);
+	CREATE INDEX audit_events_new_key ON audit_events (new_key_id);
+	CREATE INDEX audit_events_action ON audit_events (action);
+	CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
+	BEGIN SELECT RAISE(ABORT, 'audit events are append only'); END;
+	CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
+	BEGIN SELECT RAISE(ABORT, 'audit events are append only'); END;`,
 }
 
 // openSQLite opens (creating when create is set) the database at path and
@@ -613,11 +636,11 @@ func storeError(err error) error {
 }
 
 // CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
-// them) and returns it with its id.
-func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
+// them) and its key.created event, and returns it with its id.
+func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error) {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		k, err = insertKey(ctx, tx, k, s.now())
+		k, err = insertCreatedKey(ctx, tx, k, actor, s.now())
 		return err
 	})
 	return k, err
@@ -626,7 +649,7 @@ func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
 // CreateFirstKey stores k when no key exists; see storage. The write
 // transaction is the only writer of the file, so the check and the insert
 // see no other change between them.
-func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, error) {
+func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey, actor string) (apiKey, bool, error) {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
@@ -636,7 +659,7 @@ func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, boo
 			return errKeysExist
 		}
 		var err error
-		k, err = insertKey(ctx, tx, k, s.now())
+		k, err = insertCreatedKey(ctx, tx, k, actor, s.now())
 		return err
 	})
 	if errors.Is(err, errKeysExist) {
@@ -648,11 +671,20 @@ func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, boo
 // errKeysExist rolls back CreateFirstKey's transaction when a key exists.
 var errKeysExist = errors.New("a key exists")
 
+// insertCreatedKey inserts k and its key.created event.
+func insertCreatedKey(ctx context.Context, tx *sql.Tx, k apiKey, actor string, now time.Time) (apiKey, error) {
+	k, err := insertKey(ctx, tx, k, now)
+	if err != nil {
+		return k, err
+	}
+	return k, insertAuditEvents(ctx, tx, keyEvent(auditKeyCreated, k, actor, now))
+}
+
 func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)
 	res, err := tx.ExecContext(ctx,
-		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
 	if err != nil {
 		return k, err
 	}
@@ -666,7 +698,7 @@ func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey
 }
 
 // RollKey replaces key id by a new key with hash; see storage.
-func (s *sqliteStore) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error) {
+func (s *sqliteStore) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error) {
 	now := s.now()
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		old, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id).Scan)
@@ -683,26 +715,89 @@ func (s *sqliteStore) RollKey(ctx context.Context, id int64, hash []byte, overla
 			return err
 		}
 		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
-		_, err = tx.ExecContext(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID)
-		return err
+		if _, err = tx.ExecContext(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, rollEvent(old, rolled, overlap, actor, now))
 	})
 	return old, rolled, err
 }
 
-// RevokeKey marks key id revoked. Revoking a revoked key changes nothing.
-func (s *sqliteStore) RevokeKey(ctx context.Context, id int64) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, s.now().Unix(), id)
+// RevokeKey marks key id revoked, with its key.revoked event; see storage.
+func (s *sqliteStore) RevokeKey(ctx context.Context, id int64, actor string) (revoked bool, err error) {
+	now := s.now()
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id).Scan)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errorf(codeNotFound, "no API key has id %d", id)
+		}
+		if err != nil || !k.RevokedAt.IsZero() {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, now.Unix(), id); err != nil {
+			return err
+		}
+		revoked = true
+		return insertAuditEvents(ctx, tx, keyEvent(auditKeyRevoked, k, actor, now))
+	})
+	return revoked && err == nil, err
+}
+
+// insertAuditEvents appends events in tx.
+func insertAuditEvents(ctx context.Context, tx *sql.Tx, events ...auditEvent) error {
+	for _, e := range events {
+		row, err := auditRow(e)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, row...); err != nil {
 			return err
-		} else if n == 0 {
-			return errorf(codeNotFound, "no API key has id %d", id)
 		}
-		return nil
-	})
+	}
+	return nil
+}
+
+// AddAuditEvents appends events in one transaction.
+func (s *sqliteStore) AddAuditEvents(ctx context.Context, events []auditEvent) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return insertAuditEvents(ctx, tx, events...) })
+}
+
+// AuditEvents returns the events filter picks, oldest first.
+func (s *sqliteStore) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
+	query, args := auditQuery(filter, func(n int) string { return "?" + strconv.Itoa(n) })
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer rows.Close()
+	events := []auditEvent{}
+	for rows.Next() {
+		e, err := scanAuditEvent(rows.Scan)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		events = append(events, e)
+	}
+	return events, storeError(rows.Err())
+}
+
+// AuditCounts counts the events by action.
+func (s *sqliteStore) AuditCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.read.QueryContext(ctx, auditCountsQuery)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	defer rows.Close()
+	counts := make(map[string]int64)
+	for rows.Next() {
+		var action string
+		var n int64
+		if err := rows.Scan(&action, &n); err != nil {
+			return nil, storeError(err)
+		}
+		counts[action] = n
+	}
+	return counts, storeError(rows.Err())
 }
 
 // writeTx runs fn in a write transaction that also bumps keys_version, so

@@ -18,6 +18,7 @@ type timedStorage struct {
 	createKey, createFirstKey, revokeKey, rollKey, keys, keyByHash callTimer
 	keysVersion, setLastUsed                                       callTimer
 	usage, addUsage, ping                                          callTimer
+	addAuditEvents, auditEvents, auditCounts                       callTimer
 }
 
 // timeStorage returns s timed into m, or s itself without metrics.
@@ -44,6 +45,9 @@ func timeStorage(s storage, m *metrics) storage {
 		usage:             m.databaseCall("Usage"),
 		addUsage:          m.databaseCall("AddUsage"),
 		ping:              m.databaseCall("Ping"),
+		addAuditEvents:    m.databaseCall("AddAuditEvents"),
+		auditEvents:       m.databaseCall("AuditEvents"),
+		auditCounts:       m.databaseCall("AuditCounts"),
 	}
 }
 
@@ -77,24 +81,24 @@ func (t *timedStorage) PruneIdempotency(ctx context.Context, cutoff time.Time) (
 	return t.s.PruneIdempotency(ctx, cutoff)
 }
 
-func (t *timedStorage) CreateKey(ctx context.Context, k apiKey) (apiKey, error) {
+func (t *timedStorage) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error) {
 	defer t.createKey.since(time.Now())
-	return t.s.CreateKey(ctx, k)
+	return t.s.CreateKey(ctx, k, actor)
 }
 
-func (t *timedStorage) CreateFirstKey(ctx context.Context, k apiKey) (apiKey, bool, error) {
+func (t *timedStorage) CreateFirstKey(ctx context.Context, k apiKey, actor string) (apiKey, bool, error) {
 	defer t.createFirstKey.since(time.Now())
-	return t.s.CreateFirstKey(ctx, k)
+	return t.s.CreateFirstKey(ctx, k, actor)
 }
 
-func (t *timedStorage) RevokeKey(ctx context.Context, id int64) error {
+func (t *timedStorage) RevokeKey(ctx context.Context, id int64, actor string) (bool, error) {
 	defer t.revokeKey.since(time.Now())
-	return t.s.RevokeKey(ctx, id)
+	return t.s.RevokeKey(ctx, id, actor)
 }
 
-func (t *timedStorage) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration) (old, rolled apiKey, err error) {
+func (t *timedStorage) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error) {
 	defer t.rollKey.since(time.Now())
-	return t.s.RollKey(ctx, id, hash, overlap)
+	return t.s.RollKey(ctx, id, hash, overlap, actor)
 }
 
 func (t *timedStorage) Keys(ctx context.Context) ([]apiKey, error) {
@@ -125,6 +129,21 @@ func (t *timedStorage) Usage(ctx context.Context, keyID int64, day string) (int6
 func (t *timedStorage) AddUsage(ctx context.Context, counts []usageCount) error {
 	defer t.addUsage.since(time.Now())
 	return t.s.AddUsage(ctx, counts)
+}
+
+func (t *timedStorage) AddAuditEvents(ctx context.Context, events []auditEvent) error {
+	defer t.addAuditEvents.since(time.Now())
+	return t.s.AddAuditEvents(ctx, events)
+}
+
+func (t *timedStorage) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
+	defer t.auditEvents.since(time.Now())
+	return t.s.AuditEvents(ctx, filter)
+}
+
+func (t *timedStorage) AuditCounts(ctx context.Context) (map[string]int64, error) {
+	defer t.auditCounts.since(time.Now())
+	return t.s.AuditCounts(ctx)
 }
 
 func (t *timedStorage) Ping(ctx context.Context) error {

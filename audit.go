@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/user"
+	"sync"
+	"time"
+)
+
+// The audit trail (DESIGN.md "Restricted keys and the audit trail"): every
+// change to a key is an event kept in the database, append only, with who
+// made it and when. The commands write theirs in the transaction of the
+// change itself; the server writes the start of each ban, in batches.
+
+// Audit actions, in the order they are listed.
+const (
+	auditKeyCreated = "key.created"
+	auditKeyRevoked = "key.revoked"
+	auditKeyRolled  = "key.rolled"
+	auditKeyBanned  = "key.banned"
+	auditKeysCopied = "keys.copied"
+)
+
+var auditActions = []string{auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied}
+
+// serverActor is the actor of the events the server writes: the bootstrap
+// key and the bans.
+const serverActor = "server"
+
+// auditEvent is one event of the trail. It never holds a key or its hash:
+// its fields are the only things stored, and none can.
+type auditEvent struct {
+	ID       int64
+	At       time.Time // UTC, to the millisecond
+	Action   string
+	Actor    string // user@host of a command, or "server"
+	KeyID    int64  // 0: none (the ban of a client address, a copy)
+	NewKeyID int64  // key.rolled: the key the roll made
+	Address  string // key.banned of a client address
+	Env      string
+	Details  auditDetails
+}
+
+// auditDetails are what the change was: a key's terms, a roll's overlap, a
+// ban's end, a copy's counts. Each action fills the fields that fit it.
+type auditDetails struct {
+	Name      string     `json:"name,omitempty"`
+	Plan      string     `json:"plan,omitempty"`
+	PerMinute int64      `json:"perMinute,omitempty"`
+	PerDay    int64      `json:"perDay,omitempty"`
+	Scopes    []string   `json:"scopes,omitempty"`
+	Expires   *time.Time `json:"expires,omitempty"`
+	// key.rolled: how long the old key was given, and when it stops.
+	Overlap     string     `json:"overlap,omitempty"`
+	OldKeyStops *time.Time `json:"oldKeyStops,omitempty"`
+	// key.banned: until when, for how long, and, for a key of a roll, the
+	// key whose budget (shared by the keys of the roll) is banned.
+	BannedUntil *time.Time `json:"bannedUntil,omitempty"`
+	BanFor      string     `json:"banFor,omitempty"`
+	Budget      int64      `json:"budget,omitempty"`
+	// keys.copied: the SQLite file copied, and what it held.
+	From   string  `json:"from,omitempty"`
+	Copied *copied `json:"copied,omitempty"`
+}
+
+// auditFilter picks events: those at or after Since (zero: all), of key
+// KeyID (0: any; a roll is an event of both its keys), of Action ("": any).
+type auditFilter struct {
+	Since  time.Time
+	KeyID  int64
+	Action string
+}
+
+// auditTime is t as the trail keeps it: UTC, to the millisecond.
+func auditTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
+
+// keyEvent is the event of action on key k.
+func keyEvent(action string, k apiKey, actor string, at time.Time) auditEvent {
+	return auditEvent{At: auditTime(at), Action: action, Actor: actor, KeyID: k.ID, Env: k.Env, Details: termsOf(k)}
+}
+
+// termsOf are the details of a key's terms.
+func termsOf(k apiKey) auditDetails {
+	return auditDetails{
+		Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Scopes: k.Scopes.names(), Expires: timeOrNil(k.ExpiresAt),
+	}
+}
+
+// rollEvent is the event of a roll of old to rolled: the new key's terms,
+// the overlap asked for, and when the old key stops.
+func rollEvent(old, rolled apiKey, overlap time.Duration, actor string, at time.Time) auditEvent {
+	e := keyEvent(auditKeyRolled, rolled, actor, at)
+	e.KeyID, e.NewKeyID = old.ID, rolled.ID
+	e.Details.Overlap = overlap.String()
+	e.Details.OldKeyStops = timeOrNil(old.ExpiresAt)
+	return e
+}
+
+// commandActor is who runs a command, for its events: the operating-system
+// user and the host, user@host.
+func commandActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return name + "@" + host
+}
+
+// maxPendingAuditEvents bounds the events a server holds while the database
+// does not take them; those beyond are counted, logged and dropped, never
+// the request's problem.
+const maxPendingAuditEvents = 10_000
+
+// auditLog keeps the events the server records, the start of each ban,
+// until the next flush writes them in one batch (every usageFlushEvery, and
+// at shutdown): the request that starts a ban never waits for the database.
+// A nil *auditLog records nothing.
+type auditLog struct {
+	env    string
+	now    func() time.Time
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending []auditEvent
+	dropped int
+}
+
+func newAuditLog(env string, now func() time.Time, logger *slog.Logger) *auditLog {
+	return &auditLog{env: env, now: now, logger: logger}
+}
+
+// banned records the start of a ban that d tells of: of key, or without a
+// key, of the client address addr.
+func (a *auditLog) banned(key *apiKey, addr netip.Addr, d decision) {
+	if a == nil {
+		return
+	}
+	until := d.reset
+	e := auditEvent{
+		At: auditTime(a.now()), Action: auditKeyBanned, Actor: serverActor, Env: a.env,
+		Details: auditDetails{
+			PerMinute: anonymousLimits.PerMinute, PerDay: anonymousLimits.PerDay,
+			BannedUntil: &until, BanFor: d.retryAfter.String(),
+		},
+	}
+	if key != nil {
+		e.KeyID = key.ID
+		e.Details.Plan, e.Details.PerMinute, e.Details.PerDay = key.Plan, key.PerMinute, key.PerDay
+		if key.BudgetID != key.ID {
+			e.Details.Budget = key.BudgetID
+		}
+	} else {
+		e.Address = addr.String()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pending) >= maxPendingAuditEvents {
+		a.dropped++
+		return
+	}
+	a.pending = append(a.pending, e)
+}
+
+// flush writes the events recorded since the last flush through add. What
+// fails to be written stays for the next flush; events that did not fit
+// meanwhile are logged as lost.
+func (a *auditLog) flush(ctx context.Context, add func(context.Context, []auditEvent) error) error {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	taken := a.pending
+	a.pending = nil
+	dropped := a.dropped
+	a.dropped = 0
+	a.mu.Unlock()
+	if dropped > 0 {
+		a.logger.Error("audit events lost: the database did not take them in time", "events", dropped)
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	if err := add(ctx, taken); err != nil {
+		a.mu.Lock()
+		kept := taken[:min(len(taken), max(0, maxPendingAuditEvents-len(a.pending)))]
+		a.dropped += len(taken) - len(kept)
+		a.pending = append(kept, a.pending...)
+		a.mu.Unlock()
+		return err
+	}
+	return nil
+}

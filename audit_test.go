@@ -1,0 +1,667 @@
+package main
+
+// The audit trail (DESIGN.md "Restricted keys and the audit trail"): each
+// change to a key leaves one event, with who made it, when, and what it was;
+// the table is append only; copy carries it over.
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/quick"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// storedEvents are the events of the database at db (a file or a URL),
+// oldest first, read as the audit command reads them.
+func storedEvents(t *testing.T, db string, filter auditFilter) []auditEvent {
+	t.Helper()
+	store, err := openStorage(context.Background(), db, false, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	events, err := store.AuditEvents(context.Background(), filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
+// wantNewEvents checks that the events of db are before and then, after
+// them, one event like want (its time about now, to the millisecond), and
+// returns them all.
+func wantNewEvents(t *testing.T, db string, before []auditEvent, want ...auditEvent) []auditEvent {
+	t.Helper()
+	events := storedEvents(t, db, auditFilter{})
+	if len(events) != len(before)+len(want) {
+		t.Fatalf("%d events after %d, want %d more: %+v", len(events), len(before), len(want), events[min(len(before), len(events)):])
+	}
+	if !slices.EqualFunc(events[:len(before)], before, sameEvent) {
+		t.Errorf("the earlier events changed:\n%+v\nwant\n%+v", events[:len(before)], before)
+	}
+	for i, w := range want {
+		got := events[len(before)+i]
+		if since := time.Since(got.At); since < -time.Second || since > time.Minute || got.At.Location() != time.UTC ||
+			got.At.Nanosecond()%int(time.Millisecond) != 0 {
+			t.Errorf("event %s at %v, want about now, in UTC, to the millisecond", got.Action, got.At)
+		}
+		w.ID, w.At = got.ID, got.At
+		if !sameEvent(got, w) {
+			t.Errorf("event\n%s\nwant\n%s", eventString(got), eventString(w))
+		}
+	}
+	return events
+}
+
+func sameEvent(a, b auditEvent) bool { return eventString(a) == eventString(b) }
+
+// eventString is e with its details as the table holds them.
+func eventString(e auditEvent) string {
+	row, err := auditRow(e)
+	if err != nil {
+		return err.Error()
+	}
+	parts := make([]string, len(row))
+	for i, v := range row {
+		switch v := v.(type) {
+		case nil:
+			parts[i] = "NULL"
+		case string:
+			parts[i] = v
+		case int64:
+			parts[i] = strconv.FormatInt(v, 10)
+		default:
+			parts[i] = "?"
+		}
+	}
+	return strconv.FormatInt(e.ID, 10) + " | " + strings.Join(parts, " | ")
+}
+
+func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
+	t.Parallel()
+	actor := commandActor()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		bothWays(t, func(t *testing.T, petstore cliRunner) {
+			db := opts.dbAt(t, filepath.Join(t.TempDir(), "keys.db"))
+			run := func(want int, args ...string) {
+				t.Helper()
+				if res := petstore(t, nil, args...); res.code != want {
+					t.Fatalf("%s: exit status %d, want %d\n%s", strings.Join(args, " "), res.code, want, res.stderr)
+				}
+			}
+
+			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70", "--name", "billing",
+				"--scope", "pets:read", "--expires", "2099-01-31T00:00:00Z")
+			expires := time.Date(2099, 1, 31, 0, 0, 0, 0, time.UTC)
+			events := wantNewEvents(t, db, nil, auditEvent{
+				Action: auditKeyCreated, Actor: actor, KeyID: 1, Env: "production",
+				Details: auditDetails{Name: "billing", Plan: "enterprise", PerMinute: 7, PerDay: 70, Scopes: []string{"pets:read"}, Expires: &expires},
+			})
+
+			mustCreateKeyCLI(t, petstore, "--db", db, "--env", "staging", "--plan", "free")
+			events = wantNewEvents(t, db, events, auditEvent{
+				Action: auditKeyCreated, Actor: actor, KeyID: 2, Env: "staging",
+				Details: auditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
+			})
+
+			run(0, "keys", "roll", "--db", db, "--overlap", "1h", "1")
+			stops := listKeysJSON(t, petstore, db)[0].Expires
+			events = wantNewEvents(t, db, events, auditEvent{
+				Action: auditKeyRolled, Actor: actor, KeyID: 1, NewKeyID: 3, Env: "production",
+				Details: auditDetails{Name: "billing", Plan: "enterprise", PerMinute: 7, PerDay: 70, Scopes: []string{"pets:read"},
+					Expires: &expires, Overlap: "1h0m0s", OldKeyStops: stops},
+			})
+
+			run(0, "keys", "revoke", "--db", db, "2")
+			events = wantNewEvents(t, db, events, auditEvent{
+				Action: auditKeyRevoked, Actor: actor, KeyID: 2, Env: "staging",
+				Details: auditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
+			})
+
+			// What changes nothing, or fails, leaves nothing.
+			run(0, "keys", "revoke", "--db", db, "2")
+			run(1, "keys", "revoke", "--db", db, "999")
+			run(1, "keys", "roll", "--db", db, "1")
+			run(1, "keys", "roll", "--db", db, "2")
+			run(2, "keys", "create", "--db", db, "--plan", "free", "--scope", "pets:admin")
+			run(2, "keys", "create", "--db", db, "--plan", "gold")
+			run(0, "keys", "list", "--db", db)
+			wantNewEvents(t, db, events)
+		})
+	})
+}
+
+func TestTheBootstrapKeyLeavesOneEventByTheServer(t *testing.T) {
+	t.Parallel()
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
+		for range 2 {
+			p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
+			p.stop(t)
+		}
+		wantNewEvents(t, db, nil, auditEvent{
+			Action: auditKeyCreated, Actor: serverActor, KeyID: 1, Env: "production",
+			Details: auditDetails{Name: "bootstrap", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
+		})
+	})
+}
+
+func TestAuditEventsAreAppendOnly(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		s.mustCreateKey("free")
+		ctx := context.Background()
+		var exec func(query string) error
+		if opts.postgres {
+			conn, err := pgx.Connect(ctx, s.dbPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			exec = func(query string) error { _, err := conn.Exec(ctx, query); return err }
+		} else {
+			db, err := sql.Open("sqlite", "file:"+s.dbPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			exec = func(query string) error { _, err := db.Exec(query); return err }
+		}
+		for _, query := range []string{
+			`UPDATE audit_events SET actor = 'someone else'`,
+			`UPDATE audit_events SET details = '{}' WHERE id = 1`,
+			`DELETE FROM audit_events`,
+			`DELETE FROM audit_events WHERE id = 1`,
+		} {
+			if err := exec(query); err == nil || !strings.Contains(err.Error(), "append only") {
+				t.Errorf("%s: %v, want it refused as append only", query, err)
+			}
+		}
+		if opts.postgres {
+			if err := exec(`TRUNCATE audit_events`); err == nil || !strings.Contains(err.Error(), "append only") {
+				t.Errorf("TRUNCATE: %v, want it refused as append only", err)
+			}
+		}
+		events, err := s.store.AuditEvents(ctx, auditFilter{})
+		if err != nil || len(events) != 1 || events[0].Actor != testActor {
+			t.Errorf("after the refused changes: %+v %v, want the one event as it was", events, err)
+		}
+		if err := exec(`INSERT INTO audit_events (at, action, actor, env, details) VALUES (1, 'key.banned', 'server', 'production', '{}')`); err != nil {
+			t.Errorf("an insert: %v, want it taken", err)
+		}
+	})
+}
+
+// auditWrites is a store that counts the server's writes of audit events,
+// and fails them when told to.
+type auditWrites struct {
+	storage
+	calls atomic.Int32
+	fail  atomic.Bool
+}
+
+func (w *auditWrites) AddAuditEvents(ctx context.Context, events []auditEvent) error {
+	w.calls.Add(1)
+	if w.fail.Load() {
+		return errors.New("disk full")
+	}
+	return w.storage.AddAuditEvents(ctx, events)
+}
+
+// withAuditWrites is opts with a store that counts the audit writes; the
+// server's store is then the *auditWrites.
+func withAuditWrites(opts testOptions) testOptions {
+	opts.wrapStore = func(st storage) storage { return &auditWrites{storage: st} }
+	return opts
+}
+
+// banOf sends requests with key ("" for none, counted by client address)
+// until one is answered temporarily_banned, and fails when more than limit
+// were needed.
+func (s *testServer) banOf(key string, limit int) {
+	s.t.Helper()
+	for range limit {
+		w := s.do("GET", "/v1/pets", key, "")
+		if strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+			return
+		}
+	}
+	s.t.Fatalf("no ban after %d requests", limit)
+}
+
+// bans are the key.banned events of the server's database.
+func (s *testServer) bans() []auditEvent {
+	s.t.Helper()
+	events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyBanned})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return events
+}
+
+func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		forEachLimiter(t, withAuditWrites(opts), func(t *testing.T, s *testServer) {
+			writes := s.store.(*auditWrites)
+			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+			s.banOf(key, 20)
+			start := s.clock.now()
+			for range 5 { // the ban goes on; it started once
+				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeTemporarilyBanned)
+			}
+			if n := writes.calls.Load(); n != 0 {
+				t.Errorf("%d writes of audit events while answering requests, want none before the flush", n)
+			}
+			s.flushAudit()
+			until := start.Add(15 * time.Minute)
+			wantBan := auditEvent{Action: auditKeyBanned, Actor: serverActor, KeyID: k.ID, Env: "production",
+				Details: auditDetails{Plan: "enterprise", PerMinute: 1, PerDay: 100, BannedUntil: &until, BanFor: "15m0s"}}
+			wantBan.At = auditTime(start)
+			if bans := s.bans(); len(bans) != 1 || !sameEvent(bans[0], withID(wantBan, bans[0].ID)) {
+				t.Fatalf("bans %+v, want one: %s", bans, eventString(wantBan))
+			}
+
+			s.clock.advance(16 * time.Minute) // the ban is over; the next one is a second event
+			s.banOf(key, 20)
+			s.flushAudit()
+			if bans := s.bans(); len(bans) != 2 || bans[1].KeyID != k.ID || !bans[1].At.Equal(auditTime(s.clock.now())) {
+				t.Errorf("bans %+v, want a second one now", bans)
+			}
+			if n := writes.calls.Load(); n != 2 {
+				t.Errorf("%d writes of audit events, want one a flush", n)
+			}
+		})
+	})
+}
+
+func withID(e auditEvent, id int64) auditEvent {
+	e.ID = id
+	return e
+}
+
+func TestTheBanOfAnAddressOrARolledKeyNamesIt(t *testing.T) {
+	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+		s.banOf("", 100) // no key: the client address 192.0.2.1 of httptest
+		old, _ := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		_, _, rolled := s.roll(old.ID, time.Hour)
+		s.banOf(rolled, 20)
+		s.flushAudit()
+		bans := s.bans()
+		if len(bans) != 2 {
+			t.Fatalf("bans %+v, want the address's and the key's", bans)
+		}
+		if b := bans[0]; b.Address != "192.0.2.1" || b.KeyID != 0 || b.Details.Plan != "" || b.Details.PerMinute != 60 {
+			t.Errorf("the address's ban: %s, want 192.0.2.1 with no key, at the Free plan's figures", eventString(b))
+		}
+		if b := bans[1]; b.KeyID != old.ID+1 || b.Details.Budget != old.ID || b.Address != "" {
+			t.Errorf("the rolled key's ban: %s, want key %d, budget %d", eventString(b), old.ID+1, old.ID)
+		}
+	})
+}
+
+// TestABanThroughTwoServersLeavesOneEvent: of the servers sharing a Redis,
+// only the one whose request started the ban writes it.
+func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		opts.redis = true
+		a := newTestServerWith(t, opts)
+		b := a.otherServer()
+		key := a.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+		servers := []*testServer{a, b}
+		banned := 0
+		for i := 0; banned < 6 && i < 40; i++ {
+			if w := servers[i%2].do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+				banned++ // through both servers
+			}
+		}
+		a.flushAudit()
+		b.flushAudit()
+		if bans := a.bans(); len(bans) != 1 || banned != 6 {
+			t.Errorf("%d banned answers, and bans %+v; want one ban event", banned, bans)
+		}
+	})
+}
+
+func TestAFailedWriteOfBansIsRetried(t *testing.T) {
+	s := newTestServerWith(t, withAuditWrites(testOptions{}))
+	writes := s.store.(*auditWrites)
+	writes.fail.Store(true)
+	s.banOf(s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100}), 20)
+	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err == nil {
+		t.Fatal("a flush into a store that fails: no error")
+	}
+	writes.fail.Store(false)
+	s.flushAudit()
+	if bans := s.bans(); len(bans) != 1 {
+		t.Errorf("bans %+v after the retry, want the one", bans)
+	}
+}
+
+func TestBansAreWrittenAtShutdown(t *testing.T) {
+	t.Parallel()
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
+		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--ban-after", "0"})...)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+		defer client.CloseIdleConnections()
+		for i := 0; ; i++ {
+			resp, body := sendTo(t, client, "GET", p.url+"/v1/pets", "", "")
+			if strings.Contains(body, codeTemporarilyBanned) {
+				break
+			}
+			if i == 100 || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("request %d: %d %s, want 401s, then 429s, then a ban", i+1, resp.StatusCode, body)
+			}
+		}
+		p.stop(t)
+		if bans := storedEvents(t, db, auditFilter{Action: auditKeyBanned}); len(bans) != 1 || bans[0].Address != "127.0.0.1" {
+			t.Errorf("bans after the server stopped: %+v, want the one of 127.0.0.1", bans)
+		}
+	})
+}
+
+// auditJSONEvent is one element of audit --json.
+type auditJSONEvent struct {
+	ID       int64          `json:"id"`
+	Time     string         `json:"time"`
+	Action   string         `json:"action"`
+	Actor    string         `json:"actor"`
+	KeyID    *int64         `json:"keyId"`
+	NewKeyID *int64         `json:"newKeyId"`
+	Address  *string        `json:"address"`
+	Env      string         `json:"env"`
+	Details  map[string]any `json:"details"`
+}
+
+func TestAuditCommandFiltersAndFormats(t *testing.T) {
+	t.Parallel()
+	eachStoreInDir(t, func(t *testing.T, _, db string) {
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "first")
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "pro", "--scope", "pets:read")
+		for _, args := range [][]string{{"keys", "roll", "--db", db, "1"}, {"keys", "revoke", "--db", db, "2"}} {
+			if res := viaRun(t, nil, args...); res.code != 0 {
+				t.Fatalf("%v: %s", args, res.stderr)
+			}
+		}
+		// Two bans two days ago: an address's and key 2's.
+		store, err := openStorage(context.Background(), db, false, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := auditTime(time.Now().Add(-48 * time.Hour))
+		until := old.Add(15 * time.Minute).Truncate(time.Second)
+		err = store.AddAuditEvents(context.Background(), []auditEvent{
+			{At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
+				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}},
+			{At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
+				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}},
+		})
+		store.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		tests := []struct {
+			name    string
+			args    []string
+			actions []string // of the events shown, in order
+		}{
+			{"all", nil, []string{"key.banned", "key.banned", "key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since 24h", []string{"--since", "24h"}, []string{"key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since 3d", []string{"--since", "3d"}, []string{"key.banned", "key.banned", "key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since a time", []string{"--since", old.Add(time.Millisecond).Format(time.RFC3339Nano)}, []string{"key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--since the time of the bans", []string{"--since", old.Format(time.RFC3339Nano)}, []string{"key.banned", "key.banned", "key.created", "key.created", "key.rolled", "key.revoked"}},
+			{"--key 1", []string{"--key", "1"}, []string{"key.created", "key.rolled"}},
+			{"--key 3, the key a roll made", []string{"--key", "3"}, []string{"key.rolled"}},
+			{"--key 2", []string{"--key", "2"}, []string{"key.banned", "key.created", "key.revoked"}},
+			{"--action", []string{"--action", "key.banned"}, []string{"key.banned", "key.banned"}},
+			{"--key and --action", []string{"--key", "2", "--action", "key.revoked"}, []string{"key.revoked"}},
+			{"--key, --action and --since", []string{"--key", "2", "--action", "key.banned", "--since", "24h"}, nil},
+			{"an unknown key", []string{"--key", "99"}, nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				lines := viaRun(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
+				jsonOut := viaRun(t, nil, append([]string{"audit", "--db", db, "--json"}, tt.args...)...)
+				if lines.code != 0 || jsonOut.code != 0 {
+					t.Fatalf("exit status %d and %d with --json\n%s%s", lines.code, jsonOut.code, lines.stderr, jsonOut.stderr)
+				}
+				var got []string
+				if lines.stdout != "" {
+					for _, line := range strings.Split(strings.TrimSuffix(lines.stdout, "\n"), "\n") {
+						f := strings.Fields(line)
+						if _, err := time.Parse(auditTimeFormat, f[0]); err != nil || !strings.HasSuffix(f[0], "Z") || len(f) < 4 {
+							t.Errorf("line %q does not start with a time in UTC to the millisecond, then the action and its fields", line)
+						}
+						got = append(got, f[1])
+					}
+				}
+				if !slices.Equal(got, tt.actions) {
+					t.Errorf("audit %v: actions %q, want %q\n%s", tt.args, got, tt.actions, lines.stdout)
+				}
+				var events []auditJSONEvent
+				cliDecode(t, jsonOut.stdout, &events)
+				if events == nil || len(events) != len(tt.actions) {
+					t.Fatalf("audit --json %v: %s, want an array of %d", tt.args, jsonOut.stdout, len(tt.actions))
+				}
+				for i, e := range events {
+					if e.Action != tt.actions[i] {
+						t.Errorf("--json event %d: %s, want %s", i, e.Action, tt.actions[i])
+					}
+				}
+			})
+		}
+
+		t.Run("the fields of each line and each JSON object", func(t *testing.T) {
+			lines := strings.Split(viaRun(t, nil, "audit", "--db", db).stdout, "\n")
+			actor := commandActor()
+			for i, want := range []string{
+				" key.banned address=2001:db8::1 actor=server env=production perMinute=60 perDay=1000 bannedUntil=" + until.Format(time.RFC3339) + " banFor=15m0s",
+				" key.banned key=2 actor=server env=production plan=pro perMinute=300 perDay=10000 bannedUntil=",
+				" key.created key=1 actor=" + actor + " env=production name=first plan=free perMinute=60 perDay=1000 scopes=pets:read,pets:write",
+				" key.created key=2 actor=" + actor + " env=production plan=pro perMinute=300 perDay=10000 scopes=pets:read",
+				" key.rolled key=1 newKey=3 actor=" + actor + " env=production name=first plan=free perMinute=60 perDay=1000 scopes=pets:read,pets:write overlap=24h0m0s oldKeyStops=",
+				" key.revoked key=2 actor=" + actor + " env=production plan=pro perMinute=300 perDay=10000 scopes=pets:read",
+			} {
+				if !strings.Contains(lines[i], want) {
+					t.Errorf("line %d: %q, want it to hold %q", i+1, lines[i], want)
+				}
+			}
+			var events []auditJSONEvent
+			cliDecode(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
+			ban, rolled := events[0], events[4]
+			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(auditTimeFormat) ||
+				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != serverActor || ban.Env != "production" {
+				t.Errorf("the address's ban: %+v", ban)
+			}
+			if rolled.KeyID == nil || *rolled.KeyID != 1 || rolled.NewKeyID == nil || *rolled.NewKeyID != 3 || rolled.Address != nil ||
+				rolled.Details["overlap"] != "24h0m0s" || rolled.Actor != actor || rolled.ID != 3 {
+				t.Errorf("the roll: %+v", rolled)
+			}
+		})
+	})
+}
+
+func TestAuditCommandRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		flag string // named on the error line
+	}{
+		{"--since yesterday", []string{"--since", "yesterday"}, "--since"},
+		{"--since a date without a time", []string{"--since", "2026-03-01"}, "--since"},
+		{"--since a negative duration", []string{"--since", "-1h"}, "--since"},
+		{"--since 0", []string{"--since", "0"}, "--since"},
+		{"an empty --since", []string{"--since", ""}, "--since"},
+		{"--action of no such action", []string{"--action", "key.deleted"}, "--action"},
+		{"--key 0", []string{"--key", "0"}, "--key"},
+		{"--key not a number", []string{"--key", "alpha"}, "-key"},
+		{"an argument", []string{"1"}, "argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bothWays(t, func(t *testing.T, petstore cliRunner) {
+				db := filepath.Join(t.TempDir(), "petstore.db")
+				res := petstore(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
+				wantFailure(t, res, 2)
+				if !strings.Contains(res.stderr, tt.flag) {
+					t.Errorf("standard error %q does not name %s", res.stderr, tt.flag)
+				}
+				wantNoFile(t, db)
+			})
+		})
+	}
+	t.Run("a missing database", func(t *testing.T) {
+		t.Parallel()
+		bothWays(t, func(t *testing.T, petstore cliRunner) {
+			db := filepath.Join(t.TempDir(), "missing.db")
+			wantFailure(t, petstore(t, nil, "audit", "--db", db), 1)
+			wantNoFile(t, db)
+		})
+	})
+}
+
+// TestNoEventHoldsAKeyOrItsHash: whatever is done to keys (made with any
+// plan, scopes and name, rolled, revoked, banned), no event of the trail,
+// as stored or as audit prints it, holds the text of a key or its hash; and
+// no key's text is anywhere in a SQLite database's files.
+func TestNoEventHoldsAKeyOrItsHash(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		var tokens, secrets []string
+		step := func(plan, scopes uint8, name string, roll, revoke, ban bool) bool {
+			terms := s.keyTerms([]string{"free", "pro", "business", "enterprise"}[plan%4], limits{PerMinute: 1, PerDay: 50})
+			if terms.Plan != "enterprise" {
+				terms = s.keyTerms(terms.Plan)
+			}
+			terms.Scopes, terms.Name = scopeSet(scopes%3+1), name
+			k, token := s.mustCreate(terms)
+			tokens = append(tokens, token)
+			if roll {
+				_, _, rolled := s.roll(k.ID, time.Hour)
+				tokens = append(tokens, rolled)
+				token = rolled
+			}
+			secrets = secrets[:0]
+			for _, token := range tokens {
+				secrets = append(secrets, secretForms(token)...)
+			}
+			if ban && terms.Plan == "enterprise" {
+				s.banOf(token, 20)
+				s.flushAudit()
+			}
+			if revoke {
+				if _, err := s.store.RevokeKey(context.Background(), k.ID, testActor); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return noSecretIn(t, auditViews(t, s), secrets)
+		}
+		if err := quick.Check(step, &quick.Config{MaxCount: 30}); err != nil {
+			t.Error(err)
+		}
+		if len(tokens) < 30 {
+			t.Errorf("only %d keys were tried", len(tokens))
+		}
+		noSecretIn(t, []string{viaRun(t, nil, "audit", "--db", s.dbPath).stdout, viaRun(t, nil, "audit", "--db", s.dbPath, "--json").stdout}, secrets)
+		if !opts.postgres {
+			for _, file := range []string{s.dbPath, s.dbPath + "-wal"} {
+				b, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				noSecretIn(t, []string{string(b)}, tokens)
+			}
+		}
+	})
+}
+
+// secretForms are the ways a key could leak: its text, and its hash in hex
+// and base64.
+func secretForms(token string) []string {
+	hash := hashKey(token)
+	return []string{token, hex.EncodeToString(hash[:]), base64.StdEncoding.EncodeToString(hash[:]),
+		base64.RawURLEncoding.EncodeToString(hash[:]), string(hash[:])}
+}
+
+// auditViews are the views of the trail of s: its rows as the database
+// holds them, and audit's lines and JSON.
+func auditViews(t *testing.T, s *testServer) []string {
+	t.Helper()
+	events, err := s.store.AuditEvents(context.Background(), auditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows strings.Builder
+	for _, e := range events {
+		rows.WriteString(eventString(e) + "\n")
+	}
+	var lines, jsonOut strings.Builder
+	if err := writeAuditLines(&lines, events); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeAuditJSON(&jsonOut, events); err != nil {
+		t.Fatal(err)
+	}
+	return []string{rows.String(), lines.String(), jsonOut.String()}
+}
+
+func noSecretIn(t *testing.T, views, secrets []string) bool {
+	t.Helper()
+	for _, view := range views {
+		view = strings.ToLower(view)
+		for _, secret := range secrets {
+			if strings.Contains(view, strings.ToLower(secret)) {
+				t.Errorf("%q, a key or its hash, is in:\n%.2000s", secret, view)
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func TestAuditEventsAreCountedByAction(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		m := newMetrics()
+		opts.metrics = m
+		s := newTestServerWith(t, opts)
+		counts := func() map[string]float64 {
+			t.Helper()
+			return counterValues(t, scrape(t, m), "petstore_audit_events_total", "action")
+		}
+		want := map[string]float64{auditKeyCreated: 0, auditKeyRevoked: 0, auditKeyRolled: 0, auditKeyBanned: 0, auditKeysCopied: 0}
+		if got := counts(); !maps.Equal(got, want) {
+			t.Errorf("an empty trail: %v, want %v", got, want)
+		}
+		k, _ := s.mustCreate(s.keyTerms("free"))
+		_, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		s.roll(k.ID, time.Hour)
+		if _, err := s.store.RevokeKey(context.Background(), k.ID, testActor); err != nil {
+			t.Fatal(err)
+		}
+		s.banOf(key, 20)
+		want[auditKeyCreated], want[auditKeyRolled], want[auditKeyRevoked] = 2, 1, 1
+		if got := counts(); !maps.Equal(got, want) {
+			t.Errorf("before the flush of the ban: %v, want %v", got, want)
+		}
+		s.flushAudit()
+		want[auditKeyBanned] = 1
+		if got := counts(); !maps.Equal(got, want) {
+			t.Errorf("after: %v, want %v", got, want)
+		}
+	})
+}
