@@ -26,8 +26,9 @@ type app struct {
 	metrics    *metrics // nil without an admin listener: nobody else could read them
 	now        func() time.Time
 	trustProxy bool
+	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
-	store    storage // every call the server makes, timed when there are metrics
+	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  rateLimiter
 	limitsIn string    // where the limits are kept, for the log
@@ -69,8 +70,8 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy,
-		store: timeStorage(store, d.metrics), idem: newInflight(), draining: new(atomic.Bool),
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, dbTimeout: cfg.dbTimeout,
+		store: newBoundStorage(store, cfg.dbTimeout, d.metrics), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
 	}
 	defer func() {
@@ -84,7 +85,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	if a.limiter, a.limitsIn, a.closeLimiter, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
 		return nil, err
 	}
-	a.pets = newPetCache(a.store)
+	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
 	a.handler = newServer(a)
@@ -142,7 +143,7 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
 	// On a shared database the copy of the pets follows the other servers'
 	// creates; a failed tail costs only speed (reads go to the database).
-	wg.Go(func() { a.store.Maintain(ctx, func() { a.pets.tail(ctx) }, a.logger) })
+	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, func() { a.pets.tail(ctx) }, a.logger) })
 	wg.Go(func() {
 		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
 	})

@@ -565,7 +565,7 @@ func TestReadinessWhileDrainingIsRefusedAndCounted(t *testing.T) {
 	}
 }
 
-var _ storage = (*timedStorage)(nil)
+var _ storage = (*boundStorage)(nil)
 
 func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
 	raw, err := os.ReadFile("deploy/grafana-dashboard.json")

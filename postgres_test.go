@@ -320,7 +320,7 @@ func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
 	}
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	var version int
-	if err := s.store.(*pgStore).pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
+	if err := s.pg.pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
 		t.Errorf("schema version %d (%v), want %d", version, err, len(pgMigrations))
 	}
 }

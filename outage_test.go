@@ -1,0 +1,186 @@
+package main
+
+// The database away or stalled (DESIGN.md "Many servers"): what needs it
+// answers 503 unavailable with a Retry-After within --db-timeout, nothing
+// acknowledged is lost or doubled, and the server heals by itself. The
+// tests run with a short deadline, so that they stay short.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// testDBTimeout is --db-timeout in these tests; an answer that needs the
+// database comes within it and testDeadlineMargin.
+const (
+	testDBTimeout      = 300 * time.Millisecond
+	testDeadlineMargin = 500 * time.Millisecond
+)
+
+// wantUnavailableInTime fails unless w, answered took after it was sent, is
+// a 503 unavailable with a Retry-After, within the deadline and its margin.
+func wantUnavailableInTime(t *testing.T, what string, w *httptest.ResponseRecorder, took time.Duration) {
+	t.Helper()
+	apiWantError(t, w, http.StatusServiceUnavailable, codeUnavailable)
+	if w.Header().Get("Retry-After") != "1" {
+		t.Errorf("%s: Retry-After %q, want 1", what, w.Header().Get("Retry-After"))
+	}
+	if took > testDBTimeout+testDeadlineMargin {
+		t.Errorf("%s answered after %v, want within %v of the %v deadline", what, took.Round(time.Millisecond), testDeadlineMargin, testDBTimeout)
+	}
+}
+
+// timedDo is s.do, with how long it took.
+func timedDo(s *testServer, method, target, key, body string, header ...string) (*httptest.ResponseRecorder, time.Duration) {
+	s.t.Helper()
+	start := time.Now()
+	w := s.do(method, target, key, body, header...)
+	return w, time.Since(start)
+}
+
+// holdWriteLock takes SQLite's write lock on the database at path, on a
+// connection of its own as another process would, until release is called.
+func holdWriteLock(t *testing.T, path string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return releaseOnce(t, func() error {
+		_, err := conn.ExecContext(ctx, "ROLLBACK")
+		return errors.Join(err, conn.Close(), db.Close())
+	})
+}
+
+// releaseOnce is release, run once: when called, or when the test ends.
+func releaseOnce(t *testing.T, release func() error) func() {
+	var once sync.Once
+	r := func() {
+		once.Do(func() {
+			if err := release(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(r)
+	return r
+}
+
+// Another process holding SQLite's write lock past the deadline: creates
+// answer 503 within it (not after busy_timeout), reads go on from memory
+// and from the file, and once the lock is let go creates work again, the
+// 503s having stored nothing.
+func TestSQLiteWriteLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
+	s := newTestServerWith(t, testOptions{dbTimeout: testDBTimeout})
+	key := s.mustCreateKey("business")
+	before := apiAddPets(s, key, "available", "sold")
+
+	release := holdWriteLock(t, s.dbPath)
+	for _, tc := range []struct {
+		name   string
+		header []string
+	}{
+		{"a create", nil},
+		{"a create with an Idempotency-Key", []string{"Idempotency-Key", "locked-1"}},
+	} {
+		w, took := timedDo(s, "POST", "/v1/pets", key, `{"name":"Locked out","categoryId":1}`, tc.header...)
+		wantUnavailableInTime(t, tc.name+" while the write lock is held", w, took)
+	}
+	for _, target := range []string{"/v1/pets", "/v1/pets?status=sold", "/v1/pets/1"} {
+		if w := s.do("GET", target, key, ""); w.Code != http.StatusOK {
+			t.Errorf("GET %s while the write lock is held: %d %s, want 200", target, w.Code, w.Body)
+		}
+	}
+
+	release()
+	w := s.do("POST", "/v1/pets", key, `{"name":"Locked out","categoryId":1}`, "Idempotency-Key", "locked-1")
+	if w.Code != http.StatusCreated {
+		t.Fatalf("the retry once the lock is let go: %d %s, want 201", w.Code, w.Body)
+	}
+	after := apiReadPet(t, w.Body.Bytes())
+	listed := apiReadPets(t, s.do("GET", "/v1/pets?limit=100", key, ""))
+	if got, want := apiIDs(listed), append(apiIDs(before), after.ID); !slices.Equal(got, want) {
+		t.Errorf("pets after the lock: %v, want %v (the 503s stored nothing)", got, want)
+	}
+}
+
+// holdPetsLock locks the pets table of the PostgreSQL database at url, as a
+// migration or a long report would, until release is called.
+func holdPetsLock(t *testing.T, url string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE pets IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return releaseOnce(t, func() error { return errors.Join(tx.Rollback(ctx), conn.Close(ctx)) })
+}
+
+// A lock on PostgreSQL's pets held past the deadline: what needs the table
+// answers 503 within the deadline (reads the in-memory copy holds go on),
+// and once it is let go everything works again.
+func TestPostgresLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
+	s := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testDBTimeout})
+	key := s.mustCreateKey("business")
+	before := apiAddPets(s, key, "available", "sold", "available")
+
+	release := holdPetsLock(t, s.dbPath)
+	for _, req := range []struct{ name, method, target, body string }{
+		{"a filtered list reaching the newest pets", "GET", "/v1/pets?status=sold", ""},
+		{"a read past the newest pet", "GET", "/v1/pets/" + strconv.FormatInt(before[2].ID+1, 10), ""},
+		{"a create", "POST", "/v1/pets", `{"name":"Locked out","categoryId":1}`},
+	} {
+		w, took := timedDo(s, req.method, req.target, key, req.body)
+		wantUnavailableInTime(t, req.name+" while pets are locked", w, took)
+	}
+	if w := s.do("GET", "/v1/pets/"+strconv.FormatInt(before[0].ID, 10), key, ""); w.Code != http.StatusOK {
+		t.Errorf("a pet the copy holds, while pets are locked: %d, want 200", w.Code)
+	}
+
+	release()
+	after := apiAddPets(s, key, "pending")
+	listed := apiIDs(apiReadPets(t, s.do("GET", "/v1/pets?limit=100", key, "")))
+	for _, p := range append(before, after...) {
+		if !slices.Contains(listed, p.ID) {
+			t.Errorf("pet %d, created with a 201, is not listed after the lock: %v", p.ID, listed)
+		}
+	}
+}
+
+func TestServeRefusesADatabaseTimeoutNotAboveZero(t *testing.T) {
+	db := t.TempDir() + "/petstore.db"
+	for _, bad := range []string{"0", "-1s", "soon"} {
+		res := viaRun(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", db, "--db-timeout", bad)
+		wantFailure(t, res, 2)
+		if !strings.Contains(res.stderr, "db-timeout") {
+			t.Errorf("--db-timeout %s: %q does not name the flag", bad, res.stderr)
+		}
+	}
+	wantNoFile(t, db)
+}
