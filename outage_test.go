@@ -184,3 +184,41 @@ func TestServeRefusesADatabaseTimeoutNotAboveZero(t *testing.T) {
 	}
 	wantNoFile(t, db)
 }
+
+// While the database stalls, creates queue for a commit up to a bound; past
+// it, a create is answered 503 at once rather than at the deadline, and
+// none waits past the deadline.
+func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
+	// A longer deadline, so that every create is sent while the first wait.
+	const timeout = 2 * time.Second
+	s := newTestServerWith(t, testOptions{dbTimeout: timeout})
+	key := s.mustCreateKey("enterprise", limits{PerMinute: 1 << 20, PerDay: 1 << 30})
+	holdWriteLock(t, s.dbPath)
+	// A batch of up to maxBatch waits on the lock, and the queue behind it.
+	n := maxBatch + maxQueuedCreates + 100
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var atOnce, inTime, late int
+	for i := range n {
+		wg.Go(func() {
+			w, took := timedDo(s, "POST", "/v1/pets", key, `{"name":"Queued `+strconv.Itoa(i)+`","categoryId":1}`)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case w.Code != http.StatusServiceUnavailable:
+				t.Errorf("create %d while the write lock is held: %d %s, want 503", i, w.Code, w.Body)
+			case took < timeout/2:
+				atOnce++
+			case took <= timeout+testDeadlineMargin:
+				inTime++
+			default:
+				late++
+			}
+		})
+	}
+	wg.Wait()
+	if atOnce < 100 || late > 0 {
+		t.Errorf("of %d creates while the database stalls: %d answered at once, %d by the deadline, %d late; want at least 100 at once (past a batch and %d queued) and none late",
+			n, atOnce, inTime, late, maxQueuedCreates)
+	}
+}

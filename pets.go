@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"sort"
@@ -125,7 +126,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 
 func newPetCache(store storage, timeout time.Duration) *petCache {
 	c := &petCache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
-	c.commits = batcher[petInsert]{max: maxBatch, run: c.write}
+	c.commits = batcher[petInsert]{max: maxBatch, maxQueued: maxQueuedCreates, run: c.write}
 	return c
 }
 
@@ -440,14 +441,25 @@ func (c *petCache) deadline(ctx context.Context) (context.Context, context.Cance
 // the create's deadline.
 func (c *petCache) create(ctx context.Context, p Pet, rec *idempotencyRecord) (Pet, error) {
 	insert, err := c.commits.do(ctx, petInsert{Pet: p, Idem: rec})
-	if err != nil {
-		return insert.Pet, err
+	switch {
+	case errors.Is(err, errQueueFull):
+		return Pet{}, errDatabase(dbPoolExhausted, err)
+	case errors.Is(err, errNotRun):
+		return Pet{}, errDatabase(dbTimeout, err)
+	case err != nil:
+		return Pet{}, err
 	}
 	return insert.Pet, insert.Err
 }
 
-// maxBatch bounds one commit, so that no create waits behind too many.
-const maxBatch = 256
+// maxBatch bounds one commit, so that no create waits behind too many;
+// maxQueuedCreates bounds the creates waiting for a commit, so that while
+// the database stalls the next ones are answered 503 at once rather than
+// at the deadline.
+const (
+	maxBatch         = 256
+	maxQueuedCreates = 4 * maxBatch
+)
 
 // write stores a batch of creates in one transaction and adds them to the
 // copy.
