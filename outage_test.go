@@ -142,6 +142,25 @@ func holdPetsLock(t *testing.T, url string) (release func()) {
 	return releaseOnce(t, func() error { return errors.Join(tx.Rollback(ctx), conn.Close(ctx)) })
 }
 
+// holdPetsOrderLock takes the lock that orders the ids of pets (lockPets),
+// as a batch of another server would that stalls, until release is called.
+func holdPetsOrderLock(t *testing.T, pg *pgStore) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pg.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, lockPets, pg.lockSpace); err != nil {
+		t.Fatal(err)
+	}
+	return releaseOnce(t, func() error {
+		_, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, lockPets, pg.lockSpace)
+		conn.Release()
+		return err
+	})
+}
+
 // A lock on PostgreSQL's pets held past the deadline: what needs the table
 // answers 503 within the deadline (reads the in-memory copy holds go on),
 // and once it is let go everything works again.
@@ -221,4 +240,114 @@ func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
 		t.Errorf("of %d creates while the database stalls: %d answered at once, %d by the deadline, %d late; want at least 100 at once (past a batch and %d queued) and none late",
 			n, atOnce, inTime, late, maxQueuedCreates)
 	}
+}
+
+// storedByName reads every pet the database holds: the ids stored under
+// each name.
+func storedByName(t *testing.T, store storage) map[string][]int64 {
+	t.Helper()
+	stored := map[string][]int64{}
+	for after := int64(0); ; {
+		n, err := store.ScanPets(context.Background(), after, 1000, func(id int64, name []byte, _ int64, _ []byte) {
+			stored[string(name)] = append(stored[string(name)], id)
+			after = id
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1000 {
+			return stored
+		}
+	}
+}
+
+// A create that PostgreSQL received but did not confirm by the deadline
+// (another server's batch holds the lock that orders ids, and stalls)
+// answers 503 saying that it may be stored: it may commit later, or never
+// (pgx asks the server to cancel it). Its retries with the same
+// Idempotency-Key, on another server and on the same one, answer 201 with
+// one pet, stored once.
+func TestACreateNotConfirmedInTimeIsSettledByItsIdempotencyKey(t *testing.T) {
+	a := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testDBTimeout})
+	b := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testDBTimeout, db: a.dbPath})
+	key := a.mustCreateKey("business")
+	if err := b.keys.refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	const body = `{"name":"Late","categoryId":7}`
+
+	release := holdPetsOrderLock(t, a.pg)
+	w, took := timedDo(a, "POST", "/v1/pets", key, body, "Idempotency-Key", "late-1")
+	wantUnavailableInTime(t, "a create waiting on a lock", w, took)
+	if !strings.Contains(w.Body.String(), "may or may not have been stored") {
+		t.Errorf("the 503 of a create sent and not confirmed does not say it may be stored: %s", w.Body)
+	}
+	release()
+	wantOnePetFor(t, body, "late-1", key, b, a)
+}
+
+// wantOnePetFor sends the create of body with idemKey to each server in
+// turn, and wants each to answer 201 with the same pet, the only one stored
+// under its name.
+func wantOnePetFor(t *testing.T, body, idemKey, key string, servers ...*testServer) {
+	t.Helper()
+	ws := make([]*httptest.ResponseRecorder, len(servers))
+	for i, s := range servers {
+		ws[i] = s.do("POST", "/v1/pets", key, body, "Idempotency-Key", idemKey)
+	}
+	wantOnePet(t, servers[0].store, ws)
+}
+
+// wantOnePet wants every answer to be a 201 with the same pet, the only one
+// stored under its name.
+func wantOnePet(t *testing.T, store storage, ws []*httptest.ResponseRecorder) {
+	t.Helper()
+	var ids []int64
+	var name string
+	for _, w := range ws {
+		if w.Code != http.StatusCreated {
+			t.Fatalf("a create with the Idempotency-Key: %d %s, want 201", w.Code, w.Body)
+		}
+		p := apiReadPet(t, w.Body.Bytes())
+		ids, name = append(ids, p.ID), p.Name
+	}
+	stored := storedByName(t, store)[name]
+	if len(stored) != 1 || slices.ContainsFunc(ids, func(id int64) bool { return id != stored[0] }) {
+		t.Errorf("pets stored as %q: %v; the creates answered %v; want one pet, the one every create answers", name, stored, ids)
+	}
+}
+
+// Two servers get the same create with the same Idempotency-Key at once,
+// while the database holds both back: each looks for the key, finds none,
+// and waits to store its pet. The first to store it answers 201; the
+// other finds the key taken, and answers 201 with that pet. One is stored.
+func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		a := newTestServerWith(t, opts)
+		opts.db = a.dbPath
+		b := newTestServerWith(t, opts)
+		key := a.mustCreateKey("business")
+		if err := b.keys.refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var release func()
+		if a.pg != nil {
+			release = holdPetsOrderLock(t, a.pg)
+		} else {
+			release = holdWriteLock(t, a.dbPath)
+		}
+		const body = `{"name":"Twice at once","categoryId":3}`
+		ws := make([]*httptest.ResponseRecorder, 2)
+		var wg sync.WaitGroup
+		for i, s := range []*testServer{a, b} {
+			wg.Go(func() { ws[i] = s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "at-once") })
+		}
+		// A batch runs once its create has looked for the key.
+		for _, s := range []*testServer{a, b} {
+			waitFor(t, func() bool { s.pets.commits.mu.Lock(); defer s.pets.commits.mu.Unlock(); return s.pets.commits.running })
+		}
+		release()
+		wg.Wait()
+		wantOnePet(t, a.store, ws)
+	})
 }
