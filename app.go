@@ -71,7 +71,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	}
 	a := &app{
 		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, dbTimeout: cfg.dbTimeout,
-		store: newBoundStorage(store, cfg.dbTimeout, d.metrics), idem: newInflight(), draining: new(atomic.Bool),
+		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
 	}
 	defer func() {
@@ -135,7 +135,12 @@ func redisPrefix(env string, store storage) string {
 func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	warn := func(msg string, err error) {
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case dbFailureOf(err) != 0:
+			// The database is away: the health probe logs the outage once.
+			a.logger.Debug(msg, "err", err)
+		default:
 			a.logger.Warn(msg, "err", err)
 		}
 	}
@@ -143,6 +148,7 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
 	// On a shared database the copy of the pets follows the other servers'
 	// creates; a failed tail costs only speed (reads go to the database).
+	// The probe behind /readyz runs here too.
 	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, func() { a.pets.tail(ctx) }, a.logger) })
 	wg.Go(func() {
 		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })

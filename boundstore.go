@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -11,28 +12,35 @@ import (
 // database deadline (--db-timeout), sooner when its context says so, and a
 // call whose deadline passed is answered 503 unavailable (cause timeout)
 // whatever the engine made of it. Each call is timed into
-// petstore_database_call_duration_seconds when there are metrics. It
-// spells out each method rather than embedding the storage, so that a
-// method added to the interface fails to compile here until it is bounded
-// and timed too.
+// petstore_database_call_duration_seconds when there are metrics, and what
+// it found tells the health probe (dbHealth) when to look again; Ping
+// answers from that probe. It spells out each method rather than embedding
+// the storage, so that a method added to the interface fails to compile
+// here until it is bounded and timed too.
 type boundStorage struct {
 	s       storage
 	timeout time.Duration
+	health  *dbHealth
 
 	createPets, getPet, listPets, scanPets                         callTimer
 	idempotencyRecord, pruneIdempotency                            callTimer
 	createKey, createFirstKey, revokeKey, rollKey, keys, keyByHash callTimer
 	keysVersion, setLastUsed                                       callTimer
-	usage, addUsage, ping                                          callTimer
+	usage, addUsage                                                callTimer
 	addAuditEvents, auditEvents, auditCounts                       callTimer
 }
 
 // newBoundStorage returns s bounded by timeout, timed into m (nil: not
-// timed).
-func newBoundStorage(s storage, timeout time.Duration, m *metrics) *boundStorage {
+// timed), its outages logged to logger.
+func newBoundStorage(s storage, timeout time.Duration, m *metrics, logger *slog.Logger) *boundStorage {
+	ping := m.databaseCall("Ping")
 	return &boundStorage{
-		s:                 s,
-		timeout:           timeout,
+		s:       s,
+		timeout: timeout,
+		health: newDBHealth(func(ctx context.Context) error {
+			defer ping.since(time.Now())
+			return s.Ping(ctx)
+		}, min(timeout, readyTimeout), logger, nil),
 		createPets:        m.databaseCall("CreatePets"),
 		getPet:            m.databaseCall("GetPet"),
 		listPets:          m.databaseCall("ListPets"),
@@ -49,7 +57,6 @@ func newBoundStorage(s storage, timeout time.Duration, m *metrics) *boundStorage
 		setLastUsed:       m.databaseCall("SetLastUsed"),
 		usage:             m.databaseCall("Usage"),
 		addUsage:          m.databaseCall("AddUsage"),
-		ping:              m.databaseCall("Ping"),
 		addAuditEvents:    m.databaseCall("AddAuditEvents"),
 		auditEvents:       m.databaseCall("AuditEvents"),
 		auditCounts:       m.databaseCall("AuditCounts"),
@@ -59,13 +66,14 @@ func newBoundStorage(s storage, timeout time.Duration, m *metrics) *boundStorage
 // dbCall is one call in progress: when it began, and how to end its
 // deadline when it set one.
 type dbCall struct {
+	b      *boundStorage
 	start  time.Time
 	cancel context.CancelFunc
 }
 
 // begin starts a call: ctx ends by the deadline, unless it ends sooner.
 func (b *boundStorage) begin(ctx context.Context) (context.Context, dbCall) {
-	c := dbCall{start: time.Now()}
+	c := dbCall{b: b, start: time.Now()}
 	if d, ok := ctx.Deadline(); !ok || d.Sub(c.start) > b.timeout {
 		ctx, c.cancel = context.WithTimeout(ctx, b.timeout)
 	}
@@ -82,6 +90,7 @@ func (c dbCall) end(timer callTimer, err error) error {
 	if err != nil && dbFailureOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
 		err = errDatabase(dbTimeout, err)
 	}
+	c.b.health.saw(err)
 	return err
 }
 
@@ -198,22 +207,23 @@ func (b *boundStorage) AuditCounts(ctx context.Context) (_ map[string]int64, err
 	return b.s.AuditCounts(ctx)
 }
 
-func (b *boundStorage) Ping(ctx context.Context) (err error) {
-	ctx, call := b.begin(ctx)
-	defer func() { err = call.end(b.ping, err) }()
-	return b.s.Ping(ctx)
-}
+// Ping tells whether the database is ready, from the health probe.
+func (b *boundStorage) Ping(ctx context.Context) error { return b.health.ready(ctx) }
 
 // What the engine is, its background work and its snapshots are not calls
 // a request waits for: they are passed on untimed, as Close is. The
-// engine's background work bounds each of its steps by the deadline.
+// engine's background work bounds each of its steps by the deadline; the
+// health probe runs beside it.
 
 func (b *boundStorage) Shared() bool { return b.s.Shared() }
 
 func (b *boundStorage) Namespace() string { return b.s.Namespace() }
 
 func (b *boundStorage) Maintain(ctx context.Context, timeout time.Duration, petsAdded func(), logger *slog.Logger) {
+	var wg sync.WaitGroup
+	wg.Go(func() { b.health.watch(ctx) })
 	b.s.Maintain(ctx, timeout, petsAdded, logger)
+	wg.Wait()
 }
 
 func (b *boundStorage) Snapshot(ctx context.Context) (snapshot, error) { return b.s.Snapshot(ctx) }

@@ -351,3 +351,51 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 		wantOnePet(t, a.store, ws)
 	})
 }
+
+// readyWithin asks /readyz until it answers want, each answer within a
+// second, for up to 3 s.
+func readyWithin(t *testing.T, s *testServer, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); ; {
+		w, took := timedDo(s, "GET", "/readyz", "", "")
+		if took > time.Second {
+			t.Errorf("/readyz answered %d after %v, want within a second", w.Code, took.Round(time.Millisecond))
+		}
+		if w.Code == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still answers %d %s after 3 s, want %d", w.Code, w.Body, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// /readyz follows the database: a 503 within a second while SQLite's write
+// lock is held past the deadline, 200 again once it is let go; the outage
+// is logged once as it starts and once as it ends.
+func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
+	logs := &syncBuffer{}
+	logger, _ := newLogger(logs, "text", "info")
+	s := newTestServerWith(t, testOptions{dbTimeout: testDBTimeout, logger: logger})
+	readyWithin(t, s, http.StatusOK)
+
+	release := holdWriteLock(t, s.dbPath)
+	readyWithin(t, s, http.StatusServiceUnavailable)
+	w := s.do("GET", "/readyz", "", "")
+	apiWantError(t, w, http.StatusServiceUnavailable, codeUnavailable, "database")
+	if w.Header().Get("Retry-After") == "" {
+		t.Error("/readyz's 503 has no Retry-After")
+	}
+	readyWithin(t, s, http.StatusServiceUnavailable) // still, and logged once
+	release()
+	readyWithin(t, s, http.StatusOK)
+	if w := s.do("GET", "/healthz", "", ""); w.Code != http.StatusOK {
+		t.Errorf("/healthz: %d, want 200 (the process is up)", w.Code)
+	}
+
+	log := logs.String()
+	if strings.Count(log, "the database does not answer") != 1 || strings.Count(log, "the database answers again") != 1 {
+		t.Errorf("want one line as the outage starts and one as it ends, got:\n%s", log)
+	}
+}
