@@ -40,7 +40,7 @@ func newBoundStorage(s storage, timeout time.Duration, m *metrics, logger *slog.
 		health: newDBHealth(func(ctx context.Context) error {
 			defer ping.since(time.Now())
 			return s.Ping(ctx)
-		}, min(timeout, readyTimeout), logger, nil),
+		}, min(timeout, readyTimeout), logger, m.setDatabaseDown),
 		createPets:        m.databaseCall("CreatePets"),
 		getPet:            m.databaseCall("GetPet"),
 		listPets:          m.databaseCall("ListPets"),

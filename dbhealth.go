@@ -37,7 +37,7 @@ type dbHealth struct {
 	ping    func(ctx context.Context) error
 	timeout time.Duration
 	logger  *slog.Logger
-	setDown func(down bool) // told when an outage starts (true) and ends; may be nil
+	setDown func(down bool) // told when an outage starts (true) and ends
 
 	stale atomic.Bool // a call saw the database otherwise than the last probe
 	down  atomic.Bool // the last probe failed
@@ -117,15 +117,11 @@ func (h *dbHealth) probe(done chan struct{}) {
 			why = fmt.Errorf("no answer within %v", h.timeout)
 		}
 		h.logger.Warn("the database does not answer: requests that need it are answered 503 until it does", "err", why)
-		if h.setDown != nil {
-			h.setDown(true)
-		}
+		h.setDown(true)
 	case err == nil && h.down.Load():
 		h.down.Store(false)
 		h.logger.Info("the database answers again", "outage", now.Sub(h.downSince).Round(time.Millisecond))
-		if h.setDown != nil {
-			h.setDown(false)
-		}
+		h.setDown(false)
 	}
 }
 

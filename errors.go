@@ -70,6 +70,8 @@ const (
 	dbFailures                           // how many causes there are, plus one
 )
 
+var dbFailureNames = [dbFailures]string{dbTimeout: "timeout", dbPoolExhausted: "pool_exhausted", dbRefused: "refused"}
+
 // dbFailureMessages say what each cause means to a client.
 var dbFailureMessages = [dbFailures]string{
 	dbTimeout:       "the database did not answer in time; retry later",

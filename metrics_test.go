@@ -254,6 +254,8 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		"petstore_database_call_duration_seconds": dto.MetricType_HISTOGRAM,
 		"petstore_redis_call_duration_seconds":    dto.MetricType_HISTOGRAM,
 		"petstore_ratelimit_fallback":             dto.MetricType_GAUGE,
+		"petstore_database_unavailable_total":     dto.MetricType_COUNTER,
+		"petstore_database_down":                  dto.MetricType_GAUGE,
 		"petstore_build_info":                     dto.MetricType_GAUGE,
 		"go_goroutines":                           dto.MetricType_GAUGE,
 		"go_memstats_heap_alloc_bytes":            dto.MetricType_GAUGE,
@@ -274,7 +276,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		}
 	}
 
-	allowedLabels := []string{"method", "route", "code", "decision", "reason", "operation", "action", "version", "goversion", "revision"}
+	allowedLabels := []string{"method", "route", "code", "decision", "reason", "cause", "operation", "action", "version", "goversion", "revision"}
 	for name, f := range families {
 		if !strings.HasPrefix(name, "petstore_") {
 			continue

@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // testDBTimeout is --db-timeout in these tests; an answer that needs the
@@ -397,5 +399,98 @@ func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 	log := logs.String()
 	if strings.Count(log, "the database does not answer") != 1 || strings.Count(log, "the database answers again") != 1 {
 		t.Errorf("want one line as the outage starts and one as it ends, got:\n%s", log)
+	}
+}
+
+// dbMetrics reads what m counts of the database: the 503s by cause, the
+// health probe's gauge, and how many probes ran.
+func dbMetrics(t *testing.T, m *metrics) (unavailable map[string]float64, down float64, probes uint64) {
+	t.Helper()
+	families := scrape(t, m)
+	unavailable = counterValues(t, families, "petstore_database_unavailable_total", "cause")
+	down = families["petstore_database_down"].GetMetric()[0].GetGauge().GetValue()
+	for _, metric := range families["petstore_database_call_duration_seconds"].GetMetric() {
+		if labelsOf(metric)["operation"] == "Ping" {
+			probes = metric.GetHistogram().GetSampleCount()
+		}
+	}
+	return unavailable, down, probes
+}
+
+// The 503s the database causes are counted by cause, and
+// petstore_database_down is on while the probe finds it away; many /readyz
+// at once share one probe.
+func TestDatabase503sAreCountedByCause(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{dbTimeout: testDBTimeout, metrics: m})
+	key := s.mustCreateKey("business")
+	readyWithin(t, s, http.StatusOK)
+
+	release := holdWriteLock(t, s.dbPath)
+	for range 2 {
+		wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, codeUnavailable)
+	}
+	_, _, before := dbMetrics(t, m)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() { s.do("GET", "/readyz", "", "") })
+	}
+	wg.Wait()
+	if _, down, probes := dbMetrics(t, m); down != 1 || probes-before > 2 {
+		t.Errorf("after 20 /readyz at once while the write lock is held: petstore_database_down %v, %d probes; want 1, and one probe (two at most)", down, probes-before)
+	}
+	release()
+	readyWithin(t, s, http.StatusOK)
+
+	if _, err := s.sqlite.write.Exec("PRAGMA query_only = 1"); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, codeUnavailable)
+	if _, err := s.sqlite.write.Exec("PRAGMA query_only = 0"); err != nil {
+		t.Fatal(err)
+	}
+	s.do("GET", "/readyz", "", "") // a 503 the database did not cause: not counted
+
+	unavailable, down, _ := dbMetrics(t, m)
+	if want := map[string]float64{"timeout": 2, "refused": 1, "pool_exhausted": 0}; !maps.Equal(unavailable, want) || down != 0 {
+		t.Errorf("petstore_database_unavailable_total %v, petstore_database_down %v; want %v and 0", unavailable, down, want)
+	}
+}
+
+// With every connection of PostgreSQL's pool taken (by requests that
+// stall), a request waits for one until the deadline: 503, counted as
+// pool_exhausted, and the next request after they are let go is served.
+func TestPostgresPoolExhaustedAnswers503InTime(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testDBTimeout, metrics: m})
+	key := s.mustCreateKey("business")
+	apiAddPets(s, key, "sold")
+	ctx := context.Background()
+	var taken []*pgxpool.Conn
+	for range s.pg.pool.Config().MaxConns {
+		conn, err := s.pg.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		taken = append(taken, conn)
+	}
+	for _, req := range []struct{ method, target, body string }{
+		{"GET", "/v1/pets?status=sold", ""},
+		{"POST", "/v1/pets", `{"name":"Rex","categoryId":1}`},
+	} {
+		w, took := timedDo(s, req.method, req.target, key, req.body)
+		wantUnavailableInTime(t, req.method+" "+req.target+" with the pool taken", w, took)
+		if strings.Contains(w.Body.String(), "may or may not") {
+			t.Errorf("%s %s never reached the database, yet its 503 says it may be stored: %s", req.method, req.target, w.Body)
+		}
+	}
+	for _, conn := range taken {
+		conn.Release()
+	}
+	if w := s.do("GET", "/v1/pets?status=sold", key, ""); w.Code != http.StatusOK {
+		t.Errorf("a list once the pool is free: %d %s", w.Code, w.Body)
+	}
+	if unavailable, _, _ := dbMetrics(t, m); unavailable["pool_exhausted"] != 2 {
+		t.Errorf("petstore_database_unavailable_total %v, want 2 pool_exhausted", unavailable)
 	}
 }

@@ -749,15 +749,15 @@ func (s *pgStore) pgError(err error) error {
 		}
 		return err
 	}
-	var netErr net.Error
-	if pgconn.Timeout(err) || (errors.As(err, &netErr) && netErr.Timeout()) {
-		return errDatabase(dbTimeout, err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
 		// Not pgconn's: the deadline passed before a connection was had.
 		if st := s.pool.Stat(); st.AcquiredConns() >= st.MaxConns() {
 			return errDatabase(dbPoolExhausted, err)
 		}
+		return errDatabase(dbTimeout, err)
+	}
+	var netErr net.Error
+	if pgconn.Timeout(err) || (errors.As(err, &netErr) && netErr.Timeout()) {
 		return errDatabase(dbTimeout, err)
 	}
 	var connectErr *pgconn.ConnectError
