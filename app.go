@@ -110,7 +110,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 	}
 	shared, err := newRedisLimiter(ctx, redisConfig{
 		url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor,
-		now: d.now, usage: store.Usage, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
+		now: d.now, usage: store.Usage, dbTimeout: cfg.dbTimeout, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
 	})
 	if err != nil {
 		return nil, "", nil, err
@@ -170,15 +170,24 @@ func (a *app) startBackground() (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
-		if err := a.limiter.flush(context.Background(), a.store.AddUsage); err != nil {
-			a.logger.Error("store daily usage at shutdown", "err", err)
+		// Side by side: with the database away, each gives up by the
+		// deadline, and the shutdown waits for one deadline, not three.
+		var last sync.WaitGroup
+		for _, w := range []struct {
+			what  string
+			write func() error
+		}{
+			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
+			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
+			{"store audit events (bans) at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddAuditEvents) }},
+		} {
+			last.Go(func() {
+				if err := w.write(); err != nil {
+					a.logger.Error(w.what, "err", err)
+				}
+			})
 		}
-		if err := a.keys.flushLastUsed(context.Background()); err != nil {
-			a.logger.Error("store when keys were last used at shutdown", "err", err)
-		}
-		if err := a.audit.flush(context.Background(), a.store.AddAuditEvents); err != nil {
-			a.logger.Error("store audit events (bans) at shutdown", "err", err)
-		}
+		last.Wait()
 	}
 }
 

@@ -228,4 +228,17 @@ func (b *boundStorage) Maintain(ctx context.Context, timeout time.Duration, pets
 
 func (b *boundStorage) Snapshot(ctx context.Context) (snapshot, error) { return b.s.Snapshot(ctx) }
 
-func (b *boundStorage) Close() error { return b.s.Close() }
+// Close closes the engine, waiting for it no longer than the deadline: the
+// connections of a database that stalls may each wait far longer to say
+// goodbye (pgx gives its cancel request 15 s), which a stopping server
+// need not wait for.
+func (b *boundStorage) Close() error {
+	closed := make(chan error, 1)
+	go func() { closed <- b.s.Close() }()
+	select {
+	case err := <-closed:
+		return err
+	case <-time.After(b.timeout):
+		return errDatabase(dbTimeout, errors.New("the database did not close within the deadline; its connections are left to close"))
+	}
+}

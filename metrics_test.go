@@ -675,10 +675,10 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 }
 
 func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
-	proxy := startRedisProxy(t)
+	proxy, redisURL := startRedisProxy(t)
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{redis: true, metrics: m})
-	s.useRedisThrough(t, proxy.url, io.Discard, m.redisHooks())
+	s.useRedisThrough(t, redisURL, io.Discard, m.redisHooks())
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()
@@ -696,12 +696,12 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 		t.Errorf("petstore_ratelimit_fallback = %v while Redis answers, want 0", v)
 	}
 
-	proxy.set("refuse")
+	proxy.set("drop")
 	s.do("GET", "/v1/pets", key, "")
 	if v := fallback(); v != 1 {
 		t.Errorf("petstore_ratelimit_fallback = %v while Redis is away, want 1", v)
 	}
-	proxy.set("forward")
+	proxy.set("pass")
 	s.clock.advance(redisProbeEvery)
 	s.do("GET", "/v1/pets", key, "")
 	if v := fallback(); v != 0 {
