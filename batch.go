@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"time"
 )
 
 // batcher runs concurrent calls in shared batches, for work whose cost is
@@ -16,10 +15,12 @@ import (
 // own: an idle batcher costs nothing.
 //
 // A call whose context ends while it is queued leaves the queue, never run
-// (errNotRun); once in a batch, it waits for the batch, whose run ends by
-// the earliest deadline of its calls. With maxQueued set, a call that finds
-// that many queued fails at once (errQueueFull): work that stalls does not
-// pile up without bound.
+// (errNotRun); once in a batch, it waits for the batch, which runs with the
+// context of its call that ends first. Callers pass contexts that end only
+// by a deadline (context.WithoutCancel), so that no caller hanging up cuts
+// short the batch of others. With maxQueued set, a call that finds that
+// many queued fails at once (errQueueFull): work that stalls does not pile
+// up without bound.
 type batcher[T any] struct {
 	max       int
 	maxQueued int // 0: no bound
@@ -83,6 +84,16 @@ func (b *batcher[T]) do(ctx context.Context, item T) (T, error) {
 
 func notRun(ctx context.Context) error { return errors.Join(errNotRun, context.Cause(ctx)) }
 
+// endsBefore tells whether a has a deadline before b's, or b has none.
+func endsBefore(a, b context.Context) bool {
+	da, ok := a.Deadline()
+	if !ok {
+		return false
+	}
+	db, ok := b.Deadline()
+	return !ok || da.Before(db)
+}
+
 // withdraw takes call off the queue, if no batch took it: true when it
 // did. A call handed the role of running the next batch passes it on.
 func (b *batcher[T]) withdraw(call *batchCall[T]) bool {
@@ -122,23 +133,17 @@ func (b *batcher[T]) runQueued() {
 	b.mu.Unlock()
 
 	calls := queued[:0]
-	var deadline time.Time
+	var ctx context.Context // of the call that ends first
 	for _, call := range queued {
 		if call.ctx.Err() != nil {
 			call.err = notRun(call.ctx)
 			call.wake <- false
 			continue
 		}
-		if d, ok := call.ctx.Deadline(); ok && (deadline.IsZero() || d.Before(deadline)) {
-			deadline = d
+		if ctx == nil || endsBefore(call.ctx, ctx) {
+			ctx = call.ctx
 		}
 		calls = append(calls, call)
-	}
-	ctx := context.Background()
-	if !deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
 	}
 	batch := make([]T, len(calls))
 	for i, call := range calls {

@@ -97,6 +97,9 @@ func errOutcomeUnknown(failure dbFailure, cause error) *Error {
 // dbFailureOf is why err says the database could not serve a request, or 0
 // when it does not.
 func dbFailureOf(err error) dbFailure {
+	if err == nil {
+		return 0
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.db

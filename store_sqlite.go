@@ -460,6 +460,10 @@ func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		return storeError(err)
 	}
 	defer tx.Rollback()
+	// Holding the write lock, a statement waits for no other: only BEGIN
+	// and COMMIT (which watches BeginTx's context) need the deadline, and
+	// each statement that watched it would start a goroutine to do so.
+	ctx = context.WithoutCancel(ctx)
 	insertIdempotency := tx.StmtContext(ctx, s.insertIdempotency)
 	now := s.now()
 	for i := 0; i < len(batch); {
