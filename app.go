@@ -26,8 +26,9 @@ type app struct {
 	metrics    *metrics // nil without an admin listener: nobody else could read them
 	now        func() time.Time
 	trustProxy bool
+	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
-	store    storage // every call the server makes, timed when there are metrics
+	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  rateLimiter
 	limitsIn string    // where the limits are kept, for the log
@@ -69,8 +70,8 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy,
-		store: timeStorage(store, d.metrics), idem: newInflight(), draining: new(atomic.Bool),
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, dbTimeout: cfg.dbTimeout,
+		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
 	}
 	defer func() {
@@ -84,7 +85,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	if a.limiter, a.limitsIn, a.closeLimiter, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
 		return nil, err
 	}
-	a.pets = newPetCache(a.store)
+	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
 	a.handler = newServer(a)
@@ -109,7 +110,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 	}
 	shared, err := newRedisLimiter(ctx, redisConfig{
 		url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor,
-		now: d.now, usage: store.Usage, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
+		now: d.now, usage: store.Usage, dbTimeout: cfg.dbTimeout, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
 	})
 	if err != nil {
 		return nil, "", nil, err
@@ -134,7 +135,12 @@ func redisPrefix(env string, store storage) string {
 func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	warn := func(msg string, err error) {
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case dbFailureOf(err) != 0:
+			// The database is away: the health probe logs the outage once.
+			a.logger.Debug(msg, "err", err)
+		default:
 			a.logger.Warn(msg, "err", err)
 		}
 	}
@@ -142,7 +148,8 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
 	// On a shared database the copy of the pets follows the other servers'
 	// creates; a failed tail costs only speed (reads go to the database).
-	wg.Go(func() { a.store.Maintain(ctx, func() { a.pets.tail(ctx) }, a.logger) })
+	// The probe behind /readyz runs here too.
+	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, func() { a.pets.tail(ctx) }, a.logger) })
 	wg.Go(func() {
 		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
 	})
@@ -163,15 +170,24 @@ func (a *app) startBackground() (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
-		if err := a.limiter.flush(context.Background(), a.store.AddUsage); err != nil {
-			a.logger.Error("store daily usage at shutdown", "err", err)
+		// Side by side: with the database away, each gives up by the
+		// deadline, and the shutdown waits for one deadline, not three.
+		var last sync.WaitGroup
+		for _, w := range []struct {
+			what  string
+			write func() error
+		}{
+			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
+			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
+			{"store audit events (bans) at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddAuditEvents) }},
+		} {
+			last.Go(func() {
+				if err := w.write(); err != nil {
+					a.logger.Error(w.what, "err", err)
+				}
+			})
 		}
-		if err := a.keys.flushLastUsed(context.Background()); err != nil {
-			a.logger.Error("store when keys were last used at shutdown", "err", err)
-		}
-		if err := a.audit.flush(context.Background(), a.store.AddAuditEvents); err != nil {
-			a.logger.Error("store audit events (bans) at shutdown", "err", err)
-		}
+		last.Wait()
 	}
 }
 

@@ -222,7 +222,7 @@ func (w *auditWrites) AddAuditEvents(ctx context.Context, events []auditEvent) e
 }
 
 // withAuditWrites is opts with a store that counts the audit writes; the
-// server's store is then the *auditWrites.
+// server's wrapped store is then the *auditWrites.
 func withAuditWrites(opts testOptions) testOptions {
 	opts.wrapStore = func(st storage) storage { return &auditWrites{storage: st} }
 	return opts
@@ -255,7 +255,7 @@ func (s *testServer) bans() []auditEvent {
 func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		forEachLimiter(t, withAuditWrites(opts), func(t *testing.T, s *testServer) {
-			writes := s.store.(*auditWrites)
+			writes := s.wrapped.(*auditWrites)
 			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
 			s.banOf(key, 20)
 			start := s.clock.now()
@@ -337,7 +337,7 @@ func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
 
 func TestAFailedWriteOfBansIsRetried(t *testing.T) {
 	s := newTestServerWith(t, withAuditWrites(testOptions{}))
-	writes := s.store.(*auditWrites)
+	writes := s.wrapped.(*auditWrites)
 	writes.fail.Store(true)
 	s.banOf(s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100}), 20)
 	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err == nil {

@@ -13,8 +13,17 @@ import (
 // batch running runs everything queued meanwhile, up to max, in one call
 // of run, then hands the role to a caller still queued. No goroutine of its
 // own: an idle batcher costs nothing.
+//
+// A call whose context ends while it is queued leaves the queue, never run
+// (errNotRun); once in a batch, it waits for the batch, which runs with the
+// context of its call that ends first. Callers pass contexts that end only
+// by a deadline (context.WithoutCancel), so that no caller hanging up cuts
+// short the batch of others. With maxQueued set, a call that finds that
+// many queued fails at once (errQueueFull): work that stalls does not pile
+// up without bound.
 type batcher[T any] struct {
-	max int
+	max       int
+	maxQueued int // 0: no bound
 	// run does a batch: it fills in each item's result, and returns an
 	// error that fails the whole batch.
 	run func(ctx context.Context, batch []T) error
@@ -26,39 +35,116 @@ type batcher[T any] struct {
 
 // batchCall is one call waiting for its batch.
 type batchCall[T any] struct {
+	ctx  context.Context
 	item T
 	err  error
 	wake chan bool // false: done (or failed); true: run the next batch
 }
 
+var (
+	// errQueueFull: maxQueued calls wait already.
+	errQueueFull = errors.New("too many calls wait for a batch")
+	// errNotRun: the call's context ended before a batch took it.
+	errNotRun = errors.New("ended before its batch ran")
+)
+
 // do queues item, waits until a batch has run it, and returns it with its
 // result filled in, or the error that failed its batch.
 func (b *batcher[T]) do(ctx context.Context, item T) (T, error) {
-	call := &batchCall[T]{item: item, wake: make(chan bool, 1)}
+	call := &batchCall[T]{ctx: ctx, item: item, wake: make(chan bool, 1)}
 	b.mu.Lock()
+	if b.maxQueued > 0 && len(b.queue) >= b.maxQueued {
+		b.mu.Unlock()
+		return item, errQueueFull
+	}
 	b.queue = append(b.queue, call)
 	lead := !b.running
 	b.running = true
 	b.mu.Unlock()
-	if lead || <-call.wake {
+	if !lead {
+		select {
+		case lead = <-call.wake:
+		case <-ctx.Done():
+			if b.withdraw(call) {
+				return item, notRun(ctx)
+			}
+			// A batch took it meanwhile, or it was handed the role.
+			lead = <-call.wake
+		}
+	}
+	if lead {
 		// Let the goroutines that are ready to run (requests already read)
 		// reach the queue first, so that they share this batch. Without
 		// this, on one CPU every batch would hold a single call.
 		runtime.Gosched()
-		b.runQueued(ctx)
+		b.runQueued()
 	}
 	return call.item, call.err
 }
 
+func notRun(ctx context.Context) error { return errors.Join(errNotRun, context.Cause(ctx)) }
+
+// endsBefore tells whether a has a deadline before b's, or b has none.
+func endsBefore(a, b context.Context) bool {
+	da, ok := a.Deadline()
+	if !ok {
+		return false
+	}
+	db, ok := b.Deadline()
+	return !ok || da.Before(db)
+}
+
+// withdraw takes call off the queue, if no batch took it: true when it
+// did. A call handed the role of running the next batch passes it on.
+func (b *batcher[T]) withdraw(call *batchCall[T]) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.Index(b.queue, call)
+	if i < 0 {
+		return false
+	}
+	b.queue = slices.Delete(b.queue, i, i+1)
+	select {
+	case <-call.wake: // it was to run the next batch
+		b.handOn()
+	default:
+	}
+	return true
+}
+
+// handOn passes the role of running the next batch to the first call
+// queued, or ends it when none is; b.mu is held.
+func (b *batcher[T]) handOn() {
+	if len(b.queue) == 0 {
+		b.running = false
+	} else {
+		b.queue[0].wake <- true
+	}
+}
+
 // runQueued runs the queued calls as one batch, wakes their callers, and
-// passes the role on when more are queued.
-func (b *batcher[T]) runQueued(ctx context.Context) {
+// passes the role on when more are queued. A call whose context ended while
+// it was queued is answered without running.
+func (b *batcher[T]) runQueued() {
 	b.mu.Lock()
 	n := min(len(b.queue), b.max)
-	calls := slices.Clone(b.queue[:n])
+	queued := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
 	b.mu.Unlock()
 
+	calls := queued[:0]
+	var ctx context.Context // of the call that ends first
+	for _, call := range queued {
+		if call.ctx.Err() != nil {
+			call.err = notRun(call.ctx)
+			call.wake <- false
+			continue
+		}
+		if ctx == nil || endsBefore(call.ctx, ctx) {
+			ctx = call.ctx
+		}
+		calls = append(calls, call)
+	}
 	batch := make([]T, len(calls))
 	for i, call := range calls {
 		batch[i] = call.item
@@ -72,12 +158,12 @@ func (b *batcher[T]) runQueued(ctx context.Context) {
 			call.wake <- false
 		}
 		b.mu.Lock()
-		if len(b.queue) == 0 {
-			b.running = false
-		} else {
-			b.queue[0].wake <- true
-		}
+		b.handOn()
 		b.mu.Unlock()
 	}()
+	if len(batch) == 0 {
+		err = nil // every call had ended: nothing to run
+		return
+	}
 	err = b.run(ctx, batch)
 }

@@ -119,3 +119,162 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// stalledBatcher is a batcher whose first batch stalls, as a database that
+// does not answer: until its context ends, or until release when it has no
+// deadline. Later batches run at once; ran has every item run by one.
+type stalledBatcher struct {
+	b       batcher[int]
+	release chan struct{}
+	mu      sync.Mutex
+	batches int
+	ran     []int
+	// deadlines has each batch's deadline (zero: none).
+	deadlines []time.Time
+}
+
+func newStalledBatcher(maxQueued int) *stalledBatcher {
+	sb := &stalledBatcher{release: make(chan struct{})}
+	sb.b = batcher[int]{max: 10, maxQueued: maxQueued, run: func(ctx context.Context, batch []int) error {
+		sb.mu.Lock()
+		sb.batches++
+		first := sb.batches == 1
+		d, _ := ctx.Deadline()
+		sb.deadlines = append(sb.deadlines, d)
+		sb.mu.Unlock()
+		if first {
+			select {
+			case <-sb.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		sb.mu.Lock()
+		sb.ran = append(sb.ran, batch...)
+		sb.mu.Unlock()
+		return nil
+	}}
+	return sb
+}
+
+// call runs item with a deadline after timeout (none when 0), and reports
+// what it got and how long it took.
+func (sb *stalledBatcher) call(item int, timeout time.Duration) (took time.Duration, err error) {
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	start := time.Now()
+	_, err = sb.b.do(ctx, item)
+	return time.Since(start), err
+}
+
+func (sb *stalledBatcher) stalled() bool {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.batches == 1
+}
+
+// Calls queued behind a batch that stalls leave at their own deadline, never
+// run; the stalled batch fails at its deadline; a call whose deadline is
+// later runs in the next batch.
+func TestBatcherCallsQueuedBehindAStalledBatchLeaveAtTheirDeadline(t *testing.T) {
+	sb := newStalledBatcher(0)
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	results := make([]result, 4)
+	timeouts := []time.Duration{300 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 5 * time.Second}
+	var wg sync.WaitGroup
+	wg.Go(func() { results[0].took, results[0].err = sb.call(0, timeouts[0]) })
+	waitFor(t, sb.stalled)
+	for i := 1; i < len(results); i++ {
+		wg.Go(func() { results[i].took, results[i].err = sb.call(i, timeouts[i]) })
+	}
+	wg.Wait()
+
+	if err := results[0].err; !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotRun) {
+		t.Errorf("the stalled call: %v, want its batch's deadline error", err)
+	}
+	for _, i := range []int{1, 2} {
+		if r := results[i]; !errors.Is(r.err, errNotRun) || !errors.Is(r.err, context.DeadlineExceeded) || r.took > timeouts[0] {
+			t.Errorf("call %d, queued behind the stall: %v after %v; want errNotRun at its own deadline of %v", i, r.err, r.took, timeouts[i])
+		}
+	}
+	if results[3].err != nil {
+		t.Errorf("the call with time left after the stall: %v, want it run", results[3].err)
+	}
+	if !slices.Equal(sb.ran, []int{3}) {
+		t.Errorf("items run %v, want only 3: a call that left the queue is never run", sb.ran)
+	}
+}
+
+// Past maxQueued, a call fails at once instead of waiting for a batch that
+// stalls; those queued before it run once it is over.
+func TestBatcherRefusesACallAtOncePastItsQueueBound(t *testing.T) {
+	sb := newStalledBatcher(3)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	wg.Go(func() { _, errs[0] = sb.call(0, 0) })
+	waitFor(t, sb.stalled)
+	for i := 1; i <= 3; i++ {
+		wg.Go(func() { _, errs[i] = sb.call(i, 0) })
+	}
+	waitFor(t, func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
+	took, err := sb.call(4, 0)
+	if !errors.Is(err, errQueueFull) || took > 100*time.Millisecond {
+		t.Errorf("a call past the bound: %v after %v, want errQueueFull at once", err, took)
+	}
+	close(sb.release)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Errorf("the calls within the bound: %v", err)
+	}
+	slices.Sort(sb.ran)
+	if !slices.Equal(sb.ran, []int{0, 1, 2, 3}) {
+		t.Errorf("items run %v, want 0 to 3", sb.ran)
+	}
+}
+
+// A batch runs by the earliest deadline of its calls, and without one when
+// none has any.
+func TestBatcherRunsABatchByItsEarliestDeadline(t *testing.T) {
+	sb := newStalledBatcher(0)
+	var wg sync.WaitGroup
+	wg.Go(func() { sb.call(0, 0) })
+	waitFor(t, sb.stalled)
+	start := time.Now()
+	for i, timeout := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
+		wg.Go(func() { sb.call(i+1, timeout) })
+	}
+	waitFor(t, func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
+	close(sb.release)
+	wg.Wait()
+	if len(sb.deadlines) != 2 || !sb.deadlines[0].IsZero() {
+		t.Fatalf("batch deadlines %v, want none for the first and one for the second", sb.deadlines)
+	}
+	if d := sb.deadlines[1].Sub(start); d < 900*time.Millisecond || d > 1100*time.Millisecond {
+		t.Errorf("the second batch ran by a deadline %v after its calls were made, want the earliest, 1s", d)
+	}
+}
+
+// However the calls queued behind a stall leave, the role of running the
+// next batch is never lost: a call after them runs.
+func TestBatcherGoesOnAfterQueuedCallsLeave(t *testing.T) {
+	sb := newStalledBatcher(0)
+	var wg sync.WaitGroup
+	wg.Go(func() { sb.call(0, 0) })
+	waitFor(t, sb.stalled)
+	for i := 1; i <= 50; i++ {
+		wg.Go(func() { sb.call(i, time.Duration(i%5)*time.Millisecond+time.Millisecond) })
+	}
+	time.Sleep(10 * time.Millisecond)
+	close(sb.release)
+	wg.Wait()
+	if _, err := sb.call(100, time.Second); err != nil {
+		t.Fatalf("a call after the others left: %v", err)
+	}
+}

@@ -140,7 +140,7 @@ func BenchmarkPage(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		pets *petCache
-	}{{"memory", s.pets}, {"sqlite", newPetCache(s.store)}} {
+	}{{"memory", s.pets}, {"sqlite", newPetCache(s.store, defaultDBTimeout)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

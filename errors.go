@@ -51,18 +51,65 @@ var codeStatus = map[string]int{
 type Error struct {
 	Code    string
 	Message string
-	cause   error // what went wrong underneath, for the log; never shown
+	cause   error     // what went wrong underneath, for the log; never shown
+	db      dbFailure // why the database could not serve the request; 0 when it is not that
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 func (e *Error) Unwrap() error { return e.cause }
 
-// errUnavailable is the answer when the database cannot be reached right
-// now: 503, which a client may retry. The cause goes to the request's log.
-func errUnavailable(cause error) *Error {
-	return &Error{Code: codeUnavailable, Message: "the database is unavailable right now; retry later", cause: cause}
+// dbFailure is why the database could not serve a request, answered 503: the
+// cause label of petstore_database_unavailable_total.
+type dbFailure uint8
+
+const (
+	dbTimeout       dbFailure = iota + 1 // no answer by the deadline (--db-timeout)
+	dbPoolExhausted                      // no connection free by the deadline, or too many creates already waiting
+	dbRefused                            // the database refused or cut the connection, or the disk refused the write
+	dbFailures                           // how many causes there are, plus one
+)
+
+var dbFailureNames = [dbFailures]string{dbTimeout: "timeout", dbPoolExhausted: "pool_exhausted", dbRefused: "refused"}
+
+// dbFailureMessages say what each cause means to a client.
+var dbFailureMessages = [dbFailures]string{
+	dbTimeout:       "the database did not answer in time; retry later",
+	dbPoolExhausted: "the database is too busy to take this request now; retry later",
+	dbRefused:       "the database is unavailable right now; retry later",
 }
+
+// errDatabase is the answer when the database cannot serve a request right
+// now: 503, which a client may retry. The cause goes to the request's log.
+func errDatabase(failure dbFailure, cause error) *Error {
+	return &Error{Code: codeUnavailable, Message: dbFailureMessages[failure], cause: cause, db: failure}
+}
+
+// errOutcomeUnknown is the answer to a create that reached the database,
+// which then failed to say whether it committed: the pet may be stored.
+// The same request sent again with its Idempotency-Key settles it.
+func errOutcomeUnknown(failure dbFailure, cause error) *Error {
+	return &Error{Code: codeUnavailable, cause: cause, db: failure,
+		Message: "the database did not confirm the create in time, so the pet may or may not have been stored: " +
+			"retry with the same Idempotency-Key, which returns the first pet if it was stored and creates it once if not"}
+}
+
+// dbFailureOf is why err says the database could not serve a request, or 0
+// when it does not.
+func dbFailureOf(err error) dbFailure {
+	if err == nil {
+		return 0
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.db
+	}
+	return 0
+}
+
+// retryUnavailable is the Retry-After of a 503: soon, as the database is
+// probed twice a second and a server back in service is ready at once.
+var retryUnavailable = []string{"1"}
 
 func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -81,6 +128,12 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, ok := codeStatus[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError
+	}
+	if status == http.StatusServiceUnavailable {
+		requestLog(w).db = e.db
+		if _, set := w.Header()["Retry-After"]; !set {
+			w.Header()["Retry-After"] = retryUnavailable
+		}
 	}
 	b := make([]byte, 0, 64+len(e.Message))
 	b = append(b, `{"code":`...)

@@ -4,7 +4,8 @@ package main
 // random moment while goroutines create pets, then started again on the same
 // database. Every pet acknowledged with a 201 must be there with exactly its
 // fields, once, in id order (DESIGN.md "Running it"). Skipped with -short.
-// Helpers here start with "fault"; the load test uses them too.
+// Helpers here start with "fault"; the load test uses them too, and the
+// outage tests break the network to PostgreSQL and Redis with faultProxy.
 
 import (
 	"bytes"
@@ -13,7 +14,9 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -46,8 +49,9 @@ type faultResult struct {
 }
 
 // faultDo sends one request and reads the whole response. key "" sends no
-// Authorization; a body is sent as application/json.
-func faultDo(client *http.Client, method, url, key, body string) faultResult {
+// Authorization; a body is sent as application/json; header holds more
+// header names and values.
+func faultDo(client *http.Client, method, url, key, body string, header ...string) faultResult {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -61,6 +65,9 @@ func faultDo(client *http.Client, method, url, key, body string) faultResult {
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -356,5 +363,160 @@ func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Sign
 		rounds, name, time.Since(start).Round(time.Millisecond), len(acked), unackedStored)
 	if sig == syscall.SIGKILL && unackedStored > rounds*faultWorkers {
 		t.Errorf("%d pets stored without a 201, more than the %d requests that can have been in flight at the kills", unackedStored, rounds*faultWorkers)
+	}
+}
+
+// faultProxy stands between the servers and PostgreSQL or Redis, as the
+// network does, so that a test can break it: "pass" forwards both ways;
+// "stall" forwards nothing on any connection, old or new, and holds what
+// it was sent, which is delivered once it passes again (a stalled primary,
+// a partition that heals); "drop" cuts every connection and each new one
+// at once (a server gone, or restarting).
+type faultProxy struct {
+	ln       net.Listener
+	target   string
+	accepted atomic.Int64
+
+	mu     sync.Mutex
+	mode   string
+	resume chan struct{} // closed when a stall ends
+	conns  map[net.Conn]bool
+}
+
+// startFaultProxy forwards a new local address to target (HOST:PORT).
+func startFaultProxy(t testing.TB, target string) *faultProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{ln: ln, target: target, mode: "pass", conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.set("drop")
+	})
+	return p
+}
+
+// via is rawURL (postgres:// or redis://) with its host this proxy.
+func (p *faultProxy) via(t testing.TB, rawURL string) string {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = p.ln.Addr().String()
+	return u.String()
+}
+
+// faultProxyTo starts a proxy to the host of rawURL, and returns rawURL
+// through it.
+func faultProxyTo(t testing.TB, rawURL string) (*faultProxy, string) {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startFaultProxy(t, u.Host)
+	return p, p.via(t, rawURL)
+}
+
+func (p *faultProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.accepted.Add(1)
+		go p.forward(c)
+	}
+}
+
+// forward pumps c to the target and back until either side closes or the
+// proxy drops them.
+func (p *faultProxy) forward(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.mode == "drop" {
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = true, true
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { p.pump(up, c) })
+	wg.Go(func() { p.pump(c, up) })
+	wg.Wait()
+	c.Close()
+	up.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, up)
+	p.mu.Unlock()
+}
+
+// pump copies from src to dst, each chunk once the proxy passes, and
+// closes dst's writing side when src ends.
+func (p *faultProxy) pump(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.passes() {
+				dst.Close()
+				return
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			if tcp, ok := dst.(*net.TCPConn); ok {
+				tcp.CloseWrite()
+			}
+			return
+		}
+	}
+}
+
+// passes waits while the proxy stalls; false when it drops.
+func (p *faultProxy) passes() bool {
+	for {
+		p.mu.Lock()
+		mode, resume := p.mode, p.resume
+		p.mu.Unlock()
+		switch mode {
+		case "pass":
+			return true
+		case "drop":
+			return false
+		}
+		<-resume
+	}
+}
+
+// set switches the mode: "pass", "stall" or "drop".
+func (p *faultProxy) set(mode string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode == "stall" && mode != "stall" {
+		close(p.resume)
+	}
+	if mode == "stall" && p.mode != "stall" {
+		p.resume = make(chan struct{})
+	}
+	p.mode = mode
+	if mode == "drop" {
+		for c := range p.conns {
+			c.Close()
+		}
+		clear(p.conns)
 	}
 }

@@ -85,7 +85,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	// The same server with reads from the database, as while its copy of
 	// the pets is being made.
 	fromDB := *s.app
-	fromDB.pets = newPetCache(s.store)
+	fromDB.pets = newPetCache(s.store, defaultDBTimeout)
 	return &fuzzServer{
 		handler: s.handler,
 		fromDB:  newServer(&fromDB),

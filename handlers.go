@@ -248,11 +248,13 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 			writeError(w, r, err)
 			return
 		}
+		ctx, cancel := pets.deadline(r.Context())
+		defer cancel()
 		replayed := false
 		if hasKey {
-			pet, replayed, err = createOnce(r.Context(), pets, idem, now, requestLog(w).key.ID, key, pet)
+			pet, replayed, err = createOnce(ctx, pets, idem, now, requestLog(w).key.ID, key, pet)
 		} else {
-			pet, err = pets.create(r.Context(), pet, nil)
+			pet, err = pets.create(ctx, pet, nil)
 		}
 		if err != nil {
 			writeError(w, r, err)

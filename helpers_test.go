@@ -45,9 +45,13 @@ type testServer struct {
 	*app
 	t      testing.TB
 	sqlite *sqliteStore // nil on PostgreSQL
-	clock  *fakeClock
-	dbPath string
-	opts   testOptions
+	pg     *pgStore     // nil on SQLite
+	// wrapped is the store under the deadline and the timing: the engine,
+	// or what opts.wrapStore made of it.
+	wrapped storage
+	clock   *fakeClock
+	dbPath  string
+	opts    testOptions
 	// cfg and deps are what the app was built from, as serve's flags and
 	// the test's clock.
 	cfg  serveConfig
@@ -81,6 +85,8 @@ type testOptions struct {
 	wrapStore func(storage) storage
 	// metrics, when set, records what the server does.
 	metrics *metrics
+	// dbTimeout is --db-timeout; 0: its default.
+	dbTimeout time.Duration
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -118,10 +124,12 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 		redisPrefix: s.redisPrefix, scriptNow: s.clock.now,
 		wrapStore: func(st storage) storage {
 			s.sqlite, _ = st.(*sqliteStore)
+			s.pg, _ = st.(*pgStore)
+			s.wrapped = st
 			if opts.wrapStore != nil {
-				return opts.wrapStore(st)
+				s.wrapped = opts.wrapStore(st)
 			}
-			return st
+			return s.wrapped
 		}}
 	a, err := newApp(context.Background(), s.cfg, s.deps)
 	if err != nil {
@@ -141,6 +149,7 @@ func (o testOptions) withDefaults() testOptions {
 	o.env = cmp.Or(o.env, "production")
 	o.banAfter = cmp.Or(o.banAfter, 10)
 	o.banFor = cmp.Or(o.banFor, 15*time.Minute)
+	o.dbTimeout = cmp.Or(o.dbTimeout, defaultDBTimeout)
 	if o.logger == nil {
 		o.logger, _ = newLogger(io.Discard, "text", "info")
 	}
@@ -154,7 +163,7 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	if db == "" {
 		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
-	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor}
+	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout}
 }
 
 // restartLimiter gives the server a new limiter of its kind, and a new

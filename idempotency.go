@@ -104,22 +104,34 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 	}
 	defer done()
 	hash := requestHash(p)
-	rec, found, err := pets.store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-idempotencyTTL))
-	if err != nil {
-		return Pet{}, false, err
-	}
-	if found {
-		if !bytes.Equal(rec.RequestHash, hash) {
-			return Pet{}, false, errorf(codeIdempotencyMismatch,
-				"this Idempotency-Key was used with a different body; use a new key for a new pet")
-		}
-		pet, err := pets.store.GetPet(ctx, rec.PetID)
-		return pet, true, err
+	if pet, found, err := replay(ctx, pets.store, now, apiKeyID, key, hash); found || err != nil {
+		return pet, found, err
 	}
 	pet, err = pets.create(ctx, p, &idempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
 	if errors.Is(err, errIdempotencyTaken) {
-		// Another process sharing the database got there first.
+		// The key's record was committed first by another server, or by
+		// an earlier try of this request whose answer was lost (a 503 that
+		// could not say whether it was stored) and that reached the
+		// database late: its pet is the one to answer with.
+		if pet, found, err := replay(ctx, pets.store, now, apiKeyID, key, hash); found || err != nil {
+			return pet, found, err
+		}
 		return Pet{}, false, errIdempotencyInFlight
 	}
 	return pet, false, err
+}
+
+// replay returns the pet that a live record of the Idempotency-Key created,
+// with found=true, when there is one for the same body.
+func replay(ctx context.Context, store storage, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet Pet, found bool, err error) {
+	rec, found, err := store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-idempotencyTTL))
+	if err != nil || !found {
+		return Pet{}, false, err
+	}
+	if !bytes.Equal(rec.RequestHash, hash) {
+		return Pet{}, false, errorf(codeIdempotencyMismatch,
+			"this Idempotency-Key was used with a different body; use a new key for a new pet")
+	}
+	pet, err = store.GetPet(ctx, rec.PetID)
+	return pet, err == nil, err
 }

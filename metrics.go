@@ -33,11 +33,13 @@ type metrics struct {
 	requests atomic.Pointer[map[requestSeries]prometheus.Observer]
 	mu       sync.Mutex
 
-	decisions    [limitOutcomes]prometheus.Counter
-	authFailures [authReasons]prometheus.Counter
-	fallback     prometheus.Gauge
-	dbCalls      *prometheus.HistogramVec
-	redisCalls   *prometheus.HistogramVec
+	decisions     [limitOutcomes]prometheus.Counter
+	authFailures  [authReasons]prometheus.Counter
+	dbUnavailable [dbFailures]prometheus.Counter
+	fallback      prometheus.Gauge
+	dbDown        prometheus.Gauge
+	dbCalls       *prometheus.HistogramVec
+	redisCalls    *prometheus.HistogramVec
 }
 
 // requestBuckets are OpenTelemetry's default histogram boundaries (in
@@ -64,6 +66,10 @@ func newMetrics() *metrics {
 		fallback: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "petstore_ratelimit_fallback",
 			Help: "1 while Redis is unreachable and each server limits on its own, else 0.",
+		}),
+		dbDown: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_database_down",
+			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0.",
 		}),
 		dbCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "petstore_database_call_duration_seconds",
@@ -92,10 +98,18 @@ func newMetrics() *metrics {
 	for r := authMissing; r < authReasons; r++ {
 		m.authFailures[r] = authFailures.WithLabelValues(authReasonNames[r])
 	}
+	dbUnavailable := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_database_unavailable_total",
+		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
+			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).",
+	}, []string{"cause"})
+	for f := dbTimeout; f < dbFailures; f++ {
+		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(dbFailureNames[f])
+	}
 
 	build := readBuildInfo()
 	m.registry.MustRegister(
-		m.requestDuration, decisions, authFailures, m.fallback, m.dbCalls, m.redisCalls,
+		m.requestDuration, decisions, authFailures, dbUnavailable, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_build_info",
 			Help: "Always 1; the labels say which build is running.",
@@ -137,6 +151,9 @@ func (m *metrics) observeRequest(r *http.Request, info *requestInfo, code int, t
 	}
 	if code == http.StatusUnauthorized && info.auth.reason != 0 {
 		m.authFailures[info.auth.reason].Inc()
+	}
+	if code == http.StatusServiceUnavailable && info.db != 0 {
+		m.dbUnavailable[info.db].Inc()
 	}
 }
 
@@ -309,14 +326,26 @@ func (m *metrics) redisHooks() redisHooks {
 // setRateLimitFallback sets petstore_ratelimit_fallback: on while Redis is
 // unreachable and limits are kept in process.
 func (m *metrics) setRateLimitFallback(on bool) {
-	if m == nil {
-		return
+	if m != nil {
+		setFlag(m.fallback, on)
 	}
+}
+
+// setDatabaseDown sets petstore_database_down: on while the health probe
+// finds the database unreachable.
+func (m *metrics) setDatabaseDown(down bool) {
+	if m != nil {
+		setFlag(m.dbDown, down)
+	}
+}
+
+// setFlag sets a gauge that is 1 while something holds, else 0.
+func setFlag(g prometheus.Gauge, on bool) {
+	v := 0.0
 	if on {
-		m.fallback.Set(1)
-	} else {
-		m.fallback.Set(0)
+		v = 1
 	}
+	g.Set(v)
 }
 
 // adminHandler is the admin listener's surface: metrics and profiles, never

@@ -254,6 +254,8 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		"petstore_database_call_duration_seconds": dto.MetricType_HISTOGRAM,
 		"petstore_redis_call_duration_seconds":    dto.MetricType_HISTOGRAM,
 		"petstore_ratelimit_fallback":             dto.MetricType_GAUGE,
+		"petstore_database_unavailable_total":     dto.MetricType_COUNTER,
+		"petstore_database_down":                  dto.MetricType_GAUGE,
 		"petstore_build_info":                     dto.MetricType_GAUGE,
 		"go_goroutines":                           dto.MetricType_GAUGE,
 		"go_memstats_heap_alloc_bytes":            dto.MetricType_GAUGE,
@@ -274,7 +276,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		}
 	}
 
-	allowedLabels := []string{"method", "route", "code", "decision", "reason", "operation", "action", "version", "goversion", "revision"}
+	allowedLabels := []string{"method", "route", "code", "decision", "reason", "cause", "operation", "action", "version", "goversion", "revision"}
 	for name, f := range families {
 		if !strings.HasPrefix(name, "petstore_") {
 			continue
@@ -565,7 +567,7 @@ func TestReadinessWhileDrainingIsRefusedAndCounted(t *testing.T) {
 	}
 }
 
-var _ storage = (*timedStorage)(nil)
+var _ storage = (*boundStorage)(nil)
 
 func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
 	raw, err := os.ReadFile("deploy/grafana-dashboard.json")
@@ -673,10 +675,10 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 }
 
 func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
-	proxy := startRedisProxy(t)
+	proxy, redisURL := startRedisProxy(t)
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{redis: true, metrics: m})
-	s.useRedisThrough(t, proxy.url, io.Discard, m.redisHooks())
+	s.useRedisThrough(t, redisURL, io.Discard, m.redisHooks())
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()
@@ -694,12 +696,12 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 		t.Errorf("petstore_ratelimit_fallback = %v while Redis answers, want 0", v)
 	}
 
-	proxy.set("refuse")
+	proxy.set("drop")
 	s.do("GET", "/v1/pets", key, "")
 	if v := fallback(); v != 1 {
 		t.Errorf("petstore_ratelimit_fallback = %v while Redis is away, want 1", v)
 	}
-	proxy.set("forward")
+	proxy.set("pass")
 	s.clock.advance(redisProbeEvery)
 	s.do("GET", "/v1/pets", key, "")
 	if v := fallback(); v != 0 {

@@ -25,6 +25,9 @@ type requestInfo struct {
 	// rateLimit is the limiter's decision, for the metrics; 0 when the
 	// request was not rate limited (/healthz, /docs).
 	rateLimit limitOutcome
+	// db is why the database could not serve the request, answered 503,
+	// for the metrics; 0 when it is not that.
+	db dbFailure
 
 	// values backs the response's header values (see headerValue).
 	values  [6]string

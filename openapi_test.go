@@ -555,6 +555,7 @@ func TestOpenAPIResponsesDocumentTheirHeadersAndErrorShape(t *testing.T) {
 		"403": {"WWW-Authenticate"},
 		"405": {"Allow"},
 		"429": {"Retry-After"},
+		"503": {"Retry-After"},
 	}
 	byOperation := map[string][]string{
 		"listPets 200":  {"Link"},

@@ -60,7 +60,7 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 				t.Fatalf("after the disk is back: %d %s", w.Code, w.Body)
 			}
 			list := s.do("GET", "/v1/pets?limit=100", key, "")
-			database := newPetCache(s.store)
+			database := newPetCache(s.store, defaultDBTimeout)
 			want, _ := database.list(context.Background(), "", 0, 100)
 			if list.Body.String() != string(want.body) {
 				t.Fatalf("memory and database disagree after the outage:\n%s\n%s", list.Body, want.body)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // petCache holds a copy of every pet in memory and answers pet reads from it
@@ -31,8 +33,10 @@ import (
 type petCache struct {
 	store  storage
 	shared bool
+	// timeout bounds the database work of one create (--db-timeout).
+	timeout time.Duration
 
-	tailMu sync.Mutex // one tail at a time, so that none appends a pet twice
+	tailing chan struct{} // held by the one tail at a time, so that none appends a pet twice
 
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
@@ -120,9 +124,9 @@ func (ch *petChunk) set(i int, id, category int64) {
 	}
 }
 
-func newPetCache(store storage) *petCache {
-	c := &petCache{store: store, shared: store.Shared()}
-	c.commits = batcher[petInsert]{max: maxBatch, run: c.write}
+func newPetCache(store storage, timeout time.Duration) *petCache {
+	c := &petCache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
+	c.commits = batcher[petInsert]{max: maxBatch, maxQueued: maxQueuedCreates, run: c.write}
 	return c
 }
 
@@ -132,6 +136,9 @@ type page struct {
 	body []byte
 	next int64
 }
+
+// loadRetryEvery is the pause before a failed load is tried again.
+const loadRetryEvery = time.Second
 
 // loadBatch is how many pets load reads per query. A batch takes a
 // couple of milliseconds; between batches requests get the CPU, so that
@@ -176,13 +183,25 @@ func (c *petCache) loadBatch(ctx context.Context) (int, error) {
 	})
 }
 
-// loadInBackground runs load and logs how it went.
+// loadInBackground runs load, again after a pause while it fails (the
+// database away: reads go to it meanwhile), and logs how it went.
 func (c *petCache) loadInBackground(ctx context.Context, logger *slog.Logger) {
-	if err := c.load(ctx); err != nil {
-		if ctx.Err() == nil {
-			logger.Error("copy pets into memory; reads keep going to the database", "err", err)
+	for failures := 0; ; failures++ {
+		err := c.load(ctx)
+		if err == nil {
+			break
 		}
-		return
+		if ctx.Err() != nil {
+			return
+		}
+		if failures == 0 {
+			logger.Warn("copy pets into memory; reads go to the database until it is done, tried again every "+loadRetryEvery.String(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(loadRetryEvery):
+		}
 	}
 	c.mu.RLock()
 	n := c.count
@@ -383,8 +402,12 @@ func (c *petCache) tail(ctx context.Context) error {
 	if !c.loaded.Load() {
 		return nil
 	}
-	c.tailMu.Lock()
-	defer c.tailMu.Unlock()
+	select {
+	case c.tailing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.tailing }()
 	for {
 		c.mu.RLock()
 		after := c.lastID()
@@ -405,19 +428,38 @@ func (c *petCache) tail(ctx context.Context) error {
 	}
 }
 
+// deadline is the context of one create's database work, however many
+// calls it makes: it ends after the timeout, and not when the client hangs
+// up, as the create may share a commit with others.
+func (c *petCache) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+}
+
 // create stores p (with rec, when the request had an Idempotency-Key) and
 // puts it in the copy before returning, so the 201 that follows is never
-// ahead of a list. Concurrent creates share commits (group commit).
+// ahead of a list. Concurrent creates share commits (group commit). ctx is
+// the create's deadline.
 func (c *petCache) create(ctx context.Context, p Pet, rec *idempotencyRecord) (Pet, error) {
-	insert, err := c.commits.do(context.WithoutCancel(ctx), petInsert{Pet: p, Idem: rec})
-	if err != nil {
-		return insert.Pet, err
+	insert, err := c.commits.do(ctx, petInsert{Pet: p, Idem: rec})
+	switch {
+	case errors.Is(err, errQueueFull):
+		return Pet{}, errDatabase(dbPoolExhausted, err)
+	case errors.Is(err, errNotRun):
+		return Pet{}, errDatabase(dbTimeout, err)
+	case err != nil:
+		return Pet{}, err
 	}
 	return insert.Pet, insert.Err
 }
 
-// maxBatch bounds one commit, so that no create waits behind too many.
-const maxBatch = 256
+// maxBatch bounds one commit, so that no create waits behind too many;
+// maxQueuedCreates bounds the creates waiting for a commit, so that while
+// the database stalls the next ones are answered 503 at once rather than
+// at the deadline.
+const (
+	maxBatch         = 256
+	maxQueuedCreates = 4 * maxBatch
+)
 
 // write stores a batch of creates in one transaction and adds them to the
 // copy.

@@ -30,11 +30,11 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 	if _, err := s.sqlite.write.Exec(`DELETE FROM pets WHERE (id < 5000 AND id % 7 = 0) OR id BETWEEN 3000 AND 3500 OR id < 3`); err != nil {
 		t.Fatal(err)
 	}
-	memory := newPetCache(s.store)
+	memory := newPetCache(s.store, defaultDBTimeout)
 	if err := memory.load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	database := newPetCache(s.store) // never loaded: reads go to SQLite
+	database := newPetCache(s.store, defaultDBTimeout) // never loaded: reads go to SQLite
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 2_000 {
@@ -71,7 +71,7 @@ func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
 	ctx := context.Background()
 	seedPets(t, s.sqlite.write, 25_000)
-	pets := newPetCache(s.store)
+	pets := newPetCache(s.store, defaultDBTimeout)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := pets.load(ctx); err != nil {

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -202,19 +201,15 @@ func listenAndClose(t *testing.T) string {
 // once it is back, everything works again by itself, and nothing
 // acknowledged was lost.
 func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
-	base := testPostgresURL(t)
-	u, _ := url.Parse(base)
-	proxy := newTCPProxy(t, u.Host)
-	v := *u
-	v.Host = proxy.addr
-	s := newTestServerWith(t, testOptions{postgres: true, db: v.String()})
+	proxy, db := faultProxyTo(t, testPostgresURL(t))
+	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	key := s.mustCreateKey("business")
 	before := apiAddPets(s, key, "available", "sold")
 	if w := s.do("GET", "/readyz", "", ""); w.Code != http.StatusOK {
 		t.Fatalf("/readyz with the database up: %d", w.Code)
 	}
 
-	proxy.stop()
+	proxy.set("drop")
 	for _, req := range []struct{ method, target, body string }{
 		{"GET", "/v1/pets", ""}, // the last page: newer pets may be in the database
 		{"GET", "/v1/pets/" + strconv.FormatInt(before[1].ID+1, 10), ""},
@@ -228,7 +223,7 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 		t.Errorf("a pet the copy holds, with the database gone: %d, want 200", w.Code)
 	}
 
-	proxy.start()
+	proxy.set("pass")
 	after := apiAddPets(s, key, "pending")
 	if w := s.do("GET", "/readyz", "", ""); w.Code != http.StatusOK {
 		t.Errorf("/readyz once the database is back: %d", w.Code)
@@ -237,66 +232,6 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 	if want := append(before, after...); !slices.Equal(apiIDs(listed), apiIDs(want)) {
 		t.Errorf("pets after the outage: %v, want %v", apiIDs(listed), apiIDs(want))
 	}
-}
-
-// tcpProxy forwards connections to a target until stopped, which also cuts
-// the connections it holds: a database that went away, as seen by a client.
-type tcpProxy struct {
-	t      *testing.T
-	target string
-	addr   string
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  []net.Conn
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	p := &tcpProxy{t: t, target: target, addr: listenAndClose(t)}
-	p.start()
-	t.Cleanup(p.stop)
-	return p
-}
-
-func (p *tcpProxy) start() {
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { io.Copy(up, c); up.Close() }()
-			go func() { io.Copy(c, up); c.Close() }()
-		}
-	}()
-}
-
-func (p *tcpProxy) stop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		if err := p.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			p.t.Error(err)
-		}
-	}
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
 }
 
 // Servers that start at once on a new database each find the schema made
@@ -320,7 +255,7 @@ func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
 	}
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	var version int
-	if err := s.store.(*pgStore).pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
+	if err := s.pg.pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
 		t.Errorf("schema version %d (%v), want %d", version, err, len(pgMigrations))
 	}
 }

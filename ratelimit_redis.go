@@ -188,9 +188,12 @@ type redisConfig struct {
 	banFor   time.Duration
 	now      func() time.Time
 	// usage returns a key's stored count for a day (Store.Usage).
-	usage  func(ctx context.Context, keyID int64, day string) (int64, error)
-	logger *slog.Logger
-	hooks  redisHooks
+	usage func(ctx context.Context, keyID int64, day string) (int64, error)
+	// dbTimeout bounds a seed's wait for the database (--db-timeout),
+	// the wait for another seed or a flush included.
+	dbTimeout time.Duration
+	logger    *slog.Logger
+	hooks     redisHooks
 	// scriptNow, in tests only, is the script's clock instead of Redis TIME.
 	scriptNow func() time.Time
 }
@@ -214,7 +217,7 @@ type redisLimiter struct {
 	// storing is held while a flush writes, and while a seed reads the
 	// database and the counts not yet written, so that a seed sees each
 	// request once: written or still here.
-	storing  sync.Mutex
+	storing  chan struct{} // a lock whose wait a seed bounds
 	mu       sync.Mutex
 	unstored map[keyDay]int64 // granted through Redis, not yet in the database
 	// unsure are the counts Redis may lack after an outage: of the keys this
@@ -275,6 +278,7 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 	r := &redisLimiter{
 		redisConfig: cfg,
 		client:      redis.NewClient(opts),
+		storing:     make(chan struct{}, 1),
 		unstored:    make(map[keyDay]int64),
 		unsure:      make(map[keyDay]bool),
 		policies:    make(map[limits]string),
@@ -508,8 +512,14 @@ func (r *redisLimiter) policy(lim limits) string {
 // seeds a count Redis has lost; other servers' unwritten requests (their
 // last flush interval's, at most) are not in it.
 func (r *redisLimiter) known(ctx context.Context, keyID, day int64) (int64, error) {
-	r.storing.Lock()
-	defer r.storing.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, r.dbTimeout)
+	defer cancel()
+	select {
+	case r.storing <- struct{}{}:
+	case <-ctx.Done():
+		return 0, errDatabase(dbTimeout, fmt.Errorf("wait for the stored usage: %w", ctx.Err()))
+	}
+	defer func() { <-r.storing }()
 	n, err := r.usage(ctx, keyID, dayString(day))
 	if err != nil {
 		return 0, err
@@ -616,8 +626,8 @@ func (r *redisLimiter) answered() {
 // flush writes the requests granted through Redis, then the fallback's.
 // What fails to be written stays for the next flush.
 func (r *redisLimiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
-	r.storing.Lock()
-	defer r.storing.Unlock()
+	r.storing <- struct{}{}
+	defer func() { <-r.storing }()
 	r.mu.Lock()
 	taken := r.unstored
 	if len(taken) > 0 {

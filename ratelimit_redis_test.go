@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -258,93 +257,11 @@ func TestPeekSpendsNothing(t *testing.T) {
 	})
 }
 
-// redisProxy stands between the limiter and Redis, so that a test can take
-// Redis away: "refuse" closes every connection and each new one at once, as
-// a Redis that went down; "hang" holds new connections without an answer,
-// as one behind a dead network.
-type redisProxy struct {
-	ln       net.Listener
-	target   string
-	url      string
-	accepted atomic.Int64
-
-	mu    sync.Mutex
-	mode  string
-	conns map[net.Conn]bool
-}
-
-func startRedisProxy(t *testing.T) *redisProxy {
+// startRedisProxy is a faultProxy between a server and the test's Redis;
+// its URL reaches Redis through it.
+func startRedisProxy(t *testing.T) (*faultProxy, string) {
 	t.Helper()
-	u, err := url.Parse(testRedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := redis.ParseURL(u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = ln.Addr().String()
-	p := &redisProxy{ln: ln, target: opts.Addr, url: u.String(), mode: "forward", conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.set("refuse")
-	})
-	return p
-}
-
-func (p *redisProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.accepted.Add(1)
-		p.mu.Lock()
-		mode := p.mode
-		if mode != "refuse" {
-			p.conns[c] = true
-		}
-		p.mu.Unlock()
-		switch mode {
-		case "refuse":
-			c.Close()
-		case "forward":
-			go p.forward(c)
-		}
-	}
-}
-
-func (p *redisProxy) forward(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[up] = true
-	p.mu.Unlock()
-	go func() {
-		io.Copy(up, c)
-		up.Close()
-	}()
-	io.Copy(c, up)
-	c.Close()
-}
-
-// set switches the mode and cuts every connection open.
-func (p *redisProxy) set(mode string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.mode = mode
-	for c := range p.conns {
-		c.Close()
-	}
-	clear(p.conns)
+	return faultProxyTo(t, testRedisURL(t))
 }
 
 // fallbackEvents records what the limiter tells the fallback hook.
@@ -386,7 +303,7 @@ func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writ
 	logger, _ := newLogger(logs, "text", "info")
 	r, err := newRedisLimiter(context.Background(), redisConfig{
 		url: redisURL, prefix: s.redisPrefix, banAfter: s.opts.banAfter, banFor: s.opts.banFor,
-		now: s.clock.now, usage: s.store.Usage, logger: logger, hooks: hooks, scriptNow: s.clock.now,
+		now: s.clock.now, usage: s.store.Usage, dbTimeout: s.cfg.dbTimeout, logger: logger, hooks: hooks, scriptNow: s.clock.now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -398,11 +315,11 @@ func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writ
 }
 
 func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
-	proxy := startRedisProxy(t)
+	proxy, redisURL := startRedisProxy(t)
 	s := newTestServerWith(t, testOptions{redis: true})
 	logs := &syncBuffer{}
 	var events fallbackEvents
-	r := s.useRedisThrough(t, proxy.url, logs, events.hooks())
+	r := s.useRedisThrough(t, redisURL, logs, events.hooks())
 	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 20})
 	for i := range 10 {
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
@@ -413,7 +330,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 		t.Error("the call hook heard no script run")
 	}
 
-	proxy.set("refuse")
+	proxy.set("drop")
 	// This server now limits alone, from the count it knows: 10 of 20.
 	for i := range 10 {
 		w := s.do("GET", "/v1/pets", key, "")
@@ -436,7 +353,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 		t.Errorf("a probe dialed %d times, want once", got-dialed)
 	}
 
-	proxy.set("forward")
+	proxy.set("pass")
 	s.clock.advance(redisProbeEvery)
 	// Back on Redis, whose count is raised to the 20 this server knows of.
 	w := s.do("GET", "/v1/pets", key, "")
@@ -469,16 +386,16 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 	for _, restarted := range []bool{true, false} {
 		t.Run(fmt.Sprintf("restarted=%v", restarted), func(t *testing.T) {
-			proxy := startRedisProxy(t)
+			proxy, redisURL := startRedisProxy(t)
 			a := newTestServerWith(t, testOptions{redis: true})
-			a.useRedisThrough(t, proxy.url, io.Discard, redisHooks{})
+			a.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
 			b := *a
-			b.useRedisThrough(t, proxy.url, io.Discard, redisHooks{})
+			b.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
 			key := a.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 100})
 			for range 10 {
 				a.do("GET", "/v1/pets", key, "")
 			}
-			proxy.set("refuse")
+			proxy.set("drop")
 			for range 5 {
 				for _, s := range []*testServer{a, &b} {
 					if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
@@ -494,7 +411,7 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			proxy.set("forward")
+			proxy.set("pass")
 			a.clock.advance(redisProbeEvery)
 			for i, s := range []*testServer{a, &b, a, &b} {
 				w := s.do("GET", "/v1/pets", key, "")
@@ -507,12 +424,12 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 }
 
 func TestRedisThatHangsIsCutShort(t *testing.T) {
-	proxy := startRedisProxy(t)
+	proxy, redisURL := startRedisProxy(t)
 	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.useRedisThrough(t, proxy.url, io.Discard, redisHooks{})
+	r := s.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
 	key := s.mustCreateKey("free")
 	s.do("GET", "/v1/pets", key, "")
-	proxy.set("hang")
+	proxy.set("stall")
 	start := time.Now()
 	w := s.do("GET", "/v1/pets", key, "")
 	if took := time.Since(start); took > time.Second {
@@ -605,8 +522,9 @@ func BenchmarkRedisLimiterAllow(b *testing.B) {
 	prefix := testRedisPrefix(b)
 	r, err := newRedisLimiter(context.Background(), redisConfig{
 		url: testRedisURL(b), prefix: prefix, banAfter: 10, banFor: time.Minute, now: time.Now,
-		usage:  func(context.Context, int64, string) (int64, error) { return 0, nil },
-		logger: discardLogger(),
+		usage:     func(context.Context, int64, string) (int64, error) { return 0, nil },
+		dbTimeout: defaultDBTimeout,
+		logger:    discardLogger(),
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -46,7 +46,16 @@ type serveConfig struct {
 	// shutdownDelay: after a stop signal, /readyz fails for this long while
 	// requests are still served, so a load balancer stops sending first.
 	shutdownDelay time.Duration
+	// dbTimeout bounds the database work of a request, and each call of the
+	// server's own upkeep: past it, 503 unavailable.
+	dbTimeout time.Duration
 }
+
+// defaultDBTimeout is --db-timeout's default: far above what a healthy
+// database takes (a group commit, a page of 100, a lock held by a key
+// command: milliseconds), far below a client's or a load balancer's patience
+// (30 s at HAProxy) and the 10 s a shutdown grants requests in flight.
+const defaultDBTimeout = 3 * time.Second
 
 func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
@@ -61,6 +70,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
+	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
@@ -78,6 +88,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	if cfg.shutdownDelay < 0 {
 		return usagef("--shutdown-delay must be 0 or more")
+	}
+	if cfg.dbTimeout <= 0 {
+		return usagef("--db-timeout must be above 0")
 	}
 	if cfg.banAfter < 0 || cfg.banFor <= 0 {
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")

@@ -82,8 +82,9 @@ type storage interface {
 	// Maintain runs the engine's own background work until ctx ends,
 	// logging what fails: on PostgreSQL it calls petsAdded whenever other
 	// servers may have stored pets; on SQLite it checkpoints the WAL into
-	// the database file.
-	Maintain(ctx context.Context, petsAdded func(), logger *slog.Logger)
+	// the database file. Work that waits on the database ends within
+	// timeout (--db-timeout).
+	Maintain(ctx context.Context, timeout time.Duration, petsAdded func(), logger *slog.Logger)
 	// Snapshot reads everything the store holds, as it is at this moment,
 	// for petstore copy. The caller closes it.
 	Snapshot(ctx context.Context) (snapshot, error)

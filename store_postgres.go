@@ -194,17 +194,22 @@ func (s *pgStore) Close() error {
 }
 
 func (s *pgStore) Ping(ctx context.Context) error {
-	return pgError(s.pool.Ping(ctx))
+	return s.pgError(s.pool.Ping(ctx))
 }
 
 // retry runs fn again, once, when it failed before anything reached the
 // server: a pooled connection that a database restart left dead.
-func retry(fn func() error) error {
+func (s *pgStore) retry(fn func() error) error {
+	return s.pgError(retrySafe(fn))
+}
+
+// retrySafe is retry without turning the error into an Error.
+func retrySafe(fn func() error) error {
 	err := fn()
 	if err != nil && pgconn.SafeToRetry(err) {
 		err = fn()
 	}
-	return pgError(err)
+	return err
 }
 
 // CreatePets stores the batch in one transaction under a transaction-scoped
@@ -235,7 +240,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	}
 	now := s.now()
 	var ids, taken []int64
-	err := retry(func() error {
+	err := retrySafe(func() error {
 		ids, taken = ids[:0], taken[:0]
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1, $2)`, lockPets, s.lockSpace)
@@ -280,7 +285,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		return s.pool.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return err
+		return s.createError(err)
 	}
 	if len(ids) != n {
 		return fmt.Errorf("stored %d pets of a batch of %d", len(ids), n)
@@ -293,6 +298,23 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		}
 	}
 	return nil
+}
+
+// createError is pgError for a batch of creates, which also tells when the
+// batch may have committed all the same: it was sent, and the connection
+// failed or the deadline passed before PostgreSQL answered. A batch never
+// sent (no connection was had, or a dead one failed before anything reached
+// the server) or that PostgreSQL answered with an error is not stored.
+func (s *pgStore) createError(err error) error {
+	failed := s.pgError(err)
+	var pgErr *pgconn.PgError
+	var connectErr *pgconn.ConnectError
+	unsent := pgconn.SafeToRetry(err) || errors.As(err, &pgErr) || errors.As(err, &connectErr) ||
+		(errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err))
+	if failure := dbFailureOf(failed); failure != 0 && !unsent {
+		return errOutcomeUnknown(failure, err)
+	}
+	return failed
 }
 
 // petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
@@ -311,10 +333,10 @@ const petsPollEvery = time.Second
 
 // Maintain follows the pets other servers store: petsAdded is called on
 // each of their notices and on a poll for the notices a broken connection
-// missed.
-func (s *pgStore) Maintain(ctx context.Context, petsAdded func(), _ *slog.Logger) {
+// missed. The listening connection's steps end within timeout.
+func (s *pgStore) Maintain(ctx context.Context, timeout time.Duration, petsAdded func(), _ *slog.Logger) {
 	var wg sync.WaitGroup
-	wg.Go(func() { s.ListenPets(ctx, petsAdded) })
+	wg.Go(func() { s.ListenPets(ctx, timeout, petsAdded) })
 	wg.Go(func() { every(ctx, petsPollEvery, petsAdded) })
 	wg.Wait()
 }
@@ -322,22 +344,56 @@ func (s *pgStore) Maintain(ctx context.Context, petsAdded func(), _ *slog.Logger
 // ListenPets calls fn each time pets were stored, by any server, until ctx
 // ends. It listens on a connection of its own, which it makes anew when it
 // breaks; notices sent while it was down are missed, so a poll must back it.
-func (s *pgStore) ListenPets(ctx context.Context, fn func()) {
+// Connecting, LISTEN and the check of a quiet connection each end within
+// timeout (--db-timeout), so a connection that stalled is found and made
+// anew.
+func (s *pgStore) ListenPets(ctx context.Context, timeout time.Duration, fn func()) {
 	for ctx.Err() == nil {
-		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
-		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.petsChannel()}.Sanitize())
-			for err == nil {
-				_, err = conn.WaitForNotification(ctx)
-				if err == nil {
-					fn()
-				}
-			}
-			conn.Close(context.WithoutCancel(ctx))
-		}
+		s.listen(ctx, timeout, fn)
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listenCheckEvery is how long the listening connection may stay quiet
+// before it is asked whether it still answers.
+const listenCheckEvery = 5 * time.Second
+
+// listen is one connection of ListenPets, until it fails.
+func (s *pgStore) listen(ctx context.Context, timeout time.Duration, fn func()) error {
+	bounded, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(bounded, s.pool.Config().ConnConfig)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		conn.Close(closing)
+	}()
+	if _, err := conn.Exec(bounded, "LISTEN "+pgx.Identifier{s.petsChannel()}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		quiet, cancel := context.WithTimeout(ctx, listenCheckEvery)
+		_, err := conn.WaitForNotification(quiet)
+		cancel()
+		switch {
+		case err == nil:
+			fn()
+		case ctx.Err() == nil && pgconn.Timeout(err):
+			// A quiet timeout leaves the connection usable.
+			check, cancel := context.WithTimeout(ctx, timeout)
+			err = conn.Ping(check)
+			cancel()
+			if err != nil {
+				return err
+			}
+		default:
+			return err
 		}
 	}
 }
@@ -347,7 +403,7 @@ const petColumns = `id, name, category_id, status`
 func (s *pgStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 	var p Pet
 	var status *string
-	err := retry(func() error {
+	err := s.retry(func() error {
 		return s.pool.QueryRow(ctx, `SELECT `+petColumns+` FROM pets WHERE id = $1`, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -380,7 +436,7 @@ func (s *pgStore) scanPets(ctx context.Context, status string, after int64, limi
 		query, args = `SELECT `+petColumns+` FROM pets WHERE status = $3 AND id > $1 ORDER BY id LIMIT $2`, append(args, status)
 	}
 	n := 0
-	err := retry(func() error {
+	err := s.retry(func() error {
 		n = 0
 		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
@@ -400,7 +456,7 @@ func (s *pgStore) scanPets(ctx context.Context, status string, after int64, limi
 
 func (s *pgStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
 	var created int64
-	err = retry(func() error {
+	err = s.retry(func() error {
 		return s.pool.QueryRow(ctx,
 			`SELECT request_hash, pet_id, created_at FROM idempotency WHERE key_id = $1 AND idem_key = $2 AND created_at >= $3`,
 			keyID, key, since.Unix()).Scan(&rec.RequestHash, &rec.PetID, &created)
@@ -417,7 +473,7 @@ func (s *pgStore) IdempotencyRecord(ctx context.Context, keyID int64, key string
 
 func (s *pgStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency WHERE created_at < $1`, cutoff.Unix())
-	return tag.RowsAffected(), pgError(err)
+	return tag.RowsAffected(), s.pgError(err)
 }
 
 func (s *pgStore) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error) {
@@ -539,13 +595,13 @@ func pgInsertAuditEvents(ctx context.Context, tx pgx.Tx, events ...auditEvent) e
 
 // AddAuditEvents appends events in one transaction.
 func (s *pgStore) AddAuditEvents(ctx context.Context, events []auditEvent) error {
-	return pgError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return pgInsertAuditEvents(ctx, tx, events...) }))
+	return s.pgError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return pgInsertAuditEvents(ctx, tx, events...) }))
 }
 
 func (s *pgStore) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
 	query, args := auditQuery(filter, func(n int) string { return "$" + strconv.Itoa(n) })
 	var events []auditEvent
-	err := retry(func() error {
+	err := s.retry(func() error {
 		rows, err := s.pool.Query(ctx, query, args...)
 		if err != nil {
 			return err
@@ -561,7 +617,7 @@ func (s *pgStore) AuditEvents(ctx context.Context, filter auditFilter) ([]auditE
 
 func (s *pgStore) AuditCounts(ctx context.Context) (map[string]int64, error) {
 	counts := make(map[string]int64)
-	err := retry(func() error {
+	err := s.retry(func() error {
 		rows, err := s.pool.Query(ctx, auditCountsQuery)
 		if err != nil {
 			return err
@@ -580,7 +636,7 @@ func (s *pgStore) AuditCounts(ctx context.Context) (map[string]int64, error) {
 // keysTx runs fn in a transaction that also bumps keys_version, so that
 // every running server reloads its keys.
 func (s *pgStore) keysTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return pgError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.pgError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -591,7 +647,7 @@ func (s *pgStore) keysTx(ctx context.Context, fn func(pgx.Tx) error) error {
 
 func (s *pgStore) Keys(ctx context.Context) ([]apiKey, error) {
 	var keys []apiKey
-	err := retry(func() error {
+	err := s.retry(func() error {
 		rows, err := s.pool.Query(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
 		if err != nil {
 			return err
@@ -603,7 +659,7 @@ func (s *pgStore) Keys(ctx context.Context) ([]apiKey, error) {
 }
 
 func (s *pgStore) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
-	err = retry(func() error {
+	err = s.retry(func() error {
 		k, err = scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = $1`, hash).Scan)
 		return err
 	})
@@ -618,7 +674,7 @@ func (s *pgStore) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool
 
 func (s *pgStore) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
-	err := retry(func() error {
+	err := s.retry(func() error {
 		return s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE name = 'keys_version'`).Scan(&v)
 	})
 	return v, err
@@ -632,7 +688,7 @@ func (s *pgStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
 	for i, u := range uses {
 		ids[i], minutes[i] = u.KeyID, u.Minute.Unix()
 	}
-	return retry(func() error {
+	return s.retry(func() error {
 		_, err := s.pool.Exec(ctx, `UPDATE api_keys AS k SET last_used_at = greatest(coalesce(k.last_used_at, 0), t.minute)
 			FROM unnest($1::bigint[], $2::bigint[]) AS t(id, minute) WHERE k.id = t.id`, ids, minutes)
 		return err
@@ -641,7 +697,7 @@ func (s *pgStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
 
 func (s *pgStore) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
 	var n int64
-	err := retry(func() error {
+	err := s.retry(func() error {
 		return s.pool.QueryRow(ctx, `SELECT count FROM usage WHERE key_id = $1 AND day = $2`, keyID, day).Scan(&n)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -660,7 +716,7 @@ func (s *pgStore) AddUsage(ctx context.Context, counts []usageCount) error {
 		keyIDs[i], days[i], ns[i] = c.KeyID, c.Day, c.Count
 	}
 	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
-	return retry(func() error {
+	return s.retry(func() error {
 		b := &pgx.Batch{}
 		// Summed first: one statement may not update a row twice.
 		b.Queue(`INSERT INTO usage (key_id, day, count)
@@ -671,11 +727,13 @@ func (s *pgStore) AddUsage(ctx context.Context, counts []usageCount) error {
 	})
 }
 
-// pgError turns the failures that mean "the database cannot be reached
-// right now" (a connection refused or cut, a server shutting down or out of
-// connections) into an unavailable Error, which clients may retry. Errors
-// the database answered otherwise are returned as they are (500).
-func pgError(err error) error {
+// pgError turns the failures that mean "the database cannot serve us right
+// now" into an unavailable Error, which clients may retry, with its cause: a
+// deadline that passed waiting for an answer (timeout) or for a connection
+// of a pool whose every connection is taken (pool_exhausted); a connection
+// refused or cut, a server shutting down or out of connections (refused).
+// Errors the database answered otherwise are returned as they are (500).
+func (s *pgStore) pgError(err error) error {
 	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, context.Canceled) {
 		return err
 	}
@@ -687,15 +745,25 @@ func pgError(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
-			return errUnavailable(err)
+			return errDatabase(dbRefused, err)
 		}
 		return err
 	}
+	if errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+		// Not pgconn's: the deadline passed before a connection was had.
+		if st := s.pool.Stat(); st.AcquiredConns() >= st.MaxConns() {
+			return errDatabase(dbPoolExhausted, err)
+		}
+		return errDatabase(dbTimeout, err)
+	}
 	var netErr net.Error
+	if pgconn.Timeout(err) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		return errDatabase(dbTimeout, err)
+	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return errUnavailable(err)
+		pgconn.SafeToRetry(err) {
+		return errDatabase(dbRefused, err)
 	}
 	return err
 }
@@ -798,7 +866,7 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 		copiedEvent.At, copiedEvent.Details.Copied = auditTime(s.now()), &counts
 		return pgInsertAuditEvents(ctx, tx, copiedEvent)
 	})
-	return n, pgError(err)
+	return n, s.pgError(err)
 }
 
 // copyTable moves one table of src in with COPY and checks that as many

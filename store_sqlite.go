@@ -270,8 +270,9 @@ func (s *sqliteStore) Namespace() string { return "" }
 
 // Maintain checkpoints the WAL into the database file when checkpointPolicy
 // says it is time. No other server stores pets here: petsAdded is never
-// called.
-func (s *sqliteStore) Maintain(ctx context.Context, _ func(), logger *slog.Logger) {
+// called. A checkpoint waits for no lock, and what it copied stays copied,
+// so it is not cut short by timeout.
+func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, _ func(), logger *slog.Logger) {
 	policy := checkpointPolicy{doneAt: s.now()}
 	every(ctx, checkpointLookEvery, func() {
 		if err := s.checkpointIfDue(ctx, &policy, s.now()); err != nil && ctx.Err() == nil {
@@ -346,10 +347,15 @@ func (s *sqliteStore) Close() error {
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
-// Ping tells whether the database answers a query.
+// Ping tells whether the database takes writes: it takes the write lock, as
+// a create does, and lets it go at once. Reads would answer while another
+// process holds the lock and every create waits.
 func (s *sqliteStore) Ping(ctx context.Context) error {
-	var one int
-	return s.read.QueryRowContext(ctx, "SELECT 1").Scan(&one)
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	return storeError(tx.Rollback())
 }
 
 // backupSQLite writes a consistent copy of the live database at path to
@@ -454,6 +460,10 @@ func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		return storeError(err)
 	}
 	defer tx.Rollback()
+	// Holding the write lock, a statement waits for no other: only BEGIN
+	// and COMMIT (which watches BeginTx's context) need the deadline, and
+	// each statement that watched it would start a goroutine to do so.
+	ctx = context.WithoutCancel(ctx)
 	insertIdempotency := tx.StmtContext(ctx, s.insertIdempotency)
 	now := s.now()
 	for i := 0; i < len(batch); {
@@ -621,15 +631,21 @@ func nullString(s string) any {
 }
 
 // storeError turns the SQLite failures that mean "the disk is not there for
-// us right now" into an unavailable Error, which clients may retry. Others
-// are returned as they are and answered as 500.
+// us right now" into an unavailable Error, which clients may retry: a lock
+// another process held past the deadline (or busy_timeout) is a timeout, a
+// file that refuses the write is refused. Others are returned as they are
+// and answered as 500.
 func storeError(err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return errDatabase(dbTimeout, err)
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
-			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_PERM:
-			return errUnavailable(err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return errDatabase(dbTimeout, err)
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
+			return errDatabase(dbRefused, err)
 		}
 	}
 	return err
@@ -836,11 +852,11 @@ func (s *sqliteStore) Keys(ctx context.Context) ([]apiKey, error) {
 	for rows.Next() {
 		k, err := scanKey(rows.Scan)
 		if err != nil {
-			return nil, err
+			return nil, storeError(err)
 		}
 		keys = append(keys, k)
 	}
-	return keys, rows.Err()
+	return keys, storeError(rows.Err())
 }
 
 // KeyByHash returns the key with the given hash, or ok=false.
