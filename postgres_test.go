@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
@@ -470,4 +472,47 @@ func copyIDs(c *petCache) []int64 {
 		ids[pos] = c.idAt(pos)
 	}
 	return ids
+}
+
+// A server tails its copy of the pets on the notices of other servers'
+// creates, sent once they are committed; not on its own, whose pets are in
+// its copy already.
+func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
+	url := testPostgresURL(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	stores := make([]*pgStore, 2)
+	heard := make([]atomic.Int64, 2)
+	for i := range stores {
+		s, err := openPostgres(ctx, url, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+		wg.Go(func() { s.ListenPets(ctx, func() { heard[i].Add(1) }) })
+	}
+	listen := "LISTEN " + pgx.Identifier{stores[0].petsChannel()}.Sanitize()
+	waitFor(t, func() bool {
+		var n int
+		err := stores[0].pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1`, listen).Scan(&n)
+		return err == nil && n == len(stores)
+	})
+
+	for _, s := range stores {
+		if err := s.CreatePets(ctx, []petInsert{{Pet: Pet{Name: "Rex", CategoryID: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
+	// Notices reach a listener in the order they were sent, at once: any
+	// more would have come by now.
+	time.Sleep(300 * time.Millisecond)
+	for i := range stores {
+		if n := heard[i].Load(); n != 1 {
+			t.Errorf("server %d heard of pets %d times, want once (the other's)", i, n)
+		}
+	}
 }

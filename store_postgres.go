@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"runtime"
@@ -31,6 +33,12 @@ type pgStore struct {
 	// that two stores in one database, in different schemas, do not wait on
 	// each other, and it keeps their keys in one Redis apart.
 	lockSpace int32
+	// notice is the payload of this store's notices of new pets, so that
+	// its own listener can tell them apart: they are in its copy already.
+	notice string
+	// notices sends them once pets are stored; the batches stored while
+	// one is on its way, or within noticeGap of it, share the next.
+	notices batcher[struct{}]
 }
 
 // Advisory lock classes (the first key of the two-key lock functions).
@@ -136,7 +144,8 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
-	s := &pgStore{pool: pool, now: now}
+	s := &pgStore{pool: pool, now: now, notice: rand.Text()}
+	s.notices = batcher[struct{}]{max: math.MaxInt, run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
@@ -211,7 +220,8 @@ func retry(fn func() error) error {
 // advisory lock, so that ids commit in the order they are given: a reader
 // that sees a pet sees every pet with a smaller id that will ever exist, and
 // keyset pagination never skips one that commits late. The lock, the insert
-// and the idempotency records go in one pipeline: one round trip.
+// and the idempotency records go in one pipeline: one round trip. The other
+// servers are told once it is committed (sendNotice).
 func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	n := len(batch)
 	names := make([]string, n)
@@ -272,9 +282,6 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 				return err
 			})
 		}
-		// Other servers tail their copies of the pets on this notice,
-		// which PostgreSQL delivers when the batch commits.
-		b.Queue(`SELECT pg_notify($1, '')`, s.petsChannel())
 		// Sent without BEGIN, the pipeline is one implicit transaction:
 		// all of it commits, or none.
 		return s.pool.SendBatch(ctx, b).Close()
@@ -285,6 +292,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	if len(ids) != n {
 		return fmt.Errorf("stored %d pets of a batch of %d", len(ids), n)
 	}
+	go s.notices.do(context.WithoutCancel(ctx), struct{}{})
 	slices.Sort(ids)
 	for i := range batch {
 		batch[i].Pet.ID = ids[i]
@@ -293,6 +301,25 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		}
 	}
 	return nil
+}
+
+// noticeGap is the least time between two notices of one store: each
+// costs every other server a query (its tail), so a busy server sends at
+// most a hundred a second, however many batches it stores.
+const noticeGap = 10 * time.Millisecond
+
+// sendNotice tells the other servers that pets were stored: they tail
+// their copies of the pets on it. It is not part of the insert's
+// transaction, as a NOTIFY holds a lock of the whole PostgreSQL server
+// from its commit until the commit is on disk: every transaction that
+// notifies, in any database, waits for the one before it. Sent after the
+// commit, on its own, it needs no flush to disk (a notice lost in a crash
+// costs only freshness: the poll makes up for it), and no create waits for
+// it or for another application's notices.
+func (s *pgStore) sendNotice(ctx context.Context, _ []struct{}) error {
+	_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.petsChannel(), s.notice)
+	time.Sleep(noticeGap)
+	return err
 }
 
 // petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
@@ -319,17 +346,19 @@ func (s *pgStore) Maintain(ctx context.Context, petsAdded func(), _ *slog.Logger
 	wg.Wait()
 }
 
-// ListenPets calls fn each time pets were stored, by any server, until ctx
-// ends. It listens on a connection of its own, which it makes anew when it
-// breaks; notices sent while it was down are missed, so a poll must back it.
+// ListenPets calls fn each time another server (or store) stored pets,
+// until ctx ends. It listens on a connection of its own, which it makes anew
+// when it breaks; notices sent while it was down are missed, so a poll must
+// back it.
 func (s *pgStore) ListenPets(ctx context.Context, fn func()) {
 	for ctx.Err() == nil {
 		conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
 		if err == nil {
 			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.petsChannel()}.Sanitize())
 			for err == nil {
-				_, err = conn.WaitForNotification(ctx)
-				if err == nil {
+				var n *pgconn.Notification
+				n, err = conn.WaitForNotification(ctx)
+				if err == nil && n.Payload != s.notice {
 					fn()
 				}
 			}
