@@ -224,25 +224,7 @@ func retry(fn func() error) error {
 // servers are told once it is committed (sendNotice).
 func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	n := len(batch)
-	names := make([]string, n)
-	categories := make([]int64, n)
-	statuses := make([]*string, n)
-	var idemKeyIDs []*int64
-	var idemKeys []*string
-	var idemHashes [][]byte
-	for i := range batch {
-		p := &batch[i].Pet
-		names[i], categories[i] = p.Name, p.CategoryID
-		if p.Status != "" {
-			statuses[i] = &p.Status
-		}
-		if rec := batch[i].Idem; rec != nil {
-			if idemKeyIDs == nil {
-				idemKeyIDs, idemKeys, idemHashes = make([]*int64, n), make([]*string, n), make([][]byte, n)
-			}
-			idemKeyIDs[i], idemKeys[i], idemHashes[i] = &rec.KeyID, &rec.Key, rec.RequestHash
-		}
-	}
+	a := petArraysOf(batch)
 	now := s.now()
 	var ids, taken []int64
 	err := retry(func() error {
@@ -255,12 +237,12 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 			INSERT INTO pets (id, name, category_id, status)
 			SELECT last.id - $4 + t.ord, t.name, t.category_id, t.status
 			FROM last, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
-			RETURNING id`, names, categories, statuses, n).Query(func(rows pgx.Rows) error {
+			RETURNING id`, a.names, a.categories, a.statuses, n).Query(func(rows pgx.Rows) error {
 			var err error
 			ids, err = pgx.AppendRows(ids, rows, pgx.RowTo[int64])
 			return err
 		})
-		if idemKeyIDs != nil {
+		if a.idemKeyIDs != nil {
 			// A live record of another request holds the key: its pet is
 			// taken back, and that create answered as in flight.
 			b.Queue(`WITH wanted AS (
@@ -276,7 +258,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 				RETURNING pet_id
 			)
 			DELETE FROM pets WHERE id IN (SELECT pet_id FROM wanted EXCEPT SELECT pet_id FROM kept) RETURNING id`,
-				idemKeyIDs, idemKeys, idemHashes, n, now.Unix(), now.Add(-idempotencyTTL).Unix()).Query(func(rows pgx.Rows) error {
+				a.idemKeyIDs, a.idemKeys, a.idemHashes, n, now.Unix(), now.Add(-idempotencyTTL).Unix()).Query(func(rows pgx.Rows) error {
 				var err error
 				taken, err = pgx.AppendRows(taken, rows, pgx.RowTo[int64])
 				return err
@@ -301,6 +283,38 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		}
 	}
 	return nil
+}
+
+// petArrays are a batch's columns, as the arrays CreatePets unnests. The
+// idempotency records' are nil when no create of the batch has one, and
+// NULL for a create without one; a status is NULL when the client gave
+// none.
+type petArrays struct {
+	names      []string
+	categories []int64
+	statuses   []*string
+	idemKeyIDs []*int64
+	idemKeys   []*string
+	idemHashes [][]byte
+}
+
+func petArraysOf(batch []petInsert) petArrays {
+	n := len(batch)
+	a := petArrays{names: make([]string, n), categories: make([]int64, n), statuses: make([]*string, n)}
+	for i := range batch {
+		p := &batch[i].Pet
+		a.names[i], a.categories[i] = p.Name, p.CategoryID
+		if p.Status != "" {
+			a.statuses[i] = &p.Status
+		}
+		if rec := batch[i].Idem; rec != nil {
+			if a.idemKeyIDs == nil {
+				a.idemKeyIDs, a.idemKeys, a.idemHashes = make([]*int64, n), make([]*string, n), make([][]byte, n)
+			}
+			a.idemKeyIDs[i], a.idemKeys[i], a.idemHashes[i] = &rec.KeyID, &rec.Key, rec.RequestHash
+		}
+	}
+	return a
 }
 
 // noticeGap is the least time between two notices of one store: each
