@@ -402,12 +402,28 @@ func (c *petCache) tail(ctx context.Context) error {
 	if !c.loaded.Load() {
 		return nil
 	}
+	if err := c.holdTail(ctx); err != nil {
+		return err
+	}
+	defer c.releaseTail()
+	return c.tailLocked(ctx)
+}
+
+// holdTail makes this caller the one tail at a time, or gives up when ctx
+// ends first.
+func (c *petCache) holdTail(ctx context.Context) error {
 	select {
 	case c.tailing <- struct{}{}:
+		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	defer func() { <-c.tailing }()
+}
+
+func (c *petCache) releaseTail() { <-c.tailing }
+
+// tailLocked is tail while holding the tail.
+func (c *petCache) tailLocked(ctx context.Context) error {
 	for {
 		c.mu.RLock()
 		after := c.lastID()
@@ -470,21 +486,50 @@ func (c *petCache) write(ctx context.Context, batch []petInsert) error {
 		return err
 	}
 	if c.shared {
-		// Other servers' pets may come before this batch's: take them all
-		// in order. A failed tail costs only speed: reads past the prefix
-		// go to the database.
-		c.tail(ctx)
+		c.appendStored(ctx, batch)
 		return nil
 	}
 	if c.loaded.Load() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		for i := range batch {
-			if batch[i].Err == nil {
-				p := &batch[i].Pet
-				c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
-			}
-		}
+		c.addBatch(batch)
 	}
 	return nil
+}
+
+// addBatch appends the pets of a stored batch, but those its idempotency
+// records turned away; c.mu is held.
+func (c *petCache) addBatch(batch []petInsert) {
+	for i := range batch {
+		if batch[i].Err == nil {
+			p := &batch[i].Pet
+			c.add(p.ID, []byte(p.Name), p.CategoryID, statusIndex(p.Status))
+		}
+	}
+}
+
+// appendStored adds a batch just stored in a shared database to the copy.
+// When the batch's ids follow the last one held, no other pet can come
+// between (ids commit in id order) and it is appended as it is; else
+// other servers' pets may come before it: the copy is tailed, which takes
+// them all in order. A failed tail costs only speed: reads past the prefix
+// go to the database.
+func (c *petCache) appendStored(ctx context.Context, batch []petInsert) {
+	if !c.loaded.Load() {
+		return
+	}
+	if c.holdTail(ctx) != nil {
+		return // the deadline passed: reads past the prefix go to the database
+	}
+	defer c.releaseTail()
+	c.mu.Lock()
+	last := c.lastID()
+	follows := last+1 == batch[0].Pet.ID
+	if follows {
+		c.addBatch(batch)
+	}
+	c.mu.Unlock()
+	if !follows && last < batch[len(batch)-1].Pet.ID {
+		c.tailLocked(ctx)
+	}
 }

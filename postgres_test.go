@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,8 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
@@ -306,5 +310,144 @@ func TestPostgresWithoutRedisIsRefused(t *testing.T) {
 	wantFailure(t, res, 2)
 	if !strings.Contains(res.stderr, "--redis") {
 		t.Errorf("the refusal %q does not say that --redis is needed", res.stderr)
+	}
+}
+
+// A server's copy of the pets stays a complete prefix of the table while it
+// and another server create pets, one at a time and many at once: its own
+// batches join the copy as they are stored, without a query to read them
+// back, and the pets another server stored before them are read first, in
+// id order.
+func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
+	lists := &listCounter{}
+	a := newTestServerWith(t, testOptions{postgres: true, wrapStore: func(st storage) storage { lists.storage = st; return lists }})
+	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
+	ctx := context.Background()
+	create := func(s *testServer, name string) Pet {
+		p, err := s.pets.create(ctx, Pet{Name: name, CategoryID: 1, Status: "sold"}, nil)
+		if err != nil {
+			t.Error(err)
+		}
+		return p
+	}
+	// A's copy holds every stored pet up to its last id, and at least
+	// the pets A created.
+	wantPrefix := func(created ...Pet) {
+		t.Helper()
+		stored, err := b.store.ListPets(ctx, "", 0, 10_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := copyIDs(a.pets)
+		last := held[len(held)-1]
+		var want []int64
+		for _, p := range stored {
+			if p.ID <= last {
+				want = append(want, p.ID)
+			}
+		}
+		if !slices.Equal(held, want) {
+			t.Errorf("A's copy holds %v, want every stored pet up to %d: %v", held, last, want)
+		}
+		for _, p := range created {
+			if p.ID > last {
+				t.Errorf("A's copy ends at %d, before its own pet %d", last, p.ID)
+			}
+		}
+	}
+
+	var own []Pet
+	for i := range 5 {
+		own = append(own, create(a, fmt.Sprint("A alone ", i)))
+	}
+	wantPrefix(own...)
+	if n := lists.count.Load(); n != 0 {
+		t.Errorf("A read its own pets back %d times, want none", n)
+	}
+
+	create(b, "B first")
+	create(b, "B second")
+	wantPrefix(create(a, "A after B"))
+	if n := lists.count.Load(); n == 0 {
+		t.Error("A's copy took B's pets without reading them")
+	}
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			p := create(a, fmt.Sprint("A at once ", i))
+			mu.Lock()
+			own = append(own, p)
+			mu.Unlock()
+		})
+		wg.Go(func() { create(b, fmt.Sprint("B at once ", i)) })
+	}
+	wg.Wait()
+	wantPrefix(own...)
+}
+
+// listCounter is a store that counts the pages of pets read.
+type listCounter struct {
+	storage
+	count atomic.Int64
+}
+
+func (c *listCounter) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
+	c.count.Add(1)
+	return c.storage.ListPets(ctx, status, after, limit)
+}
+
+// copyIDs is the ids the copy of the pets holds, in order.
+func copyIDs(c *petCache) []int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	ids := make([]int64, c.count)
+	for pos := range ids {
+		ids[pos] = c.idAt(pos)
+	}
+	return ids
+}
+
+// A server tails its copy of the pets on the notices of other servers'
+// creates, sent once they are committed; not on its own, whose pets are in
+// its copy already.
+func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
+	url := testPostgresURL(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	stores := make([]*pgStore, 2)
+	heard := make([]atomic.Int64, 2)
+	for i := range stores {
+		s, err := openPostgres(ctx, url, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+		wg.Go(func() { s.ListenPets(ctx, 3*time.Second, func() { heard[i].Add(1) }) })
+	}
+	listen := "LISTEN " + pgx.Identifier{stores[0].petsChannel()}.Sanitize()
+	waitFor(t, func() bool {
+		var n int
+		err := stores[0].pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1`, listen).Scan(&n)
+		return err == nil && n == len(stores)
+	})
+
+	for _, s := range stores {
+		if err := s.CreatePets(ctx, []petInsert{{Pet: Pet{Name: "Rex", CategoryID: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
+	// Notices reach a listener in the order they were sent, at once: any
+	// more would have come by now.
+	time.Sleep(300 * time.Millisecond)
+	for i := range stores {
+		if n := heard[i].Load(); n != 1 {
+			t.Errorf("server %d heard of pets %d times, want once (the other's)", i, n)
+		}
 	}
 }

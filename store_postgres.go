@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"runtime"
@@ -31,6 +33,12 @@ type pgStore struct {
 	// that two stores in one database, in different schemas, do not wait on
 	// each other, and it keeps their keys in one Redis apart.
 	lockSpace int32
+	// notice is the payload of this store's notices of new pets, so that
+	// its own listener can tell them apart: they are in its copy already.
+	notice string
+	// notices sends them once pets are stored; the batches stored while
+	// one is on its way, or within noticeGap of it, share the next.
+	notices batcher[struct{}]
 }
 
 // Advisory lock classes (the first key of the two-key lock functions).
@@ -136,7 +144,8 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
-	s := &pgStore{pool: pool, now: now}
+	s := &pgStore{pool: pool, now: now, notice: rand.Text()}
+	s.notices = batcher[struct{}]{max: math.MaxInt, run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
@@ -216,28 +225,11 @@ func retrySafe(fn func() error) error {
 // advisory lock, so that ids commit in the order they are given: a reader
 // that sees a pet sees every pet with a smaller id that will ever exist, and
 // keyset pagination never skips one that commits late. The lock, the insert
-// and the idempotency records go in one pipeline: one round trip.
+// and the idempotency records go in one pipeline: one round trip. The other
+// servers are told once it is committed (sendNotice).
 func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	n := len(batch)
-	names := make([]string, n)
-	categories := make([]int64, n)
-	statuses := make([]*string, n)
-	var idemKeyIDs []*int64
-	var idemKeys []*string
-	var idemHashes [][]byte
-	for i := range batch {
-		p := &batch[i].Pet
-		names[i], categories[i] = p.Name, p.CategoryID
-		if p.Status != "" {
-			statuses[i] = &p.Status
-		}
-		if rec := batch[i].Idem; rec != nil {
-			if idemKeyIDs == nil {
-				idemKeyIDs, idemKeys, idemHashes = make([]*int64, n), make([]*string, n), make([][]byte, n)
-			}
-			idemKeyIDs[i], idemKeys[i], idemHashes[i] = &rec.KeyID, &rec.Key, rec.RequestHash
-		}
-	}
+	a := petArraysOf(batch)
 	now := s.now()
 	var ids, taken []int64
 	err := retrySafe(func() error {
@@ -250,12 +242,12 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 			INSERT INTO pets (id, name, category_id, status)
 			SELECT last.id - $4 + t.ord, t.name, t.category_id, t.status
 			FROM last, unnest($1::text[], $2::bigint[], $3::text[]) WITH ORDINALITY AS t(name, category_id, status, ord)
-			RETURNING id`, names, categories, statuses, n).Query(func(rows pgx.Rows) error {
+			RETURNING id`, a.names, a.categories, a.statuses, n).Query(func(rows pgx.Rows) error {
 			var err error
 			ids, err = pgx.AppendRows(ids, rows, pgx.RowTo[int64])
 			return err
 		})
-		if idemKeyIDs != nil {
+		if a.idemKeyIDs != nil {
 			// A live record of another request holds the key: its pet is
 			// taken back, and that create answered as in flight.
 			b.Queue(`WITH wanted AS (
@@ -271,15 +263,12 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 				RETURNING pet_id
 			)
 			DELETE FROM pets WHERE id IN (SELECT pet_id FROM wanted EXCEPT SELECT pet_id FROM kept) RETURNING id`,
-				idemKeyIDs, idemKeys, idemHashes, n, now.Unix(), now.Add(-idempotencyTTL).Unix()).Query(func(rows pgx.Rows) error {
+				a.idemKeyIDs, a.idemKeys, a.idemHashes, n, now.Unix(), now.Add(-idempotencyTTL).Unix()).Query(func(rows pgx.Rows) error {
 				var err error
 				taken, err = pgx.AppendRows(taken, rows, pgx.RowTo[int64])
 				return err
 			})
 		}
-		// Other servers tail their copies of the pets on this notice,
-		// which PostgreSQL delivers when the batch commits.
-		b.Queue(`SELECT pg_notify($1, '')`, s.petsChannel())
 		// Sent without BEGIN, the pipeline is one implicit transaction:
 		// all of it commits, or none.
 		return s.pool.SendBatch(ctx, b).Close()
@@ -290,6 +279,13 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	if len(ids) != n {
 		return fmt.Errorf("stored %d pets of a batch of %d", len(ids), n)
 	}
+	go func() {
+		// The notice outlives the create that asked for it, but not
+		// without bound when the database stalls.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeTimeout)
+		defer cancel()
+		s.notices.do(ctx, struct{}{})
+	}()
 	slices.Sort(ids)
 	for i := range batch {
 		batch[i].Pet.ID = ids[i]
@@ -315,6 +311,60 @@ func (s *pgStore) createError(err error) error {
 		return errOutcomeUnknown(failure, err)
 	}
 	return failed
+}
+
+// petArrays are a batch's columns, as the arrays CreatePets unnests. The
+// idempotency records' are nil when no create of the batch has one, and
+// NULL for a create without one; a status is NULL when the client gave
+// none.
+type petArrays struct {
+	names      []string
+	categories []int64
+	statuses   []*string
+	idemKeyIDs []*int64
+	idemKeys   []*string
+	idemHashes [][]byte
+}
+
+func petArraysOf(batch []petInsert) petArrays {
+	n := len(batch)
+	a := petArrays{names: make([]string, n), categories: make([]int64, n), statuses: make([]*string, n)}
+	for i := range batch {
+		p := &batch[i].Pet
+		a.names[i], a.categories[i] = p.Name, p.CategoryID
+		if p.Status != "" {
+			a.statuses[i] = &p.Status
+		}
+		if rec := batch[i].Idem; rec != nil {
+			if a.idemKeyIDs == nil {
+				a.idemKeyIDs, a.idemKeys, a.idemHashes = make([]*int64, n), make([]*string, n), make([][]byte, n)
+			}
+			a.idemKeyIDs[i], a.idemKeys[i], a.idemHashes[i] = &rec.KeyID, &rec.Key, rec.RequestHash
+		}
+	}
+	return a
+}
+
+// noticeGap is the least time between two notices of one store: each
+// costs every other server a query (its tail), so a busy server sends at
+// most a hundred a second, however many batches it stores.
+const noticeGap = 10 * time.Millisecond
+
+// noticeTimeout bounds a notice's wait for a connection and its answer.
+const noticeTimeout = 5 * time.Second
+
+// sendNotice tells the other servers that pets were stored: they tail
+// their copies of the pets on it. It is not part of the insert's
+// transaction, as a NOTIFY holds a lock of the whole PostgreSQL server
+// from its commit until the commit is on disk: every transaction that
+// notifies, in any database, waits for the one before it. Sent after the
+// commit, on its own, it needs no flush to disk (a notice lost in a crash
+// costs only freshness: the poll makes up for it), and no create waits for
+// it or for another application's notices.
+func (s *pgStore) sendNotice(ctx context.Context, _ []struct{}) error {
+	_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.petsChannel(), s.notice)
+	time.Sleep(noticeGap)
+	return err
 }
 
 // petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
@@ -379,11 +429,13 @@ func (s *pgStore) listen(ctx context.Context, timeout time.Duration, fn func()) 
 	}
 	for {
 		quiet, cancel := context.WithTimeout(ctx, listenCheckEvery)
-		_, err := conn.WaitForNotification(quiet)
+		n, err := conn.WaitForNotification(quiet)
 		cancel()
 		switch {
 		case err == nil:
-			fn()
+			if n.Payload != s.notice { // this store's own pets are in its copy already
+				fn()
+			}
 		case ctx.Err() == nil && pgconn.Timeout(err):
 			// A quiet timeout leaves the connection usable.
 			check, cancel := context.WithTimeout(ctx, timeout)

@@ -7,13 +7,32 @@
 #   STORES=postgres SIZES=1000000 bench/load.sh
 #   STORES="sqlite redis" SIZES=1000 bench/load.sh   # the limiter in process vs in Redis
 #   METRICS=1 STORES=sqlite SIZES=1000 bench/load.sh  # the pet store with and without metrics
+#   KEYS=1000 STORES="redis postgres" SIZES=1000 bench/load.sh  # also over 1,000 keys
 #
 # STORES (default "sqlite redis postgres") picks the set-ups: SQLite with
-# limits in process, SQLite with limits in Redis (BENCH_REDIS, default
-# redis://127.0.0.1:6379/15), PostgreSQL with limits in Redis. PostgreSQL runs on a
-# new database of the server at BENCH_POSTGRES (default
-# postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards, with its
-# processes moved to CPU 1 beside wrk while the run lasts.
+# limits in process, SQLite with limits in Redis, PostgreSQL with limits in
+# Redis. PostgreSQL runs on a new database of the server at BENCH_POSTGRES
+# (default postgres://postgres@127.0.0.1:5432/postgres), dropped afterwards,
+# with its processes moved to CPU 1 beside wrk while the run lasts. Redis is
+# BENCH_REDIS (default redis://127.0.0.1:18185/0); when nothing answers there
+# on this machine, the script starts a redis-server of its own on that port
+# (no persistence) and stops it at the end. Give it a Redis that nothing
+# else uses: the Redis calls a request are counted from INFO commandstats,
+# which counts every client's.
+#
+# Every shape runs with one Enterprise key (the hot key). KEYS=N (N > 1)
+# adds a second shape, each scenario again as zipf-NAME: requests spread
+# over N Enterprise keys by a Zipf law with s = 1.1 (the key of rank k is
+# picked with a probability proportional to 1/k^1.1: most requests carry a
+# few hot keys, and a long tail of keys is seldom seen), each key with
+# figures no load can exhaust.
+#
+# With limits in Redis, each scenario also runs, in the same alternation,
+# the same binary with limits in process (on a copy of the SQLite database;
+# for PostgreSQL, on a SQLite database seeded the same way), and a line
+# under it gives the Redis calls a request of the pet store (all commands,
+# from INFO commandstats before and after each run, INFO itself left out)
+# and the pet store's throughput as a share of the in-process one.
 #
 # The server under test is pinned to CPU 0 and wrk to CPU 1, with 32
 # connections. Each scenario alternates ceiling and pet store runs REPS times
@@ -37,10 +56,60 @@ HEADERS_PORT=${HEADERS_PORT:-18198}
 METRICS=${METRICS:-}
 METRICS_PORT=${METRICS_PORT:-18182}
 ADMIN_PORT=${ADMIN_PORT:-18183}
+TWIN_PORT=${TWIN_PORT:-18184}
+KEYS=${KEYS:-1}
 
 . bench/lib.sh
 
-# run PORT PATH LUA KEY: one wrk run; prints "rps p50_ms p99_ms non2xx".
+# The zipf shape's requests (see KEYS above). MODE names the scenario: get
+# asks for random ids of $PETS pets, create sends post.lua's body, and the
+# others ask for the URL's path. The CDF is searched by bisection for each
+# request; the requests of list and create are made once for each key.
+cat >"$work/zipf.lua" <<'LUA'
+local auth = {}
+for token in io.lines(os.getenv("TOKENS")) do auth[#auth + 1] = "Bearer " .. token end
+local cdf, sum = {}, 0
+for k = 1, #auth do
+  sum = sum + k ^ -1.1
+  cdf[k] = sum
+end
+for k = 1, #auth do cdf[k] = cdf[k] / sum end
+cdf[#auth] = 1
+
+local function rank()
+  local u, lo, hi = math.random(), 1, #auth
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if cdf[mid] < u then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+
+local mode, n = os.getenv("MODE"), tonumber(os.getenv("PETS"))
+local made = {}
+-- Run once wrk has set the Host header.
+init = function()
+  for k = 1, #auth do
+    if mode == "create" then
+      made[k] = wrk.format("POST", wrk.path, { Authorization = auth[k], ["Content-Type"] = "application/json" },
+        '{"name":"Bench","categoryId":3,"status":"available"}')
+    elseif mode ~= "get" then
+      made[k] = wrk.format("GET", wrk.path, { Authorization = auth[k] })
+    end
+  end
+  math.randomseed(os.time())
+end
+
+request = function()
+  local k = rank()
+  if mode == "get" then
+    return wrk.format("GET", "/v1/pets/" .. math.random(1, n), { Authorization = auth[k] })
+  end
+  return made[k]
+end
+LUA
+
+# run PORT PATH LUA KEY: one wrk run; prints "rps p50_ms p99_ms non2xx requests".
 run() {
   local port=$1 path=$2 lua=$3 key=$4 args=()
   [ -n "$lua" ] && args+=(-s "$work/$lua")
@@ -52,10 +121,73 @@ run() {
       /^ +50%/ { p50 = ms($2) }
       /^ +99%/ { p99 = ms($2) }
       /Non-2xx/ { bad = $NF }
-      END { printf "%.0f %.3f %.3f %d\n", rps, p50, p99, bad + 0 }'
+      / requests in / { n = $1 }
+      END { printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, bad + 0, n }'
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# own_redis URL: start a redis-server of this script's own on URL's port,
+# when URL is on this machine and nothing answers there.
+own_redis() {
+  redis-cli -u "$1" ping 2>/dev/null | grep -q PONG && return
+  local hostport=${1#redis://}
+  hostport=${hostport#*@}
+  hostport=${hostport%%/*}
+  local host=${hostport%:*} port=${hostport##*:}
+  if [ "$host" != 127.0.0.1 ] && [ "$host" != localhost ]; then
+    echo "nothing answers at BENCH_REDIS $1" >&2
+    exit 1
+  fi
+  need redis-server redis-server
+  redis-server --bind "$host" --port "$port" --save "" --appendonly no >"$work/redis.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 100); do redis-cli -u "$1" ping 2>/dev/null | grep -q PONG && return; sleep 0.05; done
+  echo "the redis-server started on port $port does not answer: $(tail -n 3 "$work/redis.log")" >&2
+  exit 1
+}
+
+# redis_calls: the calls of each command Redis has run, as "command calls"
+# lines; INFO, which this script sends, left out.
+redis_calls() {
+  redis-cli -u "$BENCH_REDIS" info commandstats | tr -d '\r' |
+    awk -F'[:,=]' '/^cmdstat_/ && $1 != "cmdstat_info" { sub(/^cmdstat_/, "", $1); print $1, $3 }'
+}
+
+# make_keys N: N Enterprise keys no load can exhaust, in $work/keys.db,
+# and their tokens, hottest first, in $work/tokens.
+make_keys() {
+  echo "creating $1 keys ..." >&2
+  seq 1 "$1" | xargs -P 4 -I{} "$work/petstore" keys create --db "$work/keys.db" --plan enterprise \
+    --name "zipf-{}" --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null | grep '^psk_' >"$work/tokens"
+  [ "$(wc -l <"$work/tokens")" -eq "$1" ] || { echo "made $(wc -l <"$work/tokens") keys of $1" >&2; exit 1; }
+}
+
+# add_keys DB: the keys of make_keys added to DB (a SQLite file or a
+# PostgreSQL URL), where the benchmark's own key already is.
+add_keys() {
+  local columns="name, plan, rpm, rpd, env, created_at"
+  if [[ "$1" == postgres* ]]; then
+    sqlite3 -csv "$work/keys.db" "SELECT hex(hash), $columns FROM api_keys" |
+      psql "$1" -q -c "CREATE TEMP TABLE k (hash text, name text, plan text, rpm bigint, rpd bigint, env text, created_at bigint)" \
+        -c "\\copy k FROM pstdin WITH (FORMAT csv)" \
+        -c "INSERT INTO api_keys (hash, $columns) SELECT decode(hash, 'hex'), $columns FROM k" >/dev/null
+  else
+    sqlite3 "$1" "ATTACH '$work/keys.db' AS k; INSERT INTO api_keys (hash, $columns) SELECT hash, $columns FROM k.api_keys;"
+  fi
+}
+
+# serve PORT DB LOG [FLAG...]: the pet store on CPU 0, ready and with its
+# copy of the pets made; sets served (its pid) and ready_ms.
+serve() {
+  local port=$1 db=$2 log=$3
+  shift 3
+  taskset -c 0 "$work/petstore" --addr "127.0.0.1:$port" --db "$db" "$@" >/dev/null 2>"$log" &
+  served=$!
+  pids+=("$served")
+  ready_ms=$(wait_ready "$port")
+  for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
+}
 
 taskset -c 0 "$work/ceiling" -addr "127.0.0.1:$CEILING_PORT" &
 pids+=($!)
@@ -69,7 +201,7 @@ declare -A target=([sqlite-list]=0.60 [sqlite-list_status]=0.55 [sqlite-get]=0.6
                    [redis-list]=0.30 [redis-list_status]=0.30 [redis-get]=0.30 [redis-create]=0.15 [redis-p99]=10
                    [postgres-list]=0.35 [postgres-list_status]=0.35 [postgres-get]=0.35 [postgres-create]=0.15 [postgres-p99]=10)
 STORES=${STORES:-sqlite redis postgres}
-BENCH_REDIS=${BENCH_REDIS:-redis://127.0.0.1:6379/15}
+BENCH_REDIS=${BENCH_REDIS:-redis://127.0.0.1:18185/0}
 SIZES=${SIZES:-1000 1000000}
 BENCH_POSTGRES=${BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
 if [[ " $STORES " == *" postgres "* ]]; then
@@ -92,10 +224,19 @@ bench_cleanup() {
 trap bench_cleanup EXIT
 if [[ " $STORES " == *" redis "* || " $STORES " == *" postgres "* ]]; then
   need redis-cli redis-tools
+  own_redis "$BENCH_REDIS"
   redis_pid=$(redis-cli -u "$BENCH_REDIS" info server | awk -F: '/^process_id/ { print $2 }' | tr -d '\r')
   taskset -a -pc 1 "$redis_pid" >/dev/null
 fi
-printf '%-8s %-8s %-12s %9s %9s %6s %7s %7s %7s %7s  %-22s %5s %7s\n' store pets scenario req/s ceiling ratio p50_ms p99_ms c_p99 non2xx "targets (ratio, p99)" hdrs vs_hdrs
+if [ "$KEYS" -gt 1 ]; then
+  make_keys "$KEYS"
+  shapes=(hot zipf)
+else
+  shapes=(hot)
+fi
+sw=12 # the scenario column, wider for zipf- names
+[ "$KEYS" -le 1 ] || sw=16
+printf "%-8s %-8s %-${sw}s %9s %9s %6s %7s %7s %7s %7s  %-22s %5s %7s\n" store pets scenario req/s ceiling ratio p50_ms p99_ms c_p99 non2xx "targets (ratio, p99)" hdrs vs_hdrs
 declare -A list_rps
 for store in $STORES; do
 for n in $SIZES; do
@@ -107,39 +248,61 @@ for n in $SIZES; do
     seed "$db" "$n"
   fi
   key=$(tail -n 1 "$work/key-$n")
+  [ "$KEYS" -le 1 ] || add_keys "$db"
   log="$work/petstore-$n.log"
   limits=()
   [ "$store" = sqlite ] || limits=(--redis "$BENCH_REDIS")
-  taskset -c 0 "$work/petstore" --addr "127.0.0.1:$PORT" --db "$db" "${limits[@]}" >/dev/null 2>"$log" &
-  pid=$!
-  pids+=("$pid")
-  ready_ms=$(wait_ready "$PORT")
-  for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
-  loaded=$(grep -o 'time=[^ ]*' "$log" | head -1)
+  serve "$PORT" "$db" "$log" "${limits[@]}"
+  pid=$served ready=$ready_ms
   if [ -n "$METRICS" ]; then
     mdb=$db
     if [ "$store" != postgres ]; then
       mdb="$work/pets-$store-$n-metrics.db"
       sqlite3 "$db" "VACUUM INTO '$mdb'"
     fi
-    taskset -c 0 "$work/petstore" --addr "127.0.0.1:$METRICS_PORT" --admin-addr "127.0.0.1:$ADMIN_PORT" \
-      --db "$mdb" "${limits[@]}" >/dev/null 2>"$log.metrics" &
-    mpid=$!
-    pids+=("$mpid")
-    wait_ready "$METRICS_PORT" >/dev/null
-    for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log.metrics" && break; sleep 0.01; done
+    serve "$METRICS_PORT" "$mdb" "$log.metrics" --admin-addr "127.0.0.1:$ADMIN_PORT" "${limits[@]}"
+    mpid=$served
     # Scraped every second while it runs, as a Prometheus would (more often).
     (while kill -0 "$mpid" 2>/dev/null; do curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" >/dev/null; sleep 1; done) &
   fi
+  # With limits in Redis: the same binary with limits in process, its twin.
+  twin_key=
+  if [ "$store" != sqlite ]; then
+    tdb="$work/pets-$store-$n-twin.db"
+    if [ "$store" = postgres ]; then
+      seed "$tdb" "$n"
+      [ "$KEYS" -le 1 ] || add_keys "$tdb"
+      twin_key=$(tail -n 1 "$work/key-$n") twin="SQLite with limits in process"
+    else
+      sqlite3 "$db" "VACUUM INTO '$tdb'"
+      twin_key=$key twin="limits in process"
+    fi
+    serve "$TWIN_PORT" "$tdb" "$log.twin"
+    tpid=$served
+  fi
 
+  for shape in "${shapes[@]}"; do
   for scenario in "${scenarios[@]}"; do
     IFS=: read -r name path lua <<<"$scenario"
-    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m"
+    label=$name pkey=$key tkey=$twin_key ckey=
+    if [ "$shape" = zipf ]; then
+      # Every request carries a key of the Zipf law's, the ceilings' too.
+      label=zipf-$name lua=zipf.lua pkey= tkey= ckey=
+    fi
+    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r"
     for _ in $(seq 1 "$REPS"); do
-      PETS=$n run "$CEILING_PORT" "$path" "$lua" "" >>"$work/c"
-      PETS=$n run "$HEADERS_PORT" "$path" "$lua" "$key" >>"$work/h"
-      PETS=$n run "$PORT" "$path" "$lua" "$key" >>"$work/p"
-      [ -z "$METRICS" ] || PETS=$n run "$METRICS_PORT" "$path" "$lua" "$key" >>"$work/m"
+      export PETS=$n MODE=$name TOKENS="$work/tokens"
+      run "$CEILING_PORT" "$path" "$lua" "$ckey" >>"$work/c"
+      run "$HEADERS_PORT" "$path" "$lua" "$pkey" >>"$work/h"
+      [ -z "$twin_key" ] || before=$(redis_calls)
+      run "$PORT" "$path" "$lua" "$pkey" >>"$work/p"
+      if [ -n "$twin_key" ]; then
+        # The calls Redis ran during the run, and the requests sent.
+        join -a 2 -e 0 -o 2.1,1.2,2.2 <(echo "$before" | sort) <(redis_calls | sort) >>"$work/r"
+        echo "requests 0 $(tail -n 1 "$work/p" | cut -d' ' -f5)" >>"$work/r"
+        run "$TWIN_PORT" "$path" "$lua" "$tkey" >>"$work/t"
+      fi
+      [ -z "$METRICS" ] || run "$METRICS_PORT" "$path" "$lua" "$pkey" >>"$work/m"
     done
     c=$(cut -d' ' -f1 "$work/c" | median)
     h=$(cut -d' ' -f1 "$work/h" | median)
@@ -148,29 +311,41 @@ for n in $SIZES; do
     p99=$(cut -d' ' -f3 "$work/p" | median)
     bad=$(awk '{ s += $4 } END { print s + 0 }' "$work/p")
     cp99=$(cut -d' ' -f3 "$work/c" | median)
-    list_rps[$store-$name-$n]=$p
+    list_rps[$store-$label-$n]=$p
     ratio=$(echo "$p $c" | awk '{ print $1 / $2 }')
     verdict=$(echo "$ratio ${target[$store-$name]} $p99 ${target[$store-p99]}" | awk '{ printf "%s %s, %s %s", ($1 >= $2 ? "met" : "MISSED"), $2, ($3 <= $4 ? "met" : "MISSED"), $4 }')
-    printf '%-8s %-8s %-12s %9.0f %9.0f %6.2f %7.2f %7.2f %7.2f %7d  %-22s %5.2f %7.2f\n' "$store" "$n" "$name" "$p" "$c" "$ratio" "$p50" "$p99" "$cp99" "$bad" "$verdict" \
+    printf "%-8s %-8s %-${sw}s %9.0f %9.0f %6.2f %7.2f %7.2f %7.2f %7d  %-22s %5.2f %7.2f\n" "$store" "$n" "$label" "$p" "$c" "$ratio" "$p50" "$p99" "$cp99" "$bad" "$verdict" \
       "$(echo "$h $c" | awk '{ print $1 / $2 }')" "$(echo "$p $h" | awk '{ print $1 / $2 }')"
+    if [ -n "$twin_key" ]; then
+      t=$(cut -d' ' -f1 "$work/t" | median)
+      # Each command's calls over every run, per request sent: all of
+      # them, then the five most called (those a script runs count too).
+      calls=$(awk '{ d[$1] += $3 - $2 } END { n = d["requests"]; delete d["requests"]
+          for (c in d) if (d[c] > 0) { total += d[c]; printf "%s %.4f\n", c, d[c] / n } ; printf "total %.4f\n", total / n }' "$work/r" |
+        sort -k2 -gr | awk '$1 == "total" { t = $2; next } ++i <= 5 { s = s sep $1 " " $2; sep = ", " } END { printf "%s (%s)", t, s }')
+      printf "#   %-${sw}s Redis calls a request: %s; %s: %.0f req/s, p99 %.2f ms; in Redis/in process %.2f\n" \
+        "$label" "$calls" "$twin" "$t" "$(cut -d' ' -f3 "$work/t" | median)" "$(echo "$p $t" | awk '{ print $1 / $2 }')"
+    fi
     if [ -n "$METRICS" ]; then
       m=$(cut -d' ' -f1 "$work/m" | median)
       # Each run with metrics follows one without: the median of those
       # pairs' ratios is steadier than the ratio of the medians.
-      paired=$(paste -d' ' "$work/m" "$work/p" | awk '{ print $1 / $5 }' | median)
-      printf '#   %-12s with metrics: %9.0f req/s, p50 %.2f ms, p99 %.2f ms; with/without metrics %.3f, paired %.3f (target: 0.97 at least)\n' \
-        "$name" "$m" "$(cut -d' ' -f2 "$work/m" | median)" "$(cut -d' ' -f3 "$work/m" | median)" \
+      paired=$(paste -d' ' <(cut -d' ' -f1 "$work/m") <(cut -d' ' -f1 "$work/p") | awk '{ print $1 / $2 }' | median)
+      printf "#   %-${sw}s with metrics: %9.0f req/s, p50 %.2f ms, p99 %.2f ms; with/without metrics %.3f, paired %.3f (target: 0.97 at least)\n" \
+        "$label" "$m" "$(cut -d' ' -f2 "$work/m" | median)" "$(cut -d' ' -f3 "$work/m" | median)" \
         "$(echo "$m $p" | awk '{ print $1 / $2 }')" "$paired"
     fi
+  done
   done
   if [ -n "$METRICS" ]; then
     echo "#   the metrics server counted $(curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" |
       awk '/^petstore_http_request_duration_seconds_count/ { s += $NF } END { printf "%.0f", s }') requests"
     stop "$mpid"
   fi
+  [ -z "$twin_key" ] || stop "$tpid"
   rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
   stop "$pid"
-  echo "# $store, $n pets: ready in ${ready_ms} ms (target for 1M on SQLite: 300 at most); peak RSS $((rss / 1024)) MiB after the run (target for 1M on SQLite: 96 at most)"
+  echo "# $store, $n pets: ready in ${ready} ms (target for 1M on SQLite: 300 at most); peak RSS $((rss / 1024)) MiB after the run (target for 1M on SQLite: 96 at most)"
 done
 if [ -n "${list_rps[$store-list-1000000]:-}" ] && [ -n "${list_rps[$store-list-1000]:-}" ]; then
   echo "# $store list throughput, 1M pets vs 1k: $(echo "${list_rps[$store-list-1000000]} ${list_rps[$store-list-1000]}" | awk '{ printf "%.2f", $1 / $2 }') (target on SQLite: 0.8 at least)"
