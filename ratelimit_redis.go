@@ -202,7 +202,7 @@ type redisConfig struct {
 type redisLimiter struct {
 	redisConfig
 	client   *redis.Client
-	fallback *Limiter
+	fallback *localLimiter
 
 	down      atomic.Bool
 	downSince atomic.Int64 // UnixNano
@@ -277,7 +277,7 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 		unsure:      make(map[keyDay]bool),
 		policies:    make(map[limits]string),
 	}
-	r.fallback = newLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
+	r.fallback = newLocalLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
 	r.scripts = batcher[scriptRun]{max: maxPipeline, run: r.runScripts}
 	if err := r.client.Ping(ctx).Err(); err != nil {
 		r.failed(err)

@@ -340,7 +340,7 @@ func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 
 func TestIdleAddressesAreForgotten(t *testing.T) {
 	clock := newFakeClock()
-	l := newLimiter(clock.now, 10, time.Minute, nil)
+	l := newLocalLimiter(clock.now, 10, time.Minute, nil)
 	ctx := context.Background()
 	var peak int
 	for i := range 100_000 {
@@ -370,7 +370,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // keys in use.
 func BenchmarkLimiterAllow(b *testing.B) {
 	clock := newFakeClock()
-	l := newLimiter(clock.now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	l := newLocalLimiter(clock.now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
 	benchmarkAllow(b, l, limits{PerMinute: 1 << 40, PerDay: 1 << 40})
 }
 
@@ -403,7 +403,7 @@ func benchmarkAllow(b *testing.B, l rateLimiter, lim limits) {
 func BenchmarkLimiterMemory(b *testing.B) {
 	for range b.N {
 		clock := newFakeClock()
-		l := newLimiter(clock.now, 10, time.Minute, nil)
+		l := newLocalLimiter(clock.now, 10, time.Minute, nil)
 		before := heapInUse()
 		for i := range 100_000 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
@@ -430,10 +430,10 @@ func heapInUse() int64 {
 // UTC midnight (a caller's lock) must not deadlock the two.
 // dayStepLimiter is a limiter whose clock stands at start plus the days
 // counted in days, with limits no test reaches.
-func dayStepLimiter(start time.Time) (l *Limiter, days *atomic.Int64, lim limits) {
+func dayStepLimiter(start time.Time) (l *localLimiter, days *atomic.Int64, lim limits) {
 	days = new(atomic.Int64)
 	now := func() time.Time { return start.AddDate(0, 0, int(days.Load())) }
-	l = newLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	l = newLocalLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
 	return l, days, limits{PerMinute: 1 << 30, PerDay: 1 << 30}
 }
 
