@@ -373,14 +373,20 @@ func (l *localLimiter) sweep() int {
 		}
 		c.mu.Unlock()
 	}
-	// A Go map keeps its size after deletes: after a crowd has gone, copy
-	// the few who stay into a map of their size.
-	if len(l.callers) < l.peak/4 {
-		fresh := make(map[callerID]*caller, len(l.callers))
-		maps.Copy(fresh, l.callers)
-		l.callers, l.peak = fresh, len(fresh)
-	}
+	shrink(&l.callers, &l.peak)
 	return n
+}
+
+// shrink makes *m anew, of the size it holds, once that is under a quarter
+// of *peak, the most it held: a Go map keeps its size after deletes, and
+// after a crowd has gone only the few who stay are worth the memory.
+func shrink[V any](m *map[callerID]V, peak *int) {
+	if len(*m) >= *peak/4 {
+		return
+	}
+	fresh := make(map[callerID]V, len(*m))
+	maps.Copy(fresh, *m)
+	*m, *peak = fresh, len(fresh)
 }
 
 // dayCount is a number of requests on one UTC day.
