@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http/httptest"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -258,5 +262,110 @@ func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 	s.clock.advance(leaseLife)
 	if d, _ := a.allow(context.Background(), id, lim); d.code != codeTemporarilyBanned {
 		t.Errorf("the server that held a lease, once it aged out: %+v, want banned", d)
+	}
+}
+
+// threeServers are three servers on one database and one Redis, as behind a
+// load balancer, with a ban far away. trips counts their round trips to
+// Redis.
+func threeServers(t *testing.T) (servers []*testServer, trips *atomic.Int64) {
+	first := newTestServerWith(t, testOptions{redis: true, banAfter: 1 << 30})
+	var events fallbackEvents
+	for range 3 {
+		s := *first
+		s.useRedisThrough(t, testRedisURL(t), io.Discard, events.hooks())
+		servers = append(servers, &s)
+	}
+	return servers, &events.calls
+}
+
+// driveUntilRefused sends GET /v1/pets with key from callers on every
+// server at once, each as fast as it can until it is refused. It returns
+// how many were accepted, and the refusals.
+func driveUntilRefused(servers []*testServer, key string, callersEach int) (accepted int64, refusals []*httptest.ResponseRecorder) {
+	var n atomic.Int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		for range callersEach {
+			wg.Go(func() {
+				for {
+					w := s.do("GET", "/v1/pets", key, "")
+					if w.Code != 200 {
+						mu.Lock()
+						refusals = append(refusals, w)
+						mu.Unlock()
+						return
+					}
+					n.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return n.Load(), refusals
+}
+
+func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
+	for _, tc := range []struct {
+		plan string
+		lim  limits
+	}{
+		{"free", plans["free"]},
+		{"pro", plans["pro"]},
+		{"business", plans["business"]},
+		{"enterprise", limits{PerMinute: 6000, PerDay: 1_000_000}},
+	} {
+		t.Run(tc.plan, func(t *testing.T) {
+			servers, trips := threeServers(t)
+			key := servers[0].mustCreateKey(tc.plan, tc.lim)
+			total := int64(0)
+			for minute := range 3 {
+				accepted, refusals := driveUntilRefused(servers, key, 4)
+				if accepted != tc.lim.PerMinute {
+					t.Errorf("minute %d: %d accepted across three servers, want %d", minute+1, accepted, tc.lim.PerMinute)
+				}
+				for _, w := range refusals {
+					wantError(t, w, 429, codeRateLimited)
+					if got := header(t, w, "Retry-After"); got != 1 {
+						t.Errorf("minute %d: Retry-After %d, want 1", minute+1, got)
+					}
+				}
+				total += accepted
+				servers[0].clock.advance(time.Minute) // every bucket is full again
+			}
+			if tc.plan == "enterprise" && trips.Load() > total/20 {
+				t.Errorf("%d round trips to Redis for %d requests, want at most one in 20: leases this large", trips.Load(), total)
+			}
+		})
+	}
+}
+
+func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
+	servers, _ := threeServers(t)
+	lim := limits{PerMinute: 1_000_000, PerDay: 3000}
+	key := servers[0].mustCreateKey("enterprise", lim)
+	for day := range 2 {
+		accepted, refusals := driveUntilRefused(servers, key, 4)
+		if accepted != lim.PerDay {
+			t.Errorf("day %d: %d accepted across three servers, want %d", day+1, accepted, lim.PerDay)
+		}
+		now := servers[0].clock.now()
+		for _, w := range refusals {
+			wantError(t, w, 429, codeRateLimited)
+			if got, want := header(t, w, "Retry-After"), int64(nextMidnight(now).Sub(now)/time.Second); got != want {
+				t.Errorf("day %d: Retry-After %d, want %d: until midnight", day+1, got, want)
+			}
+		}
+		for _, s := range servers {
+			if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stored, err := servers[0].store.Usage(context.Background(), 1, dayString(unixDay(now)))
+		if err != nil || stored != lim.PerDay {
+			t.Errorf("day %d: %d stored, %v; want %d, each request once", day+1, stored, err, lim.PerDay)
+		}
+		servers[0].clock.advance(nextMidnight(now).Sub(now))
 	}
 }

@@ -366,19 +366,43 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// BenchmarkLimiterAllow measures the limiter's cost per request with 10,000
-// keys in use.
-func BenchmarkLimiterAllow(b *testing.B) {
-	clock := newFakeClock()
-	l := newLocalLimiter(clock.now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
-	benchmarkAllow(b, l, limits{PerMinute: 1 << 40, PerDay: 1 << 40})
+// BenchmarkDecision measures one rate-limit decision as the limit
+// middleware asks for it: in process; on Redis for 10,000 keys in turn, each
+// too quiet for a lease here (a script run each); and on Redis for one hot
+// key, leased (mostly no round trip). The Redis ones need
+// PETSTORE_TEST_REDIS.
+func BenchmarkDecision(b *testing.B) {
+	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
+	b.Run("in-process", func(b *testing.B) {
+		l := newLocalLimiter(newFakeClock().now, 10, time.Minute, noUsage)
+		benchmarkAllow(b, l, limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
+	})
+	for _, tc := range []struct {
+		name string
+		keys int
+	}{{"redis-not-leased", 10_000}, {"redis-leased", 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r, err := newRedisLimiter(context.Background(), redisConfig{
+				url: testRedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
+				usage: noUsage, logger: discardLogger(),
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.close()
+			benchmarkAllow(b, r, limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
+			b.StopTimer()
+			if r.down.Load() {
+				b.Fatal("Redis went away during the benchmark")
+			}
+		})
+	}
 }
 
 // benchmarkAllow measures l.allow, as the limit middleware calls it, for
-// 10,000 keys in turn, each seen once before, under limits they never reach.
-func benchmarkAllow(b *testing.B, l rateLimiter, lim limits) {
+// keys keys in turn, each seen once before, under limits they never reach.
+func benchmarkAllow(b *testing.B, l rateLimiter, lim limits, keys int) {
 	ctx := context.Background()
-	const keys = 10_000
 	for i := range keys {
 		if _, err := l.allow(ctx, callerID{keyID: int64(i + 1)}, lim); err != nil {
 			b.Fatal(err)
