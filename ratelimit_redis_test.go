@@ -388,8 +388,11 @@ func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writ
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.close() })
-	s.limiter = r
-	s.handler = newServer(s.app)
+	// An app of its own: a copy of s (another server) keeps its limiter.
+	own := *s.app
+	own.limiter = r
+	own.handler = newServer(&own)
+	s.app = &own
 	return r
 }
 
