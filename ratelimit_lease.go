@@ -25,6 +25,10 @@ const (
 	// the last requests go to whoever asks first.
 	leaseShare  = 16
 	returnEvery = 100 * time.Millisecond // how often aged leases are looked for
+	// forgetAfter: a caller with nothing leased is forgotten after this
+	// long without a request, so that one seen now and then is not made
+	// anew each time.
+	forgetAfter = 2 * time.Second
 	// tokenDebt is one request in the script's debt (1/pm ms units).
 	tokenDebt = 60_000
 	// spentUnknown is a leaseAsk's spentBy when the server does not know
@@ -38,25 +42,21 @@ const (
 type rateCount struct {
 	start     time.Time // of the current period
 	cur, prev int64
+	last      time.Time // of the last request
 }
 
 func (c *rateCount) add(now time.Time) {
 	c.roll(now)
 	c.cur++
+	c.last = now
 }
 
-// last is the estimate of the requests in the leaseTraffic before now,
+// recent is the estimate of the requests in the leaseTraffic before now,
 // rounded up.
-func (c *rateCount) last(now time.Time) int64 {
+func (c *rateCount) recent(now time.Time) int64 {
 	c.roll(now)
 	older := int64(leaseTraffic - now.Sub(c.start))
 	return c.cur + (c.prev*older+int64(leaseTraffic)-1)/int64(leaseTraffic)
-}
-
-// idle reports whether no request came in the last two periods.
-func (c *rateCount) idle(now time.Time) bool {
-	c.roll(now)
-	return c.cur == 0 && c.prev == 0
 }
 
 func (c *rateCount) roll(now time.Time) {
@@ -90,6 +90,7 @@ type leaseAsk struct {
 // (t - sent) there. The lease ages out by that bound before Redis stops
 // holding it as out, and before Redis's midnight.
 type lease struct {
+	key     any // the Redis key of the caller's state, boxed for the script
 	mu      sync.Mutex
 	evicted bool // forgotten by toSettle: look the caller up again
 	rate    rateCount
@@ -102,9 +103,11 @@ type lease struct {
 	answer    scriptAnswer // what it answered
 	until     time.Time    // when the unspent tokens age out
 	lastSpent time.Time    // when one was last spent, zero when none was
-	// renewing is closed when the run settling the lease ends; nil while
-	// none runs.
-	renewing chan struct{}
+	// renewing: a run settling the lease is under way. settledRuns counts
+	// the runs that ended, and runEnded is told of each.
+	renewing    bool
+	settledRuns int
+	runEnded    sync.Cond
 }
 
 // spend takes a token for a request at now under lim, if a live one is
@@ -151,7 +154,7 @@ func (l *lease) settle(owner string, want int64, now time.Time) leaseAsk {
 		ask.spentBy = l.answer.nowMs + 1 + ceilMilliseconds(l.lastSpent.Sub(l.sent))
 	}
 	l.left, l.out, l.lastSpent, l.sent = 0, false, time.Time{}, now
-	l.renewing = make(chan struct{})
+	l.renewing = true
 	return ask
 }
 
@@ -163,8 +166,17 @@ func (l *lease) settled(a scriptAnswer, answered bool, lim limits) {
 		l.answer, l.lim, l.left, l.out = a, lim, a.leased, true
 		l.until = l.sent.Add(min(leaseLife, toMidnight))
 	}
-	close(l.renewing)
-	l.renewing = nil
+	l.renewing = false
+	l.settledRuns++
+	l.runEnded.Broadcast()
+}
+
+// awaitRun waits until the run settling the lease, under way, ends. l.mu
+// is held.
+func (l *lease) awaitRun() {
+	for run := l.settledRuns; l.renewing && l.settledRuns == run; {
+		l.runEnded.Wait()
+	}
 }
 
 func ceilMilliseconds(d time.Duration) int64 {
@@ -173,7 +185,8 @@ func ceilMilliseconds(d time.Duration) int64 {
 
 // leases are this server's leases, one a caller.
 type leases struct {
-	owner string // this server's name in the lease records in Redis
+	owner string                   // this server's name in the lease records in Redis
+	key   func(id callerID) string // the Redis key of a caller's state
 	mu    sync.Mutex
 	m     map[callerID]*lease
 	peak  int // most leases held since the map was last made anew
@@ -185,7 +198,8 @@ func (ls *leases) get(id callerID) *lease {
 	defer ls.mu.Unlock()
 	l := ls.m[id]
 	if l == nil {
-		l = &lease{}
+		l = &lease{key: ls.key(id)}
+		l.runEnded.L = &l.mu
 		ls.m[id] = l
 		ls.peak = max(ls.peak, len(ls.m))
 	}
@@ -205,7 +219,7 @@ func (ls *leases) look(id callerID, now time.Time, lim limits) (live int64, held
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if live = l.live(now, lim); live > 0 || !l.out || l.renewing != nil {
+	if live = l.live(now, lim); live > 0 || !l.out || l.renewing {
 		return live, nil, leaseAsk{}
 	}
 	return 0, l, l.settle(ls.owner, 0, now)
@@ -228,10 +242,10 @@ func (ls *leases) toSettle(now time.Time, all bool) []heldLease {
 	for id, l := range ls.m {
 		l.mu.Lock()
 		switch {
-		case l.renewing != nil:
+		case l.renewing:
 		case l.out && (all || !now.Before(l.until)):
 			held = append(held, heldLease{id, l, l.settle(ls.owner, 0, now)})
-		case !l.out && l.rate.idle(now):
+		case !l.out && now.Sub(l.rate.last) >= forgetAfter:
 			l.evicted = true
 			delete(ls.m, id)
 		}

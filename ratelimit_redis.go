@@ -75,7 +75,9 @@ const (
 // TAT is ahead of now in 1/pm ms, 60000 a request: 0 when the bucket is
 // full. leased is how many tokens beyond the request's own went to the
 // server's new lease; debt and day count include them.
-var limitScript = redis.NewScript(`
+var limitScript = redis.NewScript(limitScriptText)
+
+const limitScriptText = `
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -219,7 +221,7 @@ else
 end
 save()
 return {1, now, debt, n, today, wait, 0}
-`)
+`
 
 // The script's status, its answer's first number.
 const (
@@ -286,8 +288,9 @@ type redisLimiter struct {
 	unsure    map[keyDay]bool
 	anyUnsure atomic.Bool
 
-	policyMu sync.RWMutex
-	policies map[limits]string
+	figuresMu sync.RWMutex
+	figures   map[limits]*figures
+	owner     any // this server's name in Redis's lease records, boxed for the script's arguments
 
 	scripts batcher[scriptRun] // concurrent requests share a round trip
 
@@ -346,11 +349,13 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 		client:      redis.NewClient(opts),
 		unstored:    make(map[keyDay]int64),
 		unsure:      make(map[keyDay]bool),
-		policies:    make(map[limits]string),
+		figures:     make(map[limits]*figures),
 		// The name of this server's leases in Redis, new at each start.
 		leases: leases{owner: rand.Text()[:12], m: make(map[callerID]*lease)},
 		stop:   make(chan struct{}),
 	}
+	r.owner = r.leases.owner
+	r.leases.key = r.key
 	r.fallback = newLocalLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.knownUsage)
 	r.scripts = batcher[scriptRun]{max: maxPipeline, run: r.runScripts}
 	if err := r.client.Ping(ctx).Err(); err != nil {
@@ -402,19 +407,21 @@ func (r *redisLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 			r.granted(id, a.day)
 			return r.standing(a, shared, false).decision, nil
 		}
-		if renewing := l.renewing; renewing != nil {
-			l.mu.Unlock()
+		if l.renewing {
 			if !waited {
-				<-renewing // a script run: it ends within redisTimeout
+				l.awaitRun() // a script run: it ends within redisTimeout
+				l.mu.Unlock()
 				waited = true
 				continue
 			}
-			s, err := r.decide(ctx, id, lim, 1, leaseAsk{})
+			l.mu.Unlock()
+			a, err := r.ask(ctx, id, l.key, shared, 1, leaseAsk{})
+			s, err := r.answer(ctx, id, lim, 1, a, err)
 			return s.decision, err
 		}
-		ask := l.settle(r.leases.owner, max(1, l.rate.last(now)), now)
+		ask := l.settle(r.leases.owner, max(1, l.rate.recent(now)), now)
 		l.mu.Unlock()
-		a, err := r.ask(ctx, id, shared, 1, ask)
+		a, err := r.ask(ctx, id, l.key, shared, 1, ask)
 		l.mu.Lock()
 		l.settled(a, err == nil, shared)
 		l.mu.Unlock()
@@ -429,7 +436,7 @@ func (r *redisLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 func (r *redisLimiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
 	shared := sharedLimits(lim)
 	live, held, ask := r.leases.look(id, r.now(), shared)
-	a, err := r.ask(ctx, id, shared, 0, ask)
+	a, err := r.ask(ctx, id, r.key(id), shared, 0, ask)
 	if held != nil {
 		held.mu.Lock()
 		held.settled(a, err == nil, shared)
@@ -437,13 +444,6 @@ func (r *redisLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	}
 	a.leased = live
 	return r.answer(ctx, id, lim, 0, a, err)
-}
-
-// decide runs the script for one request (cost 1) or a look (cost 0) and
-// answers: from Redis, or from the fallback when Redis does not answer.
-func (r *redisLimiter) decide(ctx context.Context, id callerID, lim limits, cost int, ask leaseAsk) (standing, error) {
-	a, err := r.ask(ctx, id, sharedLimits(lim), cost, ask)
-	return r.answer(ctx, id, lim, cost, a, err)
 }
 
 // errNoRedis says that Redis did not answer a run: the fallback answers.
@@ -485,15 +485,14 @@ func (r *redisLimiter) granted(id callerID, day int64) {
 	r.mu.Unlock()
 }
 
-// ask runs the script for one request (cost 1) or a look (cost 0) with
-// lim, which are shared limits. A caller whose day count Redis lacks is
+// ask runs the script on key, id's state, for one request (cost 1) or a
+// look (cost 0) with lim, which are shared limits, and lease. A caller whose day count Redis lacks is
 // seeded from the database, in a second run. It returns errNoRedis when
 // Redis does not answer, or has not answered lately.
-func (r *redisLimiter) ask(ctx context.Context, id callerID, lim limits, cost int, ask leaseAsk) (scriptAnswer, error) {
+func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits, cost int, lease leaseAsk) (scriptAnswer, error) {
 	if r.skipRedis() {
 		return scriptAnswer{}, errNoRedis
 	}
-	key := r.key(id)
 	// A count Redis may lack is raised to what this server knows, which
 	// never exceeds the truth: the database holds each request once, and
 	// this server's unwritten requests are not in it yet.
@@ -509,14 +508,14 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, lim limits, cost in
 			floor, floorDay = n, unsure.day
 		}
 	}
-	a, err := r.run(ctx, r.scriptRun(key, id, lim, cost, -1, floor, floorDay, ask))
+	a, err := r.run(r.scriptRun(key, id, lim, cost, -1, floor, floorDay, lease))
 	if err == nil && a.status == scriptNeedSeed {
 		var seed int64
 		if seed, err = r.known(ctx, id.keyID, a.day); err != nil {
 			r.markUnsure(unsure)
 			return scriptAnswer{}, err
 		}
-		a, err = r.run(ctx, r.scriptRun(key, id, lim, cost, seed, -1, 0, ask))
+		a, err = r.run(r.scriptRun(key, id, lim, cost, seed, -1, 0, lease))
 	}
 	if err != nil {
 		r.markUnsure(unsure)
@@ -530,28 +529,55 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, lim limits, cost in
 }
 
 // run runs the script once. Runs of concurrent requests share a round
-// trip: they go to Redis together in one pipeline.
-func (r *redisLimiter) run(ctx context.Context, sr scriptRun) (scriptAnswer, error) {
-	done, err := r.scripts.do(context.WithoutCancel(ctx), sr)
+// trip: they go to Redis together in one pipeline, whatever becomes of the
+// request that sends them.
+func (r *redisLimiter) run(sr scriptRun) (scriptAnswer, error) {
+	done, err := r.scripts.do(context.Background(), sr)
 	if err != nil {
 		return scriptAnswer{}, err
 	}
 	return done.answer, done.err
 }
 
-// scriptRun is a run of limitScript with its arguments (see limitScript).
-func (r *redisLimiter) scriptRun(key string, id callerID, lim limits, cost int, seed, floor, floorDay int64, ask leaseAsk) scriptRun {
+// The script's arguments that are the same in every run, boxed once: a
+// number beyond 255 or a string made an argument costs an allocation.
+var (
+	scriptHash      any = limitScript.Hash()
+	scriptLeaseKeep any = leaseKeep.Milliseconds()
+	scriptNone      any = int64(-1)
+	scriptUnknown   any = int64(spentUnknown)
+)
+
+// scriptArg is n as an argument of the script.
+func scriptArg(n int64) any {
+	switch n {
+	case -1:
+		return scriptNone
+	case spentUnknown:
+		return scriptUnknown
+	}
+	return n
+}
+
+// scriptRun is a run of limitScript on key, the caller's state, with its
+// arguments (see limitScript).
+func (r *redisLimiter) scriptRun(key any, id callerID, lim limits, cost int, seed, floor, floorDay int64, ask leaseAsk) scriptRun {
 	var nowMs int64
 	if r.scriptNow != nil {
 		nowMs = r.scriptNow().UnixMilli()
 	}
-	durable := int64(0)
+	durable := 0
 	if id.keyID != 0 {
 		durable = 1
 	}
-	return scriptRun{key: key, args: []any{
-		nowMs, lim.PerMinute, lim.PerDay, cost, r.banAfter, r.banFor.Milliseconds(), durable, seed, floor, floorDay,
-		ask.owner, ask.giveBack, ask.spentBy, ask.want, leaseKeep.Milliseconds(), leaseShare}}
+	var owner any = ""
+	if ask.owner != "" {
+		owner = r.owner
+	}
+	f := r.figuresOf(lim)
+	return scriptRun{cmd: []any{"evalsha", scriptHash, 1, key,
+		nowMs, f.perMinute, f.perDay, cost, f.banAfter, f.banFor, durable, scriptArg(seed), scriptArg(floor), floorDay,
+		owner, ask.giveBack, scriptArg(ask.spentBy), ask.want, scriptLeaseKeep, leaseShare}}
 }
 
 // returnLeases settles the leases that aged out (every lease, when all is
@@ -565,7 +591,7 @@ func (r *redisLimiter) returnLeases(ctx context.Context, all bool) {
 	}
 	runs := make([]scriptRun, len(held))
 	for i, h := range held {
-		runs[i] = r.scriptRun(r.key(h.id), h.id, h.l.lim, 0, -1, -1, 0, h.ask)
+		runs[i] = r.scriptRun(h.l.key, h.id, h.l.lim, 0, -1, -1, 0, h.ask)
 	}
 	if !r.down.Load() {
 		for batch := range slices.Chunk(runs, maxPipeline) {
@@ -597,8 +623,7 @@ func (r *redisLimiter) returnLeasesEvery(every time.Duration) {
 
 // scriptRun is one run of limitScript in a pipeline, with its answer.
 type scriptRun struct {
-	key    string
-	args   []any
+	cmd    []any // EVALSHA, the script's hash, one key, the key, the script's ARGV
 	answer scriptAnswer
 	err    error
 }
@@ -611,21 +636,8 @@ const maxPipeline = 128
 // it refused, in a second one.
 func (r *redisLimiter) runScripts(ctx context.Context, batch []scriptRun) error {
 	cmds := make([]*redis.Cmd, len(batch))
-	if len(batch) == 1 {
-		// Alone, as a plain command: a pipeline would try a refused
-		// connection twice, which the probe of a Redis that is away must not.
-		var start time.Time
-		if r.hooks.call != nil {
-			start = time.Now()
-		}
-		cmds[0] = limitScript.Run(ctx, r.client, []string{batch[0].key}, batch[0].args...)
-		if r.hooks.call != nil {
-			r.hooks.call(start)
-		}
-	} else {
-		r.pipeline(ctx, batch, cmds, func(i int) bool { return true }, limitScript.EvalSha)
-		r.pipeline(ctx, batch, cmds, func(i int) bool { return redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, limitScript.Eval)
-	}
+	r.send(ctx, batch, cmds, func(int) bool { return true }, false)
+	r.send(ctx, batch, cmds, func(i int) bool { return cmds[i].Err() != nil && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, true)
 	for i, cmd := range cmds {
 		v, err := cmd.Int64Slice()
 		if err == nil && len(v) != 7 {
@@ -640,28 +652,49 @@ func (r *redisLimiter) runScripts(ctx context.Context, batch []scriptRun) error 
 	return nil
 }
 
-// pipeline sends, in one round trip, the runs of batch that send picks,
-// with eval (EvalSha or Eval), into their places in cmds.
-func (r *redisLimiter) pipeline(ctx context.Context, batch []scriptRun, cmds []*redis.Cmd, send func(i int) bool,
-	eval func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd) {
+// send sends, in one round trip, the runs of batch that pick picks, into
+// their places in cmds: by the script's hash, or withText by its text. One
+// run goes alone, as a plain command: a pipeline would try a refused
+// connection twice, which the probe of a Redis that is away must not.
+func (r *redisLimiter) send(ctx context.Context, batch []scriptRun, cmds []*redis.Cmd, pick func(i int) bool, withText bool) {
 	var start time.Time
 	if r.hooks.call != nil {
 		start = time.Now()
 	}
-	sent := 0
-	// The error of each run is on its command.
-	_, _ = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i := range batch {
-			if send(i) {
-				cmds[i] = eval(ctx, p, []string{batch[i].key}, batch[i].args...)
-				sent++
-			}
+	var picked []int
+	for i := range batch {
+		if pick(i) {
+			cmds[i] = redis.NewCmd(ctx, batch[i].command(withText)...)
+			picked = append(picked, i)
 		}
-		return nil
-	})
-	if sent > 0 && r.hooks.call != nil {
+	}
+	switch len(picked) {
+	case 0:
+		return
+	case 1:
+		// The error is on the command.
+		_ = r.client.Process(ctx, cmds[picked[0]])
+	default:
+		_, _ = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range picked {
+				_ = p.Process(ctx, cmds[i])
+			}
+			return nil
+		})
+	}
+	if r.hooks.call != nil {
 		r.hooks.call(start)
 	}
+}
+
+// command is the run's command: EVALSHA, or withText EVAL with the text.
+func (sr scriptRun) command(withText bool) []any {
+	if !withText {
+		return sr.cmd
+	}
+	cmd := slices.Clone(sr.cmd)
+	cmd[0], cmd[1] = "eval", limitScriptText
+	return cmd
 }
 
 // standing turns the script's answer into what the in-process limiter
@@ -671,7 +704,7 @@ func (r *redisLimiter) standing(a scriptAnswer, lim limits, both bool) standing 
 	tokens := float64(lim.PerMinute) - float64(a.debt)/60_000
 	perSecond := float64(lim.PerMinute) / 60
 	var s standing
-	s.decision = report(now, lim, r.policy(lim), tokens, perSecond, a.count)
+	s.decision = report(now, lim, r.figuresOf(lim).policy, tokens, perSecond, a.count)
 	if both {
 		s.minute, s.day = windows(now, lim, tokens, perSecond, a.count)
 	}
@@ -704,19 +737,26 @@ func (r *redisLimiter) key(id callerID) string {
 	return string(b)
 }
 
-// policy is the RateLimit-Policy header of lim, made once per figures.
-func (r *redisLimiter) policy(lim limits) string {
-	r.policyMu.RLock()
-	p, ok := r.policies[lim]
-	r.policyMu.RUnlock()
+// figures are what a caller's figures make: the RateLimit-Policy header,
+// and the script's arguments, boxed once.
+type figures struct {
+	policy                              string
+	perMinute, perDay, banAfter, banFor any
+}
+
+// figuresOf returns lim's figures, made once per figures.
+func (r *redisLimiter) figuresOf(lim limits) *figures {
+	r.figuresMu.RLock()
+	f, ok := r.figures[lim]
+	r.figuresMu.RUnlock()
 	if ok {
-		return p
+		return f
 	}
-	p = policyHeader(lim)
-	r.policyMu.Lock()
-	r.policies[lim] = p
-	r.policyMu.Unlock()
-	return p
+	f = &figures{policyHeader(lim), lim.PerMinute, lim.PerDay, r.banAfter, r.banFor.Milliseconds()}
+	r.figuresMu.Lock()
+	r.figures[lim] = f
+	r.figuresMu.Unlock()
+	return f
 }
 
 // known is keyID's count for day as this server knows it: what the

@@ -186,15 +186,14 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 func TestRedisFirstSeedWins(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	r := s.limiter.(*redisLimiter)
-	ctx := context.Background()
 	id, lim := callerID{keyID: 7}, plans["free"]
 	key := r.key(id)
-	a, err := r.run(ctx, r.scriptRun(key, id, lim, 0, -1, 0, 0, leaseAsk{}))
+	a, err := r.run(r.scriptRun(key, id, lim, 0, -1, 0, 0, leaseAsk{}))
 	if err != nil || a.status != scriptNeedSeed {
 		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, scriptNeedSeed)
 	}
 	for _, seed := range []int64{5, 9} {
-		a, err := r.run(ctx, r.scriptRun(key, id, lim, 0, seed, 0, 0, leaseAsk{}))
+		a, err := r.run(r.scriptRun(key, id, lim, 0, seed, 0, 0, leaseAsk{}))
 		if err != nil || a.status != scriptAllowed || a.count != 5 {
 			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
 		}
@@ -206,7 +205,7 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 	r := s.limiter.(*redisLimiter)
 	r.scriptNow = nil
 	before := time.Now()
-	a, err := r.run(context.Background(), r.scriptRun(r.key(callerID{keyID: 1}), callerID{}, plans["free"], 1, -1, 0, 0, leaseAsk{}))
+	a, err := r.run(r.scriptRun(r.key(callerID{keyID: 1}), callerID{}, plans["free"], 1, -1, 0, 0, leaseAsk{}))
 	if err != nil {
 		t.Fatal(err)
 	}
