@@ -28,7 +28,7 @@ const (
 	// forgetAfter: a caller with nothing leased is forgotten after this
 	// long without a request, so that one seen now and then is not made
 	// anew each time.
-	forgetAfter = 2 * time.Second
+	forgetAfter = time.Second
 	// tokenDebt is one request in the script's debt (1/pm ms units).
 	tokenDebt = 60_000
 	// spentUnknown is a leaseAsk's spentBy when the server does not know
