@@ -102,7 +102,7 @@ func (a *app) close() error {
 // the log; close releases it.
 func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (_ rateLimiter, where string, close func() error, _ error) {
 	if cfg.redis == "" {
-		return newLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage), "this process", func() error { return nil }, nil
+		return newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage), "this process", func() error { return nil }, nil
 	}
 	prefix := d.redisPrefix
 	if prefix == "" {

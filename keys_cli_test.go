@@ -313,9 +313,11 @@ func TestKeysListShowsLastUseAndTodaysUsageWrittenByTheServer(t *testing.T) {
 func TestRollAcrossServersSharesOneBudget(t *testing.T) {
 	t.Parallel()
 	b := startBalancedSet(t, 3)
-	// The day binds (50), and the minute never refills into view.
+	// The day binds (31), and the minute never refills into view. 31 is
+	// too few for a lease (a 16th of what is left, the request's own
+	// included), so whichever server answers knows the exact count.
 	old := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "shared",
-		"--rpm", "100000", "--rpd", "50")
+		"--rpm", "100000", "--rpd", "31")
 	id := keyIDByName(t, b.db, "shared")
 	client := &http.Client{Timeout: 10 * time.Second}
 	get := func(path, key string) (*http.Response, string) {
@@ -356,8 +358,8 @@ func TestRollAcrossServersSharesOneBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := int64(40)
-	for i := range 40 {
+	want := int64(21)
+	for i := range 21 {
 		key := []string{old, fresh}[i%2]
 		resp, body := get("/v1/pets", key)
 		if time.Now().After(end) {
@@ -381,13 +383,13 @@ func TestRollAcrossServersSharesOneBudget(t *testing.T) {
 			}
 		}
 	}
-	if want > 30 {
-		t.Errorf("only %d requests made during the overlap, want most of 40: the machine is too slow to tell", 40-want)
+	if want > 15 {
+		t.Errorf("only %d requests made during the overlap, want most of 21: the machine is too slow to tell", 21-want)
 	}
 	if want == 0 {
 		for _, key := range []string{old, fresh} {
 			if resp, body := get("/v1/pets", key); resp.StatusCode != http.StatusTooManyRequests {
-				t.Errorf("the day's 50 spent by both keys: %d %s, want 429", resp.StatusCode, body)
+				t.Errorf("the day's 31 spent by both keys: %d %s, want 429", resp.StatusCode, body)
 			}
 		}
 	}

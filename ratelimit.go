@@ -4,12 +4,9 @@ import (
 	"context"
 	"maps"
 	"math"
-	"net"
-	"net/http"
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,7 +71,7 @@ type decision struct {
 	policy     string
 }
 
-// rateLimiter decides whether a caller's request may go ahead. *Limiter
+// rateLimiter decides whether a caller's request may go ahead. *localLimiter
 // keeps every caller's state in this process; *redisLimiter keeps it in
 // Redis, shared by every server that names the same Redis. Both count the
 // API keys' requests towards the database through flush.
@@ -156,9 +153,10 @@ func policyHeader(lim limits) string {
 	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
 }
 
-// Limiter applies per-minute token buckets and per-UTC-day quotas to
-// callers, answers 429s, and bans callers that keep knocking during a wait.
-type Limiter struct {
+// localLimiter is the limiter that keeps every caller's state in this
+// process: per-minute token buckets and per-UTC-day quotas, 429s, and bans of
+// callers that keep knocking during a wait.
+type localLimiter struct {
 	now      func() time.Time
 	banAfter int
 	banFor   time.Duration
@@ -171,14 +169,14 @@ type Limiter struct {
 	peak    int // most callers held since the map was last made anew
 }
 
-func newLimiter(now func() time.Time, banAfter int, banFor time.Duration,
-	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *Limiter {
-	return &Limiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[callerID]*caller)}
+func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
+	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
+	return &localLimiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[callerID]*caller)}
 }
 
 // allow counts one request of id against lim, unless it is over a limit, in
 // which case nothing is spent.
-func (l *Limiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
+func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
 	now := l.now()
 	today := unixDay(now)
 	for {
@@ -198,7 +196,7 @@ func (l *Limiter) allow(ctx context.Context, id callerID, lim limits) (decision,
 }
 
 // peek reports id's windows as allow would, without counting a request.
-func (l *Limiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
+func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
 	now := l.now()
 	today := unixDay(now)
 	c, err := l.caller(ctx, id, lim, today)
@@ -225,7 +223,7 @@ func (l *Limiter) peek(ctx context.Context, id callerID, lim limits) (standing, 
 
 // pending is how many of keyID's requests on day this limiter counted and
 // has not stored yet.
-func (l *Limiter) pending(keyID, day int64) int64 {
+func (l *localLimiter) pending(keyID, day int64) int64 {
 	l.mu.Lock()
 	c := l.callers[callerID{keyID: keyID}]
 	l.mu.Unlock()
@@ -243,7 +241,7 @@ func (l *Limiter) pending(keyID, day int64) int64 {
 	return n
 }
 
-func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today int64) (*caller, error) {
+func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, today int64) (*caller, error) {
 	l.mu.Lock()
 	c := l.callers[id]
 	l.mu.Unlock()
@@ -276,7 +274,7 @@ func (l *Limiter) caller(ctx context.Context, id callerID, lim limits, today int
 }
 
 // decide is allow for one caller; c.mu is held.
-func (l *Limiter) decide(c *caller, now time.Time, today int64) decision {
+func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
 	if c.day != today {
 		c.day, c.dayCount = today, 0 // yesterday's unflushed count stays, under its day
 	}
@@ -363,7 +361,7 @@ func roundUpSecond(d time.Duration) time.Duration {
 
 // sweep forgets callers that are as good as new: a full bucket, no wait, no
 // ban, nothing left to flush. It keeps memory bounded under many callers.
-func (l *Limiter) sweep() int {
+func (l *localLimiter) sweep() int {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -378,14 +376,20 @@ func (l *Limiter) sweep() int {
 		}
 		c.mu.Unlock()
 	}
-	// A Go map keeps its size after deletes: after a crowd has gone, copy
-	// the few who stay into a map of their size.
-	if len(l.callers) < l.peak/4 {
-		fresh := make(map[callerID]*caller, len(l.callers))
-		maps.Copy(fresh, l.callers)
-		l.callers, l.peak = fresh, len(fresh)
-	}
+	shrink(&l.callers, &l.peak)
 	return n
+}
+
+// shrink makes *m anew, of the size it holds, once that is under a quarter
+// of *peak, the most it held: a Go map keeps its size after deletes, and
+// after a crowd has gone only the few who stay are worth the memory.
+func shrink[V any](m *map[callerID]V, peak *int) {
+	if len(*m) >= *peak/4 {
+		return
+	}
+	fresh := make(map[callerID]V, len(*m))
+	maps.Copy(fresh, *m)
+	*m, *peak = fresh, len(fresh)
 }
 
 // dayCount is a number of requests on one UTC day.
@@ -407,7 +411,7 @@ func (c *caller) addUnflushed(day int64) {
 // forgotten (sweep), so a failed write loses no count and the next flush
 // tries again. flush and sweep take l.mu before a caller's lock, and
 // nothing takes them the other way round.
-func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+func (l *localLimiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
 	type taken struct {
 		c      *caller
 		counts []dayCount
@@ -454,95 +458,6 @@ func (l *Limiter) flush(ctx context.Context, add func(context.Context, []usageCo
 		w.c.mu.Unlock()
 	}
 	return nil
-}
-
-// limit counts the request against its key, or without a valid key against
-// its client address, sets the rate-limit headers and answers 429 when a
-// limit is reached. The request that starts a ban has it recorded in audit.
-func limit(limiter rateLimiter, audit *auditLog, trustProxy bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
-		id, lim := callerID{keyID: 0}, anonymousLimits
-		if info.key != nil {
-			id, lim = info.key.budget()
-		} else {
-			id.addr = clientAddr(r, trustProxy)
-		}
-		d, err := limiter.allow(r.Context(), id, lim)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		setRateLimitHeaders(w.Header(), info, d)
-		if !d.allowed {
-			if d.banStarted {
-				audit.banned(info.key, id.addr, d)
-			}
-			refuse(w, r, d)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// setRateLimitHeaders reports d in the rate-limit headers, and keeps its
-// outcome on info for the metrics.
-func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
-	info.rateLimit = d.outcome()
-	// The four varying values are written into one string, one
-	// allocation, and set by key as textproto canonicalises them
-	// (X-Ratelimit-Limit), to skip that.
-	var buf [128]byte
-	b := strconv.AppendInt(buf[:0], d.limit, 10)
-	endLimit := len(b)
-	b = strconv.AppendInt(b, d.remaining, 10)
-	endRemaining := len(b)
-	b = strconv.AppendInt(b, d.reset.Unix(), 10)
-	endReset := len(b)
-	b = append(b, '"')
-	b = append(b, d.window...)
-	b = append(b, `";r=`...)
-	b = strconv.AppendInt(b, d.remaining, 10)
-	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, int64(d.resetIn/time.Second), 10)
-	all := string(b)
-	h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
-	h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
-	h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
-	h["Ratelimit-Policy"] = info.headerValue(d.policy)
-	h["Ratelimit"] = info.headerValue(all[endReset:])
-}
-
-// refuse answers a request that d does not allow: 429, with Retry-After.
-func refuse(w http.ResponseWriter, r *http.Request, d decision) {
-	seconds := int64(d.retryAfter / time.Second)
-	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
-	if d.code == codeTemporarilyBanned {
-		writeError(w, r, errorf(codeTemporarilyBanned,
-			"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
-	} else {
-		writeError(w, r, errorf(codeRateLimited,
-			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.limit, d.window, seconds))
-	}
-}
-
-// clientAddr is the address a request without a key is counted against: the
-// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop.
-func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
-	if trustProxy {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			first, _, _ := strings.Cut(xff, ",")
-			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return addr.Unmap()
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, _ := netip.ParseAddr(host)
-	return addr.Unmap()
 }
 
 // usageFlushEvery bounds how far the stored daily usage may lag behind.

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The limiter's HTTP side: the middleware that asks it about each request,
+// the rate-limit headers, and the 429.
+
+// limit counts the request against its key, or without a valid key against
+// its client address, sets the rate-limit headers and answers 429 when a
+// limit is reached. The request that starts a ban has it recorded in audit.
+func limit(limiter rateLimiter, audit *auditLog, trustProxy bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := requestLog(w)
+		id, lim := callerID{keyID: 0}, anonymousLimits
+		if info.key != nil {
+			id, lim = info.key.budget()
+		} else {
+			id.addr = clientAddr(r, trustProxy)
+		}
+		d, err := limiter.allow(r.Context(), id, lim)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		setRateLimitHeaders(w.Header(), info, d)
+		if !d.allowed {
+			if d.banStarted {
+				audit.banned(info.key, id.addr, d)
+			}
+			refuse(w, r, d)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// setRateLimitHeaders reports d in the rate-limit headers, and keeps its
+// outcome on info for the metrics.
+func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
+	info.rateLimit = d.outcome()
+	// The four varying values are written into one string, one
+	// allocation, and set by key as textproto canonicalises them
+	// (X-Ratelimit-Limit), to skip that.
+	var buf [128]byte
+	b := strconv.AppendInt(buf[:0], d.limit, 10)
+	endLimit := len(b)
+	b = strconv.AppendInt(b, d.remaining, 10)
+	endRemaining := len(b)
+	b = strconv.AppendInt(b, d.reset.Unix(), 10)
+	endReset := len(b)
+	b = append(b, '"')
+	b = append(b, d.window...)
+	b = append(b, `";r=`...)
+	b = strconv.AppendInt(b, d.remaining, 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(d.resetIn/time.Second), 10)
+	all := string(b)
+	h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
+	h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
+	h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
+	h["Ratelimit-Policy"] = info.headerValue(d.policy)
+	h["Ratelimit"] = info.headerValue(all[endReset:])
+}
+
+// refuse answers a request that d does not allow: 429, with Retry-After.
+func refuse(w http.ResponseWriter, r *http.Request, d decision) {
+	seconds := int64(d.retryAfter / time.Second)
+	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
+	if d.code == codeTemporarilyBanned {
+		writeError(w, r, errorf(codeTemporarilyBanned,
+			"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
+	} else {
+		writeError(w, r, errorf(codeRateLimited,
+			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.limit, d.window, seconds))
+	}
+}
+
+// clientAddr is the address a request without a key is counted against: the
+// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop.
+func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
+	if trustProxy {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			first, _, _ := strings.Cut(xff, ",")
+			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
+				return addr.Unmap()
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, _ := netip.ParseAddr(host)
+	return addr.Unmap()
+}
