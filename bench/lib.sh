@@ -39,11 +39,12 @@ echo "building into $work ..." >&2
 CGO_ENABLED=0 go build -trimpath -o "$work/petstore" .
 CGO_ENABLED=0 go build -trimpath -o "$work/ceiling" ./bench/ceiling
 
-# seed FILE N: a database with N pets and an Enterprise key no load can
-# exhaust, written to $work/key-N.
+# seed FILE N [BINARY]: a database with N pets and an Enterprise key no
+# load can exhaust, written to $work/key-N; the key made by BINARY (default
+# the pet store built here), which brings the schema to its version.
 seed() {
   local db=$1 n=$2
-  "$work/petstore" keys create --db "$db" --plan enterprise --name bench \
+  "${3:-$work/petstore}" keys create --db "$db" --plan enterprise --name bench \
     --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
   sqlite3 "$db" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $n)
     INSERT INTO pets (name, category_id, status)
@@ -51,11 +52,11 @@ seed() {
            CASE x % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' WHEN 2 THEN 'sold' END FROM c;"
 }
 
-# seed_postgres URL N: the PostgreSQL database at URL emptied, then seeded as seed does.
+# seed_postgres URL N [BINARY]: the PostgreSQL database at URL emptied, then seeded as seed does.
 seed_postgres() {
   local db=$1 n=$2
-  psql "$db" -qc "DROP TABLE IF EXISTS pets, api_keys, meta, usage, idempotency, petstore_schema" >/dev/null 2>&1
-  "$work/petstore" keys create --db "$db" --plan enterprise --name bench \
+  psql "$db" -qc "DROP TABLE IF EXISTS pets, api_keys, meta, usage, idempotency, audit_events, petstore_schema" >/dev/null 2>&1
+  "${3:-$work/petstore}" keys create --db "$db" --plan enterprise --name bench \
     --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
   psql "$db" -qc "INSERT INTO pets (name, category_id, status)
     SELECT 'pet-' || x, x % 50 + 1,

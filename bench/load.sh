@@ -27,6 +27,13 @@
 # few hot keys, and a long tail of keys is seldom seen), each key with
 # figures no load can exhaust.
 #
+# BASELINE=DIR also builds the pet store from DIR, another checkout of this
+# project (git worktree add /tmp/old main, say), and runs it in the same
+# alternation on databases of its own, seeded the same way by its binary: a
+# line under each scenario gives its figures and the median of the paired
+# ratios (each run of this code over the baseline's run that follows it),
+# so old and new code are compared in one run.
+#
 # With limits in Redis, each scenario also runs, in the same alternation,
 # the same binary with limits in process (on a copy of the SQLite database;
 # for PostgreSQL, on a SQLite database seeded the same way), and a line
@@ -57,7 +64,9 @@ METRICS=${METRICS:-}
 METRICS_PORT=${METRICS_PORT:-18182}
 ADMIN_PORT=${ADMIN_PORT:-18183}
 TWIN_PORT=${TWIN_PORT:-18184}
+BASELINE_PORT=${BASELINE_PORT:-18186}
 KEYS=${KEYS:-1}
+BASELINE=${BASELINE:-}
 
 . bench/lib.sh
 
@@ -177,12 +186,13 @@ add_keys() {
   fi
 }
 
-# serve PORT DB LOG [FLAG...]: the pet store on CPU 0, ready and with its
-# copy of the pets made; sets served (its pid) and ready_ms.
+# serve PORT DB LOG [FLAG...]: the pet store (or the binary $server names)
+# on CPU 0, ready and with its copy of the pets made; sets served (its pid)
+# and ready_ms.
 serve() {
   local port=$1 db=$2 log=$3
   shift 3
-  taskset -c 0 "$work/petstore" --addr "127.0.0.1:$port" --db "$db" "$@" >/dev/null 2>"$log" &
+  taskset -c 0 "${server:-$work/petstore}" --addr "127.0.0.1:$port" --db "$db" "$@" >/dev/null 2>"$log" &
   served=$!
   pids+=("$served")
   ready_ms=$(wait_ready "$port")
@@ -204,10 +214,15 @@ STORES=${STORES:-sqlite redis postgres}
 BENCH_REDIS=${BENCH_REDIS:-redis://127.0.0.1:18185/0}
 SIZES=${SIZES:-1000 1000000}
 BENCH_POSTGRES=${BENCH_POSTGRES:-postgres://postgres@127.0.0.1:5432/postgres}
+if [ -n "$BASELINE" ]; then
+  echo "building the baseline from $BASELINE ..." >&2
+  (cd "$BASELINE" && CGO_ENABLED=0 go build -trimpath -o "$work/baseline" .)
+fi
 if [[ " $STORES " == *" postgres "* ]]; then
   need psql postgresql-client
   bench_db=petstore_bench_$$
   psql "$BENCH_POSTGRES" -qc "CREATE DATABASE $bench_db" >/dev/null
+  [ -z "$BASELINE" ] || psql "$BENCH_POSTGRES" -qc "CREATE DATABASE ${bench_db}_baseline" >/dev/null
   postmaster=$(psql "$BENCH_POSTGRES" -qtAc "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'" | head -1)
   postmaster=$(ps -o ppid= -p "$postmaster" | tr -d ' ')
   taskset -a -pc 1 "$postmaster" >/dev/null
@@ -219,6 +234,7 @@ bench_cleanup() {
   for p in ${postmaster:-} ${redis_pid:-}; do taskset -a -pc "0-$(($(nproc) - 1))" "$p" >/dev/null || true; done
   if [ -n "${bench_db:-}" ]; then
     psql "$BENCH_POSTGRES" -qc "DROP DATABASE IF EXISTS $bench_db WITH (FORCE)" >/dev/null || true
+    psql "$BENCH_POSTGRES" -qc "DROP DATABASE IF EXISTS ${bench_db}_baseline WITH (FORCE)" >/dev/null || true
   fi
 }
 trap bench_cleanup EXIT
@@ -280,16 +296,30 @@ for n in $SIZES; do
     serve "$TWIN_PORT" "$tdb" "$log.twin"
     tpid=$served
   fi
+  # The baseline, on a database of its own.
+  if [ -n "$BASELINE" ]; then
+    if [ "$store" = postgres ]; then
+      bdb="${BENCH_POSTGRES%/*}/${bench_db}_baseline"
+      seed_postgres "$bdb" "$n" "$work/baseline"
+    else
+      bdb="$work/pets-$store-$n-baseline.db"
+      seed "$bdb" "$n" "$work/baseline"
+    fi
+    baseline_key=$(tail -n 1 "$work/key-$n")
+    [ "$KEYS" -le 1 ] || add_keys "$bdb"
+    server=$work/baseline serve "$BASELINE_PORT" "$bdb" "$log.baseline" "${limits[@]}"
+    bpid=$served
+  fi
 
   for shape in "${shapes[@]}"; do
   for scenario in "${scenarios[@]}"; do
     IFS=: read -r name path lua <<<"$scenario"
-    label=$name pkey=$key tkey=$twin_key ckey=
+    label=$name pkey=$key tkey=$twin_key bkey=${baseline_key:-} ckey=
     if [ "$shape" = zipf ]; then
       # Every request carries a key of the Zipf law's, the ceilings' too.
-      label=zipf-$name lua=zipf.lua pkey= tkey= ckey=
+      label=zipf-$name lua=zipf.lua pkey= tkey= bkey= ckey=
     fi
-    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r"
+    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r" ; : >"$work/b"
     for _ in $(seq 1 "$REPS"); do
       export PETS=$n MODE=$name TOKENS="$work/tokens"
       run "$CEILING_PORT" "$path" "$lua" "$ckey" >>"$work/c"
@@ -303,6 +333,7 @@ for n in $SIZES; do
         run "$TWIN_PORT" "$path" "$lua" "$tkey" >>"$work/t"
       fi
       [ -z "$METRICS" ] || run "$METRICS_PORT" "$path" "$lua" "$pkey" >>"$work/m"
+      [ -z "$BASELINE" ] || run "$BASELINE_PORT" "$path" "$lua" "$bkey" >>"$work/b"
     done
     c=$(cut -d' ' -f1 "$work/c" | median)
     h=$(cut -d' ' -f1 "$work/h" | median)
@@ -326,6 +357,12 @@ for n in $SIZES; do
       printf "#   %-${sw}s Redis calls a request: %s; %s: %.0f req/s, p99 %.2f ms; in Redis/in process %.2f\n" \
         "$label" "$calls" "$twin" "$t" "$(cut -d' ' -f3 "$work/t" | median)" "$(echo "$p $t" | awk '{ print $1 / $2 }')"
     fi
+    if [ -n "$BASELINE" ]; then
+      b=$(cut -d' ' -f1 "$work/b" | median)
+      printf "#   %-${sw}s baseline: %9.0f req/s, ratio %.2f, p50 %.2f ms, p99 %.2f ms; this code/baseline %.2f, paired %.2f\n" \
+        "$label" "$b" "$(echo "$b $c" | awk '{ print $1 / $2 }')" "$(cut -d' ' -f2 "$work/b" | median)" "$(cut -d' ' -f3 "$work/b" | median)" \
+        "$(echo "$p $b" | awk '{ print $1 / $2 }')" "$(paste -d' ' <(cut -d' ' -f1 "$work/p") <(cut -d' ' -f1 "$work/b") | awk '{ print $1 / $2 }' | median)"
+    fi
     if [ -n "$METRICS" ]; then
       m=$(cut -d' ' -f1 "$work/m" | median)
       # Each run with metrics follows one without: the median of those
@@ -343,6 +380,7 @@ for n in $SIZES; do
     stop "$mpid"
   fi
   [ -z "$twin_key" ] || stop "$tpid"
+  [ -z "$BASELINE" ] || stop "$bpid"
   rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
   stop "$pid"
   echo "# $store, $n pets: ready in ${ready} ms (target for 1M on SQLite: 300 at most); peak RSS $((rss / 1024)) MiB after the run (target for 1M on SQLite: 96 at most)"
