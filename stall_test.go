@@ -64,6 +64,18 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 			}
 			load.waitReady()
 			time.Sleep(testDBTimeout)
+			// A server notices the heal of Redis at its next try, which
+			// its fallback makes at most every 500 ms and a lease may put
+			// off: the load goes on until every outage logged has ended.
+			eventually(t, 10*time.Second, "each server logs the end of each outage it logged", func() bool {
+				for _, s := range servers {
+					log := s.stderr.String()
+					if strings.Count(log, "does not answer") != strings.Count(log, "answers again") {
+						return false
+					}
+				}
+				return true
+			})
 			load.stop()
 
 			load.check(tc.stallDatabase)
