@@ -199,10 +199,9 @@ func (s *sqliteStore) Shared() bool { return false }
 func (s *sqliteStore) Namespace() string { return "" }
 
 // Maintain checkpoints the WAL into the database file when checkpointPolicy
-// says it is time. No other server stores pets here: petsAdded is never
-// called. A checkpoint waits for no lock, and what it copied stays copied,
-// so it is not cut short by timeout.
-func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, _ func(), logger *slog.Logger) {
+// says it is time. A checkpoint waits for no lock, and what it copied
+// stays copied, so it is not cut short by timeout.
+func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, logger *slog.Logger) {
 	policy := checkpointPolicy{doneAt: s.now()}
 	every(ctx, checkpointLookEvery, func() {
 		if err := s.checkpointIfDue(ctx, &policy, s.now()); err != nil && ctx.Err() == nil {
@@ -210,6 +209,9 @@ func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, _ func(), l
 		}
 	})
 }
+
+// PetsAdded never receives: no other server stores pets here.
+func (s *sqliteStore) PetsAdded() <-chan struct{} { return nil }
 
 // checkpointIfDue checkpoints when policy says it is time.
 func (s *sqliteStore) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
