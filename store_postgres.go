@@ -24,7 +24,7 @@ import (
 // several servers share. It holds no state of its own beyond the pool: every
 // answer comes from the database, so a server sees another's writes at once.
 type pgStore struct {
-	sqlKeys // the keys and the audit trail, as SQL both engines run
+	sqlAggregates
 	pool    *pgxpool.Pool
 	now     func() time.Time
 	// lockSpace names this database and schema: it is the second half of
@@ -77,7 +77,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
 	s := &pgStore{pool: pool, now: now, notice: rand.Text(), added: make(chan struct{}, 1)}
-	s.sqlKeys = sqlKeys{s}
+	s.sqlAggregates = newSQLAggregates(s)
 	s.notices = batcher[struct{}]{max: math.MaxInt, run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
