@@ -16,6 +16,17 @@ var limitScriptText string
 
 var limitScript = redis.NewScript(limitScriptText)
 
+// figures are what a caller's figures make: the RateLimit-Policy header,
+// and the script's arguments, boxed once.
+type figures struct {
+	policy                              string
+	perMinute, perDay, banAfter, banFor any
+}
+
+func newFigures(lim limits, banAfter int, banFor time.Duration) *figures {
+	return &figures{policyHeader(lim), lim.PerMinute, lim.PerDay, banAfter, banFor.Milliseconds()}
+}
+
 // scriptArgs are one run's arguments (limit.lua names each).
 type scriptArgs struct {
 	key   any   // the Redis key of the caller's state, boxed once

@@ -326,13 +326,6 @@ func (r *redisLimiter) key(id callerID) string {
 	return string(b)
 }
 
-// figures are what a caller's figures make: the RateLimit-Policy header,
-// and the script's arguments, boxed once.
-type figures struct {
-	policy                              string
-	perMinute, perDay, banAfter, banFor any
-}
-
 // figuresOf returns lim's figures, made once per figures.
 func (r *redisLimiter) figuresOf(lim limits) *figures {
 	r.figuresMu.RLock()
@@ -341,7 +334,7 @@ func (r *redisLimiter) figuresOf(lim limits) *figures {
 	if ok {
 		return f
 	}
-	f = &figures{policyHeader(lim), lim.PerMinute, lim.PerDay, r.banAfter, r.banFor.Milliseconds()}
+	f = newFigures(lim, r.banAfter, r.banFor)
 	r.figuresMu.Lock()
 	r.figures[lim] = f
 	r.figuresMu.Unlock()

@@ -23,12 +23,6 @@ import (
 // one Redis, a day count rebuilt from the database, the fallback while
 // Redis is away. They need a Redis, and touch no key outside their prefix.
 
-// testRedisURL is the tests' Redis; without one the test is skipped.
-func testRedisURL(t testing.TB) string {
-	t.Helper()
-	return testEnv(t, "PETSTORE_TEST_REDIS", "set PETSTORE_TEST_REDIS=redis://127.0.0.1:6379/0 to run the Redis tests")
-}
-
 // testRedisPrefix is a key prefix of the test's own, whose keys are deleted
 // when it ends.
 func testRedisPrefix(t testing.TB) string {
