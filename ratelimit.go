@@ -46,14 +46,9 @@ type caller struct {
 	keyID     int64 // 0 for a client address, whose count is not stored
 	limits    limits
 	minute    *rate.Limiter
-	policy    string // the RateLimit-Policy header, fixed by limits
-	day       int64  // the UTC day of dayCount, in days since 1970-01-01
-	dayCount  int64
+	policy    string     // the RateLimit-Policy header, fixed by limits
+	state     limitState // the day, the wait and the ban (limitRules)
 	unflushed []dayCount // requests not yet in the database, by day (keys only)
-
-	waitUntil   time.Time // after a 429: when a request will be accepted again
-	waitCount   int       // refused requests sent during that wait
-	bannedUntil time.Time
 }
 
 // decision is the limiter's answer for one request, with what the rate-limit
@@ -169,6 +164,23 @@ type localLimiter struct {
 	peak    int // most callers held since the map was last made anew
 }
 
+// run runs the limit rules for c at now (cost 0: a look), with its bucket's
+// tokens, and spends what they grant; c.mu is held.
+func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
+	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
+	state, a := limitRules(c.state, f, limitRun{
+		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: float64(c.minute.Limit()), floor: -1,
+	})
+	c.state = state // yesterday's unflushed count stays, under its day
+	if a.take > 0 {
+		c.minute.AllowN(now, int(a.take))
+		if c.keyID != 0 {
+			c.addUnflushed(a.day)
+		}
+	}
+	return a
+}
+
 func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
 	return &localLimiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[callerID]*caller)}
@@ -189,9 +201,9 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 			c.mu.Unlock()
 			continue
 		}
-		d := l.decide(c, now, today)
+		a := l.run(c, now, 1)
 		c.mu.Unlock()
-		return d, nil
+		return a.standing(c.limits, c.policy, float64(c.minute.Limit()), false).decision, nil
 	}
 }
 
@@ -207,18 +219,7 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	// fresh one would.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.day != today {
-		c.day, c.dayCount = today, 0
-	}
-	var s standing
-	s.minute, s.day = windows(now, c.limits, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
-	if now.Before(c.bannedUntil) {
-		s.decision = c.banned(now)
-	} else {
-		s.decision = c.report(now)
-		s.allowed = true
-	}
-	return s, nil
+	return l.run(c, now, 0).standing(c.limits, c.policy, float64(c.minute.Limit()), true), nil
 }
 
 // pending is how many of keyID's requests on day this limiter counted and
@@ -256,12 +257,11 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 		}
 	}
 	c = &caller{
-		keyID:    id.keyID,
-		limits:   lim,
-		minute:   rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
-		policy:   policyHeader(lim),
-		day:      today,
-		dayCount: count,
+		keyID:  id.keyID,
+		limits: lim,
+		minute: rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		policy: policyHeader(lim),
+		state:  limitState{day: today, dayCount: count},
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -271,64 +271,6 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	l.callers[id] = c
 	l.peak = max(l.peak, len(l.callers))
 	return c, nil
-}
-
-// decide is allow for one caller; c.mu is held.
-func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
-	if c.day != today {
-		c.day, c.dayCount = today, 0 // yesterday's unflushed count stays, under its day
-	}
-	if now.Before(c.bannedUntil) {
-		return c.banned(now)
-	}
-
-	tokens := c.minute.TokensAt(now)
-	if tokens >= 1 && c.dayCount < c.limits.PerDay {
-		c.minute.AllowN(now, 1)
-		c.dayCount++
-		if c.keyID != 0 {
-			c.addUnflushed(today)
-		}
-		c.waitUntil, c.waitCount = time.Time{}, 0
-		d := c.report(now)
-		d.allowed = true
-		return d
-	}
-
-	// Refused: nothing is spent. Tell the caller how long to wait, and ban
-	// one that keeps sending during the wait.
-	var wait time.Duration
-	if c.dayCount >= c.limits.PerDay {
-		wait = nextMidnight(now).Sub(now)
-	} else {
-		wait = time.Duration(math.Ceil((1 - tokens) / float64(c.minute.Limit()) * float64(time.Second)))
-	}
-	wait = wholeSeconds(wait)
-	if now.Before(c.waitUntil) {
-		c.waitCount++
-		if c.waitCount > l.banAfter {
-			c.bannedUntil = now.Add(l.banFor)
-			c.waitUntil, c.waitCount = time.Time{}, 0
-			d := c.banned(now)
-			d.banStarted = true
-			return d
-		}
-	} else {
-		c.waitUntil, c.waitCount = now.Add(wait), 0
-	}
-	d := c.report(now)
-	d.code, d.retryAfter = codeRateLimited, wait
-	return d
-}
-
-// report describes the binding window of c.
-func (c *caller) report(now time.Time) decision {
-	return report(now, c.limits, c.policy, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
-}
-
-// banned is the answer during a ban.
-func (c *caller) banned(now time.Time) decision {
-	return reportBan(c.report(now), now, c.bannedUntil)
 }
 
 func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
@@ -368,7 +310,7 @@ func (l *localLimiter) sweep() int {
 	n := 0
 	for id, c := range l.callers {
 		c.mu.Lock()
-		if len(c.unflushed) == 0 && !now.Before(c.bannedUntil) && !now.Before(c.waitUntil) &&
+		if len(c.unflushed) == 0 && !now.Before(c.state.bannedUntil) && !now.Before(c.state.waitUntil) &&
 			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
 			c.evicted = true
 			delete(l.callers, id)

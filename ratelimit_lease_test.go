@@ -203,7 +203,7 @@ func kill(r *redisLimiter) {
 		close(r.stop)
 		r.loop.Wait()
 	})
-	r.client.Close()
+	r.link.client.Close()
 }
 
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {

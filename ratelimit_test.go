@@ -392,7 +392,7 @@ func BenchmarkDecision(b *testing.B) {
 			defer r.close()
 			benchmarkAllow(b, r, limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
 			b.StopTimer()
-			if r.down.Load() {
+			if r.link.down.Load() {
 				b.Fatal("Redis went away during the benchmark")
 			}
 		})
