@@ -165,6 +165,25 @@ func (b *boundStorage) AuditCounts(ctx context.Context) (v map[string]int64, err
 	return v, err
 }
 
+func (b *boundStorage) AddBans(ctx context.Context, started []startedBan) error {
+	return b.bounded(ctx, "AddBans", func(ctx context.Context) error { return b.s.AddBans(ctx, started) })
+}
+
+func (b *boundStorage) LiftBan(ctx context.Context, subject callerID, actor, env string) (v ban, err error) {
+	err = b.bounded(ctx, "LiftBan", func(ctx context.Context) (err error) { v, err = b.s.LiftBan(ctx, subject, actor, env); return err })
+	return v, err
+}
+
+func (b *boundStorage) Bans(ctx context.Context) (v []ban, err error) {
+	err = b.bounded(ctx, "Bans", func(ctx context.Context) (err error) { v, err = b.s.Bans(ctx); return err })
+	return v, err
+}
+
+func (b *boundStorage) BanChanges(ctx context.Context, version int64) (v []ban, err error) {
+	err = b.bounded(ctx, "BanChanges", func(ctx context.Context) (err error) { v, err = b.s.BanChanges(ctx, version); return err })
+	return v, err
+}
+
 // Ping tells whether the database is ready, from the health probe.
 func (b *boundStorage) Ping(ctx context.Context) error { return b.health.ready(ctx) }
 

@@ -216,8 +216,8 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
-	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records and %d audit events from %s to %s; counts verified\n",
-		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, from, redactURL(to))
+	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events and %d bans from %s to %s; counts verified\n",
+		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.Bans, from, redactURL(to))
 	return nil
 }
 
@@ -353,6 +353,7 @@ func (e auditEvent) pairs() [][2]string {
 		add("usage", strconv.FormatInt(c.Usage, 10))
 		add("idempotency", strconv.FormatInt(c.Idempotency, 10))
 		add("auditEvents", strconv.FormatInt(c.AuditEvents, 10))
+		add("bans", strconv.FormatInt(c.Bans, 10))
 	}
 	return p
 }

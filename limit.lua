@@ -20,10 +20,12 @@
 --   d, n    the UTC day (days since 1970-01-01) and the requests granted on it
 --   wu, wc  after a refusal: the wait's end (ms), requests sent during it
 --   bu      the ban's end (ms)
+--   lu      the end (ms) of the last ban lifted: a floor no later is not
+--           raised again
 --   l:S x:S server S's lease: the tokens leased out, and when (ms) Redis
 --           stops holding them as out and takes them as spent
 -- It lives until every part is as good as new: the bucket full, the wait,
--- the ban and the leases over, and for an API key also the day over.
+-- the ban, a lift and the leases over, and for an API key also the day over.
 --
 -- ARGV, as scriptArgs.encode (limit_script.go) lists them, and its answer,
 -- as decodeScriptAnswer reads it, are named below.
@@ -49,6 +51,10 @@ local owner, giveBack, spentBy = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13]
 -- tokens wanted (the request's own included), how long (ms) a lease is
 -- held as out, and the share of what is left a lease may take
 local want, keep, share = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
+-- the end (ms) of the caller's ban as the database knows it (0: none), a
+-- floor under bu; and lift: when above 0, the run is a lift and nothing
+-- else, which ends a ban that ends then or sooner, with its wait
+local banFloor, lift = tonumber(ARGV[17]), tonumber(ARGV[18])
 
 -- The answer: {status, now (ms), debt, day count, day, extra, leased}.
 -- status as scriptAllowed... in limit_model.go; debt is how far the TAT is
@@ -73,7 +79,16 @@ for i = 1, #s, 2 do
 	end
 end
 local t, r, n = f.t or 0, f.r or 0, f.n or 0
-local wu, wc, bu = f.wu or 0, f.wc or 0, f.bu or 0
+local wu, wc, bu, lu = f.wu or 0, f.wc or 0, f.bu or 0, f.lu or 0
+if lift > 0 then
+	if bu <= lift then
+		redis.call('HSET', key, 'bu', 0, 'wu', 0, 'wc', 0)
+	end
+	lu = math.max(lu, lift)
+	redis.call('HSET', key, 'lu', lu)
+	redis.call('PEXPIRE', key, math.max(redis.call('PTTL', key), lu - now, 1))
+	return {0, now, 0, 0, today, 0, 0}
+end
 local changed = false
 if f.d ~= today then
 	if durable then
@@ -119,11 +134,18 @@ else
 end
 local lease, leaseUntil = 0, math.min(now + keep, (today + 1) * msPerDay)
 
+-- The database's ban raises one Redis lost (restarted empty), unless it
+-- was lifted.
+local floored = banFloor > now and banFloor > bu and banFloor > lu
+if floored then
+	bu, wu, wc = banFloor, 0, 0
+end
+
 -- Numbers reach Redis as text of 14 significant digits: milliseconds since
 -- 1970 have 13 until the year 2286.
 local function save()
 	t, r = now + math.floor(debt / pm), debt % pm
-	local ttl = math.max(t - now + 1, wu - now, bu - now, 1)
+	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
 	for who, u in pairs(outUntil) do
 		if u > now and who ~= owner then
 			ttl = math.max(ttl, u - now)
@@ -132,7 +154,7 @@ local function save()
 	if durable then
 		ttl = math.max(ttl, msPerDay - now % msPerDay)
 	end
-	redis.call('HSET', key, 't', t, 'r', r, 'd', today, 'n', n, 'wu', wu, 'wc', wc, 'bu', bu)
+	redis.call('HSET', key, 't', t, 'r', r, 'd', today, 'n', n, 'wu', wu, 'wc', wc, 'bu', bu, 'lu', lu)
 	if #gone > 0 then
 		redis.call('HDEL', key, unpack(gone))
 	end
@@ -144,7 +166,7 @@ local function save()
 end
 
 if now < bu then
-	if changed or #gone > 0 then
+	if changed or #gone > 0 or floored then
 		save()
 	end
 	return {2, now, debt, n, today, bu, 0}

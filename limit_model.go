@@ -39,7 +39,10 @@ type limitState struct {
 	waitUntil     time.Time // after a refusal: when a request will be accepted again
 	waitCount     int64     // requests sent during that wait
 	bannedUntil   time.Time // the end of a ban
-	leases        []leaseOut
+	// liftedUntil is the end of the last ban lifted: a floor no later is
+	// not raised again (a run that read it before the lift may come after).
+	liftedUntil time.Time
+	leases      []leaseOut
 }
 
 // leaseOut is a server's lease of a caller's tokens (ratelimit_lease.go):
@@ -61,6 +64,13 @@ type limitRun struct {
 	// (-1: none), which the day count is raised to (after an outage).
 	seed, floor, floorDay int64
 	lease                 leaseAsk // this server's lease, settled and taken anew
+	// banFloor is the end of the caller's ban as the database knows it
+	// (zero: none): the ban is raised to it, unless it was lifted.
+	banFloor time.Time
+	// lift, when set, makes the run a lift and nothing else: it ends a ban
+	// that ends then or sooner (the ban lifted in the database), with its
+	// wait, so that the next request is not banned again at once.
+	lift time.Time
 }
 
 // limitAnswer is what a run decides. tokens and dayCount are after the run,
@@ -84,6 +94,16 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 	now := run.now
 	today := unixDay(now)
 	a := limitAnswer{now: now, day: today}
+	if !run.lift.IsZero() {
+		if !s.bannedUntil.After(run.lift) {
+			s.bannedUntil, s.waitUntil, s.waitCount = time.Time{}, time.Time{}, 0
+		}
+		if run.lift.After(s.liftedUntil) {
+			s.liftedUntil = run.lift
+		}
+		a.write = true
+		return s, a
+	}
 	changed := false
 	if s.day != today {
 		switch {
@@ -130,10 +150,17 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		}
 	}
 
+	// The database's ban raises one Redis lost (restarted empty), unless
+	// it was lifted.
+	floored := run.banFloor.After(now) && run.banFloor.After(s.bannedUntil) && run.banFloor.After(s.liftedUntil)
+	if floored {
+		s.bannedUntil, s.waitUntil, s.waitCount = run.banFloor, time.Time{}, 0
+	}
+
 	var lease int64
 	switch {
 	case now.Before(s.bannedUntil):
-		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone
+		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone || floored
 	case run.cost == 0:
 		a.write = (changed && f.durable) || gone
 	case tokens >= 1 && s.dayCount < f.PerDay:
@@ -195,12 +222,13 @@ func settleLeases(leases []leaseOut, owner string, nowMs, tokens, until int64) [
 }
 
 // forgetAt is when s, written by a run that answered a, is as good as
-// new: the bucket full, the wait, the ban and the leases over, and for an
+// new: the bucket full, the wait, the ban, a lift and the leases over, and for an
 // API key also the day over. The script's key expires then.
 func (s limitState) forgetAt(f limitFigures, a limitAnswer, perSecond float64) time.Time {
 	nowMs := a.now.UnixMilli()
 	refill := (float64(f.PerMinute) - a.tokens) / perSecond
-	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs, 1)
+	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs,
+		s.liftedUntil.UnixMilli()-nowMs, 1)
 	for _, l := range s.leases {
 		if l.until > nowMs {
 			ms = max(ms, l.until-nowMs)

@@ -22,7 +22,7 @@ func limit(limiter rateLimiter, audit *auditLog, trustProxy bool, next http.Hand
 		if info.key != nil {
 			id, lim = info.key.budget()
 		} else {
-			id.addr = clientAddr(r, trustProxy)
+			id.addr = limitedAddr(clientAddr(r, trustProxy))
 		}
 		d, err := limiter.allow(r.Context(), id, lim)
 		if err != nil {
@@ -32,7 +32,7 @@ func limit(limiter rateLimiter, audit *auditLog, trustProxy bool, next http.Hand
 		setRateLimitHeaders(w.Header(), info, d)
 		if !d.allowed {
 			if d.banStarted {
-				audit.banned(info.key, id.addr, d)
+				audit.banned(info.key, id, d)
 			}
 			refuse(w, r, d)
 			return

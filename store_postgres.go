@@ -607,18 +607,18 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 	var n copied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
-		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, bans, meta IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		var there copied
 		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
-			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events)`).Scan(
-			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents); err != nil {
+			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events), (SELECT count(*) FROM bans)`).Scan(
+			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.Bans); err != nil {
 			return err
 		}
 		if there != (copied{}) {
-			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events): copy moves a SQLite database into an empty PostgreSQL database only",
-				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents)
+			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
+				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.Bans)
 		}
 		for _, table := range copyTables {
 			moved, err := copyTable(ctx, tx, src, table.name, table.columns)
@@ -641,6 +641,10 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
+			return err
+		}
+		// The bans keep their versions: later writes go on after them.
+		if _, err := tx.Exec(ctx, `UPDATE meta SET value = (SELECT coalesce(max(version), 0) FROM bans) WHERE name = 'bans_version'`); err != nil {
 			return err
 		}
 		counts := n

@@ -63,6 +63,7 @@ type copied struct {
 	Usage       int64 `json:"usage"`
 	Idempotency int64 `json:"idempotency"`
 	AuditEvents int64 `json:"auditEvents"`
+	Bans        int64 `json:"bans"`
 }
 
 // copyTables are the tables copy moves, with their columns, in both schemas.
@@ -77,6 +78,7 @@ var copyTables = []struct {
 	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
 	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
 	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *copied) *int64 { return &c.AuditEvents }},
+	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *copied) *int64 { return &c.Bans }},
 }
 
 // auditColumns are the columns of an event as auditRow gives them and

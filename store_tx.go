@@ -24,10 +24,11 @@ import (
 // same code. A new aggregate is a type over sqlEngine added here.
 type sqlAggregates struct {
 	sqlKeys // the keys and the audit trail (store_keys.go)
+	sqlBans // the bans (store_bans.go)
 }
 
 func newSQLAggregates(db sqlEngine) sqlAggregates {
-	return sqlAggregates{sqlKeys{db}}
+	return sqlAggregates{sqlKeys{db}, sqlBans{db}}
 }
 
 // sqlEngine is what the SQL written once needs of an engine.
