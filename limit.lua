@@ -82,11 +82,20 @@ local t, r, n = f.t or 0, f.r or 0, f.n or 0
 local wu, wc, bu, lu = f.wu or 0, f.wc or 0, f.bu or 0, f.lu or 0
 if lift > 0 then
 	if bu <= lift then
-		redis.call('HSET', key, 'bu', 0, 'wu', 0, 'wc', 0)
+		bu, wu, wc = 0, 0, 0
 	end
 	lu = math.max(lu, lift)
-	redis.call('HSET', key, 'lu', lu)
-	redis.call('PEXPIRE', key, math.max(redis.call('PTTL', key), lu - now, 1))
+	redis.call('HSET', key, 'bu', bu, 'wu', wu, 'wc', wc, 'lu', lu)
+	-- The key lives as save below would have it live: the bucket, the
+	-- leases and the day are as they were.
+	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
+	for _, u in pairs(outUntil) do
+		ttl = math.max(ttl, u - now)
+	end
+	if durable then
+		ttl = math.max(ttl, msPerDay - now % msPerDay)
+	end
+	redis.call('PEXPIRE', key, ttl)
 	return {0, now, 0, 0, today, 0, 0}
 end
 local changed = false

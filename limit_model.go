@@ -101,7 +101,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		if run.lift.After(s.liftedUntil) {
 			s.liftedUntil = run.lift
 		}
-		a.write = true
+		a.tokens, a.write = run.tokens, true // the bucket, the leases and the day as they were
 		return s, a
 	}
 	changed := false
