@@ -83,15 +83,15 @@ type limitStep struct {
 type banStep uint8
 
 const (
-	banNone      banStep = iota
-	floorSoon            // a ban Redis lost, ending in a second
-	floorLong            // ... in 15 minutes
-	floorAtLift          // ending as the last ban lifted did: not raised again
-	floorAtBan           // ending as the ban in force does
-	liftTheBan           // the lift of the ban in force (or, without one, of one ending in a millisecond)
-	liftEarlier          // the lift of a ban that ended a millisecond before the one in force
-	liftSoon             // the lift of a ban ending in a second
-	floorPast            // a ban that ends now
+	banNone     banStep = iota
+	floorSoon           // a ban Redis lost, ending in a second
+	floorLong           // ... in 15 minutes
+	floorAtLift         // ending as the last ban lifted did: not raised again
+	floorAtBan          // ending as the ban in force does
+	liftTheBan          // the lift of the ban in force (or, without one, of one ending in a millisecond)
+	liftEarlier         // the lift of a ban that ended a millisecond before the one in force
+	liftSoon            // the lift of a ban ending in a second
+	floorPast           // a ban that ends now
 )
 
 func decodeLimitSteps(data []byte) []limitStep {
