@@ -116,21 +116,26 @@ func errorf(code, format string, args ...any) *Error {
 }
 
 // writeError writes err in the Error shape. An error that is not an *Error is
-// kept on the request's log entry and answered as 500 internal_error.
+// kept on the request's record, for its log line, and answered as 500
+// internal_error.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	info := recordOf(r)
+	if info == nil {
+		info = &requestInfo{} // outside logRequests: nobody logs the cause
+	}
 	var e *Error
 	if !errors.As(err, &e) {
-		requestLog(w).err = err
+		info.err = err
 		e = &Error{Code: codeInternal, Message: "the server failed to handle the request; it has been logged"}
 	} else if e.cause != nil {
-		requestLog(w).err = e.cause
+		info.err = e.cause
 	}
 	status, ok := codeStatus[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError
 	}
 	if status == http.StatusServiceUnavailable {
-		requestLog(w).db = e.db
+		info.db = e.db
 		if _, set := w.Header()["Retry-After"]; !set {
 			w.Header()["Retry-After"] = retryUnavailable
 		}
