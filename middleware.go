@@ -188,7 +188,7 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			info.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 			if sw.status == 0 {
-				writeError(sw, r, errorf(codeInternal, "the server failed to handle the request; it has been logged"))
+				writeError(sw, r, &Error{Code: codeInternal, Message: internalMessage})
 			}
 		}
 		end := time.Now()
