@@ -77,12 +77,13 @@ func (id callerID) kind() string {
 }
 
 // parseBanSubject reads a subject: key:ID, or address:IP where an IPv6
-// address (or its /64, PREFIX/64) names its /64.
+// address (or its /64, PREFIX/64) names its /64. What it refuses is
+// invalid, saying why.
 func parseBanSubject(s string) (callerID, error) {
 	if rest, ok := strings.CutPrefix(s, "key:"); ok {
 		id, err := strconv.ParseInt(rest, 10, 64)
 		if err != nil || id < 1 {
-			return callerID{}, errorf(codeInvalidRequest, "subject %q: a key is key:ID, with the numeric id from petstore keys list", s)
+			return callerID{}, errInvalid("subject %q: a key is key:ID, with the numeric id from petstore keys list", s)
 		}
 		return callerID{keyID: id}, nil
 	}
@@ -93,9 +94,9 @@ func parseBanSubject(s string) (callerID, error) {
 		if p, err := netip.ParsePrefix(rest); err == nil && p.Addr().Is6() && !p.Addr().Is4In6() && p.Bits() == 64 {
 			return callerID{addr: p.Masked().Addr()}, nil
 		}
-		return callerID{}, errorf(codeInvalidRequest, "subject %q: an address is address:IP (an IPv6 address, or its /64, names its /64)", s)
+		return callerID{}, errInvalid("subject %q: an address is address:IP (an IPv6 address, or its /64, names its /64)", s)
 	}
-	return callerID{}, errorf(codeInvalidRequest, "subject %q: want key:ID or address:IP", s)
+	return callerID{}, errInvalid("subject %q: want key:ID or address:IP", s)
 }
 
 // liftEvent is the ban.lifted event of b, lifted by actor on env at now;

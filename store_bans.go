@@ -104,7 +104,7 @@ func (s sqlBans) LiftBan(ctx context.Context, subject callerID, actor, env strin
 
 // errNoBan: subject is not banned.
 func errNoBan(subject callerID) error {
-	return errorf(codeNotFound, "%s is not banned", subject)
+	return errNotFound("%s is not banned", subject)
 }
 
 // Bans returns the bans in force, those that began first first.
