@@ -63,7 +63,7 @@ func (id callerID) String() string {
 // it: an IPv6 one as its /64.
 func (id callerID) addressText() string {
 	if id.addr.Is6() {
-		return netip.PrefixFrom(id.addr, 64).String()
+		return netip.PrefixFrom(id.addr, 64).Masked().String()
 	}
 	return id.addr.String()
 }

@@ -276,12 +276,14 @@ func (r *redisLimiter) args(key any, id callerID, lim limits, cost int64, seed, 
 }
 
 // lift ends id's ban that ends at until or sooner, and its wait, in the
-// fallback and in Redis; it fails while Redis does not answer.
+// fallback and in Redis; it fails while Redis does not answer. While Redis
+// is away, a lift tries it as a request would (once in redisProbeEvery).
 func (r *redisLimiter) lift(ctx context.Context, id callerID, until time.Time) error {
 	r.fallback.lift(ctx, id, until)
-	if r.link.down.Load() {
+	if r.link.skip() {
 		return errNoRedis
 	}
+	// A lift reads no figures: any will do.
 	args := r.args(r.key(id), id, anonymousLimits, 0, -1, -1, 0, leaseAsk{})
 	args.lift = until.UnixMilli()
 	if _, err := r.scripts.run(args); err != nil {
@@ -290,6 +292,7 @@ func (r *redisLimiter) lift(ctx context.Context, id callerID, until time.Time) e
 		}
 		return fmt.Errorf("%w: %v", errNoRedis, err)
 	}
+	r.link.answered()
 	return nil
 }
 
