@@ -101,4 +101,3 @@ func bansLift(ctx context.Context, args []string, getenv func(string) string, st
 		b.Subject, b.Until.Format(time.RFC3339))
 	return nil
 }
-

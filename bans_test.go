@@ -264,7 +264,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 		s.refreshBans()
 	}
 	deleteRedisKeys(t, testRedisURL(t), a.redisPrefix) // Redis restarted empty
-	a.clock.advance(time.Minute)                        // the minute bucket is full again
+	a.clock.advance(time.Minute)                       // the minute bucket is full again
 	for i, s := range []*testServer{b, a} {
 		w := s.do("GET", "/v1/pets", token, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
