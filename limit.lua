@@ -1,61 +1,27 @@
--- The limit rules of limit_model.go (limitRules) for one run of one caller,
+-- limitRules (limit_model.go) in Lua: one run of one caller's limit rules,
 -- atomically in Redis, so that the servers naming one Redis together grant
--- exactly what one would: the ban, the minute bucket (GCRA: burst = the
--- per-minute figure, one request a 60000/pm ms), the day count (a fixed UTC
--- day), and after a refusal the wait and the ban that follows too many
--- requests during it. It spends only when both windows allow. Time is
--- Redis's TIME in whole milliseconds. FuzzLimitScriptAgreesWithTheModel
--- proves it equal to limitRules.
+-- exactly what one would. Time is Redis's TIME in whole ms. The minute
+-- bucket is a GCRA: t, r below are its theoretical arrival time, t ms +
+-- r/pm ms, and its debt, how far that is ahead of now in 1/pm ms, 60000 a
+-- token. FuzzLimitScriptAgreesWithTheModel proves the two equal. ARGV is
+-- scriptArgs.encode's, the answer decodeScriptAnswer's (limit_script.go).
 --
--- A run may also settle a server's lease of the caller and take a new one
--- (ratelimit_lease.go): the lease's unspent tokens go back (the bucket moved
--- back, never before now; the day count lowered), and several tokens are
--- taken at once, at most 1/share of what is left. Tokens leased out count as
--- spent, and the bucket does not refill them until their lease is settled or
--- expires, so a token spent late never lets the servers together accept
--- more than the bucket allows.
---
--- KEYS[1] is the caller's state, a hash:
---   t, r    the bucket's theoretical arrival time (TAT): t ms + r/pm ms
---   d, n    the UTC day (days since 1970-01-01) and the requests granted on it
---   wu, wc  after a refusal: the wait's end (ms), requests sent during it
---   bu      the ban's end (ms)
---   l:S x:S server S's lease: the tokens leased out, and when (ms) Redis
---           stops holding them as out and takes them as spent
--- It lives until every part is as good as new: the bucket full, the wait,
--- the ban and the leases over, and for an API key also the day over.
---
--- ARGV, as scriptArgs.encode (limit_script.go) lists them, and its answer,
--- as decodeScriptAnswer reads it, are named below.
+-- KEYS[1] is the caller's state, a hash: t, r; d, n the UTC day and its
+-- count; wu, wc the wait's end (ms) and the requests during it; bu the ban's
+-- end; l:S, x:S server S's lease: its tokens, and when Redis takes them as
+-- spent. It expires once every part is as good as new.
 local key = KEYS[1]
--- now in ms, 0 for Redis TIME (only tests pass one)
-local now = tonumber(ARGV[1])
+local now = tonumber(ARGV[1]) -- 0: Redis TIME (only tests pass one)
 if now == 0 then
 	local t = redis.call('TIME')
 	now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- per minute, per day; cost: 1 counts a request, 0 only looks
 local pm, pd, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
--- requests during a wait before a ban, and its length (ms)
 local banAfter, banFor = tonumber(ARGV[5]), tonumber(ARGV[6])
--- durable: an API key, whose missing day count is seeded from the
--- database (seed: today's stored count, -1 when not read yet)
 local durable, seed = ARGV[7] == '1', tonumber(ARGV[8])
--- a count the caller is known to have reached on floorDay (-1: none)
 local floor, floorDay = tonumber(ARGV[9]), tonumber(ARGV[10])
--- the server whose lease this run settles ('' for none), its unspent
--- tokens, and Redis's time (ms) by which its other tokens were spent
 local owner, giveBack, spentBy = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
--- tokens wanted (the request's own included), how long (ms) a lease is
--- held as out, and the share of what is left a lease may take
 local want, keep, share = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
-
--- The answer: {status, now (ms), debt, day count, day, extra, leased}.
--- status as scriptAllowed... in limit_model.go; debt is how far the TAT is
--- ahead of now in 1/pm ms (60000 a request); extra is the Retry-After in
--- seconds when limited, the ban's end (ms) when banned; leased is how many
--- tokens beyond the request's own went to the server's new lease (debt and
--- day count include them).
 
 local msPerDay, token = 86400000, 60000
 local today = math.floor(now / msPerDay)

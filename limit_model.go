@@ -238,19 +238,11 @@ func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both
 // full again sooner. Both limiters describe their callers through it, so
 // that their headers agree.
 func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
-	minuteLeft := int64(math.Floor(tokens))
-	refill := refillTime(lim, tokens, perSecond)
-	minuteReset := ceilSecond(now.Add(refill))
-	dayLeft := max(0, lim.PerDay-dayCount)
-	dayReset := nextMidnight(now)
-
-	d := decision{policy: policy}
-	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", lim.PerMinute, minuteLeft, minuteReset, refill
-	} else {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "day", lim.PerDay, dayLeft, dayReset, dayReset.Sub(now)
+	minute, day := windows(now, lim, tokens, perSecond, dayCount)
+	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn}
+	if minute.remaining < day.remaining || (minute.remaining == day.remaining && !minute.reset.After(day.reset)) {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", minute.limit, minute.remaining, minute.reset, minute.resetIn
 	}
-	d.resetIn = roundUpSecond(d.resetIn)
 	return d
 }
 
