@@ -75,8 +75,8 @@ type testOptions struct {
 	postgres bool
 	// db, when set, is an existing database to serve instead of a fresh one.
 	db string
-	// redis limits through Redis (PETSTORE_TEST_REDIS; the test is skipped
-	// without it) instead of in process; redisURL, when set, reaches it
+	// redis limits through the tests' Redis (testRedisURL; the test is
+	// skipped without one) instead of in process; redisURL, when set, reaches it
 	// another way (through a proxy the test can cut).
 	redis    bool
 	redisURL string
@@ -195,8 +195,7 @@ func (s *testServer) flushAudit() {
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on
-// Redis when PETSTORE_TEST_REDIS names one. A rule proven on one is proven
-// on both.
+// the tests' Redis (testRedisURL). A rule proven on one is proven on both.
 func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *testServer)) {
 	for _, kind := range []string{"in-process", "redis"} {
 		t.Run(kind, func(t *testing.T) {

@@ -1,67 +1,29 @@
--- The limit rules of limit_model.go (limitRules) for one run of one caller,
+-- limitRules (limit_model.go) in Lua: one run of one caller's limit rules,
 -- atomically in Redis, so that the servers naming one Redis together grant
--- exactly what one would: the ban, the minute bucket (GCRA: burst = the
--- per-minute figure, one request a 60000/pm ms), the day count (a fixed UTC
--- day), and after a refusal the wait and the ban that follows too many
--- requests during it. It spends only when both windows allow. Time is
--- Redis's TIME in whole milliseconds. FuzzLimitScriptAgreesWithTheModel
--- proves it equal to limitRules.
+-- exactly what one would. Time is Redis's TIME in whole ms. The minute
+-- bucket is a GCRA: t, r below are its theoretical arrival time, t ms +
+-- r/pm ms, and its debt, how far that is ahead of now in 1/pm ms, 60000 a
+-- token. FuzzLimitScriptAgreesWithTheModel proves the two equal. ARGV is
+-- scriptArgs.encode's, the answer decodeScriptAnswer's (limit_script.go).
 --
--- A run may also settle a server's lease of the caller and take a new one
--- (ratelimit_lease.go): the lease's unspent tokens go back (the bucket moved
--- back, never before now; the day count lowered), and several tokens are
--- taken at once, at most 1/share of what is left. Tokens leased out count as
--- spent, and the bucket does not refill them until their lease is settled or
--- expires, so a token spent late never lets the servers together accept
--- more than the bucket allows.
---
--- KEYS[1] is the caller's state, a hash:
---   t, r    the bucket's theoretical arrival time (TAT): t ms + r/pm ms
---   d, n    the UTC day (days since 1970-01-01) and the requests granted on it
---   wu, wc  after a refusal: the wait's end (ms), requests sent during it
---   bu      the ban's end (ms)
---   lu      the end (ms) of the last ban lifted: a floor no later is not
---           raised again
---   l:S x:S server S's lease: the tokens leased out, and when (ms) Redis
---           stops holding them as out and takes them as spent
--- It lives until every part is as good as new: the bucket full, the wait,
--- the ban, a lift and the leases over, and for an API key also the day over.
---
--- ARGV, as scriptArgs.encode (limit_script.go) lists them, and its answer,
--- as decodeScriptAnswer reads it, are named below.
+-- KEYS[1] is the caller's state, a hash: t, r; d, n the UTC day and its
+-- count; wu, wc the wait's end (ms) and the requests during it; bu the ban's
+-- end; lu the end of the last ban lifted (a floor no later is not raised
+-- again); l:S, x:S server S's lease: its tokens, and when Redis takes them
+-- as spent. It expires once every part is as good as new.
 local key = KEYS[1]
--- now in ms, 0 for Redis TIME (only tests pass one)
-local now = tonumber(ARGV[1])
+local now = tonumber(ARGV[1]) -- 0: Redis TIME (only tests pass one)
 if now == 0 then
 	local t = redis.call('TIME')
 	now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- per minute, per day; cost: 1 counts a request, 0 only looks
 local pm, pd, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
--- requests during a wait before a ban, and its length (ms)
 local banAfter, banFor = tonumber(ARGV[5]), tonumber(ARGV[6])
--- durable: an API key, whose missing day count is seeded from the
--- database (seed: today's stored count, -1 when not read yet)
 local durable, seed = ARGV[7] == '1', tonumber(ARGV[8])
--- a count the caller is known to have reached on floorDay (-1: none)
 local floor, floorDay = tonumber(ARGV[9]), tonumber(ARGV[10])
--- the server whose lease this run settles ('' for none), its unspent
--- tokens, and Redis's time (ms) by which its other tokens were spent
 local owner, giveBack, spentBy = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
--- tokens wanted (the request's own included), how long (ms) a lease is
--- held as out, and the share of what is left a lease may take
 local want, keep, share = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
--- the end (ms) of the caller's ban as the database knows it (0: none), a
--- floor under bu; and lift: when above 0, the run is a lift and nothing
--- else, which ends a ban that ends then or sooner, with its wait
-local banFloor, lift = tonumber(ARGV[17]), tonumber(ARGV[18])
-
--- The answer: {status, now (ms), debt, day count, day, extra, leased}.
--- status as scriptAllowed... in limit_model.go; debt is how far the TAT is
--- ahead of now in 1/pm ms (60000 a request); extra is the Retry-After in
--- seconds when limited, the ban's end (ms) when banned; leased is how many
--- tokens beyond the request's own went to the server's new lease (debt and
--- day count include them).
+local banFloor, lift = tonumber(ARGV[17]), tonumber(ARGV[18]) -- 0: none
 
 local msPerDay, token = 86400000, 60000
 local today = math.floor(now / msPerDay)
@@ -80,14 +42,15 @@ for i = 1, #s, 2 do
 end
 local t, r, n = f.t or 0, f.r or 0, f.n or 0
 local wu, wc, bu, lu = f.wu or 0, f.wc or 0, f.bu or 0, f.lu or 0
+
+-- A lift, and nothing else: the key lives as save below would have it
+-- live, the bucket, the leases and the day as they were.
 if lift > 0 then
 	if bu <= lift then
 		bu, wu, wc = 0, 0, 0
 	end
 	lu = math.max(lu, lift)
 	redis.call('HSET', key, 'bu', bu, 'wu', wu, 'wc', wc, 'lu', lu)
-	-- The key lives as save below would have it live: the bucket, the
-	-- leases and the day are as they were.
 	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
 	for _, u in pairs(outUntil) do
 		ttl = math.max(ttl, u - now)
@@ -98,6 +61,7 @@ if lift > 0 then
 	redis.call('PEXPIRE', key, ttl)
 	return {0, now, 0, 0, today, 0, 0}
 end
+
 local changed = false
 if f.d ~= today then
 	if durable then
@@ -143,8 +107,7 @@ else
 end
 local lease, leaseUntil = 0, math.min(now + keep, (today + 1) * msPerDay)
 
--- The database's ban raises one Redis lost (restarted empty), unless it
--- was lifted.
+-- The database's ban raises one Redis lost, unless it was lifted.
 local floored = banFloor > now and banFloor > bu and banFloor > lu
 if floored then
 	bu, wu, wc = banFloor, 0, 0

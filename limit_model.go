@@ -84,8 +84,8 @@ type limitAnswer struct {
 	retryAfter  time.Duration // limited: whole seconds
 	bannedUntil time.Time     // banned
 	take        int64         // taken from the bucket and the day: the request's and the lease's
-	leased      int64
-	write       bool // the state changed: the script stores it
+	leased      int64         // of take, leased to the asking server
+	write       bool          // the state changed: the script stores it
 }
 
 // limitRules decides run for a caller in state s with figures f, and returns
@@ -157,7 +157,6 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		s.bannedUntil, s.waitUntil, s.waitCount = run.banFloor, time.Time{}, 0
 	}
 
-	var lease int64
 	switch {
 	case now.Before(s.bannedUntil):
 		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone || floored
@@ -173,7 +172,6 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		s.dayCount += take
 		s.waitUntil, s.waitCount = time.Time{}, 0
 		a.take, a.leased, a.write = take, take-1, true
-		lease = take - 1
 	default:
 		// Refused: nothing is spent. Tell the caller how long to wait, and
 		// ban one that keeps sending during the wait.
@@ -198,9 +196,9 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		}
 	}
 	a.tokens, a.dayCount = tokens, s.dayCount
-	if a.write && (gone || lease > 0) {
+	if a.write && (gone || a.leased > 0) {
 		until := min(nowMs+leaseKeep.Milliseconds(), (today+1)*86_400_000)
-		s.leases = settleLeases(s.leases, run.lease.owner, nowMs, lease, until)
+		s.leases = settleLeases(s.leases, run.lease.owner, nowMs, a.leased, until)
 	}
 	return s, a
 }
@@ -260,4 +258,40 @@ func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both
 		s.banStarted = a.status == scriptBanStart
 	}
 	return s
+}
+
+// report describes the binding window of a caller with tokens in its minute
+// bucket (refilled at perSecond up to lim.PerMinute) and dayCount requests
+// today: the window with fewer requests left, or on a tie the one that is
+// full again sooner. Both limiters describe their callers through it, so
+// that their headers agree.
+func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
+	minute, day := windows(now, lim, tokens, perSecond, dayCount)
+	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn}
+	if minute.remaining < day.remaining || (minute.remaining == day.remaining && !minute.reset.After(day.reset)) {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", minute.limit, minute.remaining, minute.reset, minute.resetIn
+	}
+	return d
+}
+
+// windows are both windows of a caller, as report sees them.
+func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
+	refill := refillTime(lim, tokens, perSecond)
+	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
+	dayReset := nextMidnight(now)
+	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
+	return minute, day
+}
+
+// refillTime is how long a minute bucket holding tokens takes to be full.
+func refillTime(lim limits, tokens, perSecond float64) time.Duration {
+	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
+}
+
+// reportBan turns d into the answer during a ban that lasts until until:
+// nothing left until it ends.
+func reportBan(d decision, now, until time.Time) decision {
+	d.code, d.retryAfter, d.bannedUntil = codeTemporarilyBanned, wholeSeconds(until.Sub(now)), until
+	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
+	return d
 }

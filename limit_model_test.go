@@ -193,8 +193,8 @@ func (p *limitPair) step(st limitStep) error {
 		return err
 	}
 	if want.status == scriptNeedSeed || got.status == scriptNeedSeed {
-		if want.status != got.status || ttl >= 0 {
-			return fmt.Errorf("status: model %d, script %d (ttl %d)", want.status, got.status, ttl)
+		if want.status != got.status || ttl.set() {
+			return fmt.Errorf("status: model %d, script %d (time to live %+v)", want.status, got.status, ttl)
 		}
 		// As the Redis limiter does: a second run with the seed.
 		run.seed, run.floor, run.floorDay = st.seed, -1, 0
@@ -206,14 +206,14 @@ func (p *limitPair) step(st limitStep) error {
 	if err := p.sameAnswer(want, got); err != nil {
 		return err
 	}
-	if want.write != (ttl >= 0) {
-		return fmt.Errorf("the model wrote %v, the script set a time to live of %d ms", want.write, ttl)
+	if want.write != ttl.set() {
+		return fmt.Errorf("the model wrote %v, the script set a time to live of %+v", want.write, ttl)
 	}
 	if want.write {
 		p.state, p.bucket = state, bucketAt(p.perSecond, p.fig.PerMinute, p.now, want.tokens)
 		p.forgetAt = state.forgetAt(p.fig, want, p.perSecond)
-		if d := p.forgetAt.Sub(p.now).Milliseconds() - ttl; d < -1 || d > 1 {
-			return fmt.Errorf("time to live: model %d ms, script %d ms", p.forgetAt.Sub(p.now).Milliseconds(), ttl)
+		if ms := p.forgetAt.Sub(p.now).Milliseconds(); ms < ttl.least-1 || ms > ttl.most+1 {
+			return fmt.Errorf("time to live: model %d ms, script %+v", ms, ttl)
 		}
 	}
 	return p.sameState()
@@ -256,46 +256,61 @@ func (p *limitPair) lift(run limitRun) error {
 	if err != nil {
 		return err
 	}
-	if want.status != got.status || !want.write || ttl < 0 {
-		return fmt.Errorf("lift: model %+v, script %+v (ttl %d)", want, got, ttl)
+	if want.status != got.status || !want.write || !ttl.set() {
+		return fmt.Errorf("lift: model %+v, script %+v (time to live %+v)", want, got, ttl)
 	}
 	p.state = state
 	p.forgetAt = state.forgetAt(p.fig, want, p.perSecond)
-	if d := p.forgetAt.Sub(p.now).Milliseconds() - ttl; d < -1 || d > 1 {
-		return fmt.Errorf("time to live after a lift: model %d ms, script %d ms", p.forgetAt.Sub(p.now).Milliseconds(), ttl)
+	if ms := p.forgetAt.Sub(p.now).Milliseconds(); ms < ttl.least-1 || ms > ttl.most+1 {
+		return fmt.Errorf("time to live after a lift: model %d ms, script %+v", ms, ttl)
 	}
 	return p.sameState()
 }
 
+// scriptTTL is the time to live (ms) a run gave the key: Redis counts it
+// down on its own clock, so it is read as bounds, most from Redis's time
+// before the run, least after it. -1 when the run set none (it wrote
+// nothing), -2 when there is no key.
+type scriptTTL struct{ least, most int64 }
+
+func (t scriptTTL) set() bool { return t.least >= 0 }
+
 // eval runs the script with run's arguments, in one transaction with the
 // key's time to live, which it then removes: the key lives in Redis's
-// clock, the runs in the sequence's, whose expiry forget plays. ttl is -1
-// when the run set none (it wrote nothing), -2 when there is no key.
-func (p *limitPair) eval(run limitRun) (scriptAnswer, int64, error) {
+// clock, the runs in the sequence's, whose expiry forget plays.
+func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 	cmd := scriptArgs{key: p.key, nowMs: run.now.UnixMilli(), fig: p.args, cost: run.cost, durable: p.fig.durable,
 		seed: run.seed, floor: run.floor, floorDay: run.floorDay, owner: run.lease.owner, lease: run.lease,
 		banFloor: unixMilli(run.banFloor), lift: unixMilli(run.lift)}.encode()
 	cmd[0], cmd[1] = "eval", p.script
-	var answer, ttl *redis.Cmd
+	var before *redis.TimeCmd
+	var answer, expires, ttl *redis.Cmd
 	_, err := p.client.TxPipelined(p.ctx, func(pipe redis.Pipeliner) error {
+		before = pipe.Time(p.ctx)
 		answer = pipe.Do(p.ctx, cmd...)
+		expires = pipe.Do(p.ctx, "pexpiretime", p.key)
 		ttl = pipe.Do(p.ctx, "pttl", p.key)
 		pipe.Persist(p.ctx, p.key)
 		return nil
 	})
 	if err != nil {
-		return scriptAnswer{}, 0, fmt.Errorf("the script: %w", err)
+		return scriptAnswer{}, scriptTTL{}, fmt.Errorf("the script: %w", err)
 	}
 	v, err := answer.Int64Slice()
 	if err != nil {
-		return scriptAnswer{}, 0, err
+		return scriptAnswer{}, scriptTTL{}, err
 	}
 	a, err := decodeScriptAnswer(v)
 	if err != nil {
-		return scriptAnswer{}, 0, err
+		return scriptAnswer{}, scriptTTL{}, err
 	}
-	n, err := ttl.Int64()
-	return a, n, err
+	least, err1 := ttl.Int64()
+	at, err2 := expires.Int64()
+	t := scriptTTL{least, least}
+	if least >= 0 {
+		t.most = at - before.Val().UnixMilli()
+	}
+	return a, t, errors.Join(err1, err2)
 }
 
 // sameAnswer compares the model's answer with the script's, and what each

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"maps"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -101,50 +100,6 @@ type window struct {
 type standing struct {
 	decision
 	minute, day window
-}
-
-// report describes the binding window of a caller with tokens in its minute
-// bucket (refilled at perSecond up to lim.PerMinute) and dayCount requests
-// today: the window with fewer requests left, or on a tie the one that is
-// full again sooner. Both limiters describe their callers through it, so
-// that their headers agree.
-func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
-	minuteLeft := int64(math.Floor(tokens))
-	refill := refillTime(lim, tokens, perSecond)
-	minuteReset := ceilSecond(now.Add(refill))
-	dayLeft := max(0, lim.PerDay-dayCount)
-	dayReset := nextMidnight(now)
-
-	d := decision{policy: policy}
-	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", lim.PerMinute, minuteLeft, minuteReset, refill
-	} else {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "day", lim.PerDay, dayLeft, dayReset, dayReset.Sub(now)
-	}
-	d.resetIn = roundUpSecond(d.resetIn)
-	return d
-}
-
-// windows are both windows of a caller, as report sees them.
-func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
-	refill := refillTime(lim, tokens, perSecond)
-	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
-	dayReset := nextMidnight(now)
-	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
-	return minute, day
-}
-
-// refillTime is how long a minute bucket holding tokens takes to be full.
-func refillTime(lim limits, tokens, perSecond float64) time.Duration {
-	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
-}
-
-// reportBan turns d into the answer during a ban that lasts until until:
-// nothing left until it ends.
-func reportBan(d decision, now, until time.Time) decision {
-	d.code, d.retryAfter, d.bannedUntil = codeTemporarilyBanned, wholeSeconds(until.Sub(now)), until
-	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
-	return d
 }
 
 // policyHeader is the RateLimit-Policy header of lim.

@@ -369,8 +369,8 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // BenchmarkDecision measures one rate-limit decision as the limit
 // middleware asks for it: in process; on Redis for 10,000 keys in turn, each
 // too quiet for a lease here (a script run each); and on Redis for one hot
-// key, leased (mostly no round trip). The Redis ones need
-// PETSTORE_TEST_REDIS.
+// key, leased (mostly no round trip). The Redis ones need the tests'
+// Redis (testRedisURL).
 func BenchmarkDecision(b *testing.B) {
 	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
 	b.Run("in-process", func(b *testing.B) {
