@@ -181,8 +181,10 @@ func (f *banFollower) refresh(ctx context.Context) error {
 		return err
 	}
 	now := f.now()
+	if len(changes) > 0 || f.floor.held.Load() {
+		f.floor.apply(changes, now) // floors that ended go too
+	}
 	if len(changes) > 0 {
-		f.floor.apply(changes, now)
 		f.version = changes[len(changes)-1].version
 	}
 	lifts := f.unlifted
