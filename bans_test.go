@@ -204,6 +204,7 @@ func TestAnIPv6SlashSixtyFourIsLimitedAndBannedAsOne(t *testing.T) {
 func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		ctx := context.Background()
+		opts.dbTimeout = time.Minute // the cap's 10,000 bans in one write, on a loaded machine
 		s := newTestServerWith(t, opts)
 		now := s.clock.now()
 		k, _ := s.mustCreate(s.keyTerms("free"))
