@@ -31,9 +31,9 @@ type app struct {
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  rateLimiter
-	limitsIn string    // where the limits are kept, for the log
-	audit    *auditLog // the bans this server saw start, until they are stored
-	bans     *banFollower
+	limitsIn string       // where the limits are kept, for the log
+	audit    *auditLog    // the bans this server saw start, until they are stored
+	bans     *banFollower // the database's bans and lifts, read into the limiter
 	pets     *petCache
 	idem     *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
@@ -176,7 +176,7 @@ func (a *app) startBackground() (stop func()) {
 		every(ctx, usageFlushEvery, func() {
 			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
-			warn("store audit events (bans); will retry", a.audit.flush(ctx, a.store.AddBans))
+			warn("store bans and their audit events; will retry", a.audit.flush(ctx, a.store.AddBans))
 		})
 	})
 	wg.Go(func() { every(ctx, limiterSweepEvery, func() { a.limiter.sweep() }) })
@@ -198,7 +198,7 @@ func (a *app) startBackground() (stop func()) {
 		}{
 			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
-			{"store audit events (bans) at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},
+			{"store bans and their audit events at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},
 		} {
 			last.Go(func() {
 				if err := w.write(); err != nil {
