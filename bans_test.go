@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"slices"
@@ -291,4 +292,55 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 			t.Errorf("after the lift, with Redis away: %d %s, want 200", w.Code, w.Body)
 		}
 	}
+}
+
+// The admin routes' handlers, on a mux of their own until the admin
+// listener's router mounts them (DELETE's subject may hold the /64's slash).
+func TestAdminBansAreListedAndLifted(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		mux := http.NewServeMux()
+		mux.Handle("GET /admin/v1/bans", handleAdminListBans(s.store))
+		mux.Handle("DELETE /admin/v1/bans/{subject...}", handleAdminLiftBan(s.store, "production", func(*http.Request) string { return "admin:portal" }))
+		do := func(method, target string) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+			return w
+		}
+		k, token := s.mustCreate(s.keyTerms("enterprise", banTerms))
+		s.banOf(token, 20)
+		s.flushAudit()
+		if w := do("GET", "/admin/v1/bans"); w.Code != 200 || w.Body.String() != fmt.Sprintf(
+			`[{"subject":"key:%d","since":"2026-03-10T12:00:00Z","until":"2026-03-10T12:15:00Z"}]`+"\n", k.ID) {
+			t.Errorf("GET /admin/v1/bans: %d %s", w.Code, w.Body)
+		}
+		for _, tc := range []struct {
+			subject string
+			status  int
+			code    string
+		}{
+			{"key:x", 400, codeInvalidRequest},
+			{"address:2001:db8::%2F48", 400, codeInvalidRequest},
+			{"address:2001:db8::1", 404, codeNotFound},
+			{"address:2001:db8::/64", 404, codeNotFound},
+			{fmt.Sprintf("key:%d", k.ID+1), 404, codeNotFound},
+		} {
+			w := do("DELETE", "/admin/v1/bans/"+tc.subject)
+			wantError(t, w, tc.status, tc.code)
+			if tc.status == 400 && !strings.Contains(w.Body.String(), "subject") {
+				t.Errorf("DELETE %s: %s, want the message to name the subject", tc.subject, w.Body)
+			}
+		}
+		if w := do("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID)); w.Code != 204 || w.Body.Len() != 0 {
+			t.Errorf("DELETE of the ban: %d %s, want 204 and no body", w.Code, w.Body)
+		}
+		wantError(t, do("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID)), 404, codeNotFound)
+		if w := do("GET", "/admin/v1/bans"); w.Code != 200 || w.Body.String() != "[]\n" {
+			t.Errorf("GET /admin/v1/bans after the lift: %d %s, want []", w.Code, w.Body)
+		}
+		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditBanLifted})
+		if len(events) != 1 || events[0].Actor != "admin:portal" || events[0].KeyID != k.ID {
+			t.Errorf("ban.lifted events %+v, want one by admin:portal of key %d", events, k.ID)
+		}
+	})
 }
