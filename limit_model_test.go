@@ -318,6 +318,25 @@ func (p *limitPair) sameState() error {
 	return nil
 }
 
+// forgetAt is when s, written by a run that answered a, is as good as
+// new, as limit.lua has it: the bucket full, the wait, the ban and the
+// leases over, and for an API key also the day over. The script's key
+// expires then, and the comparison forgets the caller on both sides.
+func (s limitState) forgetAt(f limitFigures, a limitAnswer, perSecond float64) time.Time {
+	nowMs := a.now.UnixMilli()
+	refill := (float64(f.PerMinute) - a.tokens) / perSecond
+	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs, 1)
+	for _, l := range s.leases {
+		if l.until > nowMs {
+			ms = max(ms, l.until-nowMs)
+		}
+	}
+	if f.durable {
+		ms = max(ms, 86_400_000-nowMs%86_400_000)
+	}
+	return time.UnixMilli(nowMs + ms)
+}
+
 // atGrain is tokens in the script's grain, 1/60000 of a token, rounded:
 // what x/time/rate's float holds, within its error.
 func atGrain(tokens float64) int64 { return int64(math.Round(tokens * tokenDebt)) }
