@@ -268,10 +268,11 @@ func TestBatcherGoesOnAfterQueuedCallsLeave(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { sb.call(0, 0) })
 	waitFor(t, sb.stalled)
+	var left sync.WaitGroup
 	for i := 1; i <= 50; i++ {
-		wg.Go(func() { sb.call(i, time.Duration(i%5)*time.Millisecond+time.Millisecond) })
+		left.Go(func() { sb.call(i, time.Duration(i%5)*time.Millisecond+time.Millisecond) })
 	}
-	time.Sleep(10 * time.Millisecond)
+	left.Wait() // each left by its deadline, the batch still stalled
 	close(sb.release)
 	wg.Wait()
 	if _, err := sb.call(100, time.Second); err != nil {
