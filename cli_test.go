@@ -993,11 +993,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 				if took := time.Since(revoked); took >= time.Second {
 					t.Errorf("the revoked key was refused %v after keys revoke returned, want within 1 s", took)
 				}
-				var e struct{ Code string }
-				cliDecode(t, body, &e)
-				if e.Code != "unauthorized" {
-					t.Errorf("code %q, want unauthorized", e.Code)
-				}
+				wantError(t, recorded(resp, body), http.StatusUnauthorized, codeUnauthorized)
 				break
 			}
 			if resp.StatusCode != http.StatusOK {

@@ -34,7 +34,7 @@ const (
 // a 503 unavailable with a Retry-After, within the deadline and its margin.
 func wantUnavailableInTime(t *testing.T, what string, w *httptest.ResponseRecorder, took time.Duration) {
 	t.Helper()
-	apiWantError(t, w, http.StatusServiceUnavailable, codeUnavailable)
+	wantError(t, w, http.StatusServiceUnavailable, codeUnavailable)
 	if w.Header().Get("Retry-After") != "1" {
 		t.Errorf("%s: Retry-After %q, want 1", what, w.Header().Get("Retry-After"))
 	}
@@ -385,7 +385,7 @@ func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 	release := holdWriteLock(t, s.dbPath)
 	readyWithin(t, s, http.StatusServiceUnavailable)
 	w := s.do("GET", "/readyz", "", "")
-	apiWantError(t, w, http.StatusServiceUnavailable, codeUnavailable, "database")
+	wantError(t, w, http.StatusServiceUnavailable, codeUnavailable, "database")
 	if w.Header().Get("Retry-After") == "" {
 		t.Error("/readyz's 503 has no Retry-After")
 	}

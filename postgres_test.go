@@ -221,7 +221,7 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 		{"GET", "/readyz", ""},
 	} {
 		w := s.do(req.method, req.target, key, req.body)
-		apiWantError(t, w, http.StatusServiceUnavailable, "unavailable")
+		wantError(t, w, http.StatusServiceUnavailable, "unavailable")
 	}
 	if w := s.do("GET", "/v1/pets/"+strconv.FormatInt(before[0].ID, 10), key, ""); w.Code != http.StatusOK {
 		t.Errorf("a pet the copy holds, with the database gone: %d, want 200", w.Code)
