@@ -291,16 +291,13 @@ func (r *redisProcess) start() {
 	r.t.Helper()
 	_, port, _ := net.SplitHostPort(r.addr)
 	r.proc = startProcess(r.t, "redis-server", r.path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no")
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if c, err := net.Dial("tcp", r.addr); err == nil {
+	eventually(r.t, 5*time.Second, "redis-server answers on "+r.addr, func() bool {
+		c, err := net.Dial("tcp", r.addr)
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("redis-server on %s does not answer", r.addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil
+	})
 }
 
 // stop ends the server the hard way; start brings it back empty.
