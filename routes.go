@@ -23,23 +23,15 @@ func chain(h http.Handler, steps ...middleware) http.Handler {
 	return h
 }
 
-// access is the way into a route of the API. Each starts as DESIGN.md's
-// order of checks asks: look up the key, then count the request against it,
-// or, without a valid key, against the client address.
+// access is the way into a route of the API. Each begins as the order of
+// checks asks: find the key, then count the request against it, or without a
+// valid one against the client address. The steps, in the order met:
 type access uint8
 
 const (
-	// withKey: a valid key (else 401) that holds the route's scope (else 403).
-	//   authenticate, limit, requireKey, requireScope(need), handler
-	withKey access = iota
-	// peeksKey: as withKey, except that a request withKey would let
-	// through is not counted: the handler reports the key's rate limits
-	// without spending any.
-	//   authenticate, uncounted(need): the handler, or as withKey
-	peeksKey
-	// keyless: no key needed; the request is counted all the same.
-	//   authenticate, limit, handler
-	keyless
+	withKey  access = iota // authenticate, limit, requireKey (401), requireScope (403), the handler
+	peeksKey               // as withKey, but what would pass reaches the handler uncounted: it reports the limits itself
+	keyless                // authenticate, limit, the handler
 )
 
 // route is a route of the API: a ServeMux pattern, the way in, the scope a
@@ -81,16 +73,14 @@ func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
 	authenticated, limited := authenticate(a.keys), limit(a.limiter, a.audit, a.trustProxy)
 	for _, rt := range apiRoutes(a) {
-		scoped := requireScope(rt.need)
+		checked := chain(rt.handler, limited, requireKey, requireScope(rt.need))
 		switch rt.access {
-		case withKey:
-			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited, requireKey, scoped))
 		case peeksKey:
-			counted := chain(rt.handler, limited, requireKey, scoped)
-			mux.Handle(rt.pattern, chain(uncounted(rt.need, rt.handler, counted), authenticated))
+			checked = uncounted(rt.need, rt.handler, checked)
 		case keyless:
-			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited))
+			checked = chain(rt.handler, limited)
 		}
+		mux.Handle(rt.pattern, chain(checked, authenticated))
 	}
 
 	// Outside the API: no key, no limit.
