@@ -315,6 +315,16 @@ func bearerToken(header string) (token string, hasBearer bool) {
 	return strings.Trim(rest, " "), true
 }
 
+// unauthorized is the 401 answer, with the challenge RFC 6750 asks for.
+func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, message string) {
+	challenge := `Bearer realm="petstore"`
+	if sentToken {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeError(w, r, &Error{Code: codeUnauthorized, Message: message})
+}
+
 // authenticate finds the request's API key, if it sends a valid one. It
 // refuses nothing itself: the rate limit comes first, then requireKey.
 func authenticate(keys *keyring) middleware {
@@ -341,22 +351,18 @@ func authenticate(keys *keyring) middleware {
 	}
 }
 
-// requireKey answers 401 to a request without a valid API key, with the
-// challenge RFC 6750 asks for.
+// requireKey answers 401 to a request without a valid API key.
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch info := recordOf(r); {
-		case info.authErr != nil:
+		info := recordOf(r)
+		if info.authErr != nil {
 			writeError(w, r, info.authErr)
-		case info.key == nil:
-			challenge := `Bearer realm="petstore"`
-			if info.sentToken {
-				challenge += `, error="invalid_token"`
-			}
-			w.Header().Set("WWW-Authenticate", challenge)
-			writeError(w, r, &Error{Code: codeUnauthorized, Message: info.auth.message})
-		default:
-			next.ServeHTTP(w, r)
+			return
 		}
+		if info.key == nil {
+			unauthorized(w, r, info.sentToken, info.auth.message)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }

@@ -23,15 +23,23 @@ func chain(h http.Handler, steps ...middleware) http.Handler {
 	return h
 }
 
-// access is the way into a route of the API. Each begins as the order of
-// checks asks: find the key, then count the request against it, or without a
-// valid one against the client address. The steps, in the order met:
+// access is the way into a route of the API. Each starts as DESIGN.md's
+// order of checks asks: look up the key, then count the request against it,
+// or, without a valid key, against the client address.
 type access uint8
 
 const (
-	withKey  access = iota // authenticate, limit, requireKey (401), requireScope (403), the handler
-	peeksKey               // as withKey, but what would pass reaches the handler uncounted: it reports the limits itself
-	keyless                // authenticate, limit, the handler
+	// withKey: a valid key (else 401) that holds the route's scope (else 403).
+	//   authenticate, limit, requireKey, requireScope(need), handler
+	withKey access = iota
+	// peeksKey: as withKey, except that a request withKey would let
+	// through is not counted: the handler reports the key's rate limits
+	// without spending any.
+	//   authenticate, uncounted(need): the handler, or as withKey
+	peeksKey
+	// keyless: no key needed; the request is counted all the same.
+	//   authenticate, limit, handler
+	keyless
 )
 
 // route is a route of the API: a ServeMux pattern, the way in, the scope a
@@ -73,14 +81,16 @@ func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
 	authenticated, limited := authenticate(a.keys), limit(a.limiter, a.audit, a.trustProxy)
 	for _, rt := range apiRoutes(a) {
-		checked := chain(rt.handler, limited, requireKey, requireScope(rt.need))
+		scoped := requireScope(rt.need)
 		switch rt.access {
+		case withKey:
+			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited, requireKey, scoped))
 		case peeksKey:
-			checked = uncounted(rt.need, rt.handler, checked)
+			counted := chain(rt.handler, limited, requireKey, scoped)
+			mux.Handle(rt.pattern, chain(uncounted(rt.need, rt.handler, counted), authenticated))
 		case keyless:
-			checked = chain(rt.handler, limited)
+			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited))
 		}
-		mux.Handle(rt.pattern, chain(checked, authenticated))
 	}
 
 	// Outside the API: no key, no limit.

@@ -223,9 +223,12 @@ func (e *domainError) Error() string {
 
 func (e *domainError) Unwrap() error { return e.cause }
 
-// failure is a domainError of kind with a message for a person.
-func failure(kind errorKind, format string, args ...any) error {
-	return &domainError{kind: kind, message: fmt.Sprintf(format, args...)}
+func errNotFound(format string, args ...any) error {
+	return &domainError{kind: kindNotFound, message: fmt.Sprintf(format, args...)}
+}
+
+func errInvalid(format string, args ...any) error {
+	return &domainError{kind: kindInvalid, message: fmt.Sprintf(format, args...)}
 }
 
 // dbFailure is why the database could not serve a request: the cause label
@@ -242,15 +245,15 @@ const (
 var dbFailureNames = [dbFailures]string{dbTimeout: "timeout", dbPoolExhausted: "pool_exhausted", dbRefused: "refused"}
 
 // errDatabase is the database unable to serve a request right now, for the
-// reason why; cause is what went wrong underneath.
-func errDatabase(why dbFailure, cause error) error {
-	return &domainError{kind: kindUnavailable, db: why, cause: cause}
+// reason failure; cause is what went wrong underneath.
+func errDatabase(failure dbFailure, cause error) error {
+	return &domainError{kind: kindUnavailable, db: failure, cause: cause}
 }
 
 // errOutcomeUnknown is a create that reached the database, which then
 // failed to say whether it committed: the pet may be stored.
-func errOutcomeUnknown(why dbFailure, cause error) error {
-	return &domainError{kind: kindUnavailable, db: why, cause: cause, unsure: true}
+func errOutcomeUnknown(failure dbFailure, cause error) error {
+	return &domainError{kind: kindUnavailable, db: failure, cause: cause, unsure: true}
 }
 
 // dbFailureOf is why err says the database could not serve a request, or 0

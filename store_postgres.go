@@ -250,8 +250,8 @@ func (s *pgStore) createError(err error) error {
 	var connectErr *pgconn.ConnectError
 	unsent := pgconn.SafeToRetry(err) || errors.As(err, &pgErr) || errors.As(err, &connectErr) ||
 		(errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err))
-	if why := dbFailureOf(failed); why != 0 && !unsent {
-		return errOutcomeUnknown(why, err)
+	if failure := dbFailureOf(failed); failure != 0 && !unsent {
+		return errOutcomeUnknown(failure, err)
 	}
 	return failed
 }
@@ -413,7 +413,7 @@ func (s *pgStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 		return s.pool.QueryRow(ctx, `SELECT `+petColumns+` FROM pets WHERE id = $1`, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Pet{}, failure(kindNotFound, "no pet has id %d", id)
+		return Pet{}, errNotFound("no pet has id %d", id)
 	}
 	if err != nil {
 		return Pet{}, err
