@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -313,15 +312,4 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 			t.Fatalf("waited %v for this, in vain: %s", within, what)
 		}
 	}
-}
-
-// testEnv is the environment variable name, which names a service some
-// tests need; without it, the test is skipped, saying why.
-func testEnv(t testing.TB, name, why string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Skip(why)
-	}
-	return v
 }

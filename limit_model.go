@@ -219,25 +219,6 @@ func settleLeases(leases []leaseOut, owner string, nowMs, tokens, until int64) [
 	return kept
 }
 
-// forgetAt is when s, written by a run that answered a, is as good as
-// new: the bucket full, the wait, the ban, a lift and the leases over, and for an
-// API key also the day over. The script's key expires then.
-func (s limitState) forgetAt(f limitFigures, a limitAnswer, perSecond float64) time.Time {
-	nowMs := a.now.UnixMilli()
-	refill := (float64(f.PerMinute) - a.tokens) / perSecond
-	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs,
-		s.liftedUntil.UnixMilli()-nowMs, 1)
-	for _, l := range s.leases {
-		if l.until > nowMs {
-			ms = max(ms, l.until-nowMs)
-		}
-	}
-	if f.durable {
-		ms = max(ms, 86_400_000-nowMs%86_400_000)
-	}
-	return time.UnixMilli(nowMs + ms)
-}
-
 // standing is what a run's answer tells the caller, under lim with the
 // RateLimit-Policy header policy, with both windows when asked: the tokens
 // leased to the asking server are the caller's to spend.

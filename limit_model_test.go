@@ -33,8 +33,8 @@ import (
 //   - Retry-After and Reset are whole seconds computed by dividing by the
 //     refill rate pm/60, inexact in floats: where the exact value is a whole
 //     second, the Go side may say one second more. When a Retry-After
-//     differs so, the two sides' waits end a second apart, and the sequence
-//     is compared no further.
+//     differs so, the wait the run started ends on the Go side when the
+//     script's does, and the sequence goes on.
 //   - The Redis key's time to live is compared to the model's forgetAt
 //     within a millisecond (the model's float division again).
 
@@ -132,9 +132,6 @@ type limitPair struct {
 	forgetAt time.Time // when the model's state is as good as new: the key expires
 }
 
-// errWithinTolerance ends a sequence at a difference the tolerance allows.
-var errWithinTolerance = errors.New("within the tolerance")
-
 // compareLimitRules runs the sequence data on both sides. It returns the
 // first difference, nil when there is none.
 func compareLimitRules(ctx context.Context, client *redis.Client, script, key string,
@@ -154,9 +151,6 @@ func compareLimitRules(ctx context.Context, client *redis.Client, script, key st
 	defer client.Del(ctx, key)
 	for i, st := range decodeLimitSteps(data[headerSize:]) {
 		if err := p.step(st); err != nil {
-			if errors.Is(err, errWithinTolerance) {
-				return nil
-			}
 			return fmt.Errorf("figures %+v, step %d %+v at %s: %w", p.fig, i+1, st, p.now.Format("15:04:05.000"), err)
 		}
 	}
@@ -203,8 +197,11 @@ func (p *limitPair) step(st limitStep) error {
 			return err
 		}
 	}
-	if err := p.sameAnswer(want, got); err != nil {
+	if tolerated, err := p.sameAnswer(want, got); err != nil {
 		return err
+	} else if tolerated && state.waitUntil.Equal(p.now.Add(want.retryAfter)) {
+		// The wait this run started ends when the script's does.
+		state.waitUntil = p.now.Add(time.Duration(got.extra) * time.Second)
 	}
 	if want.write != ttl.set() {
 		return fmt.Errorf("the model wrote %v, the script set a time to live of %+v", want.write, ttl)
@@ -314,16 +311,16 @@ func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 }
 
 // sameAnswer compares the model's answer with the script's, and what each
-// tells the caller.
-func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) error {
+// tells the caller. tolerated: the model's Retry-After is a second longer.
+func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) (tolerated bool, err error) {
 	got := script.limitAnswer(p.fig.limits)
 	if want.retryAfter == got.retryAfter+time.Second && want.status == got.status {
-		return errWithinTolerance
+		want.retryAfter, tolerated = got.retryAfter, true
 	}
 	if want.status != got.status || !want.now.Equal(got.now) || want.day != got.day || want.dayCount != got.dayCount ||
 		want.leased != got.leased || want.retryAfter != got.retryAfter || !want.bannedUntil.Equal(got.bannedUntil) ||
 		atGrain(want.tokens) != atGrain(got.tokens) {
-		return fmt.Errorf("answer: model %+v (tokens %.6f), script %+v", want, want.tokens, script)
+		return false, fmt.Errorf("answer: model %+v (tokens %.6f), script %+v", want, want.tokens, script)
 	}
 	policy := p.args.policy
 	w := want.standing(p.fig.limits, policy, p.perSecond, true)
@@ -335,13 +332,14 @@ func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) error {
 	} {
 		a, b := pair[0], pair[1]
 		if a.limit != b.limit || a.remaining != b.remaining || !near(a.reset.Sub(b.reset), 0) || !near(a.resetIn, b.resetIn) {
-			return fmt.Errorf("what the caller is told: model %+v, script %+v", w, g)
+			return false, fmt.Errorf("what the caller is told: model %+v, script %+v", w, g)
 		}
 	}
-	if w.allowed != g.allowed || w.code != g.code || w.banStarted != g.banStarted || w.window != g.window || w.policy != g.policy {
-		return fmt.Errorf("what the caller is told: model %+v, script %+v", w, g)
+	if w.allowed != g.allowed || w.code != g.code || w.banStarted != g.banStarted || w.window != g.window ||
+		w.policy != g.policy || w.retryAfter != g.retryAfter {
+		return false, fmt.Errorf("what the caller is told: model %+v, script %+v", w, g)
 	}
-	return nil
+	return tolerated, nil
 }
 
 // sameState compares the model's state and bucket with the script's key.
@@ -391,6 +389,26 @@ func (p *limitPair) sameState() error {
 		return fmt.Errorf("state: model %+v with %.6f tokens, script %v", s, p.bucket.TokensAt(p.now), h)
 	}
 	return nil
+}
+
+// forgetAt is when s, written by a run that answered a, is as good as
+// new, as limit.lua has it: the bucket full, the wait, the ban, a lift and the
+// leases over, and for an API key also the day over. The script's key
+// expires then, and the comparison forgets the caller on both sides.
+func (s limitState) forgetAt(f limitFigures, a limitAnswer, perSecond float64) time.Time {
+	nowMs := a.now.UnixMilli()
+	refill := (float64(f.PerMinute) - a.tokens) / perSecond
+	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs,
+		s.liftedUntil.UnixMilli()-nowMs, 1)
+	for _, l := range s.leases {
+		if l.until > nowMs {
+			ms = max(ms, l.until-nowMs)
+		}
+	}
+	if f.durable {
+		ms = max(ms, 86_400_000-nowMs%86_400_000)
+	}
+	return time.UnixMilli(nowMs + ms)
 }
 
 // atGrain is tokens in the script's grain, 1/60000 of a token, rounded:

@@ -228,7 +228,8 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 	// A count Redis may lack is raised to what this server knows, which
 	// never exceeds the truth: the database holds each request once, and
 	// this server's unwritten requests are not in it yet.
-	floor, floorDay := int64(-1), int64(0)
+	run := r.args(key, id, lim)
+	run.cost, run.lease = cost, lease
 	var unsure keyDay
 	if id.keyID != 0 && r.ledger.anyUnsure.Load() {
 		if unsure = r.ledger.takeUnsure(id.keyID); unsure.keyID != 0 {
@@ -237,17 +238,17 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 				r.ledger.markUnsure(unsure)
 				return scriptAnswer{}, err
 			}
-			floor, floorDay = n, unsure.day
+			run.floor, run.floorDay = n, unsure.day
 		}
 	}
-	a, err := r.scripts.run(r.args(key, id, lim, cost, -1, floor, floorDay, lease))
+	a, err := r.scripts.run(run)
 	if err == nil && a.status == scriptNeedSeed {
-		var seed int64
-		if seed, err = r.ledger.known(ctx, id.keyID, a.day); err != nil {
+		if run.seed, err = r.ledger.known(ctx, id.keyID, a.day); err != nil {
 			r.ledger.markUnsure(unsure)
 			return scriptAnswer{}, err
 		}
-		a, err = r.scripts.run(r.args(key, id, lim, cost, seed, -1, 0, lease))
+		run.floor, run.floorDay = -1, 0
+		a, err = r.scripts.run(run)
 	}
 	if err != nil {
 		r.ledger.markUnsure(unsure)
@@ -260,9 +261,10 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 	return a, nil
 }
 
-// args are the script's arguments for a run on key, id's state, with lim,
-// which are shared limits.
-func (r *redisLimiter) args(key any, id callerID, lim limits, cost int64, seed, floor, floorDay int64, lease leaseAsk) scriptArgs {
+// args are the arguments of a look (cost 0) at key, id's state, with lim,
+// which are shared limits, without a seed, a floor or a lease, and with
+// the end of id's ban as the database knows it.
+func (r *redisLimiter) args(key any, id callerID, lim limits) scriptArgs {
 	var nowMs int64
 	if r.scriptNow != nil {
 		nowMs = r.scriptNow().UnixMilli()
@@ -271,8 +273,8 @@ func (r *redisLimiter) args(key any, id callerID, lim limits, cost int64, seed, 
 	if until := r.bans.at(id); !until.IsZero() {
 		banFloor = until.UnixMilli()
 	}
-	return scriptArgs{key: key, nowMs: nowMs, fig: r.figuresOf(lim), cost: cost, durable: id.keyID != 0,
-		seed: seed, floor: floor, floorDay: floorDay, owner: r.owner, lease: lease, banFloor: banFloor}
+	return scriptArgs{key: key, nowMs: nowMs, fig: r.figuresOf(lim), durable: id.keyID != 0, seed: -1, floor: -1, owner: r.owner,
+		banFloor: banFloor}
 }
 
 // lift ends id's ban that ends at until or sooner, and its wait, in the
@@ -283,10 +285,9 @@ func (r *redisLimiter) lift(ctx context.Context, id callerID, until time.Time) e
 	if r.link.skip() {
 		return errNoRedis
 	}
-	// A lift reads no figures: any will do.
-	args := r.args(r.key(id), id, anonymousLimits, 0, -1, -1, 0, leaseAsk{})
-	args.lift = until.UnixMilli()
-	if _, err := r.scripts.run(args); err != nil {
+	run := r.args(r.key(id), id, anonymousLimits) // a lift reads no figures: any will do
+	run.lift = until.UnixMilli()
+	if _, err := r.scripts.run(run); err != nil {
 		if ctx.Err() == nil {
 			r.failed(err)
 		}
@@ -307,7 +308,9 @@ func (r *redisLimiter) returnLeases(ctx context.Context, all bool) {
 	}
 	runs := make([]scriptRun, len(held))
 	for i, h := range held {
-		runs[i] = scriptRun{cmd: r.args(h.l.key, h.id, h.l.lim, 0, -1, -1, 0, h.ask).encode()}
+		settle := r.args(h.l.key, h.id, h.l.lim)
+		settle.lease = h.ask
+		runs[i] = scriptRun{cmd: settle.encode()}
 	}
 	if !r.link.down.Load() {
 		for batch := range slices.Chunk(runs, maxPipeline) {

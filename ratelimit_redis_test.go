@@ -71,7 +71,9 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 	batch := make([]scriptRun, 3)
 	for i := range batch {
 		id := callerID{addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
-		batch[i] = scriptRun{cmd: r.args(r.key(id), id, lim, 1, -1, -1, 0, leaseAsk{}).encode()}
+		run := r.args(r.key(id), id, lim)
+		run.cost = 1
+		batch[i] = scriptRun{cmd: run.encode()}
 	}
 	batch = append(batch, batch[0]) // the same caller twice: counted twice, in order
 	// Cached by this test, not by whichever ran before on this Redis.
@@ -185,12 +187,14 @@ func TestRedisFirstSeedWins(t *testing.T) {
 	r := s.limiter.(*redisLimiter)
 	id, lim := callerID{keyID: 7}, plans["free"]
 	key := r.key(id)
-	a, err := r.scripts.run(r.args(key, id, lim, 0, -1, 0, 0, leaseAsk{}))
+	look := r.args(key, id, lim)
+	a, err := r.scripts.run(look)
 	if err != nil || a.status != scriptNeedSeed {
 		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, scriptNeedSeed)
 	}
 	for _, seed := range []int64{5, 9} {
-		a, err := r.scripts.run(r.args(key, id, lim, 0, seed, 0, 0, leaseAsk{}))
+		look.seed = seed
+		a, err := r.scripts.run(look)
 		if err != nil || a.status != scriptAllowed || a.count != 5 {
 			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
 		}
@@ -202,7 +206,9 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 	r := s.limiter.(*redisLimiter)
 	r.scriptNow = nil
 	before := time.Now()
-	a, err := r.scripts.run(r.args(r.key(callerID{keyID: 1}), callerID{}, plans["free"], 1, -1, 0, 0, leaseAsk{}))
+	run := r.args(r.key(callerID{keyID: 1}), callerID{}, plans["free"])
+	run.cost = 1
+	a, err := r.scripts.run(run)
 	if err != nil {
 		t.Fatal(err)
 	}
