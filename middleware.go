@@ -185,7 +185,7 @@ func recordedStatus(r *http.Request, written int) int {
 
 func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, status int, sw *statusWriter, start, end time.Time) {
 	level := slog.LevelInfo
-	if status >= 500 {
+	if status >= 500 && !healthCheck(r) {
 		level = slog.LevelError
 	}
 	h := logger.Handler()
