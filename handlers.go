@@ -31,7 +31,7 @@ const (
 func newServer(a *app) http.Handler {
 	metered := func(h http.Handler) http.Handler {
 		h = limit(a.limiter, a.audit, a.trustProxy, h)
-		h = authenticate(a.keys, h)
+		h = authenticate(a.keys, a.limiter, a.trustProxy, h)
 		return h
 	}
 	needsKey := func(need scopeSet, h http.Handler) http.Handler { return metered(requireKey(requireScope(need, h))) }
@@ -39,7 +39,7 @@ func newServer(a *app) http.Handler {
 	// request it would refuse (no valid key, or not the scope) is limited
 	// and refused as by needsKey.
 	peeksKey := func(need scopeSet, h http.Handler) http.Handler {
-		return authenticate(a.keys, uncounted(need, h, limit(a.limiter, a.audit, a.trustProxy, requireKey(requireScope(need, h)))))
+		return authenticate(a.keys, a.limiter, a.trustProxy, uncounted(need, h, limit(a.limiter, a.audit, a.trustProxy, requireKey(requireScope(need, h)))))
 	}
 
 	mux := http.NewServeMux()
