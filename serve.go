@@ -24,8 +24,12 @@ const (
 	readTimeout       = 15 * time.Second
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 16 << 10
-	shutdownTimeout   = 10 * time.Second
+	// headerLimit bounds a request's line and headers together (431
+	// beyond). net/http reads 4 KiB past its MaxHeaderBytes before it
+	// refuses, so that is set 4 KiB lower: the limit is what is documented.
+	headerLimit     = 16 << 10
+	maxHeaderBytes  = headerLimit - 4<<10
+	shutdownTimeout = 10 * time.Second
 	// adminWriteTimeout bounds an admin answer; a CPU profile or trace
 	// (/debug/pprof/profile?seconds=N) must take less.
 	adminWriteTimeout = 5 * time.Minute
