@@ -13,6 +13,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,6 +138,27 @@ func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
 		return nil, err
 	}
 	return openFlagged(ctx, "--db", d.db, create, time.Now)
+}
+
+// create is open for a command that makes something (keys create): it
+// creates a SQLite file that is not there, and then says so on stderr with
+// its absolute path, so that a key made in the wrong folder, for a database
+// no server uses, is noticed at once.
+func (d *dbFlags) create(ctx context.Context, stderr io.Writer) (storage, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(d.db)
+	isNew := !isPostgresURL(d.db) && errors.Is(statErr, os.ErrNotExist)
+	store, err := openFlagged(ctx, "--db", d.db, true, time.Now)
+	if err == nil && isNew {
+		abs, absErr := filepath.Abs(d.db)
+		if absErr != nil {
+			abs = d.db
+		}
+		fmt.Fprintf(stderr, "petstore: created a new, empty database at %s\n", abs)
+	}
+	return store, err
 }
 
 // openFlagged opens the database the command-line flag names; a URL that

@@ -169,7 +169,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 			return err
 		}
 	}
-	store, err := c.db.open(ctx, true)
+	store, err := c.db.create(ctx, stderr)
 	if err != nil {
 		return err
 	}
