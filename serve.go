@@ -90,6 +90,14 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err := cfg.dbFlags.check(); err != nil {
 		return err
 	}
+	if err := checkListenAddr("--addr", cfg.addr); err != nil {
+		return err
+	}
+	if cfg.adminAddr != "" {
+		if err := checkListenAddr("--admin-addr", cfg.adminAddr); err != nil {
+			return err
+		}
+	}
 	if cfg.shutdownDelay < 0 {
 		return usagef("--shutdown-delay must be 0 or more")
 	}
@@ -181,6 +189,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	logger.Info("serving", serving...)
 	logs.Flush()
 	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs)
+}
+
+// checkListenAddr refuses an address to listen on that is not HOST:PORT
+// (a usage mistake), suggesting :PORT for a bare port.
+func checkListenAddr(flag, addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		if isDigits(addr) {
+			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
+		}
+		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
+	}
+	return nil
 }
 
 // port is an HTTP server and the listener it serves.
