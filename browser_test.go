@@ -135,6 +135,9 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 				t.Fatalf("Try it out %d on createPet: the store holds %d pets, want %d; the operation shows:\n%s", i+1, pets(), 3+i, text)
 			}
 		}
+		// The answer is shown before Execute is clicked again.
+		const created = create + ` .live-responses-table .response .response-col_status`
+		page.waitFor(ctx, "the response", `document.querySelector('`+created+`')?.textContent.trim() === '201'`)
 	}
 
 	// Every request the page made went to this server; the key went only
@@ -479,6 +482,8 @@ func (b *browser) screenshot(ctx context.Context, t *testing.T, p *tab) {
 		if dir, err = os.MkdirTemp("", "petstore-browser-test-"); err != nil {
 			t.Fatal(err)
 		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "docs-try-it-out.png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
