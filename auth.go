@@ -106,7 +106,7 @@ func hashKey(token string) [sha256.Size]byte {
 // a second. An expiry is checked against the clock at each look-up, so an
 // expired key is refused at once, on every server.
 type keyring struct {
-	store storage
+	store keyStore
 	env   string
 	now   func() time.Time
 
@@ -143,7 +143,7 @@ const keyRefreshEvery = 500 * time.Millisecond
 // version at most ten times a second and look no key up.
 const sharedRefreshAge = 100 * time.Millisecond
 
-func newKeyring(ctx context.Context, store storage, env string, now func() time.Time) (*keyring, error) {
+func newKeyring(ctx context.Context, store keyStore, env string, now func() time.Time) (*keyring, error) {
 	k := &keyring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*keyUse)}
 	return k, k.refresh(ctx)
 }
@@ -376,28 +376,30 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 // refuses nothing itself: the rate limit comes first, then requireKey. A
 // key this server does not hold is looked up in the database only when its
 // sender's address is neither limited nor banned by limiter.
-func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
-		header := firstHeader(r.Header, "Authorization")
-		token, isBearer := bearerToken(header)
-		switch {
-		case header == "":
-			info.auth = authNoHeader
-		case !isBearer:
-			info.auth = authNotBearer
-		case token == "":
-			info.auth = authNoToken
-		default:
-			info.sentToken = true
-			// A failed look-up is answered by requireKey, after the
-			// address limit has set its headers.
-			info.key, info.auth, info.authErr = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
-				return addressLimited(ctx, limiter, clientAddr(r, trustProxy))
-			})
-		}
-		next.ServeHTTP(w, r)
-	})
+func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := recordOf(r)
+			header := firstHeader(r.Header, "Authorization")
+			token, isBearer := bearerToken(header)
+			switch {
+			case header == "":
+				info.auth = authNoHeader
+			case !isBearer:
+				info.auth = authNotBearer
+			case token == "":
+				info.auth = authNoToken
+			default:
+				info.sentToken = true
+				// A failed look-up is answered by requireKey, after the
+				// address limit has set its headers.
+				info.key, info.auth, info.authErr = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
+					return addressLimited(ctx, limiter, clientAddr(r, trustProxy))
+				})
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // addressLimited tells whether a request without a key from addr would be
@@ -411,7 +413,7 @@ func addressLimited(ctx context.Context, limiter rateLimiter, addr netip.Addr) b
 // requireKey answers 401 to a request without a valid API key.
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
+		info := recordOf(r)
 		if info.authErr != nil {
 			writeError(w, r, info.authErr)
 			return

@@ -18,7 +18,7 @@ import (
 // figures, scopes and expiry; a zero ExpiresAt never expires), made by
 // actor, and returns it with its token, which exists only here: the
 // database keeps its hash.
-func createKey(ctx context.Context, store storage, terms apiKey, actor string) (apiKey, string, error) {
+func createKey(ctx context.Context, store keyStore, terms apiKey, actor string) (apiKey, string, error) {
 	k, token := newAPIKey(terms)
 	k, err := store.CreateKey(ctx, k, actor)
 	return k, token, err
@@ -31,45 +31,6 @@ func newAPIKey(terms apiKey) (apiKey, string) {
 	hash := hashKey(token)
 	terms.Hash = hash[:]
 	return terms, token
-}
-
-// rollable refuses to roll a key that no longer works, or that was rolled
-// already (its successor is the one to roll).
-func rollable(k apiKey, now time.Time) error {
-	switch {
-	case !k.RevokedAt.IsZero():
-		return errorf(codeInvalidRequest, "key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
-			k.ID, k.RevokedAt.Format(time.RFC3339))
-	case k.expiredAt(now):
-		return errorf(codeInvalidRequest, "key %d expired at %s: an expired key cannot be rolled; create a new one",
-			k.ID, k.ExpiresAt.Format(time.RFC3339))
-	case k.RolledTo != 0:
-		return errorf(codeInvalidRequest, "key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
-	}
-	return nil
-}
-
-// successor is the key that replaces old in a roll: the same name, plan,
-// figures, environment, scopes and expiry (a roll changes the secret, not
-// the terms), spending old's rate-limit budget.
-func successor(old apiKey, hash []byte) apiKey {
-	return apiKey{
-		Hash: hash, Name: old.Name, Plan: old.Plan, PerMinute: old.PerMinute, PerDay: old.PerDay, Env: old.Env,
-		Scopes: old.Scopes, ExpiresAt: old.ExpiresAt, BudgetID: old.BudgetID,
-	}
-}
-
-// rollEnd is when the old key of a roll stops: overlap from now, rounded up
-// to a second, or at once for no overlap; its own expiry when that is sooner.
-func rollEnd(old apiKey, now time.Time, overlap time.Duration) time.Time {
-	end := now.UTC().Truncate(time.Second)
-	if overlap > 0 {
-		end = ceilSecond(now.Add(overlap)).UTC()
-	}
-	if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(end) {
-		return old.ExpiresAt
-	}
-	return end
 }
 
 // maxLifetimeDays bounds the days of a duration flag: a key that lives a
@@ -285,9 +246,9 @@ func keyIDArgument(command string, args []string) (int64, error) {
 // keyCommandError is a store's refusal as one line: its own message when
 // it is one a user should read (no such key, a key that cannot be rolled).
 func keyCommandError(verb string, id int64, err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Code != codeUnavailable {
-		return errors.New(e.Message)
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return errors.New(e.message)
 	}
 	return fmt.Errorf("%s key %d: %w", verb, id, err)
 }
@@ -390,7 +351,7 @@ const (
 
 // listedKeys are keys as keys list shows them at now, with today's usage of
 // each budget.
-func listedKeys(ctx context.Context, store storage, keys []apiKey, now time.Time) ([]listedKey, error) {
+func listedKeys(ctx context.Context, store usageStore, keys []apiKey, now time.Time) ([]listedKey, error) {
 	today := now.UTC().Format(time.DateOnly)
 	usage := make(map[int64]int64)
 	rolledFrom := make(map[int64]int64)

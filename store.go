@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 )
 
@@ -16,13 +16,25 @@ type Pet struct {
 	Status     string
 }
 
-// storage is where the service keeps pets, API keys, daily usage and
-// idempotency records: a SQLite file (sqliteStore, store_sqlite.go) or a
-// PostgreSQL database shared by several servers (pgStore, store_postgres.go).
-// The handlers, the keyring and the limiter see only this; the SQL stays
-// behind it. Errors that mean "the database cannot be reached right now"
-// come back as an unavailable Error (503), which clients may retry.
+// storage is where the service keeps pets, API keys, daily usage, the
+// audit trail and idempotency records: a SQLite file (sqliteStore,
+// store_sqlite.go) or a PostgreSQL database shared by several servers
+// (pgStore, store_postgres.go). It is one small interface per aggregate;
+// each part of the server takes only the ones it uses, and the SQL stays
+// behind them. Their errors say what went wrong in the domain's terms (a
+// domainError): a pet or key not found, an Idempotency-Key taken, or the
+// database unavailable right now and why, which a caller may retry.
 type storage interface {
+	petStore
+	idempotencyStore
+	keyStore
+	usageStore
+	auditStore
+	lifecycle
+}
+
+// petStore keeps the pets.
+type petStore interface {
 	// CreatePets stores a batch of pets in one transaction, in id order.
 	// An error returned means none was stored; otherwise each insert has
 	// its id or its own Err.
@@ -35,13 +47,23 @@ type storage interface {
 	// ScanPets calls fn for up to limit pets with ids above after, in id
 	// order; the byte slices are valid only during the call.
 	ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error)
+	// PetsAdded receives when other servers may have stored pets (never
+	// on SQLite, where this server is the only one): the reader looks for
+	// them. Notices that come while one waits unread are one.
+	PetsAdded() <-chan struct{}
+}
 
+// idempotencyStore keeps the records that replay a create.
+type idempotencyStore interface {
 	IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (idempotencyRecord, bool, error)
 	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
+}
 
+// keyStore keeps the API keys. Each change of a key and its audit event by
+// actor are stored as one change.
+type keyStore interface {
 	// CreateKey stores k (its Hash set, its ExpiresAt when it has one)
-	// and returns it with its id. The change of a key and its audit event
-	// by actor (here and below) are stored as one change.
+	// and returns it with its id.
 	CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error)
 	// CreateFirstKey stores k as CreateKey does, but only when the store
 	// holds no key at all, as one change: servers that start at once on an
@@ -67,10 +89,27 @@ type storage interface {
 	// write, never moving a key's last use back. It is not a key change:
 	// KeysVersion stays.
 	SetLastUsed(ctx context.Context, uses []lastUse) error
+}
 
+// usageStore keeps each key's requests a day, which the limiters add to.
+type usageStore interface {
 	Usage(ctx context.Context, keyID int64, day string) (int64, error)
 	AddUsage(ctx context.Context, counts []usageCount) error
+}
 
+// auditStore keeps the audit trail, append only.
+type auditStore interface {
+	// AddAuditEvents appends events (the server's: bans) in one write.
+	AddAuditEvents(ctx context.Context, events []auditEvent) error
+	// AuditEvents returns the events filter picks, oldest first.
+	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
+	// AuditCounts counts the events of the trail by action.
+	AuditCounts(ctx context.Context) (map[string]int64, error)
+}
+
+// lifecycle is the engine as a whole: what it is, its background work,
+// its snapshot for petstore copy, its health and its end.
+type lifecycle interface {
 	// Shared tells whether other servers write to this database too
 	// (PostgreSQL): a copy of its pets in memory is then only a prefix of
 	// the table, and a read past its end must go to the database.
@@ -80,21 +119,14 @@ type storage interface {
 	// PostgreSQL a name for its database and schema.
 	Namespace() string
 	// Maintain runs the engine's own background work until ctx ends,
-	// logging what fails: on PostgreSQL it calls petsAdded whenever other
-	// servers may have stored pets; on SQLite it checkpoints the WAL into
-	// the database file. Work that waits on the database ends within
-	// timeout (--db-timeout).
-	Maintain(ctx context.Context, timeout time.Duration, petsAdded func(), logger *slog.Logger)
+	// logging what fails: on PostgreSQL it follows the pets other servers
+	// store (PetsAdded); on SQLite it checkpoints the WAL into the
+	// database file. Work that waits on the database ends within timeout
+	// (--db-timeout).
+	Maintain(ctx context.Context, timeout time.Duration, logger *slog.Logger)
 	// Snapshot reads everything the store holds, as it is at this moment,
 	// for petstore copy. The caller closes it.
 	Snapshot(ctx context.Context) (snapshot, error)
-	// AddAuditEvents appends events (the server's: bans) in one write.
-	AddAuditEvents(ctx context.Context, events []auditEvent) error
-	// AuditEvents returns the events filter picks, oldest first.
-	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
-	// AuditCounts counts the events of the trail by action.
-	AuditCounts(ctx context.Context) (map[string]int64, error)
-
 	Ping(ctx context.Context) error
 	Close() error
 }
@@ -130,16 +162,6 @@ type rowStream interface {
 	Close()
 }
 
-// errBadURL: a database URL the engine cannot read, a mistake on the
-// command line rather than in the database. The command that took the URL
-// says which flag gave it.
-var errBadURL = errors.New("not a PostgreSQL URL this petstore can use")
-
-// isPostgresURL tells a PostgreSQL URL from a SQLite file path in --db.
-func isPostgresURL(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
-
 // openStorage opens the database --db names: a PostgreSQL URL or a SQLite
 // file (created when create is set).
 func openStorage(ctx context.Context, db string, create bool, now func() time.Time) (storage, error) {
@@ -169,7 +191,80 @@ type petInsert struct {
 }
 
 // errIdempotencyTaken: a live record holds the Idempotency-Key already.
-var errIdempotencyTaken = errors.New("idempotency key already used")
+var errIdempotencyTaken = &domainError{kind: kindConflict, message: "idempotency key already used"}
+
+// domainError is what went wrong, in the domain's terms and free of HTTP.
+// The stores, the key rules and the limiter return it; each edge decides
+// what to say of it: writeError a status and a client's text, the commands
+// a message and their exit status.
+type domainError struct {
+	kind    errorKind
+	message string    // says it to a person ("no pet has id 7"); unavailable has none
+	cause   error     // what went wrong underneath, for the log
+	db      dbFailure // unavailable: why
+	unsure  bool      // unavailable: a create reached the database, which may have stored it
+}
+
+type errorKind uint8
+
+const (
+	kindNotFound    errorKind = iota + 1 // no such pet or key
+	kindInvalid                          // the rules refuse it: a revoked key cannot be rolled
+	kindConflict                         // it clashes with what is stored: an Idempotency-Key taken
+	kindUnavailable                      // the database cannot serve it now, for the reason in db
+)
+
+func (e *domainError) Error() string {
+	if e.kind == kindUnavailable {
+		return "the database is unavailable (" + dbFailureNames[e.db] + "): " + e.cause.Error()
+	}
+	return e.message
+}
+
+func (e *domainError) Unwrap() error { return e.cause }
+
+func errNotFound(format string, args ...any) error {
+	return &domainError{kind: kindNotFound, message: fmt.Sprintf(format, args...)}
+}
+
+func errInvalid(format string, args ...any) error {
+	return &domainError{kind: kindInvalid, message: fmt.Sprintf(format, args...)}
+}
+
+// dbFailure is why the database could not serve a request: the cause label
+// of petstore_database_unavailable_total.
+type dbFailure uint8
+
+const (
+	dbTimeout       dbFailure = iota + 1 // no answer by the deadline (--db-timeout)
+	dbPoolExhausted                      // no connection free by the deadline, or too many creates already waiting
+	dbRefused                            // the database refused or cut the connection, or the disk refused the write
+	dbFailures                           // how many causes there are, plus one
+)
+
+var dbFailureNames = [dbFailures]string{dbTimeout: "timeout", dbPoolExhausted: "pool_exhausted", dbRefused: "refused"}
+
+// errDatabase is the database unable to serve a request right now, for the
+// reason failure; cause is what went wrong underneath.
+func errDatabase(failure dbFailure, cause error) error {
+	return &domainError{kind: kindUnavailable, db: failure, cause: cause}
+}
+
+// errOutcomeUnknown is a create that reached the database, which then
+// failed to say whether it committed: the pet may be stored.
+func errOutcomeUnknown(failure dbFailure, cause error) error {
+	return &domainError{kind: kindUnavailable, db: failure, cause: cause, unsure: true}
+}
+
+// dbFailureOf is why err says the database could not serve a request, or 0
+// when it does not.
+func dbFailureOf(err error) dbFailure {
+	var e *domainError
+	if err != nil && errors.As(err, &e) {
+		return e.db
+	}
+	return 0
+}
 
 // apiKey is a stored API key. The key itself is never kept, only its hash.
 type apiKey struct {
