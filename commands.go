@@ -180,6 +180,24 @@ func flagError(flag string, err error) error {
 	return err
 }
 
+// migrateCommand brings a database's schema up to date. On PostgreSQL it is
+// run by the role that owns the tables, so that the servers may run as a
+// role with only the grants they need (docs/production.md, "Least
+// privilege on PostgreSQL").
+func migrateCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c := newCommand("migrate", getenv, stdout).withDB()
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	store, err := c.db.create(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.shown(), len(migrations))
+	return nil
+}
+
 // backupCommand writes a copy of a SQLite database, made while servers go
 // on writing to it.
 func backupCommand(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
