@@ -91,7 +91,7 @@ func (s *hangUpServer) sendAndHangUp(t *testing.T, method, target, key, body, id
 	return false
 }
 
-// requestLines finds the log line of each request by its id: its level and
+// requestLogLine finds the log line of each request by its id: its level and
 // status.
 var requestLogLine = regexp.MustCompile(`level=(\w+) msg=request .*status=(\d+) .*request_id=(\S+)`)
 
