@@ -53,6 +53,7 @@ const topUsage = `usage:
   petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
   petstore bans list   [--db FILE|URL] [--json]
   petstore bans lift   [--db FILE|URL] key:ID|address:IP
+  petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
   petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
@@ -100,6 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return auditCommand(ctx, args, getenv, stdout)
 	case "bans":
 		return bansCommand(ctx, args, getenv, stdout)
+	case "migrate":
+		return migrateCommand(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":
@@ -113,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, audit, bans, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, audit, bans, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

@@ -23,7 +23,7 @@ func limit(limiter rateLimiter, audit *auditLog, trustProxy bool) middleware {
 			if info.key != nil {
 				id, lim = info.key.budget()
 			} else {
-				id.addr = limitedAddr(clientAddr(r, trustProxy))
+				id.addr = clientAddr(r, trustProxy)
 			}
 			d, err := limiter.allow(r.Context(), id, lim)
 			if err != nil {
@@ -85,13 +85,14 @@ func refuse(w http.ResponseWriter, r *http.Request, d decision) {
 }
 
 // clientAddr is the address a request without a key is counted against: the
-// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop.
+// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop; for
+// IPv6 its /64 (limitedAddr).
 func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 	if trustProxy {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			first, _, _ := strings.Cut(xff, ",")
 			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return addr.Unmap()
+				return limitedAddr(addr)
 			}
 		}
 	}
@@ -100,5 +101,5 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		host = r.RemoteAddr
 	}
 	addr, _ := netip.ParseAddr(host)
-	return addr.Unmap()
+	return limitedAddr(addr)
 }
