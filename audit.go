@@ -24,7 +24,10 @@ const (
 	auditKeysCopied = "keys.copied"
 )
 
-var auditActions = []string{auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied}
+var auditActions = []string{
+	auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied,
+	auditWebhookAdded, auditWebhookRemoved, auditWebhookRotated, auditWebhookEnabled, auditWebhookDisabled,
+}
 
 // serverActor is the actor of the events the server writes: the bootstrap
 // key and the bans.
@@ -64,6 +67,13 @@ type auditDetails struct {
 	// keys.copied: the SQLite file copied, and what it held.
 	From   string  `json:"from,omitempty"`
 	Copied *copied `json:"copied,omitempty"`
+	// webhook.*: the endpoint, its URL as logs show it (no user info or
+	// query), its event types, and why a server disabled it. Never its
+	// secret.
+	WebhookID int64    `json:"webhookId,omitempty"`
+	URL       string   `json:"url,omitempty"`
+	Events    []string `json:"events,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
 }
 
 // auditFilter picks events: those at or after Since (zero: all), of key

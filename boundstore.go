@@ -28,6 +28,7 @@ type boundStorage struct {
 	keysVersion, setLastUsed                                       callTimer
 	usage, addUsage                                                callTimer
 	addAuditEvents, auditEvents, auditCounts                       callTimer
+	webhooks                                                       webhookTimers
 }
 
 // newBoundStorage returns s bounded by timeout, timed into m (nil: not
@@ -60,6 +61,7 @@ func newBoundStorage(s storage, timeout time.Duration, m *metrics, logger *slog.
 		addAuditEvents:    m.databaseCall("AddAuditEvents"),
 		auditEvents:       m.databaseCall("AuditEvents"),
 		auditCounts:       m.databaseCall("AuditCounts"),
+		webhooks:          newWebhookTimers(m),
 	}
 }
 

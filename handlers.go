@@ -30,7 +30,7 @@ const (
 // as the path a request takes.
 func newServer(a *app) http.Handler {
 	metered := func(h http.Handler) http.Handler {
-		h = limit(a.limiter, a.audit, a.trustProxy, h)
+		h = limit(a.limiter, a.audit, a.quota, a.trustProxy, h)
 		h = authenticate(a.keys, h)
 		return h
 	}
@@ -39,7 +39,7 @@ func newServer(a *app) http.Handler {
 	// request it would refuse (no valid key, or not the scope) is limited
 	// and refused as by needsKey.
 	peeksKey := func(need scopeSet, h http.Handler) http.Handler {
-		return authenticate(a.keys, uncounted(need, h, limit(a.limiter, a.audit, a.trustProxy, requireKey(requireScope(need, h)))))
+		return authenticate(a.keys, uncounted(need, h, limit(a.limiter, a.audit, a.quota, a.trustProxy, requireKey(requireScope(need, h)))))
 	}
 
 	mux := http.NewServeMux()

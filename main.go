@@ -51,6 +51,14 @@ const topUsage = `usage:
   petstore keys roll   [--db FILE|URL] KEY_ID [--overlap DURATION]
   petstore keys revoke [--db FILE|URL] KEY_ID
   petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
+  petstore webhooks add        [--db FILE|URL] URL [--events TYPE,...]
+  petstore webhooks list       [--db FILE|URL] [--json]
+  petstore webhooks remove     [--db FILE|URL] ID
+  petstore webhooks rotate     [--db FILE|URL] ID [--overlap 24h]
+  petstore webhooks enable     [--db FILE|URL] ID
+  petstore webhooks test       [--db FILE|URL] ID
+  petstore webhooks deliveries [--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]
+  petstore webhooks resend     [--db FILE|URL] EVENT_ID|--failed [--endpoint ID]
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
   petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
@@ -96,6 +104,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usagef("unknown keys command %q: use create, list, roll or revoke", args[0])
 	case "audit":
 		return auditCommand(ctx, args, getenv, stdout)
+	case "webhooks":
+		return webhooksCommand(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":
@@ -109,7 +119,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, audit, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, audit, webhooks, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

@@ -69,6 +69,7 @@ type decision struct {
 	reset      time.Time     // when the window is full again, rounded up to a second
 	resetIn    time.Duration // how long until then, rounded up to a second
 	policy     string
+	dayCount   int64 // the caller's requests today, this one included when allowed
 }
 
 // rateLimiter decides whether a caller's request may go ahead. *localLimiter
@@ -116,7 +117,7 @@ func report(now time.Time, lim limits, policy string, tokens, perSecond float64,
 	dayLeft := max(0, lim.PerDay-dayCount)
 	dayReset := nextMidnight(now)
 
-	d := decision{policy: policy}
+	d := decision{policy: policy, dayCount: dayCount}
 	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
 		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", lim.PerMinute, minuteLeft, minuteReset, refill
 	} else {

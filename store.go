@@ -22,6 +22,7 @@ type Pet struct {
 // behind it. Errors that mean "the database cannot be reached right now"
 // come back as an unavailable Error (503), which clients may retry.
 type storage interface {
+	webhookStorage // webhook_store.go
 	// CreatePets stores a batch of pets in one transaction, in id order.
 	// An error returned means none was stored; otherwise each insert has
 	// its id or its own Err.

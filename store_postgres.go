@@ -24,9 +24,10 @@ import (
 // several servers share. It holds no state of its own beyond the pool: every
 // answer comes from the database, so a server sees another's writes at once.
 type pgStore struct {
-	sqlKeys // the keys and the audit trail, as SQL both engines run
-	pool    *pgxpool.Pool
-	now     func() time.Time
+	sqlKeys     // the keys and the audit trail, as SQL both engines run
+	sqlWebhooks // the webhooks' endpoints and outbox, likewise
+	pool        *pgxpool.Pool
+	now         func() time.Time
 	// lockSpace names this database and schema: it is the second half of
 	// its advisory lock keys (the first is one of the lock* constants), so
 	// that two stores in one database, in different schemas, do not wait on
@@ -74,7 +75,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
 	s := &pgStore{pool: pool, now: now, notice: rand.Text()}
-	s.sqlKeys = sqlKeys{s}
+	s.sqlKeys, s.sqlWebhooks = sqlKeys{s}, sqlWebhooks{s}
 	s.notices = batcher[struct{}]{max: math.MaxInt, run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()

@@ -25,10 +25,11 @@ import (
 // of one connection and never wait on each other for the lock; reads use a
 // pool of their own, which WAL lets run beside the writer.
 type sqliteStore struct {
-	sqlKeys // the keys and the audit trail, as SQL both engines run
-	write   *sql.DB
-	read    *sql.DB
-	now     func() time.Time
+	sqlKeys     // the keys and the audit trail, as SQL both engines run
+	sqlWebhooks // the webhooks' endpoints and outbox, likewise
+	write       *sql.DB
+	read        *sql.DB
+	now         func() time.Time
 
 	// insertPets[k] inserts 1<<k pets in one statement.
 	insertPets                     [insertPetsSizes]*sql.Stmt
@@ -94,7 +95,7 @@ func openSQLite(ctx context.Context, path string, create bool, now func() time.T
 	read.SetMaxIdleConns(readers)
 
 	s := &sqliteStore{write: write, read: read, now: now}
-	s.sqlKeys = sqlKeys{s}
+	s.sqlKeys, s.sqlWebhooks = sqlKeys{s}, sqlWebhooks{s}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)

@@ -65,6 +65,9 @@ type dialect struct {
 	// PostgreSQL locks them until it ends; SQLite's write transaction
 	// holds the file's one write lock already.
 	forUpdate string
+	// skipLocked ends a SELECT of rows this transaction claims: rows
+	// another transaction holds are skipped rather than waited for.
+	skipLocked string
 	// lockTable makes a later writer of the table wait until this
 	// transaction ends, so that a check of what it holds stays true until
 	// the commit; "" where the transaction holds such a lock already.
@@ -74,8 +77,9 @@ type dialect struct {
 var (
 	sqliteDialect   = dialect{lockTable: func(string) string { return "" }}
 	postgresDialect = dialect{
-		forUpdate: " FOR UPDATE",
-		lockTable: func(table string) string { return "LOCK TABLE " + table + " IN EXCLUSIVE MODE" },
+		forUpdate:  " FOR UPDATE",
+		skipLocked: " FOR UPDATE SKIP LOCKED",
+		lockTable:  func(table string) string { return "LOCK TABLE " + table + " IN EXCLUSIVE MODE" },
 	}
 )
 

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// webhookServer is a test server whose webhooks may go to the test's
+// receivers on loopback.
+func webhookServer(t *testing.T, opts testOptions) *testServer {
+	t.Helper()
+	s := newTestServerWith(t, opts)
+	s.webhooks.sender = newWebhookSender(true, time.Now)
+	return s
+}
+
+// addEndpoint adds an endpoint for rc taking events (none: all), and has
+// rc trust its secret.
+func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint {
+	s.t.Helper()
+	terms, err := newEndpointTerms(rc.url(), events)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	rc.trust(e.Secret)
+	return e
+}
+
+// deliverDue makes the attempts that are due now, as the worker's next
+// round does, and waits for them.
+func (s *testServer) deliverDue() {
+	var attempts sync.WaitGroup
+	s.webhooks.dispatch(context.Background(), &attempts)
+	attempts.Wait()
+}
+
+// deliveryOf is the one delivery of event id.
+func (s *testServer) deliveryOf(eventID string) webhookDelivery {
+	s.t.Helper()
+	ds, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{EventID: eventID})
+	if err != nil || len(ds) != 1 {
+		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
+	}
+	return ds[0]
+}
+
+func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		only := newReceiver(t)
+		s.addEndpoint(rc)
+		s.addEndpoint(only, "key.revoked")
+
+		k, token := s.mustCreate(s.keyTerms("pro"))
+		_, rolled, _ := s.roll(k.ID, time.Hour)
+		if _, err := s.store.RevokeKey(context.Background(), rolled.ID, testActor); err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+
+		got := rc.wait(3, 5*time.Second)
+		var types []string
+		for _, d := range got {
+			if !d.Verified {
+				t.Errorf("delivery %s failed the receiver's Standard Webhooks check: %+v", d.ID, d)
+			}
+			types = append(types, d.Event.Type)
+			if d.Event.Data["keyName"] != "test" || d.Event.Data["keyId"] == nil {
+				t.Errorf("%s data %v, want keyId and keyName", d.Event.Type, d.Event.Data)
+			}
+			for _, secret := range []string{token, "hash", "psk_"} {
+				if strings.Contains(d.Body, secret) {
+					t.Errorf("%s holds %q: %s", d.Event.Type, secret, d.Body)
+				}
+			}
+		}
+		slices.Sort(types)
+		if want := []string{"key.created", "key.revoked", "key.rolled"}; !slices.Equal(types, want) {
+			t.Errorf("events %v, want %v", types, want)
+		}
+		if o := only.wait(1, 5*time.Second); len(o) != 1 || o[0].Event.Type != "key.revoked" || !o[0].Verified {
+			t.Errorf("the endpoint of key.revoked alone got %+v", o)
+		}
+	})
+}
+
+func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		rc.answerWith(func(n int, _ delivery) int {
+			if n == 0 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
+		})
+		e := s.addEndpoint(rc)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(1, 5*time.Second)
+		d := s.deliveryOf(ev.ID)
+		if d.State != deliveryPending || d.Attempts != 1 || d.LastStatus != 503 {
+			t.Fatalf("after a 503: %+v", d)
+		}
+		if wait := d.NextAt.Sub(s.clock.now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
+			t.Fatalf("retry due in %s, want 5 s ±10%%", wait)
+		}
+		s.deliverDue() // not due yet
+		s.clock.advance(6 * time.Second)
+		s.deliverDue()
+		got := rc.wait(2, 5*time.Second)
+		if len(got) != 2 || got[0].ID != ev.ID || got[1].ID != ev.ID || !got[1].Verified {
+			t.Fatalf("deliveries %+v, want two of %s", got, ev.ID)
+		}
+		if got[0].Timestamp == 0 || got[0].Signatures[0] == "" {
+			t.Fatalf("first attempt %+v", got[0])
+		}
+		if d := s.deliveryOf(ev.ID); d.State != deliveryDelivered || d.Attempts != 2 || d.LastStatus != 200 {
+			t.Fatalf("after a 200: %+v", d)
+		}
+	})
+}
+
+func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		failing := newReceiver(t)
+		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
+		e := s.addEndpoint(failing)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range len(webhookRetryDelays) + 1 {
+			s.deliverDue()
+			failing.wait(i+1, 5*time.Second)
+			if d := s.deliveryOf(ev.ID); d.State == deliveryPending {
+				s.clock.advance(d.NextAt.Sub(s.clock.now()))
+			}
+		}
+		d := s.deliveryOf(ev.ID)
+		if d.State != deliveryFailed || d.Attempts != len(webhookRetryDelays)+1 {
+			t.Fatalf("after the schedule: %+v", d)
+		}
+		failed, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{Failed: true})
+		if err != nil || len(failed) != 1 {
+			t.Fatalf("failed deliveries %+v, %v", failed, err)
+		}
+		// Resent, it keeps its id.
+		if n, err := s.store.ResendWebhookDeliveries(context.Background(), deliveryFilter{Failed: true}, s.clock.now()); n != 1 || err != nil {
+			t.Fatalf("resend: %d, %v", n, err)
+		}
+		failing.answerWith(nil)
+		s.deliverDue()
+		if got := failing.wait(len(webhookRetryDelays)+2, 5*time.Second); got[len(got)-1].ID != ev.ID {
+			t.Fatalf("resent as %s, want %s", got[len(got)-1].ID, ev.ID)
+		}
+
+		gone := newReceiver(t)
+		gone.answerWith(func(int, delivery) int { return http.StatusGone })
+		g := s.addEndpoint(gone)
+		s.mustCreate(s.keyTerms("free"))
+		s.deliverDue()
+		gone.wait(1, 5*time.Second)
+		if ep := s.endpoint(g.ID); ep.Enabled {
+			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
+		}
+		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+			t.Fatalf("webhook.disabled events %+v, %v", events, err)
+		}
+		s.mustCreate(s.keyTerms("free"))
+		s.deliverDue()
+		if n := len(gone.deliveries()); n != 1 {
+			t.Fatalf("a disabled endpoint got %d deliveries", n)
+		}
+		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor); err != nil {
+			t.Fatal(err)
+		}
+		if !s.endpoint(g.ID).Enabled {
+			t.Fatal("enable left it disabled")
+		}
+	})
+}
+
+func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	rc.answerWith(func(int, delivery) int { return http.StatusBadGateway })
+	e := s.addEndpoint(rc)
+	for day := range 4 {
+		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(day+1, 5*time.Second)
+		if enabled := s.endpoint(e.ID).Enabled; enabled != (day < 3) {
+			t.Fatalf("after failing for %d days: enabled %v", day, enabled)
+		}
+		s.clock.advance(24 * time.Hour)
+	}
+}
+
+func (s *testServer) endpoint(id int64) webhookEndpoint {
+	s.t.Helper()
+	endpoints, err := s.store.WebhookEndpoints(context.Background())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range endpoints {
+		if e.ID == id {
+			return e
+		}
+	}
+	s.t.Fatalf("no endpoint %d", id)
+	return webhookEndpoint{}
+}
+
+func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		test := func(n int, trusted string) delivery {
+			t.Helper()
+			rc.trust(trusted)
+			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+			s.deliverDue()
+			return rc.wait(n, 5*time.Second)[n-1]
+		}
+		if d := test(1, e.Secret); !d.Verified || len(d.Signatures) != 2 {
+			t.Errorf("during the overlap, a receiver with the old secret: %+v", d)
+		}
+		if d := test(2, rotated.Secret); !d.Verified || len(d.Signatures) != 2 {
+			t.Errorf("during the overlap, a receiver with the new secret: %+v", d)
+		}
+		s.clock.advance(2 * time.Hour)
+		if d := test(3, e.Secret); d.Verified || len(d.Signatures) != 1 {
+			t.Errorf("after the overlap the old secret still signs: %+v", d)
+		}
+		if d := test(4, rotated.Secret); !d.Verified {
+			t.Errorf("after the overlap, the new secret: %+v", d)
+		}
+		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookRotated})
+		for _, ev := range events {
+			b, _ := json.Marshal(ev)
+			if strings.Contains(string(b), strings.TrimPrefix(rotated.Secret, "whsec_")) || strings.Contains(string(b), "whsec_") {
+				t.Errorf("the audit event holds the secret: %s", b)
+			}
+		}
+		if len(events) != 1 {
+			t.Errorf("webhook.rotated events: %d", len(events))
+		}
+	})
+}
+
+func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+	terms := s.keyTerms("pro")
+	terms.ExpiresAt = s.clock.now().Add(10 * 24 * time.Hour)
+	k, _ := s.mustCreate(terms)
+	short := s.keyTerms("free")
+	short.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour) // made after its 7-day mark
+	s.mustCreate(short)
+	old := s.keyTerms("free")
+	old.ExpiresAt = s.clock.now().Add(30 * 24 * time.Hour)
+	o, _ := s.mustCreate(old)
+	s.roll(o.ID, time.Hour) // the old key ends in an hour: key.rolled said so
+
+	notice := func() []string {
+		t.Helper()
+		s.webhooks.noticeExpiries(context.Background())
+		s.webhooks.noticeExpiries(context.Background()) // a second server, or a second look, adds nothing
+		s.deliverDue()
+		var got []string
+		for _, d := range rc.deliveries() {
+			got = append(got, d.Event.Type+" "+jsonString(d.Event.Data["keyId"])+" "+jsonString(d.Event.Data["daysBefore"]))
+		}
+		return got
+	}
+	id := jsonString(float64(k.ID))
+	steps := []struct {
+		advance time.Duration
+		added   []string // the notices this step adds
+	}{
+		{0, nil},
+		{2*24*time.Hour + time.Hour, []string{"key.expiring 2 1"}}, // the short key, a day before its end
+		{24 * time.Hour, []string{"key.expired 2 <nil>", "key.expiring " + id + " 7"}},
+		{24 * time.Hour, nil},
+		{5 * 24 * time.Hour, []string{"key.expiring " + id + " 1"}},
+		{24 * time.Hour, []string{"key.expired " + id + " <nil>"}},
+		{24 * time.Hour, nil},
+	}
+	var want []string
+	for i, step := range steps {
+		s.clock.advance(step.advance)
+		want = append(want, step.added...)
+		slices.Sort(want)
+		got := notice()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d (%s): %q, want %q", i, s.clock.now().Format(time.RFC3339), got, want)
+		}
+	}
+	if k.ID != 1 {
+		t.Fatalf("the long key is %d; the steps name the short one 2", k.ID)
+	}
+}
+
+func jsonString(v any) string {
+	if v == nil {
+		return "<nil>"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
