@@ -28,7 +28,9 @@ type receiver struct {
 	secrets []string // any one of them must have signed each delivery
 	got     []delivery
 	answer  func(n int, d delivery) int
-	arrived chan struct{}
+	// retryAfter, when set, is the Retry-After of every answer.
+	retryAfter string
+	arrived    chan struct{}
 }
 
 // delivery is one request the receiver got, and what it found of it.
@@ -81,11 +83,14 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	n := len(rc.got)
 	rc.got = append(rc.got, d)
-	answer := rc.answer
+	answer, retryAfter := rc.answer, rc.retryAfter
 	rc.mu.Unlock()
 	status := http.StatusNoContent
 	if answer != nil {
 		status = answer(n, d)
+	}
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
 	}
 	w.WriteHeader(status)
 	rc.arrived <- struct{}{}

@@ -336,3 +336,120 @@ func jsonString(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// secondServer is another server on s's database (and Redis), as a second
+// process would be: its own limiter, quota watch and delivery worker.
+func (s *testServer) secondServer() *testServer {
+	s.t.Helper()
+	deps := s.deps
+	deps.wrapStore = nil
+	a, err := newApp(context.Background(), s.cfg, deps)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { a.close() })
+	a.webhooks.sender = newWebhookSender(true, time.Now)
+	other := *s
+	other.app = a
+	return &other
+}
+
+func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts testOptions
+	}{
+		{"sqlite, in process", testOptions{}},
+		{"postgres and redis, two servers", testOptions{postgres: true, redis: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := webhookServer(t, tc.opts)
+			servers := []*testServer{s}
+			if tc.opts.postgres {
+				servers = append(servers, s.secondServer())
+			}
+			rc := newReceiver(t)
+			s.addEndpoint(rc, webhookQuotaThreshold)
+			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1000, PerDay: 10}))
+			settle := func() {
+				for _, srv := range servers {
+					if err := srv.quota.flush(context.Background(), srv.store.AddWebhookNotices); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, srv := range servers {
+					srv.deliverDue()
+				}
+			}
+			for i := range 14 {
+				w := servers[i%len(servers)].do("GET", "/v1/pets", key, "")
+				if want := map[bool]int{true: 200, false: 429}[i < 10]; w.Code != want {
+					t.Fatalf("request %d: %d, want %d", i+1, w.Code, want)
+				}
+				if i%3 == 2 {
+					settle()
+				}
+			}
+			settle()
+			got := rc.wait(2, 5*time.Second)
+			time.Sleep(100 * time.Millisecond)
+			settle()
+			if got = rc.deliveries(); len(got) != 2 {
+				t.Fatalf("%d quota events, want 2 (80%% and 100%%): %+v", len(got), got)
+			}
+			thresholds := map[float64]map[string]any{}
+			for _, d := range got {
+				if !d.Verified || d.Event.Type != webhookQuotaThreshold {
+					t.Fatalf("delivery %+v", d)
+				}
+				thresholds[d.Event.Data["threshold"].(float64)] = d.Event.Data
+			}
+			for threshold, used := range map[float64]float64{80: 8, 100: 10} {
+				data := thresholds[threshold]
+				if data == nil || data["limit"] != float64(10) || data["keyId"] != float64(k.ID) || data["keyName"] != "test" ||
+					data["plan"] != "enterprise" || data["day"] != "2026-03-10" || data["used"].(float64) < used {
+					t.Errorf("threshold %v: %v", threshold, data)
+				}
+			}
+
+			// A new UTC day is a new quota, and new notices. (The servers
+			// share the test's clock.)
+			s.clock.advance(24 * time.Hour)
+			for i := range 8 {
+				servers[i%len(servers)].do("GET", "/v1/pets", key, "")
+			}
+			settle()
+			if got := rc.wait(3, 5*time.Second); got[2].Event.Data["day"] != "2026-03-11" || got[2].Event.Data["threshold"] != float64(80) {
+				t.Errorf("the next day: %+v", got[2].Event)
+			}
+		})
+	}
+}
+
+// TestWebhookAClaimOfADeadServerExpires: a server that claimed an attempt
+// and died leaves it to the others once its claim has expired, not before.
+func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhookClaimFor, nil, 10,
+			func(int64) bool { return true })
+		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
+			t.Fatalf("claim: %+v, %v", claimed, err)
+		}
+		s.deliverDue()
+		if n := len(rc.deliveries()); n != 0 {
+			t.Fatalf("a claimed delivery was sent by another: %d", n)
+		}
+		s.clock.advance(webhookClaimFor)
+		s.deliverDue()
+		if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+			t.Fatalf("after the claim expired: %+v", got)
+		}
+	})
+}
