@@ -19,6 +19,18 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// sqlAggregates are the aggregates written once, over sqlEngine: both
+// engines embed them, and so implement their interfaces (store.go) with the
+// same code. A new aggregate is a type over sqlEngine added here.
+type sqlAggregates struct {
+	sqlKeys     // the keys and the audit trail (store_keys.go)
+	sqlWebhooks // the webhooks' endpoints, outbox and notices (store_webhooks.go)
+}
+
+func newSQLAggregates(db sqlEngine) sqlAggregates {
+	return sqlAggregates{sqlKeys{db}, sqlWebhooks{db}}
+}
+
 // sqlEngine is what the SQL written once needs of an engine.
 type sqlEngine interface {
 	// update runs fn in one write transaction, committed when fn returns
