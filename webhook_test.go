@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -450,6 +451,43 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 		s.deliverDue()
 		if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
 			t.Fatalf("after the claim expired: %+v", got)
+		}
+	})
+}
+
+func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		m := newMetrics()
+		opts.metrics = m
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		rc.answerWith(func(n int, _ delivery) int { return map[bool]int{true: 500, false: 200}[n == 0] })
+		e := s.addEndpoint(rc)
+		gauge := func(name string) float64 {
+			t.Helper()
+			f := scrape(t, m)[name]
+			if f == nil || len(f.GetMetric()) != 1 {
+				t.Fatalf("%s: %v", name, f)
+			}
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+		for range 2 {
+			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.clock.advance(90 * time.Second)
+		if w, age := gauge("petstore_webhook_events_waiting"), gauge("petstore_webhook_oldest_waiting_seconds"); w != 2 || age != 90 {
+			t.Fatalf("waiting %v, oldest %v s; want 2 and 90", w, age)
+		}
+		s.deliverDue()
+		rc.wait(2, 5*time.Second)
+		want := map[string]float64{"delivered": 1, "retried": 1, "failed": 0}
+		if got := counterValues(t, scrape(t, m), "petstore_webhook_deliveries_total", "outcome"); !maps.Equal(got, want) {
+			t.Errorf("deliveries %v, want %v", got, want)
+		}
+		if w := gauge("petstore_webhook_events_waiting"); w != 1 {
+			t.Errorf("waiting %v after one delivered, want 1", w)
 		}
 	})
 }
