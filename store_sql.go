@@ -63,6 +63,11 @@ type copied struct {
 	Usage       int64 `json:"usage"`
 	Idempotency int64 `json:"idempotency"`
 	AuditEvents int64 `json:"auditEvents"`
+	// The webhooks' endpoints, outbox and notice marks.
+	WebhookEndpoints  int64 `json:"webhookEndpoints,omitempty"`
+	WebhookEvents     int64 `json:"webhookEvents,omitempty"`
+	WebhookDeliveries int64 `json:"webhookDeliveries,omitempty"`
+	WebhookNotices    int64 `json:"webhookNotices,omitempty"`
 }
 
 // copyTables are the tables copy moves, with their columns, in both schemas.
@@ -77,6 +82,12 @@ var copyTables = []struct {
 	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
 	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
 	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *copied) *int64 { return &c.AuditEvents }},
+	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
+		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookEndpoints }},
+	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *copied) *int64 { return &c.WebhookEvents }},
+	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
+		"last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookDeliveries }},
+	{"webhook_notices", []string{"mark", "at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
 }
 
 // auditColumns are the columns of an event as auditRow gives them and

@@ -491,3 +491,33 @@ func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhooksAreCopiedToPostgreSQL: petstore copy carries the endpoints,
+// with their secrets, and the deliveries still waiting, which a server on
+// PostgreSQL then makes with the same webhook-id.
+func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
+	src := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	e := src.addEndpoint(rc)
+	ev, err := queueTest(context.Background(), src.store, e.ID, testActor, src.clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.store.Close()
+
+	to := testPostgresURL(t)
+	if res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to); res.code != 0 {
+		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
+	}
+	dst := webhookServer(t, testOptions{postgres: true, db: to, redis: true})
+	dst.clock.t = src.clock.now()
+	dst.deliverDue()
+	if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+		t.Fatalf("after the copy: %+v", got)
+	}
+	// The endpoint's id is never given again.
+	next := dst.addEndpoint(newReceiver(t))
+	if next.ID <= e.ID {
+		t.Errorf("a new endpoint after the copy has id %d, the copied one %d", next.ID, e.ID)
+	}
+}
