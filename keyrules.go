@@ -10,13 +10,13 @@ import "time"
 func rollable(k apiKey, now time.Time) error {
 	switch {
 	case !k.RevokedAt.IsZero():
-		return errorf(codeInvalidRequest, "key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
+		return errInvalid("key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
 			k.ID, k.RevokedAt.Format(time.RFC3339))
 	case k.expiredAt(now):
-		return errorf(codeInvalidRequest, "key %d expired at %s: an expired key cannot be rolled; create a new one",
+		return errInvalid("key %d expired at %s: an expired key cannot be rolled; create a new one",
 			k.ID, k.ExpiresAt.Format(time.RFC3339))
 	case k.RolledTo != 0:
-		return errorf(codeInvalidRequest, "key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
+		return errInvalid("key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
 	}
 	return nil
 }

@@ -246,9 +246,9 @@ func keyIDArgument(command string, args []string) (int64, error) {
 // keyCommandError is a store's refusal as one line: its own message when
 // it is one a user should read (no such key, a key that cannot be rolled).
 func keyCommandError(verb string, id int64, err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Code != codeUnavailable {
-		return errors.New(e.Message)
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return errors.New(e.message)
 	}
 	return fmt.Errorf("%s key %d: %w", verb, id, err)
 }

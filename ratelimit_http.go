@@ -16,33 +16,35 @@ import (
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit;
 // a key's day count is shown to quota, which notices 80% and 100%.
-func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
-		id, lim := callerID{keyID: 0}, anonymousLimits
-		if info.key != nil {
-			id, lim = info.key.budget()
-		} else {
-			id.addr = clientAddr(r, trustProxy)
-		}
-		d, err := limiter.allow(r.Context(), id, lim)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		setRateLimitHeaders(w.Header(), info, d)
-		if info.key != nil {
-			quota.observe(info.key, lim, d)
-		}
-		if !d.allowed {
-			if d.banStarted {
-				audit.banned(info.key, id.addr, d)
+func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy bool) middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := recordOf(r)
+			id, lim := callerID{keyID: 0}, anonymousLimits
+			if info.key != nil {
+				id, lim = info.key.budget()
+			} else {
+				id.addr = clientAddr(r, trustProxy)
 			}
-			refuse(w, r, d)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+			d, err := limiter.allow(r.Context(), id, lim)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			setRateLimitHeaders(w.Header(), info, d)
+			if info.key != nil {
+				quota.observe(info.key, lim, d)
+			}
+			if !d.allowed {
+				if d.banStarted {
+					audit.banned(info.key, id.addr, d)
+				}
+				refuse(w, r, d)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // setRateLimitHeaders reports d in the rate-limit headers, and keeps its

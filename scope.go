@@ -89,21 +89,23 @@ func storedScopes(column string) scopeSet {
 // requireScope answers 403 insufficient_scope to a request whose key lacks
 // need; it runs after requireKey, so the request has a key and has been
 // counted against its rate limit.
-func requireScope(need scopeSet, next http.Handler) http.Handler {
+func requireScope(need scopeSet) middleware {
 	if need == 0 {
-		return next
+		return func(next http.Handler) http.Handler { return next }
 	}
 	challenge := []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := requestLog(w).key
-		if !key.Scopes.has(need) {
-			w.Header()["Www-Authenticate"] = challenge
-			writeError(w, r, errorf(codeInsufficientScope, "this API key lacks the %s scope, which %s %s needs; the key has %s",
-				need, r.Method, r.URL.Path, key.Scopes.described()))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := recordOf(r).key
+			if !key.Scopes.has(need) {
+				w.Header()["Www-Authenticate"] = challenge
+				writeError(w, r, errorf(codeInsufficientScope, "this API key lacks the %s scope, which %s %s needs; the key has %s",
+					need, r.Method, r.URL.Path, key.Scopes.described()))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // described is s for a message: its scopes, or "no scope".

@@ -214,7 +214,7 @@ func apiServer(h http.Handler, logger *slog.Logger) *http.Server {
 // adminServer serves the metrics and the profiles, which may take minutes.
 func adminServer(m *metrics, logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           adminHandler(m),
+		Handler:           newAdminServer(m),
 		ReadHeaderTimeout: readHeaderTimeout,
 		WriteTimeout:      adminWriteTimeout,
 		IdleTimeout:       idleTimeout,

@@ -81,7 +81,7 @@ func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]webhookEndpoint, e
 func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (webhookEndpoint, error) {
 	e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 	if errors.Is(err, errNoRows) {
-		return e, errorf(codeNotFound, "no webhook endpoint has id %d", id)
+		return e, errNotFound("no webhook endpoint has id %d", id)
 	}
 	return e, err
 }

@@ -129,11 +129,11 @@ func writeIndentedJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// errorMessage is err's message as a user reads it: an Error's own message.
+// errorMessage is err's message as a user reads it: a domain error's own.
 func errorMessage(err error) string {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Message
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return e.message
 	}
 	return err.Error()
 }
@@ -168,9 +168,9 @@ func endpointCommand(ctx context.Context, name string, args []string, getenv fun
 
 // endpointError is a store's refusal about endpoint id as one line.
 func endpointError(verb string, id int64, err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Code != codeUnavailable {
-		return errors.New(e.Message)
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return errors.New(e.message)
 	}
 	return fmt.Errorf("%s webhook endpoint %d: %w", verb, id, err)
 }

@@ -32,15 +32,15 @@ func parseWebhookOverlap(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// newEndpointTerms checks an endpoint's URL and event types; a problem is an
-// invalid_request naming the field (url, events).
+// newEndpointTerms checks an endpoint's URL and event types; a problem is
+// invalid, naming the field (url, events).
 func newEndpointTerms(url string, events []string) (webhookEndpoint, error) {
 	if problem := webhookURLProblem(url); problem != "" {
-		return webhookEndpoint{}, errorf(codeInvalidRequest, "%s", problem)
+		return webhookEndpoint{}, errInvalid("%s", problem)
 	}
 	types, err := parseEventTypes(events)
 	if err != nil {
-		return webhookEndpoint{}, errorf(codeInvalidRequest, "%v", err)
+		return webhookEndpoint{}, errInvalid("%v", err)
 	}
 	return webhookEndpoint{URL: url, Events: types, Secret: newWebhookSecret(), Enabled: true}, nil
 }
