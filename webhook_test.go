@@ -38,11 +38,16 @@ func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint
 }
 
 // deliverDue makes the attempts that are due now, as the worker's next
-// round does, and waits for them.
+// rounds do, and waits for them.
 func (s *testServer) deliverDue() {
-	var attempts sync.WaitGroup
-	s.webhooks.dispatch(context.Background(), &attempts)
-	attempts.Wait()
+	for {
+		var attempts sync.WaitGroup
+		n := s.webhooks.dispatch(context.Background(), &attempts)
+		attempts.Wait()
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // deliveryOf is the one delivery of event id.
@@ -64,13 +69,21 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 		s.addEndpoint(only, "key.revoked")
 
 		k, token := s.mustCreate(s.keyTerms("pro"))
-		_, rolled, _ := s.roll(k.ID, time.Hour)
+		_, rolled, rolledToken := s.roll(k.ID, time.Hour)
 		if _, err := s.store.RevokeKey(context.Background(), rolled.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
+		// A key's ban is sent; a client address's is not.
+		_, banned := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		s.banOf(banned, 20)
+		s.banOf("", 200)
+		s.flushAudit()
+		if n := len(s.bans()); n != 2 {
+			t.Fatalf("%d bans audited, want 2", n)
+		}
 		s.deliverDue()
 
-		got := rc.wait(3, 5*time.Second)
+		got := rc.wait(5, 5*time.Second)
 		var types []string
 		for _, d := range got {
 			if !d.Verified {
@@ -80,14 +93,14 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 			if d.Event.Data["keyName"] != "test" || d.Event.Data["keyId"] == nil {
 				t.Errorf("%s data %v, want keyId and keyName", d.Event.Type, d.Event.Data)
 			}
-			for _, secret := range []string{token, "hash", "psk_"} {
+			for _, secret := range []string{token, rolledToken, banned, "hash", "psk_", "192.0.2", "address"} {
 				if strings.Contains(d.Body, secret) {
 					t.Errorf("%s holds %q: %s", d.Event.Type, secret, d.Body)
 				}
 			}
 		}
 		slices.Sort(types)
-		if want := []string{"key.created", "key.revoked", "key.rolled"}; !slices.Equal(types, want) {
+		if want := []string{"key.banned", "key.created", "key.created", "key.revoked", "key.rolled"}; !slices.Equal(types, want) {
 			t.Errorf("events %v, want %v", types, want)
 		}
 		if o := only.wait(1, 5*time.Second); len(o) != 1 || o[0].Event.Type != "key.revoked" || !o[0].Verified {
@@ -519,5 +532,44 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	next := dst.addEndpoint(newReceiver(t))
 	if next.ID <= e.ID {
 		t.Errorf("a new endpoint after the copy has id %d, the copied one %d", next.ID, e.ID)
+	}
+}
+
+// TestWebhookAHangingReceiverHoldsAFewAttempts: a receiver that does not
+// answer holds maxInFlightPerEndpoint attempts of a server, while the other
+// endpoints' deliveries and the requests go on.
+func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	hanging, fine := newReceiver(t), newReceiver(t)
+	release := make(chan struct{})
+	hanging.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
+	defer close(release)
+	h := s.addEndpoint(hanging)
+	f := s.addEndpoint(fine)
+	for range 10 {
+		if _, err := queueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := queueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var attempts sync.WaitGroup
+	defer func() { cancel(); attempts.Wait() }()
+	for range 3 {
+		s.webhooks.dispatch(ctx, &attempts)
+	}
+	fine.wait(1, 5*time.Second)
+	eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
+		return len(hanging.deliveries()) == maxInFlightPerEndpoint
+	})
+	time.Sleep(50 * time.Millisecond)
+	if n := len(hanging.deliveries()); n != maxInFlightPerEndpoint {
+		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, maxInFlightPerEndpoint)
+	}
+	key := s.mustCreateKey("free")
+	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
+		t.Fatalf("a request while a receiver hangs: %d", w.Code)
 	}
 }

@@ -95,8 +95,8 @@ func (w *webhookWorker) poke() {
 }
 
 // dispatch claims as many due deliveries as there is room for and starts
-// their attempts.
-func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) {
+// their attempts; it returns how many.
+func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) int {
 	w.mu.Lock()
 	free := webhookAttemptsAtOnce - w.running
 	var busy []int64
@@ -107,7 +107,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 	}
 	w.mu.Unlock()
 	if free <= 0 {
-		return
+		return 0
 	}
 	// take is asked in the claim's transaction about each candidate: it
 	// reserves a place for the ones it takes. The places of those the claim
@@ -142,6 +142,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 			w.attempt(ctx, c)
 		})
 	}
+	return len(claimed)
 }
 
 // release gives back the place of an attempt that ended.
