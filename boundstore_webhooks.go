@@ -70,3 +70,7 @@ func (b *boundStorage) WebhookBacklog(ctx context.Context) (n int64, oldest time
 	err = b.bounded(ctx, "WebhookBacklog", func(ctx context.Context) (err error) { n, oldest, err = b.s.WebhookBacklog(ctx); return err })
 	return n, oldest, err
 }
+
+func (b *boundStorage) PruneWebhooks(ctx context.Context, now time.Time) error {
+	return b.bounded(ctx, "PruneWebhooks", func(ctx context.Context) error { return b.s.PruneWebhooks(ctx, now) })
+}

@@ -235,12 +235,20 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 // claim has locked, so that two servers never claim one delivery.
 func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 	take func(endpointID int64) bool) ([]claimedDelivery, error) {
+	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
+		AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`
+	// A look outside a write transaction first: most rounds find nothing
+	// due, and then take no lock (on SQLite, the file's one writer).
+	var found bool
+	if err := s.db.view(ctx, func(tx dbTx) error {
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 `+due+`)`, now.UnixMilli(), now.UnixMilli()).Scan(&found)
+	}); err != nil || !found {
+		return nil, err
+	}
 	var claimed []claimedDelivery
 	err := s.db.update(ctx, func(tx dbTx) error {
 		claimed = nil
-		query := `SELECT event_id, endpoint_id FROM webhook_deliveries
-			WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
-			AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`
+		query := `SELECT event_id, endpoint_id ` + due
 		args := []any{now.UnixMilli(), now.UnixMilli()}
 		if len(skip) > 0 {
 			query += ` AND endpoint_id NOT IN (?` + strings.Repeat(", ?", len(skip)-1) + `)`
@@ -440,4 +448,30 @@ func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, erro
 			WHERE d.state = 'pending' AND d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`).Scan(&n, &oldest)
 	})
 	return n, milliOrZero(oldest), err
+}
+
+// Kept for so long: the marks of quota notices (a day's mark is needed
+// only that day), and the deliveries that are over with their events.
+const (
+	keepQuotaMarks = 48 * time.Hour
+	keepDeliveries = 30 * 24 * time.Hour
+)
+
+// PruneWebhooks forgets, at now, the quota marks of days past and the
+// deliveries delivered or failed for keepDeliveries, with the events that
+// have no delivery left. The marks of expiry notices stay: a key's expiry
+// is announced once.
+func (s sqlWebhooks) PruneWebhooks(ctx context.Context, now time.Time) error {
+	return s.db.update(ctx, func(tx dbTx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE mark LIKE 'quota:%' AND at < ?`, now.Add(-keepQuotaMarks).UnixMilli()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND last_attempt_at < ?`,
+			now.Add(-keepDeliveries).UnixMilli()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM webhook_events WHERE at < ? AND NOT EXISTS
+			(SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)`, now.Add(-keepDeliveries).UnixMilli())
+		return err
+	})
 }

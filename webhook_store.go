@@ -46,6 +46,9 @@ type webhookStorage interface {
 	// ResendWebhookDeliveries queues again, at now, the deliveries f picks
 	// (those of f.EventID, or the failed ones); it returns how many.
 	ResendWebhookDeliveries(ctx context.Context, f deliveryFilter, now time.Time) (int64, error)
+	// PruneWebhooks forgets, at now, what is no longer needed: the marks
+	// of past days' quota notices, and deliveries long over.
+	PruneWebhooks(ctx context.Context, now time.Time) error
 	// WebhookBacklog counts the deliveries waiting for enabled endpoints,
 	// and tells when the oldest of their events happened.
 	WebhookBacklog(ctx context.Context) (waiting int64, oldest time.Time, err error)

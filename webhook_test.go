@@ -573,3 +573,43 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 		t.Fatalf("a request while a receiver hangs: %d", w.Code)
 	}
 }
+
+func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		ctx := context.Background()
+		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		notice := func() webhookNotice {
+			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(2, 5*time.Second)
+		waiting, _ := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+		s.clock.advance(31 * 24 * time.Hour)
+		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		left, err := s.store.WebhookDeliveries(ctx, deliveryFilter{})
+		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
+			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
+		}
+		// The day's mark is gone with its day.
+		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
+			t.Fatalf("backlog %d, want the waiting test and the notice again", n)
+		}
+	})
+}

@@ -27,6 +27,9 @@ const (
 	// expiryScanEvery is how often a server looks for keys to announce
 	// as expiring or expired.
 	expiryScanEvery = time.Minute
+	// webhookPruneEvery is how often a server forgets what the outbox no
+	// longer needs.
+	webhookPruneEvery = time.Hour
 	// failingDisableAfter: an endpoint that has failed every delivery for
 	// this long is disabled.
 	failingDisableAfter = 72 * time.Hour
@@ -72,6 +75,8 @@ func (w *webhookWorker) run(ctx context.Context) {
 	defer poll.Stop()
 	scan := time.NewTicker(expiryScanEvery)
 	defer scan.Stop()
+	prune := time.NewTicker(webhookPruneEvery)
+	defer prune.Stop()
 	w.noticeExpiries(ctx)
 	for {
 		w.dispatch(ctx, &attempts)
@@ -80,6 +85,10 @@ func (w *webhookWorker) run(ctx context.Context) {
 			return
 		case <-scan.C:
 			w.noticeExpiries(ctx)
+		case <-prune.C:
+			if err := w.store.PruneWebhooks(ctx, w.now()); err != nil && ctx.Err() == nil {
+				w.logger.Warn("prune the webhook outbox; will retry", "err", err)
+			}
 		case <-poll.C:
 		case <-w.wake:
 		}
