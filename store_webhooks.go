@@ -342,14 +342,20 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 	}
 	err = s.db.update(ctx, func(tx dbTx) error {
 		disabled = ""
+		// The endpoint first, as every change of it locks it first. One
+		// removed meanwhile took its deliveries along: nothing to record.
+		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
+		var gone *domainError
+		if errors.As(err, &gone) && gone.kind == kindNotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
 		n, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, claimed_until = 0,
 			last_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?`,
 			o.State, o.Attempts, o.NextAt.UnixMilli(), at, o.Status, nullString(o.Err), o.EventID, o.EndpointID)
 		if err != nil || n == 0 {
-			return err // n == 0: the endpoint was removed meanwhile
-		}
-		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
-		if err != nil {
 			return err
 		}
 		if o.State == deliveryDelivered {
