@@ -203,12 +203,18 @@ type quotaWatch struct {
 
 	mu      sync.Mutex
 	day     int64
-	seen    map[string]bool // marks this server has noticed today
+	seen    map[quotaSeen]bool // what this server has noticed today
 	pending []quotaNotice
 }
 
+// quotaSeen is a threshold of a budget's quota, noticed today.
+type quotaSeen struct {
+	budget    int64
+	threshold int
+}
+
 func newQuotaWatch(now func() time.Time) *quotaWatch {
-	return &quotaWatch{now: now, seen: make(map[string]bool)}
+	return &quotaWatch{now: now, seen: make(map[quotaSeen]bool)}
 }
 
 // observe looks at the day count d reports for key, whose budget has
@@ -222,21 +228,21 @@ func (q *quotaWatch) observe(key *apiKey, lim limits, d decision) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.day != today {
-		q.day, q.seen = today, make(map[string]bool)
+		q.day, q.seen = today, make(map[quotaSeen]bool)
 	}
 	for _, t := range quotaThresholds {
 		if d.dayCount*100 < lim.PerDay*int64(t) {
 			break
 		}
-		n := quotaNotice{
-			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Plan: key.Plan, Threshold: t,
-			Used: d.dayCount, Limit: lim.PerDay, Day: dayString(today), At: now,
-		}
-		if q.seen[n.mark()] || len(q.pending) >= maxPendingAuditEvents {
+		seen := quotaSeen{key.BudgetID, t}
+		if q.seen[seen] || len(q.pending) >= maxPendingAuditEvents {
 			continue
 		}
-		q.seen[n.mark()] = true
-		q.pending = append(q.pending, n)
+		q.seen[seen] = true
+		q.pending = append(q.pending, quotaNotice{
+			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Plan: key.Plan, Threshold: t,
+			Used: d.dayCount, Limit: lim.PerDay, Day: dayString(today), At: now,
+		})
 	}
 }
 

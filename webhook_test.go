@@ -613,3 +613,22 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		}
 	})
 }
+
+// TestQuotaWatchCostsARequestNothing: the request path's look at the day
+// count allocates nothing, below 80% and once a threshold is noticed.
+func TestQuotaWatchCostsARequestNothing(t *testing.T) {
+	clock := newFakeClock()
+	q := newQuotaWatch(clock.now)
+	key := &apiKey{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
+	lim := limits{PerMinute: 60, PerDay: 1000}
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 500}) }); n != 0 {
+		t.Errorf("below 80%%: %v allocations a request", n)
+	}
+	q.observe(key, lim, decision{dayCount: 1000})
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 1000}) }); n != 0 {
+		t.Errorf("at 100%%, noticed already: %v allocations a request", n)
+	}
+	if len(q.pending) != 2 || q.pending[0].Threshold != 80 || q.pending[1].Threshold != 100 {
+		t.Errorf("pending %+v, want 80 and 100 once each", q.pending)
+	}
+}
