@@ -14,8 +14,6 @@ import (
 	"time"
 )
 
-const maxKeyNameLen = 64
-
 // createKey stores a new key on terms (its environment, name, plan,
 // figures, scopes and expiry; a zero ExpiresAt never expires), made by
 // actor, and returns it with its token, which exists only here: the
@@ -110,6 +108,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := c.parse(args); err != nil {
 		return err
 	}
+	// The README's table writes "Pro": a plan is its name in any case.
+	plan = strings.ToLower(plan)
 	lim, err := planLimits(plan, rpm, rpd)
 	if err != nil {
 		return err
@@ -118,8 +118,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	if len(name) > maxKeyNameLen || strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return usagef("--name must be at most %d characters without spaces or control characters", maxKeyNameLen)
+	if err := checkName("--name", name); err != nil {
+		return usagef("%v", err)
 	}
 	// A name is shown in keys list and kept in the audit trail: it must
 	// not be where a key's text ends up.
@@ -132,7 +132,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 			return err
 		}
 	}
-	store, err := c.db.open(ctx, true)
+	store, err := c.db.create(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -303,8 +303,13 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES")
 	for _, k := range rows {
 		name := k.Name
-		if name == "" {
+		switch {
+		case name == "":
 			name = "-"
+		case checkName("", name) != nil:
+			// made before names were checked: shown quoted, never raw
+			// into the operator's terminal
+			name = strconv.Quote(name)
 		}
 		scopes := strings.Join(k.Scopes, ",")
 		if scopes == "" {

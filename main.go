@@ -59,6 +59,7 @@ const topUsage = `usage:
   petstore webhooks test       [--db FILE|URL] ID
   petstore webhooks deliveries [--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]
   petstore webhooks resend     [--db FILE|URL] EVENT_ID|--failed [--endpoint ID]
+  petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
   petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
@@ -106,6 +107,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return auditCommand(ctx, args, getenv, stdout)
 	case "webhooks":
 		return webhooksCommand(ctx, args, getenv, stdout, stderr)
+	case "migrate":
+		return migrateCommand(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":
@@ -119,7 +122,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, audit, webhooks, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, audit, webhooks, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {
