@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -673,7 +672,7 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			}
 			token := newKey("production")
 			hash := hashKey(token)
-			for _, q := range append(slices.Clone(migrations[:version]), fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
+			for _, q := range append(migrationsOf(func(m migration) string { return m.sqlite })[:version], fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
 				}
@@ -703,7 +702,7 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 }
 
 func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
-	for version := 1; version < len(pgMigrations); version++ {
+	for version := 1; version < len(migrations); version++ {
 		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
 			url := testPostgresURL(t)
 			ctx := context.Background()
@@ -716,7 +715,7 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			for _, q := range append([]string{
 				`CREATE TABLE petstore_schema (version integer NOT NULL)`,
 				fmt.Sprintf(`INSERT INTO petstore_schema (version) VALUES (%d)`, version),
-			}, pgMigrations[:version]...) {
+			}, migrationsOf(func(m migration) string { return m.postgres })[:version]...) {
 				if _, err := conn.Exec(ctx, q); err != nil {
 					t.Fatal(err)
 				}
@@ -737,8 +736,8 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			}
 			defer store.Close()
 			var got int
-			if err := store.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&got); err != nil || got != len(pgMigrations) {
-				t.Errorf("schema version %d (%v), want %d", got, err, len(pgMigrations))
+			if err := store.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&got); err != nil || got != len(migrations) {
+				t.Errorf("schema version %d (%v), want %d", got, err, len(migrations))
 			}
 			wantOldKeysKept(t, store, clock, token)
 		})
@@ -786,4 +785,13 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 	if err != nil || rolled.BudgetID != 1 || old.RolledTo != rolled.ID {
 		t.Errorf("roll the old key: %+v %+v %v", old, rolled, err)
 	}
+}
+
+// migrationsOf is one engine's SQL of each migration, in order.
+func migrationsOf(engine func(migration) string) []string {
+	var sqls []string
+	for _, m := range migrations {
+		sqls = append(sqls, engine(m))
+	}
+	return sqls
 }

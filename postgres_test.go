@@ -259,8 +259,8 @@ func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
 	}
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	var version int
-	if err := s.pg.pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(pgMigrations) {
-		t.Errorf("schema version %d (%v), want %d", version, err, len(pgMigrations))
+	if err := s.pg.pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("schema version %d (%v), want %d", version, err, len(migrations))
 	}
 }
 

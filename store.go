@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"time"
 )
 
@@ -128,16 +127,6 @@ type rowStream interface {
 	Values() ([]any, error)
 	Err() error
 	Close()
-}
-
-// errBadURL: a database URL the engine cannot read, a mistake on the
-// command line rather than in the database. The command that took the URL
-// says which flag gave it.
-var errBadURL = errors.New("not a PostgreSQL URL this petstore can use")
-
-// isPostgresURL tells a PostgreSQL URL from a SQLite file path in --db.
-func isPostgresURL(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
 // openStorage opens the database --db names: a PostgreSQL URL or a SQLite

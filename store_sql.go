@@ -116,23 +116,18 @@ func scanAuditEvent(scan func(...any) error) (auditEvent, error) {
 }
 
 // auditQuery is the query of the events f picks, oldest first, and its
-// arguments; param(n) is the engine's n-th placeholder (?n, $n).
-func auditQuery(f auditFilter, param func(n int) string) (string, []any) {
+// arguments.
+func auditQuery(f auditFilter) (string, []any) {
 	var where []string
 	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return param(len(args))
-	}
 	if !f.Since.IsZero() {
-		where = append(where, "at >= "+arg(f.Since.UnixMilli()))
+		where, args = append(where, "at >= ?"), append(args, f.Since.UnixMilli())
 	}
 	if f.KeyID != 0 {
-		id := arg(f.KeyID)
-		where = append(where, "(key_id = "+id+" OR new_key_id = "+id+")")
+		where, args = append(where, "(key_id = ? OR new_key_id = ?)"), append(args, f.KeyID, f.KeyID)
 	}
 	if f.Action != "" {
-		where = append(where, "action = "+arg(f.Action))
+		where, args = append(where, "action = ?"), append(args, f.Action)
 	}
 	query := `SELECT id, ` + auditColumns + ` FROM audit_events`
 	if len(where) > 0 {
@@ -140,6 +135,3 @@ func auditQuery(f auditFilter, param func(n int) string) (string, []any) {
 	}
 	return query + ` ORDER BY at, id`, args
 }
-
-// auditCountsQuery counts the events by action.
-const auditCountsQuery = `SELECT action, count(*) FROM audit_events GROUP BY action`

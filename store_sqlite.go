@@ -25,9 +25,10 @@ import (
 // of one connection and never wait on each other for the lock; reads use a
 // pool of their own, which WAL lets run beside the writer.
 type sqliteStore struct {
-	write *sql.DB
-	read  *sql.DB
-	now   func() time.Time
+	sqlKeys // the keys and the audit trail, as SQL both engines run
+	write   *sql.DB
+	read    *sql.DB
+	now     func() time.Time
 
 	// insertPets[k] inserts 1<<k pets in one statement.
 	insertPets                     [insertPetsSizes]*sql.Stmt
@@ -46,78 +47,6 @@ const insertPetsSizes = 9
 // errNoDatabase: a command that must not create a database (keys list,
 // backup) found no file.
 var errNoDatabase = errors.New("no such database file")
-
-// migrations are applied in order; PRAGMA user_version counts those done.
-// Append only: never edit one that has shipped.
-var migrations = []string{
-	`CREATE TABLE pets (
-		id          INTEGER PRIMARY KEY AUTOINCREMENT, -- AUTOINCREMENT: ids are never reused
-		name        TEXT    NOT NULL,
-		category_id INTEGER NOT NULL,
-		status      TEXT    -- NULL when the client gave none
-	);
-	CREATE INDEX pets_status_id ON pets (status, id);
-	CREATE TABLE api_keys (
-		id         INTEGER PRIMARY KEY AUTOINCREMENT,
-		hash       BLOB    NOT NULL UNIQUE, -- SHA-256 of the key; the key itself is never stored
-		name       TEXT    NOT NULL,
-		plan       TEXT    NOT NULL,
-		rpm        INTEGER NOT NULL,
-		rpd        INTEGER NOT NULL,
-		env        TEXT    NOT NULL,
-		created_at INTEGER NOT NULL,
-		revoked_at INTEGER
-	);
-	-- keys_version grows on every key change, so a server notices a revocation
-	-- by reading one row instead of every key.
-	CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
-	INSERT INTO meta (name, value) VALUES ('keys_version', 0);
-	CREATE TABLE usage (
-		key_id INTEGER NOT NULL,
-		day    TEXT    NOT NULL, -- UTC date, YYYY-MM-DD
-		count  INTEGER NOT NULL,
-		PRIMARY KEY (key_id, day)
-	) WITHOUT ROWID;
-	CREATE TABLE idempotency (
-		key_id       INTEGER NOT NULL,
-		idem_key     TEXT    NOT NULL,
-		request_hash BLOB    NOT NULL,
-		pet_id       INTEGER NOT NULL,
-		created_at   INTEGER NOT NULL,
-		PRIMARY KEY (key_id, idem_key)
-	) WITHOUT ROWID;
-	CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
-	// Keys over their lifetime: an expiry, the key whose rate-limit budget
-	// a key spends (NULL: its own; a roll's new key spends the old one's),
-	// the key it was rolled to, and the minute it was last used in.
-	`ALTER TABLE api_keys ADD COLUMN expires_at   INTEGER; -- NULL: never
-	ALTER TABLE api_keys ADD COLUMN budget_id    INTEGER; -- NULL: its own id
-	ALTER TABLE api_keys ADD COLUMN rolled_to    INTEGER;
-	ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER; -- the start of a minute`,
-	// Restricted keys: what a key may do, scope names separated by spaces;
-	// keys made before scopes existed may do everything. The audit trail:
-	// every change to a key, who made it and when, append only.
-	`ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';
-	CREATE TABLE audit_events (
-		id         INTEGER PRIMARY KEY AUTOINCREMENT,
-		at         INTEGER NOT NULL, -- Unix milliseconds
-		action     TEXT    NOT NULL, -- key.created, key.revoked, key.rolled, key.banned, keys.copied
-		actor      TEXT    NOT NULL, -- user@host of a command, or server
-		key_id     INTEGER,          -- NULL for the ban of a client address, and for a copy
-		new_key_id INTEGER,          -- key.rolled: the key the roll made
-		address    TEXT,             -- key.banned of a client address
-		env        TEXT    NOT NULL,
-		details    TEXT    NOT NULL  -- a JSON object; never a key or its hash
-	);
-	CREATE INDEX audit_events_at ON audit_events (at);
-	CREATE INDEX audit_events_key ON audit_events (key_id);
-	CREATE INDEX audit_events_new_key ON audit_events (new_key_id);
-	CREATE INDEX audit_events_action ON audit_events (action);
-	CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events
-	BEGIN SELECT RAISE(ABORT, 'audit events are append only'); END;
-	CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events
-	BEGIN SELECT RAISE(ABORT, 'audit events are append only'); END;`,
-}
 
 // openSQLite opens (creating when create is set) the database at path and
 // brings its schema up to date. A missing directory is an error, not made.
@@ -165,6 +94,7 @@ func openSQLite(ctx context.Context, path string, create bool, now func() time.T
 	read.SetMaxIdleConns(readers)
 
 	s := &sqliteStore{write: write, read: read, now: now}
+	s.sqlKeys = sqlKeys{s}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -190,7 +120,7 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
 	}
 	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+		if _, err := tx.ExecContext(ctx, migrations[i].sqlite); err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
 	}
@@ -651,182 +581,16 @@ func storeError(err error) error {
 	return err
 }
 
-// CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
-// them) and its key.created event, and returns it with its id.
-func (s *sqliteStore) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error) {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		k, err = insertCreatedKey(ctx, tx, k, actor, s.now())
-		return err
-	})
-	return k, err
+func (s *sqliteStore) update(ctx context.Context, fn func(dbTx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
 }
 
-// CreateFirstKey stores k when no key exists; see storage. The write
-// transaction is the only writer of the file, so the check and the insert
-// see no other change between them.
-func (s *sqliteStore) CreateFirstKey(ctx context.Context, k apiKey, actor string) (apiKey, bool, error) {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
-			return err
-		}
-		if exists {
-			return errKeysExist
-		}
-		var err error
-		k, err = insertCreatedKey(ctx, tx, k, actor, s.now())
-		return err
-	})
-	if errors.Is(err, errKeysExist) {
-		return apiKey{}, false, nil
-	}
-	return k, err == nil, err
+// view reads through the read pool, beside the writer.
+func (s *sqliteStore) view(ctx context.Context, fn func(dbTx) error) error {
+	return storeError(fn(sqliteTx{s.read}))
 }
 
-// errKeysExist rolls back CreateFirstKey's transaction when a key exists.
-var errKeysExist = errors.New("a key exists")
-
-// insertCreatedKey inserts k and its key.created event.
-func insertCreatedKey(ctx context.Context, tx *sql.Tx, k apiKey, actor string, now time.Time) (apiKey, error) {
-	k, err := insertKey(ctx, tx, k, now)
-	if err != nil {
-		return k, err
-	}
-	return k, insertAuditEvents(ctx, tx, keyEvent(auditKeyCreated, k, actor, now))
-}
-
-func insertKey(ctx context.Context, tx *sql.Tx, k apiKey, now time.Time) (apiKey, error) {
-	k.CreatedAt = now.UTC().Truncate(time.Second)
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
-	if err != nil {
-		return k, err
-	}
-	if k.ID, err = res.LastInsertId(); err != nil {
-		return k, err
-	}
-	if k.BudgetID == 0 {
-		k.BudgetID = k.ID
-	}
-	return k, nil
-}
-
-// RollKey replaces key id by a new key with hash; see storage.
-func (s *sqliteStore) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error) {
-	now := s.now()
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		old, err = scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id).Scan)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errorf(codeNotFound, "no API key has id %d", id)
-		}
-		if err != nil {
-			return err
-		}
-		if err := rollable(old, now); err != nil {
-			return err
-		}
-		if rolled, err = insertKey(ctx, tx, successor(old, hash), now); err != nil {
-			return err
-		}
-		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
-		if _, err = tx.ExecContext(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID); err != nil {
-			return err
-		}
-		return insertAuditEvents(ctx, tx, rollEvent(old, rolled, overlap, actor, now))
-	})
-	return old, rolled, err
-}
-
-// RevokeKey marks key id revoked, with its key.revoked event; see storage.
-func (s *sqliteStore) RevokeKey(ctx context.Context, id int64, actor string) (revoked bool, err error) {
-	now := s.now()
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
-		k, err := scanKey(tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id).Scan)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errorf(codeNotFound, "no API key has id %d", id)
-		}
-		if err != nil || !k.RevokedAt.IsZero() {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, now.Unix(), id); err != nil {
-			return err
-		}
-		revoked = true
-		return insertAuditEvents(ctx, tx, keyEvent(auditKeyRevoked, k, actor, now))
-	})
-	return revoked && err == nil, err
-}
-
-// insertAuditEvents appends events in tx.
-func insertAuditEvents(ctx context.Context, tx *sql.Tx, events ...auditEvent) error {
-	for _, e := range events {
-		row, err := auditRow(e)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, row...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// AddAuditEvents appends events in one transaction.
-func (s *sqliteStore) AddAuditEvents(ctx context.Context, events []auditEvent) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return insertAuditEvents(ctx, tx, events...) })
-}
-
-// AuditEvents returns the events filter picks, oldest first.
-func (s *sqliteStore) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
-	query, args := auditQuery(filter, func(n int) string { return "?" + strconv.Itoa(n) })
-	rows, err := s.read.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, storeError(err)
-	}
-	defer rows.Close()
-	events := []auditEvent{}
-	for rows.Next() {
-		e, err := scanAuditEvent(rows.Scan)
-		if err != nil {
-			return nil, storeError(err)
-		}
-		events = append(events, e)
-	}
-	return events, storeError(rows.Err())
-}
-
-// AuditCounts counts the events by action.
-func (s *sqliteStore) AuditCounts(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.read.QueryContext(ctx, auditCountsQuery)
-	if err != nil {
-		return nil, storeError(err)
-	}
-	defer rows.Close()
-	counts := make(map[string]int64)
-	for rows.Next() {
-		var action string
-		var n int64
-		if err := rows.Scan(&action, &n); err != nil {
-			return nil, storeError(err)
-		}
-		counts[action] = n
-	}
-	return counts, storeError(rows.Err())
-}
-
-// writeTx runs fn in a write transaction that also bumps keys_version, so
-// that running servers reload their keys.
-func (s *sqliteStore) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`)
-		return err
-	})
-}
+func (s *sqliteStore) clock() time.Time { return s.now() }
 
 // inTx runs fn in a write transaction and commits it when fn succeeds.
 func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -839,24 +603,6 @@ func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return storeError(err)
 	}
 	return s.commit(tx)
-}
-
-// Keys returns every key, revoked ones too, oldest first.
-func (s *sqliteStore) Keys(ctx context.Context) ([]apiKey, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
-	if err != nil {
-		return nil, storeError(err)
-	}
-	defer rows.Close()
-	var keys []apiKey
-	for rows.Next() {
-		k, err := scanKey(rows.Scan)
-		if err != nil {
-			return nil, storeError(err)
-		}
-		keys = append(keys, k)
-	}
-	return keys, storeError(rows.Err())
 }
 
 // KeyByHash returns the key with the given hash, or ok=false.

@@ -1,0 +1,215 @@
+// The keys and their audit trail, written once for both engines over
+// sqlEngine: each change of a key and its audit event are one transaction.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// sqlKeys is the keys aggregate of a store; both engines embed it.
+type sqlKeys struct{ db sqlEngine }
+
+// CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
+// them) and its key.created event, and returns it with its id.
+func (s sqlKeys) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error) {
+	now := s.db.clock()
+	err := s.keysUpdate(ctx, func(tx dbTx) error {
+		var err error
+		k, err = insertCreatedKey(ctx, tx, k, actor, now)
+		return err
+	})
+	return k, err
+}
+
+// CreateFirstKey stores k when no key exists; see storage. The check and
+// the insert see no other writer between them: SQLite's write transaction
+// is the file's only writer, and on PostgreSQL the table lock (which reads
+// do not wait for) makes a second server's check wait for the first's
+// commit.
+func (s sqlKeys) CreateFirstKey(ctx context.Context, k apiKey, actor string) (apiKey, bool, error) {
+	now := s.db.clock()
+	err := s.keysUpdate(ctx, func(tx dbTx) error {
+		if lock := tx.Dialect().lockTable("api_keys"); lock != "" {
+			if _, err := tx.Exec(ctx, lock); err != nil {
+				return err
+			}
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
+			return err
+		}
+		if exists {
+			return errKeysExist
+		}
+		var err error
+		k, err = insertCreatedKey(ctx, tx, k, actor, now)
+		return err
+	})
+	if errors.Is(err, errKeysExist) {
+		return apiKey{}, false, nil
+	}
+	return k, err == nil, err
+}
+
+// errKeysExist rolls back CreateFirstKey's transaction when a key exists.
+var errKeysExist = errors.New("a key exists")
+
+// RollKey replaces key id by a new key with hash; see storage. The old
+// key's row is locked for the change, so that of two rolls of one key made
+// at once by two processes one succeeds.
+func (s sqlKeys) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error) {
+	now := s.db.clock()
+	err = s.keysUpdate(ctx, func(tx dbTx) error {
+		if old, err = keyForUpdate(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := rollable(old, now); err != nil {
+			return err
+		}
+		if rolled, err = insertKey(ctx, tx, successor(old, hash), now); err != nil {
+			return err
+		}
+		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
+		if _, err = tx.Exec(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, rollEvent(old, rolled, overlap, actor, now))
+	})
+	return old, rolled, err
+}
+
+// RevokeKey marks key id revoked, with its key.revoked event; see storage.
+// The key's row is locked for the change, so that of two revocations at
+// once one leaves the event.
+func (s sqlKeys) RevokeKey(ctx context.Context, id int64, actor string) (revoked bool, err error) {
+	now := s.db.clock()
+	err = s.keysUpdate(ctx, func(tx dbTx) error {
+		k, err := keyForUpdate(ctx, tx, id)
+		if err != nil || !k.RevokedAt.IsZero() {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = ? WHERE id = ?`, now.Unix(), id); err != nil {
+			return err
+		}
+		revoked = true
+		return insertAuditEvents(ctx, tx, keyEvent(auditKeyRevoked, k, actor, now))
+	})
+	return revoked && err == nil, err
+}
+
+// Keys returns every key, revoked ones too, oldest first.
+func (s sqlKeys) Keys(ctx context.Context) ([]apiKey, error) {
+	var keys []apiKey
+	err := s.db.view(ctx, func(tx dbTx) error {
+		keys = nil
+		rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
+		return each(rows, err, func(scan func(...any) error) error {
+			k, err := scanKey(scan)
+			keys = append(keys, k)
+			return err
+		})
+	})
+	return keys, err
+}
+
+// keysUpdate runs fn in a write transaction that also bumps keys_version,
+// so that every running server reloads its keys.
+func (s sqlKeys) keysUpdate(ctx context.Context, fn func(dbTx) error) error {
+	return s.db.update(ctx, func(tx dbTx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`)
+		return err
+	})
+}
+
+// keyForUpdate reads key id in tx for a change of it; an unknown id is
+// not_found.
+func keyForUpdate(ctx context.Context, tx dbTx, id int64) (apiKey, error) {
+	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
+	if errors.Is(err, errNoRows) {
+		return apiKey{}, errorf(codeNotFound, "no API key has id %d", id)
+	}
+	return k, err
+}
+
+// insertCreatedKey inserts k and its key.created event.
+func insertCreatedKey(ctx context.Context, tx dbTx, k apiKey, actor string, now time.Time) (apiKey, error) {
+	k, err := insertKey(ctx, tx, k, now)
+	if err != nil {
+		return k, err
+	}
+	return k, insertAuditEvents(ctx, tx, keyEvent(auditKeyCreated, k, actor, now))
+}
+
+func insertKey(ctx context.Context, tx dbTx, k apiKey, now time.Time) (apiKey, error) {
+	k.CreatedAt = now.UTC().Truncate(time.Second)
+	id, err := tx.Insert(ctx,
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
+	if err != nil {
+		return k, err
+	}
+	k.ID = id
+	if k.BudgetID == 0 {
+		k.BudgetID = k.ID
+	}
+	return k, nil
+}
+
+// insertAuditEvents appends events in tx: every change that is audited
+// writes its events through here, in its own transaction.
+func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error {
+	for _, e := range events {
+		row, err := auditRow(e)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, row...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddAuditEvents appends events (the server's: bans) in one transaction.
+func (s sqlKeys) AddAuditEvents(ctx context.Context, events []auditEvent) error {
+	return s.db.update(ctx, func(tx dbTx) error { return insertAuditEvents(ctx, tx, events...) })
+}
+
+// AuditEvents returns the events filter picks, oldest first.
+func (s sqlKeys) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
+	query, args := auditQuery(filter)
+	var events []auditEvent
+	err := s.db.view(ctx, func(tx dbTx) error {
+		events = []auditEvent{}
+		rows, err := tx.Query(ctx, query, args...)
+		return each(rows, err, func(scan func(...any) error) error {
+			e, err := scanAuditEvent(scan)
+			events = append(events, e)
+			return err
+		})
+	})
+	return events, err
+}
+
+// AuditCounts counts the events of the trail by action.
+func (s sqlKeys) AuditCounts(ctx context.Context) (map[string]int64, error) {
+	var counts map[string]int64
+	err := s.db.view(ctx, func(tx dbTx) error {
+		counts = make(map[string]int64)
+		rows, err := tx.Query(ctx, `SELECT action, count(*) FROM audit_events GROUP BY action`)
+		return each(rows, err, func(scan func(...any) error) error {
+			var action string
+			var n int64
+			err := scan(&action, &n)
+			counts[action] = n
+			return err
+		})
+	})
+	return counts, err
+}
