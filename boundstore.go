@@ -28,6 +28,8 @@ type boundStorage struct {
 	keysVersion, setLastUsed                                       callTimer
 	usage, addUsage                                                callTimer
 	addAuditEvents, auditEvents, auditCounts                       callTimer
+	updateKey, addUsageHistory, usageHistory, pruneUsageHistory    callTimer
+	createAdminToken, adminTokens, adminTokenByHash, revokeAdmin   callTimer
 }
 
 // newBoundStorage returns s bounded by timeout, timed into m (nil: not
@@ -60,6 +62,14 @@ func newBoundStorage(s storage, timeout time.Duration, m *metrics, logger *slog.
 		addAuditEvents:    m.databaseCall("AddAuditEvents"),
 		auditEvents:       m.databaseCall("AuditEvents"),
 		auditCounts:       m.databaseCall("AuditCounts"),
+		updateKey:         m.databaseCall("UpdateKey"),
+		addUsageHistory:   m.databaseCall("AddUsageHistory"),
+		usageHistory:      m.databaseCall("UsageHistory"),
+		pruneUsageHistory: m.databaseCall("PruneUsageHistory"),
+		createAdminToken:  m.databaseCall("CreateAdminToken"),
+		adminTokens:       m.databaseCall("AdminTokens"),
+		adminTokenByHash:  m.databaseCall("AdminTokenByHash"),
+		revokeAdmin:       m.databaseCall("RevokeAdminToken"),
 	}
 }
 
@@ -146,6 +156,54 @@ func (b *boundStorage) RevokeKey(ctx context.Context, id int64, actor string) (_
 	ctx, call := b.begin(ctx)
 	defer func() { err = call.end(b.revokeKey, err) }()
 	return b.s.RevokeKey(ctx, id, actor)
+}
+
+func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(apiKey) (apiKey, error), actor string) (before, after apiKey, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.updateKey, err) }()
+	return b.s.UpdateKey(ctx, id, change, actor)
+}
+
+func (b *boundStorage) AddUsageHistory(ctx context.Context, rows []usageDay) (err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.addUsageHistory, err) }()
+	return b.s.AddUsageHistory(ctx, rows)
+}
+
+func (b *boundStorage) UsageHistory(ctx context.Context, budgetID int64, from string) (_ []usageDay, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.usageHistory, err) }()
+	return b.s.UsageHistory(ctx, budgetID, from)
+}
+
+func (b *boundStorage) PruneUsageHistory(ctx context.Context, before string) (_ int64, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.pruneUsageHistory, err) }()
+	return b.s.PruneUsageHistory(ctx, before)
+}
+
+func (b *boundStorage) CreateAdminToken(ctx context.Context, t adminToken, actor string) (_ adminToken, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.createAdminToken, err) }()
+	return b.s.CreateAdminToken(ctx, t, actor)
+}
+
+func (b *boundStorage) AdminTokens(ctx context.Context) (_ []adminToken, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.adminTokens, err) }()
+	return b.s.AdminTokens(ctx)
+}
+
+func (b *boundStorage) AdminTokenByHash(ctx context.Context, hash []byte) (_ adminToken, _ bool, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.adminTokenByHash, err) }()
+	return b.s.AdminTokenByHash(ctx, hash)
+}
+
+func (b *boundStorage) RevokeAdminToken(ctx context.Context, id int64, actor string) (_ bool, err error) {
+	ctx, call := b.begin(ctx)
+	defer func() { err = call.end(b.revokeAdmin, err) }()
+	return b.s.RevokeAdminToken(ctx, id, actor)
 }
 
 func (b *boundStorage) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error) {

@@ -726,7 +726,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
 				cliDecode(t, jsonOut.stdout, &raw)
-				wantFields := []string{"created", "expires", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
+				wantFields := []string{"created", "expires", "externalId", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
 				for _, obj := range raw {
 					var got []string
 					for f := range obj {

@@ -63,7 +63,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
-	if want := "copied 6 pets, 3 keys, 1 daily usage counts, 1 idempotency records and 4 audit events"; !strings.Contains(res.stderr, want) {
+	if want := "copied 6 pets, 3 keys, 1 daily usage counts, 1 idempotency records, 4 audit events, 0 admin tokens and 0 days of usage history"; !strings.Contains(res.stderr, want) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
 	// The events come over as they were, and the copy adds its own.

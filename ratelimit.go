@@ -69,6 +69,12 @@ type decision struct {
 	reset      time.Time     // when the window is full again, rounded up to a second
 	resetIn    time.Duration // how long until then, rounded up to a second
 	policy     string
+	// today is the UTC day (since 1970-01-01) by the limiter's clock,
+	// the day the request counts on in the key's usage history.
+	today int64
+	// overQuota: refused because the day's quota is spent (rate_limited
+	// only), not for the minute.
+	overQuota bool
 }
 
 // rateLimiter decides whether a caller's request may go ahead. *localLimiter
@@ -218,6 +224,7 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 		s.decision = c.report(now)
 		s.allowed = true
 	}
+	s.today = today
 	return s, nil
 }
 
@@ -279,7 +286,9 @@ func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
 		c.day, c.dayCount = today, 0 // yesterday's unflushed count stays, under its day
 	}
 	if now.Before(c.bannedUntil) {
-		return c.banned(now)
+		d := c.banned(now)
+		d.today = today
+		return d
 	}
 
 	tokens := c.minute.TokensAt(now)
@@ -291,7 +300,7 @@ func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
 		}
 		c.waitUntil, c.waitCount = time.Time{}, 0
 		d := c.report(now)
-		d.allowed = true
+		d.allowed, d.today = true, today
 		return d
 	}
 
@@ -310,7 +319,7 @@ func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
 			c.bannedUntil = now.Add(l.banFor)
 			c.waitUntil, c.waitCount = time.Time{}, 0
 			d := c.banned(now)
-			d.banStarted = true
+			d.banStarted, d.today = true, today
 			return d
 		}
 	} else {
@@ -318,6 +327,7 @@ func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
 	}
 	d := c.report(now)
 	d.code, d.retryAfter = codeRateLimited, wait
+	d.today, d.overQuota = today, c.dayCount >= c.limits.PerDay
 	return d
 }
 

@@ -714,11 +714,13 @@ func (r *redisLimiter) standing(a scriptAnswer, lim limits, both bool) standing 
 	if both {
 		s.minute, s.day = windows(now, lim, tokens, perSecond, a.count)
 	}
+	s.today = unixDay(now)
 	switch a.status {
 	case scriptAllowed:
 		s.allowed = true
 	case scriptLimited:
 		s.code, s.retryAfter = codeRateLimited, time.Duration(a.extra)*time.Second
+		s.overQuota = a.count >= lim.PerDay
 	case scriptBanned, scriptBanStart:
 		s.decision = reportBan(s.decision, now, time.UnixMilli(a.extra))
 		s.banStarted = a.status == scriptBanStart
