@@ -129,7 +129,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 // redisPrefix begins the Redis keys of the servers of one deployment: its
 // environment and, on PostgreSQL, its database and schema, so that two
 // deployments sharing a Redis never share a key's limits.
-func redisPrefix(env string, store storage) string {
+func redisPrefix(env string, store lifecycle) string {
 	if ns := store.Namespace(); ns != "" {
 		return "petstore:" + env + ":" + ns
 	}
@@ -154,10 +154,11 @@ func (a *app) startBackground() (stop func()) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
-	// On a shared database the copy of the pets follows the other servers'
-	// creates; a failed tail costs only speed (reads go to the database).
-	// The probe behind /readyz runs here too.
-	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, func() { a.pets.tail(ctx) }, a.logger) })
+	// The engine's upkeep, and the probe behind /readyz beside it. On a
+	// shared database the copy of the pets follows the other servers'
+	// creates.
+	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, a.logger) })
+	wg.Go(func() { a.pets.follow(ctx, a.store.PetsAdded()) })
 	wg.Go(func() {
 		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
 	})

@@ -118,7 +118,7 @@ func hashKey(token string) [sha256.Size]byte {
 // a second. An expiry is checked against the clock at each look-up, so an
 // expired key is refused at once, on every server.
 type keyring struct {
-	store storage
+	store keyStore
 	env   string
 	now   func() time.Time
 
@@ -148,7 +148,7 @@ type keyUse struct {
 
 const keyRefreshEvery = 500 * time.Millisecond
 
-func newKeyring(ctx context.Context, store storage, env string, now func() time.Time) (*keyring, error) {
+func newKeyring(ctx context.Context, store keyStore, env string, now func() time.Time) (*keyring, error) {
 	k := &keyring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*keyUse)}
 	return k, k.refresh(ctx)
 }

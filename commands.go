@@ -222,7 +222,7 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 
 // copyAll moves what src holds into dst, reading src in one snapshot, and
 // adds copiedEvent.
-func copyAll(ctx context.Context, src storage, dst copyTarget, copiedEvent auditEvent) (copied, error) {
+func copyAll(ctx context.Context, src lifecycle, dst copyTarget, copiedEvent auditEvent) (copied, error) {
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		return copied{}, err

@@ -342,7 +342,7 @@ func handleHealth() http.Handler {
 	})
 }
 
-func handleReady(store storage, draining *atomic.Bool) http.Handler {
+func handleReady(store lifecycle, draining *atomic.Bool) http.Handler {
 	body := []byte(`{"status":"ready"}` + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {

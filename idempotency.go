@@ -123,7 +123,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 
 // replay returns the pet that a live record of the Idempotency-Key created,
 // with found=true, when there is one for the same body.
-func replay(ctx context.Context, store storage, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet Pet, found bool, err error) {
+func replay(ctx context.Context, store petCacheStore, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet Pet, found bool, err error) {
 	rec, found, err := store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-idempotencyTTL))
 	if err != nil || !found {
 		return Pet{}, false, err

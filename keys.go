@@ -18,7 +18,7 @@ import (
 // figures, scopes and expiry; a zero ExpiresAt never expires), made by
 // actor, and returns it with its token, which exists only here: the
 // database keeps its hash.
-func createKey(ctx context.Context, store storage, terms apiKey, actor string) (apiKey, string, error) {
+func createKey(ctx context.Context, store keyStore, terms apiKey, actor string) (apiKey, string, error) {
 	k, token := newAPIKey(terms)
 	k, err := store.CreateKey(ctx, k, actor)
 	return k, token, err
@@ -379,7 +379,7 @@ const (
 
 // listedKeys are the keys shown, of all the keys there are, as keys list
 // shows them at now, with today's usage of each budget.
-func listedKeys(ctx context.Context, store storage, all, shown []apiKey, now time.Time) ([]listedKey, error) {
+func listedKeys(ctx context.Context, store usageStore, all, shown []apiKey, now time.Time) ([]listedKey, error) {
 	today := now.UTC().Format(time.DateOnly)
 	usage := make(map[int64]int64)
 	rolledFrom := make(map[int64]int64)

@@ -11,6 +11,14 @@ import (
 	"time"
 )
 
+// petCacheStore is what the pets' copy reads and writes: the pets, and the
+// records that replay a create.
+type petCacheStore interface {
+	petStore
+	idempotencyStore
+	Shared() bool
+}
+
 // petCache holds a copy of every pet in memory and answers pet reads from it
 // as encoded JSON; SQLite stays the source of truth. Pets are only ever
 // added, with ascending ids, so the copy is an append-only array: a write
@@ -31,7 +39,7 @@ import (
 //
 // Memory: about 13 bytes a pet plus its name (a million pets: ~25 MiB).
 type petCache struct {
-	store  storage
+	store  petCacheStore
 	shared bool
 	// timeout bounds the database work of one create (--db-timeout).
 	timeout time.Duration
@@ -124,7 +132,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 	}
 }
 
-func newPetCache(store storage, timeout time.Duration) *petCache {
+func newPetCache(store petCacheStore, timeout time.Duration) *petCache {
 	c := &petCache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
 	c.commits = batcher[petInsert]{max: maxBatch, maxQueued: maxQueuedCreates, run: c.write}
 	return c
@@ -393,6 +401,20 @@ func (c *petCache) getStored(ctx context.Context, id int64) ([]byte, error) {
 		return nil, err
 	}
 	return append(appendPet(nil, &p), '\n'), nil
+}
+
+// follow tails the copy each time added says other servers may have
+// stored pets, until ctx ends. A failed tail costs only speed: reads past
+// the copy go to the database.
+func (c *petCache) follow(ctx context.Context, added <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-added:
+			c.tail(ctx)
+		}
+	}
 }
 
 // tail appends the pets stored since the last one the prefix holds, by this

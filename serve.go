@@ -264,7 +264,7 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 // bootstrapKey makes a first Free key on a database without any, so that a
 // new user can call the API at once. It is the only key the server ever
 // prints.
-func bootstrapKey(ctx context.Context, store storage, cfg serveConfig, url string, stderr io.Writer) error {
+func bootstrapKey(ctx context.Context, store keyStore, cfg serveConfig, url string, stderr io.Writer) error {
 	free := plans["free"]
 	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
 	key, created, err := store.CreateFirstKey(ctx, key, serverActor)

@@ -15,13 +15,26 @@ type Pet struct {
 	Status     string
 }
 
-// storage is where the service keeps pets, API keys, daily usage and
-// idempotency records: a SQLite file (sqliteStore, store_sqlite.go) or a
-// PostgreSQL database shared by several servers (pgStore, store_postgres.go).
-// The handlers, the keyring and the limiter see only this; the SQL stays
-// behind it. Errors that mean "the database cannot be reached right now"
+// storage is where the service keeps pets, API keys, daily usage, the
+// audit trail and idempotency records: a SQLite file (sqliteStore,
+// store_sqlite.go) or a PostgreSQL database shared by several servers
+// (pgStore, store_postgres.go). It is one small interface per aggregate;
+// each part of the server takes only the ones it uses, and the SQL stays
+// behind them. Errors that mean "the database cannot be reached right now"
 // come back as an unavailable Error (503), which clients may retry.
 type storage interface {
+	petStore
+	idempotencyStore
+	keyStore
+	usageStore
+	usageHistoryStore
+	auditStore
+	adminTokenStore
+	lifecycle
+}
+
+// petStore keeps the pets.
+type petStore interface {
 	// CreatePets stores a batch of pets in one transaction, in id order.
 	// An error returned means none was stored; otherwise each insert has
 	// its id or its own Err.
@@ -34,13 +47,23 @@ type storage interface {
 	// ScanPets calls fn for up to limit pets with ids above after, in id
 	// order; the byte slices are valid only during the call.
 	ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error)
+	// PetsAdded receives when other servers may have stored pets (never
+	// on SQLite, where this server is the only one): the reader looks for
+	// them. Notices that come while one waits unread are one.
+	PetsAdded() <-chan struct{}
+}
 
+// idempotencyStore keeps the records that replay a create.
+type idempotencyStore interface {
 	IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (idempotencyRecord, bool, error)
 	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
+}
 
+// keyStore keeps the API keys. Each change of a key and its audit event by
+// actor are stored as one change.
+type keyStore interface {
 	// CreateKey stores k (its Hash set, its ExpiresAt when it has one)
-	// and returns it with its id. The change of a key and its audit event
-	// by actor (here and below) are stored as one change.
+	// and returns it with its id.
 	CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error)
 	// CreateFirstKey stores k as CreateKey does, but only when the store
 	// holds no key at all, as one change: servers that start at once on an
@@ -70,13 +93,27 @@ type storage interface {
 	// write, never moving a key's last use back. It is not a key change:
 	// KeysVersion stays.
 	SetLastUsed(ctx context.Context, uses []lastUse) error
+}
 
+// usageStore keeps each key's requests a day, which the limiters add to.
+type usageStore interface {
 	Usage(ctx context.Context, keyID int64, day string) (int64, error)
 	AddUsage(ctx context.Context, counts []usageCount) error
+}
 
-	usageHistoryStore
-	adminTokenStore
+// auditStore keeps the audit trail, append only.
+type auditStore interface {
+	// AddAuditEvents appends events (the server's: bans) in one write.
+	AddAuditEvents(ctx context.Context, events []auditEvent) error
+	// AuditEvents returns the events filter picks, oldest first.
+	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
+	// AuditCounts counts the events of the trail by action.
+	AuditCounts(ctx context.Context) (map[string]int64, error)
+}
 
+// lifecycle is the engine as a whole: what it is, its background work,
+// its snapshot for petstore copy, its health and its end.
+type lifecycle interface {
 	// Shared tells whether other servers write to this database too
 	// (PostgreSQL): a copy of its pets in memory is then only a prefix of
 	// the table, and a read past its end must go to the database.
@@ -86,21 +123,14 @@ type storage interface {
 	// PostgreSQL a name for its database and schema.
 	Namespace() string
 	// Maintain runs the engine's own background work until ctx ends,
-	// logging what fails: on PostgreSQL it calls petsAdded whenever other
-	// servers may have stored pets; on SQLite it checkpoints the WAL into
-	// the database file. Work that waits on the database ends within
-	// timeout (--db-timeout).
-	Maintain(ctx context.Context, timeout time.Duration, petsAdded func(), logger *slog.Logger)
+	// logging what fails: on PostgreSQL it follows the pets other servers
+	// store (PetsAdded); on SQLite it checkpoints the WAL into the
+	// database file. Work that waits on the database ends within timeout
+	// (--db-timeout).
+	Maintain(ctx context.Context, timeout time.Duration, logger *slog.Logger)
 	// Snapshot reads everything the store holds, as it is at this moment,
 	// for petstore copy. The caller closes it.
 	Snapshot(ctx context.Context) (snapshot, error)
-	// AddAuditEvents appends events (the server's: bans) in one write.
-	AddAuditEvents(ctx context.Context, events []auditEvent) error
-	// AuditEvents returns the events filter picks, oldest first.
-	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
-	// AuditCounts counts the events of the trail by action.
-	AuditCounts(ctx context.Context) (map[string]int64, error)
-
 	Ping(ctx context.Context) error
 	Close() error
 }

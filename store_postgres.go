@@ -24,7 +24,7 @@ import (
 // several servers share. It holds no state of its own beyond the pool: every
 // answer comes from the database, so a server sees another's writes at once.
 type pgStore struct {
-	sqlKeys // the keys and the audit trail, as SQL both engines run
+	sqlAggregates
 	pool    *pgxpool.Pool
 	now     func() time.Time
 	// lockSpace names this database and schema: it is the second half of
@@ -38,6 +38,9 @@ type pgStore struct {
 	// notices sends them once pets are stored; the batches stored while
 	// one is on its way, or within noticeGap of it, share the next.
 	notices batcher[struct{}]
+	// added tells the reader of PetsAdded that other servers may have
+	// stored pets.
+	added chan struct{}
 }
 
 // Advisory lock classes (the first key of the two-key lock functions).
@@ -73,8 +76,8 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
 	}
-	s := &pgStore{pool: pool, now: now, notice: rand.Text()}
-	s.sqlKeys = sqlKeys{s}
+	s := &pgStore{pool: pool, now: now, notice: rand.Text(), added: make(chan struct{}, 1)}
+	s.sqlAggregates = newSQLAggregates(s)
 	s.notices = batcher[struct{}]{max: math.MaxInt, run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
@@ -321,14 +324,25 @@ func (s *pgStore) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpa
 // that broke has missed.
 const petsPollEvery = time.Second
 
-// Maintain follows the pets other servers store: petsAdded is called on
+// Maintain follows the pets other servers store: PetsAdded receives on
 // each of their notices and on a poll for the notices a broken connection
 // missed. The listening connection's steps end within timeout.
-func (s *pgStore) Maintain(ctx context.Context, timeout time.Duration, petsAdded func(), _ *slog.Logger) {
+func (s *pgStore) Maintain(ctx context.Context, timeout time.Duration, _ *slog.Logger) {
 	var wg sync.WaitGroup
-	wg.Go(func() { s.ListenPets(ctx, timeout, petsAdded) })
-	wg.Go(func() { every(ctx, petsPollEvery, petsAdded) })
+	wg.Go(func() { s.ListenPets(ctx, timeout, s.petsAdded) })
+	wg.Go(func() { every(ctx, petsPollEvery, s.petsAdded) })
 	wg.Wait()
+}
+
+func (s *pgStore) PetsAdded() <-chan struct{} { return s.added }
+
+// petsAdded tells the reader of PetsAdded, unless a notice waits for it
+// already.
+func (s *pgStore) petsAdded() {
+	select {
+	case s.added <- struct{}{}:
+	default:
+	}
 }
 
 // ListenPets calls fn each time pets were stored, by any server, until ctx

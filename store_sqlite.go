@@ -25,7 +25,7 @@ import (
 // of one connection and never wait on each other for the lock; reads use a
 // pool of their own, which WAL lets run beside the writer.
 type sqliteStore struct {
-	sqlKeys // the keys and the audit trail, as SQL both engines run
+	sqlAggregates
 	write   *sql.DB
 	read    *sql.DB
 	now     func() time.Time
@@ -94,7 +94,7 @@ func openSQLite(ctx context.Context, path string, create bool, now func() time.T
 	read.SetMaxIdleConns(readers)
 
 	s := &sqliteStore{write: write, read: read, now: now}
-	s.sqlKeys = sqlKeys{s}
+	s.sqlAggregates = newSQLAggregates(s)
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -199,10 +199,9 @@ func (s *sqliteStore) Shared() bool { return false }
 func (s *sqliteStore) Namespace() string { return "" }
 
 // Maintain checkpoints the WAL into the database file when checkpointPolicy
-// says it is time. No other server stores pets here: petsAdded is never
-// called. A checkpoint waits for no lock, and what it copied stays copied,
-// so it is not cut short by timeout.
-func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, _ func(), logger *slog.Logger) {
+// says it is time. A checkpoint waits for no lock, and what it copied
+// stays copied, so it is not cut short by timeout.
+func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, logger *slog.Logger) {
 	policy := checkpointPolicy{doneAt: s.now()}
 	every(ctx, checkpointLookEvery, func() {
 		if err := s.checkpointIfDue(ctx, &policy, s.now()); err != nil && ctx.Err() == nil {
@@ -210,6 +209,9 @@ func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, _ func(), l
 		}
 	})
 }
+
+// PetsAdded never receives: no other server stores pets here.
+func (s *sqliteStore) PetsAdded() <-chan struct{} { return nil }
 
 // checkpointIfDue checkpoints when policy says it is time.
 func (s *sqliteStore) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {

@@ -19,6 +19,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// sqlAggregates are the aggregates written once, over sqlEngine: both
+// engines embed them, and so implement their interfaces (store.go) with the
+// same code. A new aggregate is a type over sqlEngine added here.
+type sqlAggregates struct {
+	sqlKeys // the keys and the audit trail (store_keys.go)
+}
+
+func newSQLAggregates(db sqlEngine) sqlAggregates {
+	return sqlAggregates{sqlKeys{db}}
+}
+
 // sqlEngine is what the SQL written once needs of an engine.
 type sqlEngine interface {
 	// update runs fn in one write transaction, committed when fn returns
