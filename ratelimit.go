@@ -195,7 +195,7 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 			c.mu.Unlock()
 			continue
 		}
-		d := l.decide(c, now, today)
+		d := l.decide(c, now, today, lim)
 		c.mu.Unlock()
 		return d, nil
 	}
@@ -215,6 +215,9 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	defer c.mu.Unlock()
 	if c.day != today {
 		c.day, c.dayCount = today, 0
+	}
+	if c.limits != lim {
+		c.retune(now, lim)
 	}
 	var s standing
 	s.minute, s.day = windows(now, c.limits, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
@@ -280,10 +283,13 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	return c, nil
 }
 
-// decide is allow for one caller; c.mu is held.
-func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
+// decide is allow for one caller with figures lim; c.mu is held.
+func (l *localLimiter) decide(c *caller, now time.Time, today int64, lim limits) decision {
 	if c.day != today {
 		c.day, c.dayCount = today, 0 // yesterday's unflushed count stays, under its day
+	}
+	if c.limits != lim {
+		c.retune(now, lim)
 	}
 	if now.Before(c.bannedUntil) {
 		d := c.banned(now)
@@ -329,6 +335,15 @@ func (l *localLimiter) decide(c *caller, now time.Time, today int64) decision {
 	d.code, d.retryAfter = codeRateLimited, wait
 	d.today, d.overQuota = today, c.dayCount >= c.limits.PerDay
 	return d
+}
+
+// retune gives c the figures lim, when its key was changed in place (keys
+// update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
+// up to the new burst, and refills at the new rate from now on.
+func (c *caller) retune(now time.Time, lim limits) {
+	c.limits, c.policy = lim, policyHeader(lim)
+	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
+	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
 // report describes the binding window of c.

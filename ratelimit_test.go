@@ -27,13 +27,6 @@ func header(t *testing.T, w *httptest.ResponseRecorder, name string) int64 {
 	return n
 }
 
-func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code string) {
-	t.Helper()
-	if w.Code != status || !strings.Contains(w.Body.String(), `"code":"`+code+`"`) {
-		t.Fatalf("got %d %s, want %d %s", w.Code, w.Body, status, code)
-	}
-}
-
 func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		key := s.mustCreateKey("free")

@@ -25,8 +25,8 @@ import (
 // answer comes from the database, so a server sees another's writes at once.
 type pgStore struct {
 	sqlAggregates
-	pool    *pgxpool.Pool
-	now     func() time.Time
+	pool *pgxpool.Pool
+	now  func() time.Time
 	// lockSpace names this database and schema: it is the second half of
 	// its advisory lock keys (the first is one of the lock* constants), so
 	// that two stores in one database, in different schemas, do not wait on

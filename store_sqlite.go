@@ -26,9 +26,9 @@ import (
 // pool of their own, which WAL lets run beside the writer.
 type sqliteStore struct {
 	sqlAggregates
-	write   *sql.DB
-	read    *sql.DB
-	now     func() time.Time
+	write *sql.DB
+	read  *sql.DB
+	now   func() time.Time
 
 	// insertPets[k] inserts 1<<k pets in one statement.
 	insertPets                     [insertPetsSizes]*sql.Stmt
