@@ -496,6 +496,9 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 		if !knownPlan(plan) {
 			return usagef("unknown plan %q: choose free, pro, business or enterprise", plan)
 		}
+		if plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
+			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", plan)
+		}
 		change.Plan = &plan
 	}
 	for _, f := range []struct {
