@@ -208,25 +208,27 @@ var adminFailureMessages = [authReasons]string{
 // require answers a request without a valid admin token 401 (429 once its
 // address has failed too often), one whose token lacks need 403, and
 // passes the rest to next with the token on the request's info.
-func (g *adminGate) require(need scopeSet, next http.Handler) http.Handler {
+func (g *adminGate) require(need scopeSet) middleware {
 	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, reason, err := g.authenticate(r)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		if t == nil {
-			g.refuse(w, r, reason)
-			return
-		}
-		if !t.Scopes.has(need) {
-			insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
-			return
-		}
-		requestLog(w).admin = t
-		next.ServeHTTP(w, r)
-	})
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, reason, err := g.authenticate(r)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if t == nil {
+				g.refuse(w, r, reason)
+				return
+			}
+			if !t.Scopes.has(need) {
+				insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
+				return
+			}
+			recordOf(r).admin = t
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // authenticate finds the request's admin token, or why it has none. An

@@ -23,55 +23,10 @@ import (
 //go:embed admin-openapi.yaml
 var adminOpenAPIYAML []byte
 
-// newAdminServer is the admin listener's surface: the metrics and the
-// profiles when there are metrics, and the admin API, whose requests are
-// logged and measured as the API's are.
-func newAdminServer(a *app, cfg serveConfig) http.Handler {
-	gate := &adminGate{store: a.store, env: cfg.env, failures: a.adminFailures, trustProxy: cfg.trustProxy, metrics: a.metrics}
-	api := http.NewServeMux()
-	api.Handle("GET /admin/v1/openapi.yaml", handleDocument(adminOpenAPIYAML))
-	api.Handle("/admin/v1/openapi.yaml", methodNotAllowed("GET, HEAD"))
-	addAdminRoutes(api, gate.require, adminDeps{store: a.store, env: cfg.env, now: a.now})
-
-	mux := http.NewServeMux()
-	logged := logRequests(a.logger, a.metrics, api)
-	mux.Handle("/admin/v1/", logged)
-	mux.Handle("/admin/v1", logged)
-	if a.metrics != nil {
-		mux.Handle("/", adminHandler(a.metrics))
-	}
-	return mux
-}
-
 // adminDeps is what the admin API's handlers need.
 type adminDeps struct {
 	store storage
-	env   string
 	now   func() time.Time
-}
-
-// addAdminRoutes registers every route of the admin API, each wrapped in
-// needs with the admin scope it needs, and the Error-shaped 405s and 404s
-// around them (which need a valid token, as /v1's need a key). A group of
-// routes with a scope of its own is a line each here.
-func addAdminRoutes(mux router, needs func(scopeSet, http.Handler) http.Handler, d adminDeps) {
-	mux.Handle("POST /admin/v1/keys", needs(scopeKeysWrite, handleAdminCreateKey(d)))
-	mux.Handle("GET /admin/v1/keys", needs(scopeKeysRead, handleAdminListKeys(d)))
-	mux.Handle("GET /admin/v1/keys/{id}", needs(scopeKeysRead, handleAdminGetKey(d)))
-	mux.Handle("PATCH /admin/v1/keys/{id}", needs(scopeKeysWrite, handleAdminUpdateKey(d)))
-	mux.Handle("POST /admin/v1/keys/{id}/roll", needs(scopeKeysWrite, handleAdminRollKey(d)))
-	mux.Handle("POST /admin/v1/keys/{id}/revoke", needs(scopeKeysWrite, handleAdminRevokeKey(d)))
-	mux.Handle("GET /admin/v1/keys/{id}/usage", needs(scopeKeysRead, handleAdminKeyUsage(d)))
-	mux.Handle("GET /admin/v1/audit", needs(scopeAuditRead, handleAdminAudit(d)))
-
-	mux.Handle("/admin/v1/keys", needs(noScope, methodNotAllowed("GET, HEAD, POST")))
-	mux.Handle("/admin/v1/keys/{id}", needs(noScope, methodNotAllowed("GET, HEAD, PATCH")))
-	mux.Handle("/admin/v1/keys/{id}/roll", needs(noScope, methodNotAllowed("POST")))
-	mux.Handle("/admin/v1/keys/{id}/revoke", needs(noScope, methodNotAllowed("POST")))
-	mux.Handle("/admin/v1/keys/{id}/usage", needs(noScope, methodNotAllowed("GET, HEAD")))
-	mux.Handle("/admin/v1/audit", needs(noScope, methodNotAllowed("GET, HEAD")))
-	mux.Handle("/admin/v1/", needs(noScope, notFound()))
-	mux.Handle("/admin/v1", needs(noScope, notFound()))
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,
@@ -81,7 +36,7 @@ type createdKey struct {
 	Key string `json:"key"`
 }
 
-func handleAdminCreateKey(d adminDeps) http.Handler {
+func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 	fields := []string{"plan", "name", "perMinute", "perDay", "expires", "scopes", "externalId"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := decodeObject(w, r, fields, "a new key has only "+strings.Join(fields, ", "))
@@ -89,12 +44,12 @@ func handleAdminCreateKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		terms, err := newKeyTerms(jsonBody(body), d.env, d.now())
+		terms, err := newKeyTerms(jsonBody(body), env, d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		k, token, err := createKey(r.Context(), d.store, terms, requestLog(w).admin.actor())
+		k, token, err := createKey(r.Context(), d.store, terms, recordOf(r).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -349,7 +304,7 @@ func findKey(ctx context.Context, store storage, id int64) (apiKey, []apiKey, er
 	}
 	i := slices.IndexFunc(all, func(k apiKey) bool { return k.ID == id })
 	if i < 0 {
-		return apiKey{}, nil, errorf(codeNotFound, "no API key has id %d", id)
+		return apiKey{}, nil, errNotFound("no API key has id %d", id)
 	}
 	return all[i], all, nil
 }
@@ -374,7 +329,7 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 			return
 		}
 		apply := func(k apiKey) (apiKey, error) { return change.apply(k, now, jsonFields) }
-		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, requestLog(w).admin.actor()); err != nil {
+		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(r).admin.actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -460,7 +415,7 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		token := newKey(old.Env)
 		hash := hashKey(token)
-		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, requestLog(w).admin.actor())
+		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(r).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -480,7 +435,7 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		if _, err := d.store.RevokeKey(r.Context(), id, requestLog(w).admin.actor()); err != nil {
+		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(r).admin.actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -517,7 +472,7 @@ func handleAdminKeyUsage(d adminDeps) http.Handler {
 func usageDays(field, s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > maxUsageDays || !isDigits(s) {
-		return 0, errorf(codeInvalidRequest, "%s must be an integer from 1 to %d", field, maxUsageDays)
+		return 0, errInvalid("%s must be an integer from 1 to %d", field, maxUsageDays)
 	}
 	return n, nil
 }

@@ -85,18 +85,18 @@ func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code stri
 	}
 }
 
-// adminRoute is one route of the admin API, a request that it answers with
-// success given the scope, and that success.
-type adminRoute struct {
+// adminRequest is a request to a route of the admin API that it answers
+// with success given the scope, and that success.
+type adminRequest struct {
 	method, target, body string
 	need                 scopeSet
 	ok                   int
 }
 
-// adminRoutes are a request for each route of the admin API, on key id.
-func adminRoutes(id int64) []adminRoute {
+// adminRequests are a request for each route of the admin API, on key id.
+func adminRequests(id int64) []adminRequest {
 	key := "/admin/v1/keys/" + strconv.FormatInt(id, 10)
-	return []adminRoute{
+	return []adminRequest{
 		{"POST", "/admin/v1/keys", `{"plan":"free"}`, scopeKeysWrite, 201},
 		{"GET", "/admin/v1/keys", "", scopeKeysRead, 200},
 		{"GET", key, "", scopeKeysRead, 200},
@@ -114,7 +114,7 @@ func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
 		for _, held := range []scopeSet{scopeKeysRead, scopeKeysWrite, scopeAuditRead, scopeWebhooks} {
 			token := s.mustCreateAdmin("only-"+strings.ReplaceAll(held.String(), ":", "-"), held)
 			k, _ := s.mustCreate(s.keyTerms("free"))
-			for _, route := range adminRoutes(k.ID) {
+			for _, route := range adminRequests(k.ID) {
 				t.Run(held.String()+" "+route.method+" "+route.target, func(t *testing.T) {
 					w := s.admin(route.method, route.target, token, route.body)
 					if held.has(route.need) {

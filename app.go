@@ -26,6 +26,7 @@ type app struct {
 	metrics    *metrics // nil without an admin listener: nobody else could read them
 	now        func() time.Time
 	trustProxy bool
+	env        string        // production or staging
 	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
@@ -76,7 +77,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, dbTimeout: cfg.dbTimeout,
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
 	}
@@ -96,7 +97,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
 	a.adminFailures = newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
 	a.handler = newServer(a)
-	a.adminHandler = newAdminServer(a, cfg)
+	a.adminHandler = newAdminServer(a)
 	return a, nil
 }
 

@@ -343,36 +343,38 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 
 // authenticate finds the request's API key, if it sends a valid one. It
 // refuses nothing itself: the rate limit comes first, then requireKey.
-func authenticate(keys *keyring, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
-		header := firstHeader(r.Header, "Authorization")
-		token, isBearer := bearerToken(header)
-		switch {
-		case header == "":
-			info.auth = authNoHeader
-		case !isBearer:
-			info.auth = authNotBearer
-		case token == "":
-			info.auth = authNoToken
-		default:
-			info.sentToken = true
-			// A failed look-up is answered by requireKey, after the
-			// address limit has set its headers.
-			var h *heldKey
-			h, info.auth, info.authErr = keys.lookup(r.Context(), token)
-			if h != nil {
-				info.key, info.use = &h.key, h.use
+func authenticate(keys *keyring) middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := recordOf(r)
+			header := firstHeader(r.Header, "Authorization")
+			token, isBearer := bearerToken(header)
+			switch {
+			case header == "":
+				info.auth = authNoHeader
+			case !isBearer:
+				info.auth = authNotBearer
+			case token == "":
+				info.auth = authNoToken
+			default:
+				info.sentToken = true
+				// A failed look-up is answered by requireKey, after the
+				// address limit has set its headers.
+				var h *heldKey
+				h, info.auth, info.authErr = keys.lookup(r.Context(), token)
+				if h != nil {
+					info.key, info.use = &h.key, h.use
+				}
 			}
-		}
-		next.ServeHTTP(w, r)
-	})
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // requireKey answers 401 to a request without a valid API key.
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
+		info := recordOf(r)
 		if info.authErr != nil {
 			writeError(w, r, info.authErr)
 			return

@@ -272,11 +272,11 @@ func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, n
 		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
 	}
 	if err := checkAuditAction("--action", action); err != nil {
-		return f, usagef("%s", err.(*Error).Message)
+		return f, usagef("%s", err.Error())
 	}
 	var err error
 	if f.Since, err = auditSince("--since", since, given(fs, "since"), now); err != nil {
-		return f, usagef("%s", err.(*Error).Message)
+		return f, usagef("%s", err.Error())
 	}
 	return f, nil
 }
@@ -285,7 +285,7 @@ func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, n
 // field ("": any).
 func checkAuditAction(field, action string) error {
 	if action != "" && !slices.Contains(auditActions, action) {
-		return errorf(codeInvalidRequest, "%s: unknown action %q; the actions are %s", field, action, strings.Join(auditActions, ", "))
+		return errInvalid("%s: unknown action %q; the actions are %s", field, action, strings.Join(auditActions, ", "))
 	}
 	return nil
 }
@@ -301,7 +301,7 @@ func auditSince(field, since string, given bool, now time.Time) (time.Time, erro
 	}
 	d, err := parseLifetime(since)
 	if err != nil || d <= 0 {
-		return time.Time{}, errorf(codeInvalidRequest, "%s must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", field, since)
+		return time.Time{}, errInvalid("%s must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", field, since)
 	}
 	return now.Add(-d), nil
 }

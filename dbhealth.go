@@ -133,9 +133,9 @@ func (h *dbHealth) saw(err error) {
 	}
 }
 
-// causeOf is what went wrong underneath an Error, for the log.
+// causeOf is what went wrong underneath a domainError, for the log.
 func causeOf(err error) error {
-	var e *Error
+	var e *domainError
 	if errors.As(err, &e) && e.cause != nil {
 		return e.cause
 	}

@@ -58,26 +58,14 @@ var codeStatus = map[string]int{
 type Error struct {
 	Code    string
 	Message string
-	cause   error     // what went wrong underneath, for the log; never shown
-	db      dbFailure // why the database could not serve the request; 0 when it is not that
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-func (e *Error) Unwrap() error { return e.cause }
-
-// dbFailure is why the database could not serve a request, answered 503: the
-// cause label of petstore_database_unavailable_total.
-type dbFailure uint8
-
-const (
-	dbTimeout       dbFailure = iota + 1 // no answer by the deadline (--db-timeout)
-	dbPoolExhausted                      // no connection free by the deadline, or too many creates already waiting
-	dbRefused                            // the database refused or cut the connection, or the disk refused the write
-	dbFailures                           // how many causes there are, plus one
-)
-
-var dbFailureNames = [dbFailures]string{dbTimeout: "timeout", dbPoolExhausted: "pool_exhausted", dbRefused: "refused"}
+// kindCodes are the codes of the domain's kinds of failure. A conflict
+// reaches only a client of the admin API (an externalId held): /v1's one
+// conflict, an Idempotency-Key taken, is settled by createOnce.
+var kindCodes = [...]string{kindNotFound: codeNotFound, kindInvalid: codeInvalidRequest, kindConflict: codeConflict, kindUnavailable: codeUnavailable}
 
 // dbFailureMessages say what each cause means to a client.
 var dbFailureMessages = [dbFailures]string{
@@ -86,33 +74,12 @@ var dbFailureMessages = [dbFailures]string{
 	dbRefused:       "the database is unavailable right now; retry later",
 }
 
-// errDatabase is the answer when the database cannot serve a request right
-// now: 503, which a client may retry. The cause goes to the request's log.
-func errDatabase(failure dbFailure, cause error) *Error {
-	return &Error{Code: codeUnavailable, Message: dbFailureMessages[failure], cause: cause, db: failure}
-}
+// outcomeUnknownMessage answers a create the database may have stored. The
+// same request sent again with its Idempotency-Key settles it.
+const outcomeUnknownMessage = "the database did not confirm the create in time, so the pet may or may not have been stored: " +
+	"retry with the same Idempotency-Key, which returns the first pet if it was stored and creates it once if not"
 
-// errOutcomeUnknown is the answer to a create that reached the database,
-// which then failed to say whether it committed: the pet may be stored.
-// The same request sent again with its Idempotency-Key settles it.
-func errOutcomeUnknown(failure dbFailure, cause error) *Error {
-	return &Error{Code: codeUnavailable, cause: cause, db: failure,
-		Message: "the database did not confirm the create in time, so the pet may or may not have been stored: " +
-			"retry with the same Idempotency-Key, which returns the first pet if it was stored and creates it once if not"}
-}
-
-// dbFailureOf is why err says the database could not serve a request, or 0
-// when it does not.
-func dbFailureOf(err error) dbFailure {
-	if err == nil {
-		return 0
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e.db
-	}
-	return 0
-}
+const internalMessage = "the server failed to handle the request; it has been logged"
 
 // retryUnavailable is the Retry-After of a 503: soon, as the database is
 // probed twice a second and a server back in service is ready at once.
@@ -122,22 +89,20 @@ func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// writeError writes err in the Error shape. An error that is not an *Error is
-// kept on the request's log entry and answered as 500 internal_error.
+// writeError writes err in the Error shape: an *Error as it is, a
+// domainError as its kind says, anything else as 500 internal_error. What
+// only the log may see goes on the request's record.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		requestLog(w).err = err
-		e = &Error{Code: codeInternal, Message: "the server failed to handle the request; it has been logged"}
-	} else if e.cause != nil {
-		requestLog(w).err = e.cause
+	info := recordOf(r)
+	if info == nil {
+		info = &requestInfo{} // outside logRequests: nobody logs the cause
 	}
+	e := answer(err, info)
 	status, ok := codeStatus[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError
 	}
 	if status == http.StatusServiceUnavailable {
-		requestLog(w).db = e.db
 		if _, set := w.Header()["Retry-After"]; !set {
 			w.Header()["Retry-After"] = retryUnavailable
 		}
@@ -151,6 +116,31 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, "}\n"...)
 	writeBody(w, status, b)
+}
+
+// answer is what a client is told of err; the cause, and why the database
+// failed, go on info.
+func answer(err error, info *requestInfo) Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return *e
+	}
+	var d *domainError
+	if errors.As(err, &d) && kindCodes[d.kind] != "" {
+		if d.cause != nil {
+			info.err = d.cause
+		}
+		info.db = d.db
+		switch {
+		case d.unsure:
+			return Error{Code: codeUnavailable, Message: outcomeUnknownMessage}
+		case d.kind == kindUnavailable:
+			return Error{Code: codeUnavailable, Message: dbFailureMessages[d.db]}
+		}
+		return Error{Code: kindCodes[d.kind], Message: d.message}
+	}
+	info.err = err
+	return Error{Code: codeInternal, Message: internalMessage}
 }
 
 // writeJSON sends v encoded as JSON (the admin API's answers).

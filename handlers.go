@@ -26,64 +26,6 @@ const (
 	maxPageSize     = 100
 )
 
-// newServer assembles the whole HTTP surface. Read the middleware bottom-up
-// as the path a request takes.
-func newServer(a *app) http.Handler {
-	metered := func(h http.Handler) http.Handler {
-		h = limit(a.limiter, a.audit, a.trustProxy, h)
-		h = authenticate(a.keys, h)
-		return h
-	}
-	needsKey := func(need scopeSet, h http.Handler) http.Handler { return metered(requireKey(requireScope(need, h))) }
-	// peeksKey: h reports the key's rate limits without spending any; a
-	// request it would refuse (no valid key, or not the scope) is limited
-	// and refused as by needsKey.
-	peeksKey := func(need scopeSet, h http.Handler) http.Handler {
-		return authenticate(a.keys, uncounted(need, h, limit(a.limiter, a.audit, a.trustProxy, requireKey(requireScope(need, h)))))
-	}
-
-	mux := http.NewServeMux()
-	addRoutes(mux, needsKey, peeksKey, a.limiter, a.pets, a.idem, a.now)
-	mux.Handle("GET /v1/openapi.yaml", metered(handleOpenAPI()))
-	mux.Handle("GET /healthz", handleHealth())
-	mux.Handle("GET /readyz", handleReady(a.store, a.draining))
-	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
-	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
-	addDocsRoutes(mux)
-	mux.Handle("/", notFound())
-
-	var h http.Handler = mux
-	h = logRequests(a.logger, a.metrics, h)
-	return h
-}
-
-// router is what addRoutes registers on: a ServeMux, or in a test a recorder
-// of the patterns.
-type router interface {
-	Handle(pattern string, handler http.Handler)
-}
-
-// addRoutes registers every operation under /v1 that needs a key, and the
-// Error-shaped 405s and 404s around them, each wrapped in needsKey with the
-// scope it needs, or for the one that reads the caller's rate limits without
-// spending, peeksKey. The store's orders are not served: any valid key is
-// told so (501), and their own scope will come with them.
-func addRoutes(mux router, needsKey, peeksKey func(scopeSet, http.Handler) http.Handler, limiter rateLimiter, pets *petCache, idem *inflight, now func() time.Time) {
-	mux.Handle("GET /v1/pets", needsKey(scopePetsRead, handleListPets(pets, &pageCache{})))
-	mux.Handle("POST /v1/pets", needsKey(scopePetsWrite, handleCreatePet(pets, idem, now)))
-	mux.Handle("GET /v1/pets/{petId}", needsKey(scopePetsRead, deprecated(handleGetPet(pets))))
-	mux.Handle("GET /v1/store/orders", needsKey(noScope, handleNotImplemented()))
-	mux.Handle("GET /v1/rate_limit", peeksKey(scopePetsRead, handleRateLimit(limiter)))
-
-	mux.Handle("/v1/pets", needsKey(noScope, methodNotAllowed("GET, HEAD, POST")))
-	mux.Handle("/v1/pets/{petId}", needsKey(noScope, methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/store/orders", needsKey(noScope, methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/rate_limit", needsKey(noScope, methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/openapi.yaml", needsKey(noScope, methodNotAllowed("GET, HEAD")))
-	mux.Handle("/v1/", needsKey(noScope, notFound()))
-	mux.Handle("/v1", needsKey(noScope, notFound()))
-}
-
 func handleListPets(pets *petCache, pages *pageCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.RawQuery)
@@ -252,7 +194,7 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 		defer cancel()
 		replayed := false
 		if hasKey {
-			pet, replayed, err = createOnce(ctx, pets, idem, now, requestLog(w).key.ID, key, pet)
+			pet, replayed, err = createOnce(ctx, pets, idem, now, recordOf(r).key.ID, key, pet)
 		} else {
 			pet, err = pets.create(ctx, pet, nil)
 		}
@@ -350,7 +292,7 @@ func handleReady(store lifecycle, draining *atomic.Bool) http.Handler {
 			return
 		}
 		if err := store.Ping(r.Context()); err != nil {
-			requestLog(w).err = err
+			recordOf(r).err = err
 			writeError(w, r, errorf(codeUnavailable, "the database does not answer"))
 			return
 		}

@@ -13,13 +13,13 @@ import (
 func rollable(k apiKey, now time.Time) error {
 	switch {
 	case !k.RevokedAt.IsZero():
-		return errorf(codeInvalidRequest, "key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
+		return errInvalid("key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
 			k.ID, k.RevokedAt.Format(time.RFC3339))
 	case k.expiredAt(now):
-		return errorf(codeInvalidRequest, "key %d expired at %s: an expired key cannot be rolled; create a new one",
+		return errInvalid("key %d expired at %s: an expired key cannot be rolled; create a new one",
 			k.ID, k.ExpiresAt.Format(time.RFC3339))
 	case k.RolledTo != 0:
-		return errorf(codeInvalidRequest, "key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
+		return errInvalid("key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
 	}
 	return nil
 }
@@ -62,18 +62,18 @@ var (
 func limitsOf(plan string, perMinute, perDay int64, f keyFields) (limits, error) {
 	if plan == "enterprise" {
 		if perMinute < 1 || perDay < 1 {
-			return limits{}, errorf(codeInvalidRequest, "the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
+			return limits{}, errInvalid("the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
 		}
 		return limits{PerMinute: perMinute, PerDay: perDay}, nil
 	}
 	lim, ok := plans[plan]
 	switch {
 	case plan == "":
-		return limits{}, errorf(codeInvalidRequest, "%s is required: free, pro, business or enterprise", f.plan)
+		return limits{}, errInvalid("%s is required: free, pro, business or enterprise", f.plan)
 	case !ok:
-		return limits{}, errorf(codeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", plan)
+		return limits{}, errInvalid("unknown plan %q: choose free, pro, business or enterprise", plan)
 	case perMinute != 0 || perDay != 0:
-		return limits{}, errorf(codeInvalidRequest, "%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
+		return limits{}, errInvalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
 	}
 	return lim, nil
 }
@@ -98,7 +98,7 @@ type keyChange struct {
 // of keys create, are refused, naming the field by f.
 func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 	if !k.RevokedAt.IsZero() {
-		return k, errorf(codeInvalidRequest, "key %d was revoked at %s: a revoked key cannot be changed", k.ID, k.RevokedAt.Format(time.RFC3339))
+		return k, errInvalid("key %d was revoked at %s: a revoked key cannot be changed", k.ID, k.RevokedAt.Format(time.RFC3339))
 	}
 	plan := k.Plan
 	if c.Plan != nil {
@@ -117,7 +117,7 @@ func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 			perDay = *c.PerDay
 		}
 	} else if c.PerMinute != nil || c.PerDay != nil {
-		return k, errorf(codeInvalidRequest, "%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
+		return k, errInvalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
 	}
 	lim, err := limitsOf(plan, perMinute, perDay, f)
 	if err != nil {
@@ -132,7 +132,7 @@ func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 	}
 	if c.Expires != nil {
 		if !c.Expires.IsZero() && !c.Expires.After(now) {
-			return k, errorf(codeInvalidRequest, "expires %s is not in the future", c.Expires.Format(time.RFC3339))
+			return k, errInvalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
 		}
 		k.ExpiresAt = *c.Expires
 	}
@@ -193,7 +193,7 @@ func reportSpan(field, value string, given bool) (time.Duration, error) {
 	}
 	d, err := parseLifetime(value)
 	if err != nil || d <= 0 || strings.TrimSpace(value) != value {
-		return 0, errorf(codeInvalidRequest, "%s must be a duration above zero (30d, 7d, 12h), not %q", field, value)
+		return 0, errInvalid("%s must be a duration above zero (30d, 7d, 12h), not %q", field, value)
 	}
 	return d, nil
 }

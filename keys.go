@@ -64,7 +64,7 @@ func parseLifetime(s string) (time.Duration, error) {
 func parseExpires(s string, now time.Time) (time.Time, error) {
 	at, err := expiresOf("--expires", s, now)
 	if err != nil {
-		return time.Time{}, usagef("%s", err.(*Error).Message)
+		return time.Time{}, usagef("%s", err.Error())
 	}
 	return at, nil
 }
@@ -78,16 +78,16 @@ func expiresOf(field, s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		d, err := parseLifetime(s)
 		if err != nil {
-			return time.Time{}, errorf(codeInvalidRequest, "%s must be %s, not %q", field, want, s)
+			return time.Time{}, errInvalid("%s must be %s, not %q", field, want, s)
 		}
 		if d <= 0 {
-			return time.Time{}, errorf(codeInvalidRequest, "%s must be a duration above zero, not %q", field, s)
+			return time.Time{}, errInvalid("%s must be a duration above zero, not %q", field, s)
 		}
 		at = now.Add(d)
 	}
 	at = ceilSecond(at).UTC()
 	if !at.After(now) {
-		return time.Time{}, errorf(codeInvalidRequest, "%s %s is not in the future", field, s)
+		return time.Time{}, errInvalid("%s %s is not in the future", field, s)
 	}
 	return at, nil
 }
@@ -96,7 +96,7 @@ func expiresOf(field, s string, now time.Time) (time.Time, error) {
 func parseOverlap(s string) (time.Duration, error) {
 	d, err := overlapOf("--overlap", s)
 	if err != nil {
-		return 0, usagef("%s", err.(*Error).Message)
+		return 0, usagef("%s", err.Error())
 	}
 	return d, nil
 }
@@ -106,7 +106,7 @@ func parseOverlap(s string) (time.Duration, error) {
 func overlapOf(field, s string) (time.Duration, error) {
 	d, err := parseLifetime(s)
 	if err != nil || d < 0 {
-		return 0, errorf(codeInvalidRequest, "%s must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", field, s)
+		return 0, errInvalid("%s must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", field, s)
 	}
 	return d, nil
 }
@@ -273,9 +273,9 @@ func keyIDArgument(command string, args []string) (int64, error) {
 // keyCommandError is a store's refusal as one line: its own message when
 // it is one a user should read (no such key, a key that cannot be rolled).
 func keyCommandError(verb string, id int64, err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Code != codeUnavailable {
-		return errors.New(e.Message)
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return errors.New(e.message)
 	}
 	return fmt.Errorf("%s key %d: %w", verb, id, err)
 }
@@ -284,7 +284,7 @@ func keyCommandError(verb string, id int64, err error) error {
 func planLimits(plan string, rpm, rpd int64) (limits, error) {
 	lim, err := limitsOf(plan, rpm, rpd, flagFields)
 	if err != nil {
-		return limits{}, usagef("%s", err.(*Error).Message)
+		return limits{}, usagef("%s", err.Error())
 	}
 	return lim, nil
 }
@@ -302,10 +302,10 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	var filter keyFilter
 	var err error
 	if filter.Idle, err = reportSpan("--idle", idle, given(c.fs, "idle")); err != nil {
-		return usagef("%s", err.(*Error).Message)
+		return usagef("%s", err.Error())
 	}
 	if filter.Expiring, err = reportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
-		return usagef("%s", err.(*Error).Message)
+		return usagef("%s", err.Error())
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {

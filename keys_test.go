@@ -207,19 +207,19 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 		for _, tt := range []struct {
 			name     string
 			id       int64
-			wantCode string
+			wantKind errorKind
 			mentions string
 		}{
-			{"a key rolled already", rolled.ID, codeInvalidRequest, "rolled to key"},
-			{"a revoked key", revoked.ID, codeInvalidRequest, "revoked"},
-			{"an expired key", expired.ID, codeInvalidRequest, "expired"},
-			{"an unknown id", 999, codeNotFound, "999"},
+			{"a key rolled already", rolled.ID, kindInvalid, "rolled to key"},
+			{"a revoked key", revoked.ID, kindInvalid, "revoked"},
+			{"an expired key", expired.ID, kindInvalid, "expired"},
+			{"an unknown id", 999, kindNotFound, "999"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				_, _, _, err := s.tryRoll(tt.id, time.Hour)
-				var e *Error
-				if !errors.As(err, &e) || e.Code != tt.wantCode || !strings.Contains(e.Message, tt.mentions) {
-					t.Errorf("roll: %v, want %s mentioning %q", err, tt.wantCode, tt.mentions)
+				var e *domainError
+				if !errors.As(err, &e) || e.kind != tt.wantKind || !strings.Contains(e.message, tt.mentions) {
+					t.Errorf("roll: %v, want a failure of kind %d mentioning %q", err, tt.wantKind, tt.mentions)
 				}
 			})
 		}

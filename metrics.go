@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"net/http"
-	"net/http/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // metrics are what the admin listener's GET /metrics reports (docs/observing.md,
@@ -361,21 +359,4 @@ func setFlag(g prometheus.Gauge, on bool) {
 		v = 1
 	}
 	g.Set(v)
-}
-
-// adminHandler is the admin listener's surface: metrics and profiles, never
-// served on the public listener. /debug/pprof/cmdline is left out: the
-// command line may hold a database URL with its password.
-func adminHandler(m *metrics) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles)\n"))
-	})
-	return mux
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -53,15 +54,30 @@ func (info *requestInfo) headerValue(v string) []string {
 	return s
 }
 
-// requestLog returns the request's info, which travels with the
-// ResponseWriter that logRequests wraps: a context value would cost a copy
-// of the request. Outside logRequests (a handler called on its own) it
-// returns a fresh one.
-func requestLog(w http.ResponseWriter) *requestInfo {
-	if sw, ok := w.(*statusWriter); ok {
-		return sw.info
+// recordKey is the context key of a request's record.
+type recordKey struct{}
+
+// requestContext is a request's context with its record. logRequests puts
+// it there once; every later step reads the record with recordOf, whatever
+// wraps the ResponseWriter or the context in between.
+type requestContext struct {
+	context.Context
+	info requestInfo
+}
+
+func (c *requestContext) Value(key any) any {
+	if key == (recordKey{}) {
+		return &c.info
 	}
-	return &requestInfo{}
+	return c.Context.Value(key)
+}
+
+// recordOf is the record logRequests keeps of r; nil when r did not pass
+// logRequests (only writeError accepts that: it then has nowhere to note
+// the cause).
+func recordOf(r *http.Request) *requestInfo {
+	info, _ := r.Context().Value(recordKey{}).(*requestInfo)
+	return info
 }
 
 // statusWriter records what was written, for the log line and for the panic
@@ -70,7 +86,6 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
-	info   *requestInfo
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -132,42 +147,61 @@ func validRequestID(s string) bool {
 	return true
 }
 
-// logRequests gives each request an id, echoes it in X-Request-Id, turns a
-// panic into a 500 Error, writes one log line per request and records it in
-// the metrics (m may be nil: none).
-func logRequests(logger *slog.Logger, m *metrics, next http.Handler) http.Handler {
+// logRequests gives each request its record, an id echoed in
+// X-Request-Id, a 500 Error for a panic, one log line, and its place in the
+// metrics (m may be nil: none).
+func logRequests(logger *slog.Logger, m *metrics) middleware {
 	ids := newRequestIDs()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		// One allocation for both halves of what is tracked.
-		tracked := &struct {
-			info requestInfo
-			sw   statusWriter
-		}{}
-		info, sw := &tracked.info, &tracked.sw
-		sw.ResponseWriter, sw.info = w, info
-		info.id = firstHeader(r.Header, "X-Request-Id")
-		if !validRequestID(info.id) {
-			info.id = ids.next()
-		}
-		w.Header()["X-Request-Id"] = info.headerValue(info.id)
+	return func(next http.Handler) http.Handler {
+		return &requestLogger{logger: logger, metrics: m, ids: ids, next: next}
+	}
+}
 
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				info.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-				if sw.status == 0 {
-					writeError(sw, r, errorf(codeInternal, "the server failed to handle the request; it has been logged"))
-				}
+// requestLogger is the step logRequests adds. It is a type rather than a
+// closure so that ServeHTTP is compiled once, never inlined into its maker's
+// callers: there WithContext is inlined and its copy of the request stays on
+// the stack (TestARequestsRecordCostsNoAllocation).
+type requestLogger struct {
+	logger  *slog.Logger
+	metrics *metrics
+	ids     *requestIDs
+	next    http.Handler
+}
+
+func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	// One allocation for all that is tracked, the request's copy too.
+	tracked := &struct {
+		ctx requestContext
+		sw  statusWriter
+		req http.Request
+	}{}
+	info, sw := &tracked.ctx.info, &tracked.sw
+	sw.ResponseWriter = w
+	tracked.ctx.Context = r.Context()
+	tracked.req = *r.WithContext(&tracked.ctx)
+	r = &tracked.req
+	info.id = firstHeader(r.Header, "X-Request-Id")
+	if !validRequestID(info.id) {
+		info.id = l.ids.next()
+	}
+	w.Header()["X-Request-Id"] = info.headerValue(info.id)
+
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
 			}
-			end := time.Now()
-			m.observeRequest(r, info, sw.status, end.Sub(start))
-			logRequest(logger, r, info, sw, start, end)
-		}()
-		next.ServeHTTP(sw, r)
-	})
+			info.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			if sw.status == 0 {
+				writeError(sw, r, &Error{Code: codeInternal, Message: internalMessage})
+			}
+		}
+		end := time.Now()
+		l.metrics.observeRequest(r, info, sw.status, end.Sub(start))
+		logRequest(l.logger, r, info, sw, start, end)
+	}()
+	l.next.ServeHTTP(sw, r)
 }
 
 func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, start, end time.Time) {

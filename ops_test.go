@@ -75,13 +75,13 @@ func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 	var logs syncBuffer
 	logger, _ := newLogger(&logs, "json", "info")
 	calls := 0
-	h := logRequests(logger, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls++
 		if calls == 1 {
 			panic("boom")
 		}
 		writeBody(w, 200, []byte("{}\n"))
-	}))
+	}), logRequests(logger, nil))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/v1/pets", nil))
 	wantError(t, w, 500, codeInternal)

@@ -389,7 +389,7 @@ func (c *petCache) getCopy(id int64) (body []byte, ok bool, err error) {
 	}
 	pos := c.firstAbove(id - 1)
 	if pos == c.count || c.idAt(pos) != id {
-		return nil, true, errorf(codeNotFound, "no pet has id %d", id)
+		return nil, true, errNotFound("no pet has id %d", id)
 	}
 	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), true, nil
 }

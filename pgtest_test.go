@@ -1,26 +1,51 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"fmt"
+	"net"
 	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// testPostgresURL returns the URL of a new, empty schema of the database
-// PETSTORE_TEST_POSTGRES names, dropped when the test ends, so that tests
-// run in parallel each on their own. Without PETSTORE_TEST_POSTGRES the test
-// is skipped.
+// testPostgresURL returns the URL of a new, empty schema of the tests'
+// database, dropped when the test ends, so that tests run in parallel each on
+// their own. The database is PETSTORE_TEST_POSTGRES's, or else that of a
+// private cluster this test binary starts on first use; with neither the
+// test is skipped.
 func testPostgresURL(t testing.TB) string {
 	t.Helper()
-	base := testEnv(t, "PETSTORE_TEST_POSTGRES", "PostgreSQL tests need a database: set PETSTORE_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test (.ci/run does)")
+	base := os.Getenv("PETSTORE_TEST_POSTGRES")
+	if base == "" {
+		bin := postgresPrograms()
+		if bin == "" {
+			t.Skip("the PostgreSQL tests need PostgreSQL's server programs (Debian: apt-get install postgresql), " +
+				"or PETSTORE_TEST_POSTGRES=postgres://USER@HOST:PORT/DATABASE naming a database")
+		}
+		privatePostgres.once.Do(func() { privatePostgres.url, privatePostgres.err = startPrivatePostgres(bin) })
+		if privatePostgres.err != nil {
+			t.Fatalf("a private PostgreSQL for the tests: %v", privatePostgres.err)
+		}
+		base = privatePostgres.url
+	}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("PETSTORE_TEST_POSTGRES: %v", err)
+		t.Fatalf("the tests' PostgreSQL: %v", err)
 	}
 	defer conn.Close(ctx)
 	schema := "petstore_test_" + strings.ToLower(rand.Text()[:12])
@@ -46,4 +71,103 @@ func testPostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// postgresPrograms is the directory of PostgreSQL's initdb and postgres:
+// on the PATH, or where Debian keeps them (the newest version); "" when
+// they are not installed.
+func postgresPrograms() string {
+	if initdb, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(initdb)
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	slices.SortFunc(found, func(a, b string) int { return cmp.Compare(postgresVersion(a), postgresVersion(b)) })
+	if len(found) == 0 {
+		return ""
+	}
+	return filepath.Dir(found[len(found)-1])
+}
+
+// postgresVersion is N of /usr/lib/postgresql/N/bin/initdb.
+func postgresVersion(initdb string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
+	return n
+}
+
+// privatePostgres is the cluster this test binary started, if any.
+var privatePostgres struct {
+	once sync.Once
+	url  string
+	err  error
+	// stop is the watcher's standard input: when this binary exits, by
+	// any means, it closes, and the watcher stops the server and removes
+	// its directory. Held here so that it is never collected and closed.
+	stop *os.File
+}
+
+// startPrivatePostgres makes a cluster in a temporary directory (trust
+// authentication, nothing synced to disk), starts it on a free loopback
+// port with its unix socket in that directory, and waits until it answers.
+// As root, the cluster runs as the postgres user: initdb and postgres refuse
+// root.
+func startPrivatePostgres(bin string) (string, error) {
+	dir, err := os.MkdirTemp("", "petstore-test-postgres-")
+	if err != nil {
+		return "", err
+	}
+	var asUser *syscall.SysProcAttr
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return "", fmt.Errorf("as root, the cluster needs a postgres user to run as: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return "", err
+		}
+		asUser = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(dir, "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+	initdb.SysProcAttr = asUser
+	if out, err := initdb.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	watcher := exec.Command("sh", "-c", `"$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 \
+  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 >"$2/server.log" 2>&1 &
+server=$!
+read -r _
+kill -INT "$server"
+wait "$server"
+rm -rf "$2"`, "sh", bin, dir, port)
+	watcher.Stdin = r
+	watcher.SysProcAttr = asUser
+	if err := watcher.Start(); err != nil {
+		return "", err
+	}
+	r.Close()
+	privatePostgres.stop = w
+	url := "postgres://postgres@127.0.0.1:" + port + "/postgres"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err == nil {
+			conn.Close(context.Background())
+			return url, nil
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+			return "", fmt.Errorf("PostgreSQL on port %s does not answer: %v\n%s", port, err, log)
+		}
+	}
 }

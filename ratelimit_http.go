@@ -15,40 +15,42 @@ import (
 // limit counts the request against its key, or without a valid key against
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit.
-func limit(limiter rateLimiter, audit *auditLog, trustProxy bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
-		id, lim := callerID{keyID: 0}, anonymousLimits
-		if info.key != nil {
-			id, lim = info.key.budget()
-		} else {
-			id.addr = clientAddr(r, trustProxy)
-		}
-		d, err := limiter.allow(r.Context(), id, lim)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		setRateLimitHeaders(w.Header(), info, d)
-		if !d.allowed {
-			if d.banStarted {
-				audit.banned(info.key, id.addr, d)
+func limit(limiter rateLimiter, audit *auditLog, trustProxy bool) middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := recordOf(r)
+			id, lim := callerID{keyID: 0}, anonymousLimits
+			if info.key != nil {
+				id, lim = info.key.budget()
+			} else {
+				id.addr = clientAddr(r, trustProxy)
 			}
+			d, err := limiter.allow(r.Context(), id, lim)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			setRateLimitHeaders(w.Header(), info, d)
+			if !d.allowed {
+				if d.banStarted {
+					audit.banned(info.key, id.addr, d)
+				}
+				if info.use != nil {
+					info.use.count(d.today, outcomeOf(&d))
+				}
+				refuse(w, r, d)
+				return
+			}
+			next.ServeHTTP(w, r)
 			if info.use != nil {
-				info.use.count(d.today, outcomeOf(&d))
+				outcome := usageAllowed
+				if info.forbidden {
+					outcome = usageForbidden
+				}
+				info.use.count(d.today, outcome)
 			}
-			refuse(w, r, d)
-			return
-		}
-		next.ServeHTTP(w, r)
-		if info.use != nil {
-			outcome := usageAllowed
-			if info.forbidden {
-				outcome = usageForbidden
-			}
-			info.use.count(d.today, outcome)
-		}
-	})
+		})
+	}
 }
 
 // setRateLimitHeaders reports d in the rate-limit headers, and keeps its

@@ -18,7 +18,7 @@ func (k *apiKey) budget() (callerID, limits) {
 // on its 403, as on any operation).
 func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if key := requestLog(w).key; key == nil || !key.Scopes.has(need) {
+		if key := recordOf(r).key; key == nil || !key.Scopes.has(need) {
 			counted.ServeHTTP(w, r)
 			return
 		}
@@ -32,7 +32,7 @@ func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
 // as everywhere, and this request does not count towards a ban.
 func handleRateLimit(limiter rateLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
+		info := recordOf(r)
 		id, lim := info.key.budget()
 		s, err := limiter.peek(r.Context(), id, lim)
 		if err != nil {

@@ -102,20 +102,22 @@ func storedScopes(column string, within scopeSet) scopeSet {
 // requireScope answers 403 insufficient_scope to a request whose key lacks
 // need; it runs after requireKey, so the request has a key and has been
 // counted against its rate limit.
-func requireScope(need scopeSet, next http.Handler) http.Handler {
+func requireScope(need scopeSet) middleware {
 	if need == 0 {
-		return next
+		return func(next http.Handler) http.Handler { return next }
 	}
 	challenge := []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := requestLog(w)
-		if !info.key.Scopes.has(need) {
-			info.forbidden = true
-			insufficientScope(w, r, challenge, "this API key", "the key", need, info.key.Scopes)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			info := recordOf(r)
+			if !info.key.Scopes.has(need) {
+				info.forbidden = true
+				insufficientScope(w, r, challenge, "this API key", "the key", need, info.key.Scopes)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // insufficientScope is the 403 to a credential that has scopes has and

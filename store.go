@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -20,8 +21,9 @@ type Pet struct {
 // store_sqlite.go) or a PostgreSQL database shared by several servers
 // (pgStore, store_postgres.go). It is one small interface per aggregate;
 // each part of the server takes only the ones it uses, and the SQL stays
-// behind them. Errors that mean "the database cannot be reached right now"
-// come back as an unavailable Error (503), which clients may retry.
+// behind them. Their errors say what went wrong in the domain's terms (a
+// domainError): a pet or key not found, an Idempotency-Key taken, or the
+// database unavailable right now and why, which a caller may retry.
 type storage interface {
 	petStore
 	idempotencyStore
@@ -220,7 +222,84 @@ type petInsert struct {
 }
 
 // errIdempotencyTaken: a live record holds the Idempotency-Key already.
-var errIdempotencyTaken = errors.New("idempotency key already used")
+var errIdempotencyTaken = &domainError{kind: kindConflict, message: "idempotency key already used"}
+
+// domainError is what went wrong, in the domain's terms and free of HTTP.
+// The stores, the key rules and the limiter return it; each edge decides
+// what to say of it: writeError a status and a client's text, the commands
+// a message and their exit status.
+type domainError struct {
+	kind    errorKind
+	message string    // says it to a person ("no pet has id 7"); unavailable has none
+	cause   error     // what went wrong underneath, for the log
+	db      dbFailure // unavailable: why
+	unsure  bool      // unavailable: a create reached the database, which may have stored it
+}
+
+type errorKind uint8
+
+const (
+	kindNotFound    errorKind = iota + 1 // no such pet or key
+	kindInvalid                          // the rules refuse it: a revoked key cannot be rolled
+	kindConflict                         // it clashes with what is stored: an Idempotency-Key taken
+	kindUnavailable                      // the database cannot serve it now, for the reason in db
+)
+
+func (e *domainError) Error() string {
+	if e.kind == kindUnavailable {
+		return "the database is unavailable (" + dbFailureNames[e.db] + "): " + e.cause.Error()
+	}
+	return e.message
+}
+
+func (e *domainError) Unwrap() error { return e.cause }
+
+func errNotFound(format string, args ...any) error {
+	return &domainError{kind: kindNotFound, message: fmt.Sprintf(format, args...)}
+}
+
+func errConflict(format string, args ...any) error {
+	return &domainError{kind: kindConflict, message: fmt.Sprintf(format, args...)}
+}
+
+func errInvalid(format string, args ...any) error {
+	return &domainError{kind: kindInvalid, message: fmt.Sprintf(format, args...)}
+}
+
+// dbFailure is why the database could not serve a request: the cause label
+// of petstore_database_unavailable_total.
+type dbFailure uint8
+
+const (
+	dbTimeout       dbFailure = iota + 1 // no answer by the deadline (--db-timeout)
+	dbPoolExhausted                      // no connection free by the deadline, or too many creates already waiting
+	dbRefused                            // the database refused or cut the connection, or the disk refused the write
+	dbFailures                           // how many causes there are, plus one
+)
+
+var dbFailureNames = [dbFailures]string{dbTimeout: "timeout", dbPoolExhausted: "pool_exhausted", dbRefused: "refused"}
+
+// errDatabase is the database unable to serve a request right now, for the
+// reason failure; cause is what went wrong underneath.
+func errDatabase(failure dbFailure, cause error) error {
+	return &domainError{kind: kindUnavailable, db: failure, cause: cause}
+}
+
+// errOutcomeUnknown is a create that reached the database, which then
+// failed to say whether it committed: the pet may be stored.
+func errOutcomeUnknown(failure dbFailure, cause error) error {
+	return &domainError{kind: kindUnavailable, db: failure, cause: cause, unsure: true}
+}
+
+// dbFailureOf is why err says the database could not serve a request, or 0
+// when it does not.
+func dbFailureOf(err error) dbFailure {
+	var e *domainError
+	if err != nil && errors.As(err, &e) {
+		return e.db
+	}
+	return 0
+}
 
 // apiKey is a stored API key. The key itself is never kept, only its hash.
 type apiKey struct {

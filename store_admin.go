@@ -80,7 +80,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 		t, err := scanAdminToken(tx.QueryRow(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 		switch {
 		case errors.Is(err, errNoRows):
-			return errorf(codeNotFound, "no admin token has id %d", id)
+			return errNotFound("no admin token has id %d", id)
 		case err != nil || !t.RevokedAt.IsZero():
 			return err
 		}
@@ -136,7 +136,7 @@ func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {
 	case err != nil:
 		return err
 	}
-	return errorf(codeConflict, "externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
+	return errConflict("externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
 }
 
 // AddUsageHistory adds each row's counts to what the history holds for its

@@ -132,7 +132,7 @@ func (s sqlKeys) keysUpdate(ctx context.Context, fn func(dbTx) error) error {
 func keyForUpdate(ctx context.Context, tx dbTx, id int64) (apiKey, error) {
 	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 	if errors.Is(err, errNoRows) {
-		return apiKey{}, errorf(codeNotFound, "no API key has id %d", id)
+		return apiKey{}, errNotFound("no API key has id %d", id)
 	}
 	return k, err
 }

@@ -413,7 +413,7 @@ func (s *pgStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 		return s.pool.QueryRow(ctx, `SELECT `+petColumns+` FROM pets WHERE id = $1`, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Pet{}, errorf(codeNotFound, "no pet has id %d", id)
+		return Pet{}, errNotFound("no pet has id %d", id)
 	}
 	if err != nil {
 		return Pet{}, err
@@ -561,7 +561,7 @@ func (s *pgStore) pgError(err error) error {
 	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	var known *Error
+	var known *domainError
 	if errors.As(err, &known) {
 		return err
 	}

@@ -494,7 +494,7 @@ func (s *sqliteStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 	var status sql.NullString
 	err := s.getPet.QueryRowContext(ctx, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Pet{}, errorf(codeNotFound, "no pet has id %d", id)
+		return Pet{}, errNotFound("no pet has id %d", id)
 	}
 	if err != nil {
 		return Pet{}, storeError(err)

@@ -201,7 +201,7 @@ func usageCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	days, err := usageDays("--days", daysFlag)
 	if err != nil {
-		return usagef("%s", err.(*Error).Message)
+		return usagef("%s", err.Error())
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {

@@ -30,7 +30,7 @@ const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'uns
 
 // addDocsRoutes registers the reference page, its files and the redirect of
 // GET / to it. None needs a key or counts against a limit.
-func addDocsRoutes(mux router) {
+func addDocsRoutes(mux *http.ServeMux) {
 	page := docsAsset("webui/index.html")
 	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
 	mux.Handle("GET /docs", page)
