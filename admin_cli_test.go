@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -257,5 +259,43 @@ func TestAnOperatorSession(t *testing.T) {
 		if sent < 5 || sent > 25 { // 3 GETs, a create, and the polls of the upgrade
 			t.Errorf("allowed %d", sent)
 		}
+	})
+}
+
+func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
+		id := keyIDByNameVia(t, db, "acme")
+		store, err := openStorage(context.Background(), db, false, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		today := time.Now().UTC()
+		yesterday := dayString(unixDay(today) - 1)
+		if err := store.AddUsageHistory(context.Background(), []usageDay{
+			{BudgetID: id, Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+
+		var rows []usageDay
+		cliJSON(t, &rows, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "3", "--json")
+		want := []usageDay{
+			{Day: dayString(unixDay(today) - 2)},
+			{Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
+			{Day: today.Format(time.DateOnly)},
+		}
+		if !slices.Equal(rows, want) {
+			t.Errorf("usage --json: %+v, want %+v", rows, want)
+		}
+		table := viaRun(t, nil, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "2")
+		if lines := strings.Split(strings.TrimSpace(table.stdout), "\n"); len(lines) != 3 ||
+			!strings.HasPrefix(lines[0], "DAY") || strings.Join(strings.Fields(lines[1]), " ") != yesterday+" 7 2 1 3 4" {
+			t.Errorf("usage as a table:\n%s", table.stdout)
+		}
+		wantFailure(t, viaRun(t, nil, "usage", "--db", db), 2)
+		wantFailure(t, viaRun(t, nil, "usage", "--db", db, "--key", "1", "--days", "0"), 2)
+		wantFailure(t, viaRun(t, nil, "usage", "--db", db, "--key", "99"), 1)
 	})
 }
