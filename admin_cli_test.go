@@ -175,6 +175,7 @@ func TestAnOperatorSession(t *testing.T) {
 		}
 		token := strings.TrimSpace(res.stdout)
 		p := startPetstore(t, dir, "--db", db, "--admin-addr", "127.0.0.1:0")
+		p.keysSent = append(p.keysSent, token) // never in a log line either
 		adminAt := cliAdmin.FindStringSubmatch(p.stderr.String())
 		if adminAt == nil {
 			t.Fatalf("no admin= address on the serving line:\n%s", p.stderr)

@@ -37,8 +37,9 @@ var (
 		"production": regexp.MustCompile(`^psk_live_[0-9A-Za-z]{38}$`),
 		"staging":    regexp.MustCompile(`^psk_test_[0-9A-Za-z]{38}$`),
 	}
-	// cliAnyKey finds anything that looks like an API key in output.
-	cliAnyKey = regexp.MustCompile(`psk_(?:live|test)_[0-9A-Za-z]+`)
+	// cliAnyKey finds anything that looks like an API key or an admin token
+	// in output.
+	cliAnyKey = regexp.MustCompile(`ps[ka]_(?:live|test)_[0-9A-Za-z]+`)
 	// cliServing is the log line that tells where the server listens.
 	cliServing = regexp.MustCompile(`msg=serving addr=http://(127\.0\.0\.1:[0-9]+)`)
 )
