@@ -234,12 +234,12 @@ func (g *adminGate) require(need scopeSet) middleware {
 // authenticate finds the request's admin token, or why it has none. An
 // address banned for its failures is not looked up.
 func (g *adminGate) authenticate(r *http.Request) (*adminToken, authReason, error) {
-	token, isBearer := bearerToken(firstHeader(r.Header, "Authorization"))
+	header := firstHeader(r.Header, "Authorization")
+	token, isBearer := bearerToken(header)
 	switch {
-	case !isBearer || token == "":
-		if firstHeader(r.Header, "Authorization") == "" || isBearer {
-			return nil, authMissing, nil
-		}
+	case header == "" || (isBearer && token == ""):
+		return nil, authMissing, nil
+	case !isBearer:
 		return nil, authMalformed, nil
 	}
 	if problem := secretProblem(token, g.env, adminPrefixes); problem.reason != 0 {
