@@ -112,13 +112,13 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []us
 		for i := range u.tally {
 			t := &u.tally[i]
 			var got taken
-			any := false
+			counted := false
 			for o := range usageOutcomes {
 				if got.n[o] = t.n[o].Swap(0); got.n[o] != 0 {
-					any = true
+					counted = true
 				}
 			}
-			if !any {
+			if !counted {
 				continue
 			}
 			got.t = t
