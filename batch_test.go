@@ -66,9 +66,9 @@ func TestBatcherRunsTheCallsQueuedMeanwhileTogether(t *testing.T) {
 			results, errs := make([]int, 10), make([]error, 10)
 			var wg sync.WaitGroup
 			bb.start(&wg, 0, 1, results, errs)
-			waitFor(t, func() bool { bb.mu.Lock(); defer bb.mu.Unlock(); return len(bb.sizes) == 1 })
+			eventually(t, 5*time.Second, "the first batch runs", func() bool { bb.mu.Lock(); defer bb.mu.Unlock(); return len(bb.sizes) == 1 })
 			bb.start(&wg, 1, 9, results, errs)
-			waitFor(t, func() bool { return bb.queued() == 9 })
+			eventually(t, 5*time.Second, "nine calls queue behind it", func() bool { return bb.queued() == 9 })
 			close(bb.release)
 			wg.Wait()
 
@@ -107,16 +107,6 @@ func TestBatcherFailsEveryCallOfAFailedBatchAndGoesOn(t *testing.T) {
 	// The panicking batch released the role: the next call runs.
 	if _, err := b.do(context.Background(), 3); err != nil {
 		t.Errorf("a call after a failed and a panicking batch: %v", err)
-	}
-}
-
-// waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
 	}
 }
 
@@ -190,7 +180,7 @@ func TestBatcherCallsQueuedBehindAStalledBatchLeaveAtTheirDeadline(t *testing.T)
 	timeouts := []time.Duration{300 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 5 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { results[0].took, results[0].err = sb.call(0, timeouts[0]) })
-	waitFor(t, sb.stalled)
+	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	for i := 1; i < len(results); i++ {
 		wg.Go(func() { results[i].took, results[i].err = sb.call(i, timeouts[i]) })
 	}
@@ -219,11 +209,11 @@ func TestBatcherRefusesACallAtOncePastItsQueueBound(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	wg.Go(func() { _, errs[0] = sb.call(0, 0) })
-	waitFor(t, sb.stalled)
+	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	for i := 1; i <= 3; i++ {
 		wg.Go(func() { _, errs[i] = sb.call(i, 0) })
 	}
-	waitFor(t, func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
+	eventually(t, 5*time.Second, "three calls queue behind the stall", func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
 	took, err := sb.call(4, 0)
 	if !errors.Is(err, errQueueFull) || took > 100*time.Millisecond {
 		t.Errorf("a call past the bound: %v after %v, want errQueueFull at once", err, took)
@@ -245,12 +235,12 @@ func TestBatcherRunsABatchByItsEarliestDeadline(t *testing.T) {
 	sb := newStalledBatcher(0)
 	var wg sync.WaitGroup
 	wg.Go(func() { sb.call(0, 0) })
-	waitFor(t, sb.stalled)
+	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	start := time.Now()
 	for i, timeout := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
 		wg.Go(func() { sb.call(i+1, timeout) })
 	}
-	waitFor(t, func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
+	eventually(t, 5*time.Second, "three calls queue behind the stall", func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
 	close(sb.release)
 	wg.Wait()
 	if len(sb.deadlines) != 2 || !sb.deadlines[0].IsZero() {
@@ -267,11 +257,12 @@ func TestBatcherGoesOnAfterQueuedCallsLeave(t *testing.T) {
 	sb := newStalledBatcher(0)
 	var wg sync.WaitGroup
 	wg.Go(func() { sb.call(0, 0) })
-	waitFor(t, sb.stalled)
+	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
+	var left sync.WaitGroup
 	for i := 1; i <= 50; i++ {
-		wg.Go(func() { sb.call(i, time.Duration(i%5)*time.Millisecond+time.Millisecond) })
+		left.Go(func() { sb.call(i, time.Duration(i%5)*time.Millisecond+time.Millisecond) })
 	}
-	time.Sleep(10 * time.Millisecond)
+	left.Wait() // each left by its deadline, the batch still stalled
 	close(sb.release)
 	wg.Wait()
 	if _, err := sb.call(100, time.Second); err != nil {

@@ -150,31 +150,6 @@ func fuzzRequest(method, target, body string) *http.Request {
 	return req
 }
 
-// fuzzWantError checks that w is a client error in the Error shape: a 4xx
-// whose body is exactly {code, message, status}, status equal to the HTTP
-// status, a code of codeStatus that maps to it, a message. It returns the code.
-func fuzzWantError(t *testing.T, w *httptest.ResponseRecorder) string {
-	t.Helper()
-	if w.Code < 400 || w.Code > 499 {
-		t.Fatalf("HTTP status = %d, want a 4xx error; body: %s", w.Code, w.Body)
-	}
-	var e struct {
-		Code string `json:"code"`
-	}
-	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil {
-		t.Fatalf("error body is not the Error shape: %v: %s", err, w.Body)
-	}
-	status, ok := codeStatus[e.Code]
-	if !ok {
-		t.Fatalf("error code %q is not one of the documented codes; body: %s", e.Code, w.Body)
-	}
-	if status != w.Code {
-		t.Errorf("error code %q is HTTP %d, but the response is %d", e.Code, status, w.Code)
-	}
-	apiWantError(t, w, w.Code, e.Code)
-	return e.Code
-}
-
 // ---------------------------------------------------------------- createPet
 
 // FuzzCreatePetBody sends the input as the body of createPet. A 201 must
@@ -225,7 +200,7 @@ func FuzzCreatePetBody(f *testing.F) {
 		w := s.send(t, s.handler, fuzzRequest("POST", "/v1/pets", body))
 		accept, wantCode := createPetReference(body)
 		if w.Code != http.StatusCreated {
-			code := fuzzWantError(t, w)
+			code := wantError(t, w, 0, "")
 			if w.Code != http.StatusBadRequest {
 				t.Fatalf("HTTP status = %d for a small body with the right Content-Type, want 201 or 400; body: %s", w.Code, w.Body)
 			}
@@ -374,7 +349,7 @@ func FuzzListQuery(f *testing.F) {
 				w.Code, w.Header().Values("Link"), w.Body, ws[1].Code, ws[1].Header().Values("Link"), ws[1].Body)
 		}
 		if parseErr != nil {
-			if code := fuzzWantError(t, w); w.Code != http.StatusBadRequest || code != codeInvalidRequest {
+			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != codeInvalidRequest {
 				t.Fatalf("query %q: %d %s, want 400 invalid_request (%v)", raw, w.Code, code, parseErr)
 			}
 			return
@@ -622,7 +597,7 @@ func FuzzPetID(f *testing.F) {
 			// net/http's ServeMux does not hand every escaped segment to
 			// the wildcard (it sends /v1/pets/%2F to "/"): such a request
 			// never reaches getPet, and gets the API's 404.
-			if code := fuzzWantError(t, w); code != codeNotFound {
+			if code := wantError(t, w, 0, ""); code != codeNotFound {
 				t.Fatalf("petId %q, routed by net/http to %q: %d %s, want 404 not_found", seg, pattern, w.Code, w.Body)
 			}
 			return
@@ -634,11 +609,11 @@ func FuzzPetID(f *testing.F) {
 		}
 		switch {
 		case !ok:
-			if code := fuzzWantError(t, w); w.Code != http.StatusBadRequest || code != codeInvalidRequest {
+			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != codeInvalidRequest {
 				t.Fatalf("petId %q: %d %s, want 400 invalid_request", seg, w.Code, code)
 			}
 		case id > int64(len(pets)):
-			if code := fuzzWantError(t, w); w.Code != http.StatusNotFound || code != codeNotFound {
+			if code := wantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != codeNotFound {
 				t.Fatalf("petId %q: %d %s, want 404 not_found", seg, w.Code, code)
 			}
 		default:
@@ -740,7 +715,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			apiReadPets(t, w)
 			return
 		}
-		if code := fuzzWantError(t, w); w.Code != http.StatusUnauthorized || code != codeUnauthorized {
+		if code := wantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != codeUnauthorized {
 			t.Fatalf("Authorization %q: %d %s, want 401 unauthorized", header, w.Code, w.Body)
 		}
 		challenge := `Bearer realm="petstore"`
@@ -804,7 +779,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		before := s.lastPetID()
 		first := send(h["Idempotency-Key"], body)
 		if !wantOK {
-			if code := fuzzWantError(t, first); first.Code != http.StatusBadRequest || code != codeInvalidRequest {
+			if code := wantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != codeInvalidRequest {
 				t.Fatalf("Idempotency-Key %q: %d %s, want 400 invalid_request", h["Idempotency-Key"], first.Code, first.Body)
 			}
 			if after := s.lastPetID(); after != before {
@@ -833,7 +808,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 		// The same key with another body is a mismatch.
 		other := send([]string{value}, `{"name":"Other","categoryId":2}`)
-		if code := fuzzWantError(t, other); other.Code != http.StatusUnprocessableEntity || code != codeIdempotencyMismatch {
+		if code := wantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != codeIdempotencyMismatch {
 			t.Fatalf("Idempotency-Key %q with another body: %d %s, want 422 idempotency_mismatch", value, other.Code, other.Body)
 		}
 	})

@@ -62,7 +62,7 @@ func TestIdempotentRetry(t *testing.T) {
 
 			switch {
 			case tt.wantCode != "":
-				apiWantError(t, retry, tt.wantStatus, tt.wantCode, "Idempotency-Key")
+				wantError(t, retry, tt.wantStatus, tt.wantCode, "Idempotency-Key")
 			case tt.wantReplayed:
 				if retry.Code != first.Code {
 					t.Errorf("retry: HTTP status = %d, want the first one's %d; body: %s", retry.Code, first.Code, retry.Body)
@@ -147,7 +147,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 					}
 					want++
 				} else {
-					apiWantError(t, w, tt.wantStatus, "invalid_request", "Idempotency-Key")
+					wantError(t, w, tt.wantStatus, "invalid_request", "Idempotency-Key")
 				}
 				if got := apiPetCount(s, key); got != want {
 					t.Errorf("pets = %d, want %d", got, want)
@@ -162,7 +162,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
 	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
 		w := s.do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
-		apiWantError(t, w, http.StatusBadRequest, "invalid_request", "name")
+		wantError(t, w, http.StatusBadRequest, "invalid_request", "name")
 		w = s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "Idempotency-Key", "k1")
 		if w.Code != http.StatusCreated {
 			t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
@@ -209,7 +209,7 @@ func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
 					t.Errorf("response %d: id %d, another response has %d", i, p.ID, id)
 				}
 			case http.StatusConflict:
-				apiWantError(t, w, http.StatusConflict, "idempotency_conflict")
+				wantError(t, w, http.StatusConflict, "idempotency_conflict")
 			default:
 				t.Errorf("response %d: HTTP status = %d, want 201 or 409; body: %s", i, w.Code, w.Body)
 			}

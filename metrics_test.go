@@ -445,7 +445,7 @@ func TestAdminEndpointsAreNeverOnThePublicListener(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			w := s.do("GET", tt.path, "", "")
-			apiWantError(t, w, http.StatusNotFound, "not_found")
+			wantError(t, w, http.StatusNotFound, "not_found")
 			aw := httptest.NewRecorder()
 			admin.ServeHTTP(aw, httptest.NewRequest("GET", tt.path, nil))
 			if aw.Code != tt.wantAdmin {

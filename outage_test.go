@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -34,7 +35,7 @@ const (
 // a 503 unavailable with a Retry-After, within the deadline and its margin.
 func wantUnavailableInTime(t *testing.T, what string, w *httptest.ResponseRecorder, took time.Duration) {
 	t.Helper()
-	apiWantError(t, w, http.StatusServiceUnavailable, codeUnavailable)
+	wantError(t, w, http.StatusServiceUnavailable, codeUnavailable)
 	if w.Header().Get("Retry-After") != "1" {
 		t.Errorf("%s: Retry-After %q, want 1", what, w.Header().Get("Retry-After"))
 	}
@@ -346,7 +347,7 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 		}
 		// A batch runs once its create has looked for the key.
 		for _, s := range []*testServer{a, b} {
-			waitFor(t, func() bool { s.pets.commits.mu.Lock(); defer s.pets.commits.mu.Unlock(); return s.pets.commits.running })
+			eventually(t, 5*time.Second, "a commit runs", func() bool { s.pets.commits.mu.Lock(); defer s.pets.commits.mu.Unlock(); return s.pets.commits.running })
 		}
 		release()
 		wg.Wait()
@@ -358,19 +359,13 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 // second, for up to 3 s.
 func readyWithin(t *testing.T, s *testServer, want int) {
 	t.Helper()
-	for deadline := time.Now().Add(3 * time.Second); ; {
+	eventually(t, 3*time.Second, fmt.Sprintf("/readyz answers %d", want), func() bool {
 		w, took := timedDo(s, "GET", "/readyz", "", "")
 		if took > time.Second {
 			t.Errorf("/readyz answered %d after %v, want within a second", w.Code, took.Round(time.Millisecond))
 		}
-		if w.Code == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz still answers %d %s after 3 s, want %d", w.Code, w.Body, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return w.Code == want
+	})
 }
 
 // /readyz follows the database: a 503 within a second while SQLite's write
@@ -385,7 +380,7 @@ func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 	release := holdWriteLock(t, s.dbPath)
 	readyWithin(t, s, http.StatusServiceUnavailable)
 	w := s.do("GET", "/readyz", "", "")
-	apiWantError(t, w, http.StatusServiceUnavailable, codeUnavailable, "database")
+	wantError(t, w, http.StatusServiceUnavailable, codeUnavailable, "database")
 	if w.Header().Get("Retry-After") == "" {
 		t.Error("/readyz's 503 has no Retry-After")
 	}

@@ -231,7 +231,7 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 		{"GET", "/readyz", ""},
 	} {
 		w := s.do(req.method, req.target, key, req.body)
-		apiWantError(t, w, http.StatusServiceUnavailable, "unavailable")
+		wantError(t, w, http.StatusServiceUnavailable, "unavailable")
 	}
 	if w := s.do("GET", "/v1/pets/"+strconv.FormatInt(before[0].ID, 10), key, ""); w.Code != http.StatusOK {
 		t.Errorf("a pet the copy holds, with the database gone: %d, want 200", w.Code)
@@ -440,7 +440,7 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 		wg.Go(func() { s.ListenPets(ctx, 3*time.Second, func() { heard[i].Add(1) }) })
 	}
 	listen := "LISTEN " + pgx.Identifier{stores[0].petsChannel()}.Sanitize()
-	waitFor(t, func() bool {
+	eventually(t, 5*time.Second, "both stores listen", func() bool {
 		var n int
 		err := stores[0].pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1`, listen).Scan(&n)
 		return err == nil && n == len(stores)
@@ -451,7 +451,7 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
+	eventually(t, 5*time.Second, "each store hears of the other's pet", func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
 	// Notices reach a listener in the order they were sent, at once: any
 	// more would have come by now.
 	time.Sleep(300 * time.Millisecond)

@@ -454,9 +454,22 @@ func dayStepLimiter(start time.Time) (l *localLimiter, days *atomic.Int64, lim l
 	return l, days, limits{PerMinute: 1 << 30, PerDay: 1 << 30}
 }
 
+// TestMidnightWhileFlushingDoesNotDeadlock: flushes racing the requests
+// across many midnights neither deadlock nor lose, double or misdate a
+// count: each day's two requests are stored once, under that day.
 func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
-	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 23, 59, 59, 0, time.UTC))
-	stored := func(context.Context, []usageCount) error { return nil }
+	start := time.Date(2026, time.March, 10, 23, 59, 59, 0, time.UTC)
+	l, days, lim := dayStepLimiter(start)
+	var mu sync.Mutex
+	perDay := make(map[string]int64)
+	stored := func(_ context.Context, counts []usageCount) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range counts {
+			perDay[c.Day] += c.Count
+		}
+		return nil
+	}
 
 	done := make(chan struct{})
 	go func() {
@@ -483,6 +496,17 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Minute): // seconds normally, even under -race
 		t.Fatal("allow and flush deadlocked")
+	}
+	if err := l.flush(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(perDay) != 150_000 {
+		t.Errorf("counts stored under %d days, want 150000", len(perDay))
+	}
+	for d := range 150_000 {
+		if day := start.AddDate(0, 0, d).Format(time.DateOnly); perDay[day] != 2 {
+			t.Fatalf("%s: %d requests stored, want its 2", day, perDay[day])
+		}
 	}
 }
 

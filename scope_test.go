@@ -6,9 +6,7 @@ package main
 import (
 	"context"
 	"io"
-	"maps"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -221,7 +219,7 @@ func TestEachOperationWithEachScope(t *testing.T) {
 						t.Errorf("WWW-Authenticate: %s, want %s", challenge, wantChallenge)
 					}
 					if tt.method != "HEAD" {
-						apiWantError(t, recorded(resp, body), http.StatusForbidden, codeInsufficientScope, tt.scope)
+						wantError(t, recorded(resp, body), http.StatusForbidden, codeInsufficientScope, tt.scope)
 					}
 					if resp.Header.Get("X-RateLimit-Remaining") == "" {
 						t.Error("a 403 without the rate-limit headers")
@@ -256,16 +254,6 @@ func sendTo(t *testing.T, client *http.Client, method, url, key, body string) (*
 		t.Fatal(err)
 	}
 	return resp, string(b)
-}
-
-// recorded is an answer from the network as a ResponseRecorder, for the
-// checks written for those.
-func recorded(resp *http.Response, body string) *httptest.ResponseRecorder {
-	w := httptest.NewRecorder()
-	maps.Copy(w.Header(), resp.Header)
-	w.WriteHeader(resp.StatusCode)
-	w.WriteString(body)
-	return w
 }
 
 // TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt: a 403 is an

@@ -256,13 +256,9 @@ func (l *stallLoad) checksReady(server int) {
 // waitReady waits until each server's /readyz answers 200 again.
 func (l *stallLoad) waitReady() {
 	for i, s := range l.servers {
-		deadline := time.Now().Add(5 * time.Second)
-		for faultDo(l.client, "GET", s.url+"/readyz", "", "").status != http.StatusOK {
-			if time.Now().After(deadline) {
-				l.t.Fatalf("server %d not ready 5 s after the heal", i)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		eventually(l.t, 5*time.Second, fmt.Sprintf("server %d ready after the heal", i), func() bool {
+			return faultDo(l.client, "GET", s.url+"/readyz", "", "").status == http.StatusOK
+		})
 	}
 }
 

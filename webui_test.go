@@ -58,7 +58,7 @@ func TestAPIReferenceNeedsNoKeyAndIsNotRateLimited(t *testing.T) {
 		})
 	}
 	w := s.do("GET", "/docs/assets/nothing.js", "", "")
-	apiWantError(t, w, http.StatusNotFound, "not_found")
+	wantError(t, w, http.StatusNotFound, "not_found")
 }
 
 func TestAPIReferencePageMayFetchOnlyFromItsOwnServer(t *testing.T) {
