@@ -62,29 +62,6 @@ func decodeJSON(t testing.TB, w *httptest.ResponseRecorder, v any) {
 	}
 }
 
-// wantError checks that w is the Error shape with status and code, and
-// that its message says each of says.
-func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code string, says ...string) {
-	t.Helper()
-	var e struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Status  int    `json:"status"`
-	}
-	if w.Code != status {
-		t.Fatalf("HTTP status %d, want %d; body: %s", w.Code, status, w.Body)
-	}
-	decodeJSON(t, w, &e)
-	if e.Code != code || e.Status != status {
-		t.Errorf("error %q (status %d), want %q; body: %s", e.Code, e.Status, code, w.Body)
-	}
-	for _, s := range says {
-		if !strings.Contains(e.Message, s) {
-			t.Errorf("message %q does not say %q", e.Message, s)
-		}
-	}
-}
-
 // adminRequest is a request to a route of the admin API that it answers
 // with success given the scope, and that success.
 type adminRequest struct {
