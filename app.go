@@ -124,7 +124,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 	if err != nil {
 		return nil, "", nil, err
 	}
-	return shared, shared.where(), shared.close, nil
+	return shared, shared.link.where(), shared.close, nil
 }
 
 // redisPrefix begins the Redis keys of the servers of one deployment: its

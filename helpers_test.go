@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -76,8 +75,8 @@ type testOptions struct {
 	postgres bool
 	// db, when set, is an existing database to serve instead of a fresh one.
 	db string
-	// redis limits through Redis (PETSTORE_TEST_REDIS; the test is skipped
-	// without it) instead of in process; redisURL, when set, reaches it
+	// redis limits through the tests' Redis (testRedisURL; the test is
+	// skipped without one) instead of in process; redisURL, when set, reaches it
 	// another way (through a proxy the test can cut).
 	redis    bool
 	redisURL string
@@ -195,8 +194,7 @@ func (s *testServer) flushAudit() {
 }
 
 // forEachLimiter runs test against every rate limiter: in process, and on
-// Redis when PETSTORE_TEST_REDIS names one. A rule proven on one is proven
-// on both.
+// the tests' Redis (testRedisURL). A rule proven on one is proven on both.
 func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *testServer)) {
 	for _, kind := range []string{"in-process", "redis"} {
 		t.Run(kind, func(t *testing.T) {
@@ -327,15 +325,4 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 			t.Fatalf("waited %v for this, in vain: %s", within, what)
 		}
 	}
-}
-
-// testEnv is the environment variable name, which names a service some
-// tests need; without it, the test is skipped, saying why.
-func testEnv(t testing.TB, name, why string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Skip(why)
-	}
-	return v
 }

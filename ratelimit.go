@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"maps"
-	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -46,14 +45,9 @@ type caller struct {
 	keyID     int64 // 0 for a client address, whose count is not stored
 	limits    limits
 	minute    *rate.Limiter
-	policy    string // the RateLimit-Policy header, fixed by limits
-	day       int64  // the UTC day of dayCount, in days since 1970-01-01
-	dayCount  int64
+	policy    string     // the RateLimit-Policy header, fixed by limits
+	state     limitState // the day, the wait and the ban (limitRules)
 	unflushed []dayCount // requests not yet in the database, by day (keys only)
-
-	waitUntil   time.Time // after a 429: when a request will be accepted again
-	waitCount   int       // refused requests sent during that wait
-	bannedUntil time.Time
 }
 
 // decision is the limiter's answer for one request, with what the rate-limit
@@ -110,50 +104,6 @@ type standing struct {
 	minute, day window
 }
 
-// report describes the binding window of a caller with tokens in its minute
-// bucket (refilled at perSecond up to lim.PerMinute) and dayCount requests
-// today: the window with fewer requests left, or on a tie the one that is
-// full again sooner. Both limiters describe their callers through it, so
-// that their headers agree.
-func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
-	minuteLeft := int64(math.Floor(tokens))
-	refill := refillTime(lim, tokens, perSecond)
-	minuteReset := ceilSecond(now.Add(refill))
-	dayLeft := max(0, lim.PerDay-dayCount)
-	dayReset := nextMidnight(now)
-
-	d := decision{policy: policy}
-	if minuteLeft < dayLeft || (minuteLeft == dayLeft && !minuteReset.After(dayReset)) {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", lim.PerMinute, minuteLeft, minuteReset, refill
-	} else {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "day", lim.PerDay, dayLeft, dayReset, dayReset.Sub(now)
-	}
-	d.resetIn = roundUpSecond(d.resetIn)
-	return d
-}
-
-// windows are both windows of a caller, as report sees them.
-func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
-	refill := refillTime(lim, tokens, perSecond)
-	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
-	dayReset := nextMidnight(now)
-	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
-	return minute, day
-}
-
-// refillTime is how long a minute bucket holding tokens takes to be full.
-func refillTime(lim limits, tokens, perSecond float64) time.Duration {
-	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
-}
-
-// reportBan turns d into the answer during a ban that lasts until until:
-// nothing left until it ends.
-func reportBan(d decision, now, until time.Time) decision {
-	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(until.Sub(now))
-	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
-	return d
-}
-
 // policyHeader is the RateLimit-Policy header of lim.
 func policyHeader(lim limits) string {
 	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
@@ -173,6 +123,23 @@ type localLimiter struct {
 	mu      sync.Mutex
 	callers map[callerID]*caller
 	peak    int // most callers held since the map was last made anew
+}
+
+// run runs the limit rules for c at now (cost 0: a look), with its bucket's
+// tokens, and spends what they grant; c.mu is held.
+func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
+	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
+	state, a := limitRules(c.state, f, limitRun{
+		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: float64(c.minute.Limit()), floor: -1,
+	})
+	c.state = state // yesterday's unflushed count stays, under its day
+	if a.take > 0 {
+		c.minute.AllowN(now, int(a.take))
+		if c.keyID != 0 {
+			c.addUnflushed(a.day)
+		}
+	}
+	return a
 }
 
 func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
@@ -195,9 +162,12 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 			c.mu.Unlock()
 			continue
 		}
-		d := l.decide(c, now, today, lim)
+		if c.limits != lim {
+			c.retune(now, lim)
+		}
+		a := l.run(c, now, 1)
 		c.mu.Unlock()
-		return d, nil
+		return a.standing(c.limits, c.policy, float64(c.minute.Limit()), false).decision, nil
 	}
 }
 
@@ -213,22 +183,19 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	// fresh one would.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.day != today {
-		c.day, c.dayCount = today, 0
-	}
 	if c.limits != lim {
 		c.retune(now, lim)
 	}
-	var s standing
-	s.minute, s.day = windows(now, c.limits, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
-	if now.Before(c.bannedUntil) {
-		s.decision = c.banned(now)
-	} else {
-		s.decision = c.report(now)
-		s.allowed = true
-	}
-	s.today = today
-	return s, nil
+	return l.run(c, now, 0).standing(c.limits, c.policy, float64(c.minute.Limit()), true), nil
+}
+
+// retune gives c the figures lim, when its key was changed in place (keys
+// update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
+// up to the new burst, and refills at the new rate from now on.
+func (c *caller) retune(now time.Time, lim limits) {
+	c.limits, c.policy = lim, policyHeader(lim)
+	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
+	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
 // pending is how many of keyID's requests on day this limiter counted and
@@ -266,12 +233,11 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 		}
 	}
 	c = &caller{
-		keyID:    id.keyID,
-		limits:   lim,
-		minute:   rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
-		policy:   policyHeader(lim),
-		day:      today,
-		dayCount: count,
+		keyID:  id.keyID,
+		limits: lim,
+		minute: rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		policy: policyHeader(lim),
+		state:  limitState{day: today, dayCount: count},
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -281,79 +247,6 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	l.callers[id] = c
 	l.peak = max(l.peak, len(l.callers))
 	return c, nil
-}
-
-// decide is allow for one caller with figures lim; c.mu is held.
-func (l *localLimiter) decide(c *caller, now time.Time, today int64, lim limits) decision {
-	if c.day != today {
-		c.day, c.dayCount = today, 0 // yesterday's unflushed count stays, under its day
-	}
-	if c.limits != lim {
-		c.retune(now, lim)
-	}
-	if now.Before(c.bannedUntil) {
-		d := c.banned(now)
-		d.today = today
-		return d
-	}
-
-	tokens := c.minute.TokensAt(now)
-	if tokens >= 1 && c.dayCount < c.limits.PerDay {
-		c.minute.AllowN(now, 1)
-		c.dayCount++
-		if c.keyID != 0 {
-			c.addUnflushed(today)
-		}
-		c.waitUntil, c.waitCount = time.Time{}, 0
-		d := c.report(now)
-		d.allowed, d.today = true, today
-		return d
-	}
-
-	// Refused: nothing is spent. Tell the caller how long to wait, and ban
-	// one that keeps sending during the wait.
-	var wait time.Duration
-	if c.dayCount >= c.limits.PerDay {
-		wait = nextMidnight(now).Sub(now)
-	} else {
-		wait = time.Duration(math.Ceil((1 - tokens) / float64(c.minute.Limit()) * float64(time.Second)))
-	}
-	wait = wholeSeconds(wait)
-	if now.Before(c.waitUntil) {
-		c.waitCount++
-		if c.waitCount > l.banAfter {
-			c.bannedUntil = now.Add(l.banFor)
-			c.waitUntil, c.waitCount = time.Time{}, 0
-			d := c.banned(now)
-			d.banStarted, d.today = true, today
-			return d
-		}
-	} else {
-		c.waitUntil, c.waitCount = now.Add(wait), 0
-	}
-	d := c.report(now)
-	d.code, d.retryAfter = codeRateLimited, wait
-	d.today, d.overQuota = today, c.dayCount >= c.limits.PerDay
-	return d
-}
-
-// retune gives c the figures lim, when its key was changed in place (keys
-// update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
-// up to the new burst, and refills at the new rate from now on.
-func (c *caller) retune(now time.Time, lim limits) {
-	c.limits, c.policy = lim, policyHeader(lim)
-	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
-	c.minute.SetBurstAt(now, int(lim.PerMinute))
-}
-
-// report describes the binding window of c.
-func (c *caller) report(now time.Time) decision {
-	return report(now, c.limits, c.policy, c.minute.TokensAt(now), float64(c.minute.Limit()), c.dayCount)
-}
-
-// banned is the answer during a ban.
-func (c *caller) banned(now time.Time) decision {
-	return reportBan(c.report(now), now, c.bannedUntil)
 }
 
 func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
@@ -393,7 +286,7 @@ func (l *localLimiter) sweep() int {
 	n := 0
 	for id, c := range l.callers {
 		c.mu.Lock()
-		if len(c.unflushed) == 0 && !now.Before(c.bannedUntil) && !now.Before(c.waitUntil) &&
+		if len(c.unflushed) == 0 && !now.Before(c.state.bannedUntil) && !now.Before(c.state.waitUntil) &&
 			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
 			c.evicted = true
 			delete(l.callers, id)

@@ -128,8 +128,6 @@ func (l *lease) spend(now time.Time, lim limits) (scriptAnswer, bool) {
 func (l *lease) view(now time.Time) scriptAnswer {
 	a := l.answer
 	a.nowMs += now.Sub(l.sent).Milliseconds()
-	a.debt -= l.left * tokenDebt
-	a.count -= l.left
 	a.leased = l.left
 	return a
 }

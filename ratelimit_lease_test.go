@@ -156,6 +156,27 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 	}
 }
 
+// The headers of requests spent from a lease count down as without one:
+// the tokens leased here are the caller's, counted once.
+func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
+	s := newTestServerWith(t, testOptions{redis: true})
+	r := s.limiter.(*redisLimiter)
+	id, lim := callerID{keyID: 1}, limits{PerMinute: 600, PerDay: 1 << 40}
+	var fromLease int
+	for i := range 100 {
+		if leased(r, id) > 0 {
+			fromLease++
+		}
+		d, err := r.allow(context.Background(), id, lim)
+		if err != nil || !d.allowed || d.remaining != lim.PerMinute-int64(i+1) {
+			t.Fatalf("request %d: %+v, %v; want allowed with %d remaining", i+1, d, err, lim.PerMinute-int64(i+1))
+		}
+	}
+	if fromLease == 0 {
+		t.Fatal("no request was spent from a lease")
+	}
+}
+
 func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
@@ -203,7 +224,7 @@ func kill(r *redisLimiter) {
 		close(r.stop)
 		r.loop.Wait()
 	})
-	r.client.Close()
+	r.link.client.Close()
 }
 
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {

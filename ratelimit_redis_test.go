@@ -23,12 +23,6 @@ import (
 // one Redis, a day count rebuilt from the database, the fallback while
 // Redis is away. They need a Redis, and touch no key outside their prefix.
 
-// testRedisURL is the tests' Redis; without one the test is skipped.
-func testRedisURL(t testing.TB) string {
-	t.Helper()
-	return testEnv(t, "PETSTORE_TEST_REDIS", "set PETSTORE_TEST_REDIS=redis://127.0.0.1:6379/0 to run the Redis tests")
-}
-
 // testRedisPrefix is a key prefix of the test's own, whose keys are deleted
 // when it ends.
 func testRedisPrefix(t testing.TB) string {
@@ -77,11 +71,13 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 	batch := make([]scriptRun, 3)
 	for i := range batch {
 		id := callerID{addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
-		batch[i] = r.scriptRun(r.key(id), id, lim, 1, -1, -1, 0, leaseAsk{})
+		run := r.args(r.key(id), id, lim)
+		run.cost = 1
+		batch[i] = scriptRun{cmd: run.encode()}
 	}
 	batch = append(batch, batch[0]) // the same caller twice: counted twice, in order
 	// Cached by this test, not by whichever ran before on this Redis.
-	if err := limitScript.Load(context.Background(), r.client).Err(); err != nil {
+	if err := limitScript.Load(context.Background(), r.link.client).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -95,13 +91,13 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 		{"script flushed: the refused runs go again with its text", true, []int64{3, 2, 2, 4}, 2},
 	} {
 		if tc.flush {
-			if err := r.client.ScriptFlush(context.Background()).Err(); err != nil {
+			if err := r.link.client.ScriptFlush(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		runs := slices.Clone(batch)
 		before := events.calls.Load()
-		if err := r.runScripts(context.Background(), runs); err != nil {
+		if err := r.scripts.runBatch(context.Background(), runs); err != nil {
 			t.Fatal(err)
 		}
 		counts := make([]int64, len(runs))
@@ -191,12 +187,14 @@ func TestRedisFirstSeedWins(t *testing.T) {
 	r := s.limiter.(*redisLimiter)
 	id, lim := callerID{keyID: 7}, plans["free"]
 	key := r.key(id)
-	a, err := r.run(r.scriptRun(key, id, lim, 0, -1, 0, 0, leaseAsk{}))
+	look := r.args(key, id, lim)
+	a, err := r.scripts.run(look)
 	if err != nil || a.status != scriptNeedSeed {
 		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, scriptNeedSeed)
 	}
 	for _, seed := range []int64{5, 9} {
-		a, err := r.run(r.scriptRun(key, id, lim, 0, seed, 0, 0, leaseAsk{}))
+		look.seed = seed
+		a, err := r.scripts.run(look)
 		if err != nil || a.status != scriptAllowed || a.count != 5 {
 			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
 		}
@@ -208,7 +206,9 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 	r := s.limiter.(*redisLimiter)
 	r.scriptNow = nil
 	before := time.Now()
-	a, err := r.run(r.scriptRun(r.key(callerID{keyID: 1}), callerID{}, plans["free"], 1, -1, 0, 0, leaseAsk{}))
+	run := r.args(r.key(callerID{keyID: 1}), callerID{}, plans["free"])
+	run.cost = 1
+	a, err := r.scripts.run(run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
 		t.Errorf("Remaining = %d after the outage, want 0: 20 of 20 used", got)
 	}
-	if got := r.outages.Load(); got != 1 {
+	if got := r.link.outages.Load(); got != 1 {
 		t.Errorf("outages = %d, want 1", got)
 	}
 	if got := events.String(); got != "down up" {
@@ -438,8 +438,8 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("a request waited %v for a Redis that does not answer", took)
 	}
-	if w.Code != 200 || !r.down.Load() {
-		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, r.down.Load())
+	if w.Code != 200 || !r.link.down.Load() {
+		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, r.link.down.Load())
 	}
 }
 
@@ -467,7 +467,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 		}
 		s.clock.advance(redisProbeEvery)
 	}
-	if got := r.outages.Load(); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
+	if got := r.link.outages.Load(); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
 		t.Errorf("outages = %d, log:\n%s\nwant one outage, logged once", got, logs)
 	}
 }

@@ -362,8 +362,8 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 // BenchmarkDecision measures one rate-limit decision as the limit
 // middleware asks for it: in process; on Redis for 10,000 keys in turn, each
 // too quiet for a lease here (a script run each); and on Redis for one hot
-// key, leased (mostly no round trip). The Redis ones need
-// PETSTORE_TEST_REDIS.
+// key, leased (mostly no round trip). The Redis ones need the tests'
+// Redis (testRedisURL).
 func BenchmarkDecision(b *testing.B) {
 	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
 	b.Run("in-process", func(b *testing.B) {
@@ -385,7 +385,7 @@ func BenchmarkDecision(b *testing.B) {
 			defer r.close()
 			benchmarkAllow(b, r, limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
 			b.StopTimer()
-			if r.down.Load() {
+			if r.link.down.Load() {
 				b.Fatal("Redis went away during the benchmark")
 			}
 		})

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server limits: a slow or oversized request is cut off before it costs
@@ -146,6 +148,10 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	var m *metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
+	}
+	if cfg.redis != "" {
+		// go-redis has one logger for the whole process: this one.
+		redis.SetLogger(redisLog{logger})
 	}
 	a, err := newApp(ctx, cfg, appDeps{now: time.Now, logger: logger, metrics: m})
 	if err != nil {

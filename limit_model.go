@@ -1,0 +1,255 @@
+package main
+
+import (
+	"math"
+	"time"
+)
+
+// The limit rules, written once: limitRules decides one run (a request or a
+// look) of one caller from its state, the moment and its figures. The
+// in-process limiter runs it; the Redis script limit.lua is the same rules
+// in Lua, proven equal to it by FuzzLimitScriptAgreesWithTheModel. The
+// minute bucket is not in here: the in-process limiter keeps it in
+// golang.org/x/time/rate and the script as a theoretical arrival time, and
+// either hands its tokens at now in (limitRun.tokens).
+
+// The status of a run, the script's answer's first number.
+const (
+	scriptAllowed  = 0 // allowed, or a look at a caller that is not banned
+	scriptLimited  = 1 // refused for a while (retryAfter)
+	scriptBanned   = 2 // refused during a ban
+	scriptNeedSeed = 3 // the day count is missing: run again with a seed
+	scriptBanStart = 4 // this very run started the ban
+)
+
+// limitFigures are a caller's allowances and the ban settings.
+type limitFigures struct {
+	limits
+	banAfter int64         // requests allowed during a wait before a ban
+	banFor   time.Duration // how long a ban lasts
+	// durable: an API key, whose day count is also stored in the database:
+	// a missing count is seeded from there, never started at 0.
+	durable bool
+}
+
+// limitState is one caller's state apart from its minute bucket. A fresh
+// caller is the zero value.
+type limitState struct {
+	day, dayCount int64     // the UTC day (days since 1970-01-01) and the requests granted on it
+	waitUntil     time.Time // after a refusal: when a request will be accepted again
+	waitCount     int64     // requests sent during that wait
+	bannedUntil   time.Time // the end of a ban
+	leases        []leaseOut
+}
+
+// leaseOut is a server's lease of a caller's tokens (ratelimit_lease.go):
+// counted as spent, and not refilled until settled or held as spent.
+type leaseOut struct {
+	owner  string
+	tokens int64
+	until  int64 // ms since 1970: from then on the tokens are held as spent
+}
+
+// limitRun is what one run is asked.
+type limitRun struct {
+	now       time.Time
+	cost      int64   // 1 counts a request, 0 only looks
+	tokens    float64 // in the minute bucket at now, leased tokens not held back
+	perSecond float64 // the bucket's refill
+	// seed is a durable caller's stored count of today, -1 when not read
+	// yet; floor a count the caller is known to have reached on floorDay
+	// (-1: none), which the day count is raised to (after an outage).
+	seed, floor, floorDay int64
+	lease                 leaseAsk // this server's lease, settled and taken anew
+}
+
+// limitAnswer is what a run decides. tokens and dayCount are after the run,
+// with the tokens leased out spent; leased of them are the asking server's.
+type limitAnswer struct {
+	status      int64
+	now         time.Time
+	tokens      float64
+	dayCount    int64
+	day         int64
+	retryAfter  time.Duration // limited: whole seconds
+	bannedUntil time.Time     // banned
+	take        int64         // taken from the bucket and the day: the request's and the lease's
+	leased      int64         // of take, leased to the asking server
+	write       bool          // the state changed: the script stores it
+}
+
+// limitRules decides run for a caller in state s with figures f, and returns
+// the caller's state after it.
+func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
+	now := run.now
+	today := unixDay(now)
+	a := limitAnswer{now: now, day: today}
+	changed := false
+	if s.day != today {
+		switch {
+		case !f.durable:
+			s.dayCount = 0
+		case run.seed < 0:
+			a.status = scriptNeedSeed
+			return s, a
+		default:
+			s.dayCount = run.seed // set only while the count is missing: the first seed wins
+		}
+		s.day, changed = today, true
+	} else if run.floor > s.dayCount && run.floorDay == today {
+		s.dayCount, changed = run.floor, true
+	}
+
+	// At most the tokens not leased out: the bucket does not refill those
+	// while they are out. Leases that expired are held as spent now, and
+	// go. The lease this run settles was out whole until its spent tokens
+	// were spent (by spentBy), and its unspent ones until now, when they go
+	// back.
+	pm := float64(f.PerMinute)
+	nowMs := now.UnixMilli()
+	tokens := run.tokens
+	var gone bool
+	if len(s.leases) > 0 {
+		var leasedOut, mine int64
+		var mineLive bool
+		for _, l := range s.leases {
+			leasedOut += l.tokens
+			if l.owner == run.lease.owner {
+				mine, mineLive = l.tokens, l.until > nowMs
+			}
+			gone = gone || l.owner == run.lease.owner || l.until <= nowMs
+		}
+		if mineLive {
+			back := min(run.lease.giveBack, mine)
+			refilled := float64(max(0, nowMs-run.lease.spentBy)) * pm / tokenDebt
+			debt := max(pm-tokens, float64(leasedOut-mine+back), float64(leasedOut)-refilled)
+			tokens = pm - max(0, debt-float64(back))
+			s.dayCount = max(0, s.dayCount-back)
+		} else {
+			tokens = min(tokens, pm-float64(leasedOut))
+		}
+	}
+
+	switch {
+	case now.Before(s.bannedUntil):
+		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone
+	case run.cost == 0:
+		a.write = (changed && f.durable) || gone
+	case tokens >= 1 && s.dayCount < f.PerDay:
+		take := int64(1)
+		if run.lease.owner != "" && run.lease.want > 1 {
+			left := min(int64(math.Floor(tokens)), f.PerDay-s.dayCount)
+			take = max(1, min(run.lease.want, left/leaseShare))
+		}
+		tokens -= float64(take)
+		s.dayCount += take
+		s.waitUntil, s.waitCount = time.Time{}, 0
+		a.take, a.leased, a.write = take, take-1, true
+	default:
+		// Refused: nothing is spent. Tell the caller how long to wait, and
+		// ban one that keeps sending during the wait.
+		a.write = true
+		var wait time.Duration
+		if s.dayCount >= f.PerDay {
+			wait = nextMidnight(now).Sub(now)
+		} else {
+			wait = time.Duration(math.Ceil((1 - tokens) / run.perSecond * float64(time.Second)))
+		}
+		wait = wholeSeconds(wait)
+		switch {
+		case !now.Before(s.waitUntil):
+			s.waitUntil, s.waitCount = now.Add(wait), 0
+			a.status, a.retryAfter = scriptLimited, wait
+		case s.waitCount+1 > f.banAfter:
+			s.bannedUntil, s.waitUntil, s.waitCount = now.Add(f.banFor), time.Time{}, 0
+			a.status, a.bannedUntil = scriptBanStart, s.bannedUntil
+		default:
+			s.waitCount++
+			a.status, a.retryAfter = scriptLimited, wait
+		}
+	}
+	a.tokens, a.dayCount = tokens, s.dayCount
+	if a.write && (gone || a.leased > 0) {
+		until := min(nowMs+leaseKeep.Milliseconds(), (today+1)*86_400_000)
+		s.leases = settleLeases(s.leases, run.lease.owner, nowMs, a.leased, until)
+	}
+	return s, a
+}
+
+// settleLeases are leases without owner's and those held as spent by nowMs,
+// with owner's new lease of tokens (none when 0). They are made anew: the
+// state before the run is left as it was.
+func settleLeases(leases []leaseOut, owner string, nowMs, tokens, until int64) []leaseOut {
+	var kept []leaseOut
+	for _, l := range leases {
+		if l.owner != owner && l.until > nowMs {
+			kept = append(kept, l)
+		}
+	}
+	if tokens > 0 {
+		kept = append(kept, leaseOut{owner, tokens, until})
+	}
+	return kept
+}
+
+// standing is what a run's answer tells the caller, under lim with the
+// RateLimit-Policy header policy, with both windows when asked: the tokens
+// leased to the asking server are the caller's to spend.
+func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both bool) standing {
+	tokens, dayCount := a.tokens+float64(a.leased), a.dayCount-a.leased
+	var s standing
+	s.decision = report(a.now, lim, policy, tokens, perSecond, dayCount)
+	if both {
+		s.minute, s.day = windows(a.now, lim, tokens, perSecond, dayCount)
+	}
+	s.today = unixDay(a.now)
+	switch a.status {
+	case scriptAllowed:
+		s.allowed = true
+	case scriptLimited:
+		s.code, s.retryAfter = codeRateLimited, a.retryAfter
+		// The rules refuse for the day once its count, every lease out
+		// included, has reached the quota.
+		s.overQuota = a.dayCount >= lim.PerDay
+	case scriptBanned, scriptBanStart:
+		s.decision = reportBan(s.decision, a.now, a.bannedUntil)
+		s.banStarted = a.status == scriptBanStart
+	}
+	return s
+}
+
+// report describes the binding window of a caller with tokens in its minute
+// bucket (refilled at perSecond up to lim.PerMinute) and dayCount requests
+// today: the window with fewer requests left, or on a tie the one that is
+// full again sooner. Both limiters describe their callers through it, so
+// that their headers agree.
+func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
+	minute, day := windows(now, lim, tokens, perSecond, dayCount)
+	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn}
+	if minute.remaining < day.remaining || (minute.remaining == day.remaining && !minute.reset.After(day.reset)) {
+		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", minute.limit, minute.remaining, minute.reset, minute.resetIn
+	}
+	return d
+}
+
+// windows are both windows of a caller, as report sees them.
+func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
+	refill := refillTime(lim, tokens, perSecond)
+	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
+	dayReset := nextMidnight(now)
+	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
+	return minute, day
+}
+
+// refillTime is how long a minute bucket holding tokens takes to be full.
+func refillTime(lim limits, tokens, perSecond float64) time.Duration {
+	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
+}
+
+// reportBan turns d into the answer during a ban that lasts until until:
+// nothing left until it ends.
+func reportBan(d decision, now, until time.Time) decision {
+	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(until.Sub(now))
+	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
+	return d
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scriptRunner runs limit.lua for concurrent requests in shared round
+// trips: the runs that come while one round trip is under way go to Redis
+// together in the next, in one pipeline, whatever becomes of the request
+// that sends them.
+type scriptRunner struct {
+	client *redis.Client
+	// call is told when each round trip began, once it has ended (may be nil).
+	call  func(start time.Time)
+	batch batcher[scriptRun]
+}
+
+// scriptRun is one run of limit.lua in a pipeline, with its answer.
+type scriptRun struct {
+	cmd    []any // scriptArgs.encode
+	answer scriptAnswer
+	err    error
+}
+
+// maxPipeline bounds the script runs sent in one round trip.
+const maxPipeline = 128
+
+func newScriptRunner(client *redis.Client, call func(start time.Time)) *scriptRunner {
+	s := &scriptRunner{client: client, call: call}
+	s.batch = batcher[scriptRun]{max: maxPipeline, run: s.runBatch}
+	return s
+}
+
+// run runs the script once, in a shared round trip.
+func (s *scriptRunner) run(args scriptArgs) (scriptAnswer, error) {
+	done, err := s.batch.do(context.Background(), scriptRun{cmd: args.encode()})
+	if err != nil {
+		return scriptAnswer{}, err
+	}
+	return done.answer, done.err
+}
+
+// runBatch sends a batch of script runs in one round trip. A Redis that
+// lost the script (restarted, flushed) is sent its text with the runs that
+// it refused, in a second one.
+func (s *scriptRunner) runBatch(ctx context.Context, batch []scriptRun) error {
+	cmds := make([]*redis.Cmd, len(batch))
+	s.send(ctx, batch, cmds, func(int) bool { return true }, false)
+	s.send(ctx, batch, cmds, func(i int) bool { return cmds[i].Err() != nil && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, true)
+	for i, cmd := range cmds {
+		v, err := cmd.Int64Slice()
+		if err == nil {
+			batch[i].answer, err = decodeScriptAnswer(v)
+		}
+		batch[i].err = err
+	}
+	return nil
+}
+
+// send sends, in one round trip, the runs of batch that pick picks, into
+// their places in cmds: by the script's hash, or withText by its text. One
+// run goes alone, as a plain command: a pipeline would try a refused
+// connection twice, which the probe of a Redis that is away must not.
+func (s *scriptRunner) send(ctx context.Context, batch []scriptRun, cmds []*redis.Cmd, pick func(i int) bool, withText bool) {
+	var start time.Time
+	if s.call != nil {
+		start = time.Now()
+	}
+	var picked []int
+	for i := range batch {
+		if pick(i) {
+			cmds[i] = redis.NewCmd(ctx, batch[i].command(withText)...)
+			picked = append(picked, i)
+		}
+	}
+	switch len(picked) {
+	case 0:
+		return
+	case 1:
+		// The error is on the command.
+		_ = s.client.Process(ctx, cmds[picked[0]])
+	default:
+		_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range picked {
+				_ = p.Process(ctx, cmds[i])
+			}
+			return nil
+		})
+	}
+	if s.call != nil {
+		s.call(start)
+	}
+}
+
+// command is the run's command: EVALSHA, or withText EVAL with the text.
+func (sr scriptRun) command(withText bool) []any {
+	if !withText {
+		return sr.cmd
+	}
+	cmd := slices.Clone(sr.cmd)
+	cmd[0], cmd[1] = "eval", limitScriptText
+	return cmd
+}
