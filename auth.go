@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,10 +123,13 @@ type keyring struct {
 	env   string
 	now   func() time.Time
 
-	mu      sync.RWMutex
-	byHash  map[[sha256.Size]byte]*heldKey
-	uses    map[int64]*keyUse // by key id; outlives the reloads
-	version int64
+	mu        sync.RWMutex
+	byHash    map[[sha256.Size]byte]*heldKey
+	uses      map[int64]*keyUse // by key id; outlives the reloads
+	version   int64
+	checkedAt time.Time // when refresh last read the version
+
+	sharedMu sync.Mutex // one refreshShared at a time
 
 	flushMu sync.Mutex // one flushLastUsed at a time
 }
@@ -148,6 +152,12 @@ type keyUse struct {
 
 const keyRefreshEvery = 500 * time.Millisecond
 
+// sharedRefreshAge is how old the keyring's look at the version may be
+// before a request from a limited sender with a key not held here reloads
+// it (refreshShared): whatever their number, such requests check the
+// version at most ten times a second and look no key up.
+const sharedRefreshAge = 100 * time.Millisecond
+
 func newKeyring(ctx context.Context, store keyStore, env string, now func() time.Time) (*keyring, error) {
 	k := &keyring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*keyUse)}
 	return k, k.refresh(ctx)
@@ -159,9 +169,10 @@ func (k *keyring) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	k.mu.RLock()
+	k.mu.Lock()
+	k.checkedAt = k.now()
 	same := version == k.version
-	k.mu.RUnlock()
+	k.mu.Unlock()
 	if same {
 		return nil
 	}
@@ -202,9 +213,13 @@ func (k *keyring) useOf(key *apiKey) *keyUse {
 }
 
 // lookup returns the active key for token, with its note of use, or why
-// there is none. A key made since the last reload is found in the database
-// and kept.
-func (k *keyring) lookup(ctx context.Context, token string) (*heldKey, authFailure, error) {
+// there is none. A key made
+// since the last reload is found in the database and kept; but when
+// senderLimited (nil: never) says the request's sender is limited or banned,
+// the keys are reloaded if they changed (refreshShared) and no key is looked
+// up: made-up keys with a valid checksum cost the database nothing once
+// their sender is limited, and a key made a moment ago still works.
+func (k *keyring) lookup(ctx context.Context, token string, senderLimited func(context.Context) bool) (*heldKey, authFailure, error) {
 	hash := hashKey(token)
 	k.mu.RLock()
 	h, known := k.byHash[hash]
@@ -215,6 +230,18 @@ func (k *keyring) lookup(ctx context.Context, token string) (*heldKey, authFailu
 		// hash: it has the shape, as it was made by newKey for this env.
 		if problem := keyProblem(token, k.env); problem.reason != 0 {
 			return nil, problem, nil
+		}
+		if senderLimited != nil && senderLimited(ctx) {
+			if err := k.refreshShared(ctx); err != nil {
+				return nil, authUnknownKey, err
+			}
+			k.mu.RLock()
+			h, known = k.byHash[hash]
+			k.mu.RUnlock()
+			if !known {
+				return nil, authUnknownKey, nil
+			}
+			return k.active(h)
 		}
 		found, ok, err := k.store.KeyByHash(ctx, bytes.Clone(hash[:]))
 		if err != nil || !ok {
@@ -230,6 +257,11 @@ func (k *keyring) lookup(ctx context.Context, token string) (*heldKey, authFailu
 		}
 		k.mu.Unlock()
 	}
+	return k.active(h)
+}
+
+// active returns h when its key works now, or why it does not.
+func (k *keyring) active(h *heldKey) (*heldKey, authFailure, error) {
 	key := &h.key
 	if !key.RevokedAt.IsZero() {
 		return nil, authRevokedKey, nil
@@ -242,6 +274,21 @@ func (k *keyring) lookup(ctx context.Context, token string) (*heldKey, authFailu
 		h.use.used.Store(true)
 	}
 	return h, authFailure{}, nil
+}
+
+// refreshShared is refresh for the requests of limited senders: one at a
+// time, the others waiting for it and then finding the keyring fresh; none
+// when the keyring read the version less than sharedRefreshAge ago.
+func (k *keyring) refreshShared(ctx context.Context) error {
+	k.sharedMu.Lock()
+	defer k.sharedMu.Unlock()
+	k.mu.RLock()
+	fresh := k.now().Sub(k.checkedAt) < sharedRefreshAge
+	k.mu.RUnlock()
+	if fresh {
+		return nil
+	}
+	return k.refresh(ctx)
 }
 
 // flushLastUsed writes the minute of now as the last use of every key used
@@ -342,8 +389,10 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 }
 
 // authenticate finds the request's API key, if it sends a valid one. It
-// refuses nothing itself: the rate limit comes first, then requireKey.
-func authenticate(keys *keyring) middleware {
+// refuses nothing itself: the rate limit comes first, then requireKey. A
+// key this server does not hold is looked up in the database only when its
+// sender's address is neither limited nor banned by limiter.
+func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(r)
@@ -361,7 +410,9 @@ func authenticate(keys *keyring) middleware {
 				// A failed look-up is answered by requireKey, after the
 				// address limit has set its headers.
 				var h *heldKey
-				h, info.auth, info.authErr = keys.lookup(r.Context(), token)
+				h, info.auth, info.authErr = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
+					return addressLimited(ctx, limiter, clientAddr(r, trustProxy))
+				})
 				if h != nil {
 					info.key, info.use = &h.key, h.use
 				}
@@ -369,6 +420,14 @@ func authenticate(keys *keyring) middleware {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// addressLimited tells whether a request without a key from addr would be
+// refused now: the address is banned, or one of its windows is spent. When
+// the limiter cannot tell, it is not.
+func addressLimited(ctx context.Context, limiter rateLimiter, addr netip.Addr) bool {
+	s, err := limiter.peek(ctx, callerID{addr: addr}, anonymousLimits)
+	return err == nil && (!s.allowed || s.minute.remaining < 1 || s.day.remaining < 1)
 }
 
 // requireKey answers 401 to a request without a valid API key.

@@ -30,6 +30,11 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 	chromium := chromiumPath(t)
 	s := newTestServer(t)
 	key := s.mustCreateKey("free")
+	for _, name := range []string{"Rex", "Bella"} {
+		if w := s.do("POST", "/v1/pets", key, `{"name":"`+name+`","categoryId":1}`); w.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, w.Code, w.Body)
+		}
+	}
 	server := httptest.NewServer(s.handler)
 	t.Cleanup(server.Close)
 
@@ -62,6 +67,13 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 		}
 	}
 
+	// The top of the page says what to do first.
+	var intro string
+	page.eval(ctx, `document.querySelector('.information-container').textContent`, &intro)
+	if !strings.Contains(intro, "Authorize") || !strings.Contains(intro, "Try it out") {
+		t.Errorf("the top of the page does not say to Authorize, then Try it out:\n%s", intro)
+	}
+
 	// Authorize with the key, as a user would: type it into the dialog.
 	page.click(ctx, `.auth-wrapper .authorize`)
 	page.waitFor(ctx, "the Authorize dialog", `!!document.querySelector('.modal-ux input')`)
@@ -85,8 +97,48 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 	if got != "200" {
 		t.Errorf("Try it out on listPets answered %q, want 200", got)
 	}
+	// The first Try it out sends no filter and no cursor of an example,
+	// and lists the pets there are.
+	var body string
+	page.eval(ctx, `document.querySelector('`+op+` .live-responses-table .response .response-col_description').textContent`, &body)
+	if !strings.Contains(body, "Rex") || !strings.Contains(body, "Bella") {
+		t.Errorf("Try it out on listPets shows %q, want both pets", body)
+	}
+	for _, r := range b.requests() {
+		if strings.HasPrefix(r.url, server.URL+"/v1/pets?") && (strings.Contains(r.url, "cursor=") || strings.Contains(r.url, "status=")) {
+			t.Errorf("the first Try it out of listPets sent %s, want no cursor and no status", r.url)
+		}
+	}
 	page.eval(ctx, `document.querySelector('`+op+` .responses-wrapper').scrollIntoView()`, nil)
 	b.screenshot(ctx, t, page)
+
+	// Try it out on createPet twice: two pets, not one replayed under an
+	// example Idempotency-Key.
+	const create = `#operations-pets-createPet`
+	page.click(ctx, create+` .opblock-summary-control`)
+	page.waitFor(ctx, "Try it out", `!!document.querySelector('`+create+` .try-out__btn')`)
+	page.click(ctx, create+` .try-out__btn`)
+	page.waitFor(ctx, "Execute", `!!document.querySelector('`+create+` .execute')`)
+	pets := func() int {
+		stored, err := s.store.ListPets(ctx, "", 0, maxPageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(stored)
+	}
+	for i := range 2 {
+		page.click(ctx, create+` .execute`)
+		for start := time.Now(); pets() != 3+i; time.Sleep(50 * time.Millisecond) {
+			if time.Since(start) > 20*time.Second {
+				var text string
+				page.eval(ctx, `document.querySelector('`+create+`').innerText`, &text)
+				t.Fatalf("Try it out %d on createPet: the store holds %d pets, want %d; the operation shows:\n%s", i+1, pets(), 3+i, text)
+			}
+		}
+		// The answer is shown before Execute is clicked again.
+		const created = create + ` .live-responses-table .response .response-col_status`
+		page.waitFor(ctx, "the response", `document.querySelector('`+created+`')?.textContent.trim() === '201'`)
+	}
 
 	// Every request the page made went to this server; the key went only
 	// with the API call, to /v1.
@@ -430,6 +482,8 @@ func (b *browser) screenshot(ctx context.Context, t *testing.T, p *tab) {
 		if dir, err = os.MkdirTemp("", "petstore-browser-test-"); err != nil {
 			t.Fatal(err)
 		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "docs-try-it-out.png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {

@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,6 +139,27 @@ func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
 	return openFlagged(ctx, "--db", d.db, create, time.Now)
 }
 
+// create is open for a command that makes something (keys create): it
+// creates a SQLite file that is not there, and then says so on stderr with
+// its absolute path, so that a key made in the wrong folder, for a database
+// no server uses, is noticed at once.
+func (d *dbFlags) create(ctx context.Context, stderr io.Writer) (storage, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	_, statErr := os.Stat(d.db)
+	isNew := !isPostgresURL(d.db) && errors.Is(statErr, os.ErrNotExist)
+	store, err := openFlagged(ctx, "--db", d.db, true, time.Now)
+	if err == nil && isNew {
+		abs, absErr := filepath.Abs(d.db)
+		if absErr != nil {
+			abs = d.db
+		}
+		fmt.Fprintf(stderr, "petstore: created a new, empty database at %s\n", abs)
+	}
+	return store, err
+}
+
 // openFlagged opens the database the command-line flag names; a URL that
 // no engine can read is a mistake on the command line (exit status 2).
 func openFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (storage, error) {
@@ -154,6 +177,24 @@ func flagError(flag string, err error) error {
 		return usagef("%s %v", flag, err)
 	}
 	return err
+}
+
+// migrateCommand brings a database's schema up to date. On PostgreSQL it is
+// run by the role that owns the tables, so that the servers may run as a
+// role with only the grants they need (docs/production.md, "Least
+// privilege on PostgreSQL").
+func migrateCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c := newCommand("migrate", getenv, stdout).withDB()
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	store, err := c.db.create(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.shown(), len(migrations))
+	return nil
 }
 
 // backupCommand writes a copy of a SQLite database, made while servers go

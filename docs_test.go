@@ -358,31 +358,10 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 		if len(words) == 0 || words[0] != "curl" {
 			t.Fatalf("the README's first session runs %q: the test knows only curl and keys create", step.command)
 		}
-		req, err := http.NewRequest(http.MethodGet, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 1; i < len(words); i++ {
-			switch words[i] {
-			case "-s", "-i", "-si":
-			case "-H":
-				name, value, _ := strings.Cut(words[i+1], ": ")
-				req.Header.Set(name, value)
-				i++
-			case "-d":
-				req.Method, req.Body = http.MethodPost, io.NopCloser(strings.NewReader(words[i+1]))
-				req.ContentLength = int64(len(words[i+1]))
-				i++
-			default:
-				target, ok := strings.CutPrefix(words[i], "http://localhost:8080")
-				if !ok {
-					t.Fatalf("%s: the test does not know curl's %q", step.command, words[i])
-				}
-				if req.URL, err = req.URL.Parse(server.url + target); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		req := curlRequest(t, step.command, words, func(word string) (string, bool) {
+			target, ok := strings.CutPrefix(word, "http://localhost:8080")
+			return server.url + target, ok
+		})
 		resp, err := server.client.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", step.command, err)
@@ -392,6 +371,39 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 		resp.Body.Close()
 		checkShownAnswer(t, step, resp, body.String())
 	}
+}
+
+// curlRequest is the request of a curl command line (its words) as the
+// docs write them: -s, -i, -H, -d and the URL, which address turns into the
+// one to call (false: a word the test does not know).
+func curlRequest(t *testing.T, command string, words []string, address func(string) (string, bool)) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(words); i++ {
+		switch words[i] {
+		case "-s", "-i", "-si":
+		case "-H":
+			name, value, _ := strings.Cut(words[i+1], ": ")
+			req.Header.Set(name, value)
+			i++
+		case "-d":
+			req.Method, req.Body = http.MethodPost, io.NopCloser(strings.NewReader(words[i+1]))
+			req.ContentLength = int64(len(words[i+1]))
+			i++
+		default:
+			target, ok := address(words[i])
+			if !ok {
+				t.Fatalf("%s: the test does not know curl's %q", command, words[i])
+			}
+			if req.URL, err = req.URL.Parse(target); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return req
 }
 
 // checkShownAnswer holds an answer to what the README shows of it. The

@@ -129,6 +129,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := c.parse(args); err != nil {
 		return err
 	}
+	// The README's table writes "Pro": a plan is its name in any case.
+	plan = strings.ToLower(plan)
 	lim, err := planLimits(plan, rpm, rpd)
 	if err != nil {
 		return err
@@ -146,7 +148,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 			return err
 		}
 	}
-	store, err := c.db.open(ctx, true)
+	store, err := c.db.create(ctx, stderr)
 	if err != nil {
 		return err
 	}

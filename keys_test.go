@@ -442,7 +442,7 @@ func TestLookingUpAKeyAllocatesNothing(t *testing.T) {
 	}
 	for _, token := range []string{plain, expiring} {
 		allocs := testing.AllocsPerRun(100, func() {
-			if k, problem, err := s.keys.lookup(ctx, token); k == nil {
+			if k, problem, err := s.keys.lookup(ctx, token, nil); k == nil {
 				t.Fatalf("lookup: %s %v", problem, err)
 			}
 		})
@@ -773,7 +773,7 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k, problem, err := ring.lookup(ctx, token); k == nil || err != nil {
+	if k, problem, err := ring.lookup(ctx, token, nil); k == nil || err != nil {
 		t.Fatalf("the old key: %s %v", problem, err)
 	}
 	if err := ring.flushLastUsed(ctx); err != nil {

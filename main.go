@@ -56,6 +56,7 @@ const topUsage = `usage:
   petstore admin revoke [--db FILE|URL] ID
   petstore usage       [--db FILE|URL] --key ID [--days N] [--json]
   petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
+  petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
   petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
@@ -118,6 +119,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usageCommand(ctx, args, getenv, stdout)
 	case "audit":
 		return auditCommand(ctx, args, getenv, stdout)
+	case "migrate":
+		return migrateCommand(ctx, args, getenv, stdout, stderr)
 	case "backup":
 		return backupCommand(ctx, args, getenv, stderr)
 	case "copy":
@@ -131,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, admin, usage, audit, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, admin, usage, audit, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

@@ -140,7 +140,7 @@ type requestSeries struct {
 // observeRequest records one answered request: its duration, the rate
 // limiter's decision, and the reason of a 401.
 func (m *metrics) observeRequest(r *http.Request, info *requestInfo, code int, took time.Duration) {
-	if m == nil {
+	if m == nil || healthCheck(r) {
 		return
 	}
 	if code == 0 {

@@ -198,15 +198,34 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		end := time.Now()
-		l.metrics.observeRequest(r, info, sw.status, end.Sub(start))
-		logRequest(l.logger, r, info, sw, start, end)
+		status := recordedStatus(r, sw.status)
+		l.metrics.observeRequest(r, info, status, end.Sub(start))
+		logRequest(l.logger, r, info, status, sw, start, end)
 	}()
 	l.next.ServeHTTP(sw, r)
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *statusWriter, start, end time.Time) {
+// statusClientClosed is nginx's "client closed request": the status a
+// request is recorded under when its client went away before its answer.
+const statusClientClosed = 499
+
+// recordedStatus is the status a request is logged and counted under: the
+// one written, or 499 when the client went away and the answer it never
+// got is a failure (its context ended with its connection: a database call
+// that was waiting for it ends with it, or a create's shared commit ran past
+// the deadline for nobody). Such a request is no server error and no
+// database failure (petstore_database_unavailable_total counts 503s only):
+// alerts on 5xx are not raised by clients that hang up.
+func recordedStatus(r *http.Request, written int) int {
+	if (written != 0 && written < 500) || r.Context().Err() == nil {
+		return written
+	}
+	return statusClientClosed
+}
+
+func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, status int, sw *statusWriter, start, end time.Time) {
 	level := slog.LevelInfo
-	if sw.status >= 500 {
+	if status >= 500 && !healthCheck(r) {
 		level = slog.LevelError
 	}
 	h := logger.Handler()
@@ -214,7 +233,7 @@ func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, sw *sta
 		return
 	}
 	line := requestLine{
-		time: end, level: level, method: r.Method, path: r.URL.Path, status: sw.status,
+		time: end, level: level, method: r.Method, path: r.URL.Path, status: status,
 		duration: end.Sub(start), bytes: sw.bytes, requestID: info.id, err: info.err,
 	}
 	if info.key != nil {

@@ -370,11 +370,13 @@ func readyWithin(t *testing.T, s *testServer, want int) {
 
 // /readyz follows the database: a 503 within a second while SQLite's write
 // lock is held past the deadline, 200 again once it is let go; the outage
-// is logged once as it starts and once as it ends.
+// is logged once as it starts and once as it ends, and its 503s are neither
+// ERROR lines nor 5xx of the request metrics.
 func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 	logs := &syncBuffer{}
 	logger, _ := newLogger(logs, "text", "info")
-	s := newTestServerWith(t, testOptions{dbTimeout: testDBTimeout, logger: logger})
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{dbTimeout: testDBTimeout, logger: logger, metrics: m})
 	readyWithin(t, s, http.StatusOK)
 
 	release := holdWriteLock(t, s.dbPath)
@@ -394,6 +396,14 @@ func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 	log := logs.String()
 	if strings.Count(log, "the database does not answer") != 1 || strings.Count(log, "the database answers again") != 1 {
 		t.Errorf("want one line as the outage starts and one as it ends, got:\n%s", log)
+	}
+	if strings.Contains(log, "level=ERROR") {
+		t.Errorf("health checks logged at ERROR:\n%s", log)
+	}
+	for series, n := range requestCounts(t, scrape(t, m)) {
+		if strings.Contains(series, "/readyz") || strings.Contains(series, "/healthz") {
+			t.Errorf("health checks counted in the request metrics: %s %d", series, n)
+		}
 	}
 }
 

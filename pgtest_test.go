@@ -29,19 +29,7 @@ import (
 // test is skipped.
 func testPostgresURL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv("PETSTORE_TEST_POSTGRES")
-	if base == "" {
-		bin := postgresPrograms()
-		if bin == "" {
-			t.Skip("the PostgreSQL tests need PostgreSQL's server programs (Debian: apt-get install postgresql), " +
-				"or PETSTORE_TEST_POSTGRES=postgres://USER@HOST:PORT/DATABASE naming a database")
-		}
-		privatePostgres.once.Do(func() { privatePostgres.url, privatePostgres.err = startPrivatePostgres(bin) })
-		if privatePostgres.err != nil {
-			t.Fatalf("a private PostgreSQL for the tests: %v", privatePostgres.err)
-		}
-		base = privatePostgres.url
-	}
+	base := testPostgresServer(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
@@ -71,6 +59,27 @@ func testPostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// testPostgresServer is the URL of the tests' database, as a superuser:
+// PETSTORE_TEST_POSTGRES's, or that of a private cluster this test binary
+// starts on first use; with neither the test is skipped.
+func testPostgresServer(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("PETSTORE_TEST_POSTGRES")
+	if base == "" {
+		bin := postgresPrograms()
+		if bin == "" {
+			t.Skip("the PostgreSQL tests need PostgreSQL's server programs (Debian: apt-get install postgresql), " +
+				"or PETSTORE_TEST_POSTGRES=postgres://USER@HOST:PORT/DATABASE naming a database")
+		}
+		privatePostgres.once.Do(func() { privatePostgres.url, privatePostgres.err = startPrivatePostgres(bin) })
+		if privatePostgres.err != nil {
+			t.Fatalf("a private PostgreSQL for the tests: %v", privatePostgres.err)
+		}
+		base = privatePostgres.url
+	}
+	return base
 }
 
 // postgresPrograms is the directory of PostgreSQL's initdb and postgres:

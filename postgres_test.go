@@ -452,12 +452,18 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 		}
 	}
 	eventually(t, 5*time.Second, "each store hears of the other's pet", func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
-	// Notices reach a listener in the order they were sent, at once: any
-	// more would have come by now.
-	time.Sleep(300 * time.Millisecond)
+	// Each store heard the other's notice, so both were sent. Notices reach
+	// a listener in the order they were committed: once a notice sent now
+	// is heard, a store that heard its own would have heard it before.
+	if _, err := stores[0].pool.Exec(ctx, `SELECT pg_notify($1, 'after both creates')`, stores[0].petsChannel()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "each store hears of the other's pet and the last notice", func() bool {
+		return heard[0].Load() >= 2 && heard[1].Load() >= 2
+	})
 	for i := range stores {
-		if n := heard[i].Load(); n != 1 {
-			t.Errorf("server %d heard of pets %d times, want once (the other's)", i, n)
+		if n := heard[i].Load(); n != 2 {
+			t.Errorf("server %d heard of pets %d times, want twice (the other's and the last notice)", i, n)
 		}
 	}
 }

@@ -89,7 +89,7 @@ func apiRoutes(a *app) []route {
 // for a panic.
 func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
-	authenticated, limited := authenticate(a.keys), limit(a.limiter, a.audit, a.trustProxy)
+	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.trustProxy)
 	for _, rt := range apiRoutes(a) {
 		scoped := requireScope(rt.need)
 		switch rt.access {

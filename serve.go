@@ -26,8 +26,12 @@ const (
 	readTimeout       = 15 * time.Second
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 16 << 10
-	shutdownTimeout   = 10 * time.Second
+	// headerLimit bounds a request's line and headers together (431
+	// beyond). net/http reads 4 KiB past its MaxHeaderBytes before it
+	// refuses, so that is set 4 KiB lower: the limit is what is documented.
+	headerLimit     = 16 << 10
+	maxHeaderBytes  = headerLimit - 4<<10
+	shutdownTimeout = 10 * time.Second
 	// adminWriteTimeout bounds an admin answer; a CPU profile or trace
 	// (/debug/pprof/profile?seconds=N) must take less.
 	adminWriteTimeout = 5 * time.Minute
@@ -87,6 +91,14 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	if err := cfg.dbFlags.check(); err != nil {
 		return err
+	}
+	if err := checkListenAddr("--addr", cfg.addr); err != nil {
+		return err
+	}
+	if cfg.adminAddr != "" {
+		if err := checkListenAddr("--admin-addr", cfg.adminAddr); err != nil {
+			return err
+		}
 	}
 	if cfg.shutdownDelay < 0 {
 		return usagef("--shutdown-delay must be 0 or more")
@@ -185,6 +197,18 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs)
 }
 
+// checkListenAddr refuses an address to listen on that is not HOST:PORT
+// (a usage mistake), suggesting :PORT for a bare port.
+func checkListenAddr(flag, addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		if isDigits(addr) {
+			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
+		}
+		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
+	}
+	return nil
+}
+
 // port is an HTTP server and the listener it serves.
 type port struct {
 	srv *http.Server
@@ -240,9 +264,15 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 	case <-ctx.Done():
 	}
 	if drainFor > 0 {
-		logger.Info("draining: /readyz answers 503 while requests are still served", "for", drainFor)
-		logs.Flush()
 		draining.Store(true)
+		// Answers carry Connection: close and idle connections are
+		// closed, so that keep-alive clients move on to another server
+		// now rather than find their connection gone when we stop.
+		for _, p := range ports {
+			p.srv.SetKeepAlivesEnabled(false)
+		}
+		logger.Info("draining: /readyz answers 503 and connections close after each answer while requests are still served", "for", drainFor)
+		logs.Flush()
 		time.Sleep(drainFor)
 	}
 	logger.Info("shutting down: finishing requests in flight")

@@ -93,7 +93,51 @@ func (s *pgStore) setUp(ctx context.Context) error {
 	return s.migrate(ctx)
 }
 
+// migrate brings the schema up to date. When it is current, it only reads
+// the version: a server whose role has no right beyond its grants starts
+// (docs/production.md, "Least privilege on PostgreSQL"). When it is behind
+// and the role may not change it, the error says to run petstore migrate.
 func (s *pgStore) migrate(ctx context.Context) error {
+	version, err := s.schemaVersion(ctx)
+	if err != nil || version == len(migrations) {
+		return err
+	}
+	err = s.applyMigrations(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgInsufficientPrivilege {
+		var role string
+		s.pool.QueryRow(ctx, `SELECT current_user`).Scan(&role)
+		return fmt.Errorf("the schema is at version %d and this petstore needs %d, which role %s may not make: "+
+			"run petstore migrate --db URL as the role that owns the tables (%s)", version, len(migrations), role, pgErr.Message)
+	}
+	return err
+}
+
+// pgInsufficientPrivilege and pgUndefinedTable are PostgreSQL's SQLSTATEs
+// for a right the role lacks and a table that is not there.
+const (
+	pgInsufficientPrivilege = "42501"
+	pgUndefinedTable        = "42P01"
+)
+
+// schemaVersion is the version petstore_schema records: 0 before the
+// first migration.
+func (s *pgStore) schemaVersion(ctx context.Context) (int, error) {
+	var version int
+	err := s.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&version)
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && pgErr.Code == pgUndefinedTable) {
+		return 0, nil
+	}
+	if err == nil && version > len(migrations) {
+		return 0, fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
+	}
+	return version, err
+}
+
+// applyMigrations runs the migrations the schema lacks, under an advisory
+// lock, so that servers starting at once migrate once.
+func (s *pgStore) applyMigrations(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err

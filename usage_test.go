@@ -12,7 +12,7 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	_, token := s.mustCreate(s.keyTerms("free"))
-	h, _, err := s.keys.lookup(ctx, token)
+	h, _, err := s.keys.lookup(ctx, token, nil)
 	if err != nil || h == nil {
 		t.Fatalf("lookup: %v", err)
 	}

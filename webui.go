@@ -33,6 +33,9 @@ const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'uns
 func addDocsRoutes(mux *http.ServeMux) {
 	page := docsAsset("webui/index.html")
 	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
+	// The document lives under the base address; asked for at the root, as
+	// a newcomer does, it is found there.
+	mux.Handle("GET /openapi.yaml", http.RedirectHandler("/v1/openapi.yaml", http.StatusMovedPermanently))
 	mux.Handle("GET /docs", page)
 	mux.Handle("GET /docs/{$}", http.RedirectHandler("/docs", http.StatusMovedPermanently))
 	mux.Handle("GET /docs/openapi.yaml", newDocsFile("openapi.yaml", docsSpec(openapiYAML)))

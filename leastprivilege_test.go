@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// leastPrivilegeGrants are the GRANT statements of docs/production.md's
+// "Least privilege on PostgreSQL", for role on schema.
+func leastPrivilegeGrants(t *testing.T, role, schema string) []string {
+	t.Helper()
+	_, section, ok := strings.Cut(docPages(t)["docs/production.md"], "## Least privilege on PostgreSQL")
+	if !ok {
+		t.Fatal("docs/production.md has no section Least privilege on PostgreSQL")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	grants := regexp.MustCompile(`(?m)^    (GRANT .*;)$`).FindAllStringSubmatch(section, -1)
+	if len(grants) == 0 {
+		t.Fatal("the Least privilege section shows no GRANT")
+	}
+	ownRole, ownSchema := regexp.MustCompile(`\bpetstore\b`), regexp.MustCompile(`\bpublic\b`)
+	var out []string
+	for _, g := range grants {
+		out = append(out, ownSchema.ReplaceAllString(ownRole.ReplaceAllString(g[1], role), schema))
+	}
+	return out
+}
+
+// An owner role migrates, the servers' role gets the documented grants and
+// nothing else: a server and the key commands work as that role, and it
+// cannot disable the audit trail's trigger, change, delete or truncate an
+// event. On a schema that is behind, such a server refuses to start,
+// naming petstore migrate.
+func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
+	base, err := url.Parse(testPostgresServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := strings.ToLower(rand.Text()[:10])
+	owner, app, schema := "petstore_owner_"+suffix, "petstore_app_"+suffix, "petstore_lp_"+suffix
+	mustExec := func(conn *pgx.Conn, sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for _, role := range []string{owner, app} {
+		mustExec(admin, "CREATE ROLE "+role+" LOGIN PASSWORD '"+role+"'")
+	}
+	t.Cleanup(func() {
+		for _, sql := range []string{"DROP SCHEMA IF EXISTS " + schema + " CASCADE", "DROP OWNED BY " + app, "DROP OWNED BY " + owner,
+			"DROP ROLE " + app, "DROP ROLE " + owner} {
+			if _, err := admin.Exec(ctx, sql); err != nil {
+				t.Errorf("%s: %v", sql, err)
+			}
+		}
+		admin.Close(ctx)
+	})
+	// As public is: everyone may use it, the owner alone create in it.
+	mustExec(admin, "CREATE SCHEMA "+schema+" AUTHORIZATION "+owner)
+	mustExec(admin, "GRANT USAGE ON SCHEMA "+schema+" TO "+app)
+	as := func(role string) string {
+		u := *base
+		u.User = url.UserPassword(role, role)
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	redis := testRedisURL(t)
+	serveAs := func(role string) cliResult {
+		return runBinary(t, t.TempDir(), nil, "serve", "--addr", "127.0.0.1:0", "--db", as(role), "--redis", redis)
+	}
+	wantRefusedToMigrate := func(when string) {
+		t.Helper()
+		res := serveAs(app)
+		wantFailure(t, res, 1)
+		if !strings.Contains(res.stderr, "petstore migrate") {
+			t.Errorf("serve as the servers' role %s: %s, want it to name petstore migrate", when, res.stderr)
+		}
+	}
+
+	wantRefusedToMigrate("on an empty schema")
+	if res := viaRun(t, nil, "migrate", "--db", as(owner)); res.code != 0 || !strings.Contains(res.stdout, "up to date") {
+		t.Fatalf("petstore migrate as the owner: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	ownerConn, err := pgx.Connect(ctx, as(owner))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ownerConn.Close(ctx)
+	for _, grant := range leastPrivilegeGrants(t, app, schema) {
+		mustExec(ownerConn, grant)
+	}
+
+	// The servers' role runs the commands and a server.
+	key := mustCreateKeyCLI(t, viaRun, "--db", as(app), "--plan", "pro", "--name", "least")
+	p := runServing(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", as(app), "--redis", redis)
+	client := &http.Client{}
+	if res := faultDo(client, "POST", p.url+"/v1/pets", key, `{"name":"Rex","categoryId":1}`); res.status != http.StatusCreated {
+		t.Errorf("create as the servers' role: %d %s %v\n%s", res.status, res.body, res.err, p.stderr)
+	}
+	if res := faultDo(client, "POST", p.url+"/v1/pets", key, `{"name":"Max","categoryId":1}`, "Idempotency-Key", "least-1"); res.status != http.StatusCreated {
+		t.Errorf("create with an Idempotency-Key as the servers' role: %d %s", res.status, res.body)
+	}
+	for _, target := range []string{"/v1/pets", "/v1/pets/1"} {
+		if res := faultDo(client, "GET", p.url+target, key, ""); res.status != http.StatusOK {
+			t.Errorf("GET %s as the servers' role: %d %s", target, res.status, res.body)
+		}
+	}
+	p.stop(t) // writes the usage and the keys' last use
+	if strings.Contains(p.stderr.String(), "permission denied") {
+		t.Errorf("the server as the servers' role was refused something:\n%s", p.stderr)
+	}
+	if res := viaRun(t, nil, "keys", "list", "--db", as(app)); res.code != 0 {
+		t.Errorf("keys list as the servers' role: exit %d %s", res.code, res.stderr)
+	}
+
+	// The trail, as the servers' role: only added to.
+	appConn, err := pgx.Connect(ctx, as(app))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer appConn.Close(ctx)
+	var before int
+	if err := appConn.QueryRow(ctx, "SELECT count(*) FROM audit_events").Scan(&before); err != nil || before == 0 {
+		t.Fatalf("audit events seen by the servers' role: %d, %v", before, err)
+	}
+	for _, sql := range []string{
+		"ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only",
+		"ALTER TABLE audit_events DISABLE TRIGGER ALL",
+		"UPDATE audit_events SET actor = 'someone else'",
+		"DELETE FROM audit_events",
+		"TRUNCATE audit_events",
+		"DROP TABLE audit_events",
+	} {
+		_, err := appConn.Exec(ctx, sql)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != pgInsufficientPrivilege {
+			t.Errorf("%s as the servers' role: %v, want permission denied", sql, err)
+		}
+	}
+	var after int
+	if err := appConn.QueryRow(ctx, "SELECT count(*) FROM audit_events").Scan(&after); err != nil || after != before {
+		t.Errorf("audit events after the attempts: %d (%v), want the %d there were", after, err, before)
+	}
+
+	// A schema behind this petstore: the servers' role may not bring it up.
+	mustExec(ownerConn, "UPDATE petstore_schema SET version = version - 1")
+	wantRefusedToMigrate("on a schema that is behind")
+	mustExec(ownerConn, "UPDATE petstore_schema SET version = version + 1")
+}
