@@ -82,7 +82,7 @@ func TestAdminCommands(t *testing.T) {
 func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
-		id := keyIDByNameVia(t, db, "acme")
+		id := keyIDByNameVia(t, viaRun, db, "acme")
 		res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--plan", "enterprise", "--rpm", "500", "--rpd", "9000", "--name", "acme-ent", "--expires", "30d")
 		if res.code != 0 {
 			t.Fatalf("keys update: exit status %d\n%s", res.code, res.stderr)
@@ -111,18 +111,6 @@ func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
 			wantFailure(t, viaRun(t, nil, bad...), 2)
 		}
 	})
-}
-
-// keyIDByNameVia is keyIDByName through run, without the binary.
-func keyIDByNameVia(t *testing.T, db, name string) int64 {
-	t.Helper()
-	for _, k := range listKeysJSON(t, viaRun, db) {
-		if k.Name == name {
-			return k.ID
-		}
-	}
-	t.Fatalf("keys list has no key named %q", name)
-	return 0
 }
 
 func TestKeysListReportsIdleAndExpiringKeys(t *testing.T) {
@@ -266,7 +254,7 @@ func TestAnOperatorSession(t *testing.T) {
 func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
-		id := keyIDByNameVia(t, db, "acme")
+		id := keyIDByNameVia(t, viaRun, db, "acme")
 		store, err := openStorage(context.Background(), db, false, time.Now)
 		if err != nil {
 			t.Fatal(err)

@@ -23,33 +23,13 @@ func readAdminOpenAPI(t *testing.T) *openAPIDoc {
 // recordAdminRoutes is the admin API's table of routes.
 func recordAdminRoutes() *apiRouteTable { return routeTable(adminRoutes(&app{})) }
 
-// adminCodeOperations are the admin API's routes with a handler, "METHOD
-// /path" relative to /admin/v1.
-func adminCodeOperations(t *testing.T) []string {
-	t.Helper()
-	var ops []string
-	for _, pattern := range recordAdminRoutes().patterns {
-		method, path, ok := strings.Cut(pattern, " ")
-		if !ok {
-			continue
-		}
-		rel, ok := strings.CutPrefix(path, "/admin/v1/")
-		if !ok {
-			t.Fatalf("route %q is not under /admin/v1/", pattern)
-		}
-		ops = append(ops, method+" /"+rel)
-	}
-	sort.Strings(ops)
-	return ops
-}
-
 func TestAdminOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
 	doc := readAdminOpenAPI(t)
 	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
 		t.Errorf("openapi: %q, want 3.1.x", doc.OpenAPI)
 	}
 	documented := slices.Sorted(maps.Keys(doc.operations(t)))
-	routed := adminCodeOperations(t)
+	routed := routedOperations(t, recordAdminRoutes(), "/admin/v1/")
 	if !slices.Equal(documented, routed) {
 		t.Errorf("admin-openapi.yaml documents\n  %v\nthe admin API routes\n  %v", documented, routed)
 	}

@@ -238,7 +238,14 @@ func listKeysJSON(t *testing.T, petstore cliRunner, db string) []listedKey {
 
 func keyIDByName(t *testing.T, db, name string) int64 {
 	t.Helper()
-	for _, k := range listKeysJSON(t, viaBinary, db) {
+	return keyIDByNameVia(t, viaBinary, db, name)
+}
+
+// keyIDByNameVia is the id of the key called name, from keys list run by
+// petstore.
+func keyIDByNameVia(t *testing.T, petstore cliRunner, db, name string) int64 {
+	t.Helper()
+	for _, k := range listKeysJSON(t, petstore, db) {
 		if k.Name == name {
 			return k.ID
 		}

@@ -270,15 +270,22 @@ func routeTable(routes []route) *apiRouteTable {
 // the 405 and 404 catch-alls.
 func codeOperations(t *testing.T) []string {
 	t.Helper()
+	return routedOperations(t, recordRoutes(), "/v1/")
+}
+
+// routedOperations are the routes of table with a real handler, "METHOD
+// /path" relative to base.
+func routedOperations(t *testing.T, table *apiRouteTable, base string) []string {
+	t.Helper()
 	var ops []string
-	for _, pattern := range recordRoutes().patterns {
+	for _, pattern := range table.patterns {
 		method, path, ok := strings.Cut(pattern, " ")
 		if !ok {
 			continue
 		}
-		rel, ok := strings.CutPrefix(path, "/v1/")
+		rel, ok := strings.CutPrefix(path, base)
 		if !ok {
-			t.Fatalf("route %q is not under /v1/", pattern)
+			t.Fatalf("route %q is not under %s", pattern, base)
 		}
 		ops = append(ops, method+" /"+rel)
 	}
