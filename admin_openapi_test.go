@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"maps"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sort"
@@ -72,30 +71,8 @@ func TestAdminOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes
 	admin := s.mustCreateAdmin("portal", allAdminScopes)
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	for path, item := range doc.Paths {
-		var want []string
-		for key := range item {
-			if slices.Contains(openAPIMethods, key) {
-				want = append(want, strings.ToUpper(key))
-			}
-		}
-		if slices.Contains(want, "GET") {
-			want = append(want, "HEAD")
-		}
-		sort.Strings(want)
 		target := "/admin/v1" + strings.ReplaceAll(path, "{id}", strconv.FormatInt(k.ID, 10))
-		w := s.admin("DELETE", target, admin, "")
-		if w.Code != http.StatusMethodNotAllowed {
-			t.Errorf("DELETE %s: HTTP status %d, want 405", target, w.Code)
-			continue
-		}
-		var allow []string
-		for m := range strings.SplitSeq(w.Header().Get("Allow"), ",") {
-			allow = append(allow, strings.TrimSpace(m))
-		}
-		sort.Strings(allow)
-		if !slices.Equal(allow, want) {
-			t.Errorf("%s: Allow %v, want the documented methods %v", path, allow, want)
-		}
+		wantAllowOfDocumentedMethods(t, path, item, s.admin("DELETE", target, admin, ""))
 	}
 }
 
