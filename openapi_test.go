@@ -540,9 +540,16 @@ var openAPIStatuses = map[string][]int{
 }
 
 func TestOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
-	doc := readOpenAPI(t)
+	wantStatusesDocumented(t, readOpenAPI(t), "openapi.yaml", openAPIStatuses)
+}
+
+// wantStatusesDocumented holds each operation of doc (called name) to the
+// statuses the code can give, by operationId in statuses: each documented,
+// and no other.
+func wantStatusesDocumented(t *testing.T, doc *openAPIDoc, name string, statuses map[string][]int) {
+	t.Helper()
 	for key, op := range doc.operations(t) {
-		want, ok := openAPIStatuses[op.OperationID]
+		want, ok := statuses[op.OperationID]
 		if !ok {
 			t.Errorf("%s: operation %q is not in the table of statuses in this test", key, op.OperationID)
 			continue
@@ -562,12 +569,12 @@ func TestOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
 		sort.Ints(documented)
 		for _, n := range want {
 			if !slices.Contains(documented, n) {
-				t.Errorf("%s can answer %d, and openapi.yaml does not document it", op.OperationID, n)
+				t.Errorf("%s can answer %d, and %s does not document it", op.OperationID, n, name)
 			}
 		}
 		for _, n := range documented {
 			if !slices.Contains(want, n) {
-				t.Errorf("openapi.yaml documents %d for %s, which the code never answers", n, op.OperationID)
+				t.Errorf("%s documents %d for %s, which the code never answers", name, n, op.OperationID)
 			}
 		}
 	}
