@@ -26,6 +26,7 @@ type app struct {
 	metrics    *metrics // nil without an admin listener: nobody else could read them
 	now        func() time.Time
 	trustProxy bool
+	env        string        // production or staging
 	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
@@ -39,6 +40,12 @@ type app struct {
 	// load balancer see /readyz fail.
 	draining *atomic.Bool
 	handler  http.Handler
+	// adminHandler is the admin listener's: /metrics, /debug/pprof/ and
+	// the admin API under /admin/v1.
+	adminHandler http.Handler
+	// adminFailures limits failed admin authentications per client
+	// address, in this process: a subject of its own, apart from /v1's.
+	adminFailures *localLimiter
 
 	closeLimiter func() error
 }
@@ -70,7 +77,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, dbTimeout: cfg.dbTimeout,
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
 	}
@@ -88,7 +95,9 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
+	a.adminFailures = newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
 	a.handler = newServer(a)
+	a.adminHandler = newAdminServer(a)
 	return a, nil
 }
 
@@ -157,11 +166,23 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() {
 		every(ctx, usageFlushEvery, func() {
 			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
+			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
 			warn("store audit events (bans); will retry", a.audit.flush(ctx, a.store.AddAuditEvents))
 		})
 	})
-	wg.Go(func() { every(ctx, limiterSweepEvery, func() { a.limiter.sweep() }) })
+	wg.Go(func() {
+		every(ctx, limiterSweepEvery, func() {
+			a.limiter.sweep()
+			a.adminFailures.sweep()
+		})
+	})
+	wg.Go(func() {
+		every(ctx, usageHistoryPruneEvery, func() {
+			_, err := a.store.PruneUsageHistory(ctx, usageHistoryCutoff(a.now()))
+			warn("prune the usage history", err)
+		})
+	})
 	wg.Go(func() {
 		every(ctx, idempotencyPruneEvery, func() {
 			_, err := a.store.PruneIdempotency(ctx, a.now().Add(-idempotencyTTL))
@@ -179,6 +200,7 @@ func (a *app) startBackground() (stop func()) {
 			write func() error
 		}{
 			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
+			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
 			{"store audit events (bans) at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddAuditEvents) }},
 		} {
