@@ -113,6 +113,9 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	if res := viaRun(t, nil, "webhooks", "rotate", "--db", as(app), id); res.code != 0 {
 		t.Errorf("webhooks rotate as the servers' role: exit %d %s", res.code, res.stderr)
 	}
+	if res := viaRun(t, nil, "admin", "create", "--db", as(app), "--name", "least"); res.code != 0 {
+		t.Errorf("admin create as the servers' role: exit %d %s", res.code, res.stderr)
+	}
 	p := runServing(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", as(app), "--redis", redis)
 	client := &http.Client{}
 	if res := faultDo(client, "POST", p.url+"/v1/pets", key, `{"name":"Rex","categoryId":1}`); res.status != http.StatusCreated {

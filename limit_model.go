@@ -202,11 +202,15 @@ func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both
 	if both {
 		s.minute, s.day = windows(a.now, lim, tokens, perSecond, dayCount)
 	}
+	s.today = unixDay(a.now)
 	switch a.status {
 	case scriptAllowed:
 		s.allowed = true
 	case scriptLimited:
 		s.code, s.retryAfter = codeRateLimited, a.retryAfter
+		// The rules refuse for the day once its count, every lease out
+		// included, has reached the quota.
+		s.overQuota = a.dayCount >= lim.PerDay
 	case scriptBanned, scriptBanStart:
 		s.decision = reportBan(s.decision, a.now, a.bannedUntil)
 		s.banStarted = a.status == scriptBanStart

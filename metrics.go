@@ -33,6 +33,7 @@ type metrics struct {
 
 	decisions     [limitOutcomes]prometheus.Counter
 	authFailures  [authReasons]prometheus.Counter
+	adminFailures [authReasons]prometheus.Counter
 	dbUnavailable [dbFailures]prometheus.Counter
 	fallback      prometheus.Gauge
 	dbDown        prometheus.Gauge
@@ -97,6 +98,13 @@ func newMetrics() *metrics {
 	for r := authMissing; r < authReasons; r++ {
 		m.authFailures[r] = authFailures.WithLabelValues(authReasonNames[r])
 	}
+	adminFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_admin_auth_failures_total",
+		Help: "Requests to the admin API answered 401 (or 429 once their client address is limited), by reason: missing, malformed, invalid, revoked, wrong_environment.",
+	}, []string{"reason"})
+	for r := authMissing; r < authReasons; r++ {
+		m.adminFailures[r] = adminFailures.WithLabelValues(authReasonNames[r])
+	}
 	dbUnavailable := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "petstore_database_unavailable_total",
 		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
@@ -118,7 +126,7 @@ func newMetrics() *metrics {
 	build := readBuildInfo()
 	m.registry.MustRegister(
 		deliveries,
-		m.requestDuration, decisions, authFailures, dbUnavailable, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
+		m.requestDuration, decisions, authFailures, adminFailures, dbUnavailable, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_build_info",
 			Help: "Always 1; the labels say which build is running.",
@@ -163,6 +171,13 @@ func (m *metrics) observeRequest(r *http.Request, info *requestInfo, code int, t
 	}
 	if code == http.StatusServiceUnavailable && info.db != 0 {
 		m.dbUnavailable[info.db].Inc()
+	}
+}
+
+// adminAuthFailed counts a failed authentication on the admin API.
+func (m *metrics) adminAuthFailed(reason authReason) {
+	if m != nil {
+		m.adminFailures[reason].Inc()
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 type requestInfo struct {
 	id  string
 	key *apiKey
+	use *keyUse // the key's note of use, where its usage history is counted
+	// admin is the admin token of a request to the admin API.
+	admin *adminToken
 	// auth says why the request has no key, for the 401 and its count.
 	auth      authFailure
 	authErr   error // the key could not be looked up
@@ -26,6 +29,9 @@ type requestInfo struct {
 	// rateLimit is the limiter's decision, for the metrics; 0 when the
 	// request was not rate limited (/healthz, /docs).
 	rateLimit limitOutcome
+	// forbidden: the key lacked the scope the request needs (403), for
+	// the key's usage history.
+	forbidden bool
 	// db is why the database could not serve the request, answered 503,
 	// for the metrics; 0 when it is not that.
 	db dbFailure

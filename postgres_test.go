@@ -39,6 +39,8 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if err := src.keys.flushLastUsed(ctx); err != nil {
 		t.Fatal(err)
 	}
+	src.flushUsage()
+	admin := src.mustCreateAdmin("portal", allAdminScopes)
 	keys, _ := src.store.Keys(ctx)
 	if _, err := src.store.RevokeKey(ctx, keys[1].ID, testActor); err != nil {
 		t.Fatal(err)
@@ -56,6 +58,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	wantKeys, _ := src.store.Keys(ctx)
 	wantUsage, _ := src.store.Usage(ctx, keys[0].ID, src.clock.now().UTC().Format(time.DateOnly))
 	wantEvents, _ := src.store.AuditEvents(ctx, auditFilter{})
+	wantHistory, _ := src.store.UsageHistory(ctx, keys[0].ID, "2000-01-01")
 	src.store.Close()
 
 	to := testPostgresURL(t)
@@ -63,13 +66,13 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
-	if want := "copied 6 pets, 3 keys, 1 daily usage counts, 1 idempotency records and 4 audit events"; !strings.Contains(res.stderr, want) {
+	if want := "copied 6 pets, 3 keys, 1 daily usage counts, 1 idempotency records, 5 audit events, 1 admin tokens and 1 days of usage history"; !strings.Contains(res.stderr, want) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
 	// The events come over as they were, and the copy adds its own.
 	wantNewEvents(t, to, wantEvents, auditEvent{
 		Action: auditKeysCopied, Actor: commandActor(), Env: "production",
-		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 3, Usage: 1, Idempotency: 1, AuditEvents: 4}},
+		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 3, Usage: 1, Idempotency: 1, AuditEvents: 5, AdminTokens: 1, UsageHistory: 1}},
 	})
 
 	dst := newTestServerWith(t, testOptions{postgres: true, db: to})
@@ -86,6 +89,13 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	}
 	if got, _ := dst.store.Usage(ctx, keys[0].ID, dst.clock.now().UTC().Format(time.DateOnly)); got != wantUsage || got == 0 {
 		t.Errorf("today's usage after the copy: %d, want %d", got, wantUsage)
+	}
+	// The admin token and the usage history come over too.
+	var history []usageDay
+	if w := dst.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=1", keys[0].ID), admin, ""); w.Code != http.StatusOK {
+		t.Errorf("the usage history with a copied admin token: %d %s", w.Code, w.Body)
+	} else if decodeJSON(t, w, &history); len(wantHistory) != 1 || len(history) != 1 || history[0].Day != wantHistory[0].Day || history[0].Allowed != wantHistory[0].Allowed {
+		t.Errorf("the usage history after the copy: %+v, want %+v", history, wantHistory)
 	}
 	if w := dst.do("GET", "/v1/pets?limit=100", key, ""); w.Code != http.StatusOK || len(apiReadPets(t, w)) != len(wantPets) {
 		t.Errorf("list with a copied key: %d %s", w.Code, w.Body)

@@ -63,7 +63,13 @@ type decision struct {
 	reset      time.Time     // when the window is full again, rounded up to a second
 	resetIn    time.Duration // how long until then, rounded up to a second
 	policy     string
-	dayCount   int64 // the caller's requests today, this one included when allowed
+	// today is the UTC day (since 1970-01-01) by the limiter's clock,
+	// the day the request counts on in the key's usage history.
+	today int64
+	// overQuota: refused because the day's quota is spent (rate_limited
+	// only), not for the minute.
+	overQuota bool
+	dayCount  int64 // the caller's requests today, this one included when allowed
 }
 
 // rateLimiter decides whether a caller's request may go ahead. *localLimiter
@@ -157,6 +163,9 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 			c.mu.Unlock()
 			continue
 		}
+		if c.limits != lim {
+			c.retune(now, lim)
+		}
 		a := l.run(c, now, 1)
 		c.mu.Unlock()
 		return a.standing(c.limits, c.policy, float64(c.minute.Limit()), false).decision, nil
@@ -175,7 +184,19 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	// fresh one would.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.limits != lim {
+		c.retune(now, lim)
+	}
 	return l.run(c, now, 0).standing(c.limits, c.policy, float64(c.minute.Limit()), true), nil
+}
+
+// retune gives c the figures lim, when its key was changed in place (keys
+// update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
+// up to the new burst, and refills at the new rate from now on.
+func (c *caller) retune(now time.Time, lim limits) {
+	c.limits, c.policy = lim, policyHeader(lim)
+	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
+	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
 // pending is how many of keyID's requests on day this limiter counted and

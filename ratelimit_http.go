@@ -39,10 +39,20 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 				if d.banStarted {
 					audit.banned(info.key, id.addr, d)
 				}
+				if info.use != nil {
+					info.use.count(d.today, outcomeOf(&d))
+				}
 				refuse(w, r, d)
 				return
 			}
 			next.ServeHTTP(w, r)
+			if info.use != nil {
+				outcome := usageAllowed
+				if info.forbidden {
+					outcome = usageForbidden
+				}
+				info.use.count(d.today, outcome)
+			}
 		})
 	}
 }

@@ -71,7 +71,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
-	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
 	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
 	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
@@ -186,7 +186,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	ports := []port{api}
 	serving := []any{"addr", "http://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
 	if m != nil {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(m, logger))
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(a.adminHandler, logger))
 		if err != nil {
 			return err
 		}
@@ -241,10 +241,11 @@ func apiServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// adminServer serves the metrics and the profiles, which may take minutes.
-func adminServer(m *metrics, logger *slog.Logger) *http.Server {
+// adminServer serves the metrics, the profiles (which may take minutes)
+// and the admin API.
+func adminServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           newAdminServer(m),
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		WriteTimeout:      adminWriteTimeout,
 		IdleTimeout:       idleTimeout,

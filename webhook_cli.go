@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,7 +98,7 @@ func webhooksList(ctx context.Context, args []string, getenv func(string) string
 		rows = append(rows, e.listed(now))
 	}
 	if asJSON {
-		return writeIndentedJSON(stdout, rows)
+		return writeJSONIndented(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS")
@@ -121,12 +120,6 @@ func eventsShown(events []string) string {
 		return "all events"
 	}
 	return strings.Join(events, ",")
-}
-
-func writeIndentedJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // errorMessage is err's message as a user reads it: a domain error's own.
@@ -277,7 +270,7 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 		rows = append(rows, d.listed())
 	}
 	if asJSON {
-		return writeIndentedJSON(stdout, rows)
+		return writeJSONIndented(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR")

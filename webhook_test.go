@@ -351,23 +351,6 @@ func jsonString(v any) string {
 	return string(b)
 }
 
-// secondServer is another server on s's database (and Redis), as a second
-// process would be: its own limiter, quota watch and delivery worker.
-func (s *testServer) secondServer() *testServer {
-	s.t.Helper()
-	deps := s.deps
-	deps.wrapStore = nil
-	a, err := newApp(context.Background(), s.cfg, deps)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { a.close() })
-	a.webhooks.sender = newWebhookSender(true, time.Now)
-	other := *s
-	other.app = a
-	return &other
-}
-
 func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -380,7 +363,9 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			s := webhookServer(t, tc.opts)
 			servers := []*testServer{s}
 			if tc.opts.postgres {
-				servers = append(servers, s.secondServer())
+				other := s.anotherServer()
+				other.webhooks.sender = newWebhookSender(true, time.Now)
+				servers = append(servers, other)
 			}
 			rc := newReceiver(t)
 			s.addEndpoint(rc, webhookQuotaThreshold)
