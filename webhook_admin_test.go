@@ -103,3 +103,25 @@ func TestAdminWebhooks(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminKeyUpdateIsSentAsWebhook: a key changed in place over the admin
+// API is a key.updated event, with the terms before and after, sent in the
+// transaction of its audit event.
+func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	s.addEndpoint(rc, "key.updated")
+	token := s.mustCreateAdmin("portal", scopeKeysWrite)
+	k, _ := s.mustCreate(s.keyTerms("free"))
+	if w := s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(k.ID, 10), token, `{"plan":"pro"}`); w.Code != http.StatusOK {
+		t.Fatalf("PATCH: %d %s", w.Code, w.Body)
+	}
+	s.deliverDue()
+	d := rc.wait(1, 5*time.Second)[0]
+	before, _ := d.Event.Data["before"].(map[string]any)
+	after, _ := d.Event.Data["after"].(map[string]any)
+	if !d.Verified || d.Event.Type != "key.updated" || d.Event.Data["keyId"] != float64(k.ID) || d.Event.Data["keyName"] != "test" ||
+		d.Event.Data["actor"] != "admin:portal" || before["plan"] != "free" || after["plan"] != "pro" {
+		t.Fatalf("key.updated: %+v", d)
+	}
+}
