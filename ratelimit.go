@@ -158,7 +158,7 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 		}
 		a := l.run(c, now, 1)
 		c.mu.Unlock()
-		return a.standing(c.limits, c.policy, float64(c.minute.Limit()), false).decision, nil
+		return a.decision(c.limits, c.policy, float64(c.minute.Limit())), nil
 	}
 }
 
