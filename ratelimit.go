@@ -124,7 +124,7 @@ type localLimiter struct {
 func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
 	state, a := limitRules(c.state, f, limitRun{
-		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: float64(c.minute.Limit()), floor: -1,
+		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
 	})
 	c.state = state // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
@@ -135,6 +135,10 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	}
 	return a
 }
+
+// perSecond is the refill of a minute bucket under lim: a caller's
+// c.minute.Limit(), known without taking the bucket's lock.
+func perSecond(lim limits) float64 { return float64(lim.PerMinute) / 60 }
 
 func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
@@ -158,7 +162,7 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 		}
 		a := l.run(c, now, 1)
 		c.mu.Unlock()
-		return a.decision(c.limits, c.policy, float64(c.minute.Limit())), nil
+		return a.decision(c.limits, c.policy, perSecond(c.limits)), nil
 	}
 }
 
@@ -174,7 +178,7 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	// fresh one would.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return l.run(c, now, 0).standing(c.limits, c.policy, float64(c.minute.Limit()), true), nil
+	return l.run(c, now, 0).standing(c.limits, c.policy, perSecond(c.limits), true), nil
 }
 
 // pending is how many of keyID's requests on day this limiter counted and
@@ -214,7 +218,7 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	c = &caller{
 		keyID:  id.keyID,
 		limits: lim,
-		minute: rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		minute: rate.NewLimiter(rate.Limit(perSecond(lim)), int(lim.PerMinute)),
 		policy: policyHeader(lim),
 		state:  limitState{day: today, dayCount: count},
 	}
