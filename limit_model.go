@@ -238,7 +238,9 @@ func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int6
 	refill := refillTime(lim, tokens, perSecond)
 	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
 	dayReset := nextMidnight(now)
-	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
+	// roundUpSecond(dayReset.Sub(now)) in whole seconds, as dayReset is
+	// one: without Sub's work on a time with a monotonic reading.
+	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, time.Duration(dayReset.Unix()-now.Unix()) * time.Second}
 	return minute, day
 }
 
