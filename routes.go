@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/pprof"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -101,7 +102,23 @@ func newServer(a *app) http.Handler {
 	addDocsRoutes(mux)
 	mux.Handle("/", notFound())
 
-	return chain(mux, logRequests(a.logger, a.metrics))
+	return chain(mux, logRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
+}
+
+// closeWhileDraining: during --shutdown-delay each answer carries
+// Connection: close, so a keep-alive client, or a load balancer's pooled
+// connection, moves on after it. Idle connections are left open until the
+// drain ends: closed at once, one could vanish under a request its client
+// had just sent (EOF, which no client may retry for a POST).
+func closeWhileDraining(draining *atomic.Bool) middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if draining.Load() {
+				w.Header().Set("Connection", "close")
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // newAdminServer is the admin listener's handler: metrics and profiles,

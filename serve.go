@@ -264,12 +264,6 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 	}
 	if drainFor > 0 {
 		draining.Store(true)
-		// Answers carry Connection: close and idle connections are
-		// closed, so that keep-alive clients move on to another server
-		// now rather than find their connection gone when we stop.
-		for _, p := range ports {
-			p.srv.SetKeepAlivesEnabled(false)
-		}
 		logger.Info("draining: /readyz answers 503 and connections close after each answer while requests are still served", "for", drainFor)
 		logs.Flush()
 		time.Sleep(drainFor)
