@@ -66,7 +66,9 @@ type requestContext struct {
 }
 
 func (c *requestContext) Value(key any) any {
-	if key == (recordKey{}) {
+	// A type assertion, not key == recordKey{}: comparing two interfaces
+	// is a runtime call, and every Value asked of the request passes here.
+	if _, ok := key.(recordKey); ok {
 		return &c.info
 	}
 	return c.Context.Value(key)
@@ -74,8 +76,12 @@ func (c *requestContext) Value(key any) any {
 
 // recordOf is the record logRequests keeps of r; nil when r did not pass
 // logRequests (only writeError accepts that: it then has nowhere to note
-// the cause).
+// the cause). A request's steps ask for it several times: when r's context
+// is logRequests' own, it is read without the lookup through Value.
 func recordOf(r *http.Request) *requestInfo {
+	if c, ok := r.Context().(*requestContext); ok {
+		return &c.info
+	}
 	info, _ := r.Context().Value(recordKey{}).(*requestInfo)
 	return info
 }

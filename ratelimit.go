@@ -131,7 +131,7 @@ type localLimiter struct {
 func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
 	state, a := limitRules(c.state, f, limitRun{
-		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: float64(c.minute.Limit()), floor: -1,
+		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
 	})
 	c.state = state // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
@@ -142,6 +142,10 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	}
 	return a
 }
+
+// perSecond is the refill of a minute bucket under lim: a caller's
+// c.minute.Limit(), known without taking the bucket's lock.
+func perSecond(lim limits) float64 { return float64(lim.PerMinute) / 60 }
 
 func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
@@ -168,7 +172,7 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 		}
 		a := l.run(c, now, 1)
 		c.mu.Unlock()
-		return a.standing(c.limits, c.policy, float64(c.minute.Limit()), false).decision, nil
+		return a.decision(c.limits, c.policy, perSecond(c.limits)), nil
 	}
 }
 
@@ -187,7 +191,7 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	if c.limits != lim {
 		c.retune(now, lim)
 	}
-	return l.run(c, now, 0).standing(c.limits, c.policy, float64(c.minute.Limit()), true), nil
+	return l.run(c, now, 0).standing(c.limits, c.policy, perSecond(c.limits), true), nil
 }
 
 // retune gives c the figures lim, when its key was changed in place (keys
@@ -236,7 +240,7 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	c = &caller{
 		keyID:  id.keyID,
 		limits: lim,
-		minute: rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		minute: rate.NewLimiter(rate.Limit(perSecond(lim)), int(lim.PerMinute)),
 		policy: policyHeader(lim),
 		state:  limitState{day: today, dayCount: count},
 	}
@@ -263,9 +267,11 @@ func ceilSecond(t time.Time) time.Time {
 
 func dayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
+// nextMidnight is the UTC midnight after t, from its Unix day: every
+// request's day window asks for it, and t.UTC().Date() with time.Date cost
+// ten times as much.
 func nextMidnight(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	return time.Unix((unixDay(t)+1)*86400, 0).UTC()
 }
 
 // wholeSeconds rounds d up to whole seconds, at least one: Retry-After

@@ -295,8 +295,9 @@ func errOutcomeUnknown(failure dbFailure, cause error) error {
 // dbFailureOf is why err says the database could not serve a request, or 0
 // when it does not.
 func dbFailureOf(err error) dbFailure {
-	var e *domainError
-	if err != nil && errors.As(err, &e) {
+	// AsType, not As, whose target escapes: an allocation on each call
+	// with an error, and dbHealth.saw calls this with every store call's.
+	if e, ok := errors.AsType[*domainError](err); ok {
 		return e.db
 	}
 	return 0
