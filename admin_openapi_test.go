@@ -71,7 +71,8 @@ func TestAdminOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	for path, item := range doc.Paths {
 		target := "/admin/v1" + strings.ReplaceAll(path, "{id}", strconv.FormatInt(k.ID, 10))
-		wantAllowOfDocumentedMethods(t, path, item, s.admin("DELETE", target, admin, ""))
+		// PUT: no admin path takes it (DELETE is a webhook endpoint's).
+		wantAllowOfDocumentedMethods(t, path, item, s.admin("PUT", target, admin, ""))
 	}
 }
 
@@ -107,6 +108,15 @@ var adminOpenAPIStatuses = map[string][]int{
 	"getKeyUsage":     {200, 400, 401, 403, 404, 405, 429, 500, 503},
 	"listAuditEvents": {200, 400, 401, 403, 405, 429, 500, 503},
 	"getAdminOpenAPI": {200, 405, 500},
+
+	"listWebhooks":            {200, 401, 403, 405, 429, 500, 503},
+	"addWebhook":              {201, 400, 401, 403, 405, 413, 415, 429, 500, 503},
+	"removeWebhook":           {204, 400, 401, 403, 404, 405, 429, 500, 503},
+	"rotateWebhookSecret":     {200, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503},
+	"enableWebhook":           {200, 400, 401, 403, 404, 405, 429, 500, 503},
+	"testWebhook":             {202, 400, 401, 403, 404, 405, 429, 500, 503},
+	"listWebhookDeliveries":   {200, 400, 401, 403, 404, 405, 429, 500, 503},
+	"resendWebhookDeliveries": {200, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503},
 }
 
 func TestAdminOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
@@ -150,6 +160,17 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"rollKey", "POST", key + "/roll", admin, "", 400},
 		{"revokeKey", "POST", key + "/revoke", admin, "", 200},
 		{"revokeKey", "POST", "/admin/v1/keys/999/revoke", admin, "", 404},
+		{"addWebhook", "POST", "/admin/v1/webhooks", admin, `{"url":"https://hooks.example.com/in"}`, 201},
+		{"addWebhook", "POST", "/admin/v1/webhooks", admin, `{"url":"ftp://hooks.example.com/"}`, 400},
+		{"listWebhooks", "GET", "/admin/v1/webhooks", admin, "", 200},
+		{"testWebhook", "POST", "/admin/v1/webhooks/1/test", admin, "", 202},
+		{"listWebhookDeliveries", "GET", "/admin/v1/webhooks/1/deliveries", admin, "", 200},
+		{"resendWebhookDeliveries", "POST", "/admin/v1/webhooks/1/resend", admin, `{"failed":true}`, 200},
+		{"resendWebhookDeliveries", "POST", "/admin/v1/webhooks/1/resend", admin, `{}`, 400},
+		{"rotateWebhookSecret", "POST", "/admin/v1/webhooks/1/rotate", admin, "", 200},
+		{"enableWebhook", "POST", "/admin/v1/webhooks/1/enable", admin, "", 200},
+		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 204},
+		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 404},
 		{"getAdminOpenAPI", "GET", "/admin/v1/openapi.yaml", "", "", 200},
 		{"getAdminOpenAPI", "POST", "/admin/v1/openapi.yaml", "", "", 405},
 	}

@@ -82,6 +82,14 @@ func adminRequests(id int64) []adminRequest {
 		{"GET", "/admin/v1/audit", "", scopeAuditRead, 200},
 		{"POST", key + "/roll", `{"overlap":"1h"}`, scopeKeysWrite, 201},
 		{"POST", key + "/revoke", "", scopeKeysWrite, 200},
+		{"GET", "/admin/v1/webhooks", "", scopeWebhooks, 200},
+		{"POST", "/admin/v1/webhooks", `{"url":"https://hooks.example.com/in"}`, scopeWebhooks, 201},
+		{"GET", "/admin/v1/webhooks/999/deliveries", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/test", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/rotate", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/enable", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/resend", `{"failed":true}`, scopeWebhooks, 404},
+		{"DELETE", "/admin/v1/webhooks/999", "", scopeWebhooks, 404},
 	}
 }
 

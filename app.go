@@ -32,8 +32,10 @@ type app struct {
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  rateLimiter
-	limitsIn string    // where the limits are kept, for the log
-	audit    *auditLog // the bans this server saw start, until they are stored
+	limitsIn string         // where the limits are kept, for the log
+	audit    *auditLog      // the bans this server saw start, until they are stored
+	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
+	webhooks *webhookWorker // sends the outbox's webhooks
 	pets     *petCache
 	idem     *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
@@ -79,7 +81,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a := &app{
 		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
-		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
+		audit: newAuditLog(cfg.env, d.now, d.logger), quota: newQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}
 	defer func() {
 		if err != nil {
@@ -96,6 +98,10 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
 	a.adminFailures = newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
+	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
+	// An attempt's webhook-timestamp is for the receiver's clock, which a
+	// test's fake clock does not move.
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(cfg.webhookAllowPrivate, time.Now), d.now, d.logger, d.metrics)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -169,8 +175,11 @@ func (a *app) startBackground() (stop func()) {
 			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
 			warn("store audit events (bans); will retry", a.audit.flush(ctx, a.store.AddAuditEvents))
+			warn("store quota notices; will retry", a.quota.flush(ctx, a.store.AddWebhookNotices))
+			a.webhooks.poke()
 		})
 	})
+	wg.Go(func() { a.webhooks.run(ctx) })
 	wg.Go(func() {
 		every(ctx, limiterSweepEvery, func() {
 			a.limiter.sweep()
@@ -203,6 +212,7 @@ func (a *app) startBackground() (stop func()) {
 			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
 			{"store audit events (bans) at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddAuditEvents) }},
+			{"store quota notices at shutdown", func() error { return a.quota.flush(context.Background(), a.store.AddWebhookNotices) }},
 		} {
 			last.Go(func() {
 				if err := w.write(); err != nil {

@@ -31,6 +31,7 @@ const (
 var auditActions = []string{
 	auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied, auditKeyUpdated,
 	auditAdminCreated, auditAdminRevoked,
+	auditWebhookAdded, auditWebhookRemoved, auditWebhookRotated, auditWebhookEnabled, auditWebhookDisabled,
 }
 
 // serverActor is the actor of the events the server writes: the bootstrap
@@ -79,6 +80,13 @@ type auditDetails struct {
 	AdminID int64 `json:"adminId,omitempty"`
 	// key.created through the admin API: the portal's reference.
 	ExternalID string `json:"externalId,omitempty"`
+	// webhook.*: the endpoint, its URL as logs show it (no user info or
+	// query), its event types, and why a server disabled it. Never its
+	// secret.
+	WebhookID int64    `json:"webhookId,omitempty"`
+	URL       string   `json:"url,omitempty"`
+	Events    []string `json:"events,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
 }
 
 // auditFilter picks events: those at or after Since (zero: all), of key

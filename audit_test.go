@@ -643,7 +643,7 @@ func TestAuditEventsAreCountedByAction(t *testing.T) {
 			t.Helper()
 			return counterValues(t, scrape(t, m), "petstore_audit_events_total", "action")
 		}
-		want := map[string]float64{}
+		want := make(map[string]float64)
 		for _, action := range auditActions {
 			want[action] = 0
 		}

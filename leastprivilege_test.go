@@ -108,7 +108,11 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	}
 
 	// The servers' role runs the commands and a server.
-	key := mustCreateKeyCLI(t, viaRun, "--db", as(app), "--plan", "pro", "--name", "least")
+	id, _ := addWebhookCLI(t, viaRun, as(app), "http://127.0.0.1:9/in")                     // refused: loopback
+	key := mustCreateKeyCLI(t, viaRun, "--db", as(app), "--plan", "pro", "--name", "least") // queues key.created
+	if res := viaRun(t, nil, "webhooks", "rotate", "--db", as(app), id); res.code != 0 {
+		t.Errorf("webhooks rotate as the servers' role: exit %d %s", res.code, res.stderr)
+	}
 	if res := viaRun(t, nil, "admin", "create", "--db", as(app), "--name", "least"); res.code != 0 {
 		t.Errorf("admin create as the servers' role: exit %d %s", res.code, res.stderr)
 	}

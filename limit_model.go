@@ -230,7 +230,8 @@ func (a limitAnswer) decision(lim limits, policy string, perSecond float64) deci
 // that their headers agree.
 func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
 	minute, day := windows(now, lim, tokens, perSecond, dayCount)
-	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn}
+	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn,
+		dayCount: dayCount}
 	if minute.remaining < day.remaining || (minute.remaining == day.remaining && !minute.reset.After(day.reset)) {
 		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", minute.limit, minute.remaining, minute.reset, minute.resetIn
 	}

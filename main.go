@@ -56,6 +56,14 @@ const topUsage = `usage:
   petstore admin revoke [--db FILE|URL] ID
   petstore usage       [--db FILE|URL] --key ID [--days N] [--json]
   petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
+  petstore webhooks add        [--db FILE|URL] URL [--events TYPE,...]
+  petstore webhooks list       [--db FILE|URL] [--json]
+  petstore webhooks remove     [--db FILE|URL] ID
+  petstore webhooks rotate     [--db FILE|URL] ID [--overlap 24h]
+  petstore webhooks enable     [--db FILE|URL] ID
+  petstore webhooks test       [--db FILE|URL] ID
+  petstore webhooks deliveries [--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]
+  petstore webhooks resend     [--db FILE|URL] EVENT_ID|--failed [--endpoint ID]
   petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
@@ -119,6 +127,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usageCommand(ctx, args, getenv, stdout)
 	case "audit":
 		return auditCommand(ctx, args, getenv, stdout)
+	case "webhooks":
+		return webhooksCommand(ctx, args, getenv, stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, args, getenv, stdout, stderr)
 	case "backup":
@@ -134,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, admin, usage, audit, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, admin, usage, audit, webhooks, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

@@ -39,6 +39,7 @@ type metrics struct {
 	dbDown        prometheus.Gauge
 	dbCalls       *prometheus.HistogramVec
 	redisCalls    *prometheus.HistogramVec
+	deliveries    map[string]prometheus.Counter // webhook deliveries by outcome
 }
 
 // requestBuckets are OpenTelemetry's default histogram boundaries (in
@@ -113,8 +114,18 @@ func newMetrics() *metrics {
 		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(dbFailureNames[f])
 	}
 
+	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_webhook_deliveries_total",
+		Help: "Webhook attempts by what came of them: delivered (a 2xx), retried (to be tried again), failed (the last attempt, or a 410).",
+	}, []string{"outcome"})
+	m.deliveries = make(map[string]prometheus.Counter)
+	for state, outcome := range deliveryOutcomeNames {
+		m.deliveries[state] = deliveries.WithLabelValues(outcome)
+	}
+
 	build := readBuildInfo()
 	m.registry.MustRegister(
+		deliveries,
 		m.requestDuration, decisions, authFailures, adminFailures, dbUnavailable, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_build_info",

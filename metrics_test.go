@@ -274,7 +274,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		}
 	}
 
-	allowedLabels := []string{"method", "route", "code", "decision", "reason", "cause", "operation", "action", "version", "goversion", "revision"}
+	allowedLabels := []string{"method", "route", "code", "decision", "reason", "cause", "operation", "action", "outcome", "version", "goversion", "revision"}
 	for name, f := range families {
 		if !strings.HasPrefix(name, "petstore_") {
 			continue

@@ -356,9 +356,9 @@ func TestOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes(t *t
 	}
 }
 
-// wantAllowOfDocumentedMethods checks that w, the answer to a DELETE on
-// path, is a 405 whose Allow lists the methods item documents (and HEAD
-// with GET, which a GET pattern answers too).
+// wantAllowOfDocumentedMethods checks that w, the answer to a method path
+// does not document, is a 405 whose Allow lists the methods item documents
+// (and HEAD with GET, which a GET pattern answers too).
 func wantAllowOfDocumentedMethods(t *testing.T, path string, item map[string]yaml.Node, w *httptest.ResponseRecorder) {
 	t.Helper()
 	var want []string
@@ -372,7 +372,7 @@ func wantAllowOfDocumentedMethods(t *testing.T, path string, item map[string]yam
 	}
 	sort.Strings(want)
 	if w.Code != http.StatusMethodNotAllowed {
-		t.Errorf("%s: DELETE answered %d, want 405", path, w.Code)
+		t.Errorf("%s: another method answered %d, want 405", path, w.Code)
 		return
 	}
 	var allow []string

@@ -69,6 +69,7 @@ type decision struct {
 	// overQuota: refused because the day's quota is spent (rate_limited
 	// only), not for the minute.
 	overQuota bool
+	dayCount  int64 // the caller's requests today, this one included when allowed
 }
 
 // rateLimiter decides whether a caller's request may go ahead. *localLimiter

@@ -90,7 +90,7 @@ func apiRoutes(a *app) []route {
 // for a panic.
 func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
-	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.trustProxy)
+	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.quota, a.trustProxy)
 	for _, rt := range apiRoutes(a) {
 		scoped := requireScope(rt.need)
 		switch rt.access {
@@ -146,6 +146,14 @@ func adminRoutes(a *app) []route {
 		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, scopeKeysWrite, handleAdminRevokeKey(d)},
 		{"GET /admin/v1/keys/{id}/usage", withAdminToken, scopeKeysRead, handleAdminKeyUsage(d)},
 		{"GET /admin/v1/audit", withAdminToken, scopeAuditRead, handleAdminAudit(d)},
+		{"GET /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminListWebhooks(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d)},
+		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, scopeWebhooks, handleAdminTestWebhook(d)},
+		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, scopeWebhooks, handleAdminWebhookDeliveries(d)},
+		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, scopeWebhooks, handleAdminResendWebhook(d)},
 
 		// Another method on those paths is a 405 with Allow, any other
 		// path a 404, each after the token.
@@ -156,6 +164,13 @@ func adminRoutes(a *app) []route {
 		{"/admin/v1/keys/{id}/revoke", withAdminToken, noScope, methodNotAllowed("POST")},
 		{"/admin/v1/keys/{id}/usage", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
 		{"/admin/v1/audit", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/webhooks", withAdminToken, noScope, methodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/webhooks/{id}", withAdminToken, noScope, methodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/enable", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/test", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/webhooks/{id}/resend", withAdminToken, noScope, methodNotAllowed("POST")},
 		{"/admin/v1/", withAdminToken, noScope, notFound()},
 		{"/admin/v1", withAdminToken, noScope, notFound()},
 	}

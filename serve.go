@@ -55,6 +55,9 @@ type serveConfig struct {
 	// dbTimeout bounds the database work of a request, and each call of the
 	// server's own upkeep: past it, 503 unavailable.
 	dbTimeout time.Duration
+	// webhookAllowPrivate lets webhooks go to loopback and private
+	// addresses, which are refused otherwise.
+	webhookAllowPrivate bool
 }
 
 // defaultDBTimeout is --db-timeout's default: far above what a healthy
@@ -78,6 +81,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
+	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and unique-local addresses (a receiver on this network); refused otherwise")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err

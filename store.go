@@ -32,6 +32,7 @@ type storage interface {
 	usageHistoryStore
 	auditStore
 	adminTokenStore
+	webhookStorage // webhook_store.go
 	lifecycle
 }
 

@@ -167,7 +167,8 @@ func insertKey(ctx context.Context, tx dbTx, k apiKey, now time.Time) (apiKey, e
 }
 
 // insertAuditEvents appends events in tx: every change that is audited
-// writes its events through here, in its own transaction.
+// writes its events through here, in its own transaction. The events that
+// are webhooks too (key.created, key.banned ...) are queued with them.
 func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error {
 	for _, e := range events {
 		row, err := auditRow(e)
@@ -178,7 +179,7 @@ func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error
 			return err
 		}
 	}
-	return nil
+	return queueAuditWebhookEvents(ctx, tx, events)
 }
 
 // AddAuditEvents appends events (the server's: bans) in one transaction.

@@ -651,7 +651,8 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 	var n copied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
-		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history,
+			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		var there copied
@@ -674,7 +675,7 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 		}
 		// Ids are never reused: each sequence goes on after the highest id
 		// the source gave, even one whose row is gone.
-		for _, table := range []string{"pets", "api_keys", "audit_events", "admin_tokens"} {
+		for _, table := range []string{"pets", "api_keys", "audit_events", "admin_tokens", "webhook_endpoints"} {
 			last, err := src.LastID(ctx, table)
 			if err != nil {
 				return err

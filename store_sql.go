@@ -75,6 +75,11 @@ type copied struct {
 	AuditEvents  int64 `json:"auditEvents"`
 	AdminTokens  int64 `json:"adminTokens"`
 	UsageHistory int64 `json:"usageHistory"`
+	// The webhooks' endpoints, outbox and notice marks.
+	WebhookEndpoints  int64 `json:"webhookEndpoints,omitempty"`
+	WebhookEvents     int64 `json:"webhookEvents,omitempty"`
+	WebhookDeliveries int64 `json:"webhookDeliveries,omitempty"`
+	WebhookNotices    int64 `json:"webhookNotices,omitempty"`
 }
 
 // copyTables are the tables copy moves, with their columns, in both schemas.
@@ -92,6 +97,12 @@ var copyTables = []struct {
 	{"admin_tokens", []string{"id", "hash", "name", "scopes", "env", "created_at", "revoked_at"}, func(c *copied) *int64 { return &c.AdminTokens }},
 	{"usage_history", []string{"budget_id", "day", "allowed", "rate_limited", "quota_exceeded", "banned", "forbidden"},
 		func(c *copied) *int64 { return &c.UsageHistory }},
+	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
+		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookEndpoints }},
+	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *copied) *int64 { return &c.WebhookEvents }},
+	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
+		"last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookDeliveries }},
+	{"webhook_notices", []string{"mark", "at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
 }
 
 // auditColumns are the columns of an event as auditRow gives them and
