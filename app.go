@@ -26,20 +26,29 @@ type app struct {
 	metrics    *metrics // nil without an admin listener: nobody else could read them
 	now        func() time.Time
 	trustProxy bool
+	env        string        // production or staging
 	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  rateLimiter
-	limitsIn string       // where the limits are kept, for the log
-	audit    *auditLog    // the bans this server saw start, until they are stored
-	bans     *banFollower // the database's bans and lifts, read into the limiter
+	limitsIn string         // where the limits are kept, for the log
+	audit    *auditLog      // the bans this server saw start, until they are stored
+	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
+	webhooks *webhookWorker // sends the outbox's webhooks
+	bans     *banFollower   // the database's bans and lifts, read into the limiter
 	pets     *petCache
 	idem     *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
 	// load balancer see /readyz fail.
 	draining *atomic.Bool
 	handler  http.Handler
+	// adminHandler is the admin listener's: /metrics, /debug/pprof/ and
+	// the admin API under /admin/v1.
+	adminHandler http.Handler
+	// adminFailures limits failed admin authentications per client
+	// address, in this process: a subject of its own, apart from /v1's.
+	adminFailures *localLimiter
 
 	closeLimiter func() error
 }
@@ -71,9 +80,9 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, dbTimeout: cfg.dbTimeout,
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
-		audit: newAuditLog(cfg.env, d.now, d.logger), closeLimiter: func() error { return nil },
+		audit: newAuditLog(cfg.env, d.now, d.logger), quota: newQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}
 	defer func() {
 		if err != nil {
@@ -89,7 +98,13 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
+	a.adminFailures = newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
+	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
+	// An attempt's webhook-timestamp is for the receiver's clock, which a
+	// test's fake clock does not move.
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(cfg.webhookAllowPrivate, time.Now), d.now, d.logger, d.metrics)
 	a.handler = newServer(a)
+	a.adminHandler = newAdminServer(a)
 	return a, nil
 }
 
@@ -175,11 +190,26 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() {
 		every(ctx, usageFlushEvery, func() {
 			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
+			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
 			warn("store bans and their audit events; will retry", a.audit.flush(ctx, a.store.AddBans))
+			warn("store quota notices; will retry", a.quota.flush(ctx, a.store.AddWebhookNotices))
+			a.webhooks.poke()
 		})
 	})
-	wg.Go(func() { every(ctx, limiterSweepEvery, func() { a.limiter.sweep() }) })
+	wg.Go(func() { a.webhooks.run(ctx) })
+	wg.Go(func() {
+		every(ctx, limiterSweepEvery, func() {
+			a.limiter.sweep()
+			a.adminFailures.sweep()
+		})
+	})
+	wg.Go(func() {
+		every(ctx, usageHistoryPruneEvery, func() {
+			_, err := a.store.PruneUsageHistory(ctx, usageHistoryCutoff(a.now()))
+			warn("prune the usage history", err)
+		})
+	})
 	wg.Go(func() {
 		every(ctx, idempotencyPruneEvery, func() {
 			_, err := a.store.PruneIdempotency(ctx, a.now().Add(-idempotencyTTL))
@@ -197,8 +227,10 @@ func (a *app) startBackground() (stop func()) {
 			write func() error
 		}{
 			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
+			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
 			{"store bans and their audit events at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},
+			{"store quota notices at shutdown", func() error { return a.quota.flush(context.Background(), a.store.AddWebhookNotices) }},
 		} {
 			last.Go(func() {
 				if err := w.write(); err != nil {

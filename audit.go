@@ -21,10 +21,18 @@ const (
 	auditKeyRolled  = "key.rolled"
 	auditKeyBanned  = "key.banned"
 	auditKeysCopied = "keys.copied"
-	auditBanLifted  = "ban.lifted"
+	auditKeyUpdated = "key.updated"
+	// An admin token's, with its id (adminId in the details).
+	auditAdminCreated = "admin.created"
+	auditAdminRevoked = "admin.revoked"
+	auditBanLifted    = "ban.lifted"
 )
 
-var auditActions = []string{auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied, auditBanLifted}
+var auditActions = []string{
+	auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied, auditKeyUpdated,
+	auditAdminCreated, auditAdminRevoked, auditBanLifted,
+	auditWebhookAdded, auditWebhookRemoved, auditWebhookRotated, auditWebhookEnabled, auditWebhookDisabled,
+}
 
 // serverActor is the actor of the events the server writes: the bootstrap
 // key and the bans.
@@ -64,14 +72,32 @@ type auditDetails struct {
 	// keys.copied: the SQLite file copied, and what it held.
 	From   string  `json:"from,omitempty"`
 	Copied *copied `json:"copied,omitempty"`
+	// key.updated: the key's terms before the change and after it.
+	Before *auditDetails `json:"before,omitempty"`
+	After  *auditDetails `json:"after,omitempty"`
+	// admin.created, admin.revoked: the token's id (with its name and
+	// scopes above).
+	AdminID int64 `json:"adminId,omitempty"`
+	// key.created through the admin API: the portal's reference.
+	ExternalID string `json:"externalId,omitempty"`
+	// webhook.*: the endpoint, its URL as logs show it (no user info or
+	// query), its event types, and why a server disabled it. Never its
+	// secret.
+	WebhookID int64    `json:"webhookId,omitempty"`
+	URL       string   `json:"url,omitempty"`
+	Events    []string `json:"events,omitempty"`
+	Reason    string   `json:"reason,omitempty"`
 }
 
 // auditFilter picks events: those at or after Since (zero: all), of key
-// KeyID (0: any; a roll is an event of both its keys), of Action ("": any).
+// KeyID (0: any; a roll is an event of both its keys), of Action ("": any),
+// a page of them when After or Limit say so.
 type auditFilter struct {
 	Since  time.Time
 	KeyID  int64
 	Action string
+	After  int64 // only the events after event After in the trail's order (a page's cursor); 0: from the first
+	Limit  int   // at most this many; 0: all
 }
 
 // auditTime is t as the trail keeps it: UTC, to the millisecond.
@@ -86,7 +112,16 @@ func keyEvent(action string, k apiKey, actor string, at time.Time) auditEvent {
 func termsOf(k apiKey) auditDetails {
 	return auditDetails{
 		Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Scopes: k.Scopes.names(), Expires: timeOrNil(k.ExpiresAt),
+		ExternalID: k.ExternalID,
 	}
+}
+
+// updateEvent is the event of a change of key before to after.
+func updateEvent(before, after apiKey, actor string, at time.Time) auditEvent {
+	e := keyEvent(auditKeyUpdated, after, actor, at)
+	b, a := termsOf(before), termsOf(after)
+	e.Details = auditDetails{Before: &b, After: &a}
+	return e
 }
 
 // rollEvent is the event of a roll of old to rolled: the new key's terms,

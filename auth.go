@@ -27,10 +27,18 @@ const (
 
 var keyPrefixes = map[string]string{"production": "psk_live_", "staging": "psk_test_"}
 
+// adminPrefixes begin admin tokens (admin.go): the same shape as a key,
+// another prefix, so that neither is ever taken for the other.
+var adminPrefixes = map[string]string{"production": "psa_live_", "staging": "psa_test_"}
+
 // newKey returns a fresh random key for env.
-func newKey(env string) string {
-	b := make([]byte, 0, len(keyPrefixes[env])+keyRandomLen+keyChecksumLn)
-	b = append(b, keyPrefixes[env]...)
+func newKey(env string) string { return newSecret(keyPrefixes[env]) }
+
+// newSecret returns a fresh random secret that begins with prefix: a key,
+// or an admin token.
+func newSecret(prefix string) string {
+	b := make([]byte, 0, len(prefix)+keyRandomLen+keyChecksumLn)
+	b = append(b, prefix...)
 	var buf [64]byte
 	for n := 0; n < keyRandomLen; {
 		rand.Read(buf[:])
@@ -57,10 +65,15 @@ func appendChecksum(dst, body []byte) []byte {
 
 // keyProblem says why a token cannot be a key of env, or nothing (the zero
 // authFailure) when its shape and checksum are right.
-func keyProblem(token, env string) authFailure {
-	prefix := keyPrefixes[env]
+func keyProblem(token, env string) authFailure { return secretProblem(token, env, keyPrefixes) }
+
+// secretProblem says why token cannot be a secret of env with one of
+// prefixes (by environment), or nothing when its shape and checksum are
+// right.
+func secretProblem(token, env string, prefixes map[string]string) authFailure {
+	prefix := prefixes[env]
 	if !strings.HasPrefix(token, prefix) {
-		for otherEnv, other := range keyPrefixes {
+		for otherEnv, other := range prefixes {
 			if strings.HasPrefix(token, other) {
 				return authFailure{authWrongEnvironment,
 					fmt.Sprintf("the API key belongs to the %s environment and this server is %s", otherEnv, env)}
@@ -133,6 +146,8 @@ type heldKey struct {
 type keyUse struct {
 	used   atomic.Bool
 	stored int64 // the minute last written, in Unix seconds; flushLastUsed's
+	budget int64 // the key's budget, which its usage history counts against
+	tally  [2]dayTally
 }
 
 const keyRefreshEvery = 500 * time.Millisecond
@@ -192,18 +207,19 @@ func (k *keyring) useOf(key *apiKey) *keyUse {
 	if u := k.uses[key.ID]; u != nil {
 		return u
 	}
-	u := &keyUse{stored: key.LastUsedAt.Unix()}
+	u := &keyUse{stored: key.LastUsedAt.Unix(), budget: key.BudgetID}
 	k.uses[key.ID] = u
 	return u
 }
 
-// lookup returns the active key for token, or why there is none. A key made
+// lookup returns the active key for token, with its note of use, or why
+// there is none. A key made
 // since the last reload is found in the database and kept; but when
 // senderLimited (nil: never) says the request's sender is limited or banned,
 // the keys are reloaded if they changed (refreshShared) and no key is looked
 // up: made-up keys with a valid checksum cost the database nothing once
 // their sender is limited, and a key made a moment ago still works.
-func (k *keyring) lookup(ctx context.Context, token string, senderLimited func(context.Context) bool) (*apiKey, authFailure, error) {
+func (k *keyring) lookup(ctx context.Context, token string, senderLimited func(context.Context) bool) (*heldKey, authFailure, error) {
 	hash := hashKey(token)
 	k.mu.RLock()
 	h, known := k.byHash[hash]
@@ -244,8 +260,8 @@ func (k *keyring) lookup(ctx context.Context, token string, senderLimited func(c
 	return k.active(h)
 }
 
-// active returns h's key when it works now, or why it does not.
-func (k *keyring) active(h *heldKey) (*apiKey, authFailure, error) {
+// active returns h when its key works now, or why it does not.
+func (k *keyring) active(h *heldKey) (*heldKey, authFailure, error) {
 	key := &h.key
 	if !key.RevokedAt.IsZero() {
 		return nil, authRevokedKey, nil
@@ -257,7 +273,7 @@ func (k *keyring) active(h *heldKey) (*apiKey, authFailure, error) {
 	if !h.use.used.Load() {
 		h.use.used.Store(true)
 	}
-	return key, authFailure{}, nil
+	return h, authFailure{}, nil
 }
 
 // refreshShared is refresh for the requests of limited senders: one at a
@@ -393,9 +409,13 @@ func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middlewar
 				info.sentToken = true
 				// A failed look-up is answered by requireKey, after the
 				// address limit has set its headers.
-				info.key, info.auth, info.authErr = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
+				var h *heldKey
+				h, info.auth, info.authErr = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
 					return addressLimited(ctx, limiter, clientAddr(r, trustProxy))
 				})
+				if h != nil {
+					info.key, info.use = &h.key, h.use
+				}
 			}
 			next.ServeHTTP(w, r)
 		})

@@ -1,9 +1,6 @@
 package main
 
-import (
-	"encoding/json"
-	"net/http"
-)
+import "net/http"
 
 // The admin API's bans (DESIGN.md "The API's owner"): GET /admin/v1/bans
 // (keys:read) lists the bans in force, as bans list --json does; DELETE
@@ -11,35 +8,28 @@ import (
 
 // handleAdminListBans answers the bans in force, those that began first
 // first: [{"subject", "since", "until"}].
-func handleAdminListBans(store banStore) http.Handler {
+func handleAdminListBans(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bans, err := store.Bans(r.Context())
+		bans, err := d.store.Bans(r.Context())
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		b, err := json.Marshal(listedBans(bans))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		writeBody(w, http.StatusOK, append(b, '\n'))
+		writeJSON(w, r, http.StatusOK, listedBans(bans))
 	})
 }
 
 // handleAdminLiftBan lifts the ban of the path's subject (key:ID or
-// address:IP; an IPv6 /64 as any of its addresses, or PREFIX/64 with its
-// slash escaped or not) on env, as actor(r) (admin:NAME): 204, and every
+// address:IP; an IPv6 /64 as any of its addresses, or PREFIX%2F64) on env, as the token's admin:NAME: 204, and every
 // server lets the subject through within a second. A subject that is not
 // banned is 404, a malformed one 400 naming it.
-func handleAdminLiftBan(store banStore, env string, actor func(*http.Request) string) http.Handler {
+func handleAdminLiftBan(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, err := parseBanSubject(r.PathValue("subject"))
-		if err != nil {
-			writeError(w, r, err)
-			return
+		if err == nil {
+			_, err = d.store.LiftBan(r.Context(), subject, recordOf(r).admin.actor(), env)
 		}
-		if _, err := store.LiftBan(r.Context(), subject, actor(r), env); err != nil {
+		if err != nil {
 			writeError(w, r, err)
 			return
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"slices"
@@ -294,21 +293,14 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	}
 }
 
-// The admin routes' handlers, on a mux of their own until the admin
-// listener's router mounts them (DELETE's subject may hold the /64's slash).
+// The admin routes of bans, through the admin listener's router.
 func TestAdminBansAreListedAndLifted(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		mux := http.NewServeMux()
-		mux.Handle("GET /admin/v1/bans", handleAdminListBans(s.store))
-		mux.Handle("DELETE /admin/v1/bans/{subject...}", handleAdminLiftBan(s.store, "production", func(*http.Request) string { return "admin:portal" }))
-		do := func(method, target string) *httptest.ResponseRecorder {
-			w := httptest.NewRecorder()
-			mux.ServeHTTP(w, httptest.NewRequest(method, target, nil))
-			return w
-		}
-		k, token := s.mustCreate(s.keyTerms("enterprise", banTerms))
-		s.banOf(token, 20)
+		token := s.mustCreateAdmin("portal", allAdminScopes)
+		do := func(method, target string) *httptest.ResponseRecorder { return s.admin(method, target, token, "") }
+		k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
+		s.banOf(key, 20)
 		s.flushAudit()
 		if w := do("GET", "/admin/v1/bans"); w.Code != 200 || w.Body.String() != fmt.Sprintf(
 			`[{"subject":"key:%d","since":"2026-03-10T12:00:00Z","until":"2026-03-10T12:15:00Z"}]`+"\n", k.ID) {
@@ -322,7 +314,7 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 			{"key:x", 400, codeInvalidRequest},
 			{"address:2001:db8::%2F48", 400, codeInvalidRequest},
 			{"address:2001:db8::1", 404, codeNotFound},
-			{"address:2001:db8::/64", 404, codeNotFound},
+			{"address:2001:db8::%2F64", 404, codeNotFound},
 			{fmt.Sprintf("key:%d", k.ID+1), 404, codeNotFound},
 		} {
 			w := do("DELETE", "/admin/v1/bans/"+tc.subject)
@@ -341,6 +333,10 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditBanLifted})
 		if len(events) != 1 || events[0].Actor != "admin:portal" || events[0].KeyID != k.ID {
 			t.Errorf("ban.lifted events %+v, want one by admin:portal of key %d", events, k.ID)
+		}
+		s.refreshBans()
+		if w := s.do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+			t.Errorf("after the lift over the admin API: %d %s, want no ban", w.Code, w.Body)
 		}
 	})
 }

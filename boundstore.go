@@ -221,3 +221,45 @@ func (b *boundStorage) Close() error {
 		return errDatabase(dbTimeout, errors.New("the database did not close within the deadline; its connections are left to close"))
 	}
 }
+
+func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(apiKey) (apiKey, error), actor string) (before, after apiKey, err error) {
+	err = b.bounded(ctx, "UpdateKey", func(ctx context.Context) (err error) {
+		before, after, err = b.s.UpdateKey(ctx, id, change, actor)
+		return err
+	})
+	return before, after, err
+}
+
+func (b *boundStorage) AddUsageHistory(ctx context.Context, rows []usageDay) error {
+	return b.bounded(ctx, "AddUsageHistory", func(ctx context.Context) error { return b.s.AddUsageHistory(ctx, rows) })
+}
+
+func (b *boundStorage) UsageHistory(ctx context.Context, budgetID int64, from string) (v []usageDay, err error) {
+	err = b.bounded(ctx, "UsageHistory", func(ctx context.Context) (err error) { v, err = b.s.UsageHistory(ctx, budgetID, from); return err })
+	return v, err
+}
+
+func (b *boundStorage) PruneUsageHistory(ctx context.Context, before string) (v int64, err error) {
+	err = b.bounded(ctx, "PruneUsageHistory", func(ctx context.Context) (err error) { v, err = b.s.PruneUsageHistory(ctx, before); return err })
+	return v, err
+}
+
+func (b *boundStorage) CreateAdminToken(ctx context.Context, t adminToken, actor string) (v adminToken, err error) {
+	err = b.bounded(ctx, "CreateAdminToken", func(ctx context.Context) (err error) { v, err = b.s.CreateAdminToken(ctx, t, actor); return err })
+	return v, err
+}
+
+func (b *boundStorage) AdminTokens(ctx context.Context) (v []adminToken, err error) {
+	err = b.bounded(ctx, "AdminTokens", func(ctx context.Context) (err error) { v, err = b.s.AdminTokens(ctx); return err })
+	return v, err
+}
+
+func (b *boundStorage) AdminTokenByHash(ctx context.Context, hash []byte) (v adminToken, ok bool, err error) {
+	err = b.bounded(ctx, "AdminTokenByHash", func(ctx context.Context) (err error) { v, ok, err = b.s.AdminTokenByHash(ctx, hash); return err })
+	return v, ok, err
+}
+
+func (b *boundStorage) RevokeAdminToken(ctx context.Context, id int64, actor string) (v bool, err error) {
+	err = b.bounded(ctx, "RevokeAdminToken", func(ctx context.Context) (err error) { v, err = b.s.RevokeAdminToken(ctx, id, actor); return err })
+	return v, err
+}

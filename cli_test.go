@@ -37,8 +37,9 @@ var (
 		"production": regexp.MustCompile(`^psk_live_[0-9A-Za-z]{38}$`),
 		"staging":    regexp.MustCompile(`^psk_test_[0-9A-Za-z]{38}$`),
 	}
-	// cliAnyKey finds anything that looks like an API key in output.
-	cliAnyKey = regexp.MustCompile(`psk_(?:live|test)_[0-9A-Za-z]+`)
+	// cliAnyKey finds anything that looks like an API key or an admin token
+	// in output.
+	cliAnyKey = regexp.MustCompile(`ps[ka]_(?:live|test)_[0-9A-Za-z]+`)
 	// cliServing is the log line that tells where the server listens.
 	cliServing = regexp.MustCompile(`msg=serving addr=http://(127\.0\.0\.1:[0-9]+)`)
 )
@@ -237,7 +238,14 @@ func listKeysJSON(t *testing.T, petstore cliRunner, db string) []listedKey {
 
 func keyIDByName(t *testing.T, db, name string) int64 {
 	t.Helper()
-	for _, k := range listKeysJSON(t, viaBinary, db) {
+	return keyIDByNameVia(t, viaBinary, db, name)
+}
+
+// keyIDByNameVia is the id of the key called name, from keys list run by
+// petstore.
+func keyIDByNameVia(t *testing.T, petstore cliRunner, db, name string) int64 {
+	t.Helper()
+	for _, k := range listKeysJSON(t, petstore, db) {
 		if k.Name == name {
 			return k.ID
 		}
@@ -722,7 +730,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
 				cliDecode(t, jsonOut.stdout, &raw)
-				wantFields := []string{"created", "expires", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
+				wantFields := []string{"created", "expires", "externalId", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
 				for _, obj := range raw {
 					var got []string
 					for f := range obj {

@@ -8,7 +8,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -257,8 +256,8 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
-	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events and %d bans from %s to %s; counts verified\n",
-		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.Bans, from, redactURL(to))
+	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history and %d bans from %s to %s; counts verified\n",
+		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.AdminTokens, n.UsageHistory, n.Bans, from, redactURL(to))
 	return nil
 }
 
@@ -310,25 +309,42 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 // now.
 func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, now time.Time) (auditFilter, error) {
 	f := auditFilter{KeyID: keyID, Action: action}
-	switch {
-	case given(fs, "key") && keyID < 1:
+	if given(fs, "key") && keyID < 1 {
 		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
-	case action != "" && !slices.Contains(auditActions, action):
-		return f, usagef("--action: unknown action %q; the actions are %s", action, strings.Join(auditActions, ", "))
 	}
-	if since == "" && !given(fs, "since") {
-		return f, nil
+	if err := checkAuditAction("--action", action); err != nil {
+		return f, usagef("%s", err.Error())
+	}
+	var err error
+	if f.Since, err = auditSince("--since", since, given(fs, "since"), now); err != nil {
+		return f, usagef("%s", err.Error())
+	}
+	return f, nil
+}
+
+// checkAuditAction refuses an action the trail does not know, given as
+// field ("": any).
+func checkAuditAction(field, action string) error {
+	if action != "" && !slices.Contains(auditActions, action) {
+		return errInvalid("%s: unknown action %q; the actions are %s", field, action, strings.Join(auditActions, ", "))
+	}
+	return nil
+}
+
+// auditSince reads since, given as field: a duration back from now or an
+// RFC 3339 time; the zero time when not given.
+func auditSince(field, since string, given bool, now time.Time) (time.Time, error) {
+	if since == "" && !given {
+		return time.Time{}, nil
 	}
 	if at, err := time.Parse(time.RFC3339, since); err == nil {
-		f.Since = at
-		return f, nil
+		return at, nil
 	}
 	d, err := parseLifetime(since)
 	if err != nil || d <= 0 {
-		return f, usagef("--since must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", since)
+		return time.Time{}, errInvalid("%s must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", field, since)
 	}
-	f.Since = now.Add(-d)
-	return f, nil
+	return now.Add(-d), nil
 }
 
 // auditTimeFormat shows an event's time: UTC, to the millisecond.
@@ -423,6 +439,11 @@ type auditJSON struct {
 
 // writeAuditJSON prints the events as a JSON array, [] for none.
 func writeAuditJSON(w io.Writer, events []auditEvent) error {
+	return writeJSONIndented(w, auditJSONOf(events))
+}
+
+// auditJSONOf is events as audit --json and GET /admin/v1/audit show them.
+func auditJSONOf(events []auditEvent) []auditJSON {
 	out := make([]auditJSON, len(events))
 	for i, e := range events {
 		out[i] = auditJSON{
@@ -433,9 +454,7 @@ func writeAuditJSON(w io.Writer, events []auditEvent) error {
 			out[i].Address = &e.Address
 		}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }
 
 func idOrNil(id int64) *int64 {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -59,17 +60,35 @@ func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
 	return pet, err
 }
 
-// readNewPet decodes and validates a body already limited in size. It reads
-// the object field by field: encoding/json alone would take "Name" for
-// "name" and let a repeated field silently win over the first.
+// readNewPet decodes and validates a body already limited in size.
 func readNewPet(body io.Reader) (Pet, error) {
+	fields, err := readObject(body, newPetFieldNames, "a pet has only name, categoryId and status")
+	if err != nil {
+		return Pet{}, err
+	}
+	var in newPetBody
+	for name, raw := range fields {
+		*newPetFields[name](&in) = raw
+	}
+	return in.validate()
+}
+
+var newPetFieldNames = []string{"name", "categoryId", "status"}
+
+// readObject reads a body already limited in size that must be exactly one
+// JSON object of the fields named in known, each given once, and returns
+// each field's raw value; has says what the object may hold, for the
+// message about an unknown field. It reads the object field by field:
+// encoding/json alone would take "Name" for "name" and let a repeated field
+// silently win over the first.
+func readObject(body io.Reader, known []string, has string) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(body)
 	tok, err := dec.Token()
 	if err != nil {
-		return Pet{}, jsonError(err)
+		return nil, jsonError(err)
 	}
 	if tok != json.Delim('{') {
-		return Pet{}, errorf(codeInvalidJSON, "the body must be a JSON object, not %s", jsonKind(tok))
+		return nil, errorf(codeInvalidJSON, "the body must be a JSON object, not %s", jsonKind(tok))
 	}
 	// From here on the body has begun: an end is an unexpected one.
 	broken := func(err error) error {
@@ -78,44 +97,60 @@ func readNewPet(body io.Reader) (Pet, error) {
 		}
 		return jsonError(err)
 	}
-	var in newPetBody
+	fields := make(map[string]json.RawMessage, len(known))
 	var problem error // the first field at fault; broken JSON later on wins over it
-	seen := make(map[string]bool, len(newPetFields))
+	seen := make(map[string]bool, len(known))
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return Pet{}, broken(err)
+			return nil, broken(err)
 		}
 		name := tok.(string) // inside an object, More and Token yield a key here
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return Pet{}, broken(err)
+			return nil, broken(err)
 		}
-		field, known := newPetFields[name]
 		switch {
 		case problem != nil:
-		case !known:
-			problem = errorf(codeInvalidRequest, "unknown field %q: a pet has only name, categoryId and status", name)
+		case !slices.Contains(known, name):
+			problem = errorf(codeInvalidRequest, "unknown field %q: %s", name, has)
 		case seen[name]:
 			problem = errorf(codeInvalidRequest, "%s is given twice", name)
 		default:
-			*field(&in) = raw
+			fields[name] = raw
 		}
 		seen[name] = true
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
-		return Pet{}, broken(err)
+		return nil, broken(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		if tooLarge(err) {
-			return Pet{}, errTooLarge
+			return nil, errTooLarge
 		}
-		return Pet{}, errorf(codeInvalidJSON, "the body must hold exactly one JSON object, and it has more after the object")
+		return nil, errorf(codeInvalidJSON, "the body must hold exactly one JSON object, and it has more after the object")
 	}
 	if problem != nil {
-		return Pet{}, problem
+		return nil, problem
 	}
-	return in.validate()
+	return fields, nil
+}
+
+// decodeObject reads a request's body as readObject does, after checking
+// its content type and within maxBodyBytes: the admin API's bodies.
+func decodeObject(w http.ResponseWriter, r *http.Request, known []string, has string) (map[string]json.RawMessage, error) {
+	if err := checkContentType(firstHeader(r.Header, "Content-Type")); err != nil {
+		return nil, err
+	}
+	if r.ContentLength > maxBodyBytes {
+		w.Header().Set("Connection", "close")
+		return nil, errTooLarge
+	}
+	fields, err := readObject(http.MaxBytesReader(w, r.Body, maxBodyBytes), known, has)
+	if err == errTooLarge {
+		w.Header().Set("Connection", "close") // as decodeNewPet, for the same reason
+	}
+	return fields, err
 }
 
 // smallBodyBytes is the largest body read whole before it is decoded, when

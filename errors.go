@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +18,7 @@ const (
 	codeNotFound             = "not_found"
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeIdempotencyConflict  = "idempotency_conflict"
+	codeConflict             = "conflict" // the admin API's: a resource that exists already
 	codePayloadTooLarge      = "payload_too_large"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeIdempotencyMismatch  = "idempotency_mismatch"
@@ -27,6 +29,10 @@ const (
 	codeUnavailable          = "unavailable"
 )
 
+// adminOnlyCodes are the codes only the admin API answers: openapi.yaml
+// (the pet API) leaves them out, admin-openapi.yaml has them.
+var adminOnlyCodes = []string{codeConflict}
+
 var codeStatus = map[string]int{
 	codeInvalidRequest:       http.StatusBadRequest,
 	codeInvalidJSON:          http.StatusBadRequest,
@@ -35,6 +41,7 @@ var codeStatus = map[string]int{
 	codeNotFound:             http.StatusNotFound,
 	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	codeIdempotencyConflict:  http.StatusConflict,
+	codeConflict:             http.StatusConflict,
 	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
 	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	codeIdempotencyMismatch:  http.StatusUnprocessableEntity,
@@ -55,10 +62,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
-// kindCodes are the codes of the domain's kinds of failure. A conflict never
-// reaches a client of /v1: its one conflict, an Idempotency-Key taken, is
-// settled by createOnce.
-var kindCodes = [...]string{kindNotFound: codeNotFound, kindInvalid: codeInvalidRequest, kindUnavailable: codeUnavailable}
+// kindCodes are the codes of the domain's kinds of failure. A conflict
+// reaches only a client of the admin API (an externalId held): /v1's one
+// conflict, an Idempotency-Key taken, is settled by createOnce.
+var kindCodes = [...]string{kindNotFound: codeNotFound, kindInvalid: codeInvalidRequest, kindConflict: codeConflict, kindUnavailable: codeUnavailable}
 
 // dbFailureMessages say what each cause means to a client.
 var dbFailureMessages = [dbFailures]string{
@@ -134,6 +141,16 @@ func answer(err error, info *requestInfo) Error {
 	}
 	info.err = err
 	return Error{Code: codeInternal, Message: internalMessage}
+}
+
+// writeJSON sends v encoded as JSON (the admin API's answers).
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeBody(w, status, append(b, '\n'))
 }
 
 // writeBody sends an already encoded JSON body.

@@ -276,11 +276,14 @@ func notFound() http.Handler {
 	})
 }
 
-func handleOpenAPI() http.Handler {
+func handleOpenAPI() http.Handler { return handleDocument(openapiYAML) }
+
+// handleDocument serves an OpenAPI document (YAML).
+func handleDocument(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
-		w.Header().Set("Content-Length", strconv.Itoa(len(openapiYAML)))
-		w.Write(openapiYAML)
+		w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+		w.Write(doc)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -240,6 +241,19 @@ func (s *testServer) mustCreate(terms apiKey) (apiKey, string) {
 // do sends a request through the handler. key "" sends no Authorization.
 func (s *testServer) do(method, target, key, body string, header ...string) *httptest.ResponseRecorder {
 	s.t.Helper()
+	return s.send(s.handler, method, target, key, body, header...)
+}
+
+// admin sends a request to the admin listener's handler, with token as its
+// bearer credential ("" sends none).
+func (s *testServer) admin(method, target, token, body string, header ...string) *httptest.ResponseRecorder {
+	s.t.Helper()
+	return s.send(s.adminHandler, method, target, token, body, header...)
+}
+
+// send sends a request through h, as do describes.
+func (s *testServer) send(h http.Handler, method, target, key, body string, header ...string) *httptest.ResponseRecorder {
+	s.t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -259,7 +273,7 @@ func (s *testServer) do(method, target, key, body string, header ...string) *htt
 		}
 	}
 	w := httptest.NewRecorder()
-	s.handler.ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	return w
 }
 

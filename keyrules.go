@@ -3,7 +3,10 @@
 
 package main
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // rollable refuses to roll a key that no longer works, or that was rolled
 // already (its successor is the one to roll).
@@ -42,4 +45,155 @@ func rollEnd(old apiKey, now time.Time, overlap time.Duration) time.Time {
 		return old.ExpiresAt
 	}
 	return end
+}
+
+// keyFields name the fields of a key's terms in messages: the flags of the
+// commands, or the JSON names of the admin API.
+type keyFields struct{ plan, perMinute, perDay string }
+
+var (
+	flagFields = keyFields{"--plan", "--rpm", "--rpd"}
+	jsonFields = keyFields{"plan", "perMinute", "perDay"}
+)
+
+// limitsOf are the limits of plan: its published figures, or for
+// enterprise perMinute and perDay, which only enterprise takes (0: not
+// given). A refusal is invalid_request naming the field by f.
+func limitsOf(plan string, perMinute, perDay int64, f keyFields) (limits, error) {
+	if plan == "enterprise" {
+		if perMinute < 1 || perDay < 1 {
+			return limits{}, errInvalid("the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
+		}
+		return limits{PerMinute: perMinute, PerDay: perDay}, nil
+	}
+	lim, ok := plans[plan]
+	switch {
+	case plan == "":
+		return limits{}, errInvalid("%s is required: free, pro, business or enterprise", f.plan)
+	case !ok:
+		return limits{}, errInvalid("unknown plan %q: choose free, pro, business or enterprise", plan)
+	case perMinute != 0 || perDay != 0:
+		return limits{}, errInvalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
+	}
+	return lim, nil
+}
+
+// knownPlan tells whether plan is one: those of plans, and enterprise.
+func knownPlan(plan string) bool {
+	_, ok := plans[plan]
+	return ok || plan == "enterprise"
+}
+
+// keyChange is a change of a key in place (PATCH /admin/v1/keys/{id}, keys
+// update): each field set is changed, the others kept.
+type keyChange struct {
+	Plan              *string
+	PerMinute, PerDay *int64
+	Name              *string
+	Scopes            *scopeSet
+	Expires           *time.Time // the zero time: never
+}
+
+// apply is k changed at now; a revoked key, or terms that break the rules
+// of keys create, are refused, naming the field by f.
+func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
+	if !k.RevokedAt.IsZero() {
+		return k, errInvalid("key %d was revoked at %s: a revoked key cannot be changed", k.ID, k.RevokedAt.Format(time.RFC3339))
+	}
+	plan := k.Plan
+	if c.Plan != nil {
+		plan = *c.Plan
+	}
+	var perMinute, perDay int64
+	if plan == "enterprise" {
+		// An enterprise key keeps its figures unless given new ones.
+		if k.Plan == "enterprise" {
+			perMinute, perDay = k.PerMinute, k.PerDay
+		}
+		if c.PerMinute != nil {
+			perMinute = *c.PerMinute
+		}
+		if c.PerDay != nil {
+			perDay = *c.PerDay
+		}
+	} else if c.PerMinute != nil || c.PerDay != nil {
+		return k, errInvalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
+	}
+	lim, err := limitsOf(plan, perMinute, perDay, f)
+	if err != nil {
+		return k, err
+	}
+	k.Plan, k.PerMinute, k.PerDay = plan, lim.PerMinute, lim.PerDay
+	if c.Name != nil {
+		k.Name = *c.Name
+	}
+	if c.Scopes != nil {
+		k.Scopes = *c.Scopes
+	}
+	if c.Expires != nil {
+		if !c.Expires.IsZero() && !c.Expires.After(now) {
+			return k, errInvalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
+		}
+		k.ExpiresAt = *c.Expires
+	}
+	return k, nil
+}
+
+// keyFilter picks the keys of a report (keys list --idle --expiring, GET
+// /admin/v1/keys): each field set narrows it.
+type keyFilter struct {
+	Plan       string
+	Idle       time.Duration // not used for at least this long; a key never used counts from its creation
+	Expiring   time.Duration // not yet expired, and expires within this long
+	Revoked    *bool
+	ExternalID string
+}
+
+// picks tells whether f picks k at now.
+func (f keyFilter) picks(k apiKey, now time.Time) bool {
+	switch {
+	case f.Plan != "" && k.Plan != f.Plan:
+		return false
+	case f.ExternalID != "" && k.ExternalID != f.ExternalID:
+		return false
+	case f.Revoked != nil && *f.Revoked == k.RevokedAt.IsZero():
+		return false
+	case f.Expiring > 0 && (k.ExpiresAt.IsZero() || k.expiredAt(now) || k.ExpiresAt.After(now.Add(f.Expiring))):
+		return false
+	}
+	if f.Idle > 0 {
+		last := k.LastUsedAt
+		if last.IsZero() {
+			last = k.CreatedAt
+		}
+		if now.Sub(last) < f.Idle {
+			return false
+		}
+	}
+	return true
+}
+
+// pick is the keys f picks at now, in their order.
+func (f keyFilter) pick(keys []apiKey, now time.Time) []apiKey {
+	var picked []apiKey
+	for _, k := range keys {
+		if f.picks(k, now) {
+			picked = append(picked, k)
+		}
+	}
+	return picked
+}
+
+// reportSpan reads a duration of a report's filter (--idle, idle=): a
+// duration above zero (30d, 12h); "" not given is none. A refusal is
+// invalid_request naming field.
+func reportSpan(field, value string, given bool) (time.Duration, error) {
+	if value == "" && !given {
+		return 0, nil
+	}
+	d, err := parseLifetime(value)
+	if err != nil || d <= 0 || strings.TrimSpace(value) != value {
+		return 0, errInvalid("%s must be a duration above zero (30d, 7d, 12h), not %q", field, value)
+	}
+	return d, nil
 }

@@ -62,30 +62,51 @@ func parseLifetime(s string) (time.Duration, error) {
 // parseExpires reads --expires: an RFC 3339 time or a duration from now,
 // which must end after now. The expiry is rounded up to a whole second.
 func parseExpires(s string, now time.Time) (time.Time, error) {
+	at, err := expiresOf("--expires", s, now)
+	if err != nil {
+		return time.Time{}, usagef("%s", err.Error())
+	}
+	return at, nil
+}
+
+// expiresOf reads an expiry given as field (--expires, expires): an RFC
+// 3339 time or a duration from now, which must end after now, rounded up
+// to a whole second. A refusal is invalid_request naming field.
+func expiresOf(field, s string, now time.Time) (time.Time, error) {
 	const want = "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
 	at, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		d, err := parseLifetime(s)
 		if err != nil {
-			return time.Time{}, usagef("--expires must be %s, not %q", want, s)
+			return time.Time{}, errInvalid("%s must be %s, not %q", field, want, s)
 		}
 		if d <= 0 {
-			return time.Time{}, usagef("--expires must be a duration above zero, not %q", s)
+			return time.Time{}, errInvalid("%s must be a duration above zero, not %q", field, s)
 		}
 		at = now.Add(d)
 	}
 	at = ceilSecond(at).UTC()
 	if !at.After(now) {
-		return time.Time{}, usagef("--expires %s is not in the future", s)
+		return time.Time{}, errInvalid("%s %s is not in the future", field, s)
 	}
 	return at, nil
 }
 
 // parseOverlap reads --overlap: a duration of 0 or more.
 func parseOverlap(s string) (time.Duration, error) {
+	d, err := overlapOf("--overlap", s)
+	if err != nil {
+		return 0, usagef("%s", err.Error())
+	}
+	return d, nil
+}
+
+// overlapOf reads the overlap of a roll given as field: a duration of 0
+// or more. A refusal is invalid_request naming field.
+func overlapOf(field, s string) (time.Duration, error) {
 	d, err := parseLifetime(s)
 	if err != nil || d < 0 {
-		return 0, usagef("--overlap must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", s)
+		return 0, errInvalid("%s must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", field, s)
 	}
 	return d, nil
 }
@@ -118,13 +139,8 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	if err := checkName("--name", name); err != nil {
+	if err := checkLabel("--name", name); err != nil {
 		return usagef("%v", err)
-	}
-	// A name is shown in keys list and kept in the audit trail: it must
-	// not be where a key's text ends up.
-	if strings.Contains(name, "psk_") {
-		return usagef("--name must not hold an API key (psk_...): it is shown in keys list and kept in the audit trail")
 	}
 	var expires time.Time
 	if expiresFlag != "" || given(fs, "expires") {
@@ -146,6 +162,19 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day, %s%s) in %s; it is shown only now:\n",
 		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.described(), expiryNote(k.ExpiresAt), c.db.shown())
 	fmt.Fprintln(stdout, token)
+	return nil
+}
+
+// checkLabel is checkName for the name of a key or an admin token, which
+// is shown in lists and kept in the audit trail: it must not be where the
+// text of a key or token ends up either.
+func checkLabel(field, name string) error {
+	if err := checkName(field, name); err != nil {
+		return err
+	}
+	if strings.Contains(name, "psk_") || strings.Contains(name, "psa_") {
+		return fmt.Errorf("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
+	}
 	return nil
 }
 
@@ -255,20 +284,9 @@ func keyCommandError(verb string, id int64, err error) error {
 
 // planLimits are the limits of plan; --rpm and --rpd belong to enterprise.
 func planLimits(plan string, rpm, rpd int64) (limits, error) {
-	if plan == "enterprise" {
-		if rpm < 1 || rpd < 1 {
-			return limits{}, usagef("the enterprise plan needs --rpm and --rpd, each 1 or more")
-		}
-		return limits{PerMinute: rpm, PerDay: rpd}, nil
-	}
-	lim, ok := plans[plan]
-	switch {
-	case plan == "":
-		return limits{}, usagef("--plan is required: free, pro, business or enterprise")
-	case !ok:
-		return limits{}, usagef("unknown plan %q: choose free, pro, business or enterprise", plan)
-	case rpm != 0 || rpd != 0:
-		return limits{}, usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", plan)
+	lim, err := limitsOf(plan, rpm, rpd, flagFields)
+	if err != nil {
+		return limits{}, usagef("%s", err.Error())
 	}
 	return lim, nil
 }
@@ -276,9 +294,20 @@ func planLimits(plan string, rpm, rpd int64) (limits, error) {
 func keysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys list", getenv, stdout).withDB()
 	var asJSON bool
+	var idle, expiring string
 	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	c.fs.StringVar(&idle, "idle", "", "only keys not used for at least this long, a duration (30d, 12h); a key never used counts from its creation")
+	c.fs.StringVar(&expiring, "expiring", "", "only keys not yet expired that expire within this long, a duration (7d, 24h)")
 	if err := c.parse(args); err != nil {
 		return err
+	}
+	var filter keyFilter
+	var err error
+	if filter.Idle, err = reportSpan("--idle", idle, given(c.fs, "idle")); err != nil {
+		return usagef("%s", err.Error())
+	}
+	if filter.Expiring, err = reportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
+		return usagef("%s", err.Error())
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
@@ -290,7 +319,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("list keys: %w", err)
 	}
 	now := time.Now()
-	rows, err := listedKeys(ctx, store, keys, now)
+	rows, err := listedKeys(ctx, store, keys, filter.pick(keys, now), now)
 	if err != nil {
 		return fmt.Errorf("list keys: %w", err)
 	}
@@ -339,6 +368,7 @@ type listedKey struct {
 	RolledTo   *int64   `json:"rolledTo"`
 	RolledFrom *int64   `json:"rolledFrom"`
 	Scopes     []string `json:"scopes"`
+	ExternalID *string  `json:"externalId"` // a portal's reference (admin API); null when none
 }
 
 // Key states in keys list.
@@ -349,13 +379,18 @@ const (
 	stateRevoked = "revoked"
 )
 
-// listedKeys are keys as keys list shows them at now, with today's usage of
-// each budget.
-func listedKeys(ctx context.Context, store usageStore, keys []apiKey, now time.Time) ([]listedKey, error) {
+// listedKeys are the keys shown, of all the keys there are, as keys list
+// shows them at now, with today's usage of each budget.
+func listedKeys(ctx context.Context, store usageStore, all, shown []apiKey, now time.Time) ([]listedKey, error) {
 	today := now.UTC().Format(time.DateOnly)
 	usage := make(map[int64]int64)
 	rolledFrom := make(map[int64]int64)
-	for _, k := range keys {
+	for _, k := range all {
+		if k.RolledTo != 0 {
+			rolledFrom[k.RolledTo] = k.ID
+		}
+	}
+	for _, k := range shown {
 		if _, ok := usage[k.BudgetID]; !ok {
 			n, err := store.Usage(ctx, k.BudgetID, today)
 			if err != nil {
@@ -363,16 +398,16 @@ func listedKeys(ctx context.Context, store usageStore, keys []apiKey, now time.T
 			}
 			usage[k.BudgetID] = n
 		}
-		if k.RolledTo != 0 {
-			rolledFrom[k.RolledTo] = k.ID
-		}
 	}
-	rows := make([]listedKey, 0, len(keys))
-	for _, k := range keys {
+	rows := make([]listedKey, 0, len(shown))
+	for _, k := range shown {
 		row := listedKey{
 			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
 			Revoked: timeOrNil(k.RevokedAt), Expires: timeOrNil(k.ExpiresAt), LastUsed: timeOrNil(k.LastUsedAt),
 			Today: usage[k.BudgetID], State: stateActive, Scopes: k.Scopes.names(),
+		}
+		if k.ExternalID != "" {
+			row.ExternalID = &k.ExternalID
 		}
 		switch {
 		case !k.RevokedAt.IsZero():
@@ -431,5 +466,91 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 		return nil
 	}
 	fmt.Fprintf(stdout, "revoked key %d; running servers refuse it within a second\n", id)
+	return nil
+}
+
+func keysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("keys update", getenv, stdout).withDB()
+	var plan, name, expiresFlag string
+	var rpm, rpd int64
+	var scopeFlags []string
+	fs := c.fs
+	fs.StringVar(&plan, "plan", "", "the new plan: free, pro, business or enterprise (with --rpm and --rpd)")
+	fs.Int64Var(&rpm, "rpm", 0, "new requests per minute (enterprise only)")
+	fs.Int64Var(&rpd, "rpd", 0, "new requests per day (enterprise only)")
+	fs.StringVar(&name, "name", "", "the new name")
+	fs.Func("scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas", func(v string) error {
+		scopeFlags = append(scopeFlags, v)
+		return nil
+	})
+	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
+	rest, err := c.parseArgs(args)
+	if err != nil {
+		return err
+	}
+	id, err := keyIDArgument("keys update", rest)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var change keyChange
+	if given(fs, "plan") {
+		if !knownPlan(plan) {
+			return usagef("unknown plan %q: choose free, pro, business or enterprise", plan)
+		}
+		if plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
+			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", plan)
+		}
+		change.Plan = &plan
+	}
+	for _, f := range []struct {
+		flag string
+		v    *int64
+		dst  **int64
+	}{{"rpm", &rpm, &change.PerMinute}, {"rpd", &rpd, &change.PerDay}} {
+		if given(fs, f.flag) {
+			if *f.v < 1 {
+				return usagef("--%s must be 1 or more", f.flag)
+			}
+			*f.dst = f.v
+		}
+	}
+	if given(fs, "name") {
+		if err := checkLabel("--name", name); err != nil {
+			return usagef("%v", err)
+		}
+		change.Name = &name
+	}
+	if len(scopeFlags) > 0 {
+		scopes, err := parseScopes(scopeFlags)
+		if err != nil {
+			return err
+		}
+		change.Scopes = &scopes
+	}
+	if given(fs, "expires") {
+		var at time.Time
+		if expiresFlag != "never" {
+			if at, err = parseExpires(expiresFlag, now); err != nil {
+				return err
+			}
+		}
+		change.Expires = &at
+	}
+	if change == (keyChange{}) {
+		return usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope or --expires")
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	apply := func(k apiKey) (apiKey, error) { return change.apply(k, now, flagFields) }
+	_, after, err := store.UpdateKey(ctx, id, apply, commandActor())
+	if err != nil {
+		return keyCommandError("update", id, err)
+	}
+	fmt.Fprintf(stdout, "updated key %d: %s plan, %d/minute, %d/day, %s%s; running servers apply it within a second\n",
+		after.ID, after.Plan, after.PerMinute, after.PerDay, after.Scopes.described(), expiryNote(after.ExpiresAt))
 	return nil
 }

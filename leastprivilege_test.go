@@ -108,7 +108,14 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	}
 
 	// The servers' role runs the commands and a server.
-	key := mustCreateKeyCLI(t, viaRun, "--db", as(app), "--plan", "pro", "--name", "least")
+	id, _ := addWebhookCLI(t, viaRun, as(app), "http://127.0.0.1:9/in")                     // refused: loopback
+	key := mustCreateKeyCLI(t, viaRun, "--db", as(app), "--plan", "pro", "--name", "least") // queues key.created
+	if res := viaRun(t, nil, "webhooks", "rotate", "--db", as(app), id); res.code != 0 {
+		t.Errorf("webhooks rotate as the servers' role: exit %d %s", res.code, res.stderr)
+	}
+	if res := viaRun(t, nil, "admin", "create", "--db", as(app), "--name", "least"); res.code != 0 {
+		t.Errorf("admin create as the servers' role: exit %d %s", res.code, res.stderr)
+	}
 	p := runServing(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", as(app), "--redis", redis)
 	client := &http.Client{}
 	if res := faultDo(client, "POST", p.url+"/v1/pets", key, `{"name":"Rex","categoryId":1}`); res.status != http.StatusCreated {

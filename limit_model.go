@@ -223,22 +223,31 @@ func settleLeases(leases []leaseOut, owner string, nowMs, tokens, until int64) [
 // RateLimit-Policy header policy, with both windows when asked: the tokens
 // leased to the asking server are the caller's to spend.
 func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both bool) standing {
-	tokens, dayCount := a.tokens+float64(a.leased), a.dayCount-a.leased
-	var s standing
-	s.decision = report(a.now, lim, policy, tokens, perSecond, dayCount)
+	s := standing{decision: a.decision(lim, policy, perSecond)}
 	if both {
-		s.minute, s.day = windows(a.now, lim, tokens, perSecond, dayCount)
-	}
-	switch a.status {
-	case scriptAllowed:
-		s.allowed = true
-	case scriptLimited:
-		s.code, s.retryAfter = codeRateLimited, a.retryAfter
-	case scriptBanned, scriptBanStart:
-		s.decision = reportBan(s.decision, a.now, a.bannedUntil)
-		s.banStarted = a.status == scriptBanStart
+		s.minute, s.day = windows(a.now, lim, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
 	}
 	return s
+}
+
+// decision is the part of standing a request is answered with: allow runs
+// on every request, and needs neither window apart.
+func (a limitAnswer) decision(lim limits, policy string, perSecond float64) decision {
+	d := report(a.now, lim, policy, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
+	d.today = unixDay(a.now)
+	switch a.status {
+	case scriptAllowed:
+		d.allowed = true
+	case scriptLimited:
+		d.code, d.retryAfter = codeRateLimited, a.retryAfter
+		// The rules refuse for the day once its count, every lease out
+		// included, has reached the quota.
+		d.overQuota = a.dayCount >= lim.PerDay
+	case scriptBanned, scriptBanStart:
+		d = reportBan(d, a.now, a.bannedUntil)
+		d.banStarted = a.status == scriptBanStart
+	}
+	return d
 }
 
 // report describes the binding window of a caller with tokens in its minute
@@ -248,7 +257,8 @@ func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both
 // that their headers agree.
 func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
 	minute, day := windows(now, lim, tokens, perSecond, dayCount)
-	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn}
+	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn,
+		dayCount: dayCount}
 	if minute.remaining < day.remaining || (minute.remaining == day.remaining && !minute.reset.After(day.reset)) {
 		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", minute.limit, minute.remaining, minute.reset, minute.resetIn
 	}
@@ -260,7 +270,9 @@ func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int6
 	refill := refillTime(lim, tokens, perSecond)
 	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
 	dayReset := nextMidnight(now)
-	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, roundUpSecond(dayReset.Sub(now))}
+	// roundUpSecond(dayReset.Sub(now)) in whole seconds, as dayReset is
+	// one: without Sub's work on a time with a monotonic reading.
+	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, time.Duration(dayReset.Unix()-now.Unix()) * time.Second}
 	return minute, day
 }
 

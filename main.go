@@ -47,10 +47,23 @@ func usagef(format string, args ...any) error {
 const topUsage = `usage:
   petstore [serve] [--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]
   petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...]
-  petstore keys list   [--db FILE|URL] [--json]
+  petstore keys list   [--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]
+  petstore keys update [--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never]
   petstore keys roll   [--db FILE|URL] KEY_ID [--overlap DURATION]
   petstore keys revoke [--db FILE|URL] KEY_ID
+  petstore admin create [--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]
+  petstore admin list   [--db FILE|URL] [--json]
+  petstore admin revoke [--db FILE|URL] ID
+  petstore usage       [--db FILE|URL] --key ID [--days N] [--json]
   petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
+  petstore webhooks add        [--db FILE|URL] URL [--events TYPE,...]
+  petstore webhooks list       [--db FILE|URL] [--json]
+  petstore webhooks remove     [--db FILE|URL] ID
+  petstore webhooks rotate     [--db FILE|URL] ID [--overlap 24h]
+  petstore webhooks enable     [--db FILE|URL] ID
+  petstore webhooks test       [--db FILE|URL] ID
+  petstore webhooks deliveries [--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]
+  petstore webhooks resend     [--db FILE|URL] EVENT_ID|--failed [--endpoint ID]
   petstore bans list   [--db FILE|URL] [--json]
   petstore bans lift   [--db FILE|URL] key:ID|address:IP
   petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
@@ -84,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return serveCommand(ctx, args, getenv, stdout, stderr)
 	case "keys":
 		if len(args) == 0 {
-			return usagef("keys needs a command: create, list, roll or revoke")
+			return usagef("keys needs a command: create, list, update, roll or revoke")
 		}
 		switch args[0] {
 		case "create":
@@ -95,12 +108,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return keysRoll(ctx, args[1:], getenv, stdout, stderr)
 		case "revoke":
 			return keysRevoke(ctx, args[1:], getenv, stdout)
+		case "update":
+			return keysUpdate(ctx, args[1:], getenv, stdout)
 		}
-		return usagef("unknown keys command %q: use create, list, roll or revoke", args[0])
+		return usagef("unknown keys command %q: use create, list, update, roll or revoke", args[0])
+	case "admin":
+		if len(args) == 0 {
+			return usagef("admin needs a command: create, list or revoke")
+		}
+		switch args[0] {
+		case "create":
+			return adminCreate(ctx, args[1:], getenv, stdout, stderr)
+		case "list":
+			return adminList(ctx, args[1:], getenv, stdout)
+		case "revoke":
+			return adminRevoke(ctx, args[1:], getenv, stdout)
+		}
+		return usagef("unknown admin command %q: use create, list or revoke", args[0])
+	case "usage":
+		return usageCommand(ctx, args, getenv, stdout)
 	case "audit":
 		return auditCommand(ctx, args, getenv, stdout)
 	case "bans":
 		return bansCommand(ctx, args, getenv, stdout)
+	case "webhooks":
+		return webhooksCommand(ctx, args, getenv, stdout, stderr)
 	case "migrate":
 		return migrateCommand(ctx, args, getenv, stdout, stderr)
 	case "backup":
@@ -116,7 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, audit, bans, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, admin, usage, audit, bans, webhooks, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

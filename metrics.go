@@ -33,11 +33,13 @@ type metrics struct {
 
 	decisions     [limitOutcomes]prometheus.Counter
 	authFailures  [authReasons]prometheus.Counter
+	adminFailures [authReasons]prometheus.Counter
 	dbUnavailable [dbFailures]prometheus.Counter
 	fallback      prometheus.Gauge
 	dbDown        prometheus.Gauge
 	dbCalls       *prometheus.HistogramVec
 	redisCalls    *prometheus.HistogramVec
+	deliveries    map[string]prometheus.Counter // webhook deliveries by outcome
 }
 
 // requestBuckets are OpenTelemetry's default histogram boundaries (in
@@ -96,6 +98,13 @@ func newMetrics() *metrics {
 	for r := authMissing; r < authReasons; r++ {
 		m.authFailures[r] = authFailures.WithLabelValues(authReasonNames[r])
 	}
+	adminFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_admin_auth_failures_total",
+		Help: "Requests to the admin API answered 401 (or 429 once their client address is limited), by reason: missing, malformed, invalid, revoked, wrong_environment.",
+	}, []string{"reason"})
+	for r := authMissing; r < authReasons; r++ {
+		m.adminFailures[r] = adminFailures.WithLabelValues(authReasonNames[r])
+	}
 	dbUnavailable := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "petstore_database_unavailable_total",
 		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
@@ -105,9 +114,19 @@ func newMetrics() *metrics {
 		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(dbFailureNames[f])
 	}
 
+	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_webhook_deliveries_total",
+		Help: "Webhook attempts by what came of them: delivered (a 2xx), retried (to be tried again), failed (the last attempt, or a 410).",
+	}, []string{"outcome"})
+	m.deliveries = make(map[string]prometheus.Counter)
+	for state, outcome := range deliveryOutcomeNames {
+		m.deliveries[state] = deliveries.WithLabelValues(outcome)
+	}
+
 	build := readBuildInfo()
 	m.registry.MustRegister(
-		m.requestDuration, decisions, authFailures, dbUnavailable, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
+		deliveries,
+		m.requestDuration, decisions, authFailures, adminFailures, dbUnavailable, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_build_info",
 			Help: "Always 1; the labels say which build is running.",
@@ -152,6 +171,13 @@ func (m *metrics) observeRequest(r *http.Request, info *requestInfo, code int, t
 	}
 	if code == http.StatusServiceUnavailable && info.db != 0 {
 		m.dbUnavailable[info.db].Inc()
+	}
+}
+
+// adminAuthFailed counts a failed authentication on the admin API.
+func (m *metrics) adminAuthFailed(reason authReason) {
+	if m != nil {
+		m.adminFailures[reason].Inc()
 	}
 }
 

@@ -24,7 +24,7 @@ import (
 func scrape(t testing.TB, m *metrics) map[string]*dto.MetricFamily {
 	t.Helper()
 	w := httptest.NewRecorder()
-	newAdminServer(m).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	metricsHandler(m).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	if w.Code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %s", w.Code, w.Body)
 	}
@@ -274,7 +274,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		}
 	}
 
-	allowedLabels := []string{"method", "route", "code", "decision", "reason", "cause", "operation", "action", "version", "goversion", "revision"}
+	allowedLabels := []string{"method", "route", "code", "decision", "reason", "cause", "operation", "action", "outcome", "version", "goversion", "revision"}
 	for name, f := range families {
 		if !strings.HasPrefix(name, "petstore_") {
 			continue
@@ -428,7 +428,7 @@ func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
 func TestAdminEndpointsAreNeverOnThePublicListener(t *testing.T) {
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{metrics: m})
-	admin := newAdminServer(m)
+	admin := metricsHandler(m)
 	tests := []struct {
 		path      string
 		wantAdmin int

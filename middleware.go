@@ -18,6 +18,9 @@ import (
 type requestInfo struct {
 	id  string
 	key *apiKey
+	use *keyUse // the key's note of use, where its usage history is counted
+	// admin is the admin token of a request to the admin API.
+	admin *adminToken
 	// auth says why the request has no key, for the 401 and its count.
 	auth      authFailure
 	authErr   error // the key could not be looked up
@@ -26,6 +29,9 @@ type requestInfo struct {
 	// rateLimit is the limiter's decision, for the metrics; 0 when the
 	// request was not rate limited (/healthz, /docs).
 	rateLimit limitOutcome
+	// forbidden: the key lacked the scope the request needs (403), for
+	// the key's usage history.
+	forbidden bool
 	// db is why the database could not serve the request, answered 503,
 	// for the metrics; 0 when it is not that.
 	db dbFailure
@@ -60,7 +66,9 @@ type requestContext struct {
 }
 
 func (c *requestContext) Value(key any) any {
-	if key == (recordKey{}) {
+	// A type assertion, not key == recordKey{}: comparing two interfaces
+	// is a runtime call, and every Value asked of the request passes here.
+	if _, ok := key.(recordKey); ok {
 		return &c.info
 	}
 	return c.Context.Value(key)
@@ -68,8 +76,12 @@ func (c *requestContext) Value(key any) any {
 
 // recordOf is the record logRequests keeps of r; nil when r did not pass
 // logRequests (only writeError accepts that: it then has nowhere to note
-// the cause).
+// the cause). A request's steps ask for it several times: when r's context
+// is logRequests' own, it is read without the lookup through Value.
 func recordOf(r *http.Request) *requestInfo {
+	if c, ok := r.Context().(*requestContext); ok {
+		return &c.info
+	}
 	info, _ := r.Context().Value(recordKey{}).(*requestInfo)
 	return info
 }

@@ -52,7 +52,7 @@ type openAPIOperation struct {
 	Stability   string                     `yaml:"x-stability"`
 	Security    *[]map[string][]string     `yaml:"security"`
 	Parameters  []openAPIParameter         `yaml:"parameters"`
-	RequestBody *yaml.Node                 `yaml:"requestBody"`
+	RequestBody yaml.Node                  `yaml:"requestBody"`
 	Responses   map[string]openAPIResponse `yaml:"responses"`
 }
 
@@ -80,7 +80,7 @@ type openAPIResponse struct {
 
 type openAPISchema struct {
 	Ref                  string                   `yaml:"$ref"`
-	Type                 string                   `yaml:"type"`
+	Type                 openAPIType              `yaml:"type"`
 	Format               string                   `yaml:"format"`
 	Enum                 []string                 `yaml:"enum"`
 	Const                string                   `yaml:"const"`
@@ -95,12 +95,29 @@ type openAPISchema struct {
 	Items                *openAPISchema           `yaml:"items"`
 }
 
+// openAPIType is a schema's type: one name, or as OpenAPI 3.1 allows a
+// list of them (["string", "null"]), kept joined by commas.
+type openAPIType string
+
+func (t *openAPIType) UnmarshalYAML(n *yaml.Node) error {
+	var names []string
+	if n.Kind == yaml.SequenceNode {
+		if err := n.Decode(&names); err != nil {
+			return err
+		}
+	} else {
+		names = []string{n.Value}
+	}
+	*t = openAPIType(strings.Join(names, ","))
+	return nil
+}
+
 // String describes a schema's type and bounds, for test messages.
 func (s openAPISchema) String() string {
 	if s.Ref != "" {
 		return "$ref " + s.Ref
 	}
-	b := []string{s.Type}
+	b := []string{string(s.Type)}
 	if s.Format != "" {
 		b = append(b, s.Format)
 	}
@@ -127,9 +144,15 @@ var openAPIMethods = []string{"get", "put", "post", "delete", "options", "head",
 
 func readOpenAPI(t *testing.T) *openAPIDoc {
 	t.Helper()
+	return readOpenAPIDocument(t, "openapi.yaml", openapiYAML)
+}
+
+// readOpenAPIDocument reads the OpenAPI document data, called name.
+func readOpenAPIDocument(t *testing.T, name string, data []byte) *openAPIDoc {
+	t.Helper()
 	var doc openAPIDoc
-	if err := yaml.Unmarshal(openapiYAML, &doc); err != nil {
-		t.Fatalf("openapi.yaml does not parse: %v", err)
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s does not parse: %v", name, err)
 	}
 	return &doc
 }
@@ -228,9 +251,12 @@ type apiRouteTable struct {
 	access   map[string]access
 }
 
-func recordRoutes() *apiRouteTable {
+func recordRoutes() *apiRouteTable { return routeTable(apiRoutes(&app{})) }
+
+// routeTable is routes by pattern.
+func routeTable(routes []route) *apiRouteTable {
 	r := &apiRouteTable{handlers: make(map[string]http.Handler), scopes: make(map[string]scopeSet), access: make(map[string]access)}
-	for _, rt := range apiRoutes(&app{}) {
+	for _, rt := range routes {
 		r.patterns = append(r.patterns, rt.pattern)
 		r.handlers[rt.pattern] = rt.handler
 		r.scopes[rt.pattern] = rt.need
@@ -244,15 +270,22 @@ func recordRoutes() *apiRouteTable {
 // the 405 and 404 catch-alls.
 func codeOperations(t *testing.T) []string {
 	t.Helper()
+	return routedOperations(t, recordRoutes(), "/v1/")
+}
+
+// routedOperations are the routes of table with a real handler, "METHOD
+// /path" relative to base.
+func routedOperations(t *testing.T, table *apiRouteTable, base string) []string {
+	t.Helper()
 	var ops []string
-	for _, pattern := range recordRoutes().patterns {
+	for _, pattern := range table.patterns {
 		method, path, ok := strings.Cut(pattern, " ")
 		if !ok {
 			continue
 		}
-		rel, ok := strings.CutPrefix(path, "/v1/")
+		rel, ok := strings.CutPrefix(path, base)
 		if !ok {
-			t.Fatalf("route %q is not under /v1/", pattern)
+			t.Fatalf("route %q is not under %s", pattern, base)
 		}
 		ops = append(ops, method+" /"+rel)
 	}
@@ -312,17 +345,6 @@ func TestOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes(t *t
 	doc := readOpenAPI(t)
 	routes := recordRoutes()
 	for path, item := range doc.Paths {
-		var want []string
-		for key := range item {
-			if slices.Contains(openAPIMethods, key) {
-				want = append(want, strings.ToUpper(key))
-			}
-		}
-		if slices.Contains(want, "GET") && !slices.Contains(want, "HEAD") {
-			want = append(want, "HEAD") // a GET pattern answers HEAD too
-		}
-		sort.Strings(want)
-
 		catchAll, ok := routes.handlers["/v1"+path]
 		if !ok {
 			t.Errorf("%s: no 405 catch-all registered for /v1%s", path, path)
@@ -330,18 +352,36 @@ func TestOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes(t *t
 		}
 		w := httptest.NewRecorder()
 		catchAll.ServeHTTP(w, httptest.NewRequest("DELETE", "/v1"+path, nil))
-		if w.Code != http.StatusMethodNotAllowed {
-			t.Errorf("%s: DELETE answered %d, want 405", path, w.Code)
-			continue
+		wantAllowOfDocumentedMethods(t, path, item, w)
+	}
+}
+
+// wantAllowOfDocumentedMethods checks that w, the answer to a method path
+// does not document, is a 405 whose Allow lists the methods item documents
+// (and HEAD with GET, which a GET pattern answers too).
+func wantAllowOfDocumentedMethods(t *testing.T, path string, item map[string]yaml.Node, w *httptest.ResponseRecorder) {
+	t.Helper()
+	var want []string
+	for key := range item {
+		if slices.Contains(openAPIMethods, key) {
+			want = append(want, strings.ToUpper(key))
 		}
-		var allow []string
-		for m := range strings.SplitSeq(w.Header().Get("Allow"), ",") {
-			allow = append(allow, strings.TrimSpace(m))
-		}
-		sort.Strings(allow)
-		if !slices.Equal(allow, want) {
-			t.Errorf("%s: Allow: %v, want the documented methods %v", path, allow, want)
-		}
+	}
+	if slices.Contains(want, "GET") && !slices.Contains(want, "HEAD") {
+		want = append(want, "HEAD") // a GET pattern answers HEAD too
+	}
+	sort.Strings(want)
+	if w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("%s: another method answered %d, want 405", path, w.Code)
+		return
+	}
+	var allow []string
+	for m := range strings.SplitSeq(w.Header().Get("Allow"), ",") {
+		allow = append(allow, strings.TrimSpace(m))
+	}
+	sort.Strings(allow)
+	if !slices.Equal(allow, want) {
+		t.Errorf("%s: Allow: %v, want the documented methods %v", path, allow, want)
 	}
 }
 
@@ -352,9 +392,9 @@ func TestOpenAPIErrorCodesAreExactlyThoseOfErrorsGo(t *testing.T) {
 		t.Fatal("openapi.yaml has no Error schema")
 	}
 	documented := slices.Sorted(slices.Values(doc.schema(t, errSchema.Properties["code"]).Enum))
-	inCode := slices.Sorted(maps.Keys(codeStatus))
+	inCode := slices.DeleteFunc(slices.Sorted(maps.Keys(codeStatus)), func(code string) bool { return slices.Contains(adminOnlyCodes, code) })
 	if !slices.Equal(documented, inCode) {
-		t.Errorf("Error.code enum:\n  %v\nwant the keys of codeStatus:\n  %v", documented, inCode)
+		t.Errorf("Error.code enum:\n  %v\nwant the keys of codeStatus but adminOnlyCodes:\n  %v", documented, inCode)
 	}
 	if want := []string{"code", "message", "status"}; !slices.Equal(slices.Sorted(slices.Values(errSchema.Required)), want) {
 		t.Errorf("Error requires %v, want %v", errSchema.Required, want)
@@ -500,9 +540,16 @@ var openAPIStatuses = map[string][]int{
 }
 
 func TestOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
-	doc := readOpenAPI(t)
+	wantStatusesDocumented(t, readOpenAPI(t), "openapi.yaml", openAPIStatuses)
+}
+
+// wantStatusesDocumented holds each operation of doc (called name) to the
+// statuses the code can give, by operationId in statuses: each documented,
+// and no other.
+func wantStatusesDocumented(t *testing.T, doc *openAPIDoc, name string, statuses map[string][]int) {
+	t.Helper()
 	for key, op := range doc.operations(t) {
-		want, ok := openAPIStatuses[op.OperationID]
+		want, ok := statuses[op.OperationID]
 		if !ok {
 			t.Errorf("%s: operation %q is not in the table of statuses in this test", key, op.OperationID)
 			continue
@@ -522,12 +569,12 @@ func TestOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
 		sort.Ints(documented)
 		for _, n := range want {
 			if !slices.Contains(documented, n) {
-				t.Errorf("%s can answer %d, and openapi.yaml does not document it", op.OperationID, n)
+				t.Errorf("%s can answer %d, and %s does not document it", op.OperationID, n, name)
 			}
 		}
 		for _, n := range documented {
 			if !slices.Contains(want, n) {
-				t.Errorf("openapi.yaml documents %d for %s, which the code never answers", n, op.OperationID)
+				t.Errorf("%s documents %d for %s, which the code never answers", name, n, op.OperationID)
 			}
 		}
 	}
@@ -694,39 +741,47 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"the document", "getOpenAPI", "GET", "/v1/openapi.yaml", "", "", nil, 200},
 		{"another method on the document", "getOpenAPI", "PUT", "/v1/openapi.yaml", key, "", nil, 405},
 	}
-	known := make(map[string]bool)
-	for _, r := range doc.Components.Responses {
-		for name := range r.Headers {
-			known[http.CanonicalHeaderKey(name)] = true
-		}
-	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := s.do(tt.method, tt.target, tt.key, tt.body, tt.header...)
 			if w.Code != tt.want {
 				t.Fatalf("%s %s: HTTP status %d, want %d; body: %.200s", tt.method, tt.target, w.Code, tt.want, w.Body)
 			}
-			r, ok := doc.operation(t, tt.operation).Responses[strconv.Itoa(w.Code)]
-			if !ok {
-				t.Fatalf("%s answers %d, and openapi.yaml does not document it", tt.operation, w.Code)
-			}
-			r = doc.response(t, r)
-			documented := make(map[string]bool)
-			for name, h := range r.Headers {
-				documented[http.CanonicalHeaderKey(name)] = true
-				if h = doc.header(t, h); h.Required && w.Header().Get(name) == "" {
-					t.Errorf("%s %d: documented required header %s is missing", tt.operation, w.Code, name)
-				}
-				if c := h.Schema.Const; c != "" && w.Header().Get(name) != c {
-					t.Errorf("%s %d: %s: %q, documented as %q", tt.operation, w.Code, name, w.Header().Get(name), c)
-				}
-			}
-			for name := range w.Header() {
-				if known[name] && !documented[name] {
-					t.Errorf("%s %d: the server sends %s, and openapi.yaml does not document it on this response", tt.operation, w.Code, name)
-				}
-			}
+			doc.checkAnswer(t, tt.operation, w)
 		})
+	}
+}
+
+// checkAnswer checks that the document lists w's status for operation,
+// with every required header w has, and every header the document knows
+// of that w sent.
+func (d *openAPIDoc) checkAnswer(t *testing.T, operation string, w *httptest.ResponseRecorder) {
+	t.Helper()
+	known := make(map[string]bool)
+	for _, r := range d.Components.Responses {
+		for name := range r.Headers {
+			known[http.CanonicalHeaderKey(name)] = true
+		}
+	}
+	r, ok := d.operation(t, operation).Responses[strconv.Itoa(w.Code)]
+	if !ok {
+		t.Fatalf("%s answers %d, and the document does not document it", operation, w.Code)
+	}
+	r = d.response(t, r)
+	documented := make(map[string]bool)
+	for name, h := range r.Headers {
+		documented[http.CanonicalHeaderKey(name)] = true
+		if h = d.header(t, h); h.Required && w.Header().Get(name) == "" {
+			t.Errorf("%s %d: documented required header %s is missing", operation, w.Code, name)
+		}
+		if c := h.Schema.Const; c != "" && w.Header().Get(name) != c {
+			t.Errorf("%s %d: %s: %q, documented as %q", operation, w.Code, name, w.Header().Get(name), c)
+		}
+	}
+	for name := range w.Header() {
+		if known[name] && !documented[name] {
+			t.Errorf("%s %d: the server sends %s, and the document does not document it on this response", operation, w.Code, name)
+		}
 	}
 }
 

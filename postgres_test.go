@@ -39,6 +39,8 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if err := src.keys.flushLastUsed(ctx); err != nil {
 		t.Fatal(err)
 	}
+	src.flushUsage()
+	admin := src.mustCreateAdmin("portal", allAdminScopes)
 	keys, _ := src.store.Keys(ctx)
 	if _, err := src.store.RevokeKey(ctx, keys[1].ID, testActor); err != nil {
 		t.Fatal(err)
@@ -61,6 +63,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	wantUsage, _ := src.store.Usage(ctx, keys[0].ID, src.clock.now().UTC().Format(time.DateOnly))
 	wantEvents, _ := src.store.AuditEvents(ctx, auditFilter{})
 	wantBans, _ := src.store.Bans(ctx)
+	wantHistory, _ := src.store.UsageHistory(ctx, keys[0].ID, "2000-01-01")
 	src.store.Close()
 
 	to := testPostgresURL(t)
@@ -68,13 +71,13 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
-	if want := "copied 6 pets, 4 keys, 1 daily usage counts, 1 idempotency records, 6 audit events and 1 bans"; !strings.Contains(res.stderr, want) {
+	if want := "copied 6 pets, 4 keys, 1 daily usage counts, 1 idempotency records, 7 audit events, 1 admin tokens, 1 days of usage history and 1 bans"; !strings.Contains(res.stderr, want) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
 	// The events come over as they were, and the copy adds its own.
 	wantNewEvents(t, to, wantEvents, auditEvent{
 		Action: auditKeysCopied, Actor: commandActor(), Env: "production",
-		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 4, Usage: 1, Idempotency: 1, AuditEvents: 6, Bans: 1}},
+		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 4, Usage: 1, Idempotency: 1, AuditEvents: 7, AdminTokens: 1, UsageHistory: 1, Bans: 1}},
 	})
 
 	dst := newTestServerWith(t, testOptions{postgres: true, db: to})
@@ -95,6 +98,13 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	}
 	if got, _ := dst.store.Usage(ctx, keys[0].ID, dst.clock.now().UTC().Format(time.DateOnly)); got != wantUsage || got == 0 {
 		t.Errorf("today's usage after the copy: %d, want %d", got, wantUsage)
+	}
+	// The admin token and the usage history come over too.
+	var history []usageDay
+	if w := dst.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=1", keys[0].ID), admin, ""); w.Code != http.StatusOK {
+		t.Errorf("the usage history with a copied admin token: %d %s", w.Code, w.Body)
+	} else if decodeJSON(t, w, &history); len(wantHistory) != 1 || len(history) != 1 || history[0].Day != wantHistory[0].Day || history[0].Allowed != wantHistory[0].Allowed {
+		t.Errorf("the usage history after the copy: %+v, want %+v", history, wantHistory)
 	}
 	if w := dst.do("GET", "/v1/pets?limit=100", key, ""); w.Code != http.StatusOK || len(apiReadPets(t, w)) != len(wantPets) {
 		t.Errorf("list with a copied key: %d %s", w.Code, w.Body)

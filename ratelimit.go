@@ -53,17 +53,25 @@ type caller struct {
 // decision is the limiter's answer for one request, with what the rate-limit
 // headers report: the window with fewer requests left.
 type decision struct {
-	allowed     bool
-	code        string        // why not: rate_limited or temporarily_banned
-	banStarted  bool          // this request started the ban: the one to record
-	bannedUntil time.Time     // during a ban: its end
-	retryAfter  time.Duration // how long until a request will be accepted
-	window      string        // "minute" or "day"
-	limit       int64
-	remaining   int64
-	reset       time.Time     // when the window is full again, rounded up to a second
-	resetIn     time.Duration // how long until then, rounded up to a second
-	policy      string
+	allowed    bool
+	code       string        // why not: rate_limited or temporarily_banned
+	banStarted bool          // this request started the ban: the one to record
+	retryAfter time.Duration // how long until a request will be accepted
+	window     string        // "minute" or "day"
+	limit      int64
+	remaining  int64
+	reset      time.Time     // when the window is full again, rounded up to a second
+	resetIn    time.Duration // how long until then, rounded up to a second
+	policy     string
+	// bannedUntil: during a ban, its end.
+	bannedUntil time.Time
+	// today is the UTC day (since 1970-01-01) by the limiter's clock,
+	// the day the request counts on in the key's usage history.
+	today int64
+	// overQuota: refused because the day's quota is spent (rate_limited
+	// only), not for the minute.
+	overQuota bool
+	dayCount  int64 // the caller's requests today, this one included when allowed
 }
 
 // rateLimiter decides whether a caller's request may go ahead. *localLimiter
@@ -130,7 +138,7 @@ type localLimiter struct {
 func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
 	state, a := limitRules(c.state, f, limitRun{
-		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: float64(c.minute.Limit()), floor: -1,
+		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
 		banFloor: l.bans.at(c.id),
 	})
 	c.state = state // yesterday's unflushed count stays, under its day
@@ -142,6 +150,10 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	}
 	return a
 }
+
+// perSecond is the refill of a minute bucket under lim: a caller's
+// c.minute.Limit(), known without taking the bucket's lock.
+func perSecond(lim limits) float64 { return float64(lim.PerMinute) / 60 }
 
 func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
@@ -163,9 +175,12 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 			c.mu.Unlock()
 			continue
 		}
+		if c.limits != lim {
+			c.retune(now, lim)
+		}
 		a := l.run(c, now, 1)
 		c.mu.Unlock()
-		return a.standing(c.limits, c.policy, float64(c.minute.Limit()), false).decision, nil
+		return a.decision(c.limits, c.policy, perSecond(c.limits)), nil
 	}
 }
 
@@ -181,7 +196,19 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 	// fresh one would.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return l.run(c, now, 0).standing(c.limits, c.policy, float64(c.minute.Limit()), true), nil
+	if c.limits != lim {
+		c.retune(now, lim)
+	}
+	return l.run(c, now, 0).standing(c.limits, c.policy, perSecond(c.limits), true), nil
+}
+
+// retune gives c the figures lim, when its key was changed in place (keys
+// update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
+// up to the new burst, and refills at the new rate from now on.
+func (c *caller) retune(now time.Time, lim limits) {
+	c.limits, c.policy = lim, policyHeader(lim)
+	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
+	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
 // lift ends id's ban that ends at until or sooner, and its wait. A caller
@@ -236,7 +263,7 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	c = &caller{
 		id:     id,
 		limits: lim,
-		minute: rate.NewLimiter(rate.Limit(float64(lim.PerMinute)/60), int(lim.PerMinute)),
+		minute: rate.NewLimiter(rate.Limit(perSecond(lim)), int(lim.PerMinute)),
 		policy: policyHeader(lim),
 		state:  limitState{day: today, dayCount: count},
 	}
@@ -263,9 +290,11 @@ func ceilSecond(t time.Time) time.Time {
 
 func dayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
+// nextMidnight is the UTC midnight after t, from its Unix day: every
+// request's day window asks for it, and t.UTC().Date() with time.Date cost
+// ten times as much.
 func nextMidnight(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	return time.Unix((unixDay(t)+1)*86400, 0).UTC()
 }
 
 // wholeSeconds rounds d up to whole seconds, at least one: Retry-After

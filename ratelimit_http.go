@@ -14,8 +14,9 @@ import (
 
 // limit counts the request against its key, or without a valid key against
 // its client address, sets the rate-limit headers and answers 429 when a
-// limit is reached. The request that starts a ban has it recorded in audit.
-func limit(limiter rateLimiter, audit *auditLog, trustProxy bool) middleware {
+// limit is reached. The request that starts a ban has it recorded in audit;
+// a key's day count is shown to quota, which notices 80% and 100%.
+func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(r)
@@ -31,14 +32,27 @@ func limit(limiter rateLimiter, audit *auditLog, trustProxy bool) middleware {
 				return
 			}
 			setRateLimitHeaders(w.Header(), info, d)
+			if info.key != nil {
+				quota.observe(info.key, lim, d)
+			}
 			if !d.allowed {
 				if d.banStarted {
 					audit.banned(info.key, id, d)
+				}
+				if info.use != nil {
+					info.use.count(d.today, outcomeOf(&d))
 				}
 				refuse(w, r, d)
 				return
 			}
 			next.ServeHTTP(w, r)
+			if info.use != nil {
+				outcome := usageAllowed
+				if info.forbidden {
+					outcome = usageForbidden
+				}
+				info.use.count(d.today, outcome)
+			}
 		})
 	}
 }

@@ -207,7 +207,7 @@ func (r *redisLimiter) answer(ctx context.Context, id callerID, lim limits, cost
 // standing is what a's run tells the caller, under lim, which are shared
 // limits: the tokens leased to this server are the caller's to spend.
 func (r *redisLimiter) standing(a scriptAnswer, lim limits, both bool) standing {
-	return a.limitAnswer(lim).standing(lim, r.figuresOf(lim).policy, float64(lim.PerMinute)/60, both)
+	return a.limitAnswer(lim).standing(lim, r.figuresOf(lim).policy, perSecond(lim), both)
 }
 
 // sharedLimits are lim as the script counts them: a bucket too large for

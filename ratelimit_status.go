@@ -41,9 +41,11 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 		}
 		setRateLimitHeaders(w.Header(), info, s.decision)
 		if !s.allowed {
+			info.use.count(s.today, outcomeOf(&s.decision))
 			refuse(w, r, s.decision)
 			return
 		}
+		info.use.count(s.today, usageAllowed)
 		b := make([]byte, 0, 160)
 		b = append(b, `{"plan":`...)
 		b = appendJSONString(b, info.key.Plan)

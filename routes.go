@@ -41,6 +41,16 @@ const (
 	// keyless: no key needed; the request is counted all the same.
 	//   authenticate, limit, handler
 	keyless
+
+	// The admin API's (on the admin listener):
+	// withAdminToken: a valid admin token (else 401, or 429 once the
+	// client address failed too often) that holds the route's admin scope
+	// (else 403).
+	//   adminGate.require(need), handler
+	withAdminToken
+	// open: nothing asked; its own document.
+	//   handler
+	open
 )
 
 // route is a route of the API: a ServeMux pattern, the way in, the scope a
@@ -80,7 +90,7 @@ func apiRoutes(a *app) []route {
 // for a panic.
 func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
-	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.trustProxy)
+	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.quota, a.trustProxy)
 	for _, rt := range apiRoutes(a) {
 		scoped := requireScope(rt.need)
 		switch rt.access {
@@ -121,10 +131,84 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 	}
 }
 
-// newAdminServer is the admin listener's handler: metrics and profiles,
-// never served on the public listener. /debug/pprof/cmdline is left out:
-// the command line may hold a database URL with its password.
-func newAdminServer(m *metrics) http.Handler {
+// adminRoutes are the routes of the admin API under /admin/v1 (admin_api.go),
+// each with the admin scope its token needs. A group of routes with a
+// scope of its own is a line each here.
+func adminRoutes(a *app) []route {
+	d := adminDeps{store: a.store, now: a.now}
+	return []route{
+		{"GET /admin/v1/openapi.yaml", open, noScope, handleDocument(adminOpenAPIYAML)},
+		{"POST /admin/v1/keys", withAdminToken, scopeKeysWrite, handleAdminCreateKey(d, a.env)},
+		{"GET /admin/v1/keys", withAdminToken, scopeKeysRead, handleAdminListKeys(d)},
+		{"GET /admin/v1/keys/{id}", withAdminToken, scopeKeysRead, handleAdminGetKey(d)},
+		{"PATCH /admin/v1/keys/{id}", withAdminToken, scopeKeysWrite, handleAdminUpdateKey(d)},
+		{"POST /admin/v1/keys/{id}/roll", withAdminToken, scopeKeysWrite, handleAdminRollKey(d)},
+		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, scopeKeysWrite, handleAdminRevokeKey(d)},
+		{"GET /admin/v1/keys/{id}/usage", withAdminToken, scopeKeysRead, handleAdminKeyUsage(d)},
+		{"GET /admin/v1/audit", withAdminToken, scopeAuditRead, handleAdminAudit(d)},
+		{"GET /admin/v1/bans", withAdminToken, scopeKeysRead, handleAdminListBans(d)},
+		{"DELETE /admin/v1/bans/{subject}", withAdminToken, scopeKeysWrite, handleAdminLiftBan(d, a.env)},
+		{"GET /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminListWebhooks(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d)},
+		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, scopeWebhooks, handleAdminTestWebhook(d)},
+		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, scopeWebhooks, handleAdminWebhookDeliveries(d)},
+		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, scopeWebhooks, handleAdminResendWebhook(d)},
+
+		// Another method on those paths is a 405 with Allow, any other
+		// path a 404, each after the token.
+		{"/admin/v1/openapi.yaml", open, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/keys", withAdminToken, noScope, methodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/keys/{id}", withAdminToken, noScope, methodNotAllowed("GET, HEAD, PATCH")},
+		{"/admin/v1/keys/{id}/roll", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/keys/{id}/revoke", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/keys/{id}/usage", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/audit", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/bans", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/bans/{subject}", withAdminToken, noScope, methodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks", withAdminToken, noScope, methodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/webhooks/{id}", withAdminToken, noScope, methodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/enable", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/test", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/webhooks/{id}/resend", withAdminToken, noScope, methodNotAllowed("POST")},
+		{"/admin/v1/", withAdminToken, noScope, notFound()},
+		{"/admin/v1", withAdminToken, noScope, notFound()},
+	}
+}
+
+// newAdminServer is the admin listener's handler: the metrics and the
+// profiles (with metrics), and the admin API, whose requests pass
+// logRequests as the public API's do. None of it is ever served on the
+// public listener.
+func newAdminServer(a *app) http.Handler {
+	api := http.NewServeMux()
+	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, trustProxy: a.trustProxy, metrics: a.metrics}
+	for _, rt := range adminRoutes(a) {
+		switch rt.access {
+		case withAdminToken:
+			api.Handle(rt.pattern, chain(rt.handler, gate.require(rt.need)))
+		case open:
+			api.Handle(rt.pattern, rt.handler)
+		}
+	}
+	logged := chain(api, logRequests(a.logger, a.metrics))
+
+	mux := http.NewServeMux()
+	mux.Handle("/admin/v1/", logged)
+	mux.Handle("/admin/v1", logged)
+	if a.metrics != nil {
+		mux.Handle("/", metricsHandler(a.metrics))
+	}
+	return mux
+}
+
+// metricsHandler serves the metrics and the profiles. /debug/pprof/cmdline
+// is left out: the command line may hold a database URL with its password.
+func metricsHandler(m *metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -133,7 +217,7 @@ func newAdminServer(m *metrics) http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles)\n"))
+		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md)\n"))
 	})
 	return mux
 }

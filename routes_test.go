@@ -39,7 +39,7 @@ func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
 			s := newTestServer(t)
 			k, token := s.mustCreate(s.keyTerms("pro"))
 			h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errorf(codeNotFound, "nothing here")) }),
-				logRequests(logger, nil), tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap, limit(s.limiter, s.audit, false), tc.wrap, requireKey, requireScope(scopePetsRead))
+				logRequests(logger, nil), tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap, limit(s.limiter, s.audit, s.quota, false), tc.wrap, requireKey, requireScope(scopePetsRead))
 
 			for _, req := range []struct {
 				token      string

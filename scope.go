@@ -14,7 +14,13 @@ type scopeSet uint8
 const (
 	scopePetsRead  scopeSet = 1 << iota // list and read pets, and the key's own rate limits
 	scopePetsWrite                      // add pets
+	// The scopes of admin tokens (admin.go), never of a key.
+	scopeKeysRead  // read keys and their usage
+	scopeKeysWrite // create, change, roll and revoke keys
+	scopeAuditRead // read the audit trail
+	scopeWebhooks  // manage webhook endpoints
 	allScopes      = scopePetsRead | scopePetsWrite
+	allAdminScopes = scopeKeysRead | scopeKeysWrite | scopeAuditRead | scopeWebhooks
 	noScope        = scopeSet(0) // as a need: any valid key
 )
 
@@ -25,6 +31,10 @@ var scopeNames = []struct {
 }{
 	{scopePetsRead, "pets:read"},
 	{scopePetsWrite, "pets:write"},
+	{scopeKeysRead, "keys:read"},
+	{scopeKeysWrite, "keys:write"},
+	{scopeAuditRead, "audit:read"},
+	{scopeWebhooks, "webhooks"},
 }
 
 // knownScopes lists the scopes for a message: "pets:read and pets:write".
@@ -63,10 +73,13 @@ func (s scopeSet) appendJSON(b []byte) []byte {
 // list and as the database keeps it; "" for none.
 func (s scopeSet) String() string { return strings.Join(s.names(), " ") }
 
-// scopeNamed is the scope called name, or ok false.
-func scopeNamed(name string) (s scopeSet, ok bool) {
+// scopeNamed is the scope of a key called name, or ok false.
+func scopeNamed(name string) (s scopeSet, ok bool) { return scopeWithin(name, allScopes) }
+
+// scopeWithin is the scope called name among those of within, or ok false.
+func scopeWithin(name string, within scopeSet) (s scopeSet, ok bool) {
 	for _, n := range scopeNames {
-		if n.name == name {
+		if n.name == name && within.has(n.scope) {
 			return n.scope, true
 		}
 	}
@@ -76,10 +89,10 @@ func scopeNamed(name string) (s scopeSet, ok bool) {
 // storedScopes reads the scopes column. A name this version does not know
 // (written by a later one) grants nothing here: a key never gains a right
 // by being read by an older server.
-func storedScopes(column string) scopeSet {
+func storedScopes(column string, within scopeSet) scopeSet {
 	var s scopeSet
 	for _, name := range strings.Fields(column) {
-		if scope, ok := scopeNamed(name); ok {
+		if scope, ok := scopeWithin(name, within); ok {
 			s |= scope
 		}
 	}
@@ -96,16 +109,24 @@ func requireScope(need scopeSet) middleware {
 	challenge := []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := recordOf(r).key
-			if !key.Scopes.has(need) {
-				w.Header()["Www-Authenticate"] = challenge
-				writeError(w, r, errorf(codeInsufficientScope, "this API key lacks the %s scope, which %s %s needs; the key has %s",
-					need, r.Method, r.URL.Path, key.Scopes.described()))
+			info := recordOf(r)
+			if !info.key.Scopes.has(need) {
+				info.forbidden = true
+				insufficientScope(w, r, challenge, "this API key", "the key", need, info.key.Scopes)
 				return
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// insufficientScope is the 403 to a credential that has scopes has and
+// lacks need; holder and it name the credential ("this API key", "the
+// key").
+func insufficientScope(w http.ResponseWriter, r *http.Request, challenge []string, holder, it string, need, has scopeSet) {
+	w.Header()["Www-Authenticate"] = challenge
+	writeError(w, r, errorf(codeInsufficientScope, "%s lacks the %s scope, which %s %s needs; %s has %s",
+		holder, need, r.Method, r.URL.Path, it, has.described()))
 }
 
 // described is s for a message: its scopes, or "no scope".

@@ -144,12 +144,12 @@ func TestStoredScopesGrantOnlyWhatTheyName(t *testing.T) {
 		{"  pets:write  ", scopePetsWrite},
 	}
 	for _, tt := range tests {
-		if got := storedScopes(tt.column); got != tt.want {
+		if got := storedScopes(tt.column, allScopes); got != tt.want {
 			t.Errorf("storedScopes(%q) = %q, want %q", tt.column, got, tt.want)
 		}
 	}
 	for s := range allScopes + 1 {
-		if got := storedScopes(s.String()); got != s {
+		if got := storedScopes(s.String(), allScopes); got != s {
 			t.Errorf("scopes %q stored and read back as %q", s, got)
 		}
 	}

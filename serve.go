@@ -55,6 +55,9 @@ type serveConfig struct {
 	// dbTimeout bounds the database work of a request, and each call of the
 	// server's own upkeep: past it, 503 unavailable.
 	dbTimeout time.Duration
+	// webhookAllowPrivate lets webhooks go to loopback and private
+	// addresses, which are refused otherwise.
+	webhookAllowPrivate bool
 }
 
 // defaultDBTimeout is --db-timeout's default: far above what a healthy
@@ -68,7 +71,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
-	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
+	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
 	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
 	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
@@ -78,6 +81,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
+	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and unique-local addresses (a receiver on this network); refused otherwise")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
@@ -182,7 +186,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	ports := []port{api}
 	serving := []any{"addr", "http://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
 	if m != nil {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(m, logger))
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(a.adminHandler, logger))
 		if err != nil {
 			return err
 		}
@@ -237,10 +241,11 @@ func apiServer(h http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// adminServer serves the metrics and the profiles, which may take minutes.
-func adminServer(m *metrics, logger *slog.Logger) *http.Server {
+// adminServer serves the metrics, the profiles (which may take minutes)
+// and the admin API.
+func adminServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           newAdminServer(m),
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		WriteTimeout:      adminWriteTimeout,
 		IdleTimeout:       idleTimeout,

@@ -29,7 +29,10 @@ type storage interface {
 	idempotencyStore
 	keyStore
 	usageStore
+	usageHistoryStore
 	auditStore
+	adminTokenStore
+	webhookStorage // webhook_store.go
 	banStore
 	lifecycle
 }
@@ -81,6 +84,10 @@ type keyStore interface {
 	// when it already would). A revoked, expired or already rolled key is
 	// refused (invalid_request), an unknown id is not_found.
 	RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error)
+	// UpdateKey changes key id in place to what change makes of it (the
+	// same secret), as one change with its key.updated event; an unknown id
+	// is not_found, and change's refusal comes back as it is.
+	UpdateKey(ctx context.Context, id int64, change func(apiKey) (apiKey, error), actor string) (before, after apiKey, err error)
 	Keys(ctx context.Context) ([]apiKey, error)
 	KeyByHash(ctx context.Context, hash []byte) (apiKey, bool, error)
 	// KeysVersion changes whenever a key is created or changed, by any
@@ -146,6 +153,31 @@ type lifecycle interface {
 	Snapshot(ctx context.Context) (snapshot, error)
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// usageHistoryStore keeps the usage history (usage.go): each budget's
+// requests by UTC day and outcome.
+type usageHistoryStore interface {
+	// AddUsageHistory adds each row's counts to its budget's day, in one
+	// write.
+	AddUsageHistory(ctx context.Context, rows []usageDay) error
+	// UsageHistory returns budgetID's days from day from on, oldest first,
+	// only those it has.
+	UsageHistory(ctx context.Context, budgetID int64, from string) ([]usageDay, error)
+	// PruneUsageHistory deletes the days before day before.
+	PruneUsageHistory(ctx context.Context, before string) (int64, error)
+}
+
+// adminTokenStore keeps the admin tokens (admin.go), each change with its
+// audit event by actor.
+type adminTokenStore interface {
+	// CreateAdminToken stores t (its Hash set) and returns it with its id.
+	CreateAdminToken(ctx context.Context, t adminToken, actor string) (adminToken, error)
+	AdminTokens(ctx context.Context) ([]adminToken, error)
+	AdminTokenByHash(ctx context.Context, hash []byte) (adminToken, bool, error)
+	// RevokeAdminToken marks token id revoked; revoked is false, and
+	// nothing changes, when it was already; an unknown id is not_found.
+	RevokeAdminToken(ctx context.Context, id int64, actor string) (revoked bool, err error)
 }
 
 // snapshot is what a store held at one moment, table by table (copyTables
@@ -244,6 +276,10 @@ func errNotFound(format string, args ...any) error {
 	return &domainError{kind: kindNotFound, message: fmt.Sprintf(format, args...)}
 }
 
+func errConflict(format string, args ...any) error {
+	return &domainError{kind: kindConflict, message: fmt.Sprintf(format, args...)}
+}
+
 func errInvalid(format string, args ...any) error {
 	return &domainError{kind: kindInvalid, message: fmt.Sprintf(format, args...)}
 }
@@ -276,8 +312,9 @@ func errOutcomeUnknown(failure dbFailure, cause error) error {
 // dbFailureOf is why err says the database could not serve a request, or 0
 // when it does not.
 func dbFailureOf(err error) dbFailure {
-	var e *domainError
-	if err != nil && errors.As(err, &e) {
+	// AsType, not As, whose target escapes: an allocation on each call
+	// with an error, and dbHealth.saw calls this with every store call's.
+	if e, ok := errors.AsType[*domainError](err); ok {
 		return e.db
 	}
 	return 0
@@ -302,6 +339,9 @@ type apiKey struct {
 	BudgetID   int64
 	RolledTo   int64     // the key this one was rolled to; 0 when none
 	LastUsedAt time.Time // the minute it was last used in; zero: never
+	// ExternalID is a portal's own reference for the key (its customer,
+	// its account), unique among the keys not revoked; "" when none.
+	ExternalID string
 }
 
 // expiredAt tells whether the key has expired at now.

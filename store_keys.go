@@ -137,8 +137,12 @@ func keyForUpdate(ctx context.Context, tx dbTx, id int64) (apiKey, error) {
 	return k, err
 }
 
-// insertCreatedKey inserts k and its key.created event.
+// insertCreatedKey inserts k and its key.created event; a key that is not
+// revoked holding k's ExternalID refuses it (conflict).
 func insertCreatedKey(ctx context.Context, tx dbTx, k apiKey, actor string, now time.Time) (apiKey, error) {
+	if err := externalIDTaken(ctx, tx, k.ExternalID); err != nil {
+		return k, err
+	}
 	k, err := insertKey(ctx, tx, k, now)
 	if err != nil {
 		return k, err
@@ -149,8 +153,9 @@ func insertCreatedKey(ctx context.Context, tx dbTx, k apiKey, actor string, now 
 func insertKey(ctx context.Context, tx dbTx, k apiKey, now time.Time) (apiKey, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)
 	id, err := tx.Insert(ctx,
-		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID))
+		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id, external_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.Hash, k.Name, k.Plan, k.PerMinute, k.PerDay, k.Env, k.Scopes.String(), k.CreatedAt.Unix(), nullUnix(k.ExpiresAt), nullID(k.BudgetID),
+		nullText(k.ExternalID))
 	if err != nil {
 		return k, err
 	}
@@ -162,7 +167,8 @@ func insertKey(ctx context.Context, tx dbTx, k apiKey, now time.Time) (apiKey, e
 }
 
 // insertAuditEvents appends events in tx: every change that is audited
-// writes its events through here, in its own transaction.
+// writes its events through here, in its own transaction. The events that
+// are webhooks too (key.created, key.banned ...) are queued with them.
 func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error {
 	for _, e := range events {
 		row, err := auditRow(e)
@@ -173,7 +179,7 @@ func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error
 			return err
 		}
 	}
-	return nil
+	return queueAuditWebhookEvents(ctx, tx, events)
 }
 
 // AddAuditEvents appends events (the server's: bans) in one transaction.

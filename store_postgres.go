@@ -651,18 +651,20 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 	var n copied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
-		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, bans, meta IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history,
+			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices, bans IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		var there copied
 		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
-			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events), (SELECT count(*) FROM bans)`).Scan(
-			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.Bans); err != nil {
+			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events),
+			(SELECT count(*) FROM admin_tokens), (SELECT count(*) FROM usage_history), (SELECT count(*) FROM bans)`).Scan(
+			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.AdminTokens, &there.UsageHistory, &there.Bans); err != nil {
 			return err
 		}
 		if there != (copied{}) {
-			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
-				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.Bans)
+			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
+				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.AdminTokens, there.UsageHistory, there.Bans)
 		}
 		for _, table := range copyTables {
 			moved, err := copyTable(ctx, tx, src, table.name, table.columns)
@@ -673,7 +675,7 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 		}
 		// Ids are never reused: each sequence goes on after the highest id
 		// the source gave, even one whose row is gone.
-		for _, table := range []string{"pets", "api_keys", "audit_events"} {
+		for _, table := range []string{"pets", "api_keys", "audit_events", "admin_tokens", "webhook_endpoints"} {
 			last, err := src.LastID(ctx, table)
 			if err != nil {
 				return err

@@ -12,7 +12,7 @@ import (
 )
 
 // keyColumns are the columns scanKey reads, in its order.
-const keyColumns = `id, hash, name, plan, rpm, rpd, env, scopes, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at`
+const keyColumns = `id, hash, name, plan, rpm, rpd, env, scopes, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at, external_id`
 
 // scanKey reads one key row of keyColumns.
 func scanKey(scan func(...any) error) (apiKey, error) {
@@ -20,11 +20,13 @@ func scanKey(scan func(...any) error) (apiKey, error) {
 	var created int64
 	var scopes string
 	var revoked, expires, rolledTo, lastUsed sql.NullInt64
+	var externalID sql.NullString
 	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &scopes, &created, &revoked,
-		&expires, &k.BudgetID, &rolledTo, &lastUsed); err != nil {
+		&expires, &k.BudgetID, &rolledTo, &lastUsed, &externalID); err != nil {
 		return apiKey{}, err
 	}
-	k.Scopes = storedScopes(scopes)
+	k.ExternalID = externalID.String
+	k.Scopes = storedScopes(scopes, allScopes)
 	k.CreatedAt = time.Unix(created, 0).UTC()
 	k.RevokedAt = unixOrZero(revoked)
 	k.ExpiresAt = unixOrZero(expires)
@@ -48,6 +50,14 @@ func nullUnix(t time.Time) any {
 	return t.Unix()
 }
 
+// nullText is s, or NULL for "".
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 // nullID is id, or NULL for 0.
 func nullID(id int64) any {
 	if id == 0 {
@@ -58,12 +68,19 @@ func nullID(id int64) any {
 
 // copied counts the rows of each table a copy moved.
 type copied struct {
-	Pets        int64 `json:"pets"`
-	Keys        int64 `json:"keys"`
-	Usage       int64 `json:"usage"`
-	Idempotency int64 `json:"idempotency"`
-	AuditEvents int64 `json:"auditEvents"`
-	Bans        int64 `json:"bans"`
+	Pets         int64 `json:"pets"`
+	Keys         int64 `json:"keys"`
+	Usage        int64 `json:"usage"`
+	Idempotency  int64 `json:"idempotency"`
+	AuditEvents  int64 `json:"auditEvents"`
+	AdminTokens  int64 `json:"adminTokens"`
+	UsageHistory int64 `json:"usageHistory"`
+	// The webhooks' endpoints, outbox and notice marks.
+	WebhookEndpoints  int64 `json:"webhookEndpoints,omitempty"`
+	WebhookEvents     int64 `json:"webhookEvents,omitempty"`
+	WebhookDeliveries int64 `json:"webhookDeliveries,omitempty"`
+	WebhookNotices    int64 `json:"webhookNotices,omitempty"`
+	Bans              int64 `json:"bans"`
 }
 
 // copyTables are the tables copy moves, with their columns, in both schemas.
@@ -74,10 +91,19 @@ var copyTables = []struct {
 }{
 	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
 	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "scopes", "created_at", "revoked_at",
-		"expires_at", "budget_id", "rolled_to", "last_used_at"}, func(c *copied) *int64 { return &c.Keys }},
+		"expires_at", "budget_id", "rolled_to", "last_used_at", "external_id"}, func(c *copied) *int64 { return &c.Keys }},
 	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
 	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
 	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *copied) *int64 { return &c.AuditEvents }},
+	{"admin_tokens", []string{"id", "hash", "name", "scopes", "env", "created_at", "revoked_at"}, func(c *copied) *int64 { return &c.AdminTokens }},
+	{"usage_history", []string{"budget_id", "day", "allowed", "rate_limited", "quota_exceeded", "banned", "forbidden"},
+		func(c *copied) *int64 { return &c.UsageHistory }},
+	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
+		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookEndpoints }},
+	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *copied) *int64 { return &c.WebhookEvents }},
+	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
+		"last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookDeliveries }},
+	{"webhook_notices", []string{"mark", "at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
 	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *copied) *int64 { return &c.Bans }},
 }
 
@@ -131,9 +157,17 @@ func auditQuery(f auditFilter) (string, []any) {
 	if f.Action != "" {
 		where, args = append(where, "action = ?"), append(args, f.Action)
 	}
+	if f.After != 0 {
+		// The page after event After, in the order of the trail.
+		where, args = append(where, "(at, id) > (SELECT at, id FROM audit_events WHERE id = ?)"), append(args, f.After)
+	}
 	query := `SELECT id, ` + auditColumns + ` FROM audit_events`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	return query + ` ORDER BY at, id`, args
+	query += ` ORDER BY at, id`
+	if f.Limit > 0 {
+		query, args = query+` LIMIT ?`, append(args, f.Limit)
+	}
+	return query, args
 }

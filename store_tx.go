@@ -23,12 +23,13 @@ import (
 // engines embed them, and so implement their interfaces (store.go) with the
 // same code. A new aggregate is a type over sqlEngine added here.
 type sqlAggregates struct {
-	sqlKeys // the keys and the audit trail (store_keys.go)
-	sqlBans // the bans (store_bans.go)
+	sqlKeys     // the keys and the audit trail (store_keys.go)
+	sqlWebhooks // the webhooks' endpoints, outbox and notices (store_webhooks.go)
+	sqlBans     // the bans (store_bans.go)
 }
 
 func newSQLAggregates(db sqlEngine) sqlAggregates {
-	return sqlAggregates{sqlKeys{db}, sqlBans{db}}
+	return sqlAggregates{sqlKeys{db}, sqlWebhooks{db}, sqlBans{db}}
 }
 
 // sqlEngine is what the SQL written once needs of an engine.
@@ -77,6 +78,9 @@ type dialect struct {
 	// PostgreSQL locks them until it ends; SQLite's write transaction
 	// holds the file's one write lock already.
 	forUpdate string
+	// skipLocked ends a SELECT of rows this transaction claims: rows
+	// another transaction holds are skipped rather than waited for.
+	skipLocked string
 	// lockTable makes a later writer of the table wait until this
 	// transaction ends, so that a check of what it holds stays true until
 	// the commit; "" where the transaction holds such a lock already.
@@ -86,8 +90,9 @@ type dialect struct {
 var (
 	sqliteDialect   = dialect{lockTable: func(string) string { return "" }}
 	postgresDialect = dialect{
-		forUpdate: " FOR UPDATE",
-		lockTable: func(table string) string { return "LOCK TABLE " + table + " IN EXCLUSIVE MODE" },
+		forUpdate:  " FOR UPDATE",
+		skipLocked: " FOR UPDATE SKIP LOCKED",
+		lockTable:  func(table string) string { return "LOCK TABLE " + table + " IN EXCLUSIVE MODE" },
 	}
 )
 

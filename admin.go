@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Admin tokens (DESIGN.md "The API's owner"): the credential of the admin
+// API, a second kind that is never a pet key. A token looks like a key with
+// another prefix (psa_live_, psa_test_ on staging: adminPrefixes), made and
+// checked by the same code (newSecret, secretProblem); the database keeps
+// its SHA-256 hash. Its scopes are the admin scopes of scope.go.
+
+// adminToken is a stored admin token: never the token, only its hash.
+type adminToken struct {
+	ID        int64
+	Hash      []byte
+	Name      string
+	Scopes    scopeSet
+	Env       string
+	CreatedAt time.Time
+	RevokedAt time.Time // zero while the token works
+}
+
+// adminActor is the actor of the changes a token's holder makes.
+func (t *adminToken) actor() string { return "admin:" + t.Name }
+
+// listedAdminToken is a token as admin list shows it (--json: these fields).
+type listedAdminToken struct {
+	ID      int64      `json:"id"`
+	Name    string     `json:"name"`
+	Scopes  []string   `json:"scopes"`
+	Created time.Time  `json:"created"`
+	Revoked *time.Time `json:"revoked"`
+}
+
+func (t *adminToken) listed() listedAdminToken {
+	return listedAdminToken{ID: t.ID, Name: t.Name, Scopes: t.Scopes.names(), Created: t.CreatedAt, Revoked: timeOrNil(t.RevokedAt)}
+}
+
+// adminEvent is the audit event of action on token t.
+func adminEvent(action string, t adminToken, actor string, at time.Time) auditEvent {
+	return auditEvent{At: auditTime(at), Action: action, Actor: actor, Env: t.Env,
+		Details: auditDetails{AdminID: t.ID, Name: t.Name, Scopes: t.Scopes.names()}}
+}
+
+// parseAdminScopes reads --scope of admin create: admin scopes separated by
+// commas, repeatable. None given: every admin scope.
+func parseAdminScopes(flags []string) (scopeSet, error) {
+	if len(flags) == 0 {
+		return allAdminScopes, nil
+	}
+	var s scopeSet
+	for _, flag := range flags {
+		for name := range strings.SplitSeq(flag, ",") {
+			name = strings.TrimSpace(name)
+			scope, ok := scopeWithin(name, allAdminScopes)
+			if !ok {
+				return 0, usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(allAdminScopes.names(), ", "))
+			}
+			s |= scope
+		}
+	}
+	return s, nil
+}
+
+func adminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c := newCommand("admin create", getenv, stdout).withDB()
+	var name string
+	var scopeFlags []string
+	c.fs.StringVar(&name, "name", "", "who holds the token, shown in admin list and as the actor admin:NAME of every change it makes (required)")
+	c.fs.Func("scope", "what the token may do: keys:read, keys:write, audit:read, webhooks; repeat the flag or separate scopes by commas (default all four)", func(v string) error {
+		scopeFlags = append(scopeFlags, v)
+		return nil
+	})
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if name == "" {
+		return usagef("admin create needs --name NAME: the actor admin:NAME of every change the token makes")
+	}
+	if err := checkLabel("--name", name); err != nil {
+		return usagef("%v", err)
+	}
+	scopes, err := parseAdminScopes(scopeFlags)
+	if err != nil {
+		return err
+	}
+	store, err := c.db.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	token := newSecret(adminPrefixes[c.db.env])
+	hash := hashKey(token)
+	t, err := store.CreateAdminToken(ctx, adminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.env}, commandActor())
+	if err != nil {
+		return fmt.Errorf("create admin token: %w", err)
+	}
+	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.described(), c.db.shown())
+	fmt.Fprintln(stdout, token)
+	return nil
+}
+
+func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("admin list", getenv, stdout).withDB()
+	var asJSON bool
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	tokens, err := store.AdminTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("list admin tokens: %w", err)
+	}
+	rows := make([]listedAdminToken, len(tokens))
+	for i := range tokens {
+		rows[i] = tokens[i].listed()
+	}
+	if asJSON {
+		return writeJSONIndented(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tREVOKED")
+	for _, t := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))
+	}
+	return tw.Flush()
+}
+
+func adminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("admin revoke", getenv, stdout).withDB()
+	rest, err := c.parseArgs(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usagef("admin revoke takes one ID (see petstore admin list)")
+	}
+	id, err := strconv.ParseInt(rest[0], 10, 64)
+	if err != nil || id < 1 || !isDigits(rest[0]) {
+		return usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	revoked, err := store.RevokeAdminToken(ctx, id, commandActor())
+	if err != nil {
+		return keyCommandError("revoke admin token", id, err)
+	}
+	if !revoked {
+		fmt.Fprintf(stdout, "admin token %d was revoked already; nothing changed\n", id)
+		return nil
+	}
+	fmt.Fprintf(stdout, "revoked admin token %d; the admin API refuses it at once\n", id)
+	return nil
+}
+
+// writeJSONIndented prints v as the commands' --json do.
+func writeJSONIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// adminGate lets a request into the admin API with a valid admin token that
+// holds the scope its route needs. The token is looked up in the database
+// at each request (the admin API is not the hot path), so a revocation
+// holds at once on every server. Failed authentications are counted
+// (petstore_admin_auth_failures_total) and limited per client address by a
+// limiter of their own, never the /v1 one: a portal with a wrong token
+// never bans its address from /v1, nor /v1 traffic its admin access.
+type adminGate struct {
+	store      storage
+	env        string
+	failures   rateLimiter
+	trustProxy bool
+	metrics    *metrics
+}
+
+// adminChallenge is the WWW-Authenticate of the admin API's 401s.
+const adminChallenge = `Bearer realm="petstore-admin"`
+
+// adminFailureMessages are the 401 messages by reason.
+var adminFailureMessages = [authReasons]string{
+	authMissing:          "the request has no admin token: send Authorization: Bearer psa_...",
+	authMalformed:        "the admin token is not valid (an API key, psk_..., is not an admin token)",
+	authInvalid:          "the admin token is not valid",
+	authRevoked:          "the admin token has been revoked",
+	authWrongEnvironment: "the admin token belongs to the other environment",
+}
+
+// require answers a request without a valid admin token 401 (429 once its
+// address has failed too often), one whose token lacks need 403, and
+// passes the rest to next with the token on the request's info.
+func (g *adminGate) require(need scopeSet) middleware {
+	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, reason, err := g.authenticate(r)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			if t == nil {
+				g.refuse(w, r, reason)
+				return
+			}
+			if !t.Scopes.has(need) {
+				insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
+				return
+			}
+			recordOf(r).admin = t
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// authenticate finds the request's admin token, or why it has none. An
+// address banned for its failures is not looked up.
+func (g *adminGate) authenticate(r *http.Request) (*adminToken, authReason, error) {
+	header := firstHeader(r.Header, "Authorization")
+	token, isBearer := bearerToken(header)
+	switch {
+	case header == "" || (isBearer && token == ""):
+		return nil, authMissing, nil
+	case !isBearer:
+		return nil, authMalformed, nil
+	}
+	if problem := secretProblem(token, g.env, adminPrefixes); problem.reason != 0 {
+		return nil, problem.reason, nil
+	}
+	s, err := g.failures.peek(r.Context(), callerID{addr: clientAddr(r, g.trustProxy)}, anonymousLimits)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !s.allowed {
+		return nil, authInvalid, nil // banned: the token is not even looked up
+	}
+	hash := hashKey(token)
+	t, ok, err := g.store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case !ok || t.Env != g.env:
+		return nil, authInvalid, nil
+	case !t.RevokedAt.IsZero():
+		return nil, authRevoked, nil
+	}
+	return &t, 0, nil
+}
+
+// refuse answers a failed authentication: counted, and spent from the
+// address's own allowance of failures; 401, or 429 past it.
+func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, reason authReason) {
+	g.metrics.adminAuthFailed(reason)
+	d, err := g.failures.allow(r.Context(), callerID{addr: clientAddr(r, g.trustProxy)}, anonymousLimits)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if !d.allowed {
+		refuse(w, r, d)
+		return
+	}
+	w.Header().Set("WWW-Authenticate", adminChallenge)
+	writeError(w, r, &Error{Code: codeUnauthorized, Message: adminFailureMessages[reason]})
+}

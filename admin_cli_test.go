@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cliJSON runs a command that prints JSON and decodes it into v.
+func cliJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	res := viaRun(t, nil, args...)
+	if res.code != 0 {
+		t.Fatalf("%s: exit status %d\n%s", strings.Join(args, " "), res.code, res.stderr)
+	}
+	if err := json.Unmarshal([]byte(res.stdout), v); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, res.stdout)
+	}
+}
+
+func TestAdminCommands(t *testing.T) {
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		res := viaRun(t, nil, "admin", "create", "--db", db, "--name", "portal", "--scope", "keys:read,audit:read")
+		if res.code != 0 {
+			t.Fatalf("admin create: exit status %d\n%s", res.code, res.stderr)
+		}
+		token := strings.TrimSpace(res.stdout)
+		if strings.Count(res.stdout, "\n") != 1 || len(token) != len("psa_live_")+keyRandomLen+keyChecksumLn ||
+			secretProblem(token, "production", adminPrefixes).reason != 0 {
+			t.Errorf("admin create printed %q, want one psa_live_ token alone", res.stdout)
+		}
+		if strings.Contains(res.stderr, token) {
+			t.Error("admin create printed the token on standard error too")
+		}
+
+		var tokens []listedAdminToken
+		cliJSON(t, &tokens, "admin", "list", "--db", db, "--json")
+		if len(tokens) != 1 || tokens[0].Name != "portal" || strings.Join(tokens[0].Scopes, ",") != "keys:read,audit:read" || tokens[0].Revoked != nil {
+			t.Errorf("admin list: %+v", tokens)
+		}
+		if list := viaRun(t, nil, "admin", "list", "--db", db); !strings.Contains(list.stdout, "portal") || strings.Contains(list.stdout, "psa_") {
+			t.Errorf("admin list:\n%s", list.stdout)
+		}
+
+		id := strconv.FormatInt(tokens[0].ID, 10)
+		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.code != 0 || !strings.Contains(res.stdout, "revoked admin token "+id) {
+			t.Errorf("admin revoke: exit status %d, %q", res.code, res.stdout+res.stderr)
+		}
+		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.code != 0 || !strings.Contains(res.stdout, "revoked already") {
+			t.Errorf("admin revoke again: %q", res.stdout)
+		}
+		var events []auditJSON
+		cliJSON(t, &events, "audit", "--db", db, "--json")
+		if len(events) != 2 || events[0].Action != auditAdminCreated || events[1].Action != auditAdminRevoked ||
+			events[1].Details.AdminID != tokens[0].ID {
+			t.Errorf("audit: %+v", events)
+		}
+		if audit := viaRun(t, nil, "audit", "--db", db); strings.Contains(audit.stdout, token[len("psa_live_"):]) {
+			t.Errorf("the audit trail holds the token:\n%s", audit.stdout)
+		}
+
+		for _, bad := range [][]string{
+			{"admin", "create", "--db", db},
+			{"admin", "create", "--db", db, "--name", "x", "--scope", "pets:read"},
+			{"admin", "create", "--db", db, "--name", "a\tb"},
+			{"admin", "revoke", "--db", db, "abc"},
+			{"admin", "frobnicate"},
+		} {
+			wantFailure(t, viaRun(t, nil, bad...), 2)
+		}
+		wantFailure(t, viaRun(t, nil, "admin", "revoke", "--db", db, "99"), 1)
+	})
+}
+
+func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
+		id := keyIDByNameVia(t, viaRun, db, "acme")
+		res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--plan", "enterprise", "--rpm", "500", "--rpd", "9000", "--name", "acme-ent", "--expires", "30d")
+		if res.code != 0 {
+			t.Fatalf("keys update: exit status %d\n%s", res.code, res.stderr)
+		}
+		k := listKeysJSON(t, viaRun, db)[0]
+		if k.Plan != "enterprise" || k.PerMinute != 500 || k.PerDay != 9000 || k.Name != "acme-ent" || k.Expires == nil {
+			t.Errorf("after keys update: %+v", k)
+		}
+		if res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--expires", "never"); res.code != 0 {
+			t.Fatalf("keys update --expires never: %s", res.stderr)
+		}
+		if k := listKeysJSON(t, viaRun, db)[0]; k.Expires != nil {
+			t.Errorf("expires %v after --expires never", k.Expires)
+		}
+		var events []auditJSON
+		cliJSON(t, &events, "audit", "--db", db, "--action", auditKeyUpdated, "--json")
+		if len(events) != 2 || events[0].Details.Before.Plan != "free" || events[0].Details.After.PerMinute != 500 {
+			t.Errorf("key.updated events: %+v", events)
+		}
+		for _, bad := range [][]string{
+			{"keys", "update", "--db", db, strconv.FormatInt(id, 10)},
+			{"keys", "update", "--db", db, strconv.FormatInt(id, 10), "--plan", "gold"},
+			{"keys", "update", "--db", db, strconv.FormatInt(id, 10), "--plan", "pro", "--rpm", "5"},
+			{"keys", "update", "--db", db, "--plan", "pro"},
+		} {
+			wantFailure(t, viaRun(t, nil, bad...), 2)
+		}
+	})
+}
+
+func TestKeysListReportsIdleAndExpiringKeys(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "keys.db")
+	mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "soon", "--expires", "3d")
+	mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "later", "--expires", "30d")
+	mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "never")
+	names := func(args ...string) string {
+		t.Helper()
+		var keys []listedKey
+		cliJSON(t, &keys, append([]string{"keys", "list", "--db", db, "--json"}, args...)...)
+		var n []string
+		for _, k := range keys {
+			n = append(n, k.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--expiring", "7d"}, "soon"},
+		{[]string{"--expiring", "60d"}, "soon,later"},
+		{[]string{"--idle", "30d"}, ""},                 // all made just now
+		{[]string{"--idle", "1ns"}, "soon,later,never"}, // made a moment ago: idle since
+		{[]string{"--idle", "1ns", "--expiring", "7d"}, "soon"},
+	} {
+		if got := names(tt.args...); got != tt.want {
+			t.Errorf("keys list %v: %q, want %q", tt.args, got, tt.want)
+		}
+	}
+	if table := viaRun(t, nil, "keys", "list", "--db", db, "--expiring", "7d"); strings.Count(table.stdout, "\n") != 2 || !strings.Contains(table.stdout, "soon") {
+		t.Errorf("keys list --expiring 7d as a table:\n%s", table.stdout)
+	}
+	for _, bad := range []string{"yesterday", "0", "-1d", ""} {
+		wantFailure(t, viaRun(t, nil, "keys", "list", "--db", db, "--idle", bad), 2)
+	}
+}
+
+// TestAnOperatorSession is what an operator does with the built binary: a
+// token from the CLI, keys made, upgraded, rolled and revoked over HTTP on
+// the admin listener, and the usage rows of what was sent.
+func TestAnOperatorSession(t *testing.T) {
+	t.Parallel()
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		res := viaBinary(t, nil, "admin", "create", "--db", db, "--name", "portal")
+		if res.code != 0 {
+			t.Fatalf("admin create: %s", res.stderr)
+		}
+		token := strings.TrimSpace(res.stdout)
+		p := startPetstore(t, dir, "--db", db, "--admin-addr", "127.0.0.1:0")
+		p.keysSent = append(p.keysSent, token) // never in a log line either
+		adminAt := cliAdmin.FindStringSubmatch(p.stderr.String())
+		if adminAt == nil {
+			t.Fatalf("no admin= address on the serving line:\n%s", p.stderr)
+		}
+		admin := "http://" + adminAt[1] + "/admin/v1"
+		call := func(method, url, body string, want int) []byte {
+			t.Helper()
+			req, _ := http.NewRequest(method, url, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := p.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != want {
+				t.Fatalf("%s %s: HTTP status %d, want %d; body: %s", method, url, resp.StatusCode, want, b)
+			}
+			return b
+		}
+		var k createdKey
+		if err := json.Unmarshal(call("POST", admin+"/keys", `{"plan":"free","name":"acme"}`, 201), &k); err != nil {
+			t.Fatal(err)
+		}
+		p.keysSent = append(p.keysSent, k.Key)
+		for range 3 {
+			p.wantStatus("GET", "/v1/pets", k.Key, "", 200)
+		}
+		p.wantStatus("POST", "/v1/pets", k.Key, `{"name":"Rex","categoryId":1}`, 201)
+		keyPath := admin + "/keys/" + strconv.FormatInt(k.ID, 10)
+		call("PATCH", keyPath, `{"plan":"pro"}`, 200)
+		// Within a second the server applies the upgrade.
+		deadline := time.Now().Add(time.Second)
+		for {
+			resp, _ := p.wantStatus("GET", "/v1/pets", k.Key, "", 200)
+			if resp.Header.Get("X-RateLimit-Limit") == "300" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the upgrade did not reach the server within a second")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var rolled createdKey
+		if err := json.Unmarshal(call("POST", keyPath+"/roll", `{"overlap":"0"}`, 201), &rolled); err != nil {
+			t.Fatal(err)
+		}
+		p.keysSent = append(p.keysSent, rolled.Key)
+		call("POST", admin+"/keys/"+strconv.FormatInt(rolled.ID, 10)+"/revoke", "", 200)
+		deadline = time.Now().Add(time.Second)
+		for {
+			resp, _ := p.request("GET", "/v1/pets", rolled.Key, "")
+			if resp.StatusCode == 401 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the revocation did not reach the server within a second")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// The usage rows: every request the key sent, once the server has
+		// written them (every 2 seconds).
+		var sent int64
+		deadline = time.Now().Add(5 * time.Second)
+		for {
+			var rows []usageDay
+			if err := json.Unmarshal(call("GET", keyPath+"/usage?days=1", "", 200), &rows); err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) == 1 && rows[0].Allowed >= 4 {
+				sent = rows[0].Allowed
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("usage %+v, want the requests sent", rows)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if sent < 5 || sent > 25 { // 3 GETs, a create, and the polls of the upgrade
+			t.Errorf("allowed %d", sent)
+		}
+	})
+}
+
+func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
+		id := keyIDByNameVia(t, viaRun, db, "acme")
+		store, err := openStorage(context.Background(), db, false, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		today := time.Now().UTC()
+		yesterday := dayString(unixDay(today) - 1)
+		if err := store.AddUsageHistory(context.Background(), []usageDay{
+			{BudgetID: id, Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+
+		var rows []usageDay
+		cliJSON(t, &rows, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "3", "--json")
+		want := []usageDay{
+			{Day: dayString(unixDay(today) - 2)},
+			{Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
+			{Day: today.Format(time.DateOnly)},
+		}
+		if !slices.Equal(rows, want) {
+			t.Errorf("usage --json: %+v, want %+v", rows, want)
+		}
+		table := viaRun(t, nil, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "2")
+		if lines := strings.Split(strings.TrimSpace(table.stdout), "\n"); len(lines) != 3 ||
+			!strings.HasPrefix(lines[0], "DAY") || strings.Join(strings.Fields(lines[1]), " ") != yesterday+" 7 2 1 3 4" {
+			t.Errorf("usage as a table:\n%s", table.stdout)
+		}
+		wantFailure(t, viaRun(t, nil, "usage", "--db", db), 2)
+		wantFailure(t, viaRun(t, nil, "usage", "--db", db, "--key", "1", "--days", "0"), 2)
+		wantFailure(t, viaRun(t, nil, "usage", "--db", db, "--key", "99"), 1)
+	})
+}

@@ -1,0 +1,664 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mustCreateAdmin makes an admin token named name holding scopes and
+// returns it.
+func (s *testServer) mustCreateAdmin(name string, scopes scopeSet) string {
+	s.t.Helper()
+	token := newSecret(adminPrefixes[s.cfg.env])
+	hash := hashKey(token)
+	if _, err := s.store.CreateAdminToken(context.Background(), adminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.env}, testActor); err != nil {
+		s.t.Fatal(err)
+	}
+	return token
+}
+
+// anotherServer is a second server on the same database (and Redis), as a
+// second process behind a load balancer: its own keys, limiter and copy
+// of the pets, the same clock.
+func (s *testServer) anotherServer() *testServer {
+	s.t.Helper()
+	deps := s.deps
+	deps.wrapStore = nil
+	a, err := newApp(context.Background(), s.cfg, deps)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { a.close() })
+	if err := a.pets.load(context.Background()); err != nil {
+		s.t.Fatal(err)
+	}
+	other := *s
+	other.app = a
+	return &other
+}
+
+// flushUsage writes the usage history the server counted, as its flush
+// every usageFlushEvery does.
+func (s *testServer) flushUsage() {
+	s.t.Helper()
+	if err := s.keys.flushUsage(context.Background(), s.store.AddUsageHistory); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// decodeJSON decodes a response's body into v.
+func decodeJSON(t testing.TB, w *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+		t.Fatalf("the body is not the JSON expected: %v; body: %s", err, w.Body)
+	}
+}
+
+// adminRequest is a request to a route of the admin API that it answers
+// with success given the scope, and that success.
+type adminRequest struct {
+	method, target, body string
+	need                 scopeSet
+	ok                   int
+}
+
+// adminRequests are a request for each route of the admin API, on key id.
+func adminRequests(id int64) []adminRequest {
+	key := "/admin/v1/keys/" + strconv.FormatInt(id, 10)
+	return []adminRequest{
+		{"POST", "/admin/v1/keys", `{"plan":"free"}`, scopeKeysWrite, 201},
+		{"GET", "/admin/v1/keys", "", scopeKeysRead, 200},
+		{"GET", key, "", scopeKeysRead, 200},
+		{"PATCH", key, `{"name":"renamed"}`, scopeKeysWrite, 200},
+		{"GET", key + "/usage", "", scopeKeysRead, 200},
+		{"GET", "/admin/v1/audit", "", scopeAuditRead, 200},
+		{"GET", "/admin/v1/bans", "", scopeKeysRead, 200},
+		{"DELETE", "/admin/v1/bans/key:999", "", scopeKeysWrite, 404},
+		{"POST", key + "/roll", `{"overlap":"1h"}`, scopeKeysWrite, 201},
+		{"POST", key + "/revoke", "", scopeKeysWrite, 200},
+		{"GET", "/admin/v1/webhooks", "", scopeWebhooks, 200},
+		{"POST", "/admin/v1/webhooks", `{"url":"https://hooks.example.com/in"}`, scopeWebhooks, 201},
+		{"GET", "/admin/v1/webhooks/999/deliveries", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/test", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/rotate", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/enable", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/resend", `{"failed":true}`, scopeWebhooks, 404},
+		{"DELETE", "/admin/v1/webhooks/999", "", scopeWebhooks, 404},
+	}
+}
+
+func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		for _, held := range []scopeSet{scopeKeysRead, scopeKeysWrite, scopeAuditRead, scopeWebhooks} {
+			token := s.mustCreateAdmin("only-"+strings.ReplaceAll(held.String(), ":", "-"), held)
+			k, _ := s.mustCreate(s.keyTerms("free"))
+			for _, route := range adminRequests(k.ID) {
+				t.Run(held.String()+" "+route.method+" "+route.target, func(t *testing.T) {
+					w := s.admin(route.method, route.target, token, route.body)
+					if held.has(route.need) {
+						if w.Code != route.ok {
+							t.Fatalf("HTTP status %d, want %d; body: %s", w.Code, route.ok, w.Body)
+						}
+						return
+					}
+					wantError(t, w, 403, codeInsufficientScope, route.need.String())
+					want := `Bearer realm="petstore-admin", error="insufficient_scope", scope="` + route.need.String() + `"`
+					if got := w.Header().Get("WWW-Authenticate"); got != want {
+						t.Errorf("WWW-Authenticate %q, want %q", got, want)
+					}
+				})
+			}
+		}
+	})
+}
+
+func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	key := s.mustCreateKey("free")
+	if w := s.do("GET", "/v1/pets", admin, ""); w.Code != 401 {
+		t.Errorf("an admin token on /v1: HTTP status %d, want 401", w.Code)
+	}
+	wantError(t, s.admin("GET", "/admin/v1/keys", key, ""), 401, codeUnauthorized, "psk_")
+	w := s.admin("GET", "/admin/v1/keys", "", "")
+	wantError(t, w, 401, codeUnauthorized)
+	if got := w.Header().Get("WWW-Authenticate"); got != adminChallenge {
+		t.Errorf("WWW-Authenticate %q, want %q", got, adminChallenge)
+	}
+	if w := s.admin("GET", "/admin/v1/keys", admin, ""); w.Code != 200 {
+		t.Errorf("the admin token on /admin/v1: HTTP status %d, want 200", w.Code)
+	}
+	// The public listener has no admin API at all.
+	if w := s.do("GET", "/admin/v1/keys", admin, ""); w.Code != 404 {
+		t.Errorf("/admin/v1 on the public listener: HTTP status %d, want 404", w.Code)
+	}
+	// Unknown paths and other methods, after the token.
+	wantError(t, s.admin("GET", "/admin/v1/nothing", "", ""), 401, codeUnauthorized)
+	wantError(t, s.admin("GET", "/admin/v1/nothing", admin, ""), 404, codeNotFound)
+	w = s.admin("DELETE", "/admin/v1/keys", admin, "")
+	wantError(t, w, 405, codeMethodNotAllowed)
+	if got := w.Header().Get("Allow"); got != "GET, HEAD, POST" {
+		t.Errorf("Allow %q", got)
+	}
+}
+
+func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
+	m := newMetrics()
+	s := newTestServerWith(t, testOptions{metrics: m, banAfter: 2})
+	key := s.mustCreateKey("free")
+	wrong := newSecret(adminPrefixes["production"]) // the shape of a token, and no such token
+	send := func(token string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "/admin/v1/keys", nil)
+		req.RemoteAddr = "198.51.100.7:4000"
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		s.adminHandler.ServeHTTP(w, req)
+		return w
+	}
+	for i := range anonymousLimits.PerMinute {
+		if w := send(wrong); w.Code != 401 {
+			t.Fatalf("failure %d: HTTP status %d, want 401", i+1, w.Code)
+		}
+	}
+	wantError(t, send(wrong), 429, codeRateLimited)
+	send(wrong)
+	send(wrong)
+	wantError(t, send(wrong), 429, codeTemporarilyBanned)
+	if w := send(wrong); w.Header().Get("Retry-After") == "" {
+		t.Error("a banned address is not told when to come back")
+	}
+	// The same address on /v1 is a caller of its own there.
+	if w := s.from("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
+		t.Errorf("/v1 from the address banned on the admin API: HTTP status %d, want 200", w.Code)
+	}
+	if w := s.from("198.51.100.7:4000", "/v1/pets", wrong); w.Code != 401 {
+		t.Errorf("/v1 without a valid key from that address: HTTP status %d, want 401 (its own allowance)", w.Code)
+	}
+	got := counterValues(t, scrape(t, m), "petstore_admin_auth_failures_total", "reason")
+	if got["invalid"] != float64(anonymousLimits.PerMinute+5) {
+		t.Errorf("petstore_admin_auth_failures_total{reason=invalid} = %v, want %d", got["invalid"], anonymousLimits.PerMinute+5)
+	}
+	if v1 := counterValues(t, scrape(t, m), "petstore_auth_failures_total", "reason"); v1["invalid"] != 0 {
+		t.Errorf("the admin failures are counted as /v1's too: %v", v1)
+	}
+}
+
+func TestAdminKeyLifecycle(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		admin := s.mustCreateAdmin("portal", allAdminScopes)
+
+		w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","name":"acme","externalId":"acct_1029","scopes":["pets:read"]}`)
+		if w.Code != 201 {
+			t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
+		}
+		var created createdKey
+		decodeJSON(t, w, &created)
+		if loc := w.Header().Get("Location"); loc != "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10) {
+			t.Errorf("Location %q", loc)
+		}
+		if !strings.HasPrefix(created.Key, "psk_live_") || created.ExternalID == nil || *created.ExternalID != "acct_1029" ||
+			created.Plan != "free" || !slices.Equal(created.Scopes, []string{"pets:read"}) {
+			t.Errorf("created %+v", created)
+		}
+		if w := s.do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
+			t.Errorf("the new key on /v1: HTTP status %d", w.Code)
+		}
+
+		// A retried signup makes no second key.
+		w = s.admin("POST", "/admin/v1/keys", admin, `{"plan":"pro","externalId":"acct_1029"}`)
+		wantError(t, w, 409, codeConflict, "key "+strconv.FormatInt(created.ID, 10))
+
+		// The same object from a get and from the CLI's list.
+		var got listedKey
+		decodeJSON(t, s.admin("GET", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, ""), &got)
+		if got.ID != created.ID || got.Name != "acme" {
+			t.Errorf("get: %+v", got)
+		}
+		wantError(t, s.admin("GET", "/admin/v1/keys/999", admin, ""), 404, codeNotFound)
+		wantError(t, s.admin("GET", "/admin/v1/keys/x", admin, ""), 400, codeInvalidRequest, "id")
+
+		// An upgrade in place: the same secret, the new limits.
+		path := "/admin/v1/keys/" + strconv.FormatInt(created.ID, 10)
+		w = s.admin("PATCH", path, admin, `{"plan":"pro","scopes":["pets:read","pets:write"]}`)
+		if w.Code != 200 {
+			t.Fatalf("patch: HTTP status %d; body: %s", w.Code, w.Body)
+		}
+		decodeJSON(t, w, &got)
+		if got.Plan != "pro" || got.PerMinute != 300 || len(got.Scopes) != 2 {
+			t.Errorf("patched: %+v", got)
+		}
+		if err := s.keys.refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if w := s.do("POST", "/v1/pets", created.Key, `{"name":"Rex","categoryId":1}`); w.Code != 201 ||
+			w.Header().Get("X-RateLimit-Limit") != "300" {
+			t.Errorf("the upgraded key: HTTP status %d, limit %s", w.Code, w.Header().Get("X-RateLimit-Limit"))
+		}
+		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyUpdated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(events) != 1 || events[0].Actor != "admin:portal" || events[0].Details.Before.Plan != "free" ||
+			events[0].Details.After.Plan != "pro" {
+			t.Errorf("key.updated events: %+v", events)
+		}
+
+		// A roll over HTTP: the new key works, the old one stops.
+		w = s.admin("POST", path+"/roll", admin, `{"overlap":"0"}`)
+		if w.Code != 201 {
+			t.Fatalf("roll: HTTP status %d; body: %s", w.Code, w.Body)
+		}
+		var rolled createdKey
+		decodeJSON(t, w, &rolled)
+		if rolled.RolledFrom == nil || *rolled.RolledFrom != created.ID || rolled.Key == created.Key {
+			t.Errorf("rolled: %+v", rolled)
+		}
+		if err := s.keys.refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 200 {
+			t.Errorf("the rolled key: HTTP status %d", w.Code)
+		}
+		if w := s.do("GET", "/v1/pets", created.Key, ""); w.Code != 401 {
+			t.Errorf("the old key after a roll without overlap: HTTP status %d", w.Code)
+		}
+		wantError(t, s.admin("POST", path+"/roll", admin, ""), 400, codeInvalidRequest, "cannot be rolled")
+
+		// A revocation, twice: one event.
+		rolledPath := "/admin/v1/keys/" + strconv.FormatInt(rolled.ID, 10)
+		for range 2 {
+			w = s.admin("POST", rolledPath+"/revoke", admin, "")
+			decodeJSON(t, w, &got)
+			if w.Code != 200 || got.State != stateRevoked {
+				t.Errorf("revoke: HTTP status %d, %+v", w.Code, got)
+			}
+		}
+		if err := s.keys.refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 401 {
+			t.Errorf("the revoked key: HTTP status %d", w.Code)
+		}
+		revoked, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyRevoked, KeyID: rolled.ID})
+		if err != nil || len(revoked) != 1 || revoked[0].Actor != "admin:portal" {
+			t.Errorf("key.revoked events %+v (%v), want one by admin:portal", revoked, err)
+		}
+		// The first key, rolled and stopped but not revoked, still holds
+		// its externalId; revoked, it lets it go.
+		if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1029"}`); w.Code != 409 {
+			t.Errorf("externalId of a rolled key: HTTP status %d, want 409", w.Code)
+		}
+		s.admin("POST", path+"/revoke", admin, "")
+		if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1029"}`); w.Code != 201 {
+			t.Errorf("externalId of a revoked key: HTTP status %d, want 201; body: %s", w.Code, w.Body)
+		}
+	})
+}
+
+func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	k, _ := s.mustCreate(s.keyTerms("free"))
+	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
+	tests := []struct {
+		name, method, target, body string
+		status                     int
+		code, says                 string
+	}{
+		{"a plan that does not exist", "POST", "/admin/v1/keys", `{"plan":"gold"}`, 400, codeInvalidRequest, "gold"},
+		{"no plan", "POST", "/admin/v1/keys", `{"name":"x"}`, 400, codeInvalidRequest, "plan"},
+		{"rpm without enterprise", "POST", "/admin/v1/keys", `{"plan":"pro","perMinute":5}`, 400, codeInvalidRequest, "perMinute"},
+		{"enterprise without figures", "POST", "/admin/v1/keys", `{"plan":"enterprise"}`, 400, codeInvalidRequest, "perMinute"},
+		{"an unknown scope", "POST", "/admin/v1/keys", `{"plan":"free","scopes":["keys:write"]}`, 400, codeInvalidRequest, "keys:write"},
+		{"an expiry in the past", "POST", "/admin/v1/keys", `{"plan":"free","expires":"2020-01-01T00:00:00Z"}`, 400, codeInvalidRequest, "expires"},
+		{"a name with a control character", "POST", "/admin/v1/keys", `{"plan":"free","name":"a\u0007b"}`, 400, codeInvalidRequest, "name"},
+		{"an empty externalId", "POST", "/admin/v1/keys", `{"plan":"free","externalId":""}`, 400, codeInvalidRequest, "externalId"},
+		{"an unknown field", "POST", "/admin/v1/keys", `{"plan":"free","color":"red"}`, 400, codeInvalidRequest, "color"},
+		{"not JSON", "POST", "/admin/v1/keys", `{`, 400, codeInvalidJSON, ""},
+		{"a patch of nothing", "PATCH", path, `{}`, 400, codeInvalidRequest, "changes nothing"},
+		{"a patch to an unknown plan", "PATCH", path, `{"plan":"gold"}`, 400, codeInvalidRequest, "gold"},
+		{"a patch of rpm on free", "PATCH", path, `{"perMinute":100}`, 400, codeInvalidRequest, "perMinute"},
+		{"a patch of a negative perDay", "PATCH", path, `{"plan":"enterprise","perMinute":1,"perDay":-1}`, 400, codeInvalidRequest, "perDay"},
+		{"a roll with a bad overlap", "POST", path + "/roll", `{"overlap":"soon"}`, 400, codeInvalidRequest, "overlap"},
+		{"days=0", "GET", path + "/usage?days=0", "", 400, codeInvalidRequest, "days"},
+		{"days=401", "GET", path + "/usage?days=401", "", 400, codeInvalidRequest, "days"},
+		{"idle=yesterday", "GET", "/admin/v1/keys?idle=yesterday", "", 400, codeInvalidRequest, "idle"},
+		{"expiring=0", "GET", "/admin/v1/keys?expiring=0", "", 400, codeInvalidRequest, "expiring"},
+		{"revoked=maybe", "GET", "/admin/v1/keys?revoked=maybe", "", 400, codeInvalidRequest, "revoked"},
+		{"a list plan that does not exist", "GET", "/admin/v1/keys?plan=gold", "", 400, codeInvalidRequest, "plan"},
+		{"a bad cursor", "GET", "/admin/v1/keys?cursor=zzz", "", 400, codeInvalidRequest, "cursor"},
+		{"limit=0", "GET", "/admin/v1/audit?limit=0", "", 400, codeInvalidRequest, "limit"},
+		{"an unknown action", "GET", "/admin/v1/audit?action=key.eaten", "", 400, codeInvalidRequest, "key.eaten"},
+		{"a bad since", "GET", "/admin/v1/audit?since=yesterday", "", 400, codeInvalidRequest, "since"},
+		{"a bad key", "GET", "/admin/v1/audit?key=-1", "", 400, codeInvalidRequest, "key"},
+	}
+	before, err := s.store.AuditCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := s.store.Keys(context.Background())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantError(t, s.admin(tt.method, tt.target, admin, tt.body), tt.status, tt.code, tt.says)
+		})
+	}
+	t.Run("a body of another type", func(t *testing.T) {
+		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`, "Content-Type", "text/plain"), 415, codeUnsupportedMediaType)
+	})
+	t.Run("a body too large", func(t *testing.T) {
+		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"name":"`+strings.Repeat("x", maxBodyBytes)+`"}`), 413, codePayloadTooLarge)
+	})
+	after, err := s.store.AuditCounts(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysAfter, _ := s.store.Keys(context.Background())
+	if fmt.Sprint(before) != fmt.Sprint(after) || len(keys) != len(keysAfter) {
+		t.Errorf("bad input wrote something: events %v then %v, keys %d then %d", before, after, len(keys), len(keysAfter))
+	}
+}
+
+func TestAdminListsPagesAndFilters(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	ctx := context.Background()
+	var ids []int64
+	for i := range 5 {
+		terms := s.keyTerms("free")
+		if i%2 == 1 {
+			terms = s.keyTerms("pro")
+		}
+		k, _ := s.mustCreate(terms)
+		ids = append(ids, k.ID)
+	}
+	var all []int64
+	next := "/admin/v1/keys?limit=2&plan=free"
+	for next != "" {
+		w := s.admin("GET", next, admin, "")
+		var page []listedKey
+		decodeJSON(t, w, &page)
+		for _, k := range page {
+			if k.Plan != "free" {
+				t.Errorf("plan=free listed a %s key", k.Plan)
+			}
+			all = append(all, k.ID)
+		}
+		next = ""
+		if link := w.Header().Get("Link"); link != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+			if !strings.Contains(next, "plan=free") {
+				t.Errorf("the next page %q forgets the filter", next)
+			}
+		}
+	}
+	if want := []int64{ids[0], ids[2], ids[4]}; !slices.Equal(all, want) {
+		t.Errorf("pages of free keys: %v, want %v", all, want)
+	}
+
+	if _, err := s.store.RevokeKey(ctx, ids[1], testActor); err != nil {
+		t.Fatal(err)
+	}
+	var revoked []listedKey
+	decodeJSON(t, s.admin("GET", "/admin/v1/keys?revoked=true", admin, ""), &revoked)
+	if len(revoked) != 1 || revoked[0].ID != ids[1] {
+		t.Errorf("revoked=true: %+v", revoked)
+	}
+
+	// The audit trail, a page at a time, oldest first.
+	var events []auditJSON
+	next = "/admin/v1/audit?action=key.created&limit=2"
+	for next != "" {
+		w := s.admin("GET", next, admin, "")
+		var page []auditJSON
+		decodeJSON(t, w, &page)
+		events = append(events, page...)
+		next = ""
+		if link := w.Header().Get("Link"); link != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	if len(events) != 5 {
+		t.Fatalf("%d key.created events in pages, want 5", len(events))
+	}
+	for i, e := range events {
+		if e.Action != auditKeyCreated || *e.KeyID != ids[i] {
+			t.Errorf("event %d: %+v", i, e)
+		}
+	}
+}
+
+func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		ctx := context.Background()
+		start := s.clock.now()
+		unused, _ := s.mustCreate(s.keyTerms("free"))
+		used, _ := s.mustCreate(s.keyTerms("free"))
+		soon, _ := s.mustCreateKeyExpiring(start.Add(40 * 24 * time.Hour))
+		later, _ := s.mustCreateKeyExpiring(start.Add(90 * 24 * time.Hour))
+		s.clock.advance(35 * 24 * time.Hour)
+		if err := s.store.SetLastUsed(ctx, []lastUse{{KeyID: used.ID, Minute: s.clock.now().Add(-24 * time.Hour).Truncate(time.Minute)}}); err != nil {
+			t.Fatal(err)
+		}
+		s.clock.advance(time.Hour) // expired keys are not expiring
+		list := func(query string) []int64 {
+			t.Helper()
+			w := s.admin("GET", "/admin/v1/keys?"+query, admin, "")
+			if w.Code != 200 {
+				t.Fatalf("%s: HTTP status %d; body: %s", query, w.Code, w.Body)
+			}
+			var rows []listedKey
+			decodeJSON(t, w, &rows)
+			var ids []int64
+			for _, r := range rows {
+				ids = append(ids, r.ID)
+			}
+			return ids
+		}
+		for _, tt := range []struct {
+			query string
+			want  []int64
+		}{
+			{"idle=30d", []int64{unused.ID, soon.ID, later.ID}},
+			{"idle=2d", []int64{unused.ID, soon.ID, later.ID}},
+			{"idle=1d", []int64{unused.ID, used.ID, soon.ID, later.ID}},
+			{"expiring=7d", []int64{soon.ID}},
+			{"expiring=60d", []int64{soon.ID, later.ID}},
+			{"idle=30d&expiring=7d", []int64{soon.ID}},
+		} {
+			if got := list(tt.query); !slices.Equal(got, tt.want) {
+				t.Errorf("%s: %v, want %v", tt.query, got, tt.want)
+			}
+		}
+		s.clock.advance(5 * 24 * time.Hour) // soon has expired
+		if got := list("expiring=7d"); len(got) != 0 {
+			t.Errorf("expiring=7d after the expiry: %v, want none", got)
+		}
+	})
+}
+
+// usageOf is key id's usage history over days through the admin API.
+func (s *testServer) usageOf(t *testing.T, admin string, id int64, days int) []usageDay {
+	t.Helper()
+	w := s.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=%d", id, days), admin, "")
+	if w.Code != 200 {
+		t.Fatalf("usage: HTTP status %d; body: %s", w.Code, w.Body)
+	}
+	var rows []usageDay
+	decodeJSON(t, w, &rows)
+	return rows
+}
+
+func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts testOptions
+	}{
+		{"sqlite, one server", testOptions{banAfter: 2}},
+		{"postgres and redis, two servers", testOptions{postgres: true, redis: true, banAfter: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestServerWith(t, tc.opts)
+			b := a
+			if tc.opts.redis {
+				b = a.anotherServer()
+			}
+			admin := a.mustCreateAdmin("portal", allAdminScopes)
+			terms := a.keyTerms("enterprise", limits{PerMinute: 3, PerDay: 5})
+			terms.Scopes = scopePetsRead
+			k, key := a.mustCreate(terms)
+			servers := []*testServer{a, b}
+			var want usageDay
+			send := func(i int, method string, status int, outcome usageOutcome) {
+				t.Helper()
+				body := ""
+				if method == "POST" {
+					body = `{"name":"Rex","categoryId":1}`
+				}
+				w := servers[i%2].do(method, "/v1/pets", key, body)
+				if w.Code != status {
+					t.Fatalf("request %d (%s): HTTP status %d, want %d; body: %s", i, method, w.Code, status, w.Body)
+				}
+				want.add(outcome, 1)
+			}
+			send(0, "GET", 200, usageAllowed)
+			send(1, "POST", 403, usageForbidden) // spends the minute like any request
+			send(2, "GET", 200, usageAllowed)
+			send(3, "GET", 429, usageRateLimited)
+			send(4, "GET", 429, usageRateLimited)
+			send(5, "GET", 429, usageRateLimited)
+			send(6, "GET", 429, usageBanned)
+			send(7, "GET", 429, usageBanned)
+			a.clock.advance(16 * time.Minute) // the ban is over, the minute full again
+			send(8, "GET", 200, usageAllowed)
+			send(9, "GET", 200, usageAllowed)
+			send(10, "GET", 429, usageQuotaExceeded) // 5 a day: 4 allowed and the 403
+			a.flushUsage()
+			if b != a {
+				b.flushUsage()
+			}
+			want.Day = a.clock.now().UTC().Format(time.DateOnly)
+			rows := a.usageOf(t, admin, k.ID, 3)
+			if len(rows) != 3 || rows[2] != want || rows[0].Allowed != 0 || rows[1].Day >= want.Day {
+				t.Errorf("usage: %+v, want two days of zeros, then %+v", rows, want)
+			}
+			// A roll's keys share the budget: the new key names the same history.
+			_, rolled, _ := a.roll(k.ID, time.Hour)
+			if got := a.usageOf(t, admin, rolled.ID, 1); len(got) != 1 || got[0] != want {
+				t.Errorf("the rolled key's usage: %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		ctx := context.Background()
+		now := s.clock.now()
+		rows := []usageDay{
+			{BudgetID: 1, Day: dayString(unixDay(now) - usageHistoryDays), Allowed: 1},
+			{BudgetID: 1, Day: dayString(unixDay(now) - usageHistoryDays + 1), Allowed: 2},
+		}
+		if err := s.store.AddUsageHistory(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.store.PruneUsageHistory(ctx, usageHistoryCutoff(now))
+		if err != nil || n != 1 {
+			t.Errorf("pruned %d (%v), want the one day older than 400", n, err)
+		}
+		kept, err := s.store.UsageHistory(ctx, 1, rows[0].Day)
+		if err != nil || len(kept) != 1 || kept[0].Day != rows[1].Day {
+			t.Errorf("kept %+v (%v), want the 400th day back", kept, err)
+		}
+	})
+}
+
+func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASecond(t *testing.T) {
+	a := newTestServerWith(t, testOptions{postgres: true, redis: true})
+	b := a.anotherServer()
+	stop := b.startBackground()
+	defer stop()
+	admin := a.mustCreateAdmin("portal", allAdminScopes)
+	w := a.admin("POST", "/admin/v1/keys", admin, `{"plan":"pro"}`)
+	if w.Code != 201 {
+		t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
+	}
+	var created createdKey
+	decodeJSON(t, w, &created)
+	if w := b.do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
+		t.Fatalf("the key made on server a, on server b: HTTP status %d; body: %s", w.Code, w.Body)
+	}
+	if w := a.admin("POST", fmt.Sprintf("/admin/v1/keys/%d/revoke", created.ID), admin, ""); w.Code != 200 {
+		t.Fatalf("revoke: HTTP status %d", w.Code)
+	}
+	revoked := time.Now()
+	eventually(t, time.Second, "server b refuses the key revoked through server a's admin API", func() bool {
+		return b.do("GET", "/v1/pets", created.Key, "").Code == 401
+	})
+	t.Logf("refused %v after the revocation", time.Since(revoked).Round(time.Millisecond))
+	// An upgrade reaches it too.
+	if w := a.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`); w.Code != 201 {
+		t.Fatal(w.Body)
+	} else {
+		decodeJSON(t, w, &created)
+	}
+	b.do("GET", "/v1/pets", created.Key, "")
+	a.admin("PATCH", fmt.Sprintf("/admin/v1/keys/%d", created.ID), admin, `{"plan":"business"}`)
+	eventually(t, time.Second, "server b applies the upgrade made through server a", func() bool {
+		return b.do("GET", "/v1/pets", created.Key, "").Header().Get("X-RateLimit-Limit") == "1000"
+	})
+}
+
+func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		token := s.mustCreateAdmin("portal", allAdminScopes)
+		tokens, err := s.store.AdminTokens(context.Background())
+		if err != nil || len(tokens) != 1 {
+			t.Fatalf("%+v %v", tokens, err)
+		}
+		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); !revoked || err != nil {
+			t.Fatalf("revoke: %v %v", revoked, err)
+		}
+		wantError(t, s.admin("GET", "/admin/v1/keys", token, ""), 401, codeUnauthorized, "revoked")
+		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); revoked || err != nil {
+			t.Errorf("a second revocation: %v %v, want nothing changed", revoked, err)
+		}
+		events, _ := s.store.AuditEvents(context.Background(), auditFilter{})
+		var actions []string
+		for _, e := range events {
+			actions = append(actions, e.Action)
+			if e.Details.AdminID != tokens[0].ID {
+				t.Errorf("%s has adminId %d, want %d", e.Action, e.Details.AdminID, tokens[0].ID)
+			}
+		}
+		if want := []string{auditAdminCreated, auditAdminRevoked}; !slices.Equal(actions, want) {
+			t.Errorf("events %v, want %v", actions, want)
+		}
+	})
+}
+
+// TestAdminListenerServesItsDocumentWithoutAToken: the document is the
+// embedded one, and the metrics are still there beside the API.
+func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
+	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
+	w := s.admin("GET", "/admin/v1/openapi.yaml", "", "")
+	if w.Code != 200 || w.Body.String() != string(adminOpenAPIYAML) || w.Header().Get("Content-Type") != "application/yaml" {
+		t.Errorf("GET /admin/v1/openapi.yaml: HTTP status %d, %d bytes, %s", w.Code, w.Body.Len(), w.Header().Get("Content-Type"))
+	}
+	if w := s.admin("GET", "/metrics", "", ""); w.Code != http.StatusOK {
+		t.Errorf("GET /metrics on the admin listener: HTTP status %d", w.Code)
+	}
+}

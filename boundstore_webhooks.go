@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// The webhook calls of boundStorage, bounded and timed like the others.
+
+func (b *boundStorage) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor string) (v webhookEndpoint, err error) {
+	err = b.bounded(ctx, "AddWebhookEndpoint", func(ctx context.Context) (err error) { v, err = b.s.AddWebhookEndpoint(ctx, e, actor); return err })
+	return v, err
+}
+
+func (b *boundStorage) WebhookEndpoints(ctx context.Context) (v []webhookEndpoint, err error) {
+	err = b.bounded(ctx, "WebhookEndpoints", func(ctx context.Context) (err error) { v, err = b.s.WebhookEndpoints(ctx); return err })
+	return v, err
+}
+
+func (b *boundStorage) RemoveWebhookEndpoint(ctx context.Context, id int64, actor string) error {
+	return b.bounded(ctx, "RemoveWebhookEndpoint", func(ctx context.Context) error { return b.s.RemoveWebhookEndpoint(ctx, id, actor) })
+}
+
+func (b *boundStorage) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (v webhookEndpoint, err error) {
+	err = b.bounded(ctx, "RotateWebhookSecret", func(ctx context.Context) (err error) {
+		v, err = b.s.RotateWebhookSecret(ctx, id, secret, overlap, actor)
+		return err
+	})
+	return v, err
+}
+
+func (b *boundStorage) EnableWebhookEndpoint(ctx context.Context, id int64, actor string) (v webhookEndpoint, err error) {
+	err = b.bounded(ctx, "EnableWebhookEndpoint", func(ctx context.Context) (err error) { v, err = b.s.EnableWebhookEndpoint(ctx, id, actor); return err })
+	return v, err
+}
+
+func (b *boundStorage) AddWebhookEvent(ctx context.Context, ev webhookEvent, endpointID int64) error {
+	return b.bounded(ctx, "AddWebhookEvent", func(ctx context.Context) error { return b.s.AddWebhookEvent(ctx, ev, endpointID) })
+}
+
+func (b *boundStorage) AddWebhookNotices(ctx context.Context, notices []webhookNotice) error {
+	return b.bounded(ctx, "AddWebhookNotices", func(ctx context.Context) error { return b.s.AddWebhookNotices(ctx, notices) })
+}
+
+func (b *boundStorage) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+	take func(endpointID int64) bool) (v []claimedDelivery, err error) {
+	err = b.bounded(ctx, "ClaimWebhookDeliveries", func(ctx context.Context) (err error) {
+		v, err = b.s.ClaimWebhookDeliveries(ctx, now, claimFor, skip, limit, take)
+		return err
+	})
+	return v, err
+}
+
+func (b *boundStorage) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor string) (v string, err error) {
+	err = b.bounded(ctx, "FinishWebhookDelivery", func(ctx context.Context) (err error) { v, err = b.s.FinishWebhookDelivery(ctx, o, actor); return err })
+	return v, err
+}
+
+func (b *boundStorage) WebhookDeliveries(ctx context.Context, f deliveryFilter) (v []webhookDelivery, err error) {
+	err = b.bounded(ctx, "WebhookDeliveries", func(ctx context.Context) (err error) { v, err = b.s.WebhookDeliveries(ctx, f); return err })
+	return v, err
+}
+
+func (b *boundStorage) ResendWebhookDeliveries(ctx context.Context, f deliveryFilter, now time.Time) (v int64, err error) {
+	err = b.bounded(ctx, "ResendWebhookDeliveries", func(ctx context.Context) (err error) { v, err = b.s.ResendWebhookDeliveries(ctx, f, now); return err })
+	return v, err
+}
+
+func (b *boundStorage) WebhookBacklog(ctx context.Context) (n int64, oldest time.Time, err error) {
+	err = b.bounded(ctx, "WebhookBacklog", func(ctx context.Context) (err error) { n, oldest, err = b.s.WebhookBacklog(ctx); return err })
+	return n, oldest, err
+}
+
+func (b *boundStorage) PruneWebhooks(ctx context.Context, now time.Time) error {
+	return b.bounded(ctx, "PruneWebhooks", func(ctx context.Context) error { return b.s.PruneWebhooks(ctx, now) })
+}

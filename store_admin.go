@@ -1,0 +1,187 @@
+// The admin API's storage, written once for both engines over sqlEngine:
+// admin tokens with their audit events, changes of a key in place, and the
+// usage history.
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// CreateAdminToken stores t (its Hash set) and its admin.created event, and
+// returns it with its id.
+func (s sqlKeys) CreateAdminToken(ctx context.Context, t adminToken, actor string) (adminToken, error) {
+	now := s.db.clock()
+	t.CreatedAt = now.UTC().Truncate(time.Second)
+	err := s.db.update(ctx, func(tx dbTx) error {
+		id, err := tx.Insert(ctx, `INSERT INTO admin_tokens (hash, name, scopes, env, created_at) VALUES (?, ?, ?, ?, ?)`,
+			t.Hash, t.Name, t.Scopes.String(), t.Env, t.CreatedAt.Unix())
+		if err != nil {
+			return err
+		}
+		t.ID = id
+		return insertAuditEvents(ctx, tx, adminEvent(auditAdminCreated, t, actor, now))
+	})
+	return t, err
+}
+
+// adminTokenColumns are the columns scanAdminToken reads, in its order.
+const adminTokenColumns = `id, hash, name, scopes, env, created_at, revoked_at`
+
+func scanAdminToken(scan func(...any) error) (adminToken, error) {
+	var t adminToken
+	var scopes string
+	var created int64
+	var revoked sql.NullInt64
+	if err := scan(&t.ID, &t.Hash, &t.Name, &scopes, &t.Env, &created, &revoked); err != nil {
+		return adminToken{}, err
+	}
+	t.Scopes = storedScopes(scopes, allAdminScopes)
+	t.CreatedAt, t.RevokedAt = time.Unix(created, 0).UTC(), unixOrZero(revoked)
+	return t, nil
+}
+
+// AdminTokens returns every admin token, revoked ones too, oldest first.
+func (s sqlKeys) AdminTokens(ctx context.Context) ([]adminToken, error) {
+	var tokens []adminToken
+	err := s.db.view(ctx, func(tx dbTx) error {
+		tokens = []adminToken{}
+		rows, err := tx.Query(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens ORDER BY id`)
+		return each(rows, err, func(scan func(...any) error) error {
+			t, err := scanAdminToken(scan)
+			tokens = append(tokens, t)
+			return err
+		})
+	})
+	return tokens, err
+}
+
+// AdminTokenByHash returns the admin token with hash, revoked or not.
+func (s sqlKeys) AdminTokenByHash(ctx context.Context, hash []byte) (t adminToken, ok bool, err error) {
+	err = s.db.view(ctx, func(tx dbTx) error {
+		t, err = scanAdminToken(tx.QueryRow(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens WHERE hash = ?`, hash).Scan)
+		return err
+	})
+	if errors.Is(err, errNoRows) {
+		return adminToken{}, false, nil
+	}
+	return t, err == nil, err
+}
+
+// RevokeAdminToken marks token id revoked, with its admin.revoked event.
+// Revoking a revoked token changes nothing and leaves no event; an unknown
+// id is not_found.
+func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (revoked bool, err error) {
+	now := s.db.clock()
+	err = s.db.update(ctx, func(tx dbTx) error {
+		t, err := scanAdminToken(tx.QueryRow(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
+		switch {
+		case errors.Is(err, errNoRows):
+			return errNotFound("no admin token has id %d", id)
+		case err != nil || !t.RevokedAt.IsZero():
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE admin_tokens SET revoked_at = ? WHERE id = ?`, now.Unix(), id); err != nil {
+			return err
+		}
+		revoked = true
+		return insertAuditEvents(ctx, tx, adminEvent(auditAdminRevoked, t, actor, now))
+	})
+	return revoked && err == nil, err
+}
+
+// UpdateKey changes key id in place to what change makes of it, with its
+// key.updated event (before and after); the key keeps its secret. The row
+// is locked for the change; an unknown id is not_found, and change's own
+// refusal comes back as it is.
+func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(apiKey) (apiKey, error), actor string) (before, after apiKey, err error) {
+	now := s.db.clock()
+	err = s.keysUpdate(ctx, func(tx dbTx) error {
+		if before, err = keyForUpdate(ctx, tx, id); err != nil {
+			return err
+		}
+		if after, err = change(before); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = ?, plan = ?, rpm = ?, rpd = ?, scopes = ?, expires_at = ? WHERE id = ?`,
+			after.Name, after.Plan, after.PerMinute, after.PerDay, after.Scopes.String(), nullUnix(after.ExpiresAt), id); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, updateEvent(before, after, actor, now))
+	})
+	return before, after, err
+}
+
+// externalIDTaken refuses a new key with externalID while a key that is not
+// revoked holds it (409 conflict, naming that key). The table is locked
+// first on PostgreSQL, so that two creates with one externalID at once
+// cannot both pass the check.
+func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {
+	if externalID == "" {
+		return nil
+	}
+	if lock := tx.Dialect().lockTable("api_keys"); lock != "" {
+		if _, err := tx.Exec(ctx, lock); err != nil {
+			return err
+		}
+	}
+	var id int64
+	err := tx.QueryRow(ctx, `SELECT id FROM api_keys WHERE external_id = ? AND revoked_at IS NULL`, externalID).Scan(&id)
+	switch {
+	case errors.Is(err, errNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	return errConflict("externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
+}
+
+// AddUsageHistory adds each row's counts to what the history holds for its
+// budget and day, in one transaction: every server adds its own.
+func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []usageDay) error {
+	return s.db.update(ctx, func(tx dbTx) error {
+		for _, r := range rows {
+			if _, err := tx.Exec(ctx, `INSERT INTO usage_history (budget_id, day, allowed, rate_limited, quota_exceeded, banned, forbidden)
+				VALUES (?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (budget_id, day) DO UPDATE SET allowed = usage_history.allowed + excluded.allowed,
+					rate_limited = usage_history.rate_limited + excluded.rate_limited,
+					quota_exceeded = usage_history.quota_exceeded + excluded.quota_exceeded,
+					banned = usage_history.banned + excluded.banned, forbidden = usage_history.forbidden + excluded.forbidden`,
+				r.BudgetID, r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// UsageHistory returns the days of budgetID's history from day from on,
+// oldest first: only the days it has.
+func (s sqlKeys) UsageHistory(ctx context.Context, budgetID int64, from string) ([]usageDay, error) {
+	var days []usageDay
+	err := s.db.view(ctx, func(tx dbTx) error {
+		days = nil
+		rows, err := tx.Query(ctx, `SELECT day, allowed, rate_limited, quota_exceeded, banned, forbidden FROM usage_history
+			WHERE budget_id = ? AND day >= ? ORDER BY day`, budgetID, from)
+		return each(rows, err, func(scan func(...any) error) error {
+			d := usageDay{BudgetID: budgetID}
+			err := scan(&d.Day, &d.Allowed, &d.RateLimited, &d.QuotaExceeded, &d.Banned, &d.Forbidden)
+			days = append(days, d)
+			return err
+		})
+	})
+	return days, err
+}
+
+// PruneUsageHistory deletes the days before day before (through the index
+// on day) and returns how many rows went.
+func (s sqlKeys) PruneUsageHistory(ctx context.Context, before string) (n int64, err error) {
+	err = s.db.update(ctx, func(tx dbTx) error {
+		n, err = tx.Exec(ctx, `DELETE FROM usage_history WHERE day < ?`, before)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,483 @@
+// The webhooks' endpoints, outbox and notices, written once for both
+// engines over sqlEngine. Each event is queued in the transaction of what it
+// reports: an audited key change (through insertAuditEvents), a notice's
+// mark, a test.
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+)
+
+// sqlWebhooks is the webhooks aggregate of a store; both engines embed it.
+type sqlWebhooks struct{ db sqlEngine }
+
+const endpointColumns = `id, url, events, enabled, created_at, secret, previous_secret, previous_until,
+	last_attempt_at, last_status, last_error`
+
+func scanEndpoint(scan func(...any) error) (webhookEndpoint, error) {
+	var e webhookEndpoint
+	var events string
+	var enabled, created int64
+	var previous, lastError sql.NullString
+	var previousUntil, lastAttempt, lastStatus sql.NullInt64
+	if err := scan(&e.ID, &e.URL, &events, &enabled, &created, &e.Secret, &previous, &previousUntil,
+		&lastAttempt, &lastStatus, &lastError); err != nil {
+		return e, err
+	}
+	if events != "" {
+		e.Events = strings.Split(events, ",")
+	}
+	e.Enabled = enabled == 1
+	e.CreatedAt = time.Unix(created, 0).UTC()
+	e.PreviousSecret, e.PreviousUntil = previous.String, milliOrZero(previousUntil)
+	e.LastAttempt, e.LastStatus, e.LastError = milliOrZero(lastAttempt), int(lastStatus.Int64), lastError.String
+	return e, nil
+}
+
+func milliOrZero(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(n.Int64).UTC()
+}
+
+// AddWebhookEndpoint stores e enabled, with its webhook.added event.
+func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor string) (webhookEndpoint, error) {
+	now := s.db.clock()
+	e.Enabled, e.CreatedAt = true, now.UTC().Truncate(time.Second)
+	err := s.db.update(ctx, func(tx dbTx) error {
+		var err error
+		e.ID, err = tx.Insert(ctx, `INSERT INTO webhook_endpoints (url, events, enabled, created_at, secret) VALUES (?, ?, 1, ?, ?)`,
+			e.URL, strings.Join(e.Events, ","), e.CreatedAt.Unix(), e.Secret)
+		if err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, now, ""))
+	})
+	return e, err
+}
+
+// WebhookEndpoints returns every endpoint, oldest first.
+func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]webhookEndpoint, error) {
+	var endpoints []webhookEndpoint
+	err := s.db.view(ctx, func(tx dbTx) error {
+		endpoints = []webhookEndpoint{}
+		rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
+		return each(rows, err, func(scan func(...any) error) error {
+			e, err := scanEndpoint(scan)
+			endpoints = append(endpoints, e)
+			return err
+		})
+	})
+	return endpoints, err
+}
+
+// endpointForUpdate reads endpoint id in tx for a change of it.
+func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (webhookEndpoint, error) {
+	e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
+	if errors.Is(err, errNoRows) {
+		return e, errNotFound("no webhook endpoint has id %d", id)
+	}
+	return e, err
+}
+
+// RemoveWebhookEndpoint deletes endpoint id and its deliveries.
+func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor string) error {
+	now := s.db.clock()
+	return s.db.update(ctx, func(tx dbTx) error {
+		e, err := endpointForUpdate(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = ?`, id); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, now, ""))
+	})
+}
+
+// RotateWebhookSecret gives endpoint id secret, the old one signing beside
+// it for overlap.
+func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (webhookEndpoint, error) {
+	now := s.db.clock()
+	var e webhookEndpoint
+	err := s.db.update(ctx, func(tx dbTx) error {
+		var err error
+		if e, err = endpointForUpdate(ctx, tx, id); err != nil {
+			return err
+		}
+		e.PreviousSecret, e.PreviousUntil, e.Secret = e.Secret, now.Add(overlap), secret
+		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_until = ? WHERE id = ?`,
+			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
+			return err
+		}
+		ev := webhookAuditEvent(auditWebhookRotated, e, actor, now, "")
+		ev.Details.Overlap = overlap.String()
+		return insertAuditEvents(ctx, tx, ev)
+	})
+	return e, err
+}
+
+// EnableWebhookEndpoint enables endpoint id; its failures start afresh.
+func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor string) (webhookEndpoint, error) {
+	now := s.db.clock()
+	var e webhookEndpoint
+	err := s.db.update(ctx, func(tx dbTx) error {
+		var err error
+		if e, err = endpointForUpdate(ctx, tx, id); err != nil || e.Enabled {
+			return err
+		}
+		e.Enabled = true
+		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, now, ""))
+	})
+	return e, err
+}
+
+// AddWebhookEvent queues ev for endpoint id alone.
+func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev webhookEvent, endpointID int64) error {
+	return s.db.update(ctx, func(tx dbTx) error {
+		if _, err := endpointForUpdate(ctx, tx, endpointID); err != nil {
+			return err
+		}
+		if err := insertWebhookEvent(ctx, tx, ev); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)`,
+			ev.ID, endpointID, ev.At.UnixMilli())
+		return err
+	})
+}
+
+func insertWebhookEvent(ctx context.Context, tx dbTx, ev webhookEvent) error {
+	_, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`, ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body))
+	return err
+}
+
+// queueWebhookEvent queues ev in tx for every endpoint that takes its type
+// now; with none, nothing is written.
+func queueWebhookEvent(ctx context.Context, tx dbTx, ev webhookEvent) error {
+	// events holds the types an endpoint takes between commas, '' for all;
+	// no type holds a LIKE wildcard.
+	const takers = `FROM webhook_endpoints WHERE enabled = 1 AND (events = '' OR ',' || events || ',' LIKE ?)`
+	pattern := "%," + ev.Type + ",%"
+	n, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body)
+		SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint), CAST(? AS text) WHERE EXISTS (SELECT 1 `+takers+`)`,
+		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), pattern)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
+		SELECT CAST(? AS text), id, 'pending', CAST(? AS bigint) `+takers,
+		ev.ID, ev.At.UnixMilli(), pattern)
+	return err
+}
+
+// queueAuditWebhookEvents queues the webhook events of audit events, in the
+// transaction that writes them.
+func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []auditEvent) error {
+	for _, e := range events {
+		if !sentAsWebhook(e) {
+			continue
+		}
+		var name string
+		if e.Details.Name == "" {
+			// A ban's or a lift's event may not name the key.
+			if err := tx.QueryRow(ctx, `SELECT name FROM api_keys WHERE id = ?`, e.KeyID).Scan(&name); err != nil && !errors.Is(err, errNoRows) {
+				return err
+			}
+		}
+		ev, ok, err := auditWebhookEvent(e, name)
+		if err != nil || !ok {
+			return err
+		}
+		if err := queueWebhookEvent(ctx, tx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AddWebhookNotices stores each notice's mark and, when it is new, queues
+// its event, in one transaction: of servers that notice one thing at once,
+// one stores its mark and sends it.
+func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNotice) error {
+	now := s.db.clock()
+	return s.db.update(ctx, func(tx dbTx) error {
+		for _, n := range notices {
+			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at) VALUES (?, ?) ON CONFLICT (mark) DO NOTHING`, n.Mark, now.UnixMilli())
+			if err != nil {
+				return err
+			}
+			if added == 0 {
+				continue
+			}
+			if err := queueWebhookEvent(ctx, tx, n.Event); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ClaimWebhookDeliveries claims due deliveries until now+claimFor. On
+// PostgreSQL the candidates are locked, skipping those another server's
+// claim has locked, so that two servers never claim one delivery.
+func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+	take func(endpointID int64) bool) ([]claimedDelivery, error) {
+	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
+		AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`
+	// A look outside a write transaction first: most rounds find nothing
+	// due, and then take no lock (on SQLite, the file's one writer).
+	var found bool
+	if err := s.db.view(ctx, func(tx dbTx) error {
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 `+due+`)`, now.UnixMilli(), now.UnixMilli()).Scan(&found)
+	}); err != nil || !found {
+		return nil, err
+	}
+	var claimed []claimedDelivery
+	err := s.db.update(ctx, func(tx dbTx) error {
+		claimed = nil
+		query := `SELECT event_id, endpoint_id ` + due
+		args := []any{now.UnixMilli(), now.UnixMilli()}
+		if len(skip) > 0 {
+			query += ` AND endpoint_id NOT IN (?` + strings.Repeat(", ?", len(skip)-1) + `)`
+			for _, id := range skip {
+				args = append(args, id)
+			}
+		}
+		query += ` ORDER BY next_at LIMIT ?` + tx.Dialect().skipLocked
+		args = append(args, limit)
+		type pick struct {
+			event    string
+			endpoint int64
+		}
+		var picked []pick
+		rows, err := tx.Query(ctx, query, args...)
+		err = each(rows, err, func(scan func(...any) error) error {
+			var p pick
+			if err := scan(&p.event, &p.endpoint); err != nil {
+				return err
+			}
+			if take(p.endpoint) {
+				picked = append(picked, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, p := range picked {
+			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET claimed_until = ? WHERE event_id = ? AND endpoint_id = ?`,
+				now.Add(claimFor).UnixMilli(), p.event, p.endpoint); err != nil {
+				return err
+			}
+			c, err := claimedOf(ctx, tx, p.event, p.endpoint, now)
+			if err != nil {
+				return err
+			}
+			claimed = append(claimed, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+const deliveryColumns = `d.event_id, ev.type, d.endpoint_id, ev.at, d.state, d.attempts, d.next_at, d.last_attempt_at, d.last_status, d.last_error`
+
+func scanDelivery(scan func(...any) error, more ...any) (webhookDelivery, error) {
+	var d webhookDelivery
+	var at, next int64
+	var lastAttempt, lastStatus sql.NullInt64
+	var lastError sql.NullString
+	dest := append([]any{&d.EventID, &d.Type, &d.EndpointID, &at, &d.State, &d.Attempts, &next, &lastAttempt, &lastStatus, &lastError}, more...)
+	if err := scan(dest...); err != nil {
+		return d, err
+	}
+	d.At, d.NextAt = time.UnixMilli(at).UTC(), time.UnixMilli(next).UTC()
+	d.LastAttempt, d.LastStatus, d.LastError = milliOrZero(lastAttempt), int(lastStatus.Int64), lastError.String
+	return d, nil
+}
+
+// claimedOf reads what sending a claimed delivery takes.
+func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, now time.Time) (claimedDelivery, error) {
+	var c claimedDelivery
+	var body string
+	var e webhookEndpoint
+	var previous sql.NullString
+	var previousUntil sql.NullInt64
+	d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+`, ev.body, e.url, e.secret, e.previous_secret, e.previous_until
+		FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
+		WHERE d.event_id = ? AND d.endpoint_id = ?`, eventID, endpointID).Scan, &body, &e.URL, &e.Secret, &previous, &previousUntil)
+	if err != nil {
+		return c, err
+	}
+	e.PreviousSecret, e.PreviousUntil = previous.String, milliOrZero(previousUntil)
+	keys, err := e.signingKeys(now)
+	if err != nil {
+		return c, err
+	}
+	return claimedDelivery{webhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body)}, nil
+}
+
+// FinishWebhookDelivery records an attempt's outcome and what it does to
+// the endpoint.
+func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor string) (disabled string, err error) {
+	at := o.At.UnixMilli()
+	if o.NextAt.IsZero() {
+		o.NextAt = o.At
+	}
+	err = s.db.update(ctx, func(tx dbTx) error {
+		disabled = ""
+		// The endpoint first, as every change of it locks it first. One
+		// removed meanwhile took its deliveries along: nothing to record.
+		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
+		var gone *domainError
+		if errors.As(err, &gone) && gone.kind == kindNotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		n, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, claimed_until = 0,
+			last_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?`,
+			o.State, o.Attempts, o.NextAt.UnixMilli(), at, o.Status, nullString(o.Err), o.EventID, o.EndpointID)
+		if err != nil || n == 0 {
+			return err
+		}
+		if o.State == deliveryDelivered {
+			_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET last_attempt_at = ?, last_status = ?, last_error = NULL, failing_since = NULL WHERE id = ?`,
+				at, o.Status, o.EndpointID)
+			return err
+		}
+		var failingSince int64
+		if err := tx.QueryRow(ctx, `UPDATE webhook_endpoints SET last_attempt_at = ?, last_status = ?, last_error = ?,
+			failing_since = coalesce(failing_since, ?) WHERE id = ? RETURNING failing_since`,
+			at, o.Status, o.Err, at, o.EndpointID).Scan(&failingSince); err != nil {
+			return err
+		}
+		switch {
+		case !e.Enabled:
+			return nil
+		case o.Disable != "":
+			disabled = o.Disable
+		case o.At.Sub(time.UnixMilli(failingSince)) >= failingDisableAfter:
+			disabled = "every delivery failed for " + failingDisableAfter.String()
+		default:
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, o.At, disabled))
+	})
+	return disabled, err
+}
+
+// WebhookDeliveries returns the deliveries f picks, newest first.
+func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f deliveryFilter) ([]webhookDelivery, error) {
+	where, args := deliveryWhere(f)
+	query := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id` +
+		where + ` ORDER BY ev.at DESC, d.event_id, d.endpoint_id`
+	if f.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	var deliveries []webhookDelivery
+	err := s.db.view(ctx, func(tx dbTx) error {
+		deliveries = []webhookDelivery{}
+		rows, err := tx.Query(ctx, query, args...)
+		return each(rows, err, func(scan func(...any) error) error {
+			d, err := scanDelivery(scan)
+			deliveries = append(deliveries, d)
+			return err
+		})
+	})
+	return deliveries, err
+}
+
+// deliveryWhere is the WHERE clause of the deliveries f picks, d their
+// table.
+func deliveryWhere(f deliveryFilter) (string, []any) {
+	var where []string
+	var args []any
+	if f.EndpointID != 0 {
+		where, args = append(where, "d.endpoint_id = ?"), append(args, f.EndpointID)
+	}
+	if f.EventID != "" {
+		where, args = append(where, "d.event_id = ?"), append(args, f.EventID)
+	}
+	if f.Failed {
+		where = append(where, "d.state = 'failed'")
+	}
+	if len(where) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(where, " AND "), args
+}
+
+// ResendWebhookDeliveries queues the deliveries f picks again at now, their
+// attempts counted afresh; an event keeps its id.
+func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f deliveryFilter, now time.Time) (int64, error) {
+	where, args := deliveryWhere(f)
+	var n int64
+	err := s.db.update(ctx, func(tx dbTx) error {
+		var err error
+		n, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_at = ?, claimed_until = 0
+			WHERE (event_id, endpoint_id) IN (SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d`+where+`)`,
+			append([]any{now.UnixMilli()}, args...)...)
+		return err
+	})
+	return n, err
+}
+
+// WebhookBacklog counts the deliveries waiting for enabled endpoints, and
+// the time of the oldest one's event.
+func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, error) {
+	var n int64
+	var oldest sql.NullInt64
+	err := s.db.view(ctx, func(tx dbTx) error {
+		return tx.QueryRow(ctx, `SELECT count(*), min(ev.at) FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
+			WHERE d.state = 'pending' AND d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`).Scan(&n, &oldest)
+	})
+	return n, milliOrZero(oldest), err
+}
+
+// Kept for so long: the marks of quota notices (a day's mark is needed
+// only that day), and the deliveries that are over with their events.
+const (
+	keepQuotaMarks = 48 * time.Hour
+	keepDeliveries = 30 * 24 * time.Hour
+)
+
+// PruneWebhooks forgets, at now, the quota marks of days past and the
+// deliveries delivered or failed for keepDeliveries, with the events that
+// have no delivery left. The marks of expiry notices stay: a key's expiry
+// is announced once.
+func (s sqlWebhooks) PruneWebhooks(ctx context.Context, now time.Time) error {
+	return s.db.update(ctx, func(tx dbTx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE mark LIKE 'quota:%' AND at < ?`, now.Add(-keepQuotaMarks).UnixMilli()); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND last_attempt_at < ?`,
+			now.Add(-keepDeliveries).UnixMilli()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM webhook_events WHERE at < ? AND NOT EXISTS
+			(SELECT 1 FROM webhook_deliveries d WHERE d.event_id = webhook_events.id)`, now.Add(-keepDeliveries).UnixMilli())
+		return err
+	})
+}

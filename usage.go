@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// The usage history (DESIGN.md "The API's owner"): for each budget (the
+// keys of a roll share one) and UTC day, every request that carried a valid
+// key, counted once in one of five columns. A request adds one to an
+// atomic counter of its key; the flush every usageFlushEvery writes the
+// counts of every key, summed by budget and day, in one batch, where each
+// server's counts are added to what the others wrote. Days older than
+// usageHistoryDays are pruned hourly.
+
+// usageOutcome is the column a request is counted in.
+type usageOutcome uint8
+
+const (
+	usageAllowed       usageOutcome = iota // passed the limiter and had the scope
+	usageRateLimited                       // 429 rate_limited, for the minute
+	usageQuotaExceeded                     // 429 rate_limited, for the day
+	usageBanned                            // 429 temporarily_banned
+	usageForbidden                         // passed the limiter, 403 for want of a scope
+	usageOutcomes                          // how many outcomes there are
+)
+
+const (
+	usageHistoryDays       = 400 // days kept
+	maxUsageDays           = 400 // the most a report asks for: those kept
+	defaultUsageDays       = 30
+	usageHistoryPruneEvery = time.Hour
+)
+
+// usageDay is one row of the usage history: the requests of a budget on one
+// UTC day by outcome. It is the JSON object of petstore usage --json and
+// GET /admin/v1/keys/{id}/usage.
+type usageDay struct {
+	BudgetID      int64  `json:"-"`
+	Day           string `json:"day"` // YYYY-MM-DD
+	Allowed       int64  `json:"allowed"`
+	RateLimited   int64  `json:"rateLimited"`
+	QuotaExceeded int64  `json:"quotaExceeded"`
+	Banned        int64  `json:"banned"`
+	Forbidden     int64  `json:"forbidden"`
+}
+
+// add counts n requests of outcome o.
+func (u *usageDay) add(o usageOutcome, n int64) {
+	switch o {
+	case usageAllowed:
+		u.Allowed += n
+	case usageRateLimited:
+		u.RateLimited += n
+	case usageQuotaExceeded:
+		u.QuotaExceeded += n
+	case usageBanned:
+		u.Banned += n
+	case usageForbidden:
+		u.Forbidden += n
+	}
+}
+
+// outcomeOf is the column of a request the limiter refused with d.
+func outcomeOf(d *decision) usageOutcome {
+	switch {
+	case d.code == codeTemporarilyBanned:
+		return usageBanned
+	case d.overQuota:
+		return usageQuotaExceeded
+	}
+	return usageRateLimited
+}
+
+// dayTally counts one key's requests of one UTC day by outcome.
+type dayTally struct {
+	day atomic.Int64 // days since 1970-01-01
+	n   [usageOutcomes]atomic.Int64
+}
+
+// count adds a request of the key on day (days since 1970-01-01) to its
+// tally: no lock and no allocation. A key keeps two days, by the day's
+// parity, so that the requests just before midnight and just after it
+// stay apart until the next flush takes them. A slot still holding the day
+// before yesterday (flushes failing for a day) takes the new day's counts
+// over with them.
+func (u *keyUse) count(day int64, o usageOutcome) {
+	t := &u.tally[day&1]
+	if t.day.Load() != day {
+		t.day.Store(day)
+	}
+	t.n[o].Add(1)
+}
+
+// flushUsage writes the requests counted since the last flush, summed by
+// budget and day, through add. What fails to be written is counted again
+// for the next flush.
+func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []usageDay) error) error {
+	type taken struct {
+		t *dayTally
+		n [usageOutcomes]int64
+	}
+	var took []taken
+	rows := make(map[keyDay]*usageDay)
+	k.mu.RLock()
+	for _, u := range k.uses {
+		for i := range u.tally {
+			t := &u.tally[i]
+			var got taken
+			counted := false
+			for o := range usageOutcomes {
+				if got.n[o] = t.n[o].Swap(0); got.n[o] != 0 {
+					counted = true
+				}
+			}
+			if !counted {
+				continue
+			}
+			got.t = t
+			took = append(took, got)
+			kd := keyDay{u.budget, t.day.Load()}
+			row := rows[kd]
+			if row == nil {
+				row = &usageDay{BudgetID: kd.keyID, Day: dayString(kd.day)}
+				rows[kd] = row
+			}
+			for o, n := range got.n {
+				row.add(usageOutcome(o), n)
+			}
+		}
+	}
+	k.mu.RUnlock()
+	if len(rows) == 0 {
+		return nil
+	}
+	batch := make([]usageDay, 0, len(rows))
+	for _, row := range rows {
+		batch = append(batch, *row)
+	}
+	if err := add(ctx, batch); err != nil {
+		for _, got := range took {
+			for o, n := range got.n {
+				got.t.n[o].Add(n)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// usageWindow is the days of a report of days days ending today, oldest
+// first: one row each, zeros where history has none.
+func usageWindow(budgetID int64, history []usageDay, days int, now time.Time) []usageDay {
+	byDay := make(map[string]usageDay, len(history))
+	for _, h := range history {
+		byDay[h.Day] = h
+	}
+	today := unixDay(now)
+	rows := make([]usageDay, days)
+	for i := range rows {
+		day := dayString(today - int64(days-1-i))
+		row, ok := byDay[day]
+		if !ok {
+			row = usageDay{BudgetID: budgetID, Day: day}
+		}
+		rows[i] = row
+	}
+	return rows
+}
+
+// firstUsageDay is the first day of a report of days days ending at now.
+func firstUsageDay(days int, now time.Time) string {
+	return dayString(unixDay(now) - int64(days-1))
+}
+
+// usageHistoryCutoff is the first day the history keeps at now.
+func usageHistoryCutoff(now time.Time) string {
+	return dayString(unixDay(now) - usageHistoryDays + 1)
+}
+
+// usageCommand is petstore usage: a key's usage history, a day a line or a
+// JSON array, oldest first.
+func usageCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("usage", getenv, stdout).withDB()
+	var keyID int64
+	var daysFlag string
+	var asJSON bool
+	c.fs.Int64Var(&keyID, "key", 0, "the key whose usage to show, by id (a roll's keys share theirs) (required)")
+	c.fs.StringVar(&daysFlag, "days", strconv.Itoa(defaultUsageDays), "how many days back, today included: 1 to 400")
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if keyID < 1 {
+		return usagef("usage needs --key ID, a key's numeric id from petstore keys list")
+	}
+	days, err := usageDays("--days", daysFlag)
+	if err != nil {
+		return usagef("%s", err.Error())
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rows, err := keyUsage(ctx, store, keyID, days, time.Now())
+	if err != nil {
+		return keyCommandError("read the usage of", keyID, err)
+	}
+	if asJSON {
+		return writeJSONIndented(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
+	}
+	return tw.Flush()
+}

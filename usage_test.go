@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	_, token := s.mustCreate(s.keyTerms("free"))
+	h, _, err := s.keys.lookup(ctx, token, nil)
+	if err != nil || h == nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	today := unixDay(s.clock.now())
+	h.use.count(today-1, usageAllowed) // just before midnight, flushed after it
+	h.use.count(today, usageAllowed)
+	h.use.count(today, usageBanned)
+
+	failing := errors.New("the database is away")
+	if err := s.keys.flushUsage(ctx, func(context.Context, []usageDay) error { return failing }); err != failing {
+		t.Fatalf("flush: %v, want the write's error", err)
+	}
+	h.use.count(today, usageForbidden) // counted while the write failed
+	var written []usageDay
+	if err := s.keys.flushUsage(ctx, func(_ context.Context, rows []usageDay) error { written = rows; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(written, func(a, b usageDay) int { return strings.Compare(a.Day, b.Day) })
+	want := []usageDay{
+		{BudgetID: h.key.BudgetID, Day: dayString(today - 1), Allowed: 1},
+		{BudgetID: h.key.BudgetID, Day: dayString(today), Allowed: 1, Banned: 1, Forbidden: 1},
+	}
+	if !slices.Equal(written, want) {
+		t.Errorf("flushed %+v, want %+v", written, want)
+	}
+	if err := s.keys.flushUsage(ctx, func(_ context.Context, rows []usageDay) error {
+		t.Errorf("a flush with nothing new wrote %+v", rows)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCountingARequestInTheUsageHistoryCostsNoAllocation: the request path
+// adds to an atomic counter of its key, nothing more.
+func TestCountingARequestInTheUsageHistoryCostsNoAllocation(t *testing.T) {
+	var u keyUse
+	day := int64(20_000)
+	if n := testing.AllocsPerRun(1000, func() { u.count(day, usageAllowed) }); n != 0 {
+		t.Errorf("counting a request allocates %v times, want 0", n)
+	}
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// The webhooks over the admin API (scope webhooks): what the webhooks
+// commands do, by the same rules, with the same objects (listedEndpoint,
+// listedDelivery). The secret is in the answers of a create and a rotation
+// only.
+
+// createdEndpoint is an endpoint made or rotated: its object and, this
+// once, its secret.
+type createdEndpoint struct {
+	listedEndpoint
+	Secret string `json:"secret"`
+}
+
+func handleAdminListWebhooks(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		endpoints, err := d.store.WebhookEndpoints(r.Context())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		now := d.now()
+		rows := make([]listedEndpoint, 0, len(endpoints))
+		for _, e := range endpoints {
+			rows = append(rows, e.listed(now))
+		}
+		writeJSON(w, r, http.StatusOK, rows)
+	})
+}
+
+func handleAdminAddWebhook(d adminDeps) http.Handler {
+	fields := []string{"url", "events"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := decodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		var url string
+		if err := jsonBody(body).str("url", &url); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		var events []string
+		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
+			writeError(w, r, errInvalid("events must be an array of event types (%s)", strings.Join(webhookEventTypes, ", ")))
+			return
+		}
+		terms, err := newEndpointTerms(url, events)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(r).admin.actor())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/admin/v1/webhooks/"+strconv.FormatInt(e.ID, 10))
+		writeJSON(w, r, http.StatusCreated, createdEndpoint{e.listed(d.now()), e.Secret})
+	})
+}
+
+// webhookIDParam is the {id} of a webhooks path.
+func webhookIDParam(r *http.Request) (int64, error) {
+	s := r.PathValue("id")
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 || !isDigits(s) {
+		return 0, errInvalid("id must be a webhook endpoint's id, a positive integer")
+	}
+	return id, nil
+}
+
+func handleAdminRemoveWebhook(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := webhookIDParam(r)
+		if err == nil {
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(r).admin.actor())
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+func handleAdminRotateWebhook(d adminDeps) http.Handler {
+	fields := []string{"overlap"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := webhookIDParam(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		overlap := defaultWebhookOverlap
+		if r.ContentLength != 0 {
+			body, err := decodeObject(w, r, fields, "a rotation has only overlap")
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			var s string
+			if _, ok := body["overlap"]; ok {
+				if err := jsonBody(body).str("overlap", &s); err != nil {
+					writeError(w, r, err)
+					return
+				}
+				if overlap, err = parseWebhookOverlap(s); err != nil {
+					writeError(w, r, errInvalid("overlap %v", err))
+					return
+				}
+			}
+		}
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(r).admin.actor())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, http.StatusOK, createdEndpoint{e.listed(d.now()), e.Secret})
+	})
+}
+
+func handleAdminEnableWebhook(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := webhookIDParam(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(r).admin.actor())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, http.StatusOK, e.listed(d.now()))
+	})
+}
+
+// queuedEvent answers a test: the event's id, which every attempt carries
+// as webhook-id.
+type queuedEvent struct {
+	EventID string `json:"eventId"`
+}
+
+func handleAdminTestWebhook(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := webhookIDParam(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		ev, err := queueTest(r.Context(), d.store, id, recordOf(r).admin.actor(), d.now())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, http.StatusAccepted, queuedEvent{ev.ID})
+	})
+}
+
+func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := webhookIDParam(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		f := deliveryFilter{EndpointID: id, Limit: defaultPageSize}
+		v := r.URL.Query()
+		if v.Has("limit") {
+			if f.Limit, err = pageLimit(v); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		switch v.Get("failed") {
+		case "", "false":
+		case "true":
+			f.Failed = true
+		default:
+			writeError(w, r, errInvalid("failed must be true or false"))
+			return
+		}
+		if _, err := findEndpoint(r, d, id); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		deliveries, err := d.store.WebhookDeliveries(r.Context(), f)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		rows := make([]listedDelivery, 0, len(deliveries))
+		for _, dl := range deliveries {
+			rows = append(rows, dl.listed())
+		}
+		writeJSON(w, r, http.StatusOK, rows)
+	})
+}
+
+// findEndpoint is endpoint id; an unknown id is not_found.
+func findEndpoint(r *http.Request, d adminDeps, id int64) (webhookEndpoint, error) {
+	endpoints, err := d.store.WebhookEndpoints(r.Context())
+	if err != nil {
+		return webhookEndpoint{}, err
+	}
+	for _, e := range endpoints {
+		if e.ID == id {
+			return e, nil
+		}
+	}
+	return webhookEndpoint{}, errNotFound("no webhook endpoint has id %d", id)
+}
+
+// resent answers a resend: how many deliveries were queued again.
+type resent struct {
+	Queued int64 `json:"queued"`
+}
+
+func handleAdminResendWebhook(d adminDeps) http.Handler {
+	fields := []string{"eventId", "failed"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := webhookIDParam(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		body, err := decodeObject(w, r, fields, "a resend has only eventId or failed")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		f := deliveryFilter{EndpointID: id}
+		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if raw, ok := body["failed"]; ok && json.Unmarshal(raw, &f.Failed) != nil {
+			writeError(w, r, errInvalid("failed must be true or false"))
+			return
+		}
+		if (f.EventID == "") == !f.Failed {
+			writeError(w, r, errInvalid("give eventId (msg_...) or \"failed\": true, one of them"))
+			return
+		}
+		if _, err := findEndpoint(r, d, id); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		n, err := d.store.ResendWebhookDeliveries(r.Context(), f, d.now())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if n == 0 && f.EventID != "" {
+			writeError(w, r, errNotFound("endpoint %d has no delivery of event %s", id, f.EventID))
+			return
+		}
+		writeJSON(w, r, http.StatusOK, resent{n})
+	})
+}

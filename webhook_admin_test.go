@@ -1,0 +1,127 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAdminWebhooks: the webhook routes of the admin API do what the
+// commands do, with the same objects, the secret only in a create's and a
+// rotation's answer, and bad input refused naming the field with nothing
+// written.
+func TestAdminWebhooks(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		token := s.mustCreateAdmin("portal", scopeWebhooks)
+		rc := newReceiver(t)
+
+		for _, tc := range []struct{ body, says string }{
+			{`{"url":"ftp://hooks.example.com/"}`, "url"},
+			{`{}`, "url"},
+			{`{"url":"` + rc.url() + `","events":["pet.sold"]}`, "events"},
+			{`{"url":"` + rc.url() + `","events":"key.created"}`, "events"},
+			{`{"url":"` + rc.url() + `","secret":"whsec_x"}`, "secret"},
+		} {
+			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, codeInvalidRequest, tc.says)
+		}
+		var listed []listedEndpoint
+		decodeJSON(t, s.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
+		if len(listed) != 0 {
+			t.Fatalf("refused creates left %+v", listed)
+		}
+
+		w := s.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.url()+`","events":["webhook.test","key.created"]}`)
+		if w.Code != http.StatusCreated {
+			t.Fatalf("POST /admin/v1/webhooks: %d %s", w.Code, w.Body)
+		}
+		var created createdEndpoint
+		decodeJSON(t, w, &created)
+		path := "/admin/v1/webhooks/" + strconv.FormatInt(created.ID, 10)
+		if w.Header().Get("Location") != path || !cliWebhookSecret.MatchString(created.Secret) || !created.Enabled {
+			t.Fatalf("created %+v, Location %q", created, w.Header().Get("Location"))
+		}
+		rc.trust(created.Secret)
+		w = s.admin("GET", "/admin/v1/webhooks", token, "")
+		if strings.Contains(w.Body.String(), "whsec_") {
+			t.Fatalf("the list shows a secret: %s", w.Body)
+		}
+
+		w = s.admin("POST", path+"/test", token, "")
+		var queued queuedEvent
+		decodeJSON(t, w, &queued)
+		if w.Code != http.StatusAccepted || !strings.HasPrefix(queued.EventID, "msg_") {
+			t.Fatalf("test: %d %s", w.Code, w.Body)
+		}
+		s.deliverDue()
+		if got := rc.wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != webhookTestEvent {
+			t.Fatalf("the test event: %+v", got)
+		}
+		var deliveries []listedDelivery
+		decodeJSON(t, s.admin("GET", path+"/deliveries", token, ""), &deliveries)
+		if len(deliveries) != 1 || deliveries[0].State != deliveryDelivered || deliveries[0].EventID != queued.EventID {
+			t.Fatalf("deliveries %+v", deliveries)
+		}
+		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, codeInvalidRequest, "eventId")
+		wantError(t, s.admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, codeNotFound, "msg_nothing")
+		if w := s.admin("POST", path+"/resend", token, `{"eventId":"`+queued.EventID+`"}`); w.Code != http.StatusOK {
+			t.Fatalf("resend: %d %s", w.Code, w.Body)
+		}
+		s.deliverDue()
+		if got := rc.wait(2, 5*time.Second); got[1].ID != queued.EventID {
+			t.Fatalf("resent as %s", got[1].ID)
+		}
+
+		wantError(t, s.admin("POST", path+"/rotate", token, `{"overlap":"soon"}`), 400, codeInvalidRequest, "overlap")
+		w = s.admin("POST", path+"/rotate", token, `{"overlap":"1h"}`)
+		var rotated createdEndpoint
+		decodeJSON(t, w, &rotated)
+		if w.Code != http.StatusOK || !cliWebhookSecret.MatchString(rotated.Secret) || rotated.Secret == created.Secret || rotated.RotationEnds == nil {
+			t.Fatalf("rotate: %d %s", w.Code, w.Body)
+		}
+		if w := s.admin("POST", path+"/enable", token, ""); w.Code != http.StatusOK {
+			t.Fatalf("enable: %d %s", w.Code, w.Body)
+		}
+		if w := s.admin("DELETE", path, token, ""); w.Code != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", w.Code, w.Body)
+		}
+		wantError(t, s.admin("DELETE", path, token, ""), 404, codeNotFound)
+		wantError(t, s.admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, codeInvalidRequest, "id")
+
+		events, _ := s.store.AuditEvents(t.Context(), auditFilter{})
+		var actions []string
+		for _, e := range events {
+			if strings.HasPrefix(e.Action, "webhook.") {
+				actions = append(actions, e.Action+" "+e.Actor)
+			}
+		}
+		want := []string{"webhook.added admin:portal", "webhook.rotated admin:portal", "webhook.removed admin:portal"}
+		if strings.Join(actions, ",") != strings.Join(want, ",") {
+			t.Errorf("audit %q, want %q", actions, want)
+		}
+	})
+}
+
+// TestAdminKeyUpdateIsSentAsWebhook: a key changed in place over the admin
+// API is a key.updated event, with the terms before and after, sent in the
+// transaction of its audit event.
+func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	s.addEndpoint(rc, "key.updated")
+	token := s.mustCreateAdmin("portal", scopeKeysWrite)
+	k, _ := s.mustCreate(s.keyTerms("free"))
+	if w := s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(k.ID, 10), token, `{"plan":"pro"}`); w.Code != http.StatusOK {
+		t.Fatalf("PATCH: %d %s", w.Code, w.Body)
+	}
+	s.deliverDue()
+	d := rc.wait(1, 5*time.Second)[0]
+	before, _ := d.Event.Data["before"].(map[string]any)
+	after, _ := d.Event.Data["after"].(map[string]any)
+	if !d.Verified || d.Event.Type != "key.updated" || d.Event.Data["keyId"] != float64(k.ID) || d.Event.Data["keyName"] != "test" ||
+		d.Event.Data["actor"] != "admin:portal" || before["plan"] != "free" || after["plan"] != "pro" {
+		t.Fatalf("key.updated: %+v", d)
+	}
+}

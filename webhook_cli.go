@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The webhooks commands: endpoints, their secrets, test events, and the
+// deliveries a running server makes.
+
+const webhooksCommands = "add, list, remove, rotate, enable, test, deliveries or resend"
+
+func webhooksCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("webhooks needs a command: %s", webhooksCommands)
+	}
+	switch args[0] {
+	case "add":
+		return webhooksAdd(ctx, args[1:], getenv, stdout, stderr)
+	case "list":
+		return webhooksList(ctx, args[1:], getenv, stdout)
+	case "remove":
+		return webhooksRemove(ctx, args[1:], getenv, stdout)
+	case "rotate":
+		return webhooksRotate(ctx, args[1:], getenv, stdout, stderr)
+	case "enable":
+		return webhooksEnable(ctx, args[1:], getenv, stdout)
+	case "test":
+		return webhooksTest(ctx, args[1:], getenv, stdout, stderr)
+	case "deliveries":
+		return webhooksDeliveries(ctx, args[1:], getenv, stdout)
+	case "resend":
+		return webhooksResend(ctx, args[1:], getenv, stdout)
+	}
+	return usagef("unknown webhooks command %q: use %s", args[0], webhooksCommands)
+}
+
+func webhooksAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c := newCommand("webhooks add", getenv, stdout).withDB()
+	var events []string
+	c.fs.Func("events", "the event types the endpoint takes, comma-separated or repeated: "+strings.Join(webhookEventTypes, ", ")+" (default all)",
+		func(v string) error {
+			events = append(events, v)
+			return nil
+		})
+	rest, err := c.parseArgs(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usagef("webhooks add takes one URL, the endpoint's http or https address")
+	}
+	terms, err := newEndpointTerms(rest[0], events)
+	if err != nil {
+		return usagef("webhooks add: %s", errorMessage(err))
+	}
+	store, err := c.db.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	e, err := store.AddWebhookEndpoint(ctx, terms, commandActor())
+	if err != nil {
+		return fmt.Errorf("add webhook endpoint: %w", err)
+	}
+	fmt.Fprintf(stderr, "added webhook endpoint %d for %s (%s) in %s.\nIts id, then its signing secret, shown only now:\n",
+		e.ID, shownURL(e.URL), eventsShown(e.Events), c.db.shown())
+	fmt.Fprintln(stdout, e.ID)
+	fmt.Fprintln(stdout, e.Secret)
+	return nil
+}
+
+func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("webhooks list", getenv, stdout).withDB()
+	var asJSON bool
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	endpoints, err := store.WebhookEndpoints(ctx)
+	if err != nil {
+		return fmt.Errorf("list webhook endpoints: %w", err)
+	}
+	now := time.Now()
+	rows := make([]listedEndpoint, 0, len(endpoints))
+	for _, e := range endpoints {
+		rows = append(rows, e.listed(now))
+	}
+	if asJSON {
+		return writeJSONIndented(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS")
+	for _, e := range rows {
+		last := "-"
+		if e.LastStatus != nil {
+			last = strconv.Itoa(*e.LastStatus)
+			if e.LastError != "" {
+				last += " (" + e.LastError + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%t\t%s\t%s\n", e.ID, e.URL, eventsShown(e.Events), e.Enabled, e.Created.Format(time.RFC3339), last)
+	}
+	return tw.Flush()
+}
+
+func eventsShown(events []string) string {
+	if len(events) == 0 {
+		return "all events"
+	}
+	return strings.Join(events, ",")
+}
+
+// errorMessage is err's message as a user reads it: a domain error's own.
+func errorMessage(err error) string {
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return e.message
+	}
+	return err.Error()
+}
+
+// endpointCommand is the preamble of a command on one endpoint: its flags
+// (besides --env and --db, those flags adds, whose check runs after
+// parsing), its ID argument, and the database.
+func endpointCommand(ctx context.Context, name string, args []string, getenv func(string) string, stdout io.Writer,
+	flags func(*command) (check func() error)) (int64, storage, error) {
+	c := newCommand(name, getenv, stdout).withDB()
+	check := func() error { return nil }
+	if flags != nil {
+		check = flags(c)
+	}
+	rest, err := c.parseArgs(args)
+	if err == nil {
+		err = check()
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(rest) != 1 {
+		return 0, nil, usagef("%s takes one ID, an endpoint's id from petstore webhooks list", name)
+	}
+	id, err := strconv.ParseInt(rest[0], 10, 64)
+	if err != nil || id < 1 {
+		return 0, nil, usagef("ID must be an endpoint's numeric id from petstore webhooks list, not %q", rest[0])
+	}
+	store, err := c.db.open(ctx, false)
+	return id, store, err
+}
+
+// endpointError is a store's refusal about endpoint id as one line.
+func endpointError(verb string, id int64, err error) error {
+	var e *domainError
+	if errors.As(err, &e) && e.kind != kindUnavailable {
+		return errors.New(e.message)
+	}
+	return fmt.Errorf("%s webhook endpoint %d: %w", verb, id, err)
+}
+
+func webhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	id, store, err := endpointCommand(ctx, "webhooks remove", args, getenv, stdout, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.RemoveWebhookEndpoint(ctx, id, commandActor()); err != nil {
+		return endpointError("remove", id, err)
+	}
+	fmt.Fprintf(stdout, "removed webhook endpoint %d and its deliveries\n", id)
+	return nil
+}
+
+func webhooksRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var overlapFlag string
+	var overlap time.Duration
+	id, store, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
+		c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old secret signs beside the new one: a duration (24h, 30m, 7d); 0 drops it at once")
+		return func() (err error) {
+			overlap, err = parseWebhookOverlap(overlapFlag)
+			if err != nil {
+				return usagef("--overlap %v", err)
+			}
+			return nil
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	e, err := store.RotateWebhookSecret(ctx, id, newWebhookSecret(), overlap, commandActor())
+	if err != nil {
+		return endpointError("rotate the secret of", id, err)
+	}
+	until := "now"
+	if overlap > 0 {
+		until = e.PreviousUntil.Format(time.RFC3339)
+	}
+	fmt.Fprintf(stderr, "rotated the secret of webhook endpoint %d; the old one signs beside it until %s.\nThe new secret is shown only now:\n", id, until)
+	fmt.Fprintln(stdout, e.Secret)
+	return nil
+}
+
+func webhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	id, store, err := endpointCommand(ctx, "webhooks enable", args, getenv, stdout, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.EnableWebhookEndpoint(ctx, id, commandActor()); err != nil {
+		return endpointError("enable", id, err)
+	}
+	fmt.Fprintf(stdout, "webhook endpoint %d is enabled; its waiting deliveries go out again\n", id)
+	return nil
+}
+
+func webhooksTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	id, store, err := endpointCommand(ctx, "webhooks test", args, getenv, stdout, nil)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ev, err := queueTest(ctx, store, id, commandActor(), time.Now())
+	if err != nil {
+		return endpointError("test", id, err)
+	}
+	fmt.Fprintf(stderr, "queued a webhook.test event for endpoint %d; a running server delivers it (see petstore webhooks deliveries). Its id:\n", id)
+	fmt.Fprintln(stdout, ev.ID)
+	return nil
+}
+
+func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("webhooks deliveries", getenv, stdout).withDB()
+	var f deliveryFilter
+	var asJSON bool
+	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
+	c.fs.BoolVar(&f.Failed, "failed", false, "only the deliveries that failed (every attempt, or a 410)")
+	c.fs.IntVar(&f.Limit, "limit", 100, "at most this many, newest first")
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if given(c.fs, "endpoint") && f.EndpointID < 1 {
+		return usagef("--endpoint must be an endpoint's numeric id from petstore webhooks list")
+	}
+	if f.Limit < 1 {
+		return usagef("--limit must be 1 or more")
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	deliveries, err := store.WebhookDeliveries(ctx, f)
+	if err != nil {
+		return fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	rows := make([]listedDelivery, 0, len(deliveries))
+	for _, d := range deliveries {
+		rows = append(rows, d.listed())
+	}
+	if asJSON {
+		return writeJSONIndented(stdout, rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR")
+	for _, d := range rows {
+		status := "-"
+		if d.LastStatus != nil {
+			status = strconv.Itoa(*d.LastStatus)
+		}
+		lastErr := d.LastError
+		if lastErr == "" {
+			lastErr = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.EventID, d.Type, d.EndpointID, d.At.Format(time.RFC3339),
+			d.State, d.Attempts, timeOrDash(d.NextAttempt), status, lastErr)
+	}
+	return tw.Flush()
+}
+
+func webhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("webhooks resend", getenv, stdout).withDB()
+	var f deliveryFilter
+	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
+	c.fs.BoolVar(&f.Failed, "failed", false, "send again every delivery that failed (instead of one EVENT_ID)")
+	rest, err := c.parseArgs(args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case given(c.fs, "endpoint") && f.EndpointID < 1:
+		return usagef("--endpoint must be an endpoint's numeric id from petstore webhooks list")
+	case f.Failed && len(rest) > 0:
+		return usagef("webhooks resend takes one EVENT_ID or --failed, not both")
+	case !f.Failed && len(rest) != 1:
+		return usagef("webhooks resend takes one EVENT_ID (msg_..., from petstore webhooks deliveries) or --failed")
+	case !f.Failed && !strings.HasPrefix(rest[0], "msg_"):
+		return usagef("EVENT_ID must be an event's id, msg_..., from petstore webhooks deliveries, not %q", rest[0])
+	}
+	if !f.Failed {
+		f.EventID = rest[0]
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	n, err := store.ResendWebhookDeliveries(ctx, f, time.Now())
+	if err != nil {
+		return fmt.Errorf("resend webhook deliveries: %w", err)
+	}
+	if n == 0 && f.EventID != "" {
+		return fmt.Errorf("no delivery of event %s (see petstore webhooks deliveries)", f.EventID)
+	}
+	fmt.Fprintf(stdout, "queued %d deliveries again; a running server sends them\n", n)
+	return nil
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var cliWebhookSecret = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`)
+
+// addWebhookCLI runs webhooks add and returns the endpoint's id and secret.
+func addWebhookCLI(t *testing.T, petstore cliRunner, db, url string, args ...string) (id, secret string) {
+	t.Helper()
+	res := petstore(t, nil, append([]string{"webhooks", "add", "--db", db, url}, args...)...)
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if res.code != 0 || len(lines) != 2 || !cliWebhookSecret.MatchString(lines[1]) {
+		t.Fatalf("webhooks add: exit status %d, stdout %q, stderr %s", res.code, res.stdout, res.stderr)
+	}
+	if strings.Contains(res.stderr, lines[1]) {
+		t.Fatalf("the secret is on standard error too: %s", res.stderr)
+	}
+	return lines[0], lines[1]
+}
+
+func TestWebhooksCommands(t *testing.T) {
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "petstore.db")
+		id, secret := addWebhookCLI(t, petstore, db, "https://user:pw@hooks.example.com/in?token=abc", "--events", "key.created,key.expiring")
+
+		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
+		var listed []map[string]any
+		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 {
+			t.Fatalf("webhooks list --json: %v %s", err, res.stdout)
+		}
+		if l := listed[0]; l["url"] != "https://user:pw@hooks.example.com/in?token=abc" || l["enabled"] != true || l["lastStatus"] != nil ||
+			jsonString(l["events"]) != `["key.created","key.expiring"]` || jsonString(l["id"]) != id {
+			t.Errorf("listed %v", l)
+		}
+		res = petstore(t, nil, "webhooks", "rotate", "--db", db, id, "--overlap", "1h")
+		if res.code != 0 || !cliWebhookSecret.MatchString(strings.TrimSpace(res.stdout)) || strings.TrimSpace(res.stdout) == secret {
+			t.Fatalf("webhooks rotate: %d %q %s", res.code, res.stdout, res.stderr)
+		}
+		res = petstore(t, nil, "webhooks", "test", "--db", db, id)
+		eventID := strings.TrimSpace(res.stdout)
+		if res.code != 0 || !strings.HasPrefix(eventID, "msg_") {
+			t.Fatalf("webhooks test: %d %q %s", res.code, res.stdout, res.stderr)
+		}
+		res = petstore(t, nil, "webhooks", "deliveries", "--db", db, "--json")
+		var deliveries []listedDelivery
+		if err := json.Unmarshal([]byte(res.stdout), &deliveries); err != nil || len(deliveries) != 1 ||
+			deliveries[0].EventID != eventID || deliveries[0].State != deliveryPending {
+			t.Fatalf("webhooks deliveries --json: %v %s", err, res.stdout)
+		}
+		if res := petstore(t, nil, "webhooks", "resend", "--db", db, eventID); res.code != 0 {
+			t.Fatalf("webhooks resend: %d %s", res.code, res.stderr)
+		}
+		if res := petstore(t, nil, "webhooks", "enable", "--db", db, id); res.code != 0 {
+			t.Fatalf("webhooks enable: %d %s", res.code, res.stderr)
+		}
+		res = petstore(t, nil, "audit", "--db", db, "--json")
+		for _, secretPart := range []string{"whsec_", "pw", "token=abc", strings.TrimPrefix(secret, "whsec_")} {
+			if strings.Contains(res.stdout, secretPart) {
+				t.Errorf("the audit trail holds %q: %s", secretPart, res.stdout)
+			}
+		}
+		for _, action := range []string{auditWebhookAdded, auditWebhookRotated} {
+			if !strings.Contains(res.stdout, `"`+action+`"`) {
+				t.Errorf("the audit trail lacks %s: %s", action, res.stdout)
+			}
+		}
+		if res := petstore(t, nil, "webhooks", "remove", "--db", db, id); res.code != 0 {
+			t.Fatalf("webhooks remove: %d %s", res.code, res.stderr)
+		}
+		wantFailure(t, petstore(t, nil, "webhooks", "remove", "--db", db, id), 1)
+	})
+}
+
+func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "petstore.db")
+		id, _ := addWebhookCLI(t, petstore, db, "https://hooks.example.com/in")
+		for _, tc := range []struct {
+			args []string
+			says string
+		}{
+			{[]string{"webhooks", "add", "--db", db, "ftp://hooks.example.com/"}, "url"},
+			{[]string{"webhooks", "add", "--db", db, "hooks.example.com/in"}, "url"},
+			{[]string{"webhooks", "add", "--db", db, "https://hooks.example.com/", "--events", "key.created,pet.sold"}, "events"},
+			{[]string{"webhooks", "add", "--db", db}, "URL"},
+			{[]string{"webhooks", "rotate", "--db", db, id, "--overlap", "soon"}, "--overlap"},
+			{[]string{"webhooks", "rotate", "--db", db, id, "--overlap", "-1h"}, "--overlap"},
+			{[]string{"webhooks", "rotate", "--db", db, "first"}, "ID"},
+			{[]string{"webhooks", "resend", "--db", db}, "EVENT_ID"},
+			{[]string{"webhooks", "resend", "--db", db, "12"}, "EVENT_ID"},
+			{[]string{"webhooks", "deliveries", "--db", db, "--endpoint", "0"}, "--endpoint"},
+			{[]string{"webhooks", "fire", "--db", db}, "fire"},
+		} {
+			res := petstore(t, nil, tc.args...)
+			wantFailure(t, res, 2)
+			if !strings.Contains(res.stderr, tc.says) {
+				t.Errorf("%q: %s, want it to name %s", tc.args, res.stderr, tc.says)
+			}
+		}
+		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
+		var listed []listedEndpoint
+		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 || listed[0].RotationEnds != nil {
+			t.Errorf("after the refusals: %v %s", err, res.stdout)
+		}
+		if res := petstore(t, nil, "audit", "--db", db, "--action", auditWebhookRotated, "--json"); strings.TrimSpace(res.stdout) != "[]" {
+			t.Errorf("a refused rotation left %s", res.stdout)
+		}
+	})
+}
+
+// TestWebhooksSurviveKill9: events queued while no server runs, and one
+// whose attempts failed when its server was killed with SIGKILL, are
+// delivered by the next server, to a receiver that checks their
+// signatures.
+func TestWebhooksSurviveKill9(t *testing.T) {
+	t.Parallel()
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		rc := newReceiver(t)
+		rc.answerWith(func(int, delivery) int { return http.StatusServiceUnavailable })
+		rc.retryAfter = "10" // the retries wait past the kill
+		_, secret := addWebhookCLI(t, viaBinary, db, rc.url())
+		rc.trust(secret)
+		// Queued while no server runs.
+		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "first")
+		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "second")
+
+		s := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
+		eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
+			var deliveries []listedDelivery
+			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").stdout), &deliveries)
+			return len(deliveries) == 2 && deliveries[0].Attempts > 0 && deliveries[1].Attempts > 0
+		})
+		s.kill9()
+
+		rc.answerWith(nil)
+		if n := len(rc.deliveries()); n != 2 {
+			t.Fatalf("%d attempts before the kill, want 2 (one an event)", n)
+		}
+		before := len(rc.deliveries())
+		again := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
+		defer func() {
+			if t.Failed() {
+				t.Logf("deliveries:\n%s\nlog:\n%s", petstoreCmd(t, "webhooks", "deliveries", "--db", db).stdout, again.stderr)
+			}
+		}()
+		var got []delivery
+		eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
+			got = rc.deliveries()[before:]
+			names := map[any]bool{}
+			for _, d := range got {
+				if d.Verified {
+					names[d.Event.Data["keyName"]] = true
+				}
+			}
+			return names["first"] && names["second"]
+		})
+		ids := map[string]bool{}
+		for _, d := range rc.deliveries() {
+			ids[d.ID] = true
+		}
+		if len(ids) != 2 {
+			t.Errorf("%d webhook-ids over every attempt, want 2 (one an event, kept over retries)", len(ids))
+		}
+	})
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// One attempt of a webhook delivery, as Standard Webhooks 1.0 has it
+// (DESIGN.md "Notices: signed webhooks"): the secret, the signature, the
+// bounded HTTP client that refuses the local network, and when to try again.
+
+const (
+	webhookSecretPrefix = "whsec_"
+	webhookSecretBytes  = 32
+	// webhookTimeout bounds an attempt from the dial to the last byte read.
+	webhookTimeout = 15 * time.Second
+	// webhookMaxAnswer is the most of an answer read; a longer one fails
+	// the attempt, so a receiver cannot make a server read without end.
+	webhookMaxAnswer = 64 << 10
+	// maxRetryAfter caps how far a receiver's Retry-After pushes a retry.
+	maxRetryAfter = 24 * time.Hour
+)
+
+// webhookRetryDelays are the waits after each failed attempt: after the
+// last, the delivery has failed.
+var webhookRetryDelays = []time.Duration{
+	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
+}
+
+// newWebhookSecret is a fresh endpoint secret: whsec_ and the base64 of 32
+// random bytes, the form Standard Webhooks libraries take.
+func newWebhookSecret() string {
+	var b [webhookSecretBytes]byte
+	rand.Read(b[:])
+	return webhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
+}
+
+// webhookSecretKey is the HMAC key of secret: its decoded bytes.
+func webhookSecretKey(secret string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, webhookSecretPrefix))
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("a webhook secret is not whsec_ and base64")
+	}
+	return key, nil
+}
+
+// webhookSignature is the webhook-signature header of a message: for each
+// key, v1, and the base64 HMAC-SHA256 of id.timestamp.body; space-separated.
+func webhookSignature(id string, timestamp int64, body []byte, keys ...[]byte) string {
+	var b strings.Builder
+	for i, key := range keys {
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(id))
+		mac.Write([]byte{'.'})
+		mac.Write(strconv.AppendInt(nil, timestamp, 10))
+		mac.Write([]byte{'.'})
+		mac.Write(body)
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("v1,")
+		b.WriteString(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	}
+	return b.String()
+}
+
+// webhookAttempt is one POST of an event to an endpoint.
+type webhookAttempt struct {
+	URL  string
+	ID   string // webhook-id: the event's, the same on every retry
+	Body []byte
+	Keys [][]byte // the endpoint's secret keys: two during a rotation's overlap
+}
+
+// attemptResult is what an attempt came to: the answer's status (0 for no
+// answer), why it failed (empty when delivered), and the wait its
+// Retry-After asked for.
+type attemptResult struct {
+	Status     int
+	Err        string
+	RetryAfter time.Duration
+}
+
+func (r attemptResult) delivered() bool { return r.Err == "" }
+
+// webhookSender makes attempts with one client: no redirects, no proxy, the
+// local network refused at dial time unless allowPrivate.
+type webhookSender struct {
+	client    *http.Client
+	userAgent string
+	now       func() time.Time
+}
+
+func newWebhookSender(allowPrivate bool, now func() time.Time) *webhookSender {
+	dialer := &net.Dialer{Timeout: webhookTimeout, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		dialer.Control = refuseLocalNetwork
+	}
+	transport := &http.Transport{
+		Proxy:                  nil, // a proxy would dial for us, past the check
+		DialContext:            dialer.DialContext,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ResponseHeaderTimeout:  webhookTimeout,
+		MaxIdleConnsPerHost:    maxInFlightPerEndpoint,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: 16 << 10,
+	}
+	client := &http.Client{
+		Transport: transport,
+		Timeout:   webhookTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	version := strings.Trim(readBuildInfo().version, "()")
+	return &webhookSender{client: client, userAgent: "petstore/" + version, now: now}
+}
+
+// send makes one attempt. Its error never holds the URL's user info or
+// query, nor anything of the secret.
+func (s *webhookSender) send(ctx context.Context, a webhookAttempt) attemptResult {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Body))
+	if err != nil {
+		return attemptResult{Err: "not a URL this server can send to"}
+	}
+	timestamp := s.now().Unix()
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["User-Agent"] = []string{s.userAgent}
+	h["Webhook-Id"] = []string{a.ID}
+	h["Webhook-Timestamp"] = []string{strconv.FormatInt(timestamp, 10)}
+	h["Webhook-Signature"] = []string{webhookSignature(a.ID, timestamp, a.Body, a.Keys...)}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return attemptResult{Err: attemptError(err)}
+	}
+	defer resp.Body.Close()
+	r := attemptResult{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), s.now())}
+	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, webhookMaxAnswer+1))
+	switch {
+	case err != nil:
+		r.Err = fmt.Sprintf("status %d, then reading the answer: %s", r.Status, attemptError(err))
+	case n > webhookMaxAnswer:
+		r.Err = fmt.Sprintf("status %d with an answer over %d KiB", r.Status, webhookMaxAnswer>>10)
+	case r.Status < 200 || r.Status > 299:
+		r.Err = fmt.Sprintf("status %d", r.Status)
+	}
+	return r
+}
+
+// attemptError says why an attempt got no answer, without the URL the
+// client's errors quote (its user info and query may be secrets).
+func attemptError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return fmt.Sprintf("no answer within %s", webhookTimeout)
+	}
+	return err.Error()
+}
+
+// errLocalNetwork refuses a dial to an address on the server's own network.
+var errLocalNetwork = errors.New("the receiver's address is on a loopback, private, link-local or unique-local network " +
+	"(a server started with --webhook-allow-private may send there)")
+
+// refuseLocalNetwork is the dialer's check of each address it connects to,
+// after DNS: a name that resolves to the local network is refused too.
+func refuseLocalNetwork(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", network, errLocalNetwork)
+	}
+	if localNetwork(ap.Addr()) {
+		return fmt.Errorf("dial %s: %w", ap.Addr(), errLocalNetwork)
+	}
+	return nil
+}
+
+// sharedAddressSpace is RFC 6598's carrier-grade NAT range, private in all
+// but name.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// localNetwork tells whether addr is one a webhook may not reach: loopback,
+// private (RFC 1918 and IPv6 unique-local), link-local, unspecified or
+// multicast.
+func localNetwork(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	return addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
+		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() || sharedAddressSpace.Contains(addr)
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date; 0 when
+// absent or unreadable.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(h, 10, 64); err == nil {
+		return time.Duration(min(max(s, 0), int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return min(t.Sub(now), maxRetryAfter)
+	}
+	return 0
+}
+
+// nextRetry is when to try again after attempts failed attempts, the last
+// answered with a Retry-After of asked: the schedule's wait, moved by
+// jitter (from -1 to 1, for ±10%), or later when asked says so, up to 24 h.
+// ok is false when the schedule is over: the delivery has failed.
+func nextRetry(attempts int, now time.Time, asked time.Duration, jitter float64) (_ time.Time, ok bool) {
+	if attempts < 1 || attempts > len(webhookRetryDelays) {
+		return time.Time{}, false
+	}
+	wait := webhookRetryDelays[attempts-1]
+	wait += time.Duration(float64(wait) * 0.1 * jitter)
+	if asked > wait {
+		wait = min(asked, maxRetryAfter)
+	}
+	return now.Add(wait), true
+}
+
+// webhookURLProblem says what is wrong with an endpoint URL, or "".
+func webhookURLProblem(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Opaque != "":
+		return "url must be an absolute http or https URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "url must be an http or https URL"
+	case u.Host == "" || u.Hostname() == "":
+		return "url must name a host"
+	case len(raw) > maxWebhookURL:
+		return fmt.Sprintf("url must be at most %d characters", maxWebhookURL)
+	case u.Fragment != "":
+		return "url must not have a fragment"
+	}
+	return ""
+}
+
+const maxWebhookURL = 2048
+
+// shownURL is an endpoint URL as logs, errors and lists may show it: without
+// its user info and query, which may carry a receiver's own secrets.
+func shownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return shown.String()
+}
+
+// maxInFlightPerEndpoint bounds the attempts one server makes to one
+// endpoint at once, so that a receiver that hangs holds a few workers, not
+// all of them.
+const maxInFlightPerEndpoint = 4

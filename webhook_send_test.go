@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
+	rc := newReceiver(t)
+	old, current := newWebhookSecret(), newWebhookSecret()
+	oldKey, _ := webhookSecretKey(old)
+	currentKey, _ := webhookSecretKey(current)
+	sender := newWebhookSender(true, time.Now)
+	body := []byte(`{"type":"webhook.test","timestamp":"2026-11-25T12:00:00Z","data":{}}`)
+
+	tests := []struct {
+		name    string
+		keys    [][]byte
+		trusted []string
+	}{
+		{"one secret", [][]byte{currentKey}, []string{current}},
+		{"a rotation: the receiver still knows only the old secret", [][]byte{currentKey, oldKey}, []string{old}},
+		{"a rotation: the receiver knows only the new secret", [][]byte{currentKey, oldKey}, []string{current}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc.trust(tt.trusted...)
+			r := sender.send(context.Background(), webhookAttempt{URL: rc.url(), ID: "msg_test", Body: body, Keys: tt.keys})
+			if !r.delivered() || r.Status != http.StatusNoContent {
+				t.Fatalf("attempt = %+v, want delivered with 204", r)
+			}
+			d := rc.wait(i+1, 5*time.Second)[i]
+			if !d.Verified {
+				t.Fatalf("the receiver could not verify %+v", d)
+			}
+			if len(d.Signatures) != len(tt.keys) || d.ID != "msg_test" || d.Body != string(body) {
+				t.Fatalf("delivery = %+v", d)
+			}
+			if !strings.HasPrefix(d.UserAgent, "petstore/") {
+				t.Fatalf("user-agent %q", d.UserAgent)
+			}
+		})
+	}
+	t.Run("a secret the receiver does not know fails its check", func(t *testing.T) {
+		rc.trust(newWebhookSecret())
+		sender.send(context.Background(), webhookAttempt{URL: rc.url(), ID: "msg_x", Body: body, Keys: [][]byte{currentKey}})
+		got := rc.wait(len(tests)+1, 5*time.Second)
+		if got[len(got)-1].Verified {
+			t.Fatal("a delivery signed with another secret was verified: the receiver's check is not a check")
+		}
+	})
+}
+
+func TestWebhookSecretShape(t *testing.T) {
+	s := newWebhookSecret()
+	key, err := webhookSecretKey(s)
+	if !strings.HasPrefix(s, "whsec_") || err != nil || len(key) != 32 {
+		t.Fatalf("secret %q: %d bytes, %v", s, len(key), err)
+	}
+	if s == newWebhookSecret() {
+		t.Fatal("two secrets are equal")
+	}
+}
+
+// TestWebhookReceiversThatMisbehave: every answer but a whole 2xx within
+// the bounds fails the attempt, and the attempt never reads more than it
+// may or waits longer than its timeout.
+func TestWebhookReceiversThatMisbehave(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		status  int
+		errHas  string
+	}{
+		{"a 500", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, 500, "status 500"},
+		{"a redirect is not followed", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}, 302, "status 302"},
+		{"a huge answer", func(w http.ResponseWriter, r *http.Request) {
+			for range 64 {
+				if _, err := w.Write([]byte(huge)); err != nil {
+					return
+				}
+			}
+		}, 200, "over 64 KiB"},
+		{"headers, then nothing", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}, 200, "no answer within"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.handler)
+			defer srv.Close()
+			r := fastSender().send(context.Background(), webhookAttempt{URL: srv.URL + "/?token=hidden", ID: "msg_1", Body: []byte(`{}`)})
+			if r.delivered() || r.Status != tt.status || !strings.Contains(r.Err, tt.errHas) {
+				t.Fatalf("attempt = %+v, want status %d and an error with %q", r, tt.status, tt.errHas)
+			}
+		})
+	}
+
+	t.Run("garbage instead of HTTP", func(t *testing.T) {
+		addr := rawServer(t, func(c net.Conn) { c.Write([]byte("this is not HTTP at all\r\n\r\n")) })
+		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://user:pw@" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
+		if r.delivered() || r.Status != 0 {
+			t.Fatalf("attempt = %+v", r)
+		}
+		for _, secret := range []string{"hidden", "pw", "token"} {
+			if strings.Contains(r.Err, secret) {
+				t.Fatalf("the error %q shows the URL's %q", r.Err, secret)
+			}
+		}
+	})
+	t.Run("a connection that never answers", func(t *testing.T) {
+		addr := rawServer(t, func(c net.Conn) { bufio.NewReader(c).ReadString(0) })
+		start := time.Now()
+		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
+		if r.delivered() || !strings.Contains(r.Err, "no answer within") || time.Since(start) > 5*time.Second {
+			t.Fatalf("attempt = %+v after %s", r, time.Since(start))
+		}
+		if strings.Contains(r.Err, "hidden") {
+			t.Fatalf("the error %q shows the URL's query", r.Err)
+		}
+	})
+}
+
+// fastSender is a sender whose timeout a test can wait out.
+func fastSender() *webhookSender {
+	s := newWebhookSender(true, time.Now)
+	s.client.Timeout = 500 * time.Millisecond
+	return s
+}
+
+// rawServer serves each connection with handle, over bare TCP.
+func rawServer(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
+	rc := newReceiver(t)
+	sender := newWebhookSender(false, time.Now)
+	// localhost resolves to loopback: refused after DNS, not by its name.
+	url := strings.Replace(rc.url(), "127.0.0.1", "localhost", 1)
+	r := sender.send(context.Background(), webhookAttempt{URL: url, ID: "m", Body: []byte(`{}`)})
+	if r.delivered() || !strings.Contains(r.Err, "--webhook-allow-private") {
+		t.Fatalf("attempt = %+v, want refused", r)
+	}
+	if len(rc.deliveries()) != 0 {
+		t.Fatal("the receiver on loopback got the delivery")
+	}
+
+	for _, tt := range []struct {
+		addr  string
+		local bool
+	}{
+		{"127.0.0.1", true}, {"::1", true}, {"10.1.2.3", true}, {"172.16.0.1", true}, {"192.168.1.1", true},
+		{"169.254.169.254", true}, {"fe80::1", true}, {"fd00::1", true}, {"0.0.0.0", true}, {"::", true},
+		{"100.64.0.1", true}, {"::ffff:127.0.0.1", true}, {"224.0.0.1", true},
+		{"203.0.113.7", false}, {"8.8.8.8", false}, {"2001:db8::1", false}, {"172.32.0.1", false},
+	} {
+		if got := localNetwork(netip.MustParseAddr(tt.addr)); got != tt.local {
+			t.Errorf("localNetwork(%s) = %v, want %v", tt.addr, got, tt.local)
+		}
+	}
+}
+
+func TestWebhookRetrySchedule(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+	for i, w := range want {
+		for _, jitter := range []float64{-1, 0, 1} {
+			at, ok := nextRetry(i+1, now, 0, jitter)
+			got := at.Sub(now)
+			exact := w + time.Duration(float64(w)*0.1*jitter)
+			if !ok || got != exact {
+				t.Errorf("after attempt %d with jitter %v: %s, %v; want %s", i+1, jitter, got, ok, exact)
+			}
+		}
+	}
+	if _, ok := nextRetry(len(want)+1, now, 0, 0); ok {
+		t.Error("an eighth failure is retried; want the delivery failed")
+	}
+	if at, _ := nextRetry(1, now, time.Hour, 0); at.Sub(now) != time.Hour {
+		t.Errorf("Retry-After of an hour after the first attempt: retried after %s", at.Sub(now))
+	}
+	if at, _ := nextRetry(5, now, time.Minute, 0); at.Sub(now) != 5*time.Hour {
+		t.Errorf("a Retry-After shorter than the schedule moved it: %s", at.Sub(now))
+	}
+
+	for _, tt := range []struct {
+		header string
+		want   time.Duration
+	}{
+		{"", 0}, {"120", 2 * time.Minute}, {"-5", 0}, {"soon", 0}, {"999999999", 24 * time.Hour},
+		{now.Add(time.Hour).Format(http.TimeFormat), time.Hour}, {now.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{now.Add(48 * time.Hour).Format(http.TimeFormat), 24 * time.Hour},
+	} {
+		if got := retryAfter(tt.header, now); got != tt.want {
+			t.Errorf("retryAfter(%q) = %s, want %s", tt.header, got, tt.want)
+		}
+	}
+}
+
+func TestWebhookURLs(t *testing.T) {
+	for _, tt := range []struct {
+		url     string
+		problem string
+	}{
+		{"https://hooks.example.com/petstore", ""},
+		{"http://10.0.0.5:8080/in?token=x", ""},
+		{"ftp://example.com/", "http or https"},
+		{"example.com/hooks", "http or https"},
+		{"https:///nohost", "host"},
+		{"mailto:a@example.com", "absolute"},
+		{"https://example.com/" + strings.Repeat("a", 2100), "at most"},
+	} {
+		got := webhookURLProblem(tt.url)
+		if (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
+			t.Errorf("webhookURLProblem(%q) = %q, want %q", tt.url, got, tt.problem)
+		}
+	}
+	if got := shownURL("https://user:secret@example.com:8443/a/b?token=s3cret#x"); got != "https://example.com:8443/a/b" {
+		t.Errorf("shownURL = %q", got)
+	}
+}

@@ -1,0 +1,619 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// webhookServer is a test server whose webhooks may go to the test's
+// receivers on loopback.
+func webhookServer(t *testing.T, opts testOptions) *testServer {
+	t.Helper()
+	s := newTestServerWith(t, opts)
+	s.webhooks.sender = newWebhookSender(true, time.Now)
+	return s
+}
+
+// addEndpoint adds an endpoint for rc taking events (none: all), and has
+// rc trust its secret.
+func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint {
+	s.t.Helper()
+	terms, err := newEndpointTerms(rc.url(), events)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	rc.trust(e.Secret)
+	return e
+}
+
+// deliverDue makes the attempts that are due now, as the worker's next
+// rounds do, and waits for them.
+func (s *testServer) deliverDue() {
+	for {
+		var attempts sync.WaitGroup
+		n := s.webhooks.dispatch(context.Background(), &attempts)
+		attempts.Wait()
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// deliveryOf is the one delivery of event id.
+func (s *testServer) deliveryOf(eventID string) webhookDelivery {
+	s.t.Helper()
+	ds, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{EventID: eventID})
+	if err != nil || len(ds) != 1 {
+		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
+	}
+	return ds[0]
+}
+
+func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		only := newReceiver(t)
+		s.addEndpoint(rc)
+		s.addEndpoint(only, "key.revoked")
+
+		k, token := s.mustCreate(s.keyTerms("pro"))
+		_, rolled, rolledToken := s.roll(k.ID, time.Hour)
+		if _, err := s.store.RevokeKey(context.Background(), rolled.ID, testActor); err != nil {
+			t.Fatal(err)
+		}
+		// A key's ban is sent; a client address's is not.
+		_, banned := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		s.banOf(banned, 20)
+		s.banOf("", 200)
+		s.flushAudit()
+		if n := len(s.banEvents()); n != 2 {
+			t.Fatalf("%d bans audited, want 2", n)
+		}
+		s.deliverDue()
+
+		got := rc.wait(5, 5*time.Second)
+		var types []string
+		for _, d := range got {
+			if !d.Verified {
+				t.Errorf("delivery %s failed the receiver's Standard Webhooks check: %+v", d.ID, d)
+			}
+			types = append(types, d.Event.Type)
+			if d.Event.Data["keyName"] != "test" || d.Event.Data["keyId"] == nil {
+				t.Errorf("%s data %v, want keyId and keyName", d.Event.Type, d.Event.Data)
+			}
+			for _, secret := range []string{token, rolledToken, banned, "hash", "psk_", "192.0.2", "address"} {
+				if strings.Contains(d.Body, secret) {
+					t.Errorf("%s holds %q: %s", d.Event.Type, secret, d.Body)
+				}
+			}
+		}
+		slices.Sort(types)
+		if want := []string{"key.banned", "key.created", "key.created", "key.revoked", "key.rolled"}; !slices.Equal(types, want) {
+			t.Errorf("events %v, want %v", types, want)
+		}
+		if o := only.wait(1, 5*time.Second); len(o) != 1 || o[0].Event.Type != "key.revoked" || !o[0].Verified {
+			t.Errorf("the endpoint of key.revoked alone got %+v", o)
+		}
+	})
+}
+
+func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		rc.answerWith(func(n int, _ delivery) int {
+			if n == 0 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
+		})
+		e := s.addEndpoint(rc)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(1, 5*time.Second)
+		d := s.deliveryOf(ev.ID)
+		if d.State != deliveryPending || d.Attempts != 1 || d.LastStatus != 503 {
+			t.Fatalf("after a 503: %+v", d)
+		}
+		if wait := d.NextAt.Sub(s.clock.now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
+			t.Fatalf("retry due in %s, want 5 s ±10%%", wait)
+		}
+		s.deliverDue() // not due yet
+		s.clock.advance(6 * time.Second)
+		s.deliverDue()
+		got := rc.wait(2, 5*time.Second)
+		if len(got) != 2 || got[0].ID != ev.ID || got[1].ID != ev.ID || !got[1].Verified {
+			t.Fatalf("deliveries %+v, want two of %s", got, ev.ID)
+		}
+		if got[0].Timestamp == 0 || got[0].Signatures[0] == "" {
+			t.Fatalf("first attempt %+v", got[0])
+		}
+		if d := s.deliveryOf(ev.ID); d.State != deliveryDelivered || d.Attempts != 2 || d.LastStatus != 200 {
+			t.Fatalf("after a 200: %+v", d)
+		}
+	})
+}
+
+func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		failing := newReceiver(t)
+		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
+		e := s.addEndpoint(failing)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range len(webhookRetryDelays) + 1 {
+			s.deliverDue()
+			failing.wait(i+1, 5*time.Second)
+			if d := s.deliveryOf(ev.ID); d.State == deliveryPending {
+				s.clock.advance(d.NextAt.Sub(s.clock.now()))
+			}
+		}
+		d := s.deliveryOf(ev.ID)
+		if d.State != deliveryFailed || d.Attempts != len(webhookRetryDelays)+1 {
+			t.Fatalf("after the schedule: %+v", d)
+		}
+		failed, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{Failed: true})
+		if err != nil || len(failed) != 1 {
+			t.Fatalf("failed deliveries %+v, %v", failed, err)
+		}
+		// Resent, it keeps its id.
+		if n, err := s.store.ResendWebhookDeliveries(context.Background(), deliveryFilter{Failed: true}, s.clock.now()); n != 1 || err != nil {
+			t.Fatalf("resend: %d, %v", n, err)
+		}
+		failing.answerWith(nil)
+		s.deliverDue()
+		if got := failing.wait(len(webhookRetryDelays)+2, 5*time.Second); got[len(got)-1].ID != ev.ID {
+			t.Fatalf("resent as %s, want %s", got[len(got)-1].ID, ev.ID)
+		}
+
+		gone := newReceiver(t)
+		gone.answerWith(func(int, delivery) int { return http.StatusGone })
+		g := s.addEndpoint(gone)
+		s.mustCreate(s.keyTerms("free"))
+		s.deliverDue()
+		gone.wait(1, 5*time.Second)
+		if ep := s.endpoint(g.ID); ep.Enabled {
+			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
+		}
+		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+			t.Fatalf("webhook.disabled events %+v, %v", events, err)
+		}
+		s.mustCreate(s.keyTerms("free"))
+		s.deliverDue()
+		if n := len(gone.deliveries()); n != 1 {
+			t.Fatalf("a disabled endpoint got %d deliveries", n)
+		}
+		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor); err != nil {
+			t.Fatal(err)
+		}
+		if !s.endpoint(g.ID).Enabled {
+			t.Fatal("enable left it disabled")
+		}
+	})
+}
+
+func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	rc.answerWith(func(int, delivery) int { return http.StatusBadGateway })
+	e := s.addEndpoint(rc)
+	for day := range 4 {
+		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(day+1, 5*time.Second)
+		if enabled := s.endpoint(e.ID).Enabled; enabled != (day < 3) {
+			t.Fatalf("after failing for %d days: enabled %v", day, enabled)
+		}
+		s.clock.advance(24 * time.Hour)
+	}
+}
+
+func (s *testServer) endpoint(id int64) webhookEndpoint {
+	s.t.Helper()
+	endpoints, err := s.store.WebhookEndpoints(context.Background())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range endpoints {
+		if e.ID == id {
+			return e
+		}
+	}
+	s.t.Fatalf("no endpoint %d", id)
+	return webhookEndpoint{}
+}
+
+func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		test := func(n int, trusted string) delivery {
+			t.Helper()
+			rc.trust(trusted)
+			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+			s.deliverDue()
+			return rc.wait(n, 5*time.Second)[n-1]
+		}
+		if d := test(1, e.Secret); !d.Verified || len(d.Signatures) != 2 {
+			t.Errorf("during the overlap, a receiver with the old secret: %+v", d)
+		}
+		if d := test(2, rotated.Secret); !d.Verified || len(d.Signatures) != 2 {
+			t.Errorf("during the overlap, a receiver with the new secret: %+v", d)
+		}
+		s.clock.advance(2 * time.Hour)
+		if d := test(3, e.Secret); d.Verified || len(d.Signatures) != 1 {
+			t.Errorf("after the overlap the old secret still signs: %+v", d)
+		}
+		if d := test(4, rotated.Secret); !d.Verified {
+			t.Errorf("after the overlap, the new secret: %+v", d)
+		}
+		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookRotated})
+		for _, ev := range events {
+			b, _ := json.Marshal(ev)
+			if strings.Contains(string(b), strings.TrimPrefix(rotated.Secret, "whsec_")) || strings.Contains(string(b), "whsec_") {
+				t.Errorf("the audit event holds the secret: %s", b)
+			}
+		}
+		if len(events) != 1 {
+			t.Errorf("webhook.rotated events: %d", len(events))
+		}
+	})
+}
+
+func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+	terms := s.keyTerms("pro")
+	terms.ExpiresAt = s.clock.now().Add(10 * 24 * time.Hour)
+	k, _ := s.mustCreate(terms)
+	short := s.keyTerms("free")
+	short.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour) // made after its 7-day mark
+	s.mustCreate(short)
+	old := s.keyTerms("free")
+	old.ExpiresAt = s.clock.now().Add(30 * 24 * time.Hour)
+	o, _ := s.mustCreate(old)
+	s.roll(o.ID, time.Hour) // the old key ends in an hour: key.rolled said so
+
+	notice := func() []string {
+		t.Helper()
+		s.webhooks.noticeExpiries(context.Background())
+		s.webhooks.noticeExpiries(context.Background()) // a second server, or a second look, adds nothing
+		s.deliverDue()
+		var got []string
+		for _, d := range rc.deliveries() {
+			got = append(got, d.Event.Type+" "+jsonString(d.Event.Data["keyId"])+" "+jsonString(d.Event.Data["daysBefore"]))
+		}
+		return got
+	}
+	id := jsonString(float64(k.ID))
+	steps := []struct {
+		advance time.Duration
+		added   []string // the notices this step adds
+	}{
+		{0, nil},
+		{2*24*time.Hour + time.Hour, []string{"key.expiring 2 1"}}, // the short key, a day before its end
+		{24 * time.Hour, []string{"key.expired 2 <nil>", "key.expiring " + id + " 7"}},
+		{24 * time.Hour, nil},
+		{5 * 24 * time.Hour, []string{"key.expiring " + id + " 1"}},
+		{24 * time.Hour, []string{"key.expired " + id + " <nil>"}},
+		{24 * time.Hour, nil},
+	}
+	var want []string
+	for i, step := range steps {
+		s.clock.advance(step.advance)
+		want = append(want, step.added...)
+		slices.Sort(want)
+		got := notice()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d (%s): %q, want %q", i, s.clock.now().Format(time.RFC3339), got, want)
+		}
+	}
+	if k.ID != 1 {
+		t.Fatalf("the long key is %d; the steps name the short one 2", k.ID)
+	}
+}
+
+func jsonString(v any) string {
+	if v == nil {
+		return "<nil>"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts testOptions
+	}{
+		{"sqlite, in process", testOptions{}},
+		{"postgres and redis, two servers", testOptions{postgres: true, redis: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := webhookServer(t, tc.opts)
+			servers := []*testServer{s}
+			if tc.opts.postgres {
+				other := s.anotherServer()
+				other.webhooks.sender = newWebhookSender(true, time.Now)
+				servers = append(servers, other)
+			}
+			rc := newReceiver(t)
+			s.addEndpoint(rc, webhookQuotaThreshold)
+			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1000, PerDay: 10}))
+			settle := func() {
+				for _, srv := range servers {
+					if err := srv.quota.flush(context.Background(), srv.store.AddWebhookNotices); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, srv := range servers {
+					srv.deliverDue()
+				}
+			}
+			for i := range 14 {
+				w := servers[i%len(servers)].do("GET", "/v1/pets", key, "")
+				if want := map[bool]int{true: 200, false: 429}[i < 10]; w.Code != want {
+					t.Fatalf("request %d: %d, want %d", i+1, w.Code, want)
+				}
+				if i%3 == 2 {
+					settle()
+				}
+			}
+			settle()
+			got := rc.wait(2, 5*time.Second)
+			time.Sleep(100 * time.Millisecond)
+			settle()
+			if got = rc.deliveries(); len(got) != 2 {
+				t.Fatalf("%d quota events, want 2 (80%% and 100%%): %+v", len(got), got)
+			}
+			thresholds := map[float64]map[string]any{}
+			for _, d := range got {
+				if !d.Verified || d.Event.Type != webhookQuotaThreshold {
+					t.Fatalf("delivery %+v", d)
+				}
+				thresholds[d.Event.Data["threshold"].(float64)] = d.Event.Data
+			}
+			for threshold, used := range map[float64]float64{80: 8, 100: 10} {
+				data := thresholds[threshold]
+				if data == nil || data["limit"] != float64(10) || data["keyId"] != float64(k.ID) || data["keyName"] != "test" ||
+					data["plan"] != "enterprise" || data["day"] != "2026-03-10" || data["used"].(float64) < used {
+					t.Errorf("threshold %v: %v", threshold, data)
+				}
+			}
+
+			// A new UTC day is a new quota, and new notices. (The servers
+			// share the test's clock.)
+			s.clock.advance(24 * time.Hour)
+			for i := range 8 {
+				servers[i%len(servers)].do("GET", "/v1/pets", key, "")
+			}
+			settle()
+			if got := rc.wait(3, 5*time.Second); got[2].Event.Data["day"] != "2026-03-11" || got[2].Event.Data["threshold"] != float64(80) {
+				t.Errorf("the next day: %+v", got[2].Event)
+			}
+		})
+	}
+}
+
+// TestWebhookAClaimOfADeadServerExpires: a server that claimed an attempt
+// and died leaves it to the others once its claim has expired, not before.
+func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhookClaimFor, nil, 10,
+			func(int64) bool { return true })
+		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
+			t.Fatalf("claim: %+v, %v", claimed, err)
+		}
+		s.deliverDue()
+		if n := len(rc.deliveries()); n != 0 {
+			t.Fatalf("a claimed delivery was sent by another: %d", n)
+		}
+		s.clock.advance(webhookClaimFor)
+		s.deliverDue()
+		if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+			t.Fatalf("after the claim expired: %+v", got)
+		}
+	})
+}
+
+func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		m := newMetrics()
+		opts.metrics = m
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		rc.answerWith(func(n int, _ delivery) int { return map[bool]int{true: 500, false: 200}[n == 0] })
+		e := s.addEndpoint(rc)
+		gauge := func(name string) float64 {
+			t.Helper()
+			f := scrape(t, m)[name]
+			if f == nil || len(f.GetMetric()) != 1 {
+				t.Fatalf("%s: %v", name, f)
+			}
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+		for range 2 {
+			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.clock.advance(90 * time.Second)
+		if w, age := gauge("petstore_webhook_events_waiting"), gauge("petstore_webhook_oldest_waiting_seconds"); w != 2 || age != 90 {
+			t.Fatalf("waiting %v, oldest %v s; want 2 and 90", w, age)
+		}
+		s.deliverDue()
+		rc.wait(2, 5*time.Second)
+		want := map[string]float64{"delivered": 1, "retried": 1, "failed": 0}
+		if got := counterValues(t, scrape(t, m), "petstore_webhook_deliveries_total", "outcome"); !maps.Equal(got, want) {
+			t.Errorf("deliveries %v, want %v", got, want)
+		}
+		if w := gauge("petstore_webhook_events_waiting"); w != 1 {
+			t.Errorf("waiting %v after one delivered, want 1", w)
+		}
+	})
+}
+
+// TestWebhooksAreCopiedToPostgreSQL: petstore copy carries the endpoints,
+// with their secrets, and the deliveries still waiting, which a server on
+// PostgreSQL then makes with the same webhook-id.
+func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
+	src := webhookServer(t, testOptions{})
+	rc := newReceiver(t)
+	e := src.addEndpoint(rc)
+	ev, err := queueTest(context.Background(), src.store, e.ID, testActor, src.clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.store.Close()
+
+	to := testPostgresURL(t)
+	if res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to); res.code != 0 {
+		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
+	}
+	dst := webhookServer(t, testOptions{postgres: true, db: to, redis: true})
+	dst.clock.t = src.clock.now()
+	dst.deliverDue()
+	if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+		t.Fatalf("after the copy: %+v", got)
+	}
+	// The endpoint's id is never given again.
+	next := dst.addEndpoint(newReceiver(t))
+	if next.ID <= e.ID {
+		t.Errorf("a new endpoint after the copy has id %d, the copied one %d", next.ID, e.ID)
+	}
+}
+
+// TestWebhookAHangingReceiverHoldsAFewAttempts: a receiver that does not
+// answer holds maxInFlightPerEndpoint attempts of a server, while the other
+// endpoints' deliveries and the requests go on.
+func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	hanging, fine := newReceiver(t), newReceiver(t)
+	release := make(chan struct{})
+	hanging.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
+	defer close(release)
+	h := s.addEndpoint(hanging)
+	f := s.addEndpoint(fine)
+	for range 10 {
+		if _, err := queueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := queueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var attempts sync.WaitGroup
+	defer func() { cancel(); attempts.Wait() }()
+	for range 3 {
+		s.webhooks.dispatch(ctx, &attempts)
+	}
+	fine.wait(1, 5*time.Second)
+	eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
+		return len(hanging.deliveries()) == maxInFlightPerEndpoint
+	})
+	time.Sleep(50 * time.Millisecond)
+	if n := len(hanging.deliveries()); n != maxInFlightPerEndpoint {
+		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, maxInFlightPerEndpoint)
+	}
+	key := s.mustCreateKey("free")
+	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
+		t.Fatalf("a request while a receiver hangs: %d", w.Code)
+	}
+}
+
+func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		ctx := context.Background()
+		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		notice := func() webhookNotice {
+			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(2, 5*time.Second)
+		waiting, _ := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+		s.clock.advance(31 * 24 * time.Hour)
+		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		left, err := s.store.WebhookDeliveries(ctx, deliveryFilter{})
+		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
+			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
+		}
+		// The day's mark is gone with its day.
+		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
+			t.Fatalf("backlog %d, want the waiting test and the notice again", n)
+		}
+	})
+}
+
+// TestQuotaWatchCostsARequestNothing: the request path's look at the day
+// count allocates nothing, below 80% and once a threshold is noticed.
+func TestQuotaWatchCostsARequestNothing(t *testing.T) {
+	clock := newFakeClock()
+	q := newQuotaWatch(clock.now)
+	key := &apiKey{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
+	lim := limits{PerMinute: 60, PerDay: 1000}
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 500}) }); n != 0 {
+		t.Errorf("below 80%%: %v allocations a request", n)
+	}
+	q.observe(key, lim, decision{dayCount: 1000})
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 1000}) }); n != 0 {
+		t.Errorf("at 100%%, noticed already: %v allocations a request", n)
+	}
+	if len(q.pending) != 2 || q.pending[0].Threshold != 80 || q.pending[1].Threshold != 100 {
+		t.Errorf("pending %+v, want 80 and 100 once each", q.pending)
+	}
+}

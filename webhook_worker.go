@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// The delivery worker: each server takes due deliveries from the outbox,
+// a claim at a time that expires, sends them, and records what came of
+// each. A request never waits on it; a receiver that hangs holds at most
+// maxInFlightPerEndpoint of its attempts.
+
+const (
+	// webhookPollEvery is how often a server looks for due deliveries when
+	// nothing woke it: an event queued by a command or another server
+	// goes out within it.
+	webhookPollEvery = time.Second
+	// webhookAttemptsAtOnce bounds a server's attempts in flight.
+	webhookAttemptsAtOnce = 16
+	// webhookClaimFor is how long a claimed attempt is this server's: past
+	// the attempt's timeout, so that only a server that died mid-attempt
+	// lets it go to another.
+	webhookClaimFor = webhookTimeout + 45*time.Second
+	// expiryScanEvery is how often a server looks for keys to announce
+	// as expiring or expired.
+	expiryScanEvery = time.Minute
+	// webhookPruneEvery is how often a server forgets what the outbox no
+	// longer needs.
+	webhookPruneEvery = time.Hour
+	// failingDisableAfter: an endpoint that has failed every delivery for
+	// this long is disabled.
+	failingDisableAfter = 72 * time.Hour
+)
+
+// Delivery states.
+const (
+	deliveryPending   = "pending"
+	deliveryDelivered = "delivered"
+	deliveryFailed    = "failed"
+)
+
+// webhookWorker sends the outbox's due deliveries.
+type webhookWorker struct {
+	store   webhookStorage
+	keys    func(context.Context) ([]apiKey, error)
+	sender  *webhookSender
+	now     func() time.Time
+	logger  *slog.Logger
+	metrics *metrics
+	wake    chan struct{}
+
+	mu       sync.Mutex
+	running  int
+	inFlight map[int64]int // attempts in flight by endpoint
+}
+
+func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]apiKey, error), sender *webhookSender,
+	now func() time.Time, logger *slog.Logger, m *metrics) *webhookWorker {
+	return &webhookWorker{
+		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m,
+		wake: make(chan struct{}, 1), inFlight: make(map[int64]int),
+	}
+}
+
+// run sends due deliveries until ctx ends, then waits for the attempts in
+// flight (which ctx ends too: their claims expire and another attempt
+// follows).
+func (w *webhookWorker) run(ctx context.Context) {
+	var attempts sync.WaitGroup
+	defer attempts.Wait()
+	poll := time.NewTicker(webhookPollEvery)
+	defer poll.Stop()
+	scan := time.NewTicker(expiryScanEvery)
+	defer scan.Stop()
+	prune := time.NewTicker(webhookPruneEvery)
+	defer prune.Stop()
+	w.noticeExpiries(ctx)
+	for {
+		w.dispatch(ctx, &attempts)
+		select {
+		case <-ctx.Done():
+			return
+		case <-scan.C:
+			w.noticeExpiries(ctx)
+		case <-prune.C:
+			if err := w.store.PruneWebhooks(ctx, w.now()); err != nil && ctx.Err() == nil {
+				w.logger.Warn("prune the webhook outbox; will retry", "err", err)
+			}
+		case <-poll.C:
+		case <-w.wake:
+		}
+	}
+}
+
+// poke wakes the worker: an attempt ended, or this server queued an event.
+func (w *webhookWorker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch claims as many due deliveries as there is room for and starts
+// their attempts; it returns how many.
+func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) int {
+	w.mu.Lock()
+	free := webhookAttemptsAtOnce - w.running
+	var busy []int64
+	for id, n := range w.inFlight {
+		if n >= maxInFlightPerEndpoint {
+			busy = append(busy, id)
+		}
+	}
+	w.mu.Unlock()
+	if free <= 0 {
+		return 0
+	}
+	// take is asked in the claim's transaction about each candidate: it
+	// reserves a place for the ones it takes. The places of those the claim
+	// did not end up with (its transaction failed) are given back.
+	reserved := make(map[int64]int)
+	take := func(endpointID int64) bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.running >= webhookAttemptsAtOnce || w.inFlight[endpointID] >= maxInFlightPerEndpoint {
+			return false
+		}
+		w.running++
+		w.inFlight[endpointID]++
+		reserved[endpointID]++
+		return true
+	}
+	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), webhookClaimFor, busy, free*maxInFlightPerEndpoint, take)
+	for _, c := range claimed {
+		reserved[c.EndpointID]--
+	}
+	for id, n := range reserved {
+		for range n {
+			w.release(id)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		w.logger.Warn("claim webhook deliveries; will retry", "err", err)
+	}
+	for _, c := range claimed {
+		attempts.Go(func() {
+			defer w.release(c.EndpointID)
+			w.attempt(ctx, c)
+		})
+	}
+	return len(claimed)
+}
+
+// release gives back the place of an attempt that ended.
+func (w *webhookWorker) release(endpointID int64) {
+	w.mu.Lock()
+	w.running--
+	if w.inFlight[endpointID]--; w.inFlight[endpointID] <= 0 {
+		delete(w.inFlight, endpointID)
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// attempt sends c once and records what came of it. An attempt cut short
+// by the server's stop is not recorded: its claim expires and it is made
+// again.
+func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
+	r := w.sender.send(ctx, webhookAttempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+	if ctx.Err() != nil {
+		return
+	}
+	now := w.now()
+	o := deliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
+	switch {
+	case r.delivered():
+		o.State = deliveryDelivered
+	case r.Status == 410:
+		o.State, o.Disable = deliveryFailed, "the receiver answered 410 Gone"
+	default:
+		next, ok := nextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
+		o.State, o.NextAt = deliveryPending, next
+		if !ok {
+			o.State = deliveryFailed
+		}
+	}
+	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", shownURL(c.URL), "attempt", o.Attempts)
+	switch o.State {
+	case deliveryDelivered:
+		log.Info("webhook delivered", "status", r.Status)
+	case deliveryPending:
+		log.Warn("webhook attempt failed; will retry", "err", r.Err, "retry_at", o.NextAt.UTC().Format(time.RFC3339))
+	default:
+		log.Warn("webhook delivery failed", "err", r.Err)
+	}
+	w.metrics.countDelivery(o.State)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor)
+	if err != nil {
+		log.Warn("record a webhook attempt; it will be made again", "err", err)
+		return
+	}
+	if disabled != "" {
+		log.Warn("webhook endpoint disabled", "why", disabled)
+	}
+}
+
+// noticeExpiries queues key.expiring and key.expired for the keys due
+// them, each once across servers.
+func (w *webhookWorker) noticeExpiries(ctx context.Context) {
+	keys, err := w.keys(ctx)
+	if err == nil {
+		var notices []webhookNotice
+		if notices, err = expiryNotices(keys, w.now()); err == nil && len(notices) > 0 {
+			err = w.store.AddWebhookNotices(ctx, notices)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		w.logger.Warn("queue key expiry notices; will retry", "err", err)
+	}
+}
+
+// deliveryOutcomeNames are the outcome labels of
+// petstore_webhook_deliveries_total, by the state an attempt left.
+var deliveryOutcomeNames = map[string]string{
+	deliveryDelivered: "delivered", deliveryPending: "retried", deliveryFailed: "failed",
+}
