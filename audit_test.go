@@ -12,6 +12,7 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -402,11 +403,14 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 		}
 		old := auditTime(time.Now().Add(-48 * time.Hour))
 		until := old.Add(15 * time.Minute).Truncate(time.Second)
-		err = store.AddAuditEvents(context.Background(), []auditEvent{
-			{At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
-				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}},
-			{At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
-				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}},
+		address := callerID{addr: limitedAddr(netip.MustParseAddr("2001:db8::1"))}
+		err = store.AddBans(context.Background(), []startedBan{
+			{Ban: ban{Subject: address, Since: old, Until: until}, Event: auditEvent{
+				At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
+				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}}},
+			{Ban: ban{Subject: callerID{keyID: 2}, Since: old, Until: until}, Event: auditEvent{
+				At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
+				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}}},
 		})
 		store.Close()
 		if err != nil {

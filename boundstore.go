@@ -151,10 +151,6 @@ func (b *boundStorage) AddUsage(ctx context.Context, counts []usageCount) error 
 	return b.bounded(ctx, "AddUsage", func(ctx context.Context) error { return b.s.AddUsage(ctx, counts) })
 }
 
-func (b *boundStorage) AddAuditEvents(ctx context.Context, events []auditEvent) error {
-	return b.bounded(ctx, "AddAuditEvents", func(ctx context.Context) error { return b.s.AddAuditEvents(ctx, events) })
-}
-
 func (b *boundStorage) AuditEvents(ctx context.Context, filter auditFilter) (v []auditEvent, err error) {
 	err = b.bounded(ctx, "AuditEvents", func(ctx context.Context) (err error) { v, err = b.s.AuditEvents(ctx, filter); return err })
 	return v, err

@@ -105,10 +105,9 @@ type usageStore interface {
 	AddUsage(ctx context.Context, counts []usageCount) error
 }
 
-// auditStore keeps the audit trail, append only.
+// auditStore reads the audit trail, which is append only: each change
+// writes its events in its own transaction (insertAuditEvents).
 type auditStore interface {
-	// AddAuditEvents appends events (the server's: bans) in one write.
-	AddAuditEvents(ctx context.Context, events []auditEvent) error
 	// AuditEvents returns the events filter picks, oldest first.
 	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
 	// AuditCounts counts the events of the trail by action.
