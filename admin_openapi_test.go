@@ -108,6 +108,8 @@ var adminOpenAPIStatuses = map[string][]int{
 	"getKeyUsage":     {200, 400, 401, 403, 404, 405, 429, 500, 503},
 	"listAuditEvents": {200, 400, 401, 403, 405, 429, 500, 503},
 	"getAdminOpenAPI": {200, 405, 500},
+	"listBans":        {200, 401, 403, 405, 429, 500, 503},
+	"liftBan":         {204, 400, 401, 403, 404, 405, 429, 500, 503},
 
 	"listWebhooks":            {200, 401, 403, 405, 429, 500, 503},
 	"addWebhook":              {201, 400, 401, 403, 405, 413, 415, 429, 500, 503},
@@ -134,6 +136,10 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 	key := fmt.Sprintf("/admin/v1/keys/%d", k.ID)
 	s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"taken"}`)
 	s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`) // so that a page of one has a next
+	banned, bannedKey := s.mustCreate(s.keyTerms("enterprise", banTerms))
+	s.banOf(bannedKey, 20)
+	s.flushAudit()
+	ban := fmt.Sprintf("/admin/v1/bans/key:%d", banned.ID)
 
 	tests := []struct {
 		operation, method, target, token, body string
@@ -171,6 +177,12 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"enableWebhook", "POST", "/admin/v1/webhooks/1/enable", admin, "", 200},
 		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 204},
 		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 404},
+		{"listBans", "GET", "/admin/v1/bans", reader, "", 200},
+		{"listBans", "POST", "/admin/v1/bans", admin, "", 405},
+		{"liftBan", "DELETE", ban, reader, "", 403},
+		{"liftBan", "DELETE", ban, admin, "", 204},
+		{"liftBan", "DELETE", ban, admin, "", 404},
+		{"liftBan", "DELETE", "/admin/v1/bans/key:x", admin, "", 400},
 		{"getAdminOpenAPI", "GET", "/admin/v1/openapi.yaml", "", "", 200},
 		{"getAdminOpenAPI", "POST", "/admin/v1/openapi.yaml", "", "", 405},
 	}

@@ -80,6 +80,8 @@ func adminRequests(id int64) []adminRequest {
 		{"PATCH", key, `{"name":"renamed"}`, scopeKeysWrite, 200},
 		{"GET", key + "/usage", "", scopeKeysRead, 200},
 		{"GET", "/admin/v1/audit", "", scopeAuditRead, 200},
+		{"GET", "/admin/v1/bans", "", scopeKeysRead, 200},
+		{"DELETE", "/admin/v1/bans/key:999", "", scopeKeysWrite, 404},
 		{"POST", key + "/roll", `{"overlap":"1h"}`, scopeKeysWrite, 201},
 		{"POST", key + "/revoke", "", scopeKeysWrite, 200},
 		{"GET", "/admin/v1/webhooks", "", scopeWebhooks, 200},

@@ -36,6 +36,7 @@ type app struct {
 	audit    *auditLog      // the bans this server saw start, until they are stored
 	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
 	webhooks *webhookWorker // sends the outbox's webhooks
+	bans     *banFollower   // the database's bans and lifts, read into the limiter
 	pets     *petCache
 	idem     *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
@@ -91,7 +92,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	if a.keys, err = newKeyring(ctx, a.store, cfg.env, d.now); err != nil {
 		return nil, fmt.Errorf("load API keys: %w", err)
 	}
-	if a.limiter, a.limitsIn, a.closeLimiter, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
+	if a.limiter, a.limitsIn, a.closeLimiter, a.bans, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
 		return nil, err
 	}
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
@@ -113,24 +114,38 @@ func (a *app) close() error {
 }
 
 // newRateLimiter is the limiter cfg asks for: in this process, or in the
-// Redis --redis names, shared by every server naming it. where names it for
-// the log; close releases it.
-func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (_ rateLimiter, where string, close func() error, _ error) {
+// Redis --redis names, shared by every server naming it, with the bans the
+// database holds under it (bans follows them). where names it for the log;
+// close releases it.
+func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (
+	_ rateLimiter, where string, close func() error, bans *banFollower, _ error) {
+	floor := newBanFloor()
+	var limiter rateLimiter
 	if cfg.redis == "" {
-		return newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage), "this process", func() error { return nil }, nil
+		local := newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage)
+		local.bans = floor
+		limiter, where, close = local, "this process", func() error { return nil }
+	} else {
+		prefix := d.redisPrefix
+		if prefix == "" {
+			prefix = redisPrefix(cfg.env, store)
+		}
+		shared, err := newRedisLimiter(ctx, redisConfig{
+			url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor, bans: floor,
+			now: d.now, usage: store.Usage, dbTimeout: cfg.dbTimeout, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
+		})
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		limiter, where, close = shared, shared.link.where(), shared.close
 	}
-	prefix := d.redisPrefix
-	if prefix == "" {
-		prefix = redisPrefix(cfg.env, store)
+	// The bans the database holds are known before the first request.
+	bans = &banFollower{store: store, floor: floor, limiter: limiter, now: d.now}
+	if err := bans.refresh(ctx); err != nil {
+		close()
+		return nil, "", nil, nil, fmt.Errorf("load bans: %w", err)
 	}
-	shared, err := newRedisLimiter(ctx, redisConfig{
-		url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor,
-		now: d.now, usage: store.Usage, dbTimeout: cfg.dbTimeout, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
-	})
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return shared, shared.link.where(), shared.close, nil
+	return limiter, where, close, bans, nil
 }
 
 // redisPrefix begins the Redis keys of the servers of one deployment: its
@@ -170,11 +185,14 @@ func (a *app) startBackground() (stop func()) {
 		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
 	})
 	wg.Go(func() {
+		every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.refresh(ctx)) })
+	})
+	wg.Go(func() {
 		every(ctx, usageFlushEvery, func() {
 			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
 			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
-			warn("store audit events (bans); will retry", a.audit.flush(ctx, a.store.AddAuditEvents))
+			warn("store bans and their audit events; will retry", a.audit.flush(ctx, a.store.AddBans))
 			warn("store quota notices; will retry", a.quota.flush(ctx, a.store.AddWebhookNotices))
 			a.webhooks.poke()
 		})
@@ -211,7 +229,7 @@ func (a *app) startBackground() (stop func()) {
 			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
 			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
-			{"store audit events (bans) at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddAuditEvents) }},
+			{"store bans and their audit events at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},
 			{"store quota notices at shutdown", func() error { return a.quota.flush(context.Background(), a.store.AddWebhookNotices) }},
 		} {
 			last.Go(func() {

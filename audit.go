@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/netip"
 	"os"
 	"os/user"
 	"sync"
@@ -26,11 +25,12 @@ const (
 	// An admin token's, with its id (adminId in the details).
 	auditAdminCreated = "admin.created"
 	auditAdminRevoked = "admin.revoked"
+	auditBanLifted    = "ban.lifted"
 )
 
 var auditActions = []string{
 	auditKeyCreated, auditKeyRevoked, auditKeyRolled, auditKeyBanned, auditKeysCopied, auditKeyUpdated,
-	auditAdminCreated, auditAdminRevoked,
+	auditAdminCreated, auditAdminRevoked, auditBanLifted,
 	auditWebhookAdded, auditWebhookRemoved, auditWebhookRotated, auditWebhookEnabled, auditWebhookDisabled,
 }
 
@@ -148,22 +148,22 @@ func commandActor() string {
 	return name + "@" + host
 }
 
-// maxPendingAuditEvents bounds the events a server holds while the database
+// maxPendingAuditEvents bounds the bans a server holds while the database
 // does not take them; those beyond are counted, logged and dropped, never
 // the request's problem.
 const maxPendingAuditEvents = 10_000
 
-// auditLog keeps the events the server records, the start of each ban,
-// until the next flush writes them in one batch (every usageFlushEvery, and
-// at shutdown): the request that starts a ban never waits for the database.
-// A nil *auditLog records nothing.
+// auditLog keeps the bans the server starts, each with its key.banned
+// event, until the next flush stores them in one batch (every
+// usageFlushEvery, and at shutdown): the request that starts a ban never
+// waits for the database. A nil *auditLog records nothing.
 type auditLog struct {
 	env    string
 	now    func() time.Time
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	pending []auditEvent
+	pending []startedBan
 	dropped int
 }
 
@@ -171,15 +171,16 @@ func newAuditLog(env string, now func() time.Time, logger *slog.Logger) *auditLo
 	return &auditLog{env: env, now: now, logger: logger}
 }
 
-// banned records the start of a ban that d tells of: of key, or without a
-// key, of the client address addr.
-func (a *auditLog) banned(key *apiKey, addr netip.Addr, d decision) {
+// banned records the start of a ban of id that d tells of: of key's
+// budget, or without a key, of the client address id names.
+func (a *auditLog) banned(key *apiKey, id callerID, d decision) {
 	if a == nil {
 		return
 	}
+	now := a.now()
 	until := d.reset
 	e := auditEvent{
-		At: auditTime(a.now()), Action: auditKeyBanned, Actor: serverActor, Env: a.env,
+		At: auditTime(now), Action: auditKeyBanned, Actor: serverActor, Env: a.env,
 		Details: auditDetails{
 			PerMinute: anonymousLimits.PerMinute, PerDay: anonymousLimits.PerDay,
 			BannedUntil: &until, BanFor: d.retryAfter.String(),
@@ -192,21 +193,22 @@ func (a *auditLog) banned(key *apiKey, addr netip.Addr, d decision) {
 			e.Details.Budget = key.BudgetID
 		}
 	} else {
-		e.Address = addr.String()
+		e.Address = id.addressText()
 	}
+	b := startedBan{Ban: ban{Subject: id, Since: auditTime(now), Until: auditTime(d.bannedUntil)}, Event: e}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.pending) >= maxPendingAuditEvents {
 		a.dropped++
 		return
 	}
-	a.pending = append(a.pending, e)
+	a.pending = append(a.pending, b)
 }
 
-// flush writes the events recorded since the last flush through add. What
-// fails to be written stays for the next flush; events that did not fit
+// flush stores the bans recorded since the last flush through add. What
+// fails to be stored stays for the next flush; bans that did not fit
 // meanwhile are logged as lost.
-func (a *auditLog) flush(ctx context.Context, add func(context.Context, []auditEvent) error) error {
+func (a *auditLog) flush(ctx context.Context, add func(context.Context, []startedBan) error) error {
 	if a == nil {
 		return nil
 	}
@@ -217,7 +219,7 @@ func (a *auditLog) flush(ctx context.Context, add func(context.Context, []auditE
 	a.dropped = 0
 	a.mu.Unlock()
 	if dropped > 0 {
-		a.logger.Error("audit events lost: the database did not take them in time", "events", dropped)
+		a.logger.Error("bans and their audit events lost: the database did not take them in time", "bans", dropped)
 	}
 	if len(taken) == 0 {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"maps"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,20 +206,20 @@ func TestAuditEventsAreAppendOnly(t *testing.T) {
 	})
 }
 
-// auditWrites is a store that counts the server's writes of audit events,
-// and fails them when told to.
+// auditWrites is a store that counts the server's writes of bans and
+// their audit events, and fails them when told to.
 type auditWrites struct {
 	storage
 	calls atomic.Int32
 	fail  atomic.Bool
 }
 
-func (w *auditWrites) AddAuditEvents(ctx context.Context, events []auditEvent) error {
+func (w *auditWrites) AddBans(ctx context.Context, started []startedBan) error {
 	w.calls.Add(1)
 	if w.fail.Load() {
 		return errors.New("disk full")
 	}
-	return w.storage.AddAuditEvents(ctx, events)
+	return w.storage.AddBans(ctx, started)
 }
 
 // withAuditWrites is opts with a store that counts the audit writes; the
@@ -242,8 +243,8 @@ func (s *testServer) banOf(key string, limit int) {
 	s.t.Fatalf("no ban after %d requests", limit)
 }
 
-// bans are the key.banned events of the server's database.
-func (s *testServer) bans() []auditEvent {
+// banEvents are the key.banned events of the server's database.
+func (s *testServer) banEvents() []auditEvent {
 	s.t.Helper()
 	events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyBanned})
 	if err != nil {
@@ -270,14 +271,14 @@ func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 			wantBan := auditEvent{Action: auditKeyBanned, Actor: serverActor, KeyID: k.ID, Env: "production",
 				Details: auditDetails{Plan: "enterprise", PerMinute: 1, PerDay: 100, BannedUntil: &until, BanFor: "15m0s"}}
 			wantBan.At = auditTime(start)
-			if bans := s.bans(); len(bans) != 1 || !sameEvent(bans[0], withID(wantBan, bans[0].ID)) {
+			if bans := s.banEvents(); len(bans) != 1 || !sameEvent(bans[0], withID(wantBan, bans[0].ID)) {
 				t.Fatalf("bans %+v, want one: %s", bans, eventString(wantBan))
 			}
 
 			s.clock.advance(16 * time.Minute) // the ban is over; the next one is a second event
 			s.banOf(key, 20)
 			s.flushAudit()
-			if bans := s.bans(); len(bans) != 2 || bans[1].KeyID != k.ID || !bans[1].At.Equal(auditTime(s.clock.now())) {
+			if bans := s.banEvents(); len(bans) != 2 || bans[1].KeyID != k.ID || !bans[1].At.Equal(auditTime(s.clock.now())) {
 				t.Errorf("bans %+v, want a second one now", bans)
 			}
 			if n := writes.calls.Load(); n != 2 {
@@ -299,7 +300,7 @@ func TestTheBanOfAnAddressOrARolledKeyNamesIt(t *testing.T) {
 		_, _, rolled := s.roll(old.ID, time.Hour)
 		s.banOf(rolled, 20)
 		s.flushAudit()
-		bans := s.bans()
+		bans := s.banEvents()
 		if len(bans) != 2 {
 			t.Fatalf("bans %+v, want the address's and the key's", bans)
 		}
@@ -329,7 +330,7 @@ func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
 		}
 		a.flushAudit()
 		b.flushAudit()
-		if bans := a.bans(); len(bans) != 1 || banned != 6 {
+		if bans := a.banEvents(); len(bans) != 1 || banned != 6 {
 			t.Errorf("%d banned answers, and bans %+v; want one ban event", banned, bans)
 		}
 	})
@@ -340,12 +341,12 @@ func TestAFailedWriteOfBansIsRetried(t *testing.T) {
 	writes := s.wrapped.(*auditWrites)
 	writes.fail.Store(true)
 	s.banOf(s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100}), 20)
-	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err == nil {
+	if err := s.audit.flush(context.Background(), s.store.AddBans); err == nil {
 		t.Fatal("a flush into a store that fails: no error")
 	}
 	writes.fail.Store(false)
 	s.flushAudit()
-	if bans := s.bans(); len(bans) != 1 {
+	if bans := s.banEvents(); len(bans) != 1 {
 		t.Errorf("bans %+v after the retry, want the one", bans)
 	}
 }
@@ -402,11 +403,14 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 		}
 		old := auditTime(time.Now().Add(-48 * time.Hour))
 		until := old.Add(15 * time.Minute).Truncate(time.Second)
-		err = store.AddAuditEvents(context.Background(), []auditEvent{
-			{At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
-				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}},
-			{At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
-				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}},
+		address := callerID{addr: limitedAddr(netip.MustParseAddr("2001:db8::1"))}
+		err = store.AddBans(context.Background(), []startedBan{
+			{Ban: ban{Subject: address, Since: old, Until: until}, Event: auditEvent{
+				At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
+				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}}},
+			{Ban: ban{Subject: callerID{keyID: 2}, Since: old, Until: until}, Event: auditEvent{
+				At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
+				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}}},
 		})
 		store.Close()
 		if err != nil {

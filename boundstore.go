@@ -151,10 +151,6 @@ func (b *boundStorage) AddUsage(ctx context.Context, counts []usageCount) error 
 	return b.bounded(ctx, "AddUsage", func(ctx context.Context) error { return b.s.AddUsage(ctx, counts) })
 }
 
-func (b *boundStorage) AddAuditEvents(ctx context.Context, events []auditEvent) error {
-	return b.bounded(ctx, "AddAuditEvents", func(ctx context.Context) error { return b.s.AddAuditEvents(ctx, events) })
-}
-
 func (b *boundStorage) AuditEvents(ctx context.Context, filter auditFilter) (v []auditEvent, err error) {
 	err = b.bounded(ctx, "AuditEvents", func(ctx context.Context) (err error) { v, err = b.s.AuditEvents(ctx, filter); return err })
 	return v, err
@@ -162,6 +158,25 @@ func (b *boundStorage) AuditEvents(ctx context.Context, filter auditFilter) (v [
 
 func (b *boundStorage) AuditCounts(ctx context.Context) (v map[string]int64, err error) {
 	err = b.bounded(ctx, "AuditCounts", func(ctx context.Context) (err error) { v, err = b.s.AuditCounts(ctx); return err })
+	return v, err
+}
+
+func (b *boundStorage) AddBans(ctx context.Context, started []startedBan) error {
+	return b.bounded(ctx, "AddBans", func(ctx context.Context) error { return b.s.AddBans(ctx, started) })
+}
+
+func (b *boundStorage) LiftBan(ctx context.Context, subject callerID, actor, env string) (v ban, err error) {
+	err = b.bounded(ctx, "LiftBan", func(ctx context.Context) (err error) { v, err = b.s.LiftBan(ctx, subject, actor, env); return err })
+	return v, err
+}
+
+func (b *boundStorage) Bans(ctx context.Context) (v []ban, err error) {
+	err = b.bounded(ctx, "Bans", func(ctx context.Context) (err error) { v, err = b.s.Bans(ctx); return err })
+	return v, err
+}
+
+func (b *boundStorage) BanChanges(ctx context.Context, version int64) (v []ban, err error) {
+	err = b.bounded(ctx, "BanChanges", func(ctx context.Context) (err error) { v, err = b.s.BanChanges(ctx, version); return err })
 	return v, err
 }
 

@@ -256,8 +256,8 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
-	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events, %d admin tokens and %d days of usage history from %s to %s; counts verified\n",
-		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.AdminTokens, n.UsageHistory, from, redactURL(to))
+	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history and %d bans from %s to %s; counts verified\n",
+		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.AdminTokens, n.UsageHistory, n.Bans, from, redactURL(to))
 	return nil
 }
 
@@ -410,6 +410,7 @@ func (e auditEvent) pairs() [][2]string {
 		add("usage", strconv.FormatInt(c.Usage, 10))
 		add("idempotency", strconv.FormatInt(c.Idempotency, 10))
 		add("auditEvents", strconv.FormatInt(c.AuditEvents, 10))
+		add("bans", strconv.FormatInt(c.Bans, 10))
 	}
 	return p
 }

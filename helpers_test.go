@@ -166,19 +166,20 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout}
 }
 
-// restartLimiter gives the server a new limiter of its kind, and a new
-// audit log, as a restart of the server does: one in process starts from
-// the database, one on Redis finds there what the last one left. The
+// restartLimiter gives the server a new limiter of its kind, with the bans
+// the database holds, and a new audit log, as a restart of the server does:
+// one in process starts from the database, one on Redis finds there what
+// the last one left. The
 // store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
-	limiter, _, closeLimiter, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
+	limiter, _, closeLimiter, bans, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() { closeLimiter() })
 	restarted := *s.app
-	restarted.limiter = limiter
+	restarted.limiter, restarted.bans = limiter, bans
 	restarted.audit = newAuditLog(s.cfg.env, s.clock.now, s.opts.logger)
 	restarted.handler = newServer(&restarted)
 	s.app = &restarted
@@ -188,7 +189,7 @@ func (s *testServer) restartLimiter() {
 // usageFlushEvery does.
 func (s *testServer) flushAudit() {
 	s.t.Helper()
-	if err := s.audit.flush(context.Background(), s.store.AddAuditEvents); err != nil {
+	if err := s.audit.flush(context.Background(), s.store.AddBans); err != nil {
 		s.t.Fatal(err)
 	}
 }

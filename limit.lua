@@ -8,8 +8,9 @@
 --
 -- KEYS[1] is the caller's state, a hash: t, r; d, n the UTC day and its
 -- count; wu, wc the wait's end (ms) and the requests during it; bu the ban's
--- end; l:S, x:S server S's lease: its tokens, and when Redis takes them as
--- spent. It expires once every part is as good as new.
+-- end; lu the end of the last ban lifted (a floor no later is not raised
+-- again); l:S, x:S server S's lease: its tokens, and when Redis takes them
+-- as spent. It expires once every part is as good as new.
 local key = KEYS[1]
 local now = tonumber(ARGV[1]) -- 0: Redis TIME (only tests pass one)
 if now == 0 then
@@ -22,6 +23,7 @@ local durable, seed = ARGV[7] == '1', tonumber(ARGV[8])
 local floor, floorDay = tonumber(ARGV[9]), tonumber(ARGV[10])
 local owner, giveBack, spentBy = ARGV[11], tonumber(ARGV[12]), tonumber(ARGV[13])
 local want, keep, share = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[16])
+local banFloor, lift = tonumber(ARGV[17]), tonumber(ARGV[18]) -- 0: none
 
 local msPerDay, token = 86400000, 60000
 local today = math.floor(now / msPerDay)
@@ -39,7 +41,27 @@ for i = 1, #s, 2 do
 	end
 end
 local t, r, n = f.t or 0, f.r or 0, f.n or 0
-local wu, wc, bu = f.wu or 0, f.wc or 0, f.bu or 0
+local wu, wc, bu, lu = f.wu or 0, f.wc or 0, f.bu or 0, f.lu or 0
+
+-- A lift, and nothing else: the key lives as save below would have it
+-- live, the bucket, the leases and the day as they were.
+if lift > 0 then
+	if bu <= lift then
+		bu, wu, wc = 0, 0, 0
+	end
+	lu = math.max(lu, lift)
+	redis.call('HSET', key, 'bu', bu, 'wu', wu, 'wc', wc, 'lu', lu)
+	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
+	for _, u in pairs(outUntil) do
+		ttl = math.max(ttl, u - now)
+	end
+	if durable then
+		ttl = math.max(ttl, msPerDay - now % msPerDay)
+	end
+	redis.call('PEXPIRE', key, ttl)
+	return {0, now, 0, 0, today, 0, 0}
+end
+
 local changed = false
 if f.d ~= today then
 	if durable then
@@ -85,11 +107,17 @@ else
 end
 local lease, leaseUntil = 0, math.min(now + keep, (today + 1) * msPerDay)
 
+-- The database's ban raises one Redis lost, unless it was lifted.
+local floored = banFloor > now and banFloor > bu and banFloor > lu
+if floored then
+	bu, wu, wc = banFloor, 0, 0
+end
+
 -- Numbers reach Redis as text of 14 significant digits: milliseconds since
 -- 1970 have 13 until the year 2286.
 local function save()
 	t, r = now + math.floor(debt / pm), debt % pm
-	local ttl = math.max(t - now + 1, wu - now, bu - now, 1)
+	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
 	for who, u in pairs(outUntil) do
 		if u > now and who ~= owner then
 			ttl = math.max(ttl, u - now)
@@ -98,7 +126,7 @@ local function save()
 	if durable then
 		ttl = math.max(ttl, msPerDay - now % msPerDay)
 	end
-	redis.call('HSET', key, 't', t, 'r', r, 'd', today, 'n', n, 'wu', wu, 'wc', wc, 'bu', bu)
+	redis.call('HSET', key, 't', t, 'r', r, 'd', today, 'n', n, 'wu', wu, 'wc', wc, 'bu', bu, 'lu', lu)
 	if #gone > 0 then
 		redis.call('HDEL', key, unpack(gone))
 	end
@@ -110,7 +138,7 @@ local function save()
 end
 
 if now < bu then
-	if changed or #gone > 0 then
+	if changed or #gone > 0 or floored then
 		save()
 	end
 	return {2, now, debt, n, today, bu, 0}

@@ -39,7 +39,10 @@ type limitState struct {
 	waitUntil     time.Time // after a refusal: when a request will be accepted again
 	waitCount     int64     // requests sent during that wait
 	bannedUntil   time.Time // the end of a ban
-	leases        []leaseOut
+	// liftedUntil is the end of the last ban lifted: a floor no later is
+	// not raised again (a run that read it before the lift may come after).
+	liftedUntil time.Time
+	leases      []leaseOut
 }
 
 // leaseOut is a server's lease of a caller's tokens (ratelimit_lease.go):
@@ -61,6 +64,13 @@ type limitRun struct {
 	// (-1: none), which the day count is raised to (after an outage).
 	seed, floor, floorDay int64
 	lease                 leaseAsk // this server's lease, settled and taken anew
+	// banFloor is the end of the caller's ban as the database knows it
+	// (zero: none): the ban is raised to it, unless it was lifted.
+	banFloor time.Time
+	// lift, when set, makes the run a lift and nothing else: it ends a ban
+	// that ends then or sooner (the ban lifted in the database), with its
+	// wait, so that the next request is not banned again at once.
+	lift time.Time
 }
 
 // limitAnswer is what a run decides. tokens and dayCount are after the run,
@@ -84,6 +94,16 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 	now := run.now
 	today := unixDay(now)
 	a := limitAnswer{now: now, day: today}
+	if !run.lift.IsZero() {
+		if !s.bannedUntil.After(run.lift) {
+			s.bannedUntil, s.waitUntil, s.waitCount = time.Time{}, time.Time{}, 0
+		}
+		if run.lift.After(s.liftedUntil) {
+			s.liftedUntil = run.lift
+		}
+		a.tokens, a.write = run.tokens, true // the bucket, the leases and the day as they were
+		return s, a
+	}
 	changed := false
 	if s.day != today {
 		switch {
@@ -130,9 +150,16 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		}
 	}
 
+	// The database's ban raises one Redis lost (restarted empty), unless
+	// it was lifted.
+	floored := run.banFloor.After(now) && run.banFloor.After(s.bannedUntil) && run.banFloor.After(s.liftedUntil)
+	if floored {
+		s.bannedUntil, s.waitUntil, s.waitCount = run.banFloor, time.Time{}, 0
+	}
+
 	switch {
 	case now.Before(s.bannedUntil):
-		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone
+		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone || floored
 	case run.cost == 0:
 		a.write = (changed && f.durable) || gone
 	case tokens >= 1 && s.dayCount < f.PerDay:
@@ -257,7 +284,7 @@ func refillTime(lim limits, tokens, perSecond float64) time.Duration {
 // reportBan turns d into the answer during a ban that lasts until until:
 // nothing left until it ends.
 func reportBan(d decision, now, until time.Time) decision {
-	d.code, d.retryAfter = codeTemporarilyBanned, wholeSeconds(until.Sub(now))
+	d.code, d.retryAfter, d.bannedUntil = codeTemporarilyBanned, wholeSeconds(until.Sub(now)), until
 	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
 	return d
 }

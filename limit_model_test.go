@@ -75,7 +75,24 @@ type limitStep struct {
 	floor   int64    // -1: none
 	// floorYesterday: the floor is of the day before (and does nothing).
 	floorYesterday bool
+	ban            banStep
 }
+
+// banStep is what a step says of bans from the database: a floor under
+// the caller's ban, or a lift, each at a moment that tests a boundary.
+type banStep uint8
+
+const (
+	banNone     banStep = iota
+	floorSoon           // a ban Redis lost, ending in a second
+	floorLong           // ... in 15 minutes
+	floorAtLift         // ending as the last ban lifted did: not raised again
+	floorAtBan          // ending as the ban in force does
+	liftTheBan          // the lift of the ban in force (or, without one, of one ending in a millisecond)
+	liftEarlier         // the lift of a ban that ended a millisecond before the one in force
+	liftSoon            // the lift of a ban ending in a second
+	floorPast           // a ban that ends now
+)
 
 func decodeLimitSteps(data []byte) []limitStep {
 	var steps []limitStep
@@ -88,6 +105,9 @@ func decodeLimitSteps(data []byte) []limitStep {
 		}
 		if b[3]&1 == 1 {
 			st.floor, st.floorYesterday = fuzzCount[b[3]>>1&7], b[3]&16 != 0
+		}
+		if b[3]>>5 == 7 { // one step in eight speaks of bans
+			st.ban = banNone + 1 + banStep(b[2]>>6<<1|b[1]>>6&1)
 		}
 		steps = append(steps, st)
 	}
@@ -157,6 +177,10 @@ func (p *limitPair) step(st limitStep) error {
 	if run.lease.owner != "" && run.lease.spentBy != spentUnknown {
 		run.lease.spentBy += p.now.UnixMilli()
 	}
+	p.banStep(st.ban, &run)
+	if !run.lift.IsZero() {
+		return p.lift(run)
+	}
 	state, want := p.rules(p.state, p.fig, run)
 	got, ttl, err := p.eval(run)
 	if err != nil {
@@ -192,6 +216,54 @@ func (p *limitPair) step(st limitStep) error {
 	return p.sameState()
 }
 
+// banStep sets run's floor or lift as st asks, from the caller's state.
+func (p *limitPair) banStep(st banStep, run *limitRun) {
+	orNow := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return p.now.Add(time.Millisecond)
+		}
+		return t
+	}
+	switch st {
+	case floorSoon:
+		run.banFloor = p.now.Add(time.Second)
+	case floorLong:
+		run.banFloor = p.now.Add(15 * time.Minute)
+	case floorAtLift:
+		run.banFloor = p.state.liftedUntil
+	case floorAtBan:
+		run.banFloor = p.state.bannedUntil
+	case liftTheBan:
+		run.lift = orNow(p.state.bannedUntil)
+	case liftEarlier:
+		run.lift = orNow(p.state.bannedUntil).Add(-time.Millisecond)
+	case liftSoon:
+		run.lift = p.now.Add(time.Second)
+	case floorPast:
+		run.banFloor = p.now
+	}
+}
+
+// lift runs a lift on both sides. It changes the ban, the wait and the
+// last lift's end, nothing else: the answer says nothing, and the bucket
+// stays as it was.
+func (p *limitPair) lift(run limitRun) error {
+	state, want := p.rules(p.state, p.fig, run)
+	got, ttl, err := p.eval(run)
+	if err != nil {
+		return err
+	}
+	if want.status != got.status || !want.write || !ttl.set() {
+		return fmt.Errorf("lift: model %+v, script %+v (time to live %+v)", want, got, ttl)
+	}
+	p.state = state
+	p.forgetAt = state.forgetAt(p.fig, want, p.perSecond)
+	if ms := p.forgetAt.Sub(p.now).Milliseconds(); ms < ttl.least-1 || ms > ttl.most+1 {
+		return fmt.Errorf("time to live after a lift: model %d ms, script %+v", ms, ttl)
+	}
+	return p.sameState()
+}
+
 // scriptTTL is the time to live (ms) a run gave the key: Redis counts it
 // down on its own clock, so it is read as bounds, most from Redis's time
 // before the run, least after it. -1 when the run set none (it wrote
@@ -205,7 +277,8 @@ func (t scriptTTL) set() bool { return t.least >= 0 }
 // clock, the runs in the sequence's, whose expiry forget plays.
 func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 	cmd := scriptArgs{key: p.key, nowMs: run.now.UnixMilli(), fig: p.args, cost: run.cost, durable: p.fig.durable,
-		seed: run.seed, floor: run.floor, floorDay: run.floorDay, owner: run.lease.owner, lease: run.lease}.encode()
+		seed: run.seed, floor: run.floor, floorDay: run.floorDay, owner: run.lease.owner, lease: run.lease,
+		banFloor: unixMilli(run.banFloor), lift: unixMilli(run.lift)}.encode()
 	cmd[0], cmd[1] = "eval", p.script
 	var before *redis.TimeCmd
 	var answer, expires, ttl *redis.Cmd
@@ -311,7 +384,7 @@ func (p *limitPair) sameState() error {
 	}
 	s := p.state
 	if f["d"] != s.day || f["n"] != s.dayCount || f["wu"] != unixMilli(s.waitUntil) || f["wc"] != s.waitCount ||
-		f["bu"] != unixMilli(s.bannedUntil) || !slices.Equal(sortLeases(leases), sortLeases(s.leases)) ||
+		f["bu"] != unixMilli(s.bannedUntil) || f["lu"] != unixMilli(s.liftedUntil) || !slices.Equal(sortLeases(leases), sortLeases(s.leases)) ||
 		pm*tokenDebt-debt != atGrain(p.bucket.TokensAt(p.now)) {
 		return fmt.Errorf("state: model %+v with %.6f tokens, script %v", s, p.bucket.TokensAt(p.now), h)
 	}
@@ -319,13 +392,14 @@ func (p *limitPair) sameState() error {
 }
 
 // forgetAt is when s, written by a run that answered a, is as good as
-// new, as limit.lua has it: the bucket full, the wait, the ban and the
+// new, as limit.lua has it: the bucket full, the wait, the ban, a lift and the
 // leases over, and for an API key also the day over. The script's key
 // expires then, and the comparison forgets the caller on both sides.
 func (s limitState) forgetAt(f limitFigures, a limitAnswer, perSecond float64) time.Time {
 	nowMs := a.now.UnixMilli()
 	refill := (float64(f.PerMinute) - a.tokens) / perSecond
-	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs, 1)
+	ms := max(int64(math.Floor(refill*1000))+1, s.waitUntil.UnixMilli()-nowMs, s.bannedUntil.UnixMilli()-nowMs,
+		s.liftedUntil.UnixMilli()-nowMs, 1)
 	for _, l := range s.leases {
 		if l.until > nowMs {
 			ms = max(ms, l.until-nowMs)
@@ -438,6 +512,10 @@ func TestLimitComparisonCatchesAChangedComparison(t *testing.T) {
 		{name: "script: a ban lasts through its end", from: "if now < bu then", to: "if now <= bu then"},
 		{name: "script: a wait lasts through its end", from: "if now < wu then", to: "if now <= wu then"},
 		{name: "script: the day's quota is over at n > pd", from: "if n >= pd then", to: "if n > pd then"},
+		{name: "script: a lift leaves the ban it names", from: "if bu <= lift then", to: "if bu < lift then"},
+		{name: "script: a floor at the last lift's end is raised again", from: "banFloor > now and banFloor > bu and banFloor > lu", to: "banFloor > now and banFloor > bu and banFloor >= lu"},
+		{name: "script: a floor that ends now bans", from: "banFloor > now and banFloor > bu and banFloor > lu", to: "banFloor >= now and banFloor > bu and banFloor > lu"},
+		{name: "script: a lift leaves the wait", from: "bu, wu, wc = 0, 0, 0", to: "bu = 0"},
 		{name: "script: a lease expires after its end", from: "if who == owner or (outUntil[who] or 0) <= now then", to: "if who == owner or (outUntil[who] or 0) < now then"},
 		{name: "model: a ban starts at waitCount >= banAfter", rules: func(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
 			f.banAfter-- // waitCount+1 > banAfter-1: waitCount+1 >= banAfter

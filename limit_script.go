@@ -38,6 +38,10 @@ type scriptArgs struct {
 	seed, floor, floorDay int64
 	owner                 any // this server's name, boxed, when lease.owner is set
 	lease                 leaseAsk
+	// banFloor is the end (ms) of the caller's ban as the database knows
+	// it, 0 for none; lift, above 0, makes the run a lift of the ban that
+	// ends then (limitRun names both).
+	banFloor, lift int64
 }
 
 // The arguments that are the same in every run, boxed once: a number
@@ -73,7 +77,7 @@ func (a scriptArgs) encode() []any {
 	return []any{"evalsha", scriptHash, 1, a.key,
 		a.nowMs, a.fig.perMinute, a.fig.perDay, a.cost, a.fig.banAfter, a.fig.banFor,
 		durable, scriptArg(a.seed), scriptArg(a.floor), a.floorDay,
-		owner, a.lease.giveBack, scriptArg(a.lease.spentBy), a.lease.want, scriptLeaseKeep, leaseShare}
+		owner, a.lease.giveBack, scriptArg(a.lease.spentBy), a.lease.want, scriptLeaseKeep, leaseShare, a.banFloor, a.lift}
 }
 
 // scriptAnswer is what limit.lua answers.

@@ -64,6 +64,8 @@ const topUsage = `usage:
   petstore webhooks test       [--db FILE|URL] ID
   petstore webhooks deliveries [--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]
   petstore webhooks resend     [--db FILE|URL] EVENT_ID|--failed [--endpoint ID]
+  petstore bans list   [--db FILE|URL] [--json]
+  petstore bans lift   [--db FILE|URL] key:ID|address:IP
   petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
   petstore backup      [--db FILE] --out FILE
   petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
@@ -127,6 +129,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return usageCommand(ctx, args, getenv, stdout)
 	case "audit":
 		return auditCommand(ctx, args, getenv, stdout)
+	case "bans":
+		return bansCommand(ctx, args, getenv, stdout)
 	case "webhooks":
 		return webhooksCommand(ctx, args, getenv, stdout, stderr)
 	case "migrate":
@@ -144,7 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, topUsage)
 		return nil
 	}
-	return usagef("unknown command %q: use serve, keys, admin, usage, audit, webhooks, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
+	return usagef("unknown command %q: use serve, keys, admin, usage, audit, bans, webhooks, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
 }
 
 func versionString() string {

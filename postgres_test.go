@@ -54,10 +54,15 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if _, err := src.sqlite.write.Exec(`DELETE FROM pets WHERE name = 'Gone'`); err != nil {
 		t.Fatal(err)
 	}
+	// A ban in force comes over, and holds on the copy.
+	banned := src.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+	src.banOf(banned, 20)
+	src.flushAudit()
 	wantPets, _ := src.store.ListPets(ctx, "", 0, 100)
 	wantKeys, _ := src.store.Keys(ctx)
 	wantUsage, _ := src.store.Usage(ctx, keys[0].ID, src.clock.now().UTC().Format(time.DateOnly))
 	wantEvents, _ := src.store.AuditEvents(ctx, auditFilter{})
+	wantBans, _ := src.store.Bans(ctx)
 	wantHistory, _ := src.store.UsageHistory(ctx, keys[0].ID, "2000-01-01")
 	src.store.Close()
 
@@ -66,17 +71,21 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
-	if want := "copied 6 pets, 3 keys, 1 daily usage counts, 1 idempotency records, 5 audit events, 1 admin tokens and 1 days of usage history"; !strings.Contains(res.stderr, want) {
+	if want := "copied 6 pets, 4 keys, 1 daily usage counts, 1 idempotency records, 7 audit events, 1 admin tokens, 1 days of usage history and 1 bans"; !strings.Contains(res.stderr, want) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
 	// The events come over as they were, and the copy adds its own.
 	wantNewEvents(t, to, wantEvents, auditEvent{
 		Action: auditKeysCopied, Actor: commandActor(), Env: "production",
-		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 3, Usage: 1, Idempotency: 1, AuditEvents: 5, AdminTokens: 1, UsageHistory: 1}},
+		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 4, Usage: 1, Idempotency: 1, AuditEvents: 7, AdminTokens: 1, UsageHistory: 1, Bans: 1}},
 	})
 
 	dst := newTestServerWith(t, testOptions{postgres: true, db: to})
 	dst.clock.t = src.clock.now()
+	if got, _ := dst.store.Bans(ctx); len(wantBans) != 1 || !slices.EqualFunc(got, wantBans, sameBan) {
+		t.Errorf("bans after the copy: %+v, want %+v", got, wantBans)
+	}
+	wantError(t, dst.do("GET", "/v1/pets", banned, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
 	if got, _ := dst.store.ListPets(ctx, "", 0, 100); !slices.Equal(got, wantPets) {
 		t.Errorf("pets after the copy:\n%v\nwant\n%v", got, wantPets)
 	}
@@ -110,10 +119,10 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if again.Code != http.StatusCreated || again.Body.String() != replay.Body.String() {
 		t.Errorf("the retry of a copied Idempotency-Key: %d %s, want the first answer %s", again.Code, again.Body, replay.Body)
 	}
-	if k, _ := dst.mustCreate(dst.keyTerms("free")); k.ID != 4 {
-		t.Errorf("the first key after the copy got id %d, want 4", k.ID)
+	if k, _ := dst.mustCreate(dst.keyTerms("free")); k.ID != 5 {
+		t.Errorf("the first key after the copy got id %d, want 5", k.ID)
 	}
-	if events, _ := dst.store.AuditEvents(ctx, auditFilter{KeyID: 4}); len(events) != 1 || events[0].ID != int64(len(wantEvents)+2) {
+	if events, _ := dst.store.AuditEvents(ctx, auditFilter{KeyID: 5}); len(events) != 1 || events[0].ID != int64(len(wantEvents)+2) {
 		t.Errorf("the first event after the copy: %+v, want id %d: ids go on past SQLite's", events, len(wantEvents)+2)
 	}
 	created := apiReadPet(t, dst.do("POST", "/v1/pets", key, `{"name":"New","categoryId":1}`).Body.Bytes())

@@ -41,8 +41,8 @@ type callerID struct {
 // (sweep); only an API key's daily count outlives that, in the database.
 type caller struct {
 	mu        sync.Mutex
-	evicted   bool  // removed by sweep: look the caller up again
-	keyID     int64 // 0 for a client address, whose count is not stored
+	evicted   bool     // removed by sweep: look the caller up again
+	id        callerID // an API key's budget, whose count is stored, or a client address
 	limits    limits
 	minute    *rate.Limiter
 	policy    string     // the RateLimit-Policy header, fixed by limits
@@ -63,6 +63,8 @@ type decision struct {
 	reset      time.Time     // when the window is full again, rounded up to a second
 	resetIn    time.Duration // how long until then, rounded up to a second
 	policy     string
+	// bannedUntil: during a ban, its end.
+	bannedUntil time.Time
 	// today is the UTC day (since 1970-01-01) by the limiter's clock,
 	// the day the request counts on in the key's usage history.
 	today int64
@@ -85,6 +87,9 @@ type rateLimiter interface {
 	peek(ctx context.Context, id callerID, lim limits) (standing, error)
 	// flush writes the API keys' requests not yet stored through add.
 	flush(ctx context.Context, add func(context.Context, []usageCount) error) error
+	// lift ends id's ban that ends at until or sooner, and its wait: a ban
+	// lifted in the database.
+	lift(ctx context.Context, id callerID, until time.Time) error
 	// sweep forgets callers that are as good as new; it returns how many.
 	sweep() int
 }
@@ -120,6 +125,8 @@ type localLimiter struct {
 	// usage returns a key's stored count for a day, so a restart or a
 	// forgotten caller never starts the day afresh.
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)
+	// bans are the bans the database knows, a floor under each caller's.
+	bans *banFloor
 
 	mu      sync.Mutex
 	callers map[callerID]*caller
@@ -132,11 +139,12 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
 	state, a := limitRules(c.state, f, limitRun{
 		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
+		banFloor: l.bans.at(c.id),
 	})
 	c.state = state // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
 		c.minute.AllowN(now, int(a.take))
-		if c.keyID != 0 {
+		if c.id.keyID != 0 {
 			c.addUnflushed(a.day)
 		}
 	}
@@ -203,6 +211,21 @@ func (c *caller) retune(now time.Time, lim limits) {
 	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
+// lift ends id's ban that ends at until or sooner, and its wait. A caller
+// this limiter does not hold has neither.
+func (l *localLimiter) lift(_ context.Context, id callerID, until time.Time) error {
+	l.mu.Lock()
+	c := l.callers[id]
+	l.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state, _ = limitRules(c.state, limitFigures{}, limitRun{now: l.now(), lift: until})
+	return nil
+}
+
 // pending is how many of keyID's requests on day this limiter counted and
 // has not stored yet.
 func (l *localLimiter) pending(keyID, day int64) int64 {
@@ -238,7 +261,7 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 		}
 	}
 	c = &caller{
-		keyID:  id.keyID,
+		id:     id,
 		limits: lim,
 		minute: rate.NewLimiter(rate.Limit(perSecond(lim)), int(lim.PerMinute)),
 		policy: policyHeader(lim),

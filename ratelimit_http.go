@@ -37,7 +37,7 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 			}
 			if !d.allowed {
 				if d.banStarted {
-					audit.banned(info.key, id.addr, d)
+					audit.banned(info.key, id, d)
 				}
 				if info.use != nil {
 					info.use.count(d.today, outcomeOf(&d))
@@ -99,13 +99,14 @@ func refuse(w http.ResponseWriter, r *http.Request, d decision) {
 }
 
 // clientAddr is the address a request without a key is counted against: the
-// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop.
+// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop; for
+// IPv6 its /64 (limitedAddr).
 func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 	if trustProxy {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			first, _, _ := strings.Cut(xff, ",")
 			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return addr.Unmap()
+				return limitedAddr(addr)
 			}
 		}
 	}
@@ -114,5 +115,5 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		host = r.RemoteAddr
 	}
 	addr, _ := netip.ParseAddr(host)
-	return addr.Unmap()
+	return limitedAddr(addr)
 }

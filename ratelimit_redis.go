@@ -37,6 +37,9 @@ type redisConfig struct {
 	now      func() time.Time
 	// usage returns a key's stored count for a day (Store.Usage).
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)
+	// bans are the bans the database knows: a floor under Redis's, which
+	// rebuilds those an empty Redis lost, and the fallback's.
+	bans *banFloor
 	// dbTimeout bounds a seed's wait for the database (--db-timeout),
 	// the wait for another seed or a flush included.
 	dbTimeout time.Duration
@@ -92,6 +95,7 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 	r.leases.key = r.key
 	r.ledger = newUsageLedger(cfg.now, cfg.dbTimeout, cfg.usage, func(keyID, day int64) int64 { return r.fallback.pending(keyID, day) })
 	r.fallback = newLocalLimiter(cfg.now, cfg.banAfter, cfg.banFor, r.ledger.knownUsage)
+	r.fallback.bans = cfg.bans
 	if err := client.Ping(ctx).Err(); err != nil {
 		r.failed(err)
 	}
@@ -258,13 +262,39 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 }
 
 // args are the arguments of a look (cost 0) at key, id's state, with lim,
-// which are shared limits, without a seed, a floor or a lease.
+// which are shared limits, without a seed, a floor or a lease, and with
+// the end of id's ban as the database knows it.
 func (r *redisLimiter) args(key any, id callerID, lim limits) scriptArgs {
 	var nowMs int64
 	if r.scriptNow != nil {
 		nowMs = r.scriptNow().UnixMilli()
 	}
-	return scriptArgs{key: key, nowMs: nowMs, fig: r.figuresOf(lim), durable: id.keyID != 0, seed: -1, floor: -1, owner: r.owner}
+	var banFloor int64
+	if until := r.bans.at(id); !until.IsZero() {
+		banFloor = until.UnixMilli()
+	}
+	return scriptArgs{key: key, nowMs: nowMs, fig: r.figuresOf(lim), durable: id.keyID != 0, seed: -1, floor: -1, owner: r.owner,
+		banFloor: banFloor}
+}
+
+// lift ends id's ban that ends at until or sooner, and its wait, in the
+// fallback and in Redis; it fails while Redis does not answer. While Redis
+// is away, a lift tries it as a request would (once in redisProbeEvery).
+func (r *redisLimiter) lift(ctx context.Context, id callerID, until time.Time) error {
+	r.fallback.lift(ctx, id, until)
+	if r.link.skip() {
+		return errNoRedis
+	}
+	run := r.args(r.key(id), id, anonymousLimits) // a lift reads no figures: any will do
+	run.lift = until.UnixMilli()
+	if _, err := r.scripts.run(run); err != nil {
+		if ctx.Err() == nil {
+			r.failed(err)
+		}
+		return fmt.Errorf("%w: %v", errNoRedis, err)
+	}
+	r.link.answered()
+	return nil
 }
 
 // returnLeases settles the leases that aged out (every lease, when all is

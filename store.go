@@ -33,6 +33,7 @@ type storage interface {
 	auditStore
 	adminTokenStore
 	webhookStorage // webhook_store.go
+	banStore
 	lifecycle
 }
 
@@ -104,14 +105,29 @@ type usageStore interface {
 	AddUsage(ctx context.Context, counts []usageCount) error
 }
 
-// auditStore keeps the audit trail, append only.
+// auditStore reads the audit trail, which is append only: each change
+// writes its events in its own transaction (insertAuditEvents).
 type auditStore interface {
-	// AddAuditEvents appends events (the server's: bans) in one write.
-	AddAuditEvents(ctx context.Context, events []auditEvent) error
 	// AuditEvents returns the events filter picks, oldest first.
 	AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error)
 	// AuditCounts counts the events of the trail by action.
 	AuditCounts(ctx context.Context) (map[string]int64, error)
+}
+
+// banStore keeps the bans the servers started, and their lifts.
+type banStore interface {
+	// AddBans stores bans the server started, each with its key.banned
+	// event, in one write.
+	AddBans(ctx context.Context, started []startedBan) error
+	// LiftBan ends subject's ban now, with its ban.lifted event by actor,
+	// as one change; a key names its budget's ban. No ban in force is
+	// not_found.
+	LiftBan(ctx context.Context, subject callerID, actor, env string) (ban, error)
+	// Bans returns the bans in force, those that began first first.
+	Bans(ctx context.Context) ([]ban, error)
+	// BanChanges returns the bans stored or lifted after version (0: every
+	// one the table holds), in the order of their writes.
+	BanChanges(ctx context.Context, version int64) ([]ban, error)
 }
 
 // lifecycle is the engine as a whole: what it is, its background work,

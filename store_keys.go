@@ -182,11 +182,6 @@ func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error
 	return queueAuditWebhookEvents(ctx, tx, events)
 }
 
-// AddAuditEvents appends events (the server's: bans) in one transaction.
-func (s sqlKeys) AddAuditEvents(ctx context.Context, events []auditEvent) error {
-	return s.db.update(ctx, func(tx dbTx) error { return insertAuditEvents(ctx, tx, events...) })
-}
-
 // AuditEvents returns the events filter picks, oldest first.
 func (s sqlKeys) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
 	query, args := auditQuery(filter)

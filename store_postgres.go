@@ -652,19 +652,19 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
 		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history,
-			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices IN EXCLUSIVE MODE`); err != nil {
+			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices, bans IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		var there copied
 		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
 			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events),
-			(SELECT count(*) FROM admin_tokens), (SELECT count(*) FROM usage_history)`).Scan(
-			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.AdminTokens, &there.UsageHistory); err != nil {
+			(SELECT count(*) FROM admin_tokens), (SELECT count(*) FROM usage_history), (SELECT count(*) FROM bans)`).Scan(
+			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.AdminTokens, &there.UsageHistory, &there.Bans); err != nil {
 			return err
 		}
 		if there != (copied{}) {
-			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history): copy moves a SQLite database into an empty PostgreSQL database only",
-				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.AdminTokens, there.UsageHistory)
+			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
+				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.AdminTokens, there.UsageHistory, there.Bans)
 		}
 		for _, table := range copyTables {
 			moved, err := copyTable(ctx, tx, src, table.name, table.columns)
@@ -687,6 +687,10 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
+			return err
+		}
+		// The bans keep their versions: later writes go on after them.
+		if _, err := tx.Exec(ctx, `UPDATE meta SET value = (SELECT coalesce(max(version), 0) FROM bans) WHERE name = 'bans_version'`); err != nil {
 			return err
 		}
 		counts := n

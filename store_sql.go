@@ -80,6 +80,7 @@ type copied struct {
 	WebhookEvents     int64 `json:"webhookEvents,omitempty"`
 	WebhookDeliveries int64 `json:"webhookDeliveries,omitempty"`
 	WebhookNotices    int64 `json:"webhookNotices,omitempty"`
+	Bans              int64 `json:"bans"`
 }
 
 // copyTables are the tables copy moves, with their columns, in both schemas.
@@ -103,6 +104,7 @@ var copyTables = []struct {
 	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
 		"last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookDeliveries }},
 	{"webhook_notices", []string{"mark", "at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
+	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *copied) *int64 { return &c.Bans }},
 }
 
 // auditColumns are the columns of an event as auditRow gives them and

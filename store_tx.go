@@ -25,10 +25,11 @@ import (
 type sqlAggregates struct {
 	sqlKeys     // the keys and the audit trail (store_keys.go)
 	sqlWebhooks // the webhooks' endpoints, outbox and notices (store_webhooks.go)
+	sqlBans     // the bans (store_bans.go)
 }
 
 func newSQLAggregates(db sqlEngine) sqlAggregates {
-	return sqlAggregates{sqlKeys{db}, sqlWebhooks{db}}
+	return sqlAggregates{sqlKeys{db}, sqlWebhooks{db}, sqlBans{db}}
 }
 
 // sqlEngine is what the SQL written once needs of an engine.

@@ -78,7 +78,7 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 		s.banOf(banned, 20)
 		s.banOf("", 200)
 		s.flushAudit()
-		if n := len(s.bans()); n != 2 {
+		if n := len(s.banEvents()); n != 2 {
 			t.Fatalf("%d bans audited, want 2", n)
 		}
 		s.deliverDue()

@@ -1,0 +1,38 @@
+package main
+
+import "net/http"
+
+// The admin API's bans (DESIGN.md "The API's owner"): GET /admin/v1/bans
+// (keys:read) lists the bans in force, as bans list --json does; DELETE
+// /admin/v1/bans/{subject} (keys:write) lifts one, as bans lift does.
+
+// handleAdminListBans answers the bans in force, those that began first
+// first: [{"subject", "since", "until"}].
+func handleAdminListBans(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bans, err := d.store.Bans(r.Context())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, http.StatusOK, listedBans(bans))
+	})
+}
+
+// handleAdminLiftBan lifts the ban of the path's subject (key:ID or
+// address:IP; an IPv6 /64 as any of its addresses, or PREFIX%2F64) on env, as the token's admin:NAME: 204, and every
+// server lets the subject through within a second. A subject that is not
+// banned is 404, a malformed one 400 naming it.
+func handleAdminLiftBan(d adminDeps, env string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		subject, err := parseBanSubject(r.PathValue("subject"))
+		if err == nil {
+			_, err = d.store.LiftBan(r.Context(), subject, recordOf(r).admin.actor(), env)
+		}
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}

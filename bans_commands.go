@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// petstore bans list|lift: the bans in force, and a lift that every running
+// server applies within a second.
+
+// listedBan is a ban as bans list --json and GET /admin/v1/bans show it.
+type listedBan struct {
+	Subject string    `json:"subject"`
+	Since   time.Time `json:"since"`
+	Until   time.Time `json:"until"`
+}
+
+func listedBans(bans []ban) []listedBan {
+	out := make([]listedBan, len(bans))
+	for i, b := range bans {
+		out[i] = listedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}
+	}
+	return out
+}
+
+func bansCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usagef("bans needs a command: list or lift")
+	}
+	switch args[0] {
+	case "list":
+		return bansList(ctx, args[1:], getenv, stdout)
+	case "lift":
+		return bansLift(ctx, args[1:], getenv, stdout)
+	}
+	return usagef("unknown bans command %q: use list or lift", args[0])
+}
+
+func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("bans list", getenv, stdout).withDB()
+	var asJSON bool
+	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	bans, err := store.Bans(ctx)
+	if err != nil {
+		return fmt.Errorf("list bans: %w", err)
+	}
+	rows := listedBans(bans)
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUBJECT\tSINCE\tUNTIL")
+	for _, b := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", b.Subject, b.Since.Format(time.RFC3339), b.Until.Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func bansLift(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	c := newCommand("bans lift", getenv, stdout).withDB()
+	rest, err := c.parseArgs(args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usagef("bans lift takes one subject, key:ID or address:IP (see petstore bans list)")
+	}
+	subject, err := parseBanSubject(rest[0])
+	if err != nil {
+		return usagef("bans lift: %v", err)
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	b, err := store.LiftBan(ctx, subject, commandActor(), c.db.env)
+	var notFound *domainError
+	if errors.As(err, &notFound) && notFound.kind == kindNotFound {
+		return notFound
+	}
+	if err != nil {
+		return fmt.Errorf("lift the ban of %s: %w", subject, err)
+	}
+	fmt.Fprintf(stdout, "lifted the ban of %s (it would have ended %s); running servers let it through within a second\n",
+		b.Subject, b.Until.Format(time.RFC3339))
+	return nil
+}

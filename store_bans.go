@@ -1,0 +1,171 @@
+// The bans, written once for both engines over sqlEngine: a ban is stored
+// with its key.banned event, and lifted with its ban.lifted event, each as
+// one transaction.
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// sqlBans is the bans aggregate of a store; both engines embed it.
+type sqlBans struct{ db sqlEngine }
+
+// maxStoredAddressBans bounds the address bans the table keeps: an address
+// ban beyond it drops the one that ends soonest, so that a client rotating
+// its addresses cannot grow the table without bound.
+const maxStoredAddressBans = 10_000
+
+// banColumns are the columns scanBan reads, in its order.
+const banColumns = `subject, started_at, ends_at, lifted_at, version`
+
+// AddBans stores the bans the server started, each with its key.banned
+// event, in one transaction. A stored ban of the same subject gives way
+// only to one that ends later and, when it was lifted, began after the
+// lift. Bans that have ended go, and address bans beyond
+// maxStoredAddressBans drop those that end soonest.
+func (s sqlBans) AddBans(ctx context.Context, started []startedBan) error {
+	now := s.db.clock().UnixMilli()
+	return s.db.update(ctx, func(tx dbTx) error {
+		version, err := nextBansVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		addresses := false
+		for _, b := range started {
+			if _, err := tx.Exec(ctx, `INSERT INTO bans (subject, kind, started_at, ends_at, lifted_at, version) VALUES (?, ?, ?, ?, NULL, ?)
+				ON CONFLICT (subject) DO UPDATE SET started_at = excluded.started_at, ends_at = excluded.ends_at, lifted_at = NULL, version = excluded.version
+				WHERE excluded.ends_at > bans.ends_at AND (bans.lifted_at IS NULL OR excluded.started_at > bans.lifted_at)`,
+				b.Ban.Subject.String(), b.Ban.Subject.kind(), b.Ban.Since.UnixMilli(), b.Ban.Until.UnixMilli(), version); err != nil {
+				return err
+			}
+			addresses = addresses || b.Ban.Subject.keyID == 0
+			if err := insertAuditEvents(ctx, tx, b.Event); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM bans WHERE ends_at <= ?`, now); err != nil || !addresses {
+			return err
+		}
+		var n int64
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM bans WHERE kind = 'address'`).Scan(&n); err != nil {
+			return err
+		}
+		if n <= maxStoredAddressBans {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM bans WHERE subject IN (
+			SELECT subject FROM bans WHERE kind = 'address' ORDER BY ends_at, subject LIMIT ?)`, n-maxStoredAddressBans)
+		return err
+	})
+}
+
+// LiftBan ends the ban of subject now, with its ban.lifted event by actor
+// on env, as one change, and returns the ban. A key names the ban of its
+// budget (the keys of a roll share one). No ban in force is not_found.
+func (s sqlBans) LiftBan(ctx context.Context, subject callerID, actor, env string) (ban, error) {
+	now := s.db.clock()
+	var b ban
+	err := s.db.update(ctx, func(tx dbTx) error {
+		named := subject
+		if subject.keyID != 0 {
+			err := tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.keyID).Scan(&subject.keyID)
+			if errors.Is(err, errNoRows) {
+				return errNoBan(named)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var err error
+		b, err = scanBan(tx.QueryRow(ctx, `SELECT `+banColumns+` FROM bans WHERE subject = ? AND lifted_at IS NULL AND ends_at > ?`+tx.Dialect().forUpdate,
+			subject.String(), now.UnixMilli()).Scan)
+		if errors.Is(err, errNoRows) {
+			return errNoBan(named)
+		}
+		if err != nil {
+			return err
+		}
+		version, err := nextBansVersion(ctx, tx)
+		if err != nil {
+			return err
+		}
+		b.LiftedAt, b.version = auditTime(now), version
+		if _, err := tx.Exec(ctx, `UPDATE bans SET lifted_at = ?, version = ? WHERE subject = ?`, b.LiftedAt.UnixMilli(), version, subject.String()); err != nil {
+			return err
+		}
+		return insertAuditEvents(ctx, tx, liftEvent(b, named, actor, env, now))
+	})
+	return b, err
+}
+
+// errNoBan: subject is not banned.
+func errNoBan(subject callerID) error {
+	return errNotFound("%s is not banned", subject)
+}
+
+// Bans returns the bans in force, those that began first first.
+func (s sqlBans) Bans(ctx context.Context) ([]ban, error) {
+	now := s.db.clock().UnixMilli()
+	var bans []ban
+	err := s.db.view(ctx, func(tx dbTx) error {
+		bans = []ban{}
+		rows, err := tx.Query(ctx, `SELECT `+banColumns+` FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY started_at, subject`, now)
+		return each(rows, err, func(scan func(...any) error) error {
+			b, err := scanBan(scan)
+			bans = append(bans, b)
+			return err
+		})
+	})
+	return bans, err
+}
+
+// BanChanges returns the bans stored or lifted by writes after version,
+// in the order of those writes; a server that reads from version 0 learns
+// every ban the table holds.
+func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]ban, error) {
+	var bans []ban
+	err := s.db.view(ctx, func(tx dbTx) error {
+		bans = nil
+		rows, err := tx.Query(ctx, `SELECT `+banColumns+` FROM bans WHERE version > ? ORDER BY version`, version)
+		return each(rows, err, func(scan func(...any) error) error {
+			b, err := scanBan(scan)
+			bans = append(bans, b)
+			return err
+		})
+	})
+	return bans, err
+}
+
+// nextBansVersion moves bans_version on, for a write that stores or lifts
+// bans: the meta row stays locked until the write commits, so the
+// versions commit in their order and a reader that sees one has seen
+// every earlier one.
+func nextBansVersion(ctx context.Context, tx dbTx) (int64, error) {
+	var v int64
+	err := tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`).Scan(&v)
+	return v, err
+}
+
+// scanBan reads one row of banColumns.
+func scanBan(scan func(...any) error) (ban, error) {
+	var b ban
+	var subject string
+	var since, until int64
+	var lifted sql.NullInt64
+	if err := scan(&subject, &since, &until, &lifted, &b.version); err != nil {
+		return ban{}, err
+	}
+	var err error
+	if b.Subject, err = parseBanSubject(subject); err != nil {
+		return ban{}, err
+	}
+	b.Since, b.Until = time.UnixMilli(since).UTC(), time.UnixMilli(until).UTC()
+	if lifted.Valid {
+		b.LiftedAt = time.UnixMilli(lifted.Int64).UTC()
+	}
+	return b, nil
+}
