@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -141,8 +140,8 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 	if len(rest) != 1 {
 		return usagef("admin revoke takes one ID (see petstore admin list)")
 	}
-	id, err := strconv.ParseInt(rest[0], 10, 64)
-	if err != nil || id < 1 || !isDigits(rest[0]) {
+	id, ok := parseID(rest[0])
+	if !ok {
 		return usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
 	}
 	store, err := c.db.open(ctx, false)
