@@ -67,6 +67,7 @@ func newKeyTerms(body jsonBody, env string, now time.Time) (apiKey, error) {
 	if err := body.str("plan", &plan); err != nil {
 		return k, err
 	}
+	plan = planName(plan)
 	if err := body.int("perMinute", &perMinute); err != nil {
 		return k, err
 	}
@@ -162,7 +163,7 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
-	if plan := v.Get("plan"); v.Has("plan") {
+	if plan := planName(v.Get("plan")); v.Has("plan") {
 		if !knownPlan(plan) {
 			return q, errorf(codeInvalidRequest, "plan must be one of free, pro, business, enterprise, not %q", plan)
 		}
@@ -348,6 +349,7 @@ func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
 		if err := body.str("plan", c.Plan); err != nil {
 			return c, err
 		}
+		*c.Plan = planName(*c.Plan)
 		if !knownPlan(*c.Plan) {
 			return c, errorf(codeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
 		}

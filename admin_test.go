@@ -662,3 +662,30 @@ func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
 		t.Errorf("GET /metrics on the admin listener: HTTP status %d", w.Code)
 	}
 }
+
+// The README's table writes "Pro": the admin API takes a plan in any case,
+// as keys create does, and keeps it as its name.
+func TestAdminTakesThePlanInAnyCase(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"Pro","name":"acme"}`)
+	if w.Code != 201 {
+		t.Fatalf("create with plan Pro: HTTP status %d; body: %s", w.Code, w.Body)
+	}
+	var created createdKey
+	decodeJSON(t, w, &created)
+	if created.Plan != "pro" || created.PerMinute != 300 {
+		t.Errorf("created %+v, want a pro key (300 a minute)", created)
+	}
+	var listed []listedKey
+	decodeJSON(t, s.admin("GET", "/admin/v1/keys?plan=PRO", admin, ""), &listed)
+	if len(listed) != 1 || listed[0].ID != created.ID {
+		t.Errorf("plan=PRO listed %+v, want the pro key", listed)
+	}
+	w = s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, `{"plan":"Business"}`)
+	var got listedKey
+	decodeJSON(t, w, &got)
+	if w.Code != 200 || got.Plan != "business" {
+		t.Errorf("patch to Business: HTTP status %d, %+v", w.Code, got)
+	}
+}

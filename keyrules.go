@@ -78,6 +78,10 @@ func limitsOf(plan string, perMinute, perDay int64, f keyFields) (limits, error)
 	return lim, nil
 }
 
+// planName is the plan a client or operator wrote, in any case (the
+// README's table writes "Pro"), as it is kept.
+func planName(written string) string { return strings.ToLower(written) }
+
 // knownPlan tells whether plan is one: those of plans, and enterprise.
 func knownPlan(plan string) bool {
 	_, ok := plans[plan]

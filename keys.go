@@ -127,8 +127,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	// The README's table writes "Pro": a plan is its name in any case.
-	plan = strings.ToLower(plan)
+	plan = planName(plan)
 	lim, err := planLimits(plan, rpm, rpd)
 	if err != nil {
 		return err
@@ -485,6 +484,7 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	now := time.Now()
 	var change keyChange
 	if given(fs, "plan") {
+		plan = planName(plan)
 		if !knownPlan(plan) {
 			return usagef("unknown plan %q: choose free, pro, business or enterprise", plan)
 		}

@@ -114,12 +114,6 @@ func sentAsWebhook(e auditEvent) bool {
 	return slices.Contains(auditActionsSent, e.Action) && e.KeyID != 0 && e.Address == ""
 }
 
-// takesEvent tells whether an endpoint subscribed to events ("" or nil:
-// all) takes events of type typ.
-func takesEvent(events []string, typ string) bool {
-	return len(events) == 0 || slices.Contains(events, typ)
-}
-
 // parseEventTypes reads --events (or an admin body's events): known types,
 // comma-separated; empty means all.
 func parseEventTypes(list []string) ([]string, error) {

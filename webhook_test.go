@@ -445,10 +445,11 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 				}
 			}
 			settle()
-			got := rc.wait(2, 5*time.Second)
+			rc.wait(2, 5*time.Second)
 			time.Sleep(100 * time.Millisecond)
 			settle()
-			if got = rc.deliveries(); len(got) != 2 {
+			got := rc.deliveries()
+			if len(got) != 2 {
 				t.Fatalf("%d quota events, want 2 (80%% and 100%%): %+v", len(got), got)
 			}
 			thresholds := map[float64]map[string]any{}
