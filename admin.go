@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -112,8 +109,7 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 
 func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("admin list", getenv, stdout).withDB()
-	var asJSON bool
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -130,15 +126,9 @@ func adminList(ctx context.Context, args []string, getenv func(string) string, s
 	for i := range tokens {
 		rows[i] = tokens[i].listed()
 	}
-	if asJSON {
-		return writeJSONIndented(stdout, rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tCREATED\tREVOKED")
-	for _, t := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))
-	}
-	return tw.Flush()
+	return writeRows(stdout, *asJSON, rows, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t listedAdminToken) {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))
+	})
 }
 
 func adminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -150,8 +140,8 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 	if len(rest) != 1 {
 		return usagef("admin revoke takes one ID (see petstore admin list)")
 	}
-	id, err := strconv.ParseInt(rest[0], 10, 64)
-	if err != nil || id < 1 || !isDigits(rest[0]) {
+	id, ok := parseID(rest[0])
+	if !ok {
 		return usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
 	}
 	store, err := c.db.open(ctx, false)
@@ -169,13 +159,6 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 	}
 	fmt.Fprintf(stdout, "revoked admin token %d; the admin API refuses it at once\n", id)
 	return nil
-}
-
-// writeJSONIndented prints v as the commands' --json do.
-func writeJSONIndented(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // adminGate lets a request into the admin API with a valid admin token that

@@ -248,7 +248,7 @@ func (q adminKeysQuery) nextLink(last int64) string {
 
 func handleAdminGetKey(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := keyIDParam(r)
+		id, err := idParam(r, "a key")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -257,12 +257,12 @@ func handleAdminGetKey(d adminDeps) http.Handler {
 	})
 }
 
-// keyIDParam is the {id} of the path: a key's id.
-func keyIDParam(r *http.Request) (int64, error) {
-	s := r.PathValue("id")
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 1 || !isDigits(s) {
-		return 0, errorf(codeInvalidRequest, "id must be a key's id, an integer from 1 to 9223372036854775807")
+// idParam is the {id} of the path: the id of of (a key, a webhook
+// endpoint).
+func idParam(r *http.Request, of string) (int64, error) {
+	id, ok := parseID(r.PathValue("id"))
+	if !ok {
+		return 0, errorf(codeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of)
 	}
 	return id, nil
 }
@@ -313,7 +313,7 @@ func findKey(ctx context.Context, store storage, id int64) (apiKey, []apiKey, er
 func handleAdminUpdateKey(d adminDeps) http.Handler {
 	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := keyIDParam(r)
+		id, err := idParam(r, "a key")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -385,7 +385,7 @@ func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
 
 func handleAdminRollKey(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := keyIDParam(r)
+		id, err := idParam(r, "a key")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -432,7 +432,7 @@ const defaultRollOverlap = 24 * time.Hour
 
 func handleAdminRevokeKey(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := keyIDParam(r)
+		id, err := idParam(r, "a key")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -447,7 +447,7 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 
 func handleAdminKeyUsage(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := keyIDParam(r)
+		id, err := idParam(r, "a key")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -538,7 +538,8 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (auditFilter, url.Values,
 	}
 	if v.Has("key") {
 		s := v.Get("key")
-		if f.KeyID, err = strconv.ParseInt(s, 10, 64); err != nil || f.KeyID < 1 || !isDigits(s) {
+		var ok bool
+		if f.KeyID, ok = parseID(s); !ok {
 			return f, nil, errorf(codeInvalidRequest, "key must be a key's id, an integer from 1 to 9223372036854775807")
 		}
 		params.Set("key", s)

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 )
 
@@ -43,8 +41,7 @@ func bansCommand(ctx context.Context, args []string, getenv func(string) string,
 
 func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("bans list", getenv, stdout).withDB()
-	var asJSON bool
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -57,18 +54,9 @@ func bansList(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("list bans: %w", err)
 	}
-	rows := listedBans(bans)
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUBJECT\tSINCE\tUNTIL")
-	for _, b := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", b.Subject, b.Since.Format(time.RFC3339), b.Until.Format(time.RFC3339))
-	}
-	return tw.Flush()
+	return writeRows(stdout, *asJSON, listedBans(bans), "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b listedBan) {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", b.Subject, b.Since.Format(time.RFC3339), b.Until.Format(time.RFC3339))
+	})
 }
 
 func bansLift(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {

@@ -8,6 +8,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode"
 )
@@ -39,6 +41,12 @@ func newCommand(name string, getenv func(string) string, help io.Writer) *comman
 func (c *command) withDB() *command {
 	c.db.register(c.fs)
 	return c
+}
+
+// jsonFlag gives the command --json, which prints a JSON array instead of
+// what the command prints without it.
+func (c *command) jsonFlag(instead string) *bool {
+	return c.fs.Bool("json", false, "print a JSON array instead of "+instead)
 }
 
 // parse reads args and the environment into the flags, for a command that
@@ -278,11 +286,10 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 	c := newCommand("audit", getenv, stdout).withDB()
 	var since, action string
 	var keyID int64
-	var asJSON bool
 	c.fs.StringVar(&since, "since", "", "only events at or after this: a duration back from now (24h, 7d, 30m) or an RFC 3339 time; default all")
 	c.fs.Int64Var(&keyID, "key", 0, "only the events of this key id (a roll is an event of the old key and of the new one)")
 	c.fs.StringVar(&action, "action", "", "only events of this action: "+strings.Join(auditActions, ", "))
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a line an event")
+	asJSON := c.jsonFlag("a line an event")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -299,7 +306,7 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("read the audit trail: %w", err)
 	}
-	if asJSON {
+	if *asJSON {
 		return writeAuditJSON(stdout, events)
 	}
 	return writeAuditLines(stdout, events)
@@ -462,4 +469,26 @@ func idOrNil(id int64) *int64 {
 		return nil
 	}
 	return &id
+}
+
+// writeJSONIndented prints v as the commands' --json do.
+func writeJSONIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeRows prints what a list command lists: with --json (asJSON) a JSON
+// array of rows, or else a table of header and the line of each row,
+// which line writes.
+func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line func(w io.Writer, row T)) error {
+	if asJSON {
+		return writeJSONIndented(w, rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, row := range rows {
+		line(tw, row)
+	}
+	return tw.Flush()
 }

@@ -557,7 +557,7 @@ func positiveInt64(s string) (int64, bool) {
 // ---------------------------------------------------------------- getPet
 
 // FuzzPetID sends the input as the petId path segment of getPet (escaped,
-// so that it arrives as one segment) and calls parsePetID on it. An int64
+// so that it arrives as one segment) and calls parseID on it. An int64
 // >= 1 is 200 with that pet or 404; anything else is 400 invalid_request;
 // every one carries the deprecation headers.
 func FuzzPetID(f *testing.F) {
@@ -576,10 +576,10 @@ func FuzzPetID(f *testing.F) {
 		"Link":        `</v1/pets>; rel="successor-version"`,
 	}
 	f.Fuzz(func(t *testing.T, seg string) {
-		id, ok := parsePetID(seg)
+		id, ok := parseID(seg)
 		wantID, wantOK := positiveInt64(seg)
 		if ok != wantOK || (ok && id != wantID) {
-			t.Fatalf("parsePetID(%q) = %d, %v; want %d, %v", seg, id, ok, wantID, wantOK)
+			t.Fatalf("parseID(%q) = %d, %v; want %d, %v", seg, id, ok, wantID, wantOK)
 		}
 		if seg == "" || seg == "." || seg == ".." {
 			return // not a petId: the path is /v1/pets/ or is cleaned to another

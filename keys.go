@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -292,9 +290,8 @@ func planLimits(plan string, rpm, rpd int64) (limits, error) {
 
 func keysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys list", getenv, stdout).withDB()
-	var asJSON bool
 	var idle, expiring string
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	asJSON := c.jsonFlag("a table")
 	c.fs.StringVar(&idle, "idle", "", "only keys not used for at least this long, a duration (30d, 12h); a key never used counts from its creation")
 	c.fs.StringVar(&expiring, "expiring", "", "only keys not yet expired that expire within this long, a duration (7d, 24h)")
 	if err := c.parse(args); err != nil {
@@ -322,14 +319,8 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("list keys: %w", err)
 	}
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES")
-	for _, k := range rows {
+	const header = "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES"
+	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, k listedKey) {
 		name := k.Name
 		switch {
 		case name == "":
@@ -343,10 +334,9 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		if scopes == "" {
 			scopes = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
+		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
 			k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State, scopes)
-	}
-	return tw.Flush()
+	})
 }
 
 // listedKey is a key as keys list shows it (--json: these fields).

@@ -529,7 +529,7 @@ var openAPIStatuses = map[string][]int{
 	// handleCreatePet: 400 from idempotencyKey and decodeNewPet (invalid_request,
 	// invalid_json), 413 and 415 from decodeNewPet, 409 and 422 from createOnce.
 	"createPet": {201, 400, 401, 403, 405, 409, 413, 415, 422, 429, 500, 503},
-	// handleGetPet: 400 from parsePetID, 404 from the store.
+	// handleGetPet: 400 from parseID, 404 from the store.
 	"getPet": {200, 400, 401, 403, 404, 405, 429, 500, 503},
 	// handleNotImplemented.
 	"listStoreOrders": {401, 405, 429, 500, 501, 503},

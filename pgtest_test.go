@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,11 +71,7 @@ func testPostgresServer(t testing.TB) string {
 			t.Skip("the PostgreSQL tests need PostgreSQL's server programs (Debian: apt-get install postgresql), " +
 				"or PETSTORE_TEST_POSTGRES=postgres://USER@HOST:PORT/DATABASE naming a database")
 		}
-		privatePostgres.once.Do(func() { privatePostgres.url, privatePostgres.err = startPrivatePostgres(bin) })
-		if privatePostgres.err != nil {
-			t.Fatalf("a private PostgreSQL for the tests: %v", privatePostgres.err)
-		}
-		base = privatePostgres.url
+		base = privatePostgres.started(t, func() (string, error) { return startPrivatePostgres(bin) })
 	}
 	return base
 }
@@ -104,15 +98,7 @@ func postgresVersion(initdb string) int {
 }
 
 // privatePostgres is the cluster this test binary started, if any.
-var privatePostgres struct {
-	once sync.Once
-	url  string
-	err  error
-	// stop is the watcher's standard input: when this binary exits, by
-	// any means, it closes, and the watcher stops the server and removes
-	// its directory. Held here so that it is never collected and closed.
-	stop *os.File
-}
+var privatePostgres = privateServer{what: "PostgreSQL"}
 
 // startPrivatePostgres makes a cluster in a temporary directory (trust
 // authentication, nothing synced to disk), starts it on a free loopback
@@ -143,40 +129,31 @@ func startPrivatePostgres(bin string) (string, error) {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeLoopbackPort()
 	if err != nil {
 		return "", err
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		return "", err
-	}
-	watcher := exec.Command("sh", "-c", `"$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 \
+	err = privatePostgres.watch(`"$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 \
   -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 >"$2/server.log" 2>&1 &
 server=$!
 read -r _
 kill -INT "$server"
 wait "$server"
-rm -rf "$2"`, "sh", bin, dir, port)
-	watcher.Stdin = r
-	watcher.SysProcAttr = asUser
-	if err := watcher.Start(); err != nil {
+rm -rf "$2"`, asUser, bin, dir, port)
+	if err != nil {
 		return "", err
 	}
-	r.Close()
-	privatePostgres.stop = w
 	url := "postgres://postgres@127.0.0.1:" + port + "/postgres"
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	err = waitAnswering(30*time.Second, func() error {
 		conn, err := pgx.Connect(context.Background(), url)
 		if err == nil {
 			conn.Close(context.Background())
-			return url, nil
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
-			return "", fmt.Errorf("PostgreSQL on port %s does not answer: %v\n%s", port, err, log)
-		}
+		return err
+	})
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "server.log"))
+		return "", fmt.Errorf("PostgreSQL on port %s does not answer: %v\n%s", port, err, log)
 	}
+	return url, nil
 }

@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,23 +24,11 @@ func testRedisURL(t testing.TB) string {
 		t.Skip("the Redis tests need redis-server on the PATH (Debian: apt-get install redis-server), " +
 			"or PETSTORE_TEST_REDIS=redis://HOST:PORT/N naming a Redis")
 	}
-	privateRedis.once.Do(func() { privateRedis.url, privateRedis.err = startPrivateRedis() })
-	if privateRedis.err != nil {
-		t.Fatalf("a private redis-server for the tests: %v", privateRedis.err)
-	}
-	return privateRedis.url
+	return privateRedis.started(t, startPrivateRedis)
 }
 
 // privateRedis is the redis-server this test binary started, if any.
-var privateRedis struct {
-	once sync.Once
-	url  string
-	err  error
-	// stop is the watcher's standard input: when this binary exits, by
-	// any means, it closes, and the watcher kills the server and removes
-	// its directory. Held here so that it is never collected and closed.
-	stop *os.File
-}
+var privateRedis = privateServer{what: "redis-server"}
 
 // startPrivateRedis starts redis-server on a free loopback port, in a
 // directory of its own, keeping nothing on disk, and waits until it answers.
@@ -52,38 +37,24 @@ func startPrivateRedis() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeLoopbackPort()
 	if err != nil {
 		return "", err
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		return "", err
-	}
-	watcher := exec.Command("sh", "-c", `redis-server --bind 127.0.0.1 --port "$1" --dir "$2" --save "" --appendonly no >/dev/null &
+	err = privateRedis.watch(`redis-server --bind 127.0.0.1 --port "$1" --dir "$2" --save "" --appendonly no >/dev/null &
 server=$!
 read -r _
 kill "$server"
 wait "$server"
-rm -rf "$2"`, "sh", port, dir)
-	watcher.Stdin = r
-	if err := watcher.Start(); err != nil {
+rm -rf "$2"`, nil, port, dir)
+	if err != nil {
 		return "", err
 	}
-	r.Close()
-	privateRedis.stop = w
-	url := "redis://127.0.0.1:" + port + "/0"
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port})
 	defer client.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		err := client.Ping(context.Background()).Err()
-		if err == nil {
-			return url, nil
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("redis-server on port %s does not answer: %v", port, err)
-		}
+	err = waitAnswering(10*time.Second, func() error { return client.Ping(context.Background()).Err() })
+	if err != nil {
+		return "", fmt.Errorf("redis-server on port %s does not answer: %v", port, err)
 	}
+	return "redis://127.0.0.1:" + port + "/0", nil
 }

@@ -46,17 +46,7 @@ func scanAdminToken(scan func(...any) error) (adminToken, error) {
 
 // AdminTokens returns every admin token, revoked ones too, oldest first.
 func (s sqlKeys) AdminTokens(ctx context.Context) ([]adminToken, error) {
-	var tokens []adminToken
-	err := s.db.view(ctx, func(tx dbTx) error {
-		tokens = []adminToken{}
-		rows, err := tx.Query(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens ORDER BY id`)
-		return each(rows, err, func(scan func(...any) error) error {
-			t, err := scanAdminToken(scan)
-			tokens = append(tokens, t)
-			return err
-		})
-	})
-	return tokens, err
+	return queryRows(ctx, s.db, scanAdminToken, `SELECT `+adminTokenColumns+` FROM admin_tokens ORDER BY id`)
 }
 
 // AdminTokenByHash returns the admin token with hash, revoked or not.

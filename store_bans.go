@@ -110,34 +110,14 @@ func errNoBan(subject callerID) error {
 // Bans returns the bans in force, those that began first first.
 func (s sqlBans) Bans(ctx context.Context) ([]ban, error) {
 	now := s.db.clock().UnixMilli()
-	var bans []ban
-	err := s.db.view(ctx, func(tx dbTx) error {
-		bans = []ban{}
-		rows, err := tx.Query(ctx, `SELECT `+banColumns+` FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY started_at, subject`, now)
-		return each(rows, err, func(scan func(...any) error) error {
-			b, err := scanBan(scan)
-			bans = append(bans, b)
-			return err
-		})
-	})
-	return bans, err
+	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY started_at, subject`, now)
 }
 
 // BanChanges returns the bans stored or lifted by writes after version,
 // in the order of those writes; a server that reads from version 0 learns
 // every ban the table holds.
 func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]ban, error) {
-	var bans []ban
-	err := s.db.view(ctx, func(tx dbTx) error {
-		bans = nil
-		rows, err := tx.Query(ctx, `SELECT `+banColumns+` FROM bans WHERE version > ? ORDER BY version`, version)
-		return each(rows, err, func(scan func(...any) error) error {
-			b, err := scanBan(scan)
-			bans = append(bans, b)
-			return err
-		})
-	})
-	return bans, err
+	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE version > ? ORDER BY version`, version)
 }
 
 // nextBansVersion moves bans_version on, for a write that stores or lifts

@@ -102,17 +102,7 @@ func (s sqlKeys) RevokeKey(ctx context.Context, id int64, actor string) (revoked
 
 // Keys returns every key, revoked ones too, oldest first.
 func (s sqlKeys) Keys(ctx context.Context) ([]apiKey, error) {
-	var keys []apiKey
-	err := s.db.view(ctx, func(tx dbTx) error {
-		keys = nil
-		rows, err := tx.Query(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
-		return each(rows, err, func(scan func(...any) error) error {
-			k, err := scanKey(scan)
-			keys = append(keys, k)
-			return err
-		})
-	})
-	return keys, err
+	return queryRows(ctx, s.db, scanKey, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
 }
 
 // keysUpdate runs fn in a write transaction that also bumps keys_version,
@@ -185,17 +175,7 @@ func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error
 // AuditEvents returns the events filter picks, oldest first.
 func (s sqlKeys) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
 	query, args := auditQuery(filter)
-	var events []auditEvent
-	err := s.db.view(ctx, func(tx dbTx) error {
-		events = []auditEvent{}
-		rows, err := tx.Query(ctx, query, args...)
-		return each(rows, err, func(scan func(...any) error) error {
-			e, err := scanAuditEvent(scan)
-			events = append(events, e)
-			return err
-		})
-	})
-	return events, err
+	return queryRows(ctx, s.db, scanAuditEvent, query, args...)
 }
 
 // AuditCounts counts the events of the trail by action.

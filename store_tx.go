@@ -110,6 +110,22 @@ func each(rows dbRows, err error, fn func(scan func(...any) error) error) error 
 	return rows.Err()
 }
 
+// queryRows reads every row of query, in a read transaction of db, each
+// by scanRow; no row is an empty slice.
+func queryRows[T any](ctx context.Context, db sqlEngine, scanRow func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
+	var out []T
+	err := db.view(ctx, func(tx dbTx) error {
+		out = []T{}
+		rows, err := tx.Query(ctx, query, args...)
+		return each(rows, err, func(scan func(...any) error) error {
+			row, err := scanRow(scan)
+			out = append(out, row)
+			return err
+		})
+	})
+	return out, err
+}
+
 // SQLite, through database/sql.
 
 type sqliteTx struct {

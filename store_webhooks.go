@@ -64,17 +64,7 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, 
 
 // WebhookEndpoints returns every endpoint, oldest first.
 func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]webhookEndpoint, error) {
-	var endpoints []webhookEndpoint
-	err := s.db.view(ctx, func(tx dbTx) error {
-		endpoints = []webhookEndpoint{}
-		rows, err := tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
-		return each(rows, err, func(scan func(...any) error) error {
-			e, err := scanEndpoint(scan)
-			endpoints = append(endpoints, e)
-			return err
-		})
-	})
-	return endpoints, err
+	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
 }
 
 // endpointForUpdate reads endpoint id in tx for a change of it.
@@ -396,17 +386,7 @@ func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f deliveryFilter) ([
 		query += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	var deliveries []webhookDelivery
-	err := s.db.view(ctx, func(tx dbTx) error {
-		deliveries = []webhookDelivery{}
-		rows, err := tx.Query(ctx, query, args...)
-		return each(rows, err, func(scan func(...any) error) error {
-			d, err := scanDelivery(scan)
-			deliveries = append(deliveries, d)
-			return err
-		})
-	})
-	return deliveries, err
+	return queryRows(ctx, s.db, func(scan func(...any) error) (webhookDelivery, error) { return scanDelivery(scan) }, query, args...)
 }
 
 // deliveryWhere is the WHERE clause of the deliveries f picks, d their

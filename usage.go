@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 )
 
@@ -189,10 +188,9 @@ func usageCommand(ctx context.Context, args []string, getenv func(string) string
 	c := newCommand("usage", getenv, stdout).withDB()
 	var keyID int64
 	var daysFlag string
-	var asJSON bool
 	c.fs.Int64Var(&keyID, "key", 0, "the key whose usage to show, by id (a roll's keys share theirs) (required)")
 	c.fs.StringVar(&daysFlag, "days", strconv.Itoa(defaultUsageDays), "how many days back, today included: 1 to 400")
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -212,13 +210,7 @@ func usageCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return keyCommandError("read the usage of", keyID, err)
 	}
-	if asJSON {
-		return writeJSONIndented(stdout, rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
-	}
-	return tw.Flush()
+	return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r usageDay) {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
+	})
 }

@@ -68,19 +68,9 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 	})
 }
 
-// webhookIDParam is the {id} of a webhooks path.
-func webhookIDParam(r *http.Request) (int64, error) {
-	s := r.PathValue("id")
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 1 || !isDigits(s) {
-		return 0, errInvalid("id must be a webhook endpoint's id, a positive integer")
-	}
-	return id, nil
-}
-
 func handleAdminRemoveWebhook(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := webhookIDParam(r)
+		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
 			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(r).admin.actor())
 		}
@@ -95,7 +85,7 @@ func handleAdminRemoveWebhook(d adminDeps) http.Handler {
 func handleAdminRotateWebhook(d adminDeps) http.Handler {
 	fields := []string{"overlap"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := webhookIDParam(r)
+		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -130,7 +120,7 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 
 func handleAdminEnableWebhook(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := webhookIDParam(r)
+		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -152,7 +142,7 @@ type queuedEvent struct {
 
 func handleAdminTestWebhook(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := webhookIDParam(r)
+		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -168,7 +158,7 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 
 func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := webhookIDParam(r)
+		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -228,7 +218,7 @@ type resent struct {
 func handleAdminResendWebhook(d adminDeps) http.Handler {
 	fields := []string{"eventId", "failed"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := webhookIDParam(r)
+		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return

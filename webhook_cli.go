@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 )
 
@@ -78,8 +77,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 
 func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks list", getenv, stdout).withDB()
-	var asJSON bool
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -97,12 +95,7 @@ func webhooksList(ctx context.Context, args []string, getenv func(string) string
 	for _, e := range endpoints {
 		rows = append(rows, e.listed(now))
 	}
-	if asJSON {
-		return writeJSONIndented(stdout, rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS")
-	for _, e := range rows {
+	return writeRows(stdout, *asJSON, rows, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e listedEndpoint) {
 		last := "-"
 		if e.LastStatus != nil {
 			last = strconv.Itoa(*e.LastStatus)
@@ -110,9 +103,8 @@ func webhooksList(ctx context.Context, args []string, getenv func(string) string
 				last += " (" + e.LastError + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%t\t%s\t%s\n", e.ID, e.URL, eventsShown(e.Events), e.Enabled, e.Created.Format(time.RFC3339), last)
-	}
-	return tw.Flush()
+		fmt.Fprintf(w, "%d\t%s\t%s\t%t\t%s\t%s\n", e.ID, e.URL, eventsShown(e.Events), e.Enabled, e.Created.Format(time.RFC3339), last)
+	})
 }
 
 func eventsShown(events []string) string {
@@ -242,11 +234,10 @@ func webhooksTest(ctx context.Context, args []string, getenv func(string) string
 func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks deliveries", getenv, stdout).withDB()
 	var f deliveryFilter
-	var asJSON bool
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
 	c.fs.BoolVar(&f.Failed, "failed", false, "only the deliveries that failed (every attempt, or a 410)")
 	c.fs.IntVar(&f.Limit, "limit", 100, "at most this many, newest first")
-	c.fs.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
+	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {
 		return err
 	}
@@ -269,12 +260,8 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	for _, d := range deliveries {
 		rows = append(rows, d.listed())
 	}
-	if asJSON {
-		return writeJSONIndented(stdout, rows)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR")
-	for _, d := range rows {
+	const header = "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR"
+	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d listedDelivery) {
 		status := "-"
 		if d.LastStatus != nil {
 			status = strconv.Itoa(*d.LastStatus)
@@ -283,10 +270,9 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 		if lastErr == "" {
 			lastErr = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.EventID, d.Type, d.EndpointID, d.At.Format(time.RFC3339),
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", d.EventID, d.Type, d.EndpointID, d.At.Format(time.RFC3339),
 			d.State, d.Attempts, timeOrDash(d.NextAttempt), status, lastErr)
-	}
-	return tw.Flush()
+	})
 }
 
 func webhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -105,6 +106,60 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 		}
 		if o := only.wait(1, 5*time.Second); len(o) != 1 || o[0].Event.Type != "key.revoked" || !o[0].Verified {
 			t.Errorf("the endpoint of key.revoked alone got %+v", o)
+		}
+	})
+}
+
+// A key's ban lifted over the admin API is sent as ban.lifted, naming the
+// key; a client address banned and lifted is audited twice and sent never.
+func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		s.addEndpoint(rc, "key.banned", "ban.lifted")
+		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
+		s.banOf(key, 20)
+		s.banOf("", 200) // the address of httptest's requests
+		s.flushAudit()
+		for _, subject := range []string{fmt.Sprintf("key:%d", k.ID), "address:192.0.2.1"} {
+			if w := s.admin("DELETE", "/admin/v1/bans/"+subject, admin, ""); w.Code != 204 {
+				t.Fatalf("DELETE /admin/v1/bans/%s: %d %s, want 204", subject, w.Code, w.Body)
+			}
+		}
+		if n := len(s.banEvents()); n != 2 {
+			t.Errorf("%d bans audited, want the key's and the address's", n)
+		}
+		if lifts, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditBanLifted}); len(lifts) != 2 {
+			t.Errorf("%d lifts audited, want the key's and the address's", len(lifts))
+		}
+		s.deliverDue()
+
+		got := rc.wait(2, 5*time.Second)
+		if len(got) != 2 {
+			t.Fatalf("deliveries %+v, want key.banned and ban.lifted of the key alone", got)
+		}
+		byType := make(map[string]delivery)
+		for _, d := range got {
+			byType[d.Event.Type] = d
+		}
+		for _, want := range []string{"key.banned", "ban.lifted"} {
+			d, ok := byType[want]
+			if !ok || !d.Verified {
+				t.Errorf("%s: %+v, want one delivery, verified", want, d)
+				continue
+			}
+			if d.Event.Data["keyId"] != float64(k.ID) || d.Event.Data["keyName"] != "test" {
+				t.Errorf("%s data %v, want keyId %d and keyName test", d.Event.Type, d.Event.Data, k.ID)
+			}
+			for _, secret := range []string{key, "192.0.2", "address"} {
+				if strings.Contains(d.Body, secret) {
+					t.Errorf("%s holds %q: %s", d.Event.Type, secret, d.Body)
+				}
+			}
+		}
+		if d := byType["ban.lifted"]; d.Event.Data["actor"] != "admin:portal" {
+			t.Errorf("ban.lifted data %v, want actor admin:portal", d.Event.Data)
 		}
 	})
 }

@@ -53,9 +53,21 @@ seed() {
 }
 
 # seed_postgres URL N [BINARY]: the PostgreSQL database at URL emptied, then seeded as seed does.
+# Emptied is every table and function of the URL's schema, whatever the migrations have made
+# there by now, so that a second seed of one database runs them all again.
 seed_postgres() {
   local db=$1 n=$2
-  psql "$db" -qc "DROP TABLE IF EXISTS pets, api_keys, meta, usage, idempotency, audit_events, petstore_schema" >/dev/null 2>&1
+  psql "$db" -q -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning" -c "DO \$\$
+    DECLARE what text;
+    BEGIN
+      FOR what IN
+        SELECT format('TABLE %I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = current_schema()
+        UNION ALL
+        SELECT 'FUNCTION ' || oid::regprocedure FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
+      LOOP
+        EXECUTE 'DROP ' || what || ' CASCADE';
+      END LOOP;
+    END \$\$" >/dev/null
   "${3:-$work/petstore}" keys create --db "$db" --plan enterprise --name bench \
     --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
   psql "$db" -qc "INSERT INTO pets (name, category_id, status)
