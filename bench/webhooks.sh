@@ -44,7 +44,8 @@ PY
 python3 "$work/receiver.py" "$RECEIVER_PORT" &
 pids+=($!)
 
-endpoint=$("$work/petstore" webhooks add "http://127.0.0.1:$RECEIVER_PORT/hook" --db "$with" 2>/dev/null | head -n 1)
+added=$("$work/petstore" webhooks add "http://127.0.0.1:$RECEIVER_PORT/hook" --db "$with" 2>/dev/null)
+endpoint=${added%%$'\n'*} # its id, the first line (not through head, whose early exit would fail the pipe)
 for _ in $(seq "$EVENTS"); do
   "$work/petstore" webhooks test "$endpoint" --db "$with" >/dev/null 2>&1
 done
