@@ -449,3 +449,36 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// unfinishedNote matches a line that says the work is not done: "Not done
+// yet: ...", "TODO", "FIXME", "not implemented yet", "coming soon". A page
+// says what works; what does not is an issue, not a line of the docs.
+var unfinishedNote = regexp.MustCompile(`(?i)\bnot (done|implemented|supported|finished) yet\b|\bnot yet (done|implemented|supported|finished)\b|^\W*not yet\b|\bcoming soon\b|(?-i:\b(TODO|FIXME|TBD|XXX)\b)`)
+
+func TestDocsHaveNoNoteOfUnfinishedWork(t *testing.T) {
+	for _, c := range []struct {
+		line       string
+		unfinished bool
+	}{
+		{"Not done yet: bans kept in the database", true},
+		{"Not yet: the ban routes", true},
+		{"- TODO: document the ban routes", true},
+		{"The metrics are not implemented yet.", true},
+		{"FIXME the example", true},
+		{"Webhooks in Node: coming soon.", true},
+		{"only keys not yet expired that expire within this long (`7d`)", false},
+		{"keys not yet seen answer 503 `unavailable`", false},
+		{"a todo list of pets", false},
+	} {
+		if got := unfinishedNote.MatchString(c.line); got != c.unfinished {
+			t.Errorf("%q counted as unfinished work: %v, want %v", c.line, got, c.unfinished)
+		}
+	}
+	for name, page := range docPages(t) {
+		for i, line := range strings.Split(page, "\n") {
+			if unfinishedNote.MatchString(line) {
+				t.Errorf("%s:%d says the work is not done: %q", name, i+1, line)
+			}
+		}
+	}
+}
