@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
 )
 
 // These tests check the HTTP contract of SPEC.md and DESIGN.md through the
@@ -1231,7 +1233,7 @@ func TestEveryResponseHasAContentLength(t *testing.T) {
 	if err := s.pets.load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 1000})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
 	srv := httptest.NewServer(s.handler)
 	defer srv.Close()
 	for _, tt := range []struct{ name, method, path, body string }{

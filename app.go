@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // How often the background work of a server runs.
@@ -167,7 +169,7 @@ func (a *app) startBackground() (stop func()) {
 	warn := func(msg string, err error) {
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case dbFailureOf(err) != 0:
+		case domain.DBFailureOf(err) != 0:
 			// The database is away: the health probe logs the outage once.
 			a.logger.Debug(msg, "err", err)
 		default:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"petstore/internal/domain"
 )
 
 // Error codes: the machine-readable `code` of the Error shape. README.md and
@@ -65,13 +67,13 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // kindCodes are the codes of the domain's kinds of failure. A conflict
 // reaches only a client of the admin API (an externalId held): /v1's one
 // conflict, an Idempotency-Key taken, is settled by createOnce.
-var kindCodes = [...]string{kindNotFound: codeNotFound, kindInvalid: codeInvalidRequest, kindConflict: codeConflict, kindUnavailable: codeUnavailable}
+var kindCodes = [...]string{domain.KindNotFound: codeNotFound, domain.KindInvalid: codeInvalidRequest, domain.KindConflict: codeConflict, domain.KindUnavailable: codeUnavailable}
 
 // dbFailureMessages say what each cause means to a client.
-var dbFailureMessages = [dbFailures]string{
-	dbTimeout:       "the database did not answer in time; retry later",
-	dbPoolExhausted: "the database is too busy to take this request now; retry later",
-	dbRefused:       "the database is unavailable right now; retry later",
+var dbFailureMessages = [domain.DBFailures]string{
+	domain.DBTimeout:       "the database did not answer in time; retry later",
+	domain.DBPoolExhausted: "the database is too busy to take this request now; retry later",
+	domain.DBRefused:       "the database is unavailable right now; retry later",
 }
 
 // outcomeUnknownMessage answers a create the database may have stored. The
@@ -125,19 +127,19 @@ func answer(err error, info *requestInfo) Error {
 	if errors.As(err, &e) {
 		return *e
 	}
-	var d *domainError
-	if errors.As(err, &d) && kindCodes[d.kind] != "" {
-		if d.cause != nil {
-			info.err = d.cause
+	var d *domain.Error
+	if errors.As(err, &d) && kindCodes[d.Kind] != "" {
+		if d.Cause != nil {
+			info.err = d.Cause
 		}
-		info.db = d.db
+		info.db = d.DB
 		switch {
-		case d.unsure:
+		case d.Unsure:
 			return Error{Code: codeUnavailable, Message: outcomeUnknownMessage}
-		case d.kind == kindUnavailable:
-			return Error{Code: codeUnavailable, Message: dbFailureMessages[d.db]}
+		case d.Kind == domain.KindUnavailable:
+			return Error{Code: codeUnavailable, Message: dbFailureMessages[d.DB]}
 		}
-		return Error{Code: kindCodes[d.kind], Message: d.message}
+		return Error{Code: kindCodes[d.Kind], Message: d.Message}
 	}
 	info.err = err
 	return Error{Code: codeInternal, Message: internalMessage}

@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
 )
 
 // Fixed tokens, so that the seed corpus can hold them and the fuzzer can
@@ -68,8 +70,8 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	s := newTestServerWith(f, testOptions{logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
 		hash := hashKey(token)
-		k, err := s.store.CreateKey(ctx, apiKey{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
-			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: allScopes}, testActor)
+		k, err := s.store.CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
+			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, testActor)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -97,9 +99,9 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 
 // addPets creates pets with the given statuses through the API and returns
 // them as created.
-func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []Pet {
+func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []domain.Pet {
 	f.Helper()
-	var added []Pet
+	var added []domain.Pet
 	for i, st := range statuses {
 		body := fmt.Sprintf(`{"name":"Pet %d","categoryId":%d}`, i, 1+i%3)
 		if st != "" {
@@ -116,7 +118,7 @@ func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []Pet {
 		if err := json.Unmarshal(w.Body.Bytes(), &p); w.Code != http.StatusCreated || err != nil {
 			f.Fatalf("create pet %s: %d %s", body, w.Code, w.Body)
 		}
-		added = append(added, Pet{ID: p.ID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status})
+		added = append(added, domain.Pet{ID: p.ID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status})
 	}
 	return added
 }
@@ -355,7 +357,7 @@ func FuzzListQuery(f *testing.F) {
 			return
 		}
 
-		var want []Pet
+		var want []domain.Pet
 		for _, p := range all {
 			if p.ID > q.after && (q.status == "" || p.Status == q.status) {
 				want = append(want, p)

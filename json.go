@@ -3,6 +3,8 @@ package main
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
 )
 
 // The service writes its few response shapes by hand: a Pet is four fields,
@@ -11,7 +13,7 @@ import (
 // would write with SetEscapeHTML(false); it differs only in spelling \b and
 // \f as \u0008 and \u000c.
 
-func appendPet(b []byte, p *Pet) []byte {
+func appendPet(b []byte, p *domain.Pet) []byte {
 	b = append(b, `{"id":`...)
 	b = appendInt(b, p.ID)
 	b = append(b, `,"name":`...)
@@ -25,7 +27,7 @@ func appendPet(b []byte, p *Pet) []byte {
 	return append(b, '}')
 }
 
-func appendPets(b []byte, pets []Pet) []byte {
+func appendPets(b []byte, pets []domain.Pet) []byte {
 	b = append(b, '[')
 	for i := range pets {
 		if i > 0 {

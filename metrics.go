@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -34,7 +36,7 @@ type metrics struct {
 	decisions     [limitOutcomes]prometheus.Counter
 	authFailures  [authReasons]prometheus.Counter
 	adminFailures [authReasons]prometheus.Counter
-	dbUnavailable [dbFailures]prometheus.Counter
+	dbUnavailable [domain.DBFailures]prometheus.Counter
 	fallback      prometheus.Gauge
 	dbDown        prometheus.Gauge
 	dbCalls       *prometheus.HistogramVec
@@ -110,8 +112,8 @@ func newMetrics() *metrics {
 		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
 			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).",
 	}, []string{"cause"})
-	for f := dbTimeout; f < dbFailures; f++ {
-		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(dbFailureNames[f])
+	for f := domain.DBTimeout; f < domain.DBFailures; f++ {
+		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(domain.DBFailureNames[f])
 	}
 
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -290,7 +292,7 @@ func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for _, action := range auditActions {
+	for _, action := range domain.AuditActions {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[action]), action)
 	}
 }

@@ -11,16 +11,18 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // requestInfo is what the middleware learns about a request, for the handlers
 // (the caller's key) and for the request's one log line.
 type requestInfo struct {
 	id  string
-	key *apiKey
+	key *domain.Key
 	use *keyUse // the key's note of use, where its usage history is counted
 	// admin is the admin token of a request to the admin API.
-	admin *adminToken
+	admin *domain.AdminToken
 	// auth says why the request has no key, for the 401 and its count.
 	auth      authFailure
 	authErr   error // the key could not be looked up
@@ -34,7 +36,7 @@ type requestInfo struct {
 	forbidden bool
 	// db is why the database could not serve the request, answered 503,
 	// for the metrics; 0 when it is not that.
-	db dbFailure
+	db domain.DBFailure
 
 	// values backs the response's header values (see headerValue).
 	values  [6]string

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -216,7 +217,7 @@ func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
 	// A longer deadline, so that every create is sent while the first wait.
 	const timeout = 2 * time.Second
 	s := newTestServerWith(t, testOptions{dbTimeout: timeout})
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1 << 20, PerDay: 1 << 30})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1 << 20, PerDay: 1 << 30})
 	holdWriteLock(t, s.dbPath)
 	// A batch of up to maxBatch waits on the lock, and the queue behind it.
 	n := maxBatch + maxQueuedCreates + 100

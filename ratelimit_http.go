@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The limiter's HTTP side: the middleware that asks it about each request,
@@ -20,11 +22,11 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(r)
-			id, lim := callerID{keyID: 0}, anonymousLimits
+			id, lim := domain.CallerID{KeyID: 0}, domain.AnonymousLimits
 			if info.key != nil {
-				id, lim = info.key.budget()
+				id, lim = info.key.Budget()
 			} else {
-				id.addr = clientAddr(r, trustProxy)
+				id.Addr = clientAddr(r, trustProxy)
 			}
 			d, err := limiter.allow(r.Context(), id, lim)
 			if err != nil {
@@ -47,9 +49,9 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 			}
 			next.ServeHTTP(w, r)
 			if info.use != nil {
-				outcome := usageAllowed
+				outcome := domain.UsageAllowed
 				if info.forbidden {
-					outcome = usageForbidden
+					outcome = domain.UsageForbidden
 				}
 				info.use.count(d.today, outcome)
 			}
@@ -106,7 +108,7 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			first, _, _ := strings.Cut(xff, ",")
 			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return limitedAddr(addr)
+				return domain.LimitedAddr(addr)
 			}
 		}
 	}
@@ -115,5 +117,5 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		host = r.RemoteAddr
 	}
 	addr, _ := netip.ParseAddr(host)
-	return limitedAddr(addr)
+	return domain.LimitedAddr(addr)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // hidingWriter wraps a ResponseWriter as a gzip middleware would: a writer
@@ -39,7 +41,7 @@ func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
 			s := newTestServer(t)
 			k, token := s.mustCreate(s.keyTerms("pro"))
 			h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errorf(codeNotFound, "nothing here")) }),
-				logRequests(logger, nil), tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap, limit(s.limiter, s.audit, s.quota, false), tc.wrap, requireKey, requireScope(scopePetsRead))
+				logRequests(logger, nil), tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap, limit(s.limiter, s.audit, s.quota, false), tc.wrap, requireKey, requireScope(domain.ScopePetsRead))
 
 			for _, req := range []struct {
 				token      string

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -220,7 +222,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 // (a usage mistake), suggesting :PORT for a bare port.
 func checkListenAddr(flag, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		if isDigits(addr) {
+		if domain.IsDigits(addr) {
 			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
 		}
 		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
@@ -301,10 +303,10 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 // bootstrapKey makes a first Free key on a database without any, so that a
 // new user can call the API at once. It is the only key the server ever
 // prints.
-func bootstrapKey(ctx context.Context, store keyStore, cfg serveConfig, url string, stderr io.Writer) error {
-	free := plans["free"]
-	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
-	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
+func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer) error {
+	free := domain.Plans["free"]
+	key, token := newAPIKey(domain.Key{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
+	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}

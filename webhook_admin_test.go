@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // TestAdminWebhooks: the webhook routes of the admin API do what the
@@ -15,7 +17,7 @@ import (
 func TestAdminWebhooks(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		token := s.mustCreateAdmin("portal", scopeWebhooks)
+		token := s.mustCreateAdmin("portal", domain.ScopeWebhooks)
 		rc := newReceiver(t)
 
 		for _, tc := range []struct{ body, says string }{
@@ -90,7 +92,7 @@ func TestAdminWebhooks(t *testing.T) {
 		wantError(t, s.admin("DELETE", path, token, ""), 404, codeNotFound)
 		wantError(t, s.admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, codeInvalidRequest, "id")
 
-		events, _ := s.store.AuditEvents(t.Context(), auditFilter{})
+		events, _ := s.store.AuditEvents(t.Context(), domain.AuditFilter{})
 		var actions []string
 		for _, e := range events {
 			if strings.HasPrefix(e.Action, "webhook.") {
@@ -111,7 +113,7 @@ func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 	s := webhookServer(t, testOptions{})
 	rc := newReceiver(t)
 	s.addEndpoint(rc, "key.updated")
-	token := s.mustCreateAdmin("portal", scopeKeysWrite)
+	token := s.mustCreateAdmin("portal", domain.ScopeKeysWrite)
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	if w := s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(k.ID, 10), token, `{"plan":"pro"}`); w.Code != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", w.Code, w.Body)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The webhooks commands: endpoints, their secrets, test events, and the
@@ -89,9 +91,9 @@ func eventsShown(events []string) string {
 
 // errorMessage is err's message as a user reads it: a domain error's own.
 func errorMessage(err error) string {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return e.message
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return e.Message
 	}
 	return err.Error()
 }
@@ -126,9 +128,9 @@ func endpointCommand(ctx context.Context, name string, args []string, getenv fun
 
 // endpointError is a store's refusal about endpoint id as one line.
 func endpointError(verb string, id int64, err error) error {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return errors.New(e.message)
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return errors.New(e.Message)
 	}
 	return fmt.Errorf("%s webhook endpoint %d: %w", verb, id, err)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
@@ -69,7 +70,7 @@ func TestWebhooksCommands(t *testing.T) {
 				t.Errorf("the audit trail holds %q: %s", secretPart, res.stdout)
 			}
 		}
-		for _, action := range []string{auditWebhookAdded, auditWebhookRotated} {
+		for _, action := range []string{domain.AuditWebhookAdded, domain.AuditWebhookRotated} {
 			if !strings.Contains(res.stdout, `"`+action+`"`) {
 				t.Errorf("the audit trail lacks %s: %s", action, res.stdout)
 			}
@@ -112,7 +113,7 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 || listed[0].RotationEnds != nil {
 			t.Errorf("after the refusals: %v %s", err, res.stdout)
 		}
-		if res := petstore(t, nil, "audit", "--db", db, "--action", auditWebhookRotated, "--json"); strings.TrimSpace(res.stdout) != "[]" {
+		if res := petstore(t, nil, "audit", "--db", db, "--action", domain.AuditWebhookRotated, "--json"); strings.TrimSpace(res.stdout) != "[]" {
 			t.Errorf("a refused rotation left %s", res.stdout)
 		}
 	})

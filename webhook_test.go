@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
@@ -77,7 +78,7 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A key's ban is sent; a client address's is not.
-		_, banned := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		_, banned := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
 		s.banOf(banned, 20)
 		s.banOf("", 200)
 		s.flushAudit()
@@ -119,7 +120,7 @@ func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := newReceiver(t)
 		s.addEndpoint(rc, "key.banned", "ban.lifted")
-		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
 		s.banOf(key, 20)
 		s.banOf("", 200) // the address of httptest's requests
@@ -132,7 +133,7 @@ func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
 		if n := len(s.banEvents()); n != 2 {
 			t.Errorf("%d bans audited, want the key's and the address's", n)
 		}
-		if lifts, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditBanLifted}); len(lifts) != 2 {
+		if lifts, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditBanLifted}); len(lifts) != 2 {
 			t.Errorf("%d lifts audited, want the key's and the address's", len(lifts))
 		}
 		s.deliverDue()
@@ -250,8 +251,8 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		if ep := s.endpoint(g.ID); ep.Enabled {
 			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
 		}
-		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
-		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+		events, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditWebhookDisabled})
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != domain.ServerActor {
 			t.Fatalf("webhook.disabled events %+v, %v", events, err)
 		}
 		s.mustCreate(s.keyTerms("free"))
@@ -332,7 +333,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		if d := test(4, rotated.Secret); !d.Verified {
 			t.Errorf("after the overlap, the new secret: %+v", d)
 		}
-		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookRotated})
+		events, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditWebhookRotated})
 		for _, ev := range events {
 			b, _ := json.Marshal(ev)
 			if strings.Contains(string(b), strings.TrimPrefix(rotated.Secret, "whsec_")) || strings.Contains(string(b), "whsec_") {
@@ -426,7 +427,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			}
 			rc := newReceiver(t)
 			s.addEndpoint(rc, webhookQuotaThreshold)
-			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1000, PerDay: 10}))
+			k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10}))
 			settle := func() {
 				for _, srv := range servers {
 					if err := srv.quota.flush(context.Background(), srv.store.AddWebhookNotices); err != nil {
@@ -662,8 +663,8 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 func TestQuotaWatchCostsARequestNothing(t *testing.T) {
 	clock := newFakeClock()
 	q := newQuotaWatch(clock.now)
-	key := &apiKey{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
-	lim := limits{PerMinute: 60, PerDay: 1000}
+	key := &domain.Key{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
+	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
 	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 500}) }); n != 0 {
 		t.Errorf("below 80%%: %v allocations a request", n)
 	}

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The delivery worker: each server takes due deliveries from the outbox,
@@ -45,7 +47,7 @@ const (
 // webhookWorker sends the outbox's due deliveries.
 type webhookWorker struct {
 	store   webhookStorage
-	keys    func(context.Context) ([]apiKey, error)
+	keys    func(context.Context) ([]domain.Key, error)
 	sender  *webhookSender
 	now     func() time.Time
 	logger  *slog.Logger
@@ -57,7 +59,7 @@ type webhookWorker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]apiKey, error), sender *webhookSender,
+func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhookSender,
 	now func() time.Time, logger *slog.Logger, m *metrics) *webhookWorker {
 	return &webhookWorker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m,
@@ -197,7 +199,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
 	w.metrics.countDelivery(o.State)
-	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, domain.ServerActor)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
 		return
