@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // A ban a running server made itself, lifted while it runs: through the
@@ -18,7 +20,7 @@ import (
 func servedWithinASecond(t *testing.T, s *runningPetstore, key, how string, lift func()) {
 	t.Helper()
 	lift()
-	eventually(t, time.Second, "key served again after the lift "+how, func() bool {
+	testkit.Eventually(t, time.Second, "key served again after the lift "+how, func() bool {
 		resp, _ := s.request("GET", "/v1/pets", key, "")
 		return resp.StatusCode == http.StatusOK
 	})
