@@ -27,6 +27,9 @@ var adminOpenAPIYAML []byte
 type adminDeps struct {
 	store storage
 	now   func() time.Time
+	// webhookGuard refuses the endpoint URLs this server would never send
+	// to (nil with --webhook-allow-private).
+	webhookGuard *addressGuard
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,

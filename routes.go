@@ -135,7 +135,7 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now}
+	d := adminDeps{store: a.store, now: a.now, webhookGuard: a.webhookGuard}
 	return []route{
 		{"GET /admin/v1/openapi.yaml", open, noScope, handleDocument(adminOpenAPIYAML)},
 		{"POST /admin/v1/keys", withAdminToken, scopeKeysWrite, handleAdminCreateKey(d, a.env)},
