@@ -186,6 +186,7 @@ func (s *testServer) restartLimiter() {
 	restarted.limiter, restarted.bans = limiter, bans
 	restarted.audit = newAuditLog(s.cfg.env, s.clock.now, s.opts.logger)
 	restarted.handler = newServer(&restarted)
+	restarted.adminHandler = newAdminServer(&restarted)
 	s.app = &restarted
 }
 
