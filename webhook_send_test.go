@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
@@ -337,10 +339,7 @@ func TestWebhookAttemptErrorKeepsNothingOfTheReceiver(t *testing.T) {
 		})
 	}
 	t.Run("a connection refused at the address a name resolved to", func(t *testing.T) {
-		port, err := freeLoopbackPort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
 		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
 		if r.delivered() || r.Err != "the receiver refused the connection" {
 			t.Fatalf("attempt = %+v, want refused, without the address", r)
