@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // mustCreateAdmin makes an admin token named name holding scopes and
@@ -604,7 +606,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 		t.Fatalf("revoke: HTTP status %d", w.Code)
 	}
 	revoked := time.Now()
-	eventually(t, time.Second, "server b refuses the key revoked through server a's admin API", func() bool {
+	testkit.Eventually(t, time.Second, "server b refuses the key revoked through server a's admin API", func() bool {
 		return b.do("GET", "/v1/pets", created.Key, "").Code == 401
 	})
 	t.Logf("refused %v after the revocation", time.Since(revoked).Round(time.Millisecond))
@@ -616,7 +618,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 	}
 	b.do("GET", "/v1/pets", created.Key, "")
 	a.admin("PATCH", fmt.Sprintf("/admin/v1/keys/%d", created.ID), admin, `{"plan":"business"}`)
-	eventually(t, time.Second, "server b applies the upgrade made through server a", func() bool {
+	testkit.Eventually(t, time.Second, "server b applies the upgrade made through server a", func() bool {
 		return b.do("GET", "/v1/pets", created.Key, "").Header().Get("X-RateLimit-Limit") == "1000"
 	})
 }

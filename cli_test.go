@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 var (
@@ -140,7 +142,7 @@ func withTestRedis(t *testing.T, args []string) []string {
 	if !serve || i < 0 || i+1 == len(args) || !isPostgresURL(args[i+1]) || slices.Contains(args, "--redis") {
 		return args
 	}
-	return append(slices.Clone(args), "--redis", testRedisURL(t))
+	return append(slices.Clone(args), "--redis", testkit.RedisURL(t))
 }
 
 // viaBinary runs the built binary in a fresh working directory.
@@ -337,7 +339,7 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) string {
 	t.Helper()
 	var addr string
-	eventually(t, 10*time.Second, "a msg=serving line on standard error", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a msg=serving line on standard error", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("petstore ended before serving:\n%s", stderr)
@@ -354,7 +356,7 @@ func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) strin
 
 func waitHealthy(t *testing.T, client *http.Client, url string) {
 	t.Helper()
-	eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
+	testkit.Eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
 		resp, err := client.Get(url + "/healthz")
 		if err != nil {
 			return false
@@ -991,7 +993,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
 		}
-		eventually(t, 5*time.Second, "the revoked key refused", func() bool {
+		testkit.Eventually(t, 5*time.Second, "the revoked key refused", func() bool {
 			resp, body := s.request("GET", "/v1/pets", key, "")
 			if resp.StatusCode == http.StatusOK {
 				return false
@@ -1096,7 +1098,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Shutting down: new connections are refused...
-				eventually(t, 5*time.Second, fmt.Sprintf("new connections refused after %v", sig), func() bool {
+				testkit.Eventually(t, 5*time.Second, fmt.Sprintf("new connections refused after %v", sig), func() bool {
 					c, err := net.DialTimeout("tcp", host, time.Second)
 					if err == nil {
 						c.Close()

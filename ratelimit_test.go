@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 func header(t *testing.T, w *httptest.ResponseRecorder, name string) int64 {
@@ -380,7 +382,7 @@ func BenchmarkDecision(b *testing.B) {
 	}{{"redis-not-leased", 10_000}, {"redis-leased", 1}} {
 		b.Run(tc.name, func(b *testing.B) {
 			r, err := newRedisLimiter(context.Background(), redisConfig{
-				url: testRedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
+				url: testkit.RedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
 				usage: noUsage, dbTimeout: defaultDBTimeout, logger: discardLogger(),
 			})
 			if err != nil {

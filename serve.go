@@ -20,12 +20,9 @@ import (
 )
 
 // Server limits: a slow or oversized request is cut off before it costs
-// much. Write timeout covers the slowest legitimate answer, a page of 100.
+// much. Both listeners read requests within the same limits (serverLimits);
+// only the admin listener's answers may take longer.
 const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 15 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 120 * time.Second
 	// headerLimit bounds a request's line and headers together (431
 	// beyond). net/http reads 4 KiB past its MaxHeaderBytes before it
 	// refuses, so that is set 4 KiB lower: the limit is what is documented.
@@ -37,6 +34,24 @@ const (
 	adminWriteTimeout = 5 * time.Minute
 	serveGCPercent    = 50
 )
+
+// serverLimits are the time limits of an HTTP server: for a request's
+// headers to arrive, for the whole request (its body too), for its answer,
+// and for a kept-alive connection to sit idle.
+type serverLimits struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// apiLimits are the public listener's. The write timeout covers the slowest
+// legitimate answer, a page of 100.
+var apiLimits = serverLimits{readHeader: 5 * time.Second, read: 15 * time.Second, write: 30 * time.Second, idle: 120 * time.Second}
+
+// admin are the limits l with an admin listener's answers, which may take
+// minutes (a profile): the same limits for reading a request.
+func (l serverLimits) admin() serverLimits {
+	l.write = adminWriteTimeout
+	return l
+}
 
 type serveConfig struct {
 	dbFlags
@@ -174,7 +189,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return err
 	}
 	defer a.close()
-	api, err := listen(cfg.addr, "", apiServer(a.handler, logger))
+	api, err := listen(cfg.addr, "", httpServer(a.handler, apiLimits, logger))
 	if err != nil {
 		return err
 	}
@@ -186,7 +201,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	ports := []port{api}
 	serving := []any{"addr", "http://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
 	if m != nil {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(a.adminHandler, logger))
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", httpServer(a.adminHandler, apiLimits.admin(), logger))
 		if err != nil {
 			return err
 		}
@@ -228,27 +243,15 @@ func listen(addr, which string, srv *http.Server) (port, error) {
 	return port{srv: srv, ln: ln}, nil
 }
 
-// apiServer serves the API within the server limits.
-func apiServer(h http.Handler, logger *slog.Logger) *http.Server {
+// httpServer serves h within limits, with headers of at most
+// maxHeaderBytes: the one maker of both listeners' servers.
+func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
-// adminServer serves the metrics, the profiles (which may take minutes)
-// and the admin API.
-func adminServer(h http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		WriteTimeout:      adminWriteTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: limits.readHeader,
+		ReadTimeout:       limits.read,
+		WriteTimeout:      limits.write,
+		IdleTimeout:       limits.idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

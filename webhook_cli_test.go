@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 var cliWebhookSecret = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`)
@@ -133,7 +135,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "second")
 
 		s := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
-		eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
+		testkit.Eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
 			var deliveries []listedDelivery
 			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").stdout), &deliveries)
 			return len(deliveries) == 2 && deliveries[0].Attempts > 0 && deliveries[1].Attempts > 0
@@ -152,7 +154,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 			}
 		}()
 		var got []delivery
-		eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
+		testkit.Eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
 			got = rc.deliveries()[before:]
 			names := map[any]bool{}
 			for _, d := range got {

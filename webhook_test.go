@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // webhookServer is a test server whose webhooks may go to the test's
@@ -559,7 +561,7 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	}
 	src.store.Close()
 
-	to := testPostgresURL(t)
+	to := testkit.PostgresURL(t)
 	if res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to); res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
@@ -602,7 +604,7 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 		s.webhooks.dispatch(ctx, &attempts)
 	}
 	fine.wait(1, 5*time.Second)
-	eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
 		return len(hanging.deliveries()) == maxInFlightPerEndpoint
 	})
 	time.Sleep(50 * time.Millisecond)
