@@ -158,6 +158,7 @@ func isKind(err error, kind errorKind) bool {
 func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		k, token := s.mustCreate(s.keyTerms("enterprise", banTerms))
+		s.clock.advance(123456 * time.Nanosecond) // between two milliseconds, as a real clock is: the table keeps milliseconds
 		s.banOf(token, 20)
 		s.flushAudit()
 		s.refreshBans()

@@ -190,7 +190,7 @@ func adminRoutes(a *app) []route {
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
-	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, trustProxy: a.trustProxy, metrics: a.metrics}
+	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, metrics: a.metrics}
 	for _, rt := range adminRoutes(a) {
 		switch rt.access {
 		case withAdminToken:
