@@ -30,6 +30,9 @@ type adminDeps struct {
 	store   storage
 	now     func() time.Time
 	limiter rateLimiter // read, never spent: a key's limits
+	// webhookGuard refuses the endpoint URLs this server would never send
+	// to (nil with --webhook-allow-private).
+	webhookGuard *addressGuard
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,
@@ -52,7 +55,7 @@ func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		k, token, err := createKey(r.Context(), d.store, terms, recordOf(r).admin.Actor())
+		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -341,7 +344,7 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 			return
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
-		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(r).admin.Actor()); err != nil {
+		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.Actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -428,7 +431,7 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		token := newKey(old.Env)
 		hash := hashKey(token)
-		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(r).admin.Actor())
+		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -448,7 +451,7 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(r).admin.Actor()); err != nil {
+		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.Actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}

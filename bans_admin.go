@@ -31,7 +31,7 @@ func handleAdminLiftBan(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, err := domain.ParseBanSubject(r.PathValue("subject"))
 		if err == nil {
-			_, err = d.store.LiftBan(r.Context(), subject, recordOf(r).admin.Actor(), env)
+			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.Actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)

@@ -93,9 +93,9 @@ func errorf(code, format string, args ...any) *Error {
 
 // writeError writes err in the Error shape: an *Error as it is, a
 // domainError as its kind says, anything else as 500 internal_error. What
-// only the log may see goes on the request's record.
+// only the log may see goes on the request's record, found on w.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	info := recordOf(r)
+	info := findRecord(w)
 	if info == nil {
 		info = &requestInfo{} // outside logRequests: nobody logs the cause
 	}
@@ -129,10 +129,7 @@ func answer(err error, info *requestInfo) Error {
 	}
 	var d *domain.Error
 	if errors.As(err, &d) && kindCodes[d.Kind] != "" {
-		if d.Cause != nil {
-			info.err = d.Cause
-		}
-		info.db = d.DB
+		info.failed(d.Cause, d.DB)
 		switch {
 		case d.Unsure:
 			return Error{Code: codeUnavailable, Message: outcomeUnknownMessage}
@@ -141,7 +138,7 @@ func answer(err error, info *requestInfo) Error {
 		}
 		return Error{Code: kindCodes[d.Kind], Message: d.Message}
 	}
-	info.err = err
+	info.failed(err, 0)
 	return Error{Code: codeInternal, Message: internalMessage}
 }
 

@@ -16,7 +16,7 @@ import (
 // on its 403, as on any operation).
 func uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if key := recordOf(r).key; key == nil || !key.Scopes.Has(need) {
+		if key := recordOf(w).key; key == nil || !key.Scopes.Has(need) {
 			counted.ServeHTTP(w, r)
 			return
 		}
@@ -30,21 +30,21 @@ func uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler 
 // as everywhere, and this request does not count towards a ban.
 func handleRateLimit(limiter rateLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := recordOf(r)
-		id, lim := info.key.Budget()
+		info := recordOf(w)
+		key := info.peeking()
+		id, lim := key.Budget()
 		s, err := limiter.peek(r.Context(), id, lim)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		info.decided(&s.decision)
 		setRateLimitHeaders(w.Header(), info, s.decision)
 		if !s.allowed {
-			info.use.count(s.today, outcomeOf(&s.decision))
 			refuse(w, r, s.decision)
 			return
 		}
-		info.use.count(s.today, domain.UsageAllowed)
-		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), info.key, s))
+		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), key, s))
 	})
 }
 

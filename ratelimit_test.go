@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
@@ -237,8 +238,13 @@ func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
 	})
 }
 
-// get sends a request from a given client address.
+// from sends a request from a given client address.
 func (s *testServer) from(addr, target, key string, header ...string) *httptest.ResponseRecorder {
+	return fromPeer(s.handler, addr, target, key, header...)
+}
+
+// fromPeer sends GET target through h from the TCP peer addr, as from does.
+func fromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("GET", target, nil)
 	req.RemoteAddr = addr
 	if key != "" {
@@ -248,7 +254,7 @@ func (s *testServer) from(addr, target, key string, header ...string) *httptest.
 		req.Header.Set(header[i], header[i+1])
 	}
 	w := httptest.NewRecorder()
-	s.handler.ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	return w
 }
 

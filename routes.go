@@ -137,7 +137,7 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter}
+	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard}
 	return []route{
 		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(adminOpenAPIYAML)},
 		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, handleAdminWhoami()},
@@ -192,7 +192,7 @@ func adminRoutes(a *app) []route {
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
-	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, trustProxy: a.trustProxy, metrics: a.metrics}
+	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, metrics: a.metrics}
 	for _, rt := range adminRoutes(a) {
 		switch rt.access {
 		case withAdminToken:

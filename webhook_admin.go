@@ -56,11 +56,16 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 			return
 		}
 		terms, err := newEndpointTerms(url, events)
+		if err == nil {
+			if problem := d.webhookGuard.urlProblem(r.Context(), url); problem != "" {
+				err = domain.Invalid("%s", problem)
+			}
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(r).admin.Actor())
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -74,7 +79,7 @@ func handleAdminRemoveWebhook(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(r).admin.Actor())
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor())
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -111,7 +116,7 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 				}
 			}
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(r).admin.Actor())
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -127,7 +132,7 @@ func handleAdminEnableWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(r).admin.Actor())
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -149,7 +154,7 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		ev, err := queueTest(r.Context(), d.store, id, recordOf(r).admin.Actor(), d.now())
+		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
