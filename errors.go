@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"petstore/internal/appendjson"
 	"petstore/internal/domain"
 )
 
@@ -111,9 +112,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	b := make([]byte, 0, 64+len(e.Message))
 	b = append(b, `{"code":`...)
-	b = appendJSONString(b, e.Code)
+	b = appendjson.String(b, e.Code)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, e.Message)
+	b = appendjson.String(b, e.Message)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, "}\n"...)

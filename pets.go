@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/appendjson"
 	"petstore/internal/batch"
 	"petstore/internal/domain"
 )
@@ -294,7 +295,7 @@ func (c *petCache) appendPetAt(b []byte, pos int) []byte {
 	b = append(b, `{"id":`...)
 	b = appendInt(b, ch.id(i))
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, c.names[pos/chunkSize][start:ch.nameEnd[i]])
+	b = appendjson.String(b, c.names[pos/chunkSize][start:ch.nameEnd[i]])
 	b = append(b, `,"categoryId":`...)
 	b = appendInt(b, ch.categoryAt(i))
 	if st := ch.status[i]; st > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 
+	"petstore/internal/appendjson"
 	"petstore/internal/domain"
 )
 
@@ -53,7 +54,7 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 // GET /admin/v1/keys/{id}/limits.
 func appendRateLimitStatus(b []byte, key *domain.Key, s standing) []byte {
 	b = append(b, `{"plan":`...)
-	b = appendJSONString(b, key.Plan)
+	b = appendjson.String(b, key.Plan)
 	b = appendScopes(append(b, `,"scopes":`...), key.Scopes)
 	b = appendWindow(append(b, `,"minute":`...), s.minute)
 	b = appendWindow(append(b, `,"day":`...), s.day)
@@ -77,7 +78,7 @@ func appendScopes(b []byte, s domain.ScopeSet) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, name)
+		b = appendjson.String(b, name)
 	}
 	return append(b, ']')
 }

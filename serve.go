@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/logline"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -150,7 +151,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		// pets) some 20 MiB smaller. GOGC in the environment still decides.
 		debug.SetGCPercent(serveGCPercent)
 	}
-	logs := newLogBuffer(stderr)
+	logs := logline.NewBuffer(stderr)
 	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
 	if err != nil {
 		return err
@@ -158,7 +159,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
 	flushed := make(chan struct{})
 	go func() {
-		every(flushCtx, logFlushEvery, logs.Flush)
+		every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
 		close(flushed)
 	}()
@@ -173,7 +174,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "text", "json":
-		return slog.New(newLineHandler(w, format == "json", lvl)), nil
+		return slog.New(logline.NewHandler(w, format == "json", lvl)), nil
 	}
 	return nil, usagef("--log-format must be text or json, not %q", format)
 }
@@ -181,7 +182,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // serve runs the server until ctx ends, then shuts down gracefully: no new
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
-func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
 	var m *metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
@@ -266,7 +267,7 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger) *http.
 // serveUntil serves every port until ctx ends; then, after drainFor with
 // draining set, it stops them: no new connections, and requests in flight
 // finish up to shutdownTimeout.
-func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logBuffer) error {
+func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logline.Buffer) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {
 		go func() { served <- p.srv.Serve(p.ln) }()
