@@ -16,7 +16,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// The admin API (DESIGN.md "The API's owner"): what the CLI does to keys,
+// The admin API (docs/admin.md, "The routes"): what the CLI does to keys,
 // over HTTP for a signup flow or a portal, under /admin/v1 on the admin
 // listener only (--admin-addr), behind admin tokens (admin.go). Its objects
 // are the CLI's: a key is keys list --json's listedKey, an event audit

@@ -11,7 +11,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// The audit trail (DESIGN.md "Restricted keys and the audit trail"): every
+// The audit trail (docs/production.md, "The audit trail"): every
 // change to a key is an event kept in the database, append only, with who
 // made it and when. The commands write theirs in the transaction of the
 // change itself; the server writes the start of each ban, in batches.

@@ -1,6 +1,6 @@
 package main
 
-// The audit trail (DESIGN.md "Restricted keys and the audit trail"): each
+// The audit trail (docs/production.md, "The audit trail"): each
 // change to a key leaves one event, with who made it, when, and what it was;
 // the table is append only; copy carries it over.
 

@@ -10,7 +10,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// Bans in the database (DESIGN.md "The API's owner"): the server that
+// Bans in the database (docs/production.md, "Bans"): the server that
 // starts a ban stores it with its key.banned event (auditLog, within the
 // usage batch's 2 s). Redis holds the truth while it is up; the database is
 // a floor under it: every server reads the table at start and what changed

@@ -6,7 +6,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// The admin API's bans (DESIGN.md "The API's owner"): GET /admin/v1/bans
+// The admin API's bans (docs/admin.md, "The routes"): GET /admin/v1/bans
 // (keys:read) lists the bans in force, as bans list --json does; DELETE
 // /admin/v1/bans/{subject} (keys:write) lifts one, as bans lift does.
 

@@ -158,7 +158,7 @@ func fuzzRequest(method, target, body string) *http.Request {
 // round-trip (getPet answers the same bytes, from memory and from SQLite,
 // and encoding/json reads the same pet from the request); a rejection is a
 // 400 in the Error shape. Whether it is accepted is checked against a
-// reference built from encoding/json and DESIGN.md's rules.
+// reference built from encoding/json and docs/api.md's rules.
 func FuzzCreatePetBody(f *testing.F) {
 	for _, body := range []string{
 		`{"name":"Rex","categoryId":1}`,
@@ -215,7 +215,7 @@ func FuzzCreatePetBody(f *testing.F) {
 			return
 		}
 		if !accept {
-			t.Fatalf("body %q: 201 %s, but DESIGN.md refuses it (%s)", body, w.Body, wantCode)
+			t.Fatalf("body %q: 201 %s, but docs/api.md refuses it (%s)", body, w.Body, wantCode)
 		}
 		apiWantJSON(t, w)
 		got := apiReadPet(t, w.Body.Bytes())
@@ -254,7 +254,7 @@ func equalStatus(a, b *string) bool {
 	return *a == *b
 }
 
-// createPetReference says whether DESIGN.md accepts body as a createPet body
+// createPetReference says whether docs/api.md accepts body as a createPet body
 // and, when not, the error code: invalid_json unless the body is one JSON
 // object, else invalid_request. It reads JSON with encoding/json alone, and
 // looks at every member: a member given twice is refused, as a query
@@ -403,7 +403,7 @@ func FuzzListQuery(f *testing.F) {
 
 // FuzzParseListQuery checks parseListQuery and the cursor on their own,
 // where they are cheap: eachQueryParam agrees with url.ParseQuery, a query is
-// refused exactly when DESIGN.md says so, an accepted query re-encodes to
+// refused exactly when docs/api.md says so, an accepted query re-encodes to
 // itself, and encodeCursor(n) decodes to n for every n >= 1 (and to nothing
 // for n < 1).
 func FuzzParseListQuery(f *testing.F) {
@@ -477,7 +477,7 @@ func FuzzParseListQuery(f *testing.F) {
 	})
 }
 
-// listQueryReference applies DESIGN.md's rules to parsed query values: each
+// listQueryReference applies docs/api.md's rules to parsed query values: each
 // of limit, status and cursor at most once; limit a decimal integer 1..100
 // (default 20); status one of the enum; cursor "after:<id>" in unpadded
 // base64url, id an int64 >= 1. Other parameters are ignored.
@@ -816,7 +816,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 	})
 }
 
-// idempotencyKeyReference reads an Idempotency-Key value as DESIGN.md puts
+// idempotencyKeyReference reads an Idempotency-Key value as docs/api.md puts
 // it: a value in double quotes is an RFC 8941 sf-string (DQUOTE *(chr) DQUOTE
 // where chr is printable ASCII other than \ and ", or \" or \\), and the
 // key is its content; any other value is the key itself. The key must be 1

@@ -16,7 +16,7 @@ import (
 //go:embed openapi.yaml
 var openapiYAML []byte
 
-// getPet is deprecated (SPEC.md §4.3): declared on deprecatedSince, removed
+// getPet is deprecated (docs/api.md, "Deprecation"): declared on deprecatedSince, removed
 // at sunset.
 var (
 	deprecatedSince = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)

@@ -1,6 +1,6 @@
 package main
 
-// Keys over their lifetime (DESIGN.md): expiry, rolls with and without an
+// Keys over their lifetime (docs/production.md, "Keys over their lifetime"): expiry, rolls with and without an
 // overlap, the budget a roll's keys share, last use written in batches, and
 // GET /v1/rate_limit. Each runs on SQLite and on PostgreSQL, and what
 // touches the limits with either limiter.

@@ -1,6 +1,6 @@
 package main
 
-// The database away or stalled (DESIGN.md "Many servers"): what needs it
+// The database away or stalled (docs/production.md, "When the database stalls"): what needs it
 // answers 503 unavailable with a Retry-After within --db-timeout, nothing
 // acknowledged is lost or doubled, and the server heals by itself. The
 // tests run with a short deadline, so that they stay short.

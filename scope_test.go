@@ -1,6 +1,6 @@
 package main
 
-// Restricted keys (DESIGN.md "Restricted keys and the audit trail"): the
+// Restricted keys (docs/api.md, "Scopes"): the
 // scopes a key is made with, kept and shown.
 
 import (

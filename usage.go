@@ -11,7 +11,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// The usage history (DESIGN.md "The API's owner"): for each budget (the
+// The usage history (docs/admin.md, "The usage history"): for each budget (the
 // keys of a roll share one) and UTC day, every request that carried a valid
 // key, counted once in one of five columns. A request adds one to an
 // atomic counter of its key; the flush every usageFlushEvery writes the

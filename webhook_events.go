@@ -13,7 +13,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// The events webhooks send (DESIGN.md "Notices: signed webhooks"): their
+// The events webhooks send (docs/webhooks.md, "What is sent"): their
 // types, their bodies, and the notices the server decides on its own: a
 // budget's day quota crossing 80% and 100%, a key about to expire or
 // expired.

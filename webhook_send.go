@@ -21,7 +21,7 @@ import (
 )
 
 // One attempt of a webhook delivery, as Standard Webhooks 1.0 has it
-// (DESIGN.md "Notices: signed webhooks"): the secret, the signature, the
+// (docs/webhooks.md, "Verifying a delivery"): the secret, the signature, the
 // bounded HTTP client that refuses the local network, and when to try again.
 
 const (

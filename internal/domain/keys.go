@@ -282,7 +282,7 @@ type Limits struct {
 	PerDay    int64
 }
 
-// Plans are the published figures (SPEC.md §8). Enterprise has none: each
+// Plans are the published figures (README, "Plans and limits"). Enterprise has none: each
 // Enterprise key carries its own.
 var Plans = map[string]Limits{
 	"free":     {PerMinute: 60, PerDay: 1_000},
