@@ -25,8 +25,12 @@ var adminOpenAPIYAML []byte
 
 // adminDeps is what the admin API's handlers need.
 type adminDeps struct {
-	store storage
-	now   func() time.Time
+	store   storage
+	now     func() time.Time
+	limiter rateLimiter // read, never spent: a key's limits
+	// webhookGuard refuses the endpoint URLs this server would never send
+	// to (nil with --webhook-allow-private).
+	webhookGuard *addressGuard
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,
@@ -92,7 +96,7 @@ func newKeyTerms(body jsonBody, env string, now time.Time) (apiKey, error) {
 		return k, err
 	}
 	if _, given := body["externalId"]; given {
-		if err := checkExternalID(k.ExternalID); err != nil {
+		if err := checkText("externalId", k.ExternalID); err != nil {
 			return k, err
 		}
 	}
@@ -102,11 +106,12 @@ func newKeyTerms(body jsonBody, env string, now time.Time) (apiKey, error) {
 // maxExternalIDLen bounds an externalId, in characters.
 const maxExternalIDLen = 255
 
-// checkExternalID: 1 to 255 printable characters of valid UTF-8.
-func checkExternalID(id string) error {
-	if id == "" || !utf8.ValidString(id) || utf8.RuneCountInString(id) > maxExternalIDLen ||
-		strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return errorf(codeInvalidRequest, "externalId must be 1 to %d printable characters", maxExternalIDLen)
+// checkText: field is 1 to 255 printable characters of valid UTF-8, as an
+// externalId and the keys' search q are.
+func checkText(field, s string) error {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxExternalIDLen ||
+		strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return errorf(codeInvalidRequest, "%s must be 1 to %d printable characters", field, maxExternalIDLen)
 	}
 	return nil
 }
@@ -158,7 +163,7 @@ type adminKeysQuery struct {
 
 func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 	q := adminKeysQuery{limit: defaultPageSize, params: url.Values{}}
-	for _, name := range []string{"plan", "idle", "expiring", "revoked", "externalId", "limit", "cursor"} {
+	for _, name := range []string{"plan", "idle", "expiring", "revoked", "externalId", "q", "limit", "cursor"} {
 		if len(v[name]) > 1 {
 			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
 		}
@@ -191,11 +196,18 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 		q.params.Set("revoked", v.Get("revoked"))
 	}
 	if v.Has("externalId") {
-		if err := checkExternalID(v.Get("externalId")); err != nil {
+		if err := checkText("externalId", v.Get("externalId")); err != nil {
 			return q, err
 		}
 		q.filter.ExternalID = v.Get("externalId")
 		q.params.Set("externalId", q.filter.ExternalID)
+	}
+	if v.Has("q") {
+		if err := checkText("q", v.Get("q")); err != nil {
+			return q, err
+		}
+		q.filter.Search = v.Get("q")
+		q.params.Set("q", q.filter.Search)
 	}
 	if q.limit, err = pageLimit(v); err != nil {
 		return q, err

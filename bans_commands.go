@@ -26,19 +26,6 @@ func listedBans(bans []ban) []listedBan {
 	return out
 }
 
-func bansCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usagef("bans needs a command: list or lift")
-	}
-	switch args[0] {
-	case "list":
-		return bansList(ctx, args[1:], getenv, stdout)
-	case "lift":
-		return bansLift(ctx, args[1:], getenv, stdout)
-	}
-	return usagef("unknown bans command %q: use list or lift", args[0])
-}
-
 func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("bans list", getenv, stdout).withDB()
 	asJSON := c.jsonFlag("a table")

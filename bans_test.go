@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // sameBan tells whether two bans are the same ban, in the same state.
@@ -156,6 +158,7 @@ func isKind(err error, kind errorKind) bool {
 func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		k, token := s.mustCreate(s.keyTerms("enterprise", banTerms))
+		s.clock.advance(123456 * time.Nanosecond) // between two milliseconds, as a real clock is: the table keeps milliseconds
 		s.banOf(token, 20)
 		s.flushAudit()
 		s.refreshBans()
@@ -264,8 +267,8 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	for _, s := range []*testServer{a, b} {
 		s.refreshBans()
 	}
-	deleteRedisKeys(t, testRedisURL(t), a.redisPrefix) // Redis restarted empty
-	a.clock.advance(time.Minute)                       // the minute bucket is full again
+	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix) // Redis restarted empty
+	a.clock.advance(time.Minute)                           // the minute bucket is full again
 	for i, s := range []*testServer{b, a} {
 		w := s.do("GET", "/v1/pets", token, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
@@ -273,7 +276,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 			t.Errorf("server %d after Redis lost the ban: Retry-After %d, want the rest of the ban, 840", i, got)
 		}
 	}
-	deleteRedisKeys(t, testRedisURL(t), a.redisPrefix)
+	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 	proxy.set("drop") // and now away: each server's fallback limits alone
 	for i, s := range []*testServer{a, b} {
 		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)

@@ -548,7 +548,7 @@ func TestHostileSlowHeadersAreDropped(t *testing.T) {
 		case o.err != nil:
 			t.Errorf("slow client: %v", o.err)
 		case o.after < 4*time.Second || o.after > 7*time.Second:
-			t.Errorf("slow client dropped after %v; ReadHeaderTimeout is %v", o.after, readHeaderTimeout)
+			t.Errorf("slow client dropped after %v; ReadHeaderTimeout is %v", o.after, apiLimits.readHeader)
 		case len(o.got) > 0 && !bytes.HasPrefix(o.got, []byte("HTTP/1.1 400 ")) && !bytes.HasPrefix(o.got, []byte("HTTP/1.1 408 ")):
 			t.Errorf("slow client was sent %q; want nothing, a 400 or a 408", o.got)
 		}

@@ -151,6 +151,9 @@ type keyFilter struct {
 	Expiring   time.Duration // not yet expired, and expires within this long
 	Revoked    *bool
 	ExternalID string
+	// Search: the name or the externalId holds it, in any case (the
+	// admin API's q).
+	Search string
 }
 
 // picks tells whether f picks k at now.
@@ -159,6 +162,8 @@ func (f keyFilter) picks(k apiKey, now time.Time) bool {
 	case f.Plan != "" && k.Plan != f.Plan:
 		return false
 	case f.ExternalID != "" && k.ExternalID != f.ExternalID:
+		return false
+	case f.Search != "" && !containsFold(k.Name, f.Search) && !containsFold(k.ExternalID, f.Search):
 		return false
 	case f.Revoked != nil && *f.Revoked == k.RevokedAt.IsZero():
 		return false
@@ -200,4 +205,9 @@ func reportSpan(field, value string, given bool) (time.Duration, error) {
 		return 0, errInvalid("%s must be a duration above zero (30d, 7d, 12h), not %q", field, value)
 	}
 	return d, nil
+}
+
+// containsFold tells whether s holds sub, in any case.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }

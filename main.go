@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -44,39 +45,6 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-const topUsage = `usage:
-  petstore [serve] [--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]
-  petstore keys create [--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...]
-  petstore keys list   [--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]
-  petstore keys update [--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never]
-  petstore keys roll   [--db FILE|URL] KEY_ID [--overlap DURATION]
-  petstore keys revoke [--db FILE|URL] KEY_ID
-  petstore admin create [--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]
-  petstore admin list   [--db FILE|URL] [--json]
-  petstore admin revoke [--db FILE|URL] ID
-  petstore usage       [--db FILE|URL] --key ID [--days N] [--json]
-  petstore audit       [--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]
-  petstore webhooks add        [--db FILE|URL] URL [--events TYPE,...]
-  petstore webhooks list       [--db FILE|URL] [--json]
-  petstore webhooks remove     [--db FILE|URL] ID
-  petstore webhooks rotate     [--db FILE|URL] ID [--overlap 24h]
-  petstore webhooks enable     [--db FILE|URL] ID
-  petstore webhooks test       [--db FILE|URL] ID
-  petstore webhooks deliveries [--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]
-  petstore webhooks resend     [--db FILE|URL] EVENT_ID|--failed [--endpoint ID]
-  petstore bans list   [--db FILE|URL] [--json]
-  petstore bans lift   [--db FILE|URL] key:ID|address:IP
-  petstore migrate     [--db FILE|URL]   (as the role that owns the tables)
-  petstore backup      [--db FILE] --out FILE
-  petstore copy        --from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]
-  petstore healthcheck [--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)
-  petstore version
-
-Every flag may also be set as PETSTORE_<FLAG> in the environment (--ban-after
-as PETSTORE_BAN_AFTER); a flag on the command line wins. Run a command with
--h for its flags.
-`
-
 // run is the whole program; main only supplies the process's environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -88,67 +56,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}()
 
 	args = args[1:]
-	command := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		command, args = args[0], args[1:]
-	}
-	switch command {
-	case "serve":
+	switch {
+	case len(args) == 0 || strings.HasPrefix(args[0], "-") && !isHelp(args[0]):
 		return serveCommand(ctx, args, getenv, stdout, stderr)
-	case "keys":
-		if len(args) == 0 {
-			return usagef("keys needs a command: create, list, update, roll or revoke")
-		}
-		switch args[0] {
-		case "create":
-			return keysCreate(ctx, args[1:], getenv, stdout, stderr)
-		case "list":
-			return keysList(ctx, args[1:], getenv, stdout)
-		case "roll":
-			return keysRoll(ctx, args[1:], getenv, stdout, stderr)
-		case "revoke":
-			return keysRevoke(ctx, args[1:], getenv, stdout)
-		case "update":
-			return keysUpdate(ctx, args[1:], getenv, stdout)
-		}
-		return usagef("unknown keys command %q: use create, list, update, roll or revoke", args[0])
-	case "admin":
-		if len(args) == 0 {
-			return usagef("admin needs a command: create, list or revoke")
-		}
-		switch args[0] {
-		case "create":
-			return adminCreate(ctx, args[1:], getenv, stdout, stderr)
-		case "list":
-			return adminList(ctx, args[1:], getenv, stdout)
-		case "revoke":
-			return adminRevoke(ctx, args[1:], getenv, stdout)
-		}
-		return usagef("unknown admin command %q: use create, list or revoke", args[0])
-	case "usage":
-		return usageCommand(ctx, args, getenv, stdout)
-	case "audit":
-		return auditCommand(ctx, args, getenv, stdout)
-	case "bans":
-		return bansCommand(ctx, args, getenv, stdout)
-	case "webhooks":
-		return webhooksCommand(ctx, args, getenv, stdout, stderr)
-	case "migrate":
-		return migrateCommand(ctx, args, getenv, stdout, stderr)
-	case "backup":
-		return backupCommand(ctx, args, getenv, stderr)
-	case "copy":
-		return copyCommand(ctx, args, getenv, stdout, stderr)
-	case "healthcheck":
-		return healthcheckCommand(ctx, args, getenv, stdout)
-	case "version":
-		fmt.Fprintln(stdout, versionString())
-		return nil
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, topUsage)
-		return nil
+	case args[0] == "help" || isHelp(args[0]):
+		return writeHelp(ctx, getenv, stdout, stderr)
 	}
-	return usagef("unknown command %q: use serve, keys, admin, usage, audit, bans, webhooks, migrate, backup, copy, healthcheck or version (petstore help lists them)", command)
+	command, rest, err := findCommand(args)
+	if err != nil {
+		return err
+	}
+	return command.run(ctx, rest, getenv, stdout, stderr)
+}
+
+// isHelp is true of -h and --help (and flag's -help and --h).
+func isHelp(arg string) bool {
+	return slices.Contains([]string{"-h", "--h", "-help", "--help"}, arg)
 }
 
 func versionString() string {

@@ -46,14 +46,20 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 			return
 		}
 		info.use.count(s.today, usageAllowed)
-		b := make([]byte, 0, 160)
-		b = append(b, `{"plan":`...)
-		b = appendJSONString(b, info.key.Plan)
-		b = info.key.Scopes.appendJSON(append(b, `,"scopes":`...))
-		b = appendWindow(append(b, `,"minute":`...), s.minute)
-		b = appendWindow(append(b, `,"day":`...), s.day)
-		writeBody(w, http.StatusOK, append(b, "}\n"...))
+		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), info.key, s))
 	})
+}
+
+// appendRateLimitStatus appends key's plan, scopes and windows s as JSON:
+// the body of GET /v1/rate_limit and of the admin API's
+// GET /admin/v1/keys/{id}/limits.
+func appendRateLimitStatus(b []byte, key *apiKey, s standing) []byte {
+	b = append(b, `{"plan":`...)
+	b = appendJSONString(b, key.Plan)
+	b = key.Scopes.appendJSON(append(b, `,"scopes":`...))
+	b = appendWindow(append(b, `,"minute":`...), s.minute)
+	b = appendWindow(append(b, `,"day":`...), s.day)
+	return append(b, "}\n"...)
 }
 
 func appendWindow(b []byte, win window) []byte {

@@ -135,9 +135,10 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now}
+	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard}
 	return []route{
 		{"GET /admin/v1/openapi.yaml", open, noScope, handleDocument(adminOpenAPIYAML)},
+		{"GET /admin/v1/whoami", withAdminToken, noScope, handleAdminWhoami()},
 		{"POST /admin/v1/keys", withAdminToken, scopeKeysWrite, handleAdminCreateKey(d, a.env)},
 		{"GET /admin/v1/keys", withAdminToken, scopeKeysRead, handleAdminListKeys(d)},
 		{"GET /admin/v1/keys/{id}", withAdminToken, scopeKeysRead, handleAdminGetKey(d)},
@@ -145,6 +146,7 @@ func adminRoutes(a *app) []route {
 		{"POST /admin/v1/keys/{id}/roll", withAdminToken, scopeKeysWrite, handleAdminRollKey(d)},
 		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, scopeKeysWrite, handleAdminRevokeKey(d)},
 		{"GET /admin/v1/keys/{id}/usage", withAdminToken, scopeKeysRead, handleAdminKeyUsage(d)},
+		{"GET /admin/v1/keys/{id}/limits", withAdminToken, scopeKeysRead, handleAdminKeyLimits(d)},
 		{"GET /admin/v1/audit", withAdminToken, scopeAuditRead, handleAdminAudit(d)},
 		{"GET /admin/v1/bans", withAdminToken, scopeKeysRead, handleAdminListBans(d)},
 		{"DELETE /admin/v1/bans/{subject}", withAdminToken, scopeKeysWrite, handleAdminLiftBan(d, a.env)},
@@ -160,11 +162,13 @@ func adminRoutes(a *app) []route {
 		// Another method on those paths is a 405 with Allow, any other
 		// path a 404, each after the token.
 		{"/admin/v1/openapi.yaml", open, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/whoami", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
 		{"/admin/v1/keys", withAdminToken, noScope, methodNotAllowed("GET, HEAD, POST")},
 		{"/admin/v1/keys/{id}", withAdminToken, noScope, methodNotAllowed("GET, HEAD, PATCH")},
 		{"/admin/v1/keys/{id}/roll", withAdminToken, noScope, methodNotAllowed("POST")},
 		{"/admin/v1/keys/{id}/revoke", withAdminToken, noScope, methodNotAllowed("POST")},
 		{"/admin/v1/keys/{id}/usage", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/keys/{id}/limits", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
 		{"/admin/v1/audit", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
 		{"/admin/v1/bans", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
 		{"/admin/v1/bans/{subject}", withAdminToken, noScope, methodNotAllowed("DELETE")},
@@ -186,7 +190,7 @@ func adminRoutes(a *app) []route {
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
-	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, trustProxy: a.trustProxy, metrics: a.metrics}
+	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, metrics: a.metrics}
 	for _, rt := range adminRoutes(a) {
 		switch rt.access {
 		case withAdminToken:
@@ -195,7 +199,7 @@ func newAdminServer(a *app) http.Handler {
 			api.Handle(rt.pattern, rt.handler)
 		}
 	}
-	logged := chain(api, logRequests(a.logger, a.metrics))
+	logged := chain(api, logRequests(a.logger, a.metrics), noStore)
 
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)

@@ -21,12 +21,9 @@ import (
 )
 
 // Server limits: a slow or oversized request is cut off before it costs
-// much. Write timeout covers the slowest legitimate answer, a page of 100.
+// much. Both listeners read requests within the same limits (serverLimits);
+// only the admin listener's answers may take longer.
 const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 15 * time.Second
-	writeTimeout      = 30 * time.Second
-	idleTimeout       = 120 * time.Second
 	// headerLimit bounds a request's line and headers together (431
 	// beyond). net/http reads 4 KiB past its MaxHeaderBytes before it
 	// refuses, so that is set 4 KiB lower: the limit is what is documented.
@@ -38,6 +35,24 @@ const (
 	adminWriteTimeout = 5 * time.Minute
 	serveGCPercent    = 50
 )
+
+// serverLimits are the time limits of an HTTP server: for a request's
+// headers to arrive, for the whole request (its body too), for its answer,
+// and for a kept-alive connection to sit idle.
+type serverLimits struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// apiLimits are the public listener's. The write timeout covers the slowest
+// legitimate answer, a page of 100.
+var apiLimits = serverLimits{readHeader: 5 * time.Second, read: 15 * time.Second, write: 30 * time.Second, idle: 120 * time.Second}
+
+// admin are the limits l with an admin listener's answers, which may take
+// minutes (a profile): the same limits for reading a request.
+func (l serverLimits) admin() serverLimits {
+	l.write = adminWriteTimeout
+	return l
+}
 
 type serveConfig struct {
 	dbFlags
@@ -59,7 +74,10 @@ type serveConfig struct {
 	// webhookAllowPrivate lets webhooks go to loopback and private
 	// addresses, which are refused otherwise.
 	webhookAllowPrivate bool
-	https               httpsConfig
+	// bootstrapKeyFile is where the first key goes when standard error is
+	// not a terminal; "" for the default (bootstrapKeyPath).
+	bootstrapKeyFile string
+	https            httpsConfig
 }
 
 // defaultDBTimeout is --db-timeout's default: far above what a healthy
@@ -85,6 +103,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	cfg.https.register(fs)
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and unique-local addresses (a receiver on this network); refused otherwise")
+	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
@@ -184,19 +203,19 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return err
 	}
 	defer a.close()
-	api, err := listen(cfg.addr, "", apiServer(tr.wrap(a.handler), logger, tr.api))
+	api, err := listen(cfg.addr, "", withTLS(httpServer(tr.wrap(a.handler), apiLimits, logger), logger, tr.api))
 	if err != nil {
 		return err
 	}
 	defer api.ln.Close()
 	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), api.ln.Addr()), stderr); err != nil {
+	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), api.ln.Addr()), stderr, logger); err != nil {
 		return err
 	}
 	ports := []port{api}
 	serving := []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
 	if m != nil {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", adminServer(a.adminHandler, logger, tr.admin))
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", withTLS(httpServer(a.adminHandler, apiLimits.admin(), logger), logger, tr.admin))
 		if err != nil {
 			return err
 		}
@@ -248,31 +267,18 @@ func listen(addr, which string, srv *http.Server) (port, error) {
 	return port{srv: srv, ln: ln}, nil
 }
 
-// apiServer serves the API within the server limits, over TLS with HTTP/2
-// when tlsConfig is set.
-func apiServer(h http.Handler, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
-	return withTLS(&http.Server{
+// httpServer serves h within limits, with headers of at most
+// maxHeaderBytes: the one maker of both listeners' servers.
+func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger) *http.Server {
+	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
+		ReadHeaderTimeout: limits.readHeader,
+		ReadTimeout:       limits.read,
+		WriteTimeout:      limits.write,
+		IdleTimeout:       limits.idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, logger, tlsConfig)
-}
-
-// adminServer serves the metrics, the profiles (which may take minutes)
-// and the admin API.
-func adminServer(h http.Handler, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
-	return withTLS(&http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		WriteTimeout:      adminWriteTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}, logger, tlsConfig)
+	}
 }
 
 // withTLS makes srv serve over TLS when tlsConfig is set: HTTP/2 within
@@ -330,32 +336,6 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 		}
 	}
 	logger.Info("stopped")
-	return nil
-}
-
-// bootstrapKey makes a first Free key on a database without any, so that a
-// new user can call the API at once. It is the only key the server ever
-// prints.
-func bootstrapKey(ctx context.Context, store keyStore, cfg serveConfig, url string, stderr io.Writer) error {
-	free := plans["free"]
-	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
-	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
-	if err != nil {
-		return fmt.Errorf("create the bootstrap key: %w", err)
-	}
-	if !created {
-		return nil
-	}
-	fmt.Fprintf(stderr, `
-No API keys yet in %s, so here is one (key %d, "bootstrap", Free plan).
-It is shown only this once: keep it.
-
-    %s
-
-Try it:  curl -H 'Authorization: Bearer %s' %s/v1/pets
-More:    petstore keys create --db %s --plan pro --name my-app
-
-`, cfg.shown(), key.ID, token, token, url, cfg.shown())
 	return nil
 }
 

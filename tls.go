@@ -224,9 +224,9 @@ func http2Limits() *http.HTTP2Config {
 		MaxReadFrameSize:              64 << 10,
 		MaxReceiveBufferPerConnection: 1 << 20,
 		MaxReceiveBufferPerStream:     256 << 10,
-		SendPingTimeout:               idleTimeout / 2,
+		SendPingTimeout:               apiLimits.idle / 2,
 		PingTimeout:                   15 * time.Second,
-		WriteByteTimeout:              writeTimeout,
+		WriteByteTimeout:              apiLimits.write,
 	}
 }
 

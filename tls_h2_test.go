@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/testkit"
+
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -122,7 +124,7 @@ func TestHTTP2DrainSendsClientsAway(t *testing.T) {
 		t.Fatalf("before the drain: %s, reused %v; want HTTP/2 on a kept connection", resp.Proto, reused)
 	}
 	p.cancel()
-	eventually(t, 5*time.Second, "the server is draining", func() bool { return strings.Contains(p.stderr.String(), "draining") })
+	testkit.Eventually(t, 5*time.Second, "the server is draining", func() bool { return strings.Contains(p.stderr.String(), "draining") })
 	if resp, _ := get(); resp.StatusCode != 200 {
 		t.Fatalf("while draining: %d, want 200", resp.StatusCode)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 func init() {
@@ -97,16 +100,13 @@ func httpsServing(t *testing.T, ca *testCA, dir string, args ...string) (*inProc
 }
 
 // With a certificate pair, the API answers over HTTP/2 to a client that
-// trusts only the root, with Strict-Transport-Security, and the
-// first-start hint shows an https:// URL.
+// trusts only the root, with Strict-Transport-Security; the first-start
+// hint shows an https:// URL.
 func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
 	p, _, _ := httpsServing(t, ca, t.TempDir())
-	if !strings.Contains(p.stderr.String(), "Bearer psk_") || !strings.Contains(p.stderr.String(), p.url+"/v1/pets") {
-		t.Errorf("the first-start hint does not show %s/v1/pets:\n%s", p.url, p.stderr)
-	}
-	key := cliAnyKey.FindString(p.stderr.String())
+	key := bootstrapKeyIn(t, p.stderr.String())
 	client := ca.client()
 	defer client.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", p.url+"/v1/pets", nil)
@@ -198,7 +198,7 @@ func TestCertificateFilesSwappedUnderLoad(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	serial := swapPair(t, ca, certFile, keyFile, 300*time.Millisecond)
-	eventually(t, 5*time.Second, "the new certificate served", func() bool { return servedSerial(t, ca, p.url).Cmp(serial) == 0 })
+	testkit.Eventually(t, 5*time.Second, "the new certificate served", func() bool { return servedSerial(t, ca, p.url).Cmp(serial) == 0 })
 	time.Sleep(500 * time.Millisecond)
 	stop()
 	wg.Wait()
@@ -220,14 +220,14 @@ func TestMismatchedPairKeepsTheOldCertificate(t *testing.T) {
 	before := servedSerial(t, ca, p.url)
 	certPEM, keyPEM, serial := ca.leaf(t, time.Now().Add(-time.Minute), time.Now().Add(12*time.Hour), "localhost")
 	mustWrite(t, certFile, certPEM)
-	eventually(t, 5*time.Second, "an ERROR naming the key file", func() bool {
+	testkit.Eventually(t, 5*time.Second, "an ERROR naming the key file", func() bool {
 		return strings.Contains(p.stderr.String(), "level=ERROR") && strings.Contains(p.stderr.String(), "--tls-key "+keyFile+" does not match")
 	})
 	if got := servedSerial(t, ca, p.url); got.Cmp(before) != 0 {
 		t.Fatalf("serial %v served while the pair is mismatched, want the old %v", got, before)
 	}
 	mustWrite(t, keyFile, keyPEM)
-	eventually(t, 5*time.Second, "the new certificate served", func() bool { return servedSerial(t, ca, p.url).Cmp(serial) == 0 })
+	testkit.Eventually(t, 5*time.Second, "the new certificate served", func() bool { return servedSerial(t, ca, p.url).Cmp(serial) == 0 })
 }
 
 // SIGHUP reloads the pair at once, even when the files' sizes and times
@@ -262,7 +262,7 @@ func TestSIGHUPReloadsTheCertificate(t *testing.T) {
 		t.Fatal("the new pair was served before SIGHUP: the test cannot tell SIGHUP did it")
 	}
 	s.cmd.Process.Signal(syscall.SIGHUP)
-	eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.url).Cmp(serial) == 0 })
+	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.url).Cmp(serial) == 0 })
 }
 
 // The admin listener stays plain HTTP unless it has its own pair; plain on
@@ -300,5 +300,20 @@ func TestAdminListenerTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "petstore_tls_certificate_expiry_timestamp_seconds{name=\"localhost\"}") {
 		t.Errorf("GET /metrics over TLS: %d, want 200 with the certificate's expiry:\n%.2000s", resp.StatusCode, body)
+	}
+}
+
+// The first-start hint on a terminal names the URL a user on this machine
+// reaches: https:// over TLS, localhost for every interface.
+func TestBaseURLOfHTTPS(t *testing.T) {
+	for _, tc := range []struct{ scheme, addr, want string }{
+		{"https", "0.0.0.0:443", "https://localhost:443"},
+		{"https", "127.0.0.1:8443", "https://127.0.0.1:8443"},
+		{"http", "[::]:8080", "http://localhost:8080"},
+	} {
+		addr, _ := net.ResolveTCPAddr("tcp", tc.addr)
+		if got := baseURL(tc.scheme, addr); got != tc.want {
+			t.Errorf("baseURL(%s, %s) = %s, want %s", tc.scheme, tc.addr, got, tc.want)
+		}
 	}
 }

@@ -13,33 +13,6 @@ import (
 // The webhooks commands: endpoints, their secrets, test events, and the
 // deliveries a running server makes.
 
-const webhooksCommands = "add, list, remove, rotate, enable, test, deliveries or resend"
-
-func webhooksCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("webhooks needs a command: %s", webhooksCommands)
-	}
-	switch args[0] {
-	case "add":
-		return webhooksAdd(ctx, args[1:], getenv, stdout, stderr)
-	case "list":
-		return webhooksList(ctx, args[1:], getenv, stdout)
-	case "remove":
-		return webhooksRemove(ctx, args[1:], getenv, stdout)
-	case "rotate":
-		return webhooksRotate(ctx, args[1:], getenv, stdout, stderr)
-	case "enable":
-		return webhooksEnable(ctx, args[1:], getenv, stdout)
-	case "test":
-		return webhooksTest(ctx, args[1:], getenv, stdout, stderr)
-	case "deliveries":
-		return webhooksDeliveries(ctx, args[1:], getenv, stdout)
-	case "resend":
-		return webhooksResend(ctx, args[1:], getenv, stdout)
-	}
-	return usagef("unknown webhooks command %q: use %s", args[0], webhooksCommands)
-}
-
 func webhooksAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("webhooks add", getenv, stdout).withDB()
 	var events []string
@@ -58,6 +31,9 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	terms, err := newEndpointTerms(rest[0], events)
 	if err != nil {
 		return usagef("webhooks add: %s", errorMessage(err))
+	}
+	if problem := newAddressGuard(false).urlProblem(ctx, terms.URL); problem != "" {
+		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
 	}
 	store, err := c.db.open(ctx, true)
 	if err != nil {

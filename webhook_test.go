@@ -11,15 +11,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // webhookServer is a test server whose webhooks may go to the test's
 // receivers on loopback.
 func webhookServer(t *testing.T, opts testOptions) *testServer {
 	t.Helper()
-	s := newTestServerWith(t, opts)
-	s.webhooks.sender = newWebhookSender(true, time.Now)
-	return s
+	opts.webhookAllowPrivate = true
+	return newTestServerWith(t, opts)
 }
 
 // addEndpoint adds an endpoint for rc taking events (none: all), and has
@@ -418,9 +419,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			s := webhookServer(t, tc.opts)
 			servers := []*testServer{s}
 			if tc.opts.postgres {
-				other := s.anotherServer()
-				other.webhooks.sender = newWebhookSender(true, time.Now)
-				servers = append(servers, other)
+				servers = append(servers, s.anotherServer())
 			}
 			rc := newReceiver(t)
 			s.addEndpoint(rc, webhookQuotaThreshold)
@@ -559,7 +558,7 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	}
 	src.store.Close()
 
-	to := testPostgresURL(t)
+	to := testkit.PostgresURL(t)
 	if res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to); res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
@@ -602,7 +601,7 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 		s.webhooks.dispatch(ctx, &attempts)
 	}
 	fine.wait(1, 5*time.Second)
-	eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
 		return len(hanging.deliveries()) == maxInFlightPerEndpoint
 	})
 	time.Sleep(50 * time.Millisecond)

@@ -1,0 +1,57 @@
+package main
+
+import "net/http"
+
+// What the owner's console (docs/admin.md "Console") asks of the admin API
+// beyond the CLI's objects: who the token is, and a key's limits now.
+
+// whoami is the token a request came with: its name and its scopes, so that
+// a client shows only what the token may do.
+type whoami struct {
+	ID     int64    `json:"id"`
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+func handleAdminWhoami() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := recordOf(r).admin
+		writeJSON(w, r, http.StatusOK, whoami{ID: t.ID, Name: t.Name, Scopes: t.Scopes.names()})
+	})
+}
+
+// handleAdminKeyLimits answers a key's plan, scopes and both windows now,
+// in the shape of GET /v1/rate_limit, read from the limiter without
+// spending anything and without counting in the key's usage. The keys of
+// a roll share their windows. A banned key's windows are shown as they
+// are: the ban is in GET /admin/v1/bans.
+func handleAdminKeyLimits(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := idParam(r, "a key")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		k, _, err := findKey(r.Context(), d.store, id)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		budget, lim := k.budget()
+		s, err := d.limiter.peek(r.Context(), budget, lim)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), &k, s))
+	})
+}
+
+// noStore keeps every answer of the admin API out of any cache: a key made
+// or a key's figures are never kept by a browser or a proxy.
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
