@@ -169,11 +169,19 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 // limiter of their own, never the /v1 one: a portal with a wrong token
 // never bans its address from /v1, nor /v1 traffic its admin access.
 type adminGate struct {
-	store      storage
-	env        string
-	failures   rateLimiter
-	trustProxy bool
-	metrics    *metrics
+	store    storage
+	env      string
+	failures rateLimiter
+	metrics  *metrics
+}
+
+// caller is whom the failures of r are counted against: its TCP peer,
+// whatever --trust-proxy says. The admin listener is reached directly, not
+// through the public listener's proxy, so X-Forwarded-For there is the
+// client's own word: believed, it would let one address spread its
+// failures over made-up addresses, or ban another's.
+func (g *adminGate) caller(r *http.Request) callerID {
+	return callerID{addr: clientAddr(r, false)}
 }
 
 // adminChallenge is the WWW-Authenticate of the admin API's 401s.
@@ -208,7 +216,7 @@ func (g *adminGate) require(need scopeSet) middleware {
 				insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
 				return
 			}
-			recordOf(r).admin = t
+			recordOf(w).admitted(t)
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -228,7 +236,7 @@ func (g *adminGate) authenticate(r *http.Request) (*adminToken, authReason, erro
 	if problem := secretProblem(token, g.env, adminPrefixes); problem.reason != 0 {
 		return nil, problem.reason, nil
 	}
-	s, err := g.failures.peek(r.Context(), callerID{addr: clientAddr(r, g.trustProxy)}, anonymousLimits)
+	s, err := g.failures.peek(r.Context(), g.caller(r), anonymousLimits)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -252,7 +260,7 @@ func (g *adminGate) authenticate(r *http.Request) (*adminToken, authReason, erro
 // address's own allowance of failures; 401, or 429 past it.
 func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, reason authReason) {
 	g.metrics.adminAuthFailed(reason)
-	d, err := g.failures.allow(r.Context(), callerID{addr: clientAddr(r, g.trustProxy)}, anonymousLimits)
+	d, err := g.failures.allow(r.Context(), g.caller(r), anonymousLimits)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -28,6 +28,9 @@ type adminDeps struct {
 	store   storage
 	now     func() time.Time
 	limiter rateLimiter // read, never spent: a key's limits
+	// webhookGuard refuses the endpoint URLs this server would never send
+	// to (nil with --webhook-allow-private).
+	webhookGuard *addressGuard
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,
@@ -50,7 +53,7 @@ func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		k, token, err := createKey(r.Context(), d.store, terms, recordOf(r).admin.actor())
+		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -339,7 +342,7 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 			return
 		}
 		apply := func(k apiKey) (apiKey, error) { return change.apply(k, now, jsonFields) }
-		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(r).admin.actor()); err != nil {
+		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -426,7 +429,7 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		token := newKey(old.Env)
 		hash := hashKey(token)
-		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(r).admin.actor())
+		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -446,7 +449,7 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(r).admin.actor()); err != nil {
+		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}

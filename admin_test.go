@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // mustCreateAdmin makes an admin token named name holding scopes and
@@ -156,14 +158,7 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 	s := newTestServerWith(t, testOptions{metrics: m, banAfter: 2})
 	key := s.mustCreateKey("free")
 	wrong := newSecret(adminPrefixes["production"]) // the shape of a token, and no such token
-	send := func(token string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("GET", "/admin/v1/keys", nil)
-		req.RemoteAddr = "198.51.100.7:4000"
-		req.Header.Set("Authorization", "Bearer "+token)
-		w := httptest.NewRecorder()
-		s.adminHandler.ServeHTTP(w, req)
-		return w
-	}
+	send := func(token string) *httptest.ResponseRecorder { return s.adminFrom("198.51.100.7:4000", token) }
 	for i := range anonymousLimits.PerMinute {
 		if w := send(wrong); w.Code != 401 {
 			t.Fatalf("failure %d: HTTP status %d, want 401", i+1, w.Code)
@@ -190,6 +185,42 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 	if v1 := counterValues(t, scrape(t, m), "petstore_auth_failures_total", "reason"); v1["invalid"] != 0 {
 		t.Errorf("the admin failures are counted as /v1's too: %v", v1)
 	}
+}
+
+// adminFrom sends GET /admin/v1/keys to the admin listener's handler from
+// the TCP peer addr, with token and the header's name, value pairs.
+func (s *testServer) adminFrom(addr, token string, header ...string) *httptest.ResponseRecorder {
+	return fromPeer(s.adminHandler, addr, "/admin/v1/keys", token, header...)
+}
+
+// The admin listener is reached directly, never through the public
+// listener's proxy: its failures are counted against the TCP peer even with
+// --trust-proxy, and X-Forwarded-For neither spreads them nor bans another.
+func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T) {
+	t.Run("a new X-Forwarded-For on each failure still meets 429", func(t *testing.T) {
+		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
+		for i := range 300 {
+			forged := fmt.Sprintf("203.0.113.%d, 10.0.0.1", i%250+1)
+			w := s.adminFrom("198.51.100.7:4000", newSecret(adminPrefixes["production"]), "X-Forwarded-For", forged)
+			if i < int(anonymousLimits.PerMinute) {
+				wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
+				continue
+			}
+			wantError(t, w, http.StatusTooManyRequests, "rate_limited|temporarily_banned")
+		}
+	})
+	t.Run("a forged X-Forwarded-For bans nobody else", func(t *testing.T) {
+		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
+		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		wrong := newSecret(adminPrefixes["production"])
+		for range anonymousLimits.PerMinute + 5 {
+			s.adminFrom("198.51.100.7:4000", wrong, "X-Forwarded-For", "192.0.2.50")
+		}
+		wantError(t, s.adminFrom("198.51.100.7:4000", wrong), http.StatusTooManyRequests, codeTemporarilyBanned)
+		if w := s.adminFrom("192.0.2.50:5000", admin); w.Code != http.StatusOK {
+			t.Errorf("the address named in the forged header: HTTP status %d, want 200; body: %s", w.Code, w.Body)
+		}
+	})
 }
 
 func TestAdminKeyLifecycle(t *testing.T) {
@@ -604,7 +635,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 		t.Fatalf("revoke: HTTP status %d", w.Code)
 	}
 	revoked := time.Now()
-	eventually(t, time.Second, "server b refuses the key revoked through server a's admin API", func() bool {
+	testkit.Eventually(t, time.Second, "server b refuses the key revoked through server a's admin API", func() bool {
 		return b.do("GET", "/v1/pets", created.Key, "").Code == 401
 	})
 	t.Logf("refused %v after the revocation", time.Since(revoked).Round(time.Millisecond))
@@ -616,7 +647,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 	}
 	b.do("GET", "/v1/pets", created.Key, "")
 	a.admin("PATCH", fmt.Sprintf("/admin/v1/keys/%d", created.ID), admin, `{"plan":"business"}`)
-	eventually(t, time.Second, "server b applies the upgrade made through server a", func() bool {
+	testkit.Eventually(t, time.Second, "server b applies the upgrade made through server a", func() bool {
 		return b.do("GET", "/v1/pets", created.Key, "").Header().Get("X-RateLimit-Limit") == "1000"
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // sameBan tells whether two bans are the same ban, in the same state.
@@ -156,6 +158,7 @@ func isKind(err error, kind errorKind) bool {
 func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		k, token := s.mustCreate(s.keyTerms("enterprise", banTerms))
+		s.clock.advance(123456 * time.Nanosecond) // between two milliseconds, as a real clock is: the table keeps milliseconds
 		s.banOf(token, 20)
 		s.flushAudit()
 		s.refreshBans()
@@ -264,8 +267,8 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	for _, s := range []*testServer{a, b} {
 		s.refreshBans()
 	}
-	deleteRedisKeys(t, testRedisURL(t), a.redisPrefix) // Redis restarted empty
-	a.clock.advance(time.Minute)                       // the minute bucket is full again
+	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix) // Redis restarted empty
+	a.clock.advance(time.Minute)                           // the minute bucket is full again
 	for i, s := range []*testServer{b, a} {
 		w := s.do("GET", "/v1/pets", token, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
@@ -273,7 +276,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 			t.Errorf("server %d after Redis lost the ban: Retry-After %d, want the rest of the ban, 840", i, got)
 		}
 	}
-	deleteRedisKeys(t, testRedisURL(t), a.redisPrefix)
+	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 	proxy.set("drop") // and now away: each server's fallback limits alone
 	for i, s := range []*testServer{a, b} {
 		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
@@ -339,4 +342,38 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 			t.Errorf("after the lift over the admin API: %d %s, want no ban", w.Code, w.Body)
 		}
 	})
+}
+
+func TestABanSeenInRedisIsHeldAtOnceUnlessLifted(t *testing.T) {
+	now := newFakeClock().now()
+	id, other := callerID{keyID: 7}, callerID{keyID: 8}
+	until := now.Add(15 * time.Minute)
+	floor := newBanFloor()
+	floor.hold(id, until, now)
+	floor.hold(other, now, now) // ends now: nothing to hold
+	if got := floor.at(id); !got.Equal(until) {
+		t.Fatalf("a ban seen: floor %v, want %v", got, until)
+	}
+	if got := floor.at(other); !got.IsZero() {
+		t.Errorf("a ban that ended: floor %v, want none", got)
+	}
+	floor.hold(id, until.Add(-time.Minute), now)
+	if got := floor.at(id); !got.Equal(until) {
+		t.Errorf("after an earlier end was seen: floor %v, want %v", got, until)
+	}
+
+	floor.apply([]ban{{Subject: id, Since: now, Until: until, LiftedAt: now}}, now)
+	floor.hold(id, until, now) // an answer that read the ban before its lift
+	if got := floor.at(id); !got.IsZero() {
+		t.Errorf("the lifted ban seen again: floor %v, want none", got)
+	}
+	later := until.Add(time.Minute) // a ban that began after the lift
+	floor.hold(id, later, now)
+	if got := floor.at(id); !got.Equal(later) {
+		t.Errorf("a new ban after the lift: floor %v, want %v", got, later)
+	}
+	floor.apply(nil, later) // ended: it goes, and so does the lift
+	if got := floor.at(id); !got.IsZero() || len(floor.lifted) != 0 {
+		t.Errorf("once ended: floor %v, lifts %v; want none", got, floor.lifted)
+	}
 }

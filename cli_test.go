@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 var (
@@ -41,7 +43,7 @@ var (
 	// in output.
 	cliAnyKey = regexp.MustCompile(`ps[ka]_(?:live|test)_[0-9A-Za-z]+`)
 	// cliServing is the log line that tells where the server listens.
-	cliServing = regexp.MustCompile(`msg=serving addr=http://(127\.0\.0\.1:[0-9]+)`)
+	cliServing = regexp.MustCompile(`msg=serving addr=(https?://127\.0\.0\.1:[0-9]+)`)
 )
 
 // The binary, built once per test process.
@@ -140,7 +142,7 @@ func withTestRedis(t *testing.T, args []string) []string {
 	if !serve || i < 0 || i+1 == len(args) || !isPostgresURL(args[i+1]) || slices.Contains(args, "--redis") {
 		return args
 	}
-	return append(slices.Clone(args), "--redis", testRedisURL(t))
+	return append(slices.Clone(args), "--redis", testkit.RedisURL(t))
 }
 
 // viaBinary runs the built binary in a fresh working directory.
@@ -296,7 +298,8 @@ type runningPetstore struct {
 }
 
 // startPetstore starts the binary in dir with args and --addr
-// 127.0.0.1:0 unless args give one, and returns once /healthz answers. The
+// 127.0.0.1:0 unless args give one, and returns once /healthz answers
+// (once it serves, over https). The
 // process is killed when the test ends, and its output is checked for keys.
 func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
@@ -327,17 +330,39 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 		close(s.exited)
 	}()
 	t.Cleanup(s.cleanup)
-	s.url = "http://" + waitServing(t, s.stderr, s.exited)
-	waitHealthy(t, s.client, s.url)
-	s.bootstrap = cliAnyKey.FindString(s.stderr.String())
+	s.url = waitServing(t, s.stderr, s.exited)
+	if strings.HasPrefix(s.url, "http://") { // over https, the caller's client knows the root to trust
+		waitHealthy(t, s.client, s.url)
+	}
+	s.bootstrap = bootstrapKeyIn(t, s.stderr.String())
 	return s
 }
 
-// waitServing returns HOST:PORT from the "serving" log line.
+// cliBootstrapFile finds the file the first start wrote its key to, in its
+// log line (text or JSON).
+var cliBootstrapFile = regexp.MustCompile(`"?bootstrap_key_file"?[=:]"?([^"\s]+)`)
+
+// bootstrapKeyIn is the key in the file that stderr's log names, or "" when
+// the server wrote none.
+func bootstrapKeyIn(t *testing.T, stderr string) string {
+	t.Helper()
+	m := cliBootstrapFile.FindStringSubmatch(stderr)
+	if m == nil {
+		return ""
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatalf("the bootstrap key's file: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// waitServing returns the URL of the "serving" log line, http://HOST:PORT
+// or https://HOST:PORT.
 func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) string {
 	t.Helper()
 	var addr string
-	eventually(t, 10*time.Second, "a msg=serving line on standard error", func() bool {
+	testkit.Eventually(t, 10*time.Second, "a msg=serving line on standard error", func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("petstore ended before serving:\n%s", stderr)
@@ -354,7 +379,7 @@ func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) strin
 
 func waitHealthy(t *testing.T, client *http.Client, url string) {
 	t.Helper()
-	eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
+	testkit.Eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
 		resp, err := client.Get(url + "/healthz")
 		if err != nil {
 			return false
@@ -858,13 +883,19 @@ func runServing(t *testing.T, env map[string]string, args ...string) *inProcess 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &inProcess{stderr: &syncBuffer{}, cancel: cancel, exited: make(chan struct{})}
+	// Not the working directory, which is the source tree.
+	keyFile := filepath.Join(t.TempDir(), "petstore.bootstrap-key")
 	go func() {
-		p.err = run(ctx, append([]string{"petstore"}, args...),
-			func(name string) string { return env[name] }, strings.NewReader(""), io.Discard, p.stderr)
+		p.err = run(ctx, append([]string{"petstore"}, args...), func(name string) string {
+			if v, ok := env[name]; ok || name != "PETSTORE_BOOTSTRAP_KEY_FILE" {
+				return v
+			}
+			return keyFile
+		}, strings.NewReader(""), io.Discard, p.stderr)
 		close(p.exited)
 	}()
 	t.Cleanup(func() { cancel(); <-p.exited }) // before the database's directory goes
-	p.url = "http://" + waitServing(t, p.stderr, p.exited)
+	p.url = waitServing(t, p.stderr, p.exited)
 	return p
 }
 
@@ -891,9 +922,9 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 		defer client.CloseIdleConnections()
 		waitHealthy(t, client, p.url)
 
-		key := cliAnyKey.FindString(p.stderr.String())
+		key := bootstrapKeyIn(t, p.stderr.String())
 		if !cliKeyPattern["production"].MatchString(key) {
-			t.Fatalf("no bootstrap key on standard error:\n%s", p.stderr)
+			t.Fatalf("no bootstrap key in the file standard error names:\n%s", p.stderr)
 		}
 		req, _ := http.NewRequest("GET", p.url+"/v1/pets", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -917,16 +948,27 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 
 // The binary as a server.
 
-func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
+// Standard error is a pipe here, as under systemd or in a container, where
+// it is a kept log: the key goes to a file of its own, and the log names it.
+func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 	t.Parallel()
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
-		printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
-		if len(printed) != 1 {
-			t.Fatalf("the first start printed %d distinct keys, want 1:\n%s", len(printed), s.stderr)
+		if printed := cliAnyKey.FindAllString(s.stderr.String(), -1); len(printed) > 0 {
+			t.Errorf("the first start printed keys %q on standard error, which is not a terminal:\n%s", printed, s.stderr)
 		}
-		key := printed[0]
+		want := filepath.Join(dir, "petstore.bootstrap-key") // PostgreSQL: the working directory
+		if !strings.HasPrefix(db, "postgres") {
+			want = db + ".bootstrap-key"
+		}
+		if m := cliBootstrapFile.FindStringSubmatch(s.stderr.String()); m == nil || m[1] != want {
+			t.Fatalf("the log names the key's file as %q, want %s:\n%s", m, want, s.stderr)
+		}
+		if info, err := os.Stat(want); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("the key's file: %v, %v; want mode 0600", info.Mode(), err)
+		}
+		key := s.bootstrap
 		if !cliKeyPattern["production"].MatchString(key) {
 			t.Errorf("bootstrap key %q does not match %s", key, cliKeyPattern["production"])
 		}
@@ -950,9 +992,15 @@ func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
 			t.Errorf("exit status %d after SIGTERM, want 0", code)
 		}
 
+		if err := os.Remove(want); err != nil { // as the README says: read it, then delete it
+			t.Fatal(err)
+		}
 		again := startPetstore(t, dir, "--db", db)
-		if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 {
-			t.Errorf("the second start printed keys %q, want none:\n%s", got, again.stderr)
+		if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 || again.bootstrap != "" {
+			t.Errorf("the second start printed keys %q or wrote one, want none:\n%s", got, again.stderr)
+		}
+		if _, err := os.Stat(want); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the second start wrote the key's file again: %v", err)
 		}
 		again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 		if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 {
@@ -991,7 +1039,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 		if res.code != 0 {
 			t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
 		}
-		eventually(t, 5*time.Second, "the revoked key refused", func() bool {
+		testkit.Eventually(t, 5*time.Second, "the revoked key refused", func() bool {
 			resp, body := s.request("GET", "/v1/pets", key, "")
 			if resp.StatusCode == http.StatusOK {
 				return false
@@ -1096,7 +1144,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Shutting down: new connections are refused...
-				eventually(t, 5*time.Second, fmt.Sprintf("new connections refused after %v", sig), func() bool {
+				testkit.Eventually(t, 5*time.Second, fmt.Sprintf("new connections refused after %v", sig), func() bool {
 					c, err := net.DialTimeout("tcp", host, time.Second)
 					if err == nil {
 						c.Close()

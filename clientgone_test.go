@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/testkit"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -47,10 +49,10 @@ func startHangUpServer(t *testing.T, engine string) *hangUpServer {
 		via = db
 		stall = func() func() { return holdWriteLock(t, db) }
 	case "postgres":
-		db = testPostgresURL(t)
+		db = testkit.PostgresURL(t)
 		var proxy *faultProxy
 		proxy, via = faultProxyTo(t, db)
-		redis = []string{"--redis", testRedisURL(t)}
+		redis = []string{"--redis", testkit.RedisURL(t)}
 		stall = func() func() {
 			proxy.set("stall")
 			return func() { proxy.set("pass") }
@@ -190,7 +192,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 					return lines, hungUp
 				}
 				last := -1
-				eventually(t, 10*time.Second, "the log lines stop coming", func() bool {
+				testkit.Eventually(t, 10*time.Second, "the log lines stop coming", func() bool {
 					lines, _ := healthy()
 					settled := lines == last
 					last = lines
@@ -226,7 +228,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 					})
 				}
 				wg.Wait()
-				eventually(t, hangUpDBTimeout+5*time.Second, "every request logged", func() bool {
+				testkit.Eventually(t, hangUpDBTimeout+5*time.Second, "every request logged", func() bool {
 					logged := s.loggedRequests()
 					for i := range requests {
 						if _, ok := logged["stalled-"+strconv.Itoa(i)]; !ok {

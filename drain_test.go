@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // During --shutdown-delay the server still serves, and every answer carries
@@ -30,7 +32,7 @@ func TestDrainingAnswersCloseTheirConnections(t *testing.T) {
 		t.Fatalf("before the drain: Connection %q, want the connection kept alive", resp.Header.Get("Connection"))
 	}
 	p.cancel()
-	eventually(t, 5*time.Second, "the server is draining", func() bool { return strings.Contains(p.stderr.String(), "draining") })
+	testkit.Eventually(t, 5*time.Second, "the server is draining", func() bool { return strings.Contains(p.stderr.String(), "draining") })
 	resp := get()
 	if resp.StatusCode != http.StatusOK || !resp.Close {
 		t.Errorf("while draining: %d, Connection %q; want 200 and Connection: close", resp.StatusCode, resp.Header.Get("Connection"))

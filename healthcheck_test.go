@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // silentServer accepts connections and never answers.
@@ -76,8 +78,8 @@ func TestHealthcheck(t *testing.T) {
 		{"not ready", nil, []string{"--url", notReady.URL}, 1, "answered 503 Service Unavailable: the database does not answer"},
 		{"no such path", nil, []string{"--url", notReady.URL + "/ready"}, 1, "answered 404 Not Found"},
 		{"a redirect is not followed", nil, []string{"--url", redirects.URL}, 1, "answered 307 Temporary Redirect"},
-		{"nothing listening", nil, []string{"--url", listenAndClose(t)}, 1, "connection refused"},
-		{"nothing listening on --addr", nil, []string{"--addr", listenAndClose(t)}, 1, "connection refused"},
+		{"nothing listening", nil, []string{"--url", testkit.FreeAddr(t)}, 1, "connection refused"},
+		{"nothing listening on --addr", nil, []string{"--addr", testkit.FreeAddr(t)}, 1, "connection refused"},
 		{"no answer", nil, []string{"--url", silentServer(t)}, 1, "no answer within 2s"},
 		{"unknown host", nil, []string{"--url", "http://petstore.invalid:8080"}, 1, "cannot resolve petstore.invalid"},
 		{"not an HTTP URL", nil, []string{"--url", "ftp://localhost/readyz"}, 2, "must be an http:// or https:// URL"},

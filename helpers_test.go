@@ -9,10 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // fakeClock is the one clock of a test: the limiter, the store and the
@@ -87,6 +88,9 @@ type testOptions struct {
 	metrics *metrics
 	// dbTimeout is --db-timeout; 0: its default.
 	dbTimeout time.Duration
+	// webhookAllowPrivate is --webhook-allow-private: webhooks may go to
+	// the test's receivers on loopback.
+	webhookAllowPrivate bool
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -118,7 +122,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	s.dbPath = s.cfg.db
 	if opts.redis {
 		s.redisPrefix = testRedisPrefix(t)
-		s.cfg.redis = cmp.Or(opts.redisURL, testRedisURL(t))
+		s.cfg.redis = cmp.Or(opts.redisURL, testkit.RedisURL(t))
 	}
 	s.deps = appDeps{now: s.clock.now, logger: s.opts.logger, metrics: opts.metrics,
 		redisPrefix: s.redisPrefix, scriptNow: s.clock.now,
@@ -163,7 +167,8 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	if db == "" {
 		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
-	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout}
+	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout,
+		webhookAllowPrivate: o.webhookAllowPrivate}
 }
 
 // restartLimiter gives the server a new limiter of its kind, with the bans
@@ -255,27 +260,7 @@ func (s *testServer) admin(method, target, token, body string, header ...string)
 // send sends a request through h, as do describes.
 func (s *testServer) send(h http.Handler, method, target, key, body string, header ...string) *httptest.ResponseRecorder {
 	s.t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req := httptest.NewRequest(method, target, r)
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if header[i+1] == "" {
-			req.Header.Del(header[i])
-		} else {
-			req.Header.Set(header[i], header[i+1])
-		}
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w
+	return testkit.Send(h, method, target, key, body, header...)
 }
 
 // syncBuffer collects output (a log, a process's stderr) that a test reads
@@ -313,18 +298,7 @@ func eachStoreInDir(t *testing.T, test func(t *testing.T, dir, db string)) {
 func (o testOptions) dbAt(t testing.TB, path string) string {
 	t.Helper()
 	if o.postgres {
-		return testPostgresURL(t)
+		return testkit.PostgresURL(t)
 	}
 	return path
-}
-
-// eventually polls cond until it holds, and fails the test when it does
-// not within the time given; what names what the test waits for.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for this, in vain: %s", within, what)
-		}
-	}
 }

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/testkit"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -704,7 +706,7 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 	for version := 1; version < len(migrations); version++ {
 		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
-			url := testPostgresURL(t)
+			url := testkit.PostgresURL(t)
 			ctx := context.Background()
 			conn, err := pgx.Connect(ctx, url)
 			if err != nil {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/testkit"
+
 	"github.com/jackc/pgx/v5"
 )
 
@@ -56,7 +58,7 @@ func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
 	if err != nil {
 		t.Skip("psql is not installed (apt-get install postgresql-client)")
 	}
-	base, err := url.Parse(testPostgresServer(t))
+	base, err := url.Parse(testkit.PostgresServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
 	}
 
 	name := "petstore_laptop_" + strings.ToLower(rand.Text()[:10])
-	lb, first, second := listenAndClose(t), listenAndClose(t), listenAndClose(t)
+	lb, first, second := testkit.FreeAddr(t), testkit.FreeAddr(t), testkit.FreeAddr(t)
 	stands := strings.NewReplacer(
 		"127.0.0.1:5432", base.Host,
 		"redis://127.0.0.1:6379/0", redis.url,
@@ -114,7 +116,7 @@ func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
 				t.Fatal(err)
 			}
 			startProcess(t, "haproxy", haproxy, append(words[1:len(words)-1], own)...)
-			eventually(t, 10*time.Second, "HAProxy finds both servers ready", func() bool {
+			testkit.Eventually(t, 10*time.Second, "HAProxy finds both servers ready", func() bool {
 				for range 2 {
 					resp, err := http.Get("http://" + lb + "/readyz")
 					if err != nil {
@@ -172,7 +174,7 @@ func laptopServer(t *testing.T, dir string, env map[string]string) {
 			t.Logf("petstore serve with %v:\n%s", env, out.String())
 		}
 	})
-	eventually(t, 15*time.Second, "the server on "+env["PETSTORE_ADDR"]+" is ready", func() bool {
+	testkit.Eventually(t, 15*time.Second, "the server on "+env["PETSTORE_ADDR"]+" is ready", func() bool {
 		resp, err := http.Get("http://" + env["PETSTORE_ADDR"] + "/readyz")
 		if err != nil {
 			return false

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/testkit"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -41,7 +43,7 @@ func leastPrivilegeGrants(t *testing.T, role, schema string) []string {
 // event. On a schema that is behind, such a server refuses to start,
 // naming petstore migrate.
 func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
-	base, err := url.Parse(testPostgresServer(t))
+	base, err := url.Parse(testkit.PostgresServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 		u.RawQuery = q.Encode()
 		return u.String()
 	}
-	redis := testRedisURL(t)
+	redis := testkit.RedisURL(t)
 	serveAs := func(role string) cliResult {
 		return runBinary(t, t.TempDir(), nil, "serve", "--addr", "127.0.0.1:0", "--db", as(role), "--redis", redis)
 	}

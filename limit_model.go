@@ -188,7 +188,10 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 			s.waitUntil, s.waitCount = now.Add(wait), 0
 			a.status, a.retryAfter = scriptLimited, wait
 		case s.waitCount+1 > f.banAfter:
-			s.bannedUntil, s.waitUntil, s.waitCount = now.Add(f.banFor), time.Time{}, 0
+			// To the millisecond, as the bans table and Redis keep it: a
+			// lift names the stored end, and ends only a ban that ends
+			// then or sooner.
+			s.bannedUntil, s.waitUntil, s.waitCount = now.Add(f.banFor).Truncate(time.Millisecond), time.Time{}, 0
 			a.status, a.bannedUntil = scriptBanStart, s.bannedUntil
 		default:
 			s.waitCount++

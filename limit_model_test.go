@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/testkit"
+
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 )
@@ -444,7 +446,7 @@ type limitComparison struct {
 
 func newLimitComparison(t testing.TB) *limitComparison {
 	t.Helper()
-	opts, err := redis.ParseURL(testRedisURL(t))
+	opts, err := redis.ParseURL(testkit.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/testkit"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -347,7 +349,7 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 		}
 		// A batch runs once its create has looked for the key.
 		for _, s := range []*testServer{a, b} {
-			eventually(t, 5*time.Second, "a commit runs", func() bool { s.pets.commits.mu.Lock(); defer s.pets.commits.mu.Unlock(); return s.pets.commits.running })
+			testkit.Eventually(t, 5*time.Second, "a commit runs", s.pets.commits.Busy)
 		}
 		release()
 		wg.Wait()
@@ -359,7 +361,7 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 // second, for up to 3 s.
 func readyWithin(t *testing.T, s *testServer, want int) {
 	t.Helper()
-	eventually(t, 3*time.Second, fmt.Sprintf("/readyz answers %d", want), func() bool {
+	testkit.Eventually(t, 3*time.Second, fmt.Sprintf("/readyz answers %d", want), func() bool {
 		w, took := timedDo(s, "GET", "/readyz", "", "")
 		if took > time.Second {
 			t.Errorf("/readyz answered %d after %v, want within a second", w.Code, took.Round(time.Millisecond))

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/batch"
 )
 
 // petCacheStore is what the pets' copy reads and writes: the pets, and the
@@ -49,7 +51,7 @@ type petCache struct {
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
 
-	commits batcher[petInsert] // concurrent creates share commits
+	commits batch.Batcher[petInsert] // concurrent creates share commits
 
 	loaded atomic.Bool // the copy is complete: reads use it
 
@@ -134,7 +136,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 
 func newPetCache(store petCacheStore, timeout time.Duration) *petCache {
 	c := &petCache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
-	c.commits = batcher[petInsert]{max: maxBatch, maxQueued: maxQueuedCreates, run: c.write}
+	c.commits = batch.Batcher[petInsert]{Max: maxBatch, MaxQueued: maxQueuedCreates, Run: c.write}
 	return c
 }
 
@@ -478,11 +480,11 @@ func (c *petCache) deadline(ctx context.Context) (context.Context, context.Cance
 // ahead of a list. Concurrent creates share commits (group commit). ctx is
 // the create's deadline.
 func (c *petCache) create(ctx context.Context, p Pet, rec *idempotencyRecord) (Pet, error) {
-	insert, err := c.commits.do(ctx, petInsert{Pet: p, Idem: rec})
+	insert, err := c.commits.Do(ctx, petInsert{Pet: p, Idem: rec})
 	switch {
-	case errors.Is(err, errQueueFull):
+	case errors.Is(err, batch.ErrQueueFull):
 		return Pet{}, errDatabase(dbPoolExhausted, err)
-	case errors.Is(err, errNotRun):
+	case errors.Is(err, batch.ErrNotRun):
 		return Pet{}, errDatabase(dbTimeout, err)
 	case err != nil:
 		return Pet{}, err

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -66,7 +67,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	wantHistory, _ := src.store.UsageHistory(ctx, keys[0].ID, "2000-01-01")
 	src.store.Close()
 
-	to := testPostgresURL(t)
+	to := testkit.PostgresURL(t)
 	res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to)
 	if res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
@@ -173,14 +174,14 @@ func TestCopyRefusesBadCommandLines(t *testing.T) {
 // A URL that cannot be used is one line and exit status 1 (2 when it is not
 // a URL at all), and its password is in no output.
 func TestBadPostgresURLIsOneLineWithoutThePassword(t *testing.T) {
-	base := testPostgresURL(t)
+	base := testkit.PostgresURL(t)
 	u, _ := url.Parse(base)
 	withUser := func(user string) string {
 		v := *u
 		v.User = url.UserPassword(user, "s3cret-pw")
 		return v.String()
 	}
-	closed := listenAndClose(t)
+	closed := testkit.FreeAddr(t)
 	tests := []struct {
 		name string
 		db   string
@@ -207,24 +208,12 @@ func TestBadPostgresURLIsOneLineWithoutThePassword(t *testing.T) {
 	}
 }
 
-// listenAndClose returns an address on which nothing listens.
-func listenAndClose(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // While PostgreSQL cannot be reached, what needs it answers 503 unavailable
 // and /readyz fails, while a pet the server's copy holds is still served;
 // once it is back, everything works again by itself, and nothing
 // acknowledged was lost.
 func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
-	proxy, db := faultProxyTo(t, testPostgresURL(t))
+	proxy, db := faultProxyTo(t, testkit.PostgresURL(t))
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	key := s.mustCreateKey("business")
 	before := apiAddPets(s, key, "available", "sold")
@@ -260,7 +249,7 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 // Servers that start at once on a new database each find the schema made
 // once: the migration runs under an advisory lock.
 func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
-	db := testPostgresURL(t)
+	db := testkit.PostgresURL(t)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -432,7 +421,7 @@ func copyIDs(c *petCache) []int64 {
 // creates, sent once they are committed; not on its own, whose pets are in
 // its copy already.
 func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
-	url := testPostgresURL(t)
+	url := testkit.PostgresURL(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -449,7 +438,7 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 		wg.Go(func() { s.ListenPets(ctx, 3*time.Second, func() { heard[i].Add(1) }) })
 	}
 	listen := "LISTEN " + pgx.Identifier{stores[0].petsChannel()}.Sanitize()
-	eventually(t, 5*time.Second, "both stores listen", func() bool {
+	testkit.Eventually(t, 5*time.Second, "both stores listen", func() bool {
 		var n int
 		err := stores[0].pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1`, listen).Scan(&n)
 		return err == nil && n == len(stores)
@@ -460,14 +449,14 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "each store hears of the other's pet", func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
+	testkit.Eventually(t, 5*time.Second, "each store hears of the other's pet", func() bool { return heard[0].Load() > 0 && heard[1].Load() > 0 })
 	// Each store heard the other's notice, so both were sent. Notices reach
 	// a listener in the order they were committed: once a notice sent now
 	// is heard, a store that heard its own would have heard it before.
 	if _, err := stores[0].pool.Exec(ctx, `SELECT pg_notify($1, 'after both creates')`, stores[0].petsChannel()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "each store hears of the other's pet and the last notice", func() bool {
+	testkit.Eventually(t, 5*time.Second, "each store hears of the other's pet and the last notice", func() bool {
 		return heard[0].Load() >= 2 && heard[1].Load() >= 2
 	})
 	for i := range stores {

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // Leases (ratelimit_lease.go) under the test's clock, which the script
@@ -288,7 +290,7 @@ func threeServers(t *testing.T) (servers []*testServer, trips *atomic.Int64) {
 	var events fallbackEvents
 	for range 3 {
 		s := *first
-		s.useRedisThrough(t, testRedisURL(t), io.Discard, events.hooks())
+		s.useRedisThrough(t, testkit.RedisURL(t), io.Discard, events.hooks())
 		servers = append(servers, &s)
 	}
 	return servers, &events.calls

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,7 +28,7 @@ import (
 // when it ends.
 func testRedisPrefix(t testing.TB) string {
 	t.Helper()
-	u := testRedisURL(t)
+	u := testkit.RedisURL(t)
 	prefix := "petstore-test:" + rand.Text()[:12]
 	t.Cleanup(func() { deleteRedisKeys(t, u, prefix) })
 	return prefix
@@ -66,7 +67,7 @@ func (s *testServer) otherServer() *testServer {
 func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	var events fallbackEvents
-	r := s.useRedisThrough(t, testRedisURL(t), io.Discard, events.hooks())
+	r := s.useRedisThrough(t, testkit.RedisURL(t), io.Discard, events.hooks())
 	lim := limits{PerMinute: 60, PerDay: 1000}
 	batch := make([]scriptRun, 3)
 	for i := range batch {
@@ -159,7 +160,7 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 		s.do("GET", "/v1/pets", key, "")
 	}
 
-	deleteRedisKeys(t, testRedisURL(t), s.redisPrefix) // Redis restarted empty
+	deleteRedisKeys(t, testkit.RedisURL(t), s.redisPrefix) // Redis restarted empty
 	w := s.do("GET", "/v1/pets", key, "")
 	if got := header(t, w, "X-RateLimit-Remaining"); got != 2 {
 		t.Fatalf("after Redis lost the count, Remaining = %d, want 2 (4 stored + 3 unwritten + this one)", got)
@@ -260,7 +261,7 @@ func TestPeekSpendsNothing(t *testing.T) {
 // its URL reaches Redis through it.
 func startRedisProxy(t *testing.T) (*faultProxy, string) {
 	t.Helper()
-	return faultProxyTo(t, testRedisURL(t))
+	return faultProxyTo(t, testkit.RedisURL(t))
 }
 
 // fallbackEvents records what the limiter tells the fallback hook.
@@ -406,7 +407,7 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 				}
 			}
 			if restarted {
-				deleteRedisKeys(t, testRedisURL(t), a.redisPrefix)
+				deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 			}
 			for _, s := range []*testServer{a, &b} {
 				if err := s.limiter.flush(context.Background(), a.store.AddUsage); err != nil {
@@ -443,19 +444,8 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 	}
 }
 
-// closedAddr is a loopback address where nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestRedisUnreachableAtStart(t *testing.T) {
-	closed := closedAddr(t)
+	closed := testkit.FreeAddr(t)
 	s := newTestServer(t)
 	logs := &syncBuffer{}
 	r := s.useRedisThrough(t, "redis://"+closed+"/0", logs, redisHooks{})
@@ -489,7 +479,7 @@ func TestServeRefusesABadRedisURL(t *testing.T) {
 }
 
 func TestServeStartsWhileRedisIsAway(t *testing.T) {
-	closed := closedAddr(t)
+	closed := testkit.FreeAddr(t)
 	db := t.TempDir() + "/petstore.db"
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := &syncBuffer{}
@@ -500,12 +490,12 @@ func TestServeStartsWhileRedisIsAway(t *testing.T) {
 		close(exited)
 	}()
 	t.Cleanup(func() { cancel(); <-exited })
-	base := "http://" + waitServing(t, stderr, exited)
+	base := waitServing(t, stderr, exited)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	waitHealthy(t, client, base)
 	req, _ := http.NewRequest("GET", base+"/v1/pets", nil)
-	req.Header.Set("Authorization", "Bearer "+cliAnyKey.FindString(stderr.String()))
+	req.Header.Set("Authorization", "Bearer "+bootstrapKeyIn(t, stderr.String()))
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"petstore/internal/batch"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,7 +18,7 @@ type scriptRunner struct {
 	client *redis.Client
 	// call is told when each round trip began, once it has ended (may be nil).
 	call  func(start time.Time)
-	batch batcher[scriptRun]
+	batch batch.Batcher[scriptRun]
 }
 
 // scriptRun is one run of limit.lua in a pipeline, with its answer.
@@ -31,13 +33,13 @@ const maxPipeline = 128
 
 func newScriptRunner(client *redis.Client, call func(start time.Time)) *scriptRunner {
 	s := &scriptRunner{client: client, call: call}
-	s.batch = batcher[scriptRun]{max: maxPipeline, run: s.runBatch}
+	s.batch = batch.Batcher[scriptRun]{Max: maxPipeline, Run: s.runBatch}
 	return s
 }
 
 // run runs the script once, in a shared round trip.
 func (s *scriptRunner) run(args scriptArgs) (scriptAnswer, error) {
-	done, err := s.batch.do(context.Background(), scriptRun{cmd: args.encode()})
+	done, err := s.batch.Do(context.Background(), scriptRun{cmd: args.encode()})
 	if err != nil {
 		return scriptAnswer{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
@@ -15,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 func header(t *testing.T, w *httptest.ResponseRecorder, name string) int64 {
@@ -234,8 +237,13 @@ func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
 	})
 }
 
-// get sends a request from a given client address.
+// from sends a request from a given client address.
 func (s *testServer) from(addr, target, key string, header ...string) *httptest.ResponseRecorder {
+	return fromPeer(s.handler, addr, target, key, header...)
+}
+
+// fromPeer sends GET target through h from the TCP peer addr, as from does.
+func fromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("GET", target, nil)
 	req.RemoteAddr = addr
 	if key != "" {
@@ -245,7 +253,7 @@ func (s *testServer) from(addr, target, key string, header ...string) *httptest.
 		req.Header.Set(header[i], header[i+1])
 	}
 	w := httptest.NewRecorder()
-	s.handler.ServeHTTP(w, req)
+	h.ServeHTTP(w, req)
 	return w
 }
 
@@ -380,7 +388,7 @@ func BenchmarkDecision(b *testing.B) {
 	}{{"redis-not-leased", 10_000}, {"redis-leased", 1}} {
 		b.Run(tc.name, func(b *testing.B) {
 			r, err := newRedisLimiter(context.Background(), redisConfig{
-				url: testRedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
+				url: testkit.RedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
 				usage: noUsage, dbTimeout: defaultDBTimeout, logger: discardLogger(),
 			})
 			if err != nil {

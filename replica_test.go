@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // Two servers take creates from 8 goroutines each while a reader walks the
@@ -30,7 +32,7 @@ import (
 // the reader's cursor. After the load, one more walk lists every 201 once.
 func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 	t.Parallel()
-	db := testPostgresURL(t)
+	db := testkit.PostgresURL(t)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "replicas",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	dir := t.TempDir()
@@ -146,15 +148,15 @@ type balancedSet struct {
 func startBalancedSet(t *testing.T, n int) *balancedSet {
 	t.Helper()
 	haproxy := balancerBinary(t, "haproxy")
-	b := &balancedSet{t: t, dir: t.TempDir(), db: testPostgresURL(t)}
+	b := &balancedSet{t: t, dir: t.TempDir(), db: testkit.PostgresURL(t)}
 	b.redis = startRedisProcess(t, balancerBinary(t, "redis-server"))
 	b.args = []string{"serve", "--db", b.db, "--redis", b.redis.url, "--trust-proxy", "--shutdown-delay", "1s"}
 	for i := range n {
-		b.addrs = append(b.addrs, listenAndClose(t))
+		b.addrs = append(b.addrs, testkit.FreeAddr(t))
 		b.servers = append(b.servers, nil)
 		b.start(i)
 	}
-	lb, stats := listenAndClose(t), listenAndClose(t)
+	lb, stats := testkit.FreeAddr(t), testkit.FreeAddr(t)
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, `global
 	maxconn 2000
@@ -200,7 +202,7 @@ backend servers
 func (b *balancedSet) waitUp(i int) {
 	b.t.Helper()
 	server := "s" + strconv.Itoa(i)
-	eventually(b.t, 10*time.Second, "the balancer finds server "+strconv.Itoa(i)+" up", func() bool {
+	testkit.Eventually(b.t, 10*time.Second, "the balancer finds server "+strconv.Itoa(i)+" up", func() bool {
 		resp, err := http.Get(b.stats)
 		if err != nil {
 			return false
@@ -281,7 +283,7 @@ type redisProcess struct {
 }
 
 func startRedisProcess(t *testing.T, path string) *redisProcess {
-	addr := listenAndClose(t)
+	addr := testkit.FreeAddr(t)
 	r := &redisProcess{t: t, path: path, addr: addr, url: "redis://" + addr + "/0"}
 	r.start()
 	return r
@@ -291,7 +293,7 @@ func (r *redisProcess) start() {
 	r.t.Helper()
 	_, port, _ := net.SplitHostPort(r.addr)
 	r.proc = startProcess(r.t, "redis-server", r.path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no")
-	eventually(r.t, 5*time.Second, "redis-server answers on "+r.addr, func() bool {
+	testkit.Eventually(r.t, 5*time.Second, "redis-server answers on "+r.addr, func() bool {
 		c, err := net.Dial("tcp", r.addr)
 		if err == nil {
 			c.Close()
@@ -369,7 +371,7 @@ func (l *balancedLoad) waitAcked(t *testing.T, n int) {
 		return len(l.acked)
 	}
 	want := acked() + n
-	eventually(t, 10*time.Second, fmt.Sprintf("%d pets acknowledged through the balancer", want), func() bool { return acked() >= want })
+	testkit.Eventually(t, 10*time.Second, fmt.Sprintf("%d pets acknowledged through the balancer", want), func() bool { return acked() >= want })
 }
 
 func (l *balancedLoad) stop() {
@@ -575,7 +577,7 @@ func (b *balancedSet) waitUsage(key string, n int64) {
 	if err != nil || !ok {
 		b.t.Fatalf("key not found (%v)", err)
 	}
-	eventually(b.t, 10*time.Second, fmt.Sprintf("%d requests of today stored", n), func() bool {
+	testkit.Eventually(b.t, 10*time.Second, fmt.Sprintf("%d requests of today stored", n), func() bool {
 		stored, err := store.Usage(ctx, k.BudgetID, time.Now().UTC().Format(time.DateOnly))
 		return err == nil && stored >= n
 	})
@@ -587,7 +589,7 @@ func (b *balancedSet) waitRedisShared(client *http.Client) {
 	b.t.Helper()
 	key := mustCreateKeyCLI(b.t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "probe", "--rpm", "100000", "--rpd", "1000000")
 	for i, s := range b.servers {
-		eventually(b.t, 10*time.Second, fmt.Sprintf("server %d on Redis again", i), func() bool {
+		testkit.Eventually(b.t, 10*time.Second, fmt.Sprintf("server %d on Redis again", i), func() bool {
 			faultDo(client, "GET", s.url+"/v1/pets", key, "")
 			logs := s.stderr.String()
 			return strings.Count(logs, "Redis answers again") == strings.Count(logs, "Redis does not answer")

@@ -135,7 +135,7 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter}
+	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard}
 	return []route{
 		{"GET /admin/v1/openapi.yaml", open, noScope, handleDocument(adminOpenAPIYAML)},
 		{"GET /admin/v1/whoami", withAdminToken, noScope, handleAdminWhoami()},
@@ -151,10 +151,10 @@ func adminRoutes(a *app) []route {
 		{"GET /admin/v1/bans", withAdminToken, scopeKeysRead, handleAdminListBans(d)},
 		{"DELETE /admin/v1/bans/{subject}", withAdminToken, scopeKeysWrite, handleAdminLiftBan(d, a.env)},
 		{"GET /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminListWebhooks(d)},
-		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d)},
-		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d)},
-		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d)},
-		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d, a.env)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d, a.env)},
 		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, scopeWebhooks, handleAdminTestWebhook(d)},
 		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, scopeWebhooks, handleAdminWebhookDeliveries(d)},
 		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, scopeWebhooks, handleAdminResendWebhook(d)},
@@ -190,7 +190,7 @@ func adminRoutes(a *app) []route {
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
-	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, trustProxy: a.trustProxy, metrics: a.metrics}
+	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, metrics: a.metrics}
 	for _, rt := range adminRoutes(a) {
 		switch rt.access {
 		case withAdminToken:

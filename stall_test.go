@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // stallFor is how long a stall lasts: several deadlines.
@@ -35,7 +37,7 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 		{"both stall", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, redisURL := testPostgresURL(t), testRedisURL(t)
+			db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
 			dbProxy, dbVia := faultProxyTo(t, db)
 			redisProxy, redisVia := faultProxyTo(t, redisURL)
 			key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "stall",
@@ -67,7 +69,7 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 			// A server notices the heal of Redis at its next try, which
 			// its fallback makes at most every 500 ms and a lease may put
 			// off: the load goes on until every outage logged has ended.
-			eventually(t, 10*time.Second, "each server logs the end of each outage it logged", func() bool {
+			testkit.Eventually(t, 10*time.Second, "each server logs the end of each outage it logged", func() bool {
 				for _, s := range servers {
 					log := s.stderr.String()
 					if strings.Count(log, "does not answer") != strings.Count(log, "answers again") {
@@ -256,7 +258,7 @@ func (l *stallLoad) checksReady(server int) {
 // waitReady waits until each server's /readyz answers 200 again.
 func (l *stallLoad) waitReady() {
 	for i, s := range l.servers {
-		eventually(l.t, 5*time.Second, fmt.Sprintf("server %d ready after the heal", i), func() bool {
+		testkit.Eventually(l.t, 5*time.Second, fmt.Sprintf("server %d ready after the heal", i), func() bool {
 			return faultDo(l.client, "GET", s.url+"/readyz", "", "").status == http.StatusOK
 		})
 	}
@@ -325,7 +327,7 @@ func (l *stallLoad) checkStored(db string) {
 // the requests in flight are answered by the deadline, its own last writes
 // give up after it, and run returns. Nothing acknowledged is lost.
 func TestShutdownDuringAStallEndsInTimeAndLosesNothing(t *testing.T) {
-	db, redisURL := testPostgresURL(t), testRedisURL(t)
+	db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
 	dbProxy, dbVia := faultProxyTo(t, db)
 	key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "stop",
 		"--rpm", "100000000", "--rpd", "1000000000")

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"petstore/internal/batch"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,7 +39,7 @@ type pgStore struct {
 	notice string
 	// notices sends them once pets are stored; the batches stored while
 	// one is on its way, or within noticeGap of it, share the next.
-	notices batcher[struct{}]
+	notices batch.Batcher[struct{}]
 	// added tells the reader of PetsAdded that other servers may have
 	// stored pets.
 	added chan struct{}
@@ -78,7 +80,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	}
 	s := &pgStore{pool: pool, now: now, notice: rand.Text(), added: make(chan struct{}, 1)}
 	s.sqlAggregates = newSQLAggregates(s)
-	s.notices = batcher[struct{}]{max: math.MaxInt, run: s.sendNotice}
+	s.notices = batch.Batcher[struct{}]{Max: math.MaxInt, Run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
@@ -271,7 +273,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 		// without bound when the database stalls.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noticeTimeout)
 		defer cancel()
-		s.notices.do(ctx, struct{}{})
+		s.notices.Do(ctx, struct{}{})
 	}()
 	slices.Sort(ids)
 	for i := range batch {

@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 var cliWebhookSecret = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`)
@@ -67,9 +70,17 @@ func TestWebhooksCommands(t *testing.T) {
 				t.Errorf("the audit trail holds %q: %s", secretPart, res.stdout)
 			}
 		}
+		var audited []auditJSONEvent
+		if err := json.Unmarshal([]byte(res.stdout), &audited); err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, e := range audited {
+			actions = append(actions, e.Action+" "+e.Env)
+		}
 		for _, action := range []string{auditWebhookAdded, auditWebhookRotated} {
-			if !strings.Contains(res.stdout, `"`+action+`"`) {
-				t.Errorf("the audit trail lacks %s: %s", action, res.stdout)
+			if !slices.Contains(actions, action+" production") {
+				t.Errorf("the audit trail lacks %s of env production: %q", action, actions)
 			}
 		}
 		if res := petstore(t, nil, "webhooks", "remove", "--db", db, id); res.code != 0 {
@@ -90,6 +101,7 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 			{[]string{"webhooks", "add", "--db", db, "ftp://hooks.example.com/"}, "url"},
 			{[]string{"webhooks", "add", "--db", db, "hooks.example.com/in"}, "url"},
 			{[]string{"webhooks", "add", "--db", db, "https://hooks.example.com/", "--events", "key.created,pet.sold"}, "events"},
+			{[]string{"webhooks", "add", "--db", db, "https://hooks.example.com/", "--events", ""}, "events"},
 			{[]string{"webhooks", "add", "--db", db}, "URL"},
 			{[]string{"webhooks", "rotate", "--db", db, id, "--overlap", "soon"}, "--overlap"},
 			{[]string{"webhooks", "rotate", "--db", db, id, "--overlap", "-1h"}, "--overlap"},
@@ -133,7 +145,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "second")
 
 		s := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
-		eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
+		testkit.Eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
 			var deliveries []listedDelivery
 			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").stdout), &deliveries)
 			return len(deliveries) == 2 && deliveries[0].Attempts > 0 && deliveries[1].Attempts > 0
@@ -152,7 +164,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 			}
 		}()
 		var got []delivery
-		eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
+		testkit.Eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
 			got = rc.deliveries()[before:]
 			names := map[any]bool{}
 			for _, d := range got {
@@ -168,6 +180,36 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		}
 		if len(ids) != 2 {
 			t.Errorf("%d webhook-ids over every attempt, want 2 (one an event, kept over retries)", len(ids))
+		}
+	})
+}
+
+// TestWebhooksAddWarnsOfTheLocalNetwork: webhooks add cannot know how the
+// servers run, so it adds an endpoint on loopback or a private network but
+// warns that a server sends there only with --webhook-allow-private.
+func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "petstore.db")
+		for _, tc := range []struct {
+			url  string
+			warn bool
+		}{
+			{"http://localhost:9000/in", true},
+			{"http://192.168.1.20/in", true},
+			{"https://203.0.113.7/in", false},
+		} {
+			res := petstore(t, nil, "webhooks", "add", "--db", db, tc.url)
+			if res.code != 0 {
+				t.Fatalf("webhooks add %s: exit status %d: %s", tc.url, res.code, res.stderr)
+			}
+			if warned := strings.Contains(res.stderr, "warning:") && strings.Contains(res.stderr, "--webhook-allow-private"); warned != tc.warn {
+				t.Errorf("webhooks add %s: warned %v, want %v: %s", tc.url, warned, tc.warn, res.stderr)
+			}
+		}
+		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
+		var listed []listedEndpoint
+		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
+			t.Errorf("after the adds: %v %s", err, res.stdout)
 		}
 	})
 }

@@ -11,15 +11,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // webhookServer is a test server whose webhooks may go to the test's
 // receivers on loopback.
 func webhookServer(t *testing.T, opts testOptions) *testServer {
 	t.Helper()
-	s := newTestServerWith(t, opts)
-	s.webhooks.sender = newWebhookSender(true, time.Now)
-	return s
+	opts.webhookAllowPrivate = true
+	return newTestServerWith(t, opts)
 }
 
 // addEndpoint adds an endpoint for rc taking events (none: all), and has
@@ -30,7 +31,7 @@ func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor)
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor, s.opts.env)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -206,6 +207,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 
 func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
+		opts.env = "staging"
 		s := webhookServer(t, opts)
 		failing := newReceiver(t)
 		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
@@ -249,7 +251,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
 		}
 		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
-		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor || events[0].Env != "staging" {
 			t.Fatalf("webhook.disabled events %+v, %v", events, err)
 		}
 		s.mustCreate(s.keyTerms("free"))
@@ -257,7 +259,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		if n := len(gone.deliveries()); n != 1 {
 			t.Fatalf("a disabled endpoint got %d deliveries", n)
 		}
-		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor); err != nil {
+		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor, s.opts.env); err != nil {
 			t.Fatal(err)
 		}
 		if !s.endpoint(g.ID).Enabled {
@@ -304,7 +306,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := newReceiver(t)
 		e := s.addEndpoint(rc)
-		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor, s.opts.env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,9 +420,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			s := webhookServer(t, tc.opts)
 			servers := []*testServer{s}
 			if tc.opts.postgres {
-				other := s.anotherServer()
-				other.webhooks.sender = newWebhookSender(true, time.Now)
-				servers = append(servers, other)
+				servers = append(servers, s.anotherServer())
 			}
 			rc := newReceiver(t)
 			s.addEndpoint(rc, webhookQuotaThreshold)
@@ -559,7 +559,7 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	}
 	src.store.Close()
 
-	to := testPostgresURL(t)
+	to := testkit.PostgresURL(t)
 	if res := viaRun(t, nil, "copy", "--from", src.dbPath, "--to", to); res.code != 0 {
 		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
 	}
@@ -602,7 +602,7 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 		s.webhooks.dispatch(ctx, &attempts)
 	}
 	fine.wait(1, 5*time.Second)
-	eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
+	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
 		return len(hanging.deliveries()) == maxInFlightPerEndpoint
 	})
 	time.Sleep(50 * time.Millisecond)

@@ -1,4 +1,7 @@
-package main
+// Package batch is the batcher: concurrent calls that share one round
+// trip or one commit (the pet inserts, the Redis pipelines, the webhook
+// notices). A leaf: it imports nothing of the project.
+package batch
 
 import (
 	"context"
@@ -8,29 +11,36 @@ import (
 	"sync"
 )
 
-// batcher runs concurrent calls in shared batches, for work whose cost is
+// Batcher runs concurrent calls in shared batches, for work whose cost is
 // mostly per batch (a commit, a round trip): the first caller to find no
-// batch running runs everything queued meanwhile, up to max, in one call
-// of run, then hands the role to a caller still queued. No goroutine of its
+// batch running runs everything queued meanwhile, up to Max, in one call
+// of Run, then hands the role to a caller still queued. No goroutine of its
 // own: an idle batcher costs nothing.
 //
 // A call whose context ends while it is queued leaves the queue, never run
-// (errNotRun); once in a batch, it waits for the batch, which runs with the
+// (ErrNotRun); once in a batch, it waits for the batch, which runs with the
 // context of its call that ends first. Callers pass contexts that end only
 // by a deadline (context.WithoutCancel), so that no caller hanging up cuts
-// short the batch of others. With maxQueued set, a call that finds that
-// many queued fails at once (errQueueFull): work that stalls does not pile
+// short the batch of others. With MaxQueued set, a call that finds that
+// many queued fails at once (ErrQueueFull): work that stalls does not pile
 // up without bound.
-type batcher[T any] struct {
-	max       int
-	maxQueued int // 0: no bound
-	// run does a batch: it fills in each item's result, and returns an
+type Batcher[T any] struct {
+	Max       int
+	MaxQueued int // 0: no bound
+	// Run does a batch: it fills in each item's result, and returns an
 	// error that fails the whole batch.
-	run func(ctx context.Context, batch []T) error
+	Run func(ctx context.Context, batch []T) error
 
 	mu      sync.Mutex
 	queue   []*batchCall[T]
 	running bool // a caller is running a batch; the others queue
+}
+
+// Busy says whether a caller is running a batch now.
+func (b *Batcher[T]) Busy() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.running
 }
 
 // batchCall is one call waiting for its batch.
@@ -42,20 +52,20 @@ type batchCall[T any] struct {
 }
 
 var (
-	// errQueueFull: maxQueued calls wait already.
-	errQueueFull = errors.New("too many calls wait for a batch")
-	// errNotRun: the call's context ended before a batch took it.
-	errNotRun = errors.New("ended before its batch ran")
+	// ErrQueueFull: MaxQueued calls wait already.
+	ErrQueueFull = errors.New("too many calls wait for a batch")
+	// ErrNotRun: the call's context ended before a batch took it.
+	ErrNotRun = errors.New("ended before its batch ran")
 )
 
-// do queues item, waits until a batch has run it, and returns it with its
+// Do queues item, waits until a batch has run it, and returns it with its
 // result filled in, or the error that failed its batch.
-func (b *batcher[T]) do(ctx context.Context, item T) (T, error) {
+func (b *Batcher[T]) Do(ctx context.Context, item T) (T, error) {
 	call := &batchCall[T]{ctx: ctx, item: item, wake: make(chan bool, 1)}
 	b.mu.Lock()
-	if b.maxQueued > 0 && len(b.queue) >= b.maxQueued {
+	if b.MaxQueued > 0 && len(b.queue) >= b.MaxQueued {
 		b.mu.Unlock()
-		return item, errQueueFull
+		return item, ErrQueueFull
 	}
 	b.queue = append(b.queue, call)
 	lead := !b.running
@@ -82,7 +92,7 @@ func (b *batcher[T]) do(ctx context.Context, item T) (T, error) {
 	return call.item, call.err
 }
 
-func notRun(ctx context.Context) error { return errors.Join(errNotRun, context.Cause(ctx)) }
+func notRun(ctx context.Context) error { return errors.Join(ErrNotRun, context.Cause(ctx)) }
 
 // endsBefore tells whether a has a deadline before b's, or b has none.
 func endsBefore(a, b context.Context) bool {
@@ -96,7 +106,7 @@ func endsBefore(a, b context.Context) bool {
 
 // withdraw takes call off the queue, if no batch took it: true when it
 // did. A call handed the role of running the next batch passes it on.
-func (b *batcher[T]) withdraw(call *batchCall[T]) bool {
+func (b *Batcher[T]) withdraw(call *batchCall[T]) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := slices.Index(b.queue, call)
@@ -114,7 +124,7 @@ func (b *batcher[T]) withdraw(call *batchCall[T]) bool {
 
 // handOn passes the role of running the next batch to the first call
 // queued, or ends it when none is; b.mu is held.
-func (b *batcher[T]) handOn() {
+func (b *Batcher[T]) handOn() {
 	if len(b.queue) == 0 {
 		b.running = false
 	} else {
@@ -125,9 +135,9 @@ func (b *batcher[T]) handOn() {
 // runQueued runs the queued calls as one batch, wakes their callers, and
 // passes the role on when more are queued. A call whose context ended while
 // it was queued is answered without running.
-func (b *batcher[T]) runQueued() {
+func (b *Batcher[T]) runQueued() {
 	b.mu.Lock()
-	n := min(len(b.queue), b.max)
+	n := min(len(b.queue), b.Max)
 	queued := slices.Clone(b.queue[:n])
 	b.queue = slices.Delete(b.queue, 0, n)
 	b.mu.Unlock()
@@ -165,5 +175,5 @@ func (b *batcher[T]) runQueued() {
 		err = nil // every call had ended: nothing to run
 		return
 	}
-	err = b.run(ctx, batch)
+	err = b.Run(ctx, batch)
 }

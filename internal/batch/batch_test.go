@@ -1,4 +1,4 @@
-package main
+package batch
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // blockedBatcher is a batcher whose first batch waits for release, so that
 // a test can queue calls behind it.
 type blockedBatcher struct {
-	b       batcher[int]
+	b       Batcher[int]
 	release chan struct{}
 	mu      sync.Mutex
 	sizes   []int
@@ -20,7 +22,7 @@ type blockedBatcher struct {
 
 func newBlockedBatcher(max int, run func(batch []int) error) *blockedBatcher {
 	bb := &blockedBatcher{release: make(chan struct{})}
-	bb.b = batcher[int]{max: max, run: func(_ context.Context, batch []int) error {
+	bb.b = Batcher[int]{Max: max, Run: func(_ context.Context, batch []int) error {
 		bb.mu.Lock()
 		first := len(bb.sizes) == 0
 		bb.sizes = append(bb.sizes, len(batch))
@@ -43,7 +45,7 @@ func (bb *blockedBatcher) queued() int {
 // start runs n calls of items from, and returns their results by item.
 func (bb *blockedBatcher) start(wg *sync.WaitGroup, from, n int, results []int, errs []error) {
 	for i := from; i < from+n; i++ {
-		wg.Go(func() { results[i], errs[i] = bb.b.do(context.Background(), i) })
+		wg.Go(func() { results[i], errs[i] = bb.b.Do(context.Background(), i) })
 	}
 }
 
@@ -66,9 +68,9 @@ func TestBatcherRunsTheCallsQueuedMeanwhileTogether(t *testing.T) {
 			results, errs := make([]int, 10), make([]error, 10)
 			var wg sync.WaitGroup
 			bb.start(&wg, 0, 1, results, errs)
-			eventually(t, 5*time.Second, "the first batch runs", func() bool { bb.mu.Lock(); defer bb.mu.Unlock(); return len(bb.sizes) == 1 })
+			testkit.Eventually(t, 5*time.Second, "the first batch runs", func() bool { bb.mu.Lock(); defer bb.mu.Unlock(); return len(bb.sizes) == 1 })
 			bb.start(&wg, 1, 9, results, errs)
-			eventually(t, 5*time.Second, "nine calls queue behind it", func() bool { return bb.queued() == 9 })
+			testkit.Eventually(t, 5*time.Second, "nine calls queue behind it", func() bool { return bb.queued() == 9 })
 			close(bb.release)
 			wg.Wait()
 
@@ -87,7 +89,7 @@ func TestBatcherRunsTheCallsQueuedMeanwhileTogether(t *testing.T) {
 func TestBatcherFailsEveryCallOfAFailedBatchAndGoesOn(t *testing.T) {
 	failing := errors.New("the disk is full")
 	runs := 0
-	b := batcher[int]{max: 10, run: func(_ context.Context, batch []int) error {
+	b := Batcher[int]{Max: 10, Run: func(_ context.Context, batch []int) error {
 		runs++
 		switch runs {
 		case 1:
@@ -97,15 +99,15 @@ func TestBatcherFailsEveryCallOfAFailedBatchAndGoesOn(t *testing.T) {
 		}
 		return nil
 	}}
-	if _, err := b.do(context.Background(), 1); !errors.Is(err, failing) {
+	if _, err := b.Do(context.Background(), 1); !errors.Is(err, failing) {
 		t.Errorf("a call of a failed batch: %v, want %v", err, failing)
 	}
 	func() {
 		defer func() { recover() }()
-		b.do(context.Background(), 2)
+		b.Do(context.Background(), 2)
 	}()
 	// The panicking batch released the role: the next call runs.
-	if _, err := b.do(context.Background(), 3); err != nil {
+	if _, err := b.Do(context.Background(), 3); err != nil {
 		t.Errorf("a call after a failed and a panicking batch: %v", err)
 	}
 }
@@ -114,7 +116,7 @@ func TestBatcherFailsEveryCallOfAFailedBatchAndGoesOn(t *testing.T) {
 // does not answer: until its context ends, or until release when it has no
 // deadline. Later batches run at once; ran has every item run by one.
 type stalledBatcher struct {
-	b       batcher[int]
+	b       Batcher[int]
 	release chan struct{}
 	mu      sync.Mutex
 	batches int
@@ -125,7 +127,7 @@ type stalledBatcher struct {
 
 func newStalledBatcher(maxQueued int) *stalledBatcher {
 	sb := &stalledBatcher{release: make(chan struct{})}
-	sb.b = batcher[int]{max: 10, maxQueued: maxQueued, run: func(ctx context.Context, batch []int) error {
+	sb.b = Batcher[int]{Max: 10, MaxQueued: maxQueued, Run: func(ctx context.Context, batch []int) error {
 		sb.mu.Lock()
 		sb.batches++
 		first := sb.batches == 1
@@ -157,7 +159,7 @@ func (sb *stalledBatcher) call(item int, timeout time.Duration) (took time.Durat
 		defer cancel()
 	}
 	start := time.Now()
-	_, err = sb.b.do(ctx, item)
+	_, err = sb.b.Do(ctx, item)
 	return time.Since(start), err
 }
 
@@ -180,17 +182,17 @@ func TestBatcherCallsQueuedBehindAStalledBatchLeaveAtTheirDeadline(t *testing.T)
 	timeouts := []time.Duration{300 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 5 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { results[0].took, results[0].err = sb.call(0, timeouts[0]) })
-	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
+	testkit.Eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	for i := 1; i < len(results); i++ {
 		wg.Go(func() { results[i].took, results[i].err = sb.call(i, timeouts[i]) })
 	}
 	wg.Wait()
 
-	if err := results[0].err; !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errNotRun) {
+	if err := results[0].err; !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrNotRun) {
 		t.Errorf("the stalled call: %v, want its batch's deadline error", err)
 	}
 	for _, i := range []int{1, 2} {
-		if r := results[i]; !errors.Is(r.err, errNotRun) || !errors.Is(r.err, context.DeadlineExceeded) || r.took > timeouts[0] {
+		if r := results[i]; !errors.Is(r.err, ErrNotRun) || !errors.Is(r.err, context.DeadlineExceeded) || r.took > timeouts[0] {
 			t.Errorf("call %d, queued behind the stall: %v after %v; want errNotRun at its own deadline of %v", i, r.err, r.took, timeouts[i])
 		}
 	}
@@ -209,13 +211,13 @@ func TestBatcherRefusesACallAtOncePastItsQueueBound(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	wg.Go(func() { _, errs[0] = sb.call(0, 0) })
-	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
+	testkit.Eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	for i := 1; i <= 3; i++ {
 		wg.Go(func() { _, errs[i] = sb.call(i, 0) })
 	}
-	eventually(t, 5*time.Second, "three calls queue behind the stall", func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
+	testkit.Eventually(t, 5*time.Second, "three calls queue behind the stall", func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
 	took, err := sb.call(4, 0)
-	if !errors.Is(err, errQueueFull) || took > 100*time.Millisecond {
+	if !errors.Is(err, ErrQueueFull) || took > 100*time.Millisecond {
 		t.Errorf("a call past the bound: %v after %v, want errQueueFull at once", err, took)
 	}
 	close(sb.release)
@@ -235,12 +237,12 @@ func TestBatcherRunsABatchByItsEarliestDeadline(t *testing.T) {
 	sb := newStalledBatcher(0)
 	var wg sync.WaitGroup
 	wg.Go(func() { sb.call(0, 0) })
-	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
+	testkit.Eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	start := time.Now()
 	for i, timeout := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
 		wg.Go(func() { sb.call(i+1, timeout) })
 	}
-	eventually(t, 5*time.Second, "three calls queue behind the stall", func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
+	testkit.Eventually(t, 5*time.Second, "three calls queue behind the stall", func() bool { sb.b.mu.Lock(); defer sb.b.mu.Unlock(); return len(sb.b.queue) == 3 })
 	close(sb.release)
 	wg.Wait()
 	if len(sb.deadlines) != 2 || !sb.deadlines[0].IsZero() {
@@ -257,7 +259,7 @@ func TestBatcherGoesOnAfterQueuedCallsLeave(t *testing.T) {
 	sb := newStalledBatcher(0)
 	var wg sync.WaitGroup
 	wg.Go(func() { sb.call(0, 0) })
-	eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
+	testkit.Eventually(t, 5*time.Second, "the first batch stalls", sb.stalled)
 	var left sync.WaitGroup
 	for i := 1; i <= 50; i++ {
 		left.Go(func() { sb.call(i, time.Duration(i%5)*time.Millisecond+time.Millisecond) })

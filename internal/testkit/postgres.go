@@ -1,4 +1,4 @@
-package main
+package testkit
 
 import (
 	"cmp"
@@ -20,14 +20,14 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// testPostgresURL returns the URL of a new, empty schema of the tests'
+// PostgresURL returns the URL of a new, empty schema of the tests'
 // database, dropped when the test ends, so that tests run in parallel each on
 // their own. The database is PETSTORE_TEST_POSTGRES's, or else that of a
 // private cluster this test binary starts on first use; with neither the
 // test is skipped.
-func testPostgresURL(t testing.TB) string {
+func PostgresURL(t testing.TB) string {
 	t.Helper()
-	base := testPostgresServer(t)
+	base := PostgresServer(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
@@ -59,10 +59,10 @@ func testPostgresURL(t testing.TB) string {
 	return u.String()
 }
 
-// testPostgresServer is the URL of the tests' database, as a superuser:
+// PostgresServer is the URL of the tests' database, as a superuser:
 // PETSTORE_TEST_POSTGRES's, or that of a private cluster this test binary
 // starts on first use; with neither the test is skipped.
-func testPostgresServer(t testing.TB) string {
+func PostgresServer(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("PETSTORE_TEST_POSTGRES")
 	if base == "" {

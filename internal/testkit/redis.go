@@ -1,4 +1,4 @@
-package main
+package testkit
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 // The tests' Redis: PETSTORE_TEST_REDIS when set, or else a private
 // redis-server of this test binary's own, started on first use.
 
-// testRedisURL is the tests' Redis; without one the test is skipped.
-func testRedisURL(t testing.TB) string {
+// RedisURL is the tests' Redis; without one the test is skipped.
+func RedisURL(t testing.TB) string {
 	t.Helper()
 	if u := os.Getenv("PETSTORE_TEST_REDIS"); u != "" {
 		return u

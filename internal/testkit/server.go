@@ -1,4 +1,4 @@
-package main
+package testkit
 
 import (
 	"net"
@@ -68,6 +68,17 @@ func freeLoopbackPort() (string, error) {
 	}
 	defer ln.Close()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+}
+
+// FreeAddr is a loopback address (HOST:PORT) where nothing listened a
+// moment ago; t fails when there is none.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	port, err := freeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + port
 }
 
 // waitAnswering calls ping every 20 ms until it succeeds or within has

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/internal/testkit"
+)
+
+// A ban a running server made itself, lifted while it runs: through the
+// admin API, then through bans lift from another process, on every set-up.
+
+// servedWithinASecond runs lift, then waits for s to serve key again, which
+// it must within a second of the lift.
+func servedWithinASecond(t *testing.T, s *runningPetstore, key, how string, lift func()) {
+	t.Helper()
+	lift()
+	testkit.Eventually(t, time.Second, "key served again after the lift "+how, func() bool {
+		resp, _ := s.request("GET", "/v1/pets", key, "")
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
+	t.Parallel()
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("needs redis-server on the PATH")
+	}
+	for _, setup := range []struct {
+		name            string
+		postgres, redis bool
+	}{
+		{"sqlite, limits in process", false, false},
+		{"sqlite and redis", false, true},
+		{"postgres and redis", true, true},
+	} {
+		t.Run(setup.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			db := testOptions{postgres: setup.postgres}.dbAt(t, filepath.Join(dir, "petstore.db"))
+			// 120 a minute: banned after a burst, and served again within
+			// half a second of a lift, as the bucket refills.
+			key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "120", "--rpd", "100000", "--name", "banned")
+			subject := "key:" + strconv.FormatInt(keyIDByName(t, db, "banned"), 10)
+			token := strings.TrimSpace(petstoreCmd(t, "admin", "create", "--db", db, "--name", "portal").stdout)
+			args := []string{"serve", "--db", db, "--admin-addr", "127.0.0.1:0", "--ban-after", "2"}
+			if setup.redis {
+				args = append(args, "--redis", startRedisProcess(t, redisServer).url) // its own: key ids repeat across SQLite files
+			}
+			server := startPetstore(t, dir, args...)
+			server.keysSent = append(server.keysSent, token)
+			adminAt := cliAdmin.FindStringSubmatch(server.stderr.String())
+			if adminAt == nil {
+				t.Fatalf("no admin= address on the serving line:\n%s", server.stderr)
+			}
+
+			banKey(t, server, key)
+			waitStored(t, db, subject)
+			servedWithinASecond(t, server, key, "over the admin API", func() {
+				req, _ := http.NewRequest("DELETE", "http://"+adminAt[1]+"/admin/v1/bans/"+subject, nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := server.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("DELETE /admin/v1/bans/%s: %d, want 204", subject, resp.StatusCode)
+				}
+			})
+
+			banKey(t, server, key)
+			waitStored(t, db, subject)
+			servedWithinASecond(t, server, key, "by bans lift", func() {
+				if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); res.code != 0 {
+					t.Fatalf("bans lift %s: exit status %d: %s", subject, res.code, res.stderr)
+				}
+			})
+		})
+	}
+}
+
+// A ban the server answered from Redis holds on that server while Redis is
+// away just after, before the ban is stored: 40 of the key's requests in
+// the outage, none let through.
+func TestAFreshBanHoldsWhenRedisGoesAwayAtOnce(t *testing.T) {
+	t.Parallel()
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("needs redis-server on the PATH")
+	}
+	proxy, redisURL := faultProxyTo(t, startRedisProcess(t, redisServer).url)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "120", "--rpd", "100000", "--name", "banned")
+	server := startPetstore(t, dir, "serve", "--db", db, "--redis", redisURL, "--ban-after", "2")
+	banKey(t, server, key)
+	time.Sleep(300 * time.Millisecond)
+	proxy.set("drop") // for a second: long before the ban is stored (2 s) and read back
+	passed := 0
+	for range 40 {
+		if resp, body := server.request("GET", "/v1/pets", key, ""); !banned(resp.StatusCode, body) {
+			passed++
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	proxy.set("pass")
+	if passed != 0 {
+		t.Errorf("%d of the banned key's 40 requests were not refused for its ban while Redis was away", passed)
+	}
+	if !strings.Contains(server.stderr.String(), "Redis does not answer") {
+		t.Errorf("the server never limited on its own: the outage was not met\n%s", server.stderr)
+	}
+}

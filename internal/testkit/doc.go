@@ -1,0 +1,9 @@
+// Package testkit is the tests' support, shared by the tests of every
+// package: the private PostgreSQL and Redis servers a test binary starts
+// for itself (or the ones PETSTORE_TEST_POSTGRES and PETSTORE_TEST_REDIS
+// name), one free-address finder, one Eventually and one HTTP sender.
+//
+// It is ordinary code, not a _test file, so that tests of several packages
+// can import it; only tests do. It imports nothing of the project: only the
+// standard library and the PostgreSQL and Redis clients.
+package testkit
