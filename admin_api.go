@@ -28,6 +28,9 @@ type adminDeps struct {
 	store   storage
 	now     func() time.Time
 	limiter rateLimiter // read, never spent: a key's limits
+	// webhookGuard refuses the endpoint URLs this server would never send
+	// to (nil with --webhook-allow-private).
+	webhookGuard *addressGuard
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,

@@ -36,9 +36,12 @@ type app struct {
 	audit    *auditLog      // the bans this server saw start, until they are stored
 	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
 	webhooks *webhookWorker // sends the outbox's webhooks
-	bans     *banFollower   // the database's bans and lifts, read into the limiter
-	pets     *petCache
-	idem     *inflight
+	// webhookGuard refuses the addresses webhooks may not reach (nil with
+	// --webhook-allow-private).
+	webhookGuard *addressGuard
+	bans         *banFollower // the database's bans and lifts, read into the limiter
+	pets         *petCache
+	idem         *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
 	// load balancer see /readyz fail.
 	draining *atomic.Bool
@@ -102,7 +105,8 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(cfg.webhookAllowPrivate, time.Now), d.now, d.logger, d.metrics)
+	a.webhookGuard = newAddressGuard(cfg.webhookAllowPrivate)
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil

@@ -88,6 +88,9 @@ type testOptions struct {
 	metrics *metrics
 	// dbTimeout is --db-timeout; 0: its default.
 	dbTimeout time.Duration
+	// webhookAllowPrivate is --webhook-allow-private: webhooks may go to
+	// the test's receivers on loopback.
+	webhookAllowPrivate bool
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -164,7 +167,8 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	if db == "" {
 		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
-	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout}
+	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout,
+		webhookAllowPrivate: o.webhookAllowPrivate}
 }
 
 // restartLimiter gives the server a new limiter of its kind, with the bans

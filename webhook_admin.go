@@ -54,6 +54,11 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 			return
 		}
 		terms, err := newEndpointTerms(url, events)
+		if err == nil {
+			if problem := d.webhookGuard.urlProblem(r.Context(), url); problem != "" {
+				err = errInvalid("%s", problem)
+			}
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -125,3 +125,41 @@ func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 		t.Fatalf("key.updated: %+v", d)
 	}
 }
+
+// TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag: a server
+// started without --webhook-allow-private refuses, when it is added, an
+// endpoint it would never send to: a literal address of this host or a
+// local network, or a name that resolves there. With the flag it takes
+// them.
+func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
+	strict := newTestServerWith(t, testOptions{})
+	token := strict.mustCreateAdmin("portal", scopeWebhooks)
+	local := []string{
+		"http://127.0.0.1:9000/in", "http://localhost:9000/in", "http://[::1]/in", "https://10.0.0.7/in",
+		"http://169.254.169.254/latest", "http://0.0.0.0:80/", "http://[64:ff9b::7f00:1]/in", "http://[::ffff:127.0.0.1]/in",
+	}
+	for _, url := range local {
+		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
+		wantError(t, w, 400, codeInvalidRequest, "url", "--webhook-allow-private")
+	}
+	var listed []listedEndpoint
+	decodeJSON(t, strict.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
+	if len(listed) != 0 {
+		t.Fatalf("refused endpoints were stored: %+v", listed)
+	}
+	// A public address, and a name that does not resolve now (the sender
+	// checks again at each attempt), are taken.
+	for _, url := range []string{"https://203.0.113.7/in", "https://hooks.example.invalid/in"} {
+		if w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
+			t.Errorf("POST %s: %d %s", url, w.Code, w.Body)
+		}
+	}
+
+	allowing := webhookServer(t, testOptions{})
+	token = allowing.mustCreateAdmin("portal", scopeWebhooks)
+	for _, url := range local {
+		if w := allowing.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
+			t.Errorf("with --webhook-allow-private, POST %s: %d %s", url, w.Code, w.Body)
+		}
+	}
+}

@@ -32,6 +32,9 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return usagef("webhooks add: %s", errorMessage(err))
 	}
+	if problem := newAddressGuard(false).urlProblem(ctx, terms.URL); problem != "" {
+		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
+	}
 	store, err := c.db.open(ctx, true)
 	if err != nil {
 		return err

@@ -173,3 +173,33 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhooksAddWarnsOfTheLocalNetwork: webhooks add cannot know how the
+// servers run, so it adds an endpoint on loopback or a private network but
+// warns that a server sends there only with --webhook-allow-private.
+func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
+	bothWays(t, func(t *testing.T, petstore cliRunner) {
+		db := filepath.Join(t.TempDir(), "petstore.db")
+		for _, tc := range []struct {
+			url  string
+			warn bool
+		}{
+			{"http://localhost:9000/in", true},
+			{"http://192.168.1.20/in", true},
+			{"https://203.0.113.7/in", false},
+		} {
+			res := petstore(t, nil, "webhooks", "add", "--db", db, tc.url)
+			if res.code != 0 {
+				t.Fatalf("webhooks add %s: exit status %d: %s", tc.url, res.code, res.stderr)
+			}
+			if warned := strings.Contains(res.stderr, "warning:") && strings.Contains(res.stderr, "--webhook-allow-private"); warned != tc.warn {
+				t.Errorf("webhooks add %s: warned %v, want %v: %s", tc.url, warned, tc.warn, res.stderr)
+			}
+		}
+		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
+		var listed []listedEndpoint
+		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
+			t.Errorf("after the adds: %v %s", err, res.stdout)
+		}
+	})
+}

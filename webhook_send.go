@@ -6,13 +6,13 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -98,19 +98,16 @@ type attemptResult struct {
 
 func (r attemptResult) delivered() bool { return r.Err == "" }
 
-// webhookSender makes attempts with one client: no redirects, no proxy, the
-// local network refused at dial time unless allowPrivate.
+// webhookSender makes attempts with one client: no redirects, no proxy, and
+// each address it connects to checked by the guard, after DNS.
 type webhookSender struct {
 	client    *http.Client
 	userAgent string
 	now       func() time.Time
 }
 
-func newWebhookSender(allowPrivate bool, now func() time.Time) *webhookSender {
-	dialer := &net.Dialer{Timeout: webhookTimeout, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		dialer.Control = refuseLocalNetwork
-	}
+func newWebhookSender(guard *addressGuard, now func() time.Time) *webhookSender {
+	dialer := &net.Dialer{Timeout: webhookTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the check
 		DialContext:            dialer.DialContext,
@@ -163,48 +160,41 @@ func (s *webhookSender) send(ctx context.Context, a webhookAttempt) attemptResul
 	return r
 }
 
-// attemptError says why an attempt got no answer, without the URL the
-// client's errors quote (its user info and query may be secrets).
+// attemptError says what kind of failure ended an attempt without an
+// answer. It keeps no byte that came from the receiver (a banner, a
+// malformed status line), nor the address its name resolved to, nor the
+// URL the client's errors quote (its user info and query may be secrets).
 func attemptError(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
 	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+	var dns *net.DNSError
+	var certificate *tls.CertificateVerificationError
+	var record tls.RecordHeaderError
+	var alert tls.AlertError
+	switch {
+	case errors.Is(err, errLocalNetwork):
+		return errLocalNetwork.Error()
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
 		return fmt.Sprintf("no answer within %s", webhookTimeout)
+	case errors.As(err, &dns):
+		return "the receiver's host name did not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the receiver refused the connection"
+	case errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH):
+		return "the receiver's network is unreachable"
+	case errors.As(err, &certificate):
+		return "the receiver's TLS certificate was not accepted"
+	case errors.As(err, &record):
+		return "the receiver does not speak TLS there"
+	case errors.As(err, &alert):
+		return "the receiver ended the TLS handshake"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		return "the receiver closed the connection before a whole answer"
+	case strings.Contains(err.Error(), "malformed HTTP") || strings.Contains(err.Error(), "malformed MIME"):
+		// net/http's errors of an answer that is not HTTP have no type of
+		// their own: their text quotes the answer, which is not kept.
+		return "the answer was not HTTP"
 	}
-	return err.Error()
-}
-
-// errLocalNetwork refuses a dial to an address on the server's own network.
-var errLocalNetwork = errors.New("the receiver's address is on a loopback, private, link-local or unique-local network " +
-	"(a server started with --webhook-allow-private may send there)")
-
-// refuseLocalNetwork is the dialer's check of each address it connects to,
-// after DNS: a name that resolves to the local network is refused too.
-func refuseLocalNetwork(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("dial %s: %w", network, errLocalNetwork)
-	}
-	if localNetwork(ap.Addr()) {
-		return fmt.Errorf("dial %s: %w", ap.Addr(), errLocalNetwork)
-	}
-	return nil
-}
-
-// sharedAddressSpace is RFC 6598's carrier-grade NAT range, private in all
-// but name.
-var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
-
-// localNetwork tells whether addr is one a webhook may not reach: loopback,
-// private (RFC 1918 and IPv6 unique-local), link-local, unspecified or
-// multicast.
-func localNetwork(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	return addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
-		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() || sharedAddressSpace.Contains(addr)
+	return "the attempt failed before a whole HTTP answer"
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date; 0 when

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
@@ -17,7 +19,7 @@ func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 	old, current := newWebhookSecret(), newWebhookSecret()
 	oldKey, _ := webhookSecretKey(old)
 	currentKey, _ := webhookSecretKey(current)
-	sender := newWebhookSender(true, time.Now)
+	sender := newWebhookSender(nil, time.Now)
 	body := []byte(`{"type":"webhook.test","timestamp":"2026-11-25T12:00:00Z","data":{}}`)
 
 	tests := []struct {
@@ -135,7 +137,7 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 
 // fastSender is a sender whose timeout a test can wait out.
 func fastSender() *webhookSender {
-	s := newWebhookSender(true, time.Now)
+	s := newWebhookSender(nil, time.Now)
 	s.client.Timeout = 500 * time.Millisecond
 	return s
 }
@@ -165,28 +167,76 @@ func rawServer(t *testing.T, handle func(net.Conn)) string {
 
 func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
 	rc := newReceiver(t)
-	sender := newWebhookSender(false, time.Now)
+	sender := newWebhookSender(newAddressGuard(false), time.Now)
 	// localhost resolves to loopback: refused after DNS, not by its name.
 	url := strings.Replace(rc.url(), "127.0.0.1", "localhost", 1)
 	r := sender.send(context.Background(), webhookAttempt{URL: url, ID: "m", Body: []byte(`{}`)})
-	if r.delivered() || !strings.Contains(r.Err, "--webhook-allow-private") {
-		t.Fatalf("attempt = %+v, want refused", r)
+	if r.delivered() || !strings.Contains(r.Err, "--webhook-allow-private") || strings.Contains(r.Err, "127.0.0.1") {
+		t.Fatalf("attempt = %+v, want refused without naming the address", r)
 	}
 	if len(rc.deliveries()) != 0 {
 		t.Fatal("the receiver on loopback got the delivery")
 	}
+}
 
+// TestWebhookGuardRefusesThisHostAndLocalNetworks: the guard of a server
+// without --webhook-allow-private refuses every address of this host or
+// a local network, however it is written; with the flag it refuses none.
+func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
+	// 198.51.100.7 stands for a public address of this host's own.
+	guard := &addressGuard{own: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.51.100.7")} }}
 	for _, tt := range []struct {
-		addr  string
-		local bool
+		name, addr string
+		refused    bool
 	}{
-		{"127.0.0.1", true}, {"::1", true}, {"10.1.2.3", true}, {"172.16.0.1", true}, {"192.168.1.1", true},
-		{"169.254.169.254", true}, {"fe80::1", true}, {"fd00::1", true}, {"0.0.0.0", true}, {"::", true},
-		{"100.64.0.1", true}, {"::ffff:127.0.0.1", true}, {"224.0.0.1", true},
-		{"203.0.113.7", false}, {"8.8.8.8", false}, {"2001:db8::1", false}, {"172.32.0.1", false},
+		{"IPv4 loopback", "127.0.0.1", true},
+		{"another IPv4 loopback", "127.8.9.10", true},
+		{"IPv6 loopback", "::1", true},
+		{"RFC 1918 10/8", "10.1.2.3", true},
+		{"RFC 1918 172.16/12", "172.16.0.1", true},
+		{"RFC 1918 192.168/16", "192.168.1.1", true},
+		{"shared address space", "100.64.0.1", true},
+		{"link-local, the cloud metadata address", "169.254.169.254", true},
+		{"IPv6 link-local", "fe80::1", true},
+		{"unique-local", "fd00::1", true},
+		{"unspecified IPv4", "0.0.0.0", true},
+		{"0.0.0.0/8, which Linux takes for this host", "0.1.2.3", true},
+		{"unspecified IPv6", "::", true},
+		{"IPv4-mapped loopback", "::ffff:127.0.0.1", true},
+		{"multicast", "224.0.0.1", true},
+		{"this host's own public address", "198.51.100.7", true},
+		{"this host's own address, IPv4-mapped", "::ffff:198.51.100.7", true},
+		{"NAT64 of loopback", "64:ff9b::7f00:1", true},
+		{"NAT64 of the metadata address", "64:ff9b::a9fe:a9fe", true},
+		{"NAT64 of a private address", "64:ff9b::a00:1", true},
+		{"NAT64 of this host's own address", "64:ff9b::c633:6407", true},
+		{"local-use NAT64", "64:ff9b:1::808:808", true},
+		{"a public IPv4 address", "203.0.113.7", false},
+		{"another public IPv4 address", "8.8.8.8", false},
+		{"a public IPv6 address", "2001:db8::1", false},
+		{"just past 172.16/12", "172.32.0.1", false},
+		{"just past 0.0.0.0/8", "1.0.0.1", false},
+		{"NAT64 of a public address", "64:ff9b::808:808", false},
 	} {
-		if got := localNetwork(netip.MustParseAddr(tt.addr)); got != tt.local {
-			t.Errorf("localNetwork(%s) = %v, want %v", tt.addr, got, tt.local)
+		t.Run(tt.name, func(t *testing.T) {
+			addr := netip.MustParseAddr(tt.addr)
+			if got := guard.refused(addr); got != tt.refused {
+				t.Errorf("refused(%s) = %v, want %v", tt.addr, got, tt.refused)
+			}
+			err := guard.control("tcp", netip.AddrPortFrom(addr, 443).String(), nil)
+			if (err != nil) != tt.refused || (err != nil && strings.Contains(err.Error(), tt.addr)) {
+				t.Errorf("the dialer's check of %s: %v", tt.addr, err)
+			}
+			var allowed *addressGuard // --webhook-allow-private
+			if allowed.refused(addr) || allowed.control("tcp", netip.AddrPortFrom(addr, 443).String(), nil) != nil {
+				t.Errorf("with --webhook-allow-private, %s is refused", tt.addr)
+			}
+		})
+	}
+	// The host's real addresses are its own.
+	for _, own := range interfaceAddrs() {
+		if !newAddressGuard(false).refused(own) {
+			t.Errorf("this host's address %s is not refused", own)
 		}
 	}
 }
@@ -249,4 +299,50 @@ func TestWebhookURLs(t *testing.T) {
 	if got := shownURL("https://user:secret@example.com:8443/a/b?token=s3cret#x"); got != "https://example.com:8443/a/b" {
 		t.Errorf("shownURL = %q", got)
 	}
+}
+
+// TestWebhookAttemptErrorKeepsNothingOfTheReceiver: an attempt's error
+// (an endpoint's lastError) says the kind of failure and keeps the status,
+// but no byte the receiver sent and not the address its name resolved to.
+func TestWebhookAttemptErrorKeepsNothingOfTheReceiver(t *testing.T) {
+	const banner = "internal-secret-banner-XYZ"
+	for _, tt := range []struct {
+		name   string
+		answer string // "" closes the connection without a byte
+		status int
+		says   string
+	}{
+		{"a bare banner", banner + "\r\n", 0, "not HTTP"},
+		{"a banner as the status", "HTTP/1.1 " + banner + "\r\n\r\n", 0, "not HTTP"},
+		{"a banner as the status code", "HTTP/1.1 99" + banner + " OK\r\n\r\n", 0, "not HTTP"},
+		{"an SSH banner", "SSH-2.0-" + banner + "\r\n", 0, "not HTTP"},
+		{"a banner as a header", "HTTP/1.1 200 OK\r\n" + banner + "\r\n\r\n", 0, "not HTTP"},
+		{"a 500 that names the banner", "HTTP/1.1 500 " + banner + "\r\nContent-Length: 6\r\n\r\n" + banner[:6], 500, "status 500"},
+		{"a body cut short", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + banner, 200, "closed the connection"},
+		{"nothing at all", "", 0, "closed the connection"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := rawServer(t, func(c net.Conn) {
+				bufio.NewReader(c).ReadString('\n')
+				c.Write([]byte(tt.answer))
+			})
+			_, port, _ := net.SplitHostPort(addr)
+			r := fastSender().send(context.Background(), webhookAttempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
+			if r.delivered() || r.Status != tt.status || !strings.Contains(r.Err, tt.says) {
+				t.Fatalf("attempt = %+v, want status %d and an error that says %q", r, tt.status, tt.says)
+			}
+			for _, echoed := range []string{"banner", "XYZ", "SSH", "127.0.0.1", "::1", port} {
+				if strings.Contains(r.Err, echoed) {
+					t.Fatalf("the error %q holds %q", r.Err, echoed)
+				}
+			}
+		})
+	}
+	t.Run("a connection refused at the address a name resolved to", func(t *testing.T) {
+		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
+		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
+		if r.delivered() || r.Err != "the receiver refused the connection" {
+			t.Fatalf("attempt = %+v, want refused, without the address", r)
+		}
+	})
 }

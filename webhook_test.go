@@ -19,9 +19,8 @@ import (
 // receivers on loopback.
 func webhookServer(t *testing.T, opts testOptions) *testServer {
 	t.Helper()
-	s := newTestServerWith(t, opts)
-	s.webhooks.sender = newWebhookSender(true, time.Now)
-	return s
+	opts.webhookAllowPrivate = true
+	return newTestServerWith(t, opts)
 }
 
 // addEndpoint adds an endpoint for rc taking events (none: all), and has
@@ -420,9 +419,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			s := webhookServer(t, tc.opts)
 			servers := []*testServer{s}
 			if tc.opts.postgres {
-				other := s.anotherServer()
-				other.webhooks.sender = newWebhookSender(true, time.Now)
-				servers = append(servers, other)
+				servers = append(servers, s.anotherServer())
 			}
 			rc := newReceiver(t)
 			s.addEndpoint(rc, webhookQuotaThreshold)
