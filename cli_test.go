@@ -331,8 +331,27 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Cleanup(s.cleanup)
 	s.url = "http://" + waitServing(t, s.stderr, s.exited)
 	waitHealthy(t, s.client, s.url)
-	s.bootstrap = cliAnyKey.FindString(s.stderr.String())
+	s.bootstrap = bootstrapKeyIn(t, s.stderr.String())
 	return s
+}
+
+// cliBootstrapFile finds the file the first start wrote its key to, in its
+// log line (text or JSON).
+var cliBootstrapFile = regexp.MustCompile(`"?bootstrap_key_file"?[=:]"?([^"\s]+)`)
+
+// bootstrapKeyIn is the key in the file that stderr's log names, or "" when
+// the server wrote none.
+func bootstrapKeyIn(t *testing.T, stderr string) string {
+	t.Helper()
+	m := cliBootstrapFile.FindStringSubmatch(stderr)
+	if m == nil {
+		return ""
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatalf("the bootstrap key's file: %v", err)
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // waitServing returns HOST:PORT from the "serving" log line.
@@ -860,9 +879,15 @@ func runServing(t *testing.T, env map[string]string, args ...string) *inProcess 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &inProcess{stderr: &syncBuffer{}, cancel: cancel, exited: make(chan struct{})}
+	// Not the working directory, which is the source tree.
+	keyFile := filepath.Join(t.TempDir(), "petstore.bootstrap-key")
 	go func() {
-		p.err = run(ctx, append([]string{"petstore"}, args...),
-			func(name string) string { return env[name] }, strings.NewReader(""), io.Discard, p.stderr)
+		p.err = run(ctx, append([]string{"petstore"}, args...), func(name string) string {
+			if v, ok := env[name]; ok || name != "PETSTORE_BOOTSTRAP_KEY_FILE" {
+				return v
+			}
+			return keyFile
+		}, strings.NewReader(""), io.Discard, p.stderr)
 		close(p.exited)
 	}()
 	t.Cleanup(func() { cancel(); <-p.exited }) // before the database's directory goes
@@ -893,9 +918,9 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 		defer client.CloseIdleConnections()
 		waitHealthy(t, client, p.url)
 
-		key := cliAnyKey.FindString(p.stderr.String())
+		key := bootstrapKeyIn(t, p.stderr.String())
 		if !cliKeyPattern["production"].MatchString(key) {
-			t.Fatalf("no bootstrap key on standard error:\n%s", p.stderr)
+			t.Fatalf("no bootstrap key in the file standard error names:\n%s", p.stderr)
 		}
 		req, _ := http.NewRequest("GET", p.url+"/v1/pets", nil)
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -919,16 +944,27 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 
 // The binary as a server.
 
-func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
+// Standard error is a pipe here, as under systemd or in a container, where
+// it is a kept log: the key goes to a file of its own, and the log names it.
+func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 	t.Parallel()
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
-		printed := slices.Compact(slices.Sorted(slices.Values(cliAnyKey.FindAllString(s.stderr.String(), -1))))
-		if len(printed) != 1 {
-			t.Fatalf("the first start printed %d distinct keys, want 1:\n%s", len(printed), s.stderr)
+		if printed := cliAnyKey.FindAllString(s.stderr.String(), -1); len(printed) > 0 {
+			t.Errorf("the first start printed keys %q on standard error, which is not a terminal:\n%s", printed, s.stderr)
 		}
-		key := printed[0]
+		want := filepath.Join(dir, "petstore.bootstrap-key") // PostgreSQL: the working directory
+		if !strings.HasPrefix(db, "postgres") {
+			want = db + ".bootstrap-key"
+		}
+		if m := cliBootstrapFile.FindStringSubmatch(s.stderr.String()); m == nil || m[1] != want {
+			t.Fatalf("the log names the key's file as %q, want %s:\n%s", m, want, s.stderr)
+		}
+		if info, err := os.Stat(want); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("the key's file: %v, %v; want mode 0600", info.Mode(), err)
+		}
+		key := s.bootstrap
 		if !cliKeyPattern["production"].MatchString(key) {
 			t.Errorf("bootstrap key %q does not match %s", key, cliKeyPattern["production"])
 		}
@@ -952,9 +988,15 @@ func TestFirstStartPrintsOneBootstrapKey(t *testing.T) {
 			t.Errorf("exit status %d after SIGTERM, want 0", code)
 		}
 
+		if err := os.Remove(want); err != nil { // as the README says: read it, then delete it
+			t.Fatal(err)
+		}
 		again := startPetstore(t, dir, "--db", db)
-		if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 {
-			t.Errorf("the second start printed keys %q, want none:\n%s", got, again.stderr)
+		if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 || again.bootstrap != "" {
+			t.Errorf("the second start printed keys %q or wrote one, want none:\n%s", got, again.stderr)
+		}
+		if _, err := os.Stat(want); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the second start wrote the key's file again: %v", err)
 		}
 		again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 		if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 {

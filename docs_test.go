@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -343,6 +344,20 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 	server := startPetstore(t, dir)
 	vars := map[string]string{}
 	for _, step := range steps {
+		if strings.HasPrefix(step.command, "KEY=$(cat ") {
+			// The bootstrap key's file, read and deleted as shown.
+			sh := exec.Command("sh", "-c", step.command+` && printf %s "$KEY"`)
+			sh.Dir = dir
+			out, err := sh.Output()
+			if err != nil || string(out) != server.bootstrap {
+				t.Fatalf("%s: %v, %q; want the bootstrap key %q", step.command, err, out, server.bootstrap)
+			}
+			if files, _ := filepath.Glob(filepath.Join(dir, "*.bootstrap-key")); len(files) > 0 {
+				t.Errorf("%s left %v", step.command, files)
+			}
+			vars["KEY"] = string(out)
+			continue
+		}
 		if rest, ok := strings.CutPrefix(step.command, "KEY=$(go run . "); ok {
 			res := runBinary(t, dir, nil, strings.Fields(strings.TrimSuffix(rest, ")"))...)
 			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")

@@ -495,7 +495,7 @@ func TestServeStartsWhileRedisIsAway(t *testing.T) {
 	defer client.CloseIdleConnections()
 	waitHealthy(t, client, base)
 	req, _ := http.NewRequest("GET", base+"/v1/pets", nil)
-	req.Header.Set("Authorization", "Bearer "+cliAnyKey.FindString(stderr.String()))
+	req.Header.Set("Authorization", "Bearer "+bootstrapKeyIn(t, stderr.String()))
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -73,6 +73,9 @@ type serveConfig struct {
 	// webhookAllowPrivate lets webhooks go to loopback and private
 	// addresses, which are refused otherwise.
 	webhookAllowPrivate bool
+	// bootstrapKeyFile is where the first key goes when standard error is
+	// not a terminal; "" for the default (bootstrapKeyPath).
+	bootstrapKeyFile string
 }
 
 // defaultDBTimeout is --db-timeout's default: far above what a healthy
@@ -97,6 +100,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and unique-local addresses (a receiver on this network); refused otherwise")
+	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
@@ -195,7 +199,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 	}
 	defer api.ln.Close()
 	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, a.store, cfg, baseURL(api.ln.Addr()), stderr); err != nil {
+	if err := bootstrapKey(ctx, a.store, cfg, baseURL(api.ln.Addr()), stderr, logger); err != nil {
 		return err
 	}
 	ports := []port{api}
@@ -295,32 +299,6 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 		}
 	}
 	logger.Info("stopped")
-	return nil
-}
-
-// bootstrapKey makes a first Free key on a database without any, so that a
-// new user can call the API at once. It is the only key the server ever
-// prints.
-func bootstrapKey(ctx context.Context, store keyStore, cfg serveConfig, url string, stderr io.Writer) error {
-	free := plans["free"]
-	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
-	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
-	if err != nil {
-		return fmt.Errorf("create the bootstrap key: %w", err)
-	}
-	if !created {
-		return nil
-	}
-	fmt.Fprintf(stderr, `
-No API keys yet in %s, so here is one (key %d, "bootstrap", Free plan).
-It is shown only this once: keep it.
-
-    %s
-
-Try it:  curl -H 'Authorization: Bearer %s' %s/v1/pets
-More:    petstore keys create --db %s --plan pro --name my-app
-
-`, cfg.shown(), key.ID, token, token, url, cfg.shown())
 	return nil
 }
 
