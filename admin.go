@@ -216,7 +216,7 @@ func (g *adminGate) require(need scopeSet) middleware {
 				insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
 				return
 			}
-			recordOf(r).admin = t
+			recordOf(w).admitted(t)
 			next.ServeHTTP(w, r)
 		})
 	}

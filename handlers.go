@@ -200,7 +200,7 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 		defer cancel()
 		replayed := false
 		if hasKey {
-			pet, replayed, err = createOnce(ctx, pets, idem, now, recordOf(r).key.ID, key, pet)
+			pet, replayed, err = createOnce(ctx, pets, idem, now, recordOf(w).key.ID, key, pet)
 		} else {
 			pet, err = pets.create(ctx, pet, nil)
 		}
@@ -300,7 +300,7 @@ func handleReady(store lifecycle, draining *atomic.Bool) http.Handler {
 			return
 		}
 		if err := store.Ping(r.Context()); err != nil {
-			recordOf(r).err = err
+			recordOf(w).failed(err, 0)
 			writeError(w, r, errorf(codeUnavailable, "the database does not answer"))
 			return
 		}

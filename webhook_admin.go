@@ -63,7 +63,7 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(r).admin.actor())
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -77,7 +77,7 @@ func handleAdminRemoveWebhook(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(r).admin.actor())
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor())
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -114,7 +114,7 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 				}
 			}
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(r).admin.actor())
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -130,7 +130,7 @@ func handleAdminEnableWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(r).admin.actor())
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -152,7 +152,7 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		ev, err := queueTest(r.Context(), d.store, id, recordOf(r).admin.actor(), d.now())
+		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.actor(), d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
