@@ -115,14 +115,15 @@ func sentAsWebhook(e auditEvent) bool {
 }
 
 // parseEventTypes reads --events (or an admin body's events): known types,
-// comma-separated; empty means all.
+// comma-separated; none means all, but an empty type is refused, not taken
+// for all.
 func parseEventTypes(list []string) ([]string, error) {
 	var types []string
 	for _, item := range list {
 		for t := range strings.SplitSeq(item, ",") {
 			t = strings.TrimSpace(t)
 			if t == "" {
-				continue
+				return nil, fmt.Errorf("events: %q holds an empty event type; name types (%s), or none for all", item, strings.Join(webhookEventTypes, ", "))
 			}
 			if !slices.Contains(webhookEventTypes, t) {
 				return nil, fmt.Errorf("events: %q is not an event type (%s)", t, strings.Join(webhookEventTypes, ", "))

@@ -31,7 +31,7 @@ func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor)
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor, s.opts.env)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -207,6 +207,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 
 func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
+		opts.env = "staging"
 		s := webhookServer(t, opts)
 		failing := newReceiver(t)
 		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
@@ -250,7 +251,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
 		}
 		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
-		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor || events[0].Env != "staging" {
 			t.Fatalf("webhook.disabled events %+v, %v", events, err)
 		}
 		s.mustCreate(s.keyTerms("free"))
@@ -258,7 +259,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		if n := len(gone.deliveries()); n != 1 {
 			t.Fatalf("a disabled endpoint got %d deliveries", n)
 		}
-		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor); err != nil {
+		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor, s.opts.env); err != nil {
 			t.Fatal(err)
 		}
 		if !s.endpoint(g.ID).Enabled {
@@ -305,7 +306,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := newReceiver(t)
 		e := s.addEndpoint(rc)
-		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor, s.opts.env)
 		if err != nil {
 			t.Fatal(err)
 		}
