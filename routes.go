@@ -206,6 +206,10 @@ func newAdminServer(a *app) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)
 	mux.Handle("/admin/v1", logged)
+	console := http.NewServeMux()
+	addConsoleRoutes(console)
+	mux.Handle("/console/", chain(console, logRequests(a.logger, a.metrics)))
+	mux.Handle("/console", chain(console, logRequests(a.logger, a.metrics)))
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}
@@ -223,7 +227,7 @@ func metricsHandler(m *metrics) http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md)\n"))
+		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md), /console/ (the owner's console)\n"))
 	})
 	return mux
 }
