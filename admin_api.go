@@ -646,7 +646,7 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	if err := b.str("expires", &s); err != nil {
 		return errorf(codeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
 	}
-	at, err := expiresOf("expires", s, now)
+	at, err := expiresOf("expires", s, "null (never)", now)
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,8 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		for _, n := range notices {
-			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at) VALUES (?, ?) ON CONFLICT (mark) DO NOTHING`, n.Mark, now.UnixMilli())
+			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at, forget_at) VALUES (?, ?, ?) ON CONFLICT (mark) DO NOTHING`,
+				n.Mark, now.UnixMilli(), n.ForgetAt.UnixMilli())
 			if err != nil {
 				return err
 			}
@@ -436,20 +437,16 @@ func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, erro
 	return n, milliOrZero(oldest), err
 }
 
-// Kept for so long: the marks of quota notices (a day's mark is needed
-// only that day), and the deliveries that are over with their events.
-const (
-	keepQuotaMarks = 48 * time.Hour
-	keepDeliveries = 30 * 24 * time.Hour
-)
+// keepDeliveries is how long the deliveries that are over are kept, with
+// their events.
+const keepDeliveries = 30 * 24 * time.Hour
 
-// PruneWebhooks forgets, at now, the quota marks of days past and the
-// deliveries delivered or failed for keepDeliveries, with the events that
-// have no delivery left. The marks of expiry notices stay: a key's expiry
-// is announced once.
+// PruneWebhooks forgets, at now, the marks of notices past their forget_at
+// (by its index) and the deliveries delivered or failed for
+// keepDeliveries, with the events that have no delivery left.
 func (s sqlWebhooks) PruneWebhooks(ctx context.Context, now time.Time) error {
 	return s.db.update(ctx, func(tx dbTx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE mark LIKE 'quota:%' AND at < ?`, now.Add(-keepQuotaMarks).UnixMilli()); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE forget_at < ?`, now.UnixMilli()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND last_attempt_at < ?`,
