@@ -53,7 +53,7 @@ func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		k, token, err := createKey(r.Context(), d.store, terms, recordOf(r).admin.actor())
+		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -351,7 +351,7 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 			return
 		}
 		apply := func(k apiKey) (apiKey, error) { return change.apply(k, now, jsonFields) }
-		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(r).admin.actor()); err != nil {
+		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -444,7 +444,7 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		token := newKey(old.Env)
 		hash := hashKey(token)
-		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(r).admin.actor())
+		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -464,7 +464,7 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(r).admin.actor()); err != nil {
+		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -678,7 +678,7 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	if err := b.str("expires", &s); err != nil {
 		return errorf(codeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
 	}
-	at, err := expiresOf("expires", s, now)
+	at, err := expiresOf("expires", s, "null (never)", now)
 	if err != nil {
 		return err
 	}

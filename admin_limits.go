@@ -15,7 +15,7 @@ type whoami struct {
 
 func handleAdminWhoami() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := recordOf(r).admin
+		t := recordOf(w).admin
 		writeJSON(w, r, http.StatusOK, whoami{ID: t.ID, Name: t.Name, Scopes: t.Scopes.names()})
 	})
 }

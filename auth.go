@@ -65,7 +65,12 @@ func appendChecksum(dst, body []byte) []byte {
 
 // keyProblem says why a token cannot be a key of env, or nothing (the zero
 // authFailure) when its shape and checksum are right.
-func keyProblem(token, env string) authFailure { return secretProblem(token, env, keyPrefixes) }
+func keyProblem(token, env string) authFailure {
+	if strings.HasPrefix(token, "psa_") {
+		return authAdminToken
+	}
+	return secretProblem(token, env, keyPrefixes)
+}
 
 // secretProblem says why token cannot be a secret of env with one of
 // prefixes (by environment), or nothing when its shape and checksum are
@@ -362,6 +367,7 @@ var (
 	authNoToken    = authFailure{authMissing, "the Authorization header has no API key after Bearer"}
 	authNotBearer  = authFailure{authMalformed, "the Authorization header must use the Bearer scheme: Authorization: Bearer <key>"}
 	authNotAKey    = authFailure{authMalformed, "the API key is not valid"}
+	authAdminToken = authFailure{authMalformed, "this is an admin token (psa_...), which works only on the admin listener (--admin-addr), under /admin/v1: /v1 takes an API key (psk_...)"}
 	authUnknownKey = authFailure{authInvalid, "the API key is not valid"}
 	authRevokedKey = authFailure{authRevoked, "the API key has been revoked"}
 	authExpiredKey = authFailure{authExpired, "the API key has expired"}
@@ -395,28 +401,28 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info := recordOf(r)
 			header := firstHeader(r.Header, "Authorization")
 			token, isBearer := bearerToken(header)
+			var (
+				h    *heldKey
+				auth authFailure
+				err  error
+			)
 			switch {
 			case header == "":
-				info.auth = authNoHeader
+				auth = authNoHeader
 			case !isBearer:
-				info.auth = authNotBearer
+				auth = authNotBearer
 			case token == "":
-				info.auth = authNoToken
+				auth = authNoToken
 			default:
-				info.sentToken = true
 				// A failed look-up is answered by requireKey, after the
 				// address limit has set its headers.
-				var h *heldKey
-				h, info.auth, info.authErr = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
+				h, auth, err = keys.lookup(r.Context(), token, func(ctx context.Context) bool {
 					return addressLimited(ctx, limiter, clientAddr(r, trustProxy))
 				})
-				if h != nil {
-					info.key, info.use = &h.key, h.use
-				}
 			}
+			recordOf(w).authenticated(h, isBearer && token != "", auth, err)
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -433,12 +439,13 @@ func addressLimited(ctx context.Context, limiter rateLimiter, addr netip.Addr) b
 // requireKey answers 401 to a request without a valid API key.
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := recordOf(r)
-		if info.authErr != nil {
+		info := recordOf(w)
+		key := info.keyed()
+		if key == nil && info.authErr != nil {
 			writeError(w, r, info.authErr)
 			return
 		}
-		if info.key == nil {
+		if key == nil {
 			unauthorized(w, r, info.sentToken, info.auth.message)
 			return
 		}

@@ -27,7 +27,7 @@ func handleAdminLiftBan(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, err := parseBanSubject(r.PathValue("subject"))
 		if err == nil {
-			_, err = d.store.LiftBan(r.Context(), subject, recordOf(r).admin.actor(), env)
+			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)

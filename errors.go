@@ -91,9 +91,9 @@ func errorf(code, format string, args ...any) *Error {
 
 // writeError writes err in the Error shape: an *Error as it is, a
 // domainError as its kind says, anything else as 500 internal_error. What
-// only the log may see goes on the request's record.
+// only the log may see goes on the request's record, found on w.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	info := recordOf(r)
+	info := findRecord(w)
 	if info == nil {
 		info = &requestInfo{} // outside logRequests: nobody logs the cause
 	}
@@ -127,10 +127,7 @@ func answer(err error, info *requestInfo) Error {
 	}
 	var d *domainError
 	if errors.As(err, &d) && kindCodes[d.kind] != "" {
-		if d.cause != nil {
-			info.err = d.cause
-		}
-		info.db = d.db
+		info.failed(d.cause, d.db)
 		switch {
 		case d.unsure:
 			return Error{Code: codeUnavailable, Message: outcomeUnknownMessage}
@@ -139,7 +136,7 @@ func answer(err error, info *requestInfo) Error {
 		}
 		return Error{Code: kindCodes[d.kind], Message: d.message}
 	}
-	info.err = err
+	info.failed(err, 0)
 	return Error{Code: codeInternal, Message: internalMessage}
 }
 

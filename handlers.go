@@ -28,8 +28,9 @@ const (
 
 // healthCheck tells whether r is a load balancer's or an orchestrator's
 // probe (GET or HEAD /healthz or /readyz): its answers are not the API's,
-// so a 503 of /readyz during an outage (ten a second from each prober) is
-// neither an ERROR line nor a 5xx of the request metrics; the outage is
+// so they are logged at DEBUG, and a 503 of /readyz during an outage (ten a
+// second from each prober) is neither an ERROR line nor a 5xx of the
+// request metrics; the outage is
 // logged once as it starts and once as it ends, and petstore_database_down
 // follows it.
 func healthCheck(r *http.Request) bool {
@@ -199,7 +200,7 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 		defer cancel()
 		replayed := false
 		if hasKey {
-			pet, replayed, err = createOnce(ctx, pets, idem, now, recordOf(r).key.ID, key, pet)
+			pet, replayed, err = createOnce(ctx, pets, idem, now, recordOf(w).key.ID, key, pet)
 		} else {
 			pet, err = pets.create(ctx, pet, nil)
 		}
@@ -273,6 +274,15 @@ func notFound() http.Handler {
 	})
 }
 
+// adminElsewhere answers the admin API's paths on the public listener: 404,
+// with where the admin API is served.
+func adminElsewhere() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errorf(codeNotFound, "no resource at %s on this listener: the admin API is served only on the admin listener, "+
+			"petstore serve --admin-addr HOST:PORT, under /admin/v1 (docs/admin.md)", r.URL.Path))
+	})
+}
+
 func handleOpenAPI() http.Handler { return handleDocument(openapiYAML) }
 
 // handleDocument serves an OpenAPI document (YAML).
@@ -299,7 +309,7 @@ func handleReady(store lifecycle, draining *atomic.Bool) http.Handler {
 			return
 		}
 		if err := store.Ping(r.Context()); err != nil {
-			recordOf(r).err = err
+			recordOf(w).failed(err, 0)
 			writeError(w, r, errorf(codeUnavailable, "the database does not answer"))
 			return
 		}

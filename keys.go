@@ -59,8 +59,10 @@ func parseLifetime(s string) (time.Duration, error) {
 
 // parseExpires reads --expires: an RFC 3339 time or a duration from now,
 // which must end after now. The expiry is rounded up to a whole second.
-func parseExpires(s string, now time.Time) (time.Time, error) {
-	at, err := expiresOf("--expires", s, now)
+// never is the word for no expiry where the command takes one ("" where
+// it does not), for the message of a refusal.
+func parseExpires(s, never string, now time.Time) (time.Time, error) {
+	at, err := expiresOf("--expires", s, never, now)
 	if err != nil {
 		return time.Time{}, usagef("%s", err.Error())
 	}
@@ -69,9 +71,13 @@ func parseExpires(s string, now time.Time) (time.Time, error) {
 
 // expiresOf reads an expiry given as field (--expires, expires): an RFC
 // 3339 time or a duration from now, which must end after now, rounded up
-// to a whole second. A refusal is invalid_request naming field.
-func expiresOf(field, s string, now time.Time) (time.Time, error) {
-	const want = "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
+// to a whole second. A refusal is invalid_request naming field, and every
+// form it takes: never too, when it is not "".
+func expiresOf(field, s, never string, now time.Time) (time.Time, error) {
+	want := "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
+	if never != "" {
+		want = "an RFC 3339 time (2027-01-31T00:00:00Z), a duration from now (90d, 12h, 30m) or " + never
+	}
 	at, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		d, err := parseLifetime(s)
@@ -145,7 +151,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	var expires time.Time
 	if expiresFlag != "" || given(fs, "expires") {
-		if expires, err = parseExpires(expiresFlag, time.Now()); err != nil {
+		if expires, err = parseExpires(expiresFlag, "", time.Now()); err != nil {
 			return err
 		}
 	}
@@ -553,7 +559,7 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	if given(fs, "expires") {
 		var at time.Time
 		if expiresFlag != "never" {
-			if at, err = parseExpires(expiresFlag, now); err != nil {
+			if at, err = parseExpires(expiresFlag, "never (no expiry)", now); err != nil {
 				return err
 			}
 		}

@@ -40,6 +40,7 @@ type metrics struct {
 	dbCalls       *prometheus.HistogramVec
 	redisCalls    *prometheus.HistogramVec
 	deliveries    map[string]prometheus.Counter // webhook deliveries by outcome
+	tls           *tlsMetrics
 }
 
 // requestBuckets are OpenTelemetry's default histogram boundaries (in
@@ -123,6 +124,7 @@ func newMetrics() *metrics {
 		m.deliveries[state] = deliveries.WithLabelValues(outcome)
 	}
 
+	m.tls = newTLSMetrics(m.registry)
 	build := readBuildInfo()
 	m.registry.MustRegister(
 		deliveries,
@@ -148,29 +150,41 @@ type requestSeries struct {
 	code    int
 }
 
+// answered is what the metrics count of one answered request, in plain
+// values.
+type answered struct {
+	pattern     string // the ServeMux pattern that took it (r.Pattern)
+	method      string // as the client sent it
+	code        int    // the status recorded (0: nothing written, net/http's 200)
+	took        time.Duration
+	decision    limitOutcome // the rate limiter's; 0 when not limited
+	authFailure authReason   // why a 401 had no valid key; 0 when not that
+	dbFailure   dbFailure    // why a 503's database failed; 0 when not that
+}
+
 // observeRequest records one answered request: its duration, the rate
-// limiter's decision, and the reason of a 401.
-func (m *metrics) observeRequest(r *http.Request, info *requestInfo, code int, took time.Duration) {
-	if m == nil || healthCheck(r) {
+// limiter's decision, the reason of a 401 and the cause of a 503.
+func (m *metrics) observeRequest(a answered) {
+	if m == nil {
 		return
 	}
-	if code == 0 {
-		code = http.StatusOK // nothing written: net/http answers 200
+	if a.code == 0 {
+		a.code = http.StatusOK // nothing written: net/http answers 200
 	}
-	key := requestSeries{pattern: r.Pattern, method: methodLabel(r.Method), code: code}
+	key := requestSeries{pattern: a.pattern, method: methodLabel(a.method), code: a.code}
 	obs, ok := (*m.requests.Load())[key]
 	if !ok {
 		obs = m.resolve(key)
 	}
-	obs.Observe(took.Seconds())
-	if info.rateLimit != 0 {
-		m.decisions[info.rateLimit].Inc()
+	obs.Observe(a.took.Seconds())
+	if a.decision != 0 {
+		m.decisions[a.decision].Inc()
 	}
-	if code == http.StatusUnauthorized && info.auth.reason != 0 {
-		m.authFailures[info.auth.reason].Inc()
+	if a.code == http.StatusUnauthorized && a.authFailure != 0 {
+		m.authFailures[a.authFailure].Inc()
 	}
-	if code == http.StatusServiceUnavailable && info.db != 0 {
-		m.dbUnavailable[info.db].Inc()
+	if a.code == http.StatusServiceUnavailable && a.dbFailure != 0 {
+		m.dbUnavailable[a.dbFailure].Inc()
 	}
 }
 
@@ -221,7 +235,7 @@ var labelledMethods = [...]string{
 }
 
 // limitOutcome is the rate limiter's decision on a request, kept on its
-// requestInfo by limit and counted when the request ends.
+// record by limit and counted when the request ends.
 type limitOutcome uint8
 
 const (

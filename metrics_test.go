@@ -356,16 +356,15 @@ func TestRouteLabelIsTheServeMuxPatternNeverThePath(t *testing.T) {
 
 func TestRecordingARequestAllocatesNothing(t *testing.T) {
 	m := newMetrics()
-	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
-	r.Pattern = "GET /v1/pets/{petId}"
-	info := &requestInfo{rateLimit: limitAllowed}
-	m.observeRequest(r, info, 200, time.Millisecond) // the first resolves the series
-	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(r, info, 200, time.Millisecond) }); n != 0 {
+	ok := answered{pattern: "GET /v1/pets/{petId}", method: "GET", code: 200, took: time.Millisecond, decision: limitAllowed}
+	m.observeRequest(ok) // the first resolves the series
+	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(ok) }); n != 0 {
 		t.Errorf("recording a request allocates %v times, want 0", n)
 	}
-	refused := &requestInfo{rateLimit: limitAllowed, auth: authUnknownKey}
-	m.observeRequest(r, refused, 401, time.Millisecond)
-	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(r, refused, 401, time.Millisecond) }); n != 0 {
+	refused := answered{pattern: "GET /v1/pets/{petId}", method: "GET", code: 401, took: time.Millisecond,
+		decision: limitAllowed, authFailure: authUnknownKey.reason}
+	m.observeRequest(refused)
+	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(refused) }); n != 0 {
 		t.Errorf("recording a 401 allocates %v times, want 0", n)
 	}
 }
@@ -399,12 +398,10 @@ func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 // BenchmarkRecordRequest is what the metrics add to a request.
 func BenchmarkRecordRequest(b *testing.B) {
 	m := newMetrics()
-	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
-	r.Pattern = "GET /v1/pets/{petId}"
-	info := &requestInfo{rateLimit: limitAllowed}
+	a := answered{pattern: "GET /v1/pets/{petId}", method: "GET", code: 200, took: time.Millisecond, decision: limitAllowed}
 	b.ReportAllocs()
 	for b.Loop() {
-		m.observeRequest(r, info, 200, time.Millisecond)
+		m.observeRequest(a)
 	}
 }
 

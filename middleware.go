@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -13,85 +12,14 @@ import (
 	"time"
 )
 
-// requestInfo is what the middleware learns about a request, for the handlers
-// (the caller's key) and for the request's one log line.
-type requestInfo struct {
-	id  string
-	key *apiKey
-	use *keyUse // the key's note of use, where its usage history is counted
-	// admin is the admin token of a request to the admin API.
-	admin *adminToken
-	// auth says why the request has no key, for the 401 and its count.
-	auth      authFailure
-	authErr   error // the key could not be looked up
-	sentToken bool
-	err       error // an internal error or panic, for the log
-	// rateLimit is the limiter's decision, for the metrics; 0 when the
-	// request was not rate limited (/healthz, /docs).
-	rateLimit limitOutcome
-	// forbidden: the key lacked the scope the request needs (403), for
-	// the key's usage history.
-	forbidden bool
-	// db is why the database could not serve the request, answered 503,
-	// for the metrics; 0 when it is not that.
-	db dbFailure
-
-	// values backs the response's header values (see headerValue).
-	values  [6]string
-	nvalues int
-}
-
-// headerValue returns v as a header value, a one-element slice taken from
-// the request's own store: the request's header values cost one allocation
-// (its info) instead of one each.
-func (info *requestInfo) headerValue(v string) []string {
-	if info.nvalues == len(info.values) {
-		return []string{v}
-	}
-	s := info.values[info.nvalues : info.nvalues+1 : info.nvalues+1]
-	s[0] = v
-	info.nvalues++
-	return s
-}
-
-// recordKey is the context key of a request's record.
-type recordKey struct{}
-
-// requestContext is a request's context with its record. logRequests puts
-// it there once; every later step reads the record with recordOf, whatever
-// wraps the ResponseWriter or the context in between.
-type requestContext struct {
-	context.Context
-	info requestInfo
-}
-
-func (c *requestContext) Value(key any) any {
-	// A type assertion, not key == recordKey{}: comparing two interfaces
-	// is a runtime call, and every Value asked of the request passes here.
-	if _, ok := key.(recordKey); ok {
-		return &c.info
-	}
-	return c.Context.Value(key)
-}
-
-// recordOf is the record logRequests keeps of r; nil when r did not pass
-// logRequests (only writeError accepts that: it then has nowhere to note
-// the cause). A request's steps ask for it several times: when r's context
-// is logRequests' own, it is read without the lookup through Value.
-func recordOf(r *http.Request) *requestInfo {
-	if c, ok := r.Context().(*requestContext); ok {
-		return &c.info
-	}
-	info, _ := r.Context().Value(recordKey{}).(*requestInfo)
-	return info
-}
-
 // statusWriter records what was written, for the log line and for the panic
-// handler, which may answer only while nothing was written.
+// handler, which may answer only while nothing was written, and carries the
+// request's record (record.go) to the steps that follow logRequests.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	record requestInfo
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -163,10 +91,7 @@ func logRequests(logger *slog.Logger, m *metrics) middleware {
 	}
 }
 
-// requestLogger is the step logRequests adds. It is a type rather than a
-// closure so that ServeHTTP is compiled once, never inlined into its maker's
-// callers: there WithContext is inlined and its copy of the request stays on
-// the stack (TestARequestsRecordCostsNoAllocation).
+// requestLogger is the step logRequests adds.
 type requestLogger struct {
 	logger  *slog.Logger
 	metrics *metrics
@@ -176,36 +101,35 @@ type requestLogger struct {
 
 func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	// One allocation for all that is tracked, the request's copy too.
-	tracked := &struct {
-		ctx requestContext
-		sw  statusWriter
-		req http.Request
-	}{}
-	info, sw := &tracked.ctx.info, &tracked.sw
-	sw.ResponseWriter = w
-	tracked.ctx.Context = r.Context()
-	tracked.req = *r.WithContext(&tracked.ctx)
-	r = &tracked.req
-	info.id = firstHeader(r.Header, "X-Request-Id")
-	if !validRequestID(info.id) {
-		info.id = l.ids.next()
+	// One allocation for all that is tracked: the writer and its record.
+	sw := &statusWriter{ResponseWriter: w}
+	info := &sw.record
+	id := firstHeader(r.Header, "X-Request-Id")
+	if !validRequestID(id) {
+		id = l.ids.next()
 	}
-	w.Header()["X-Request-Id"] = info.headerValue(info.id)
+	info.logged(id)
+	w.Header()["X-Request-Id"] = info.headerValue(id)
 
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			info.err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			info.failed(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), 0)
 			if sw.status == 0 {
 				writeError(sw, r, &Error{Code: codeInternal, Message: internalMessage})
 			}
 		}
 		end := time.Now()
 		status := recordedStatus(r, sw.status)
-		l.metrics.observeRequest(r, info, status, end.Sub(start))
+		info.finished()
+		if l.metrics != nil && !healthCheck(r) {
+			l.metrics.observeRequest(answered{
+				pattern: r.Pattern, method: r.Method, code: status, took: end.Sub(start),
+				decision: info.rateLimit, authFailure: info.auth.reason, dbFailure: info.db,
+			})
+		}
 		logRequest(l.logger, r, info, status, sw, start, end)
 	}()
 	l.next.ServeHTTP(sw, r)
@@ -231,7 +155,10 @@ func recordedStatus(r *http.Request, written int) int {
 
 func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, status int, sw *statusWriter, start, end time.Time) {
 	level := slog.LevelInfo
-	if status >= 500 && !healthCheck(r) {
+	switch {
+	case healthCheck(r): // a load balancer's, one a second on every server
+		level = slog.LevelDebug
+	case status >= 500:
 		level = slog.LevelError
 	}
 	h := logger.Handler()

@@ -19,10 +19,11 @@ import (
 func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info := recordOf(r)
+			info := recordOf(w)
+			key := info.limiting()
 			id, lim := callerID{keyID: 0}, anonymousLimits
-			if info.key != nil {
-				id, lim = info.key.budget()
+			if key != nil {
+				id, lim = key.budget()
 			} else {
 				id.addr = clientAddr(r, trustProxy)
 			}
@@ -31,37 +32,27 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 				writeError(w, r, err)
 				return
 			}
+			info.decided(&d)
 			setRateLimitHeaders(w.Header(), info, d)
-			if info.key != nil {
-				quota.observe(info.key, lim, d)
+			if key != nil {
+				quota.observe(key, lim, d)
 			}
 			if !d.allowed {
 				if d.banStarted {
-					audit.banned(info.key, id, d)
-				}
-				if info.use != nil {
-					info.use.count(d.today, outcomeOf(&d))
+					audit.banned(key, id, d)
 				}
 				refuse(w, r, d)
 				return
 			}
 			next.ServeHTTP(w, r)
-			if info.use != nil {
-				outcome := usageAllowed
-				if info.forbidden {
-					outcome = usageForbidden
-				}
-				info.use.count(d.today, outcome)
-			}
 		})
 	}
 }
 
-// setRateLimitHeaders reports d in the rate-limit headers, and keeps its
-// outcome on info for the metrics. Every figure is a count of 0 or more,
-// whatever the arithmetic behind it gave.
+// setRateLimitHeaders reports d in the rate-limit headers, their values
+// backed by info's store. Every figure is a count of 0 or more, whatever the
+// arithmetic behind it gave.
 func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
-	info.rateLimit = d.outcome()
 	d.limit, d.remaining, d.resetIn = max(0, d.limit), max(0, d.remaining), max(0, d.resetIn)
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them

@@ -19,7 +19,7 @@ func (k *apiKey) budget() (callerID, limits) {
 // on its 403, as on any operation).
 func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if key := recordOf(r).key; key == nil || !key.Scopes.has(need) {
+		if key := recordOf(w).key; key == nil || !key.Scopes.has(need) {
 			counted.ServeHTTP(w, r)
 			return
 		}
@@ -33,21 +33,21 @@ func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
 // as everywhere, and this request does not count towards a ban.
 func handleRateLimit(limiter rateLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := recordOf(r)
-		id, lim := info.key.budget()
+		info := recordOf(w)
+		key := info.peeking()
+		id, lim := key.budget()
 		s, err := limiter.peek(r.Context(), id, lim)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		info.decided(&s.decision)
 		setRateLimitHeaders(w.Header(), info, s.decision)
 		if !s.allowed {
-			info.use.count(s.today, outcomeOf(&s.decision))
 			refuse(w, r, s.decision)
 			return
 		}
-		info.use.count(s.today, usageAllowed)
-		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), info.key, s))
+		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), key, s))
 	})
 }
 

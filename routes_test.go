@@ -10,84 +10,185 @@ import (
 	"time"
 )
 
-// hidingWriter wraps a ResponseWriter as a gzip middleware would: a writer
-// of its own type, with no Unwrap.
+// wrappingWriter wraps a ResponseWriter as a gzip middleware does: a writer
+// of its own type, which hands the one it wraps to Unwrap, as
+// http.ResponseController asks of a wrapper.
+type wrappingWriter struct{ w http.ResponseWriter }
+
+func (h wrappingWriter) Header() http.Header         { return h.w.Header() }
+func (h wrappingWriter) Write(b []byte) (int, error) { return h.w.Write(b) }
+func (h wrappingWriter) WriteHeader(status int)      { h.w.WriteHeader(status) }
+func (h wrappingWriter) Unwrap() http.ResponseWriter { return h.w }
+
+// hidingWriter is a wrapper without Unwrap.
 type hidingWriter struct{ w http.ResponseWriter }
 
 func (h hidingWriter) Header() http.Header         { return h.w.Header() }
 func (h hidingWriter) Write(b []byte) (int, error) { return h.w.Write(b) }
 func (h hidingWriter) WriteHeader(status int)      { h.w.WriteHeader(status) }
 
+// wrapEach is a middleware that passes next the writer wrap makes.
+func wrapEach(wrap func(http.ResponseWriter) http.ResponseWriter) middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(wrap(w), r) })
+	}
+}
+
+// recordedRequest is what the log line says of a request.
+type recordedRequest struct {
+	Status int    `json:"status"`
+	KeyID  int64  `json:"key_id"`
+	Err    string `json:"err"`
+}
+
+// stepsBehind sends a request with token (none when empty) through
+// logRequests, then steps, to a handler that answers 404, and returns the
+// answer and what its log line says.
+func stepsBehind(t *testing.T, token string, steps ...middleware) (*httptest.ResponseRecorder, recordedRequest) {
+	t.Helper()
+	var logs syncBuffer
+	logger, _ := newLogger(&logs, "json", "info")
+	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errorf(codeNotFound, "nothing here")) }),
+		append([]middleware{logRequests(logger, nil)}, steps...)...)
+	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var line recordedRequest
+	if err := json.Unmarshal([]byte(logs.String()), &line); err != nil {
+		t.Fatalf("the log line %q: %v", logs.String(), err)
+	}
+	return w, line
+}
+
 // TestTheRequestsRecordIsFoundBehindAWrappedWriter puts a wrapped writer
-// between the steps of a request, as a gzip middleware or
-// http.TimeoutHandler would, and still finds the key and the status the
-// steps noted in the one log line: the record travels with the request,
-// not with the writer.
+// between the steps of a request, as a gzip middleware would, and still
+// finds the key and the status the steps noted in the one log line: the
+// record is found by walking Unwrap, as http.ResponseController finds the
+// connection.
 func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
+	once := wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return wrappingWriter{w} })
+	twice := wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return wrappingWriter{wrappingWriter{w}} })
+	s := newTestServer(t)
+	k, token := s.mustCreate(s.keyTerms("pro"))
+	for _, tc := range []struct {
+		name string
+		wrap middleware
+	}{{"a writer of its own, as gzip's", once}, {"two writers, one inside the other", twice}} {
+		for _, req := range []struct {
+			token      string
+			wantStatus int
+			wantKeyID  int64
+		}{{token, 404, k.ID}, {"", 401, 0}} {
+			w, line := stepsBehind(t, req.token, tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap,
+				limit(s.limiter, s.audit, s.quota, false), tc.wrap, requireKey, tc.wrap, requireScope(scopePetsRead))
+			if w.Code != req.wantStatus || w.Header().Get("X-Ratelimit-Limit") == "" {
+				t.Errorf("%s: answered %d (X-RateLimit-Limit %q), want %d with the limit's headers: %s",
+					tc.name, w.Code, w.Header().Get("X-Ratelimit-Limit"), req.wantStatus, w.Body)
+			}
+			if line.Status != req.wantStatus || line.KeyID != req.wantKeyID {
+				t.Errorf("%s: log line %+v, want status %d and key_id %d", tc.name, line, req.wantStatus, req.wantKeyID)
+			}
+		}
+	}
+}
+
+// TestAWrapperThatHidesTheRecordFailsLoudly: a wrapper without Unwrap (as
+// http.TimeoutHandler's writer is) hides the record from the steps after
+// it. Their request is answered 500 and logged with the reason, never let
+// through nor answered as if it had no key.
+func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
+	s := newTestServer(t)
+	_, token := s.mustCreate(s.keyTerms("pro"))
 	for _, tc := range []struct {
 		name string
 		wrap middleware
 	}{
-		{"a writer of its own, as gzip's", func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(hidingWriter{w}, r) })
-		}},
+		{"a writer without Unwrap", wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return hidingWriter{w} })},
 		{"http.TimeoutHandler", func(next http.Handler) http.Handler { return http.TimeoutHandler(next, time.Minute, "") }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
-			logger, _ := newLogger(&logs, "json", "info")
-			s := newTestServer(t)
-			k, token := s.mustCreate(s.keyTerms("pro"))
-			h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errorf(codeNotFound, "nothing here")) }),
-				logRequests(logger, nil), tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap, limit(s.limiter, s.audit, s.quota, false), tc.wrap, requireKey, requireScope(scopePetsRead))
+		w, line := stepsBehind(t, token, tc.wrap, authenticate(s.keys, s.limiter, false),
+			limit(s.limiter, s.audit, s.quota, false), requireKey, requireScope(scopePetsRead))
+		if w.Code != 500 || line.Status != 500 || !strings.Contains(line.Err, "no Unwrap method") {
+			t.Errorf("%s: answered %d, logged %+v; want 500 and the reason in the log", tc.name, w.Code, line)
+		}
+	}
+}
 
-			for _, req := range []struct {
-				token      string
-				wantStatus int
-				wantKeyID  int64
-			}{{token, 404, k.ID}, {"", 401, 0}} {
-				r := httptest.NewRequest("GET", "/v1/pets/7", nil)
-				if req.token != "" {
-					r.Header.Set("Authorization", "Bearer "+req.token)
-				}
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, r)
-				if w.Code != req.wantStatus || w.Header().Get("X-Ratelimit-Limit") == "" {
-					t.Errorf("answered %d (X-RateLimit-Limit %q), want %d with the limit's headers: %s",
-						w.Code, w.Header().Get("X-Ratelimit-Limit"), req.wantStatus, w.Body)
-				}
-			}
-			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-			if len(lines) != 2 {
-				t.Fatalf("%d log lines for 2 requests:\n%s", len(lines), logs.String())
-			}
-			for i, want := range []struct {
-				status int
-				keyID  int64
-			}{{404, k.ID}, {401, 0}} {
-				var line struct {
-					Status int   `json:"status"`
-					KeyID  int64 `json:"key_id"`
-				}
-				if err := json.Unmarshal([]byte(lines[i]), &line); err != nil {
-					t.Fatal(err)
-				}
-				if line.Status != want.status || line.KeyID != want.keyID {
-					t.Errorf("log line %s, want status %d and key_id %d", lines[i], want.status, want.keyID)
-				}
-			}
-		})
+// TestARequestsStepsOutOfOrderFail swaps each two steps of a route with a key
+// (routes.go: authenticate, limit, requireKey, requireScope) and of the
+// rate-limit route (authenticate, then handleRateLimit): each request is
+// answered 500, its log line naming the two steps, where a swap would
+// otherwise count a keyed request against its address or let it past a
+// check it has not had.
+func TestARequestsStepsOutOfOrderFail(t *testing.T) {
+	s := newTestServer(t)
+	_, token := s.mustCreate(s.keyTerms("pro"))
+	authenticated, limited := authenticate(s.keys, s.limiter, false), limit(s.limiter, s.audit, s.quota, false)
+	scoped := requireScope(scopePetsRead)
+	peek := func(http.Handler) http.Handler { return handleRateLimit(s.limiter) }
+	for _, tc := range []struct {
+		name  string
+		steps []middleware
+		want  string // in the log line's err; "" when in order
+	}{
+		{"in order", []middleware{authenticated, limited, requireKey, scoped}, ""},
+		{"limit before authenticate", []middleware{limited, authenticated, requireKey, scoped}, "limit after logRequests"},
+		{"requireKey before limit", []middleware{authenticated, requireKey, limited, scoped}, "requireKey after authenticate"},
+		{"requireScope before requireKey", []middleware{authenticated, limited, scoped, requireKey}, "requireScope after limit"},
+		{"a key required before it is looked up", []middleware{requireKey, authenticated, limited, scoped}, "requireKey after logRequests"},
+		{"the rate limit read in order", []middleware{authenticated, peek}, ""},
+		{"the rate limit read before authenticate", []middleware{peek}, "handleRateLimit after logRequests"},
+		{"the rate limit read after limit", []middleware{authenticated, limited, peek}, "handleRateLimit after limit"},
+	} {
+		w, line := stepsBehind(t, token, tc.steps...)
+		switch {
+		case tc.want == "" && (w.Code == 500 || line.Err != ""):
+			t.Errorf("%s: answered %d, logged %+v", tc.name, w.Code, line)
+		case tc.want != "" && (w.Code != 500 || !strings.Contains(line.Err, "ran out of order: "+tc.want)):
+			t.Errorf("%s: answered %d, logged %+v; want 500 and %q", tc.name, w.Code, line, tc.want)
+		}
+	}
+}
+
+// TestEveryRouteRunsItsStepsInOrder sends a request with a key that holds
+// every scope to each route of both listeners, as routes.go wires them: none
+// is answered 500 nor logs an error (steps out of order would).
+func TestEveryRouteRunsItsStepsInOrder(t *testing.T) {
+	var logs syncBuffer
+	logger, _ := newLogger(&logs, "json", "info")
+	s := newTestServerWith(t, testOptions{logger: logger})
+	key := s.mustCreateKey("enterprise")
+	token := s.mustCreateAdmin("portal", allAdminScopes)
+	send := func(rt route, h http.Handler, credential string) {
+		method, path, ok := strings.Cut(rt.pattern, " ")
+		if !ok {
+			method, path = "PUT", rt.pattern
+		}
+		path = strings.NewReplacer("{petId}", "1", "{id}", "1", "{subject}", "key:1").Replace(path)
+		before := len(logs.String())
+		w := s.send(h, method, path, credential, "")
+		if logged := logs.String()[before:]; w.Code == 500 || strings.Contains(logged, "ran out of order") {
+			t.Errorf("%s %s (route %q) answered %d: %s\n%s", method, path, rt.pattern, w.Code, w.Body, logged)
+		}
+	}
+	for _, rt := range apiRoutes(s.app) {
+		send(rt, s.handler, key)
+	}
+	for _, rt := range adminRoutes(s.app) {
+		send(rt, s.adminHandler, token)
 	}
 }
 
 // TestARequestsRecordCostsNoAllocation holds logRequests to one allocation
-// a request, its record and the request's copy included, as the request
-// path is measured allocation by allocation.
+// a request: its writer, which carries the record.
 func TestARequestsRecordCostsNoAllocation(t *testing.T) {
 	logger, _ := newLogger(io.Discard, "json", "info")
 	body := []byte("{}\n")
 	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		recordOf(r).err = nil
+		recordOf(w).failed(nil, 0)
 		writeBody(w, http.StatusOK, body)
 	}), logRequests(logger, nil))
 	r := httptest.NewRequest("GET", "/v1/pets", nil)

@@ -109,9 +109,8 @@ func requireScope(need scopeSet) middleware {
 	challenge := []string{`Bearer realm="petstore", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info := recordOf(r)
-			if !info.key.Scopes.has(need) {
-				info.forbidden = true
+			info := recordOf(w)
+			if !info.scoped(need) {
 				insufficientScope(w, r, challenge, "this API key", "the key", need, info.key.Scopes)
 				return
 			}

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// The request's record: what the steps of a request learn about it, for the
+// handlers (the caller's key), the request's log line, its count in the
+// key's usage history and its metrics. It rides on the ResponseWriter that
+// logRequests passes on (statusWriter), in the one allocation a request's
+// tracking costs, and a step finds it by walking Unwrap, the rule
+// http.ResponseController follows (recordOf).
+//
+// Each step writes its part through one method below, in the order routes.go
+// runs the steps. Each method first checks the stage the request reached
+// (reach): steps wired in another order fail at their first request, a 500
+// whose log line names the two steps, instead of, say, counting a keyed
+// request against its client address.
+
+// stage is how far a request came through the steps, in routes.go's order.
+// A route takes some of them (routes.go, access): withKey all of logged to
+// scoped, peeksKey logged, authenticated and peeked (or withKey's), keyless
+// logged to limited, withAdminToken logged and admitted.
+type stage uint8
+
+const (
+	stageNone          stage = iota
+	stageLogged              // logRequests: the record made, the request's id chosen
+	stageAuthenticated       // authenticate: the key, or why the request has none
+	stagePeeked              // handleRateLimit: the key's windows read, nothing spent
+	stageLimited             // limit: counted against the key or the client address
+	stageKeyed               // requireKey: the request has a valid key
+	stageScoped              // requireScope: the key holds the route's scope, or not (403)
+	stageAdmitted            // adminGate.require: a valid admin token with the route's scope
+	stageFinished            // logRequests, once the handler returned: counted and logged
+	stages
+)
+
+// stageSteps name the step that reaches each stage, for the failure of
+// steps out of order.
+var stageSteps = [stages]string{
+	stageNone: "nothing", stageLogged: "logRequests", stageAuthenticated: "authenticate",
+	stagePeeked: "handleRateLimit", stageLimited: "limit", stageKeyed: "requireKey",
+	stageScoped: "requireScope", stageAdmitted: "adminGate.require", stageFinished: "logRequests' end",
+}
+
+// stageAfter is the stage each stage follows, as routes.go chains the
+// steps (stageFinished follows any).
+var stageAfter = [stages]stage{
+	stageLogged:        stageNone,
+	stageAuthenticated: stageLogged,
+	stagePeeked:        stageAuthenticated,
+	stageLimited:       stageAuthenticated,
+	stageKeyed:         stageLimited,
+	stageScoped:        stageKeyed,
+	stageAdmitted:      stageLogged,
+}
+
+// requestInfo is the request's record.
+type requestInfo struct {
+	stage stage
+	id    string
+	// The caller: an API key (and its note of use, where its usage history
+	// is counted) or an admin token; for a request without a key, why not.
+	key       *apiKey
+	use       *keyUse
+	admin     *adminToken
+	auth      authFailure
+	authErr   error // the key could not be looked up
+	sentToken bool
+	// rateLimit is the limiter's decision (0: not limited, as /healthz);
+	// today and usage, the day and column of the key's usage history it is
+	// counted in at the end.
+	rateLimit limitOutcome
+	today     int64
+	usage     usageOutcome
+	// err is an internal error or panic, for the log; db, why the database
+	// could not serve the request (a 503), for the metrics.
+	err error
+	db  dbFailure
+
+	// values backs the response's header values (see headerValue).
+	values  [6]string
+	nvalues int
+}
+
+// errRecordHidden: a step met a ResponseWriter that hides the record (a
+// wrapper without Unwrap, as http.TimeoutHandler's) or no record at all.
+var errRecordHidden = errors.New("the request's record is not found by walking the ResponseWriter's Unwrap: " +
+	"a wrapper between logRequests and this step has no Unwrap method (http.TimeoutHandler's has none), or the request did not pass logRequests")
+
+// findRecord is the record on w, or on the writer it wraps, walking Unwrap
+// as http.ResponseController does; nil when there is none.
+func findRecord(w http.ResponseWriter) *requestInfo {
+	for {
+		switch t := w.(type) {
+		case *statusWriter:
+			return &t.record
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
+
+// recordOf is the record of the request answered through w; a request
+// whose record cannot be found fails (errRecordHidden) rather than go on
+// without its key.
+func recordOf(w http.ResponseWriter) *requestInfo {
+	info := findRecord(w)
+	if info == nil {
+		panic(errRecordHidden)
+	}
+	return info
+}
+
+// reach moves the request to stage s, which must follow the stage it is at.
+func (info *requestInfo) reach(s stage) {
+	if info.stage != stageAfter[s] {
+		panic(fmt.Sprintf("the request's steps ran out of order: %s after %s; routes.go runs it after %s",
+			stageSteps[s], stageSteps[info.stage], stageSteps[stageAfter[s]]))
+	}
+	info.stage = s
+}
+
+// The steps' parts, in routes.go's order.
+
+// logged (logRequests) starts the record with the request's id.
+func (info *requestInfo) logged(id string) {
+	info.reach(stageLogged)
+	info.id = id
+}
+
+// authenticated (authenticate) notes the request's key and its note of use
+// (h nil: none), or why it has none: auth, or authErr when the key could
+// not be looked up.
+func (info *requestInfo) authenticated(h *heldKey, sentToken bool, auth authFailure, authErr error) {
+	info.reach(stageAuthenticated)
+	if h != nil {
+		info.key, info.use = &h.key, h.use
+	}
+	info.sentToken, info.auth, info.authErr = sentToken, auth, authErr
+}
+
+// peeking (handleRateLimit) is the key whose state the request reads
+// without spending any; it is counted in the usage history as limit counts
+// a request (decided).
+func (info *requestInfo) peeking() *apiKey {
+	info.reach(stagePeeked)
+	return info.key
+}
+
+// limiting (limit) is the key the request is counted against; nil: its
+// client address.
+func (info *requestInfo) limiting() *apiKey {
+	info.reach(stageLimited)
+	return info.key
+}
+
+// decided (limit, handleRateLimit) notes the limiter's decision on the
+// request, and the day and column of the usage history it is counted in.
+func (info *requestInfo) decided(d *decision) {
+	info.rateLimit, info.today, info.usage = d.outcome(), d.today, usageAllowed
+	if !d.allowed {
+		info.usage = outcomeOf(d)
+	}
+}
+
+// keyed (requireKey) is the request's valid key, or nil when it has none.
+func (info *requestInfo) keyed() *apiKey {
+	info.reach(stageKeyed)
+	return info.key
+}
+
+// scoped (requireScope) tells whether the request's key holds need; a
+// request whose key does not is counted as forbidden.
+func (info *requestInfo) scoped(need scopeSet) bool {
+	info.reach(stageScoped)
+	if !info.key.Scopes.has(need) {
+		info.usage = usageForbidden
+		return false
+	}
+	return true
+}
+
+// admitted (adminGate.require) notes the request's admin token.
+func (info *requestInfo) admitted(t *adminToken) {
+	info.reach(stageAdmitted)
+	info.admin = t
+}
+
+// failed (writeError, at any stage) notes what only the log and the
+// metrics may see of an error answered: its cause, and why the database
+// failed.
+func (info *requestInfo) failed(cause error, db dbFailure) {
+	if cause != nil {
+		info.err = cause
+	}
+	if db != 0 {
+		info.db = db
+	}
+}
+
+// finished (logRequests, once the handler returned) counts the request in
+// its key's usage history, once, in the column its record ended in: a
+// request with a valid key that the limiter decided on (limit or
+// handleRateLimit).
+func (info *requestInfo) finished() {
+	info.stage = stageFinished
+	if info.use != nil && info.rateLimit != 0 {
+		info.use.count(info.today, info.usage)
+	}
+}
+
+// headerValue returns v as a header value, a one-element slice taken from
+// the request's own store: the request's header values cost one allocation
+// (its record) instead of one each.
+func (info *requestInfo) headerValue(v string) []string {
+	if info.nvalues == len(info.values) {
+		return []string{v}
+	}
+	s := info.values[info.nvalues : info.nvalues+1 : info.nvalues+1]
+	s[0] = v
+	info.nvalues++
+	return s
+}
