@@ -65,7 +65,7 @@ func appendWindow(b []byte, win window) []byte {
 	b = append(b, `{"limit":`...)
 	b = appendInt(b, win.limit)
 	b = append(b, `,"remaining":`...)
-	b = appendInt(b, win.remaining)
+	b = appendInt(b, max(0, win.remaining))
 	b = append(b, `,"reset":`...)
 	b = appendInt(b, win.reset.Unix())
 	return append(b, '}')

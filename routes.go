@@ -26,8 +26,8 @@ func chain(h http.Handler, steps ...middleware) http.Handler {
 	return h
 }
 
-// access is the way into a route of the API. Each starts as the order of checks
-// asks (docs/api.md, "Errors"): look up the key, then count the request against it,
+// access is the way into a route of the API. Each starts as DESIGN.md's
+// order of checks asks: look up the key, then count the request against it,
 // or, without a valid key, against the client address.
 type access uint8
 
@@ -112,6 +112,8 @@ func newServer(a *app) http.Handler {
 	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
 	addDocsRoutes(mux)
+	mux.Handle("/admin/v1/", adminElsewhere())
+	mux.Handle("/admin/v1", adminElsewhere())
 	mux.Handle("/", notFound())
 
 	return chain(mux, logRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
@@ -153,10 +155,10 @@ func adminRoutes(a *app) []route {
 		{"GET /admin/v1/bans", withAdminToken, domain.ScopeKeysRead, handleAdminListBans(d)},
 		{"DELETE /admin/v1/bans/{subject}", withAdminToken, domain.ScopeKeysWrite, handleAdminLiftBan(d, a.env)},
 		{"GET /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminListWebhooks(d)},
-		{"POST /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminAddWebhook(d)},
-		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, domain.ScopeWebhooks, handleAdminRemoveWebhook(d)},
-		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, domain.ScopeWebhooks, handleAdminRotateWebhook(d)},
-		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, domain.ScopeWebhooks, handleAdminEnableWebhook(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminAddWebhook(d, a.env)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, domain.ScopeWebhooks, handleAdminRemoveWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, domain.ScopeWebhooks, handleAdminRotateWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, domain.ScopeWebhooks, handleAdminEnableWebhook(d, a.env)},
 		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, domain.ScopeWebhooks, handleAdminTestWebhook(d)},
 		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.ScopeWebhooks, handleAdminWebhookDeliveries(d)},
 		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, domain.ScopeWebhooks, handleAdminResendWebhook(d)},
@@ -206,6 +208,10 @@ func newAdminServer(a *app) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)
 	mux.Handle("/admin/v1", logged)
+	console := http.NewServeMux()
+	addConsoleRoutes(console)
+	mux.Handle("/console/", chain(console, logRequests(a.logger, a.metrics)))
+	mux.Handle("/console", chain(console, logRequests(a.logger, a.metrics)))
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}
@@ -223,7 +229,7 @@ func metricsHandler(m *metrics) http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md)\n"))
+		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md), /console/ (the owner's console)\n"))
 	})
 	return mux
 }

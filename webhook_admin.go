@@ -37,7 +37,7 @@ func handleAdminListWebhooks(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminAddWebhook(d adminDeps) http.Handler {
+func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 	fields := []string{"url", "events"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := decodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
@@ -65,7 +65,7 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.Actor())
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -75,11 +75,11 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminRemoveWebhook(d adminDeps) http.Handler {
+func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor())
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -89,7 +89,7 @@ func handleAdminRemoveWebhook(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminRotateWebhook(d adminDeps) http.Handler {
+func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 	fields := []string{"overlap"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
@@ -116,7 +116,7 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 				}
 			}
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.Actor())
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -125,14 +125,14 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminEnableWebhook(d adminDeps) http.Handler {
+func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor())
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return

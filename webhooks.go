@@ -38,9 +38,10 @@ func newEndpointTerms(url string, events []string) (webhookEndpoint, error) {
 	return webhookEndpoint{URL: url, Events: types, Secret: newWebhookSecret(), Enabled: true}, nil
 }
 
-// webhookEvent is the audit event of action on endpoint e.
-func webhookAuditEvent(action string, e webhookEndpoint, actor string, at time.Time, why string) domain.AuditEvent {
-	return domain.AuditEvent{At: domain.AuditTime(at), Action: action, Actor: actor, Details: domain.AuditDetails{
+// webhookAuditEvent is the audit event of action on endpoint e, by actor
+// of env.
+func webhookAuditEvent(action string, e webhookEndpoint, actor, env string, at time.Time, why string) domain.AuditEvent {
+	return domain.AuditEvent{At: domain.AuditTime(at), Action: action, Actor: actor, Env: env, Details: domain.AuditDetails{
 		WebhookID: e.ID, URL: shownURL(e.URL), Events: e.Events, Reason: why,
 	}}
 }

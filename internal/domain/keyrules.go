@@ -56,13 +56,24 @@ var (
 	JSONFields = keyFields{"plan", "perMinute", "perDay"}
 )
 
-// LimitsOf are the limits of plan: its published figures, or for
+// MaxLimit caps an enterprise key's requests per minute and per day (README.md,
+// "Plans and Limits"): far above any plan, and low enough that every figure
+// the limiters work out from it (tokens in 1/60000 parts, in a double in
+// Redis's script) stays exact and every header stays a count of 0 or more.
+const MaxLimit = 1_000_000_000
+
+// LimitsOf are the Limits of plan: its published figures, or for
 // enterprise perMinute and perDay, which only enterprise takes (0: not
 // given). A refusal is invalid_request naming the field by f.
 func LimitsOf(plan string, perMinute, perDay int64, f keyFields) (Limits, error) {
 	if plan == "enterprise" {
-		if perMinute < 1 || perDay < 1 {
+		switch {
+		case perMinute < 1 || perDay < 1:
 			return Limits{}, Invalid("the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
+		case perMinute > MaxLimit:
+			return Limits{}, Invalid("%s must be at most %d, not %d", f.perMinute, MaxLimit, perMinute)
+		case perDay > MaxLimit:
+			return Limits{}, Invalid("%s must be at most %d, not %d", f.perDay, MaxLimit, perDay)
 		}
 		return Limits{PerMinute: perMinute, PerDay: perDay}, nil
 	}
@@ -96,6 +107,7 @@ type KeyChange struct {
 	Name              *string
 	Scopes            *ScopeSet
 	Expires           *time.Time // the zero time: never
+	ExternalID        *string    // "": none
 }
 
 // Apply is k changed at now; a revoked key, or terms that break the rules
@@ -139,6 +151,9 @@ func (c KeyChange) Apply(k Key, now time.Time, f keyFields) (Key, error) {
 			return k, Invalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
 		}
 		k.ExpiresAt = *c.Expires
+	}
+	if c.ExternalID != nil {
+		k.ExternalID = *c.ExternalID
 	}
 	return k, nil
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // Budget is whom a key's requests are counted against, and its limits: the
-// keys of one roll share one budget.
+// keys of one roll share one budget. A key stored before figures were
+// capped is limited at the cap.
 func (k *Key) Budget() (CallerID, Limits) {
-	return CallerID{KeyID: k.BudgetID}, Limits{PerMinute: k.PerMinute, PerDay: k.PerDay}
+	return CallerID{KeyID: k.BudgetID}, Limits{PerMinute: min(k.PerMinute, MaxLimit), PerDay: min(k.PerDay, MaxLimit)}
 }
 
 // KeyStore keeps the API keys. Each change of a key and its audit event by
