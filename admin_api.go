@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The admin API (docs/admin.md, "The routes"): what the CLI does to keys,
@@ -32,7 +33,7 @@ type adminDeps struct {
 	limiter rateLimiter // read, never spent: a key's limits
 	// webhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
-	webhookGuard *addressGuard
+	webhookGuard *webhook.AddressGuard
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/testkit"
 )
 
 // The owner's console in a real browser (browser_test.go's headless
@@ -220,14 +221,14 @@ func (c *consoleSession) chartOf400Days(ctx context.Context, id int64) {
 func (c *consoleSession) webhookDelivered(ctx context.Context) {
 	c.t.Helper()
 	s, page := c.s, c.page
-	rc := newReceiver(c.t)
+	rc := testkit.NewReceiver(c.t)
 	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=webhooks] .empty')`)
-	page.typeInto(ctx, ".add-webhook input[name=url]", rc.url())
+	page.typeInto(ctx, ".add-webhook input[name=url]", rc.URL())
 	page.click(ctx, ".add-webhook button[type=submit]")
 	page.waitFor(ctx, "the secret", `document.querySelector('.secret-value') && document.querySelector('.page .test')`)
 	var secret string
 	page.eval(ctx, `document.querySelector('.secret-value').value`, &secret)
-	rc.trust(secret)
+	rc.Trust(secret)
 	page.click(ctx, ".page .test")
 	page.waitFor(ctx, "the test queued", `document.getElementById('notice').textContent.includes('queued')`)
 	s.deliverDue()
@@ -236,7 +237,7 @@ func (c *consoleSession) webhookDelivered(ctx context.Context) {
 	if got := page.text(ctx, ".deliveries tbody"); !strings.Contains(got, "webhook.test") || !strings.Contains(got, "delivered") {
 		c.t.Errorf("the deliveries read %q, want webhook.test delivered", got)
 	}
-	if got := rc.deliveries(); len(got) != 1 || !got[0].Verified || got[0].Event.Type != "webhook.test" {
+	if got := rc.Deliveries(); len(got) != 1 || !got[0].Verified || got[0].Event.Type != "webhook.test" {
 		c.t.Errorf("the receiver got %+v, want one webhook.test signed with the secret the console showed", got)
 	}
 	c.checkLabels(ctx, "the webhooks")

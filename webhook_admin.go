@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The webhooks over the admin API (scope webhooks): what the webhooks
@@ -57,7 +58,7 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 		}
 		terms, err := newEndpointTerms(url, events)
 		if err == nil {
-			if problem := d.webhookGuard.urlProblem(r.Context(), url); problem != "" {
+			if problem := d.webhookGuard.URLProblem(r.Context(), url); problem != "" {
 				err = domain.Invalid("%s", problem)
 			}
 		}
@@ -116,7 +117,7 @@ func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 				}
 			}
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.Actor(), env)
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return

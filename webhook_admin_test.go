@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/testkit"
 )
 
 // TestAdminWebhooks: the webhook routes of the admin API do what the
@@ -18,17 +19,17 @@ func TestAdminWebhooks(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
 		token := s.mustCreateAdmin("portal", domain.ScopeWebhooks)
-		rc := newReceiver(t)
+		rc := testkit.NewReceiver(t)
 
 		for _, tc := range []struct{ body, says string }{
 			{`{"url":"ftp://hooks.example.com/"}`, "url"},
 			{`{}`, "url"},
-			{`{"url":"` + rc.url() + `","events":["pet.sold"]}`, "events"},
-			{`{"url":"` + rc.url() + `","events":"key.created"}`, "events"},
-			{`{"url":"` + rc.url() + `","events":[""]}`, "events"},
-			{`{"url":"` + rc.url() + `","events":["key.created",""]}`, "events"},
-			{`{"url":"` + rc.url() + `","events":["key.created,"]}`, "events"},
-			{`{"url":"` + rc.url() + `","secret":"whsec_x"}`, "secret"},
+			{`{"url":"` + rc.URL() + `","events":["pet.sold"]}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":"key.created"}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":[""]}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":["key.created",""]}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":["key.created,"]}`, "events"},
+			{`{"url":"` + rc.URL() + `","secret":"whsec_x"}`, "secret"},
 		} {
 			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, codeInvalidRequest, tc.says)
 		}
@@ -38,7 +39,7 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("refused creates left %+v", listed)
 		}
 
-		w := s.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.url()+`","events":["webhook.test","key.created"]}`)
+		w := s.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.URL()+`","events":["webhook.test","key.created"]}`)
 		if w.Code != http.StatusCreated {
 			t.Fatalf("POST /admin/v1/webhooks: %d %s", w.Code, w.Body)
 		}
@@ -48,7 +49,7 @@ func TestAdminWebhooks(t *testing.T) {
 		if w.Header().Get("Location") != path || !cliWebhookSecret.MatchString(created.Secret) || !created.Enabled {
 			t.Fatalf("created %+v, Location %q", created, w.Header().Get("Location"))
 		}
-		rc.trust(created.Secret)
+		rc.Trust(created.Secret)
 		w = s.admin("GET", "/admin/v1/webhooks", token, "")
 		if strings.Contains(w.Body.String(), "whsec_") {
 			t.Fatalf("the list shows a secret: %s", w.Body)
@@ -61,7 +62,7 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("test: %d %s", w.Code, w.Body)
 		}
 		s.deliverDue()
-		if got := rc.wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != webhookTestEvent {
+		if got := rc.Wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != webhookTestEvent {
 			t.Fatalf("the test event: %+v", got)
 		}
 		var deliveries []listedDelivery
@@ -75,7 +76,7 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("resend: %d %s", w.Code, w.Body)
 		}
 		s.deliverDue()
-		if got := rc.wait(2, 5*time.Second); got[1].ID != queued.EventID {
+		if got := rc.Wait(2, 5*time.Second); got[1].ID != queued.EventID {
 			t.Fatalf("resent as %s", got[1].ID)
 		}
 
@@ -114,7 +115,7 @@ func TestAdminWebhooks(t *testing.T) {
 // transaction of its audit event.
 func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 	s := webhookServer(t, testOptions{})
-	rc := newReceiver(t)
+	rc := testkit.NewReceiver(t)
 	s.addEndpoint(rc, "key.updated")
 	token := s.mustCreateAdmin("portal", domain.ScopeKeysWrite)
 	k, _ := s.mustCreate(s.keyTerms("free"))
@@ -122,7 +123,7 @@ func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 		t.Fatalf("PATCH: %d %s", w.Code, w.Body)
 	}
 	s.deliverDue()
-	d := rc.wait(1, 5*time.Second)[0]
+	d := rc.Wait(1, 5*time.Second)[0]
 	before, _ := d.Event.Data["before"].(map[string]any)
 	after, _ := d.Event.Data["after"].(map[string]any)
 	if !d.Verified || d.Event.Type != "key.updated" || d.Event.Data["keyId"] != float64(k.ID) || d.Event.Data["keyName"] != "test" ||

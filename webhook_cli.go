@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The webhooks commands: endpoints, their secrets, test events, and the
@@ -34,7 +35,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return usagef("webhooks add: %s", errorMessage(err))
 	}
-	if problem := newAddressGuard(false).urlProblem(ctx, terms.URL); problem != "" {
+	if problem := webhook.NewAddressGuard(false).URLProblem(ctx, terms.URL); problem != "" {
 		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
 	}
 	store, err := c.db.open(ctx, true)
@@ -47,7 +48,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("add webhook endpoint: %w", err)
 	}
 	fmt.Fprintf(stderr, "added webhook endpoint %d for %s (%s) in %s.\nIts id, then its signing secret, shown only now:\n",
-		e.ID, shownURL(e.URL), eventsShown(e.Events), c.db.shown())
+		e.ID, webhook.ShownURL(e.URL), eventsShown(e.Events), c.db.shown())
 	fmt.Fprintln(stdout, e.ID)
 	fmt.Fprintln(stdout, e.Secret)
 	return nil
@@ -168,7 +169,7 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer store.Close()
-	e, err := store.RotateWebhookSecret(ctx, id, newWebhookSecret(), overlap, commandActor(), env)
+	e, err := store.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, commandActor(), env)
 	if err != nil {
 		return endpointError("rotate the secret of", id, err)
 	}

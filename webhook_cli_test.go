@@ -136,11 +136,11 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 func TestWebhooksSurviveKill9(t *testing.T) {
 	t.Parallel()
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
-		rc := newReceiver(t)
-		rc.answerWith(func(int, delivery) int { return http.StatusServiceUnavailable })
-		rc.retryAfter = "10" // the retries wait past the kill
-		_, secret := addWebhookCLI(t, viaBinary, db, rc.url())
-		rc.trust(secret)
+		rc := testkit.NewReceiver(t)
+		rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusServiceUnavailable })
+		rc.RetryAfter = "10" // the retries wait past the kill
+		_, secret := addWebhookCLI(t, viaBinary, db, rc.URL())
+		rc.Trust(secret)
 		// Queued while no server runs.
 		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "first")
 		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "second")
@@ -153,20 +153,20 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		})
 		s.kill9()
 
-		rc.answerWith(nil)
-		if n := len(rc.deliveries()); n != 2 {
+		rc.AnswerWith(nil)
+		if n := len(rc.Deliveries()); n != 2 {
 			t.Fatalf("%d attempts before the kill, want 2 (one an event)", n)
 		}
-		before := len(rc.deliveries())
+		before := len(rc.Deliveries())
 		again := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
 		defer func() {
 			if t.Failed() {
 				t.Logf("deliveries:\n%s\nlog:\n%s", petstoreCmd(t, "webhooks", "deliveries", "--db", db).stdout, again.stderr)
 			}
 		}()
-		var got []delivery
+		var got []testkit.Delivery
 		testkit.Eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
-			got = rc.deliveries()[before:]
+			got = rc.Deliveries()[before:]
 			names := map[any]bool{}
 			for _, d := range got {
 				if d.Verified {
@@ -176,7 +176,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 			return names["first"] && names["second"]
 		})
 		ids := map[string]bool{}
-		for _, d := range rc.deliveries() {
+		for _, d := range rc.Deliveries() {
 			ids[d.ID] = true
 		}
 		if len(ids) != 2 {

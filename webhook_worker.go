@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The delivery worker: each server takes due deliveries from the outbox,
@@ -25,7 +26,7 @@ const (
 	// webhookClaimFor is how long a claimed attempt is this server's: past
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
-	webhookClaimFor = webhookTimeout + 45*time.Second
+	webhookClaimFor = webhook.Timeout + 45*time.Second
 	// expiryScanEvery is how often a server looks for keys to announce
 	// as expiring or expired.
 	expiryScanEvery = time.Minute
@@ -48,7 +49,7 @@ const (
 type webhookWorker struct {
 	store   webhookStorage
 	keys    func(context.Context) ([]domain.Key, error)
-	sender  *webhookSender
+	sender  *webhook.Sender
 	now     func() time.Time
 	logger  *slog.Logger
 	metrics *metrics
@@ -60,7 +61,7 @@ type webhookWorker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhookSender,
+func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhook.Sender,
 	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
 	return &webhookWorker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
@@ -113,7 +114,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 	free := webhookAttemptsAtOnce - w.running
 	var busy []int64
 	for id, n := range w.inFlight {
-		if n >= maxInFlightPerEndpoint {
+		if n >= webhook.MaxInFlightPerEndpoint {
 			busy = append(busy, id)
 		}
 	}
@@ -128,7 +129,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 	take := func(endpointID int64) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.running >= webhookAttemptsAtOnce || w.inFlight[endpointID] >= maxInFlightPerEndpoint {
+		if w.running >= webhookAttemptsAtOnce || w.inFlight[endpointID] >= webhook.MaxInFlightPerEndpoint {
 			return false
 		}
 		w.running++
@@ -136,7 +137,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 		reserved[endpointID]++
 		return true
 	}
-	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), webhookClaimFor, busy, free*maxInFlightPerEndpoint, take)
+	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), webhookClaimFor, busy, free*webhook.MaxInFlightPerEndpoint, take)
 	for _, c := range claimed {
 		reserved[c.EndpointID]--
 	}
@@ -172,25 +173,25 @@ func (w *webhookWorker) release(endpointID int64) {
 // by the server's stop is not recorded: its claim expires and it is made
 // again.
 func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
-	r := w.sender.send(ctx, webhookAttempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+	r := w.sender.Send(ctx, webhook.Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
 	if ctx.Err() != nil {
 		return
 	}
 	now := w.now()
 	o := deliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
 	switch {
-	case r.delivered():
+	case r.Delivered():
 		o.State = deliveryDelivered
 	case r.Status == 410:
 		o.State, o.Disable = deliveryFailed, "the receiver answered 410 Gone"
 	default:
-		next, ok := nextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
+		next, ok := webhook.NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
 		o.State, o.NextAt = deliveryPending, next
 		if !ok {
 			o.State = deliveryFailed
 		}
 	}
-	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", shownURL(c.URL), "attempt", o.Attempts)
+	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", webhook.ShownURL(c.URL), "attempt", o.Attempts)
 	switch o.State {
 	case deliveryDelivered:
 		log.Info("webhook delivered", "status", r.Status)

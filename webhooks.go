@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // What the webhooks commands and the admin API share: the rules of an
@@ -28,21 +29,21 @@ func parseWebhookOverlap(s string) (time.Duration, error) {
 // newEndpointTerms checks an endpoint's URL and event types; a problem is
 // invalid, naming the field (url, events).
 func newEndpointTerms(url string, events []string) (webhookEndpoint, error) {
-	if problem := webhookURLProblem(url); problem != "" {
+	if problem := webhook.URLProblem(url); problem != "" {
 		return webhookEndpoint{}, domain.Invalid("%s", problem)
 	}
 	types, err := parseEventTypes(events)
 	if err != nil {
 		return webhookEndpoint{}, domain.Invalid("%v", err)
 	}
-	return webhookEndpoint{URL: url, Events: types, Secret: newWebhookSecret(), Enabled: true}, nil
+	return webhookEndpoint{URL: url, Events: types, Secret: webhook.NewSecret(), Enabled: true}, nil
 }
 
 // webhookAuditEvent is the audit event of action on endpoint e, by actor
 // of env.
 func webhookAuditEvent(action string, e webhookEndpoint, actor, env string, at time.Time, why string) domain.AuditEvent {
 	return domain.AuditEvent{At: domain.AuditTime(at), Action: action, Actor: actor, Env: env, Details: domain.AuditDetails{
-		WebhookID: e.ID, URL: shownURL(e.URL), Events: e.Events, Reason: why,
+		WebhookID: e.ID, URL: webhook.ShownURL(e.URL), Events: e.Events, Reason: why,
 	}}
 }
 
