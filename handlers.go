@@ -274,6 +274,15 @@ func notFound() http.Handler {
 	})
 }
 
+// adminElsewhere answers the admin API's paths on the public listener: 404,
+// with where the admin API is served.
+func adminElsewhere() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errorf(codeNotFound, "no resource at %s on this listener: the admin API is served only on the admin listener, "+
+			"petstore serve --admin-addr HOST:PORT, under /admin/v1 (docs/admin.md)", r.URL.Path))
+	})
+}
+
 func handleOpenAPI() http.Handler { return handleDocument(openapiYAML) }
 
 // handleDocument serves an OpenAPI document (YAML).

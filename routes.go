@@ -110,6 +110,8 @@ func newServer(a *app) http.Handler {
 	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
 	addDocsRoutes(mux)
+	mux.Handle("/admin/v1/", adminElsewhere())
+	mux.Handle("/admin/v1", adminElsewhere())
 	mux.Handle("/", notFound())
 
 	return chain(mux, logRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
