@@ -258,7 +258,7 @@ func ShownURL(raw string) string {
 	return shown.String()
 }
 
-// MaxInFlightPerEndpoint bounds the attempts one server makes to one
-// endpoint at once, so that a receiver that hangs holds a few workers, not
-// all of them.
+// MaxInFlightPerEndpoint bounds the attempts all the servers together make
+// to one endpoint at once (the claim counts them), so that a receiver that
+// hangs holds a few workers, not all of them.
 const MaxInFlightPerEndpoint = 4
