@@ -106,7 +106,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
 	a.webhookGuard = newAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics)
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics, cfg.env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil

@@ -50,8 +50,10 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 }
 
 // setRateLimitHeaders reports d in the rate-limit headers, their values
-// backed by info's store.
+// backed by info's store. Every figure is a count of 0 or more, whatever the
+// arithmetic behind it gave.
 func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
+	d.limit, d.remaining, d.resetIn = max(0, d.limit), max(0, d.remaining), max(0, d.resetIn)
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them
 	// (X-Ratelimit-Limit), to skip that.

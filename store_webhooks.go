@@ -47,7 +47,7 @@ func milliOrZero(n sql.NullInt64) time.Time {
 }
 
 // AddWebhookEndpoint stores e enabled, with its webhook.added event.
-func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor string) (webhookEndpoint, error) {
+func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor, env string) (webhookEndpoint, error) {
 	now := s.db.clock()
 	e.Enabled, e.CreatedAt = true, now.UTC().Truncate(time.Second)
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -57,7 +57,7 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, 
 		if err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -77,7 +77,7 @@ func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (webhookEndpoint,
 }
 
 // RemoveWebhookEndpoint deletes endpoint id and its deliveries.
-func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor string) error {
+func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		e, err := endpointForUpdate(ctx, tx, id)
@@ -90,13 +90,13 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor 
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, env, now, ""))
 	})
 }
 
 // RotateWebhookSecret gives endpoint id secret, the old one signing beside
 // it for overlap.
-func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (webhookEndpoint, error) {
+func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (webhookEndpoint, error) {
 	now := s.db.clock()
 	var e webhookEndpoint
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -109,7 +109,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
 			return err
 		}
-		ev := webhookAuditEvent(auditWebhookRotated, e, actor, now, "")
+		ev := webhookAuditEvent(auditWebhookRotated, e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
 		return insertAuditEvents(ctx, tx, ev)
 	})
@@ -117,7 +117,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 }
 
 // EnableWebhookEndpoint enables endpoint id; its failures start afresh.
-func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor string) (webhookEndpoint, error) {
+func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (webhookEndpoint, error) {
 	now := s.db.clock()
 	var e webhookEndpoint
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -129,7 +129,7 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor 
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -205,7 +205,8 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		for _, n := range notices {
-			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at) VALUES (?, ?) ON CONFLICT (mark) DO NOTHING`, n.Mark, now.UnixMilli())
+			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at, forget_at) VALUES (?, ?, ?) ON CONFLICT (mark) DO NOTHING`,
+				n.Mark, now.UnixMilli(), n.ForgetAt.UnixMilli())
 			if err != nil {
 				return err
 			}
@@ -325,7 +326,7 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 
 // FinishWebhookDelivery records an attempt's outcome and what it does to
 // the endpoint.
-func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor string) (disabled string, err error) {
+func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor, env string) (disabled string, err error) {
 	at := o.At.UnixMilli()
 	if o.NextAt.IsZero() {
 		o.NextAt = o.At
@@ -372,7 +373,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, o.At, disabled))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, env, o.At, disabled))
 	})
 	return disabled, err
 }
@@ -436,20 +437,16 @@ func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, erro
 	return n, milliOrZero(oldest), err
 }
 
-// Kept for so long: the marks of quota notices (a day's mark is needed
-// only that day), and the deliveries that are over with their events.
-const (
-	keepQuotaMarks = 48 * time.Hour
-	keepDeliveries = 30 * 24 * time.Hour
-)
+// keepDeliveries is how long the deliveries that are over are kept, with
+// their events.
+const keepDeliveries = 30 * 24 * time.Hour
 
-// PruneWebhooks forgets, at now, the quota marks of days past and the
-// deliveries delivered or failed for keepDeliveries, with the events that
-// have no delivery left. The marks of expiry notices stay: a key's expiry
-// is announced once.
+// PruneWebhooks forgets, at now, the marks of notices past their forget_at
+// (by its index) and the deliveries delivered or failed for
+// keepDeliveries, with the events that have no delivery left.
 func (s sqlWebhooks) PruneWebhooks(ctx context.Context, now time.Time) error {
 	return s.db.update(ctx, func(tx dbTx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE mark LIKE 'quota:%' AND at < ?`, now.Add(-keepQuotaMarks).UnixMilli()); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE forget_at < ?`, now.UnixMilli()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND last_attempt_at < ?`,

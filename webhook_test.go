@@ -31,7 +31,7 @@ func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor)
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor, s.opts.env)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -207,6 +207,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 
 func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
+		opts.env = "staging"
 		s := webhookServer(t, opts)
 		failing := newReceiver(t)
 		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
@@ -250,7 +251,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
 		}
 		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
-		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor || events[0].Env != "staging" {
 			t.Fatalf("webhook.disabled events %+v, %v", events, err)
 		}
 		s.mustCreate(s.keyTerms("free"))
@@ -258,7 +259,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		if n := len(gone.deliveries()); n != 1 {
 			t.Fatalf("a disabled endpoint got %d deliveries", n)
 		}
-		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor); err != nil {
+		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor, s.opts.env); err != nil {
 			t.Fatal(err)
 		}
 		if !s.endpoint(g.ID).Enabled {
@@ -305,7 +306,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := newReceiver(t)
 		e := s.addEndpoint(rc)
-		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor, s.opts.env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -671,4 +672,107 @@ func TestQuotaWatchCostsARequestNothing(t *testing.T) {
 	if len(q.pending) != 2 || q.pending[0].Threshold != 80 || q.pending[1].Threshold != 100 {
 		t.Errorf("pending %+v, want 80 and 100 once each", q.pending)
 	}
+}
+
+// TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry: the marks of a
+// key's expiry notices are kept while a server could make them again, then
+// the hourly prune forgets them by their index; the key is not announced
+// again.
+func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+		terms := s.keyTerms("pro")
+		terms.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour)
+		s.mustCreate(terms)
+		ctx := context.Background()
+		step := func(advance time.Duration) []string {
+			t.Helper()
+			s.clock.advance(advance)
+			s.webhooks.noticeExpiries(ctx)
+			if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+			return s.noticeMarks()
+		}
+		if marks := step(2*24*time.Hour + time.Hour); len(marks) != 1 || !strings.HasPrefix(marks[0], "expiring:") {
+			t.Fatalf("a day before the expiry: marks %q", marks)
+		}
+		if marks := step(24 * time.Hour); len(marks) != 2 {
+			t.Fatalf("after the expiry: marks %q, want expiring and expired", marks)
+		}
+		// key.expired could be sent until staleExpiry after the expiry: the
+		// marks stay until a day after that.
+		if marks := step(staleExpiry + 23*time.Hour); len(marks) != 2 {
+			t.Fatalf("%s after the expiry: marks %q, want both kept", staleExpiry+23*time.Hour, marks)
+		}
+		if marks := step(2 * time.Hour); len(marks) != 0 {
+			t.Fatalf("%s after the expiry: marks %q, want none", keepExpiryMarks+time.Hour, marks)
+		}
+		s.deliverDue()
+		if got := rc.wait(2, 5*time.Second); len(got) != 2 {
+			t.Fatalf("the key was announced %d times, want twice: %+v", len(got), got)
+		}
+		if plan := s.queryPlan(`SELECT mark FROM webhook_notices WHERE forget_at < 5`); !strings.Contains(plan, "webhook_notices_forget") {
+			t.Errorf("the prune's look-up does not use the index: %s", plan)
+		}
+	})
+}
+
+// engine is the test server's store as the SQL written once sees it.
+func (s *testServer) engine() sqlEngine {
+	if s.pg != nil {
+		return s.pg.sqlWebhooks.db
+	}
+	return s.sqlite.sqlWebhooks.db
+}
+
+// noticeMarks are the marks of notices stored, in order.
+func (s *testServer) noticeMarks() []string {
+	s.t.Helper()
+	marks, err := queryRows(context.Background(), s.engine(), func(scan func(...any) error) (m string, err error) {
+		return m, scan(&m)
+	}, `SELECT mark FROM webhook_notices ORDER BY mark`)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return marks
+}
+
+// queryPlan is the engine's plan of query, as it would run it on a table
+// of any size (PostgreSQL is told to avoid a sequential scan, which it
+// prefers on a table of a few rows).
+func (s *testServer) queryPlan(query string) string {
+	s.t.Helper()
+	explain := `EXPLAIN QUERY PLAN `
+	if s.pg != nil {
+		explain = `EXPLAIN `
+	}
+	var plan []string
+	err := s.engine().update(context.Background(), func(tx dbTx) error {
+		if s.pg != nil {
+			if _, err := tx.Exec(context.Background(), `SET LOCAL enable_seqscan = off`); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(context.Background(), explain+query)
+		return each(rows, err, func(scan func(...any) error) error {
+			var cols []any
+			var line string
+			if s.pg != nil {
+				cols = []any{&line}
+			} else {
+				var id, parent, unused int64
+				cols = []any{&id, &parent, &unused, &line}
+			}
+			err := scan(cols...)
+			plan = append(plan, line)
+			return err
+		})
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
 }

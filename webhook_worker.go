@@ -50,6 +50,7 @@ type webhookWorker struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	metrics *metrics
+	env     string // of the audit events of the endpoints it disables
 	wake    chan struct{}
 
 	mu       sync.Mutex
@@ -58,9 +59,9 @@ type webhookWorker struct {
 }
 
 func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]apiKey, error), sender *webhookSender,
-	now func() time.Time, logger *slog.Logger, m *metrics) *webhookWorker {
+	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
 	return &webhookWorker{
-		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m,
+		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
 		wake: make(chan struct{}, 1), inFlight: make(map[int64]int),
 	}
 }
@@ -197,7 +198,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
 	w.metrics.countDelivery(o.State)
-	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor, w.env)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
 		return
