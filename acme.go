@@ -366,4 +366,3 @@ func fileStorage(dir string) (certmagic.Storage, error) {
 	}
 	return &certmagic.FileStorage{Path: dir}, nil
 }
-

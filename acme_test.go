@@ -83,6 +83,22 @@ func TestACMECertificateFromPebble(t *testing.T) {
 		}
 	}
 	checkCachePermissions(t, filepath.Join(dir, "petstore-acme"))
+
+	// petstore healthcheck, as the systemd unit runs it: the server's own
+	// PETSTORE_ACME_DOMAIN and PETSTORE_ADDR.
+	env := map[string]string{"PETSTORE_ACME_DOMAIN": testDomain, "PETSTORE_ADDR": "127.0.0.1:" + strconv.Itoa(pebble.tlsPort)}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--ca-root", pebble.issuingPEM}, 0},
+		{nil, 1}, // Pebble's root is not among the system's
+		{[]string{"--ca-root", pebble.issuingPEM, "--server-name", "other.petstore.test"}, 1},
+	} {
+		if res := viaRun(t, env, append([]string{"healthcheck"}, tc.args...)...); res.code != tc.want {
+			t.Errorf("healthcheck %v: exit %d %s, want %d", tc.args, res.code, res.stderr, tc.want)
+		}
+	}
 }
 
 // checkCachePermissions wants the cache directory 0700 and every file in
@@ -205,7 +221,6 @@ func TestACMEServerAwayWithoutACertificate(t *testing.T) {
 		testkit.Eventually(t, 5*time.Second, "the log says "+want, func() bool { return strings.Contains(p.stderr.String(), want) })
 	}
 }
-
 
 // logOnFailure shows p's log when the test fails.
 func logOnFailure(t *testing.T, p *inProcess) {

@@ -58,12 +58,13 @@ func pebbleBinaries(t testing.TB) string {
 
 // pebbleCA is a running Pebble.
 type pebbleCA struct {
-	directory string         // the ACME directory URL, for --acme-ca
-	rootFile  string         // the root of Pebble's own HTTPS endpoint, for --acme-ca-root
-	issuing   *x509.CertPool // the root Pebble issues under: what clients trust
-	httpPort  int            // where Pebble asks HTTP-01 challenges (--http-addr)
-	tlsPort   int            // where it asks TLS-ALPN-01 challenges (--addr)
-	proc      *process
+	directory  string         // the ACME directory URL, for --acme-ca
+	rootFile   string         // the root of Pebble's own HTTPS endpoint, for --acme-ca-root
+	issuing    *x509.CertPool // the root Pebble issues under: what clients trust
+	issuingPEM string         // a file of it
+	httpPort   int            // where Pebble asks HTTP-01 challenges (--http-addr)
+	tlsPort    int            // where it asks TLS-ALPN-01 challenges (--addr)
+	proc       *process
 }
 
 // startPebble starts Pebble and its DNS stand-in, issuing certificates
@@ -112,6 +113,8 @@ func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
 	}
 	root, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	p.issuingPEM = filepath.Join(dir, "issuing-root.pem")
+	mustWrite(t, p.issuingPEM, root)
 	p.issuing = x509.NewCertPool()
 	if !p.issuing.AppendCertsFromPEM(root) {
 		t.Fatalf("Pebble's issuing root is no PEM certificate: %q", root)
