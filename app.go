@@ -52,6 +52,9 @@ type app struct {
 	// adminFailures limits failed admin authentications per client
 	// address, in this process: a subject of its own, apart from /v1's.
 	adminFailures *localLimiter
+	// adminHosts are the names the admin listener answers to besides IP
+	// addresses and localhost (--admin-host).
+	adminHosts []string
 
 	closeLimiter func() error
 }
@@ -83,7 +86,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout,
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout, adminHosts: cfg.adminHosts,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), quota: newQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}

@@ -240,7 +240,10 @@ func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 		"--disable-component-extensions-with-background-pages", "--disable-client-side-phishing-detection",
 		"--disable-breakpad", "--disable-domain-reliability", "--disable-field-trial-config",
 		"--metrics-recording-only", "--no-service-autorun", "--password-store=basic", "--use-mock-keychain",
-		"--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication,NetworkTimeServiceQuerying",
+		"--disable-features=Translate,OptimizationHints,OptimizationHintsFetching,OptimizationGuideModelDownloading,"+
+			"OptimizationTargetPrediction,MediaRouter,AutofillServerCommunication,NetworkTimeServiceQuerying,"+
+			"CertificateTransparencyComponentUpdater",
+		"--safebrowsing-disable-auto-update",
 		// Chromium's own services (Google sign-in's account list, on-demand
 		// component installs) call Google even on about:blank, and no
 		// switch turns them off: their addresses are pointed at a closed

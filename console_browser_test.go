@@ -135,6 +135,7 @@ func TestConsoleOwnersDayInABrowser(t *testing.T) {
 	c.banAndLift(ctx, id, key)
 	c.chartOf400Days(ctx, id)
 	c.webhookDelivered(ctx)
+	c.editRollRevoke(ctx, id)
 
 	c.goTo(ctx, "#/audit", `document.querySelector('.page[data-page=audit] tbody')`)
 	if got := page.text(ctx, ".page tbody"); !strings.Contains(got, "key.created") || !strings.Contains(got, "ban.lifted") {
@@ -213,6 +214,29 @@ func (c *consoleSession) chartOf400Days(ctx context.Context, id int64) {
 	page.screenshot(ctx, "console-usage")
 }
 
+// editRollRevoke renames key id, rolls it and revokes the old key.
+func (c *consoleSession) editRollRevoke(ctx context.Context, id int64) {
+	c.t.Helper()
+	page := c.page
+	c.goTo(ctx, fmt.Sprintf("#/keys/%d", id), `document.querySelector('form.edit')`)
+	page.eval(ctx, `document.querySelector('form.edit input[name=name]').value = ''`, nil)
+	page.typeInto(ctx, "form.edit input[name=name]", "Acme Ltd")
+	page.typeInto(ctx, "form.edit input[name=externalId]", "acct-9")
+	page.click(ctx, "form.edit button[type=submit]")
+	page.waitFor(ctx, "the new name", `document.querySelector('.key-name')?.textContent === 'Acme Ltd'`)
+	k, _, err := findKey(ctx, c.s.store, id)
+	if err != nil || k.Name != "Acme Ltd" || k.ExternalID != "acct-9" {
+		c.t.Errorf("after the edit the key is %+v (%v), want Acme Ltd, acct-9", k, err)
+	}
+	page.typeInto(ctx, "form.roll input[name=overlap]", "") // the default overlap, 24h
+	page.click(ctx, "form.roll button[type=submit]")
+	page.waitFor(ctx, "the new key's secret", `document.querySelector('.secret-value')`)
+	page.click(ctx, ".revoke")
+	page.waitFor(ctx, "the confirmation", `document.querySelector('dialog[open] .danger')`)
+	page.click(ctx, "dialog[open] .danger")
+	page.waitFor(ctx, "revoked", `document.querySelector('.key-actions')?.textContent.includes('revoked')`)
+}
+
 // webhookDelivered adds an endpoint on a test receiver, sends it a test
 // and sees it delivered.
 func (c *consoleSession) webhookDelivered(ctx context.Context) {
@@ -255,5 +279,134 @@ func (c *consoleSession) checkOnlyAdminRequests() {
 		case r.authorization != "" && !strings.HasPrefix(path, "/admin/v1/"):
 			c.t.Errorf("the console sent the token with %s", r.url)
 		}
+	}
+}
+
+// hostile is a key name that would run script if the console made HTML of
+// it.
+const hostile = `<img src=x onerror=alert(1)>`
+
+func TestConsoleShowsAHostileKeyNameAsCharacters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := openConsole(t, ctx)
+	page := c.page
+	defer c.b.checkNothingWentWrong() // an alert is a dialog: a failure
+	defer page.checkNoViolations(ctx)
+	page.eval(ctx, `window.__ran = false`, nil)
+	c.signIn(ctx, c.owner)
+	page.click(ctx, ".create-key")
+	page.typeInto(ctx, "form.create input[name=name]", hostile)
+	page.typeInto(ctx, "form.create input[name=externalId]", `"><script>window.__ran = true</script>`)
+	page.click(ctx, "form.create button[type=submit]")
+	page.waitFor(ctx, "the secret", `document.querySelector('.secret-value')`)
+	id := c.keyID(ctx, hostile) // found by its text, character for character
+	c.goTo(ctx, fmt.Sprintf("#/keys/%d", id), `document.querySelector('.key-name')`)
+	if got := page.text(ctx, ".key-name"); got != hostile {
+		t.Errorf("the key's page shows its name as %q, want the characters %q", got, hostile)
+	}
+	c.goTo(ctx, "#/audit", `document.querySelector('.page[data-page=audit] tbody')`)
+	if got := page.text(ctx, ".page tbody"); !strings.Contains(got, hostile) {
+		t.Errorf("the audit trail shows %q, want the name's characters", got)
+	}
+	var planted struct {
+		Images, Scripts int
+		Ran             bool
+	}
+	page.eval(ctx, `({images: document.querySelectorAll('img').length, scripts: document.querySelectorAll('script').length, ran: window.__ran})`, &planted)
+	if planted.Images != 0 || planted.Scripts != 1 || planted.Ran {
+		t.Errorf("the page holds %d images and %d scripts (its own is 1), script ran: %v", planted.Images, planted.Scripts, planted.Ran)
+	}
+}
+
+func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := openConsole(t, ctx)
+	s, page := c.s, c.page
+	defer c.b.checkNothingWentWrong()
+	defer page.checkNoViolations(ctx)
+	k, key := s.mustCreate(s.keyTerms("free"))
+	s.banOf(key, 200)
+	s.flushAudit()
+
+	c.signIn(ctx, s.mustCreateAdmin("support", scopeKeysRead))
+	page.waitFor(ctx, "the keys page", `document.querySelector('.page[data-page=keys] tbody')`)
+	var nav []string
+	page.eval(ctx, `[...document.querySelectorAll('#nav a')].map((a) => a.textContent)`, &nav)
+	if strings.Join(nav, ",") != "Keys,Bans" {
+		t.Errorf("a keys:read token sees the pages %v, want Keys and Bans", nav)
+	}
+	none := func(where, selector string) {
+		var n int
+		page.eval(ctx, `document.querySelectorAll(`+jsString(selector)+`).length`, &n)
+		if n != 0 {
+			t.Errorf("%s: a keys:read token sees %s", where, selector)
+		}
+	}
+	none("the keys", ".create-key")
+	c.goTo(ctx, fmt.Sprintf("#/keys/%d", k.ID), `document.querySelector('.usage-chart')`)
+	none("a key's page", ".key-actions, .revoke, form.edit, form.roll")
+	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] tbody')`)
+	none("the bans", ".lift")
+	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=keys]')`) // not allowed: the first page it may see
+	none("the webhooks", ".add-webhook")
+
+	// Readable at 360 px wide, in the dark theme: nothing wider than the
+	// screen but the tables, which scroll in their own box.
+	page.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 360, "height": 740, "deviceScaleFactor": 2, "mobile": true})
+	page.call(ctx, "Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": "dark"}}})
+	c.goTo(ctx, fmt.Sprintf("#/keys/%d", k.ID), `document.querySelector('.usage-chart')`)
+	var fit struct {
+		Width      int
+		Background string
+	}
+	page.eval(ctx, `({width: document.documentElement.scrollWidth, background: getComputedStyle(document.documentElement).backgroundColor})`, &fit)
+	if fit.Width > 360 || fit.Background != "rgb(21, 26, 24)" {
+		t.Errorf("at 360 px in the dark the page is %d px wide on %s, want at most 360 on the dark background", fit.Width, fit.Background)
+	}
+	page.screenshot(ctx, "console-key-360px-dark")
+}
+
+func TestConsoleReturnsToTheSignInWithTheReason(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := openConsole(t, ctx)
+	s, page := c.s, c.page
+	defer c.b.checkNothingWentWrong()
+	defer page.checkNoViolations(ctx)
+
+	// A token revoked while in use: the next request brings back the
+	// sign-in, saying why.
+	c.signIn(ctx, s.mustCreateAdmin("temp", allAdminScopes))
+	page.waitFor(ctx, "the keys page", `document.querySelector('.page[data-page=keys]')`)
+	tokens, err := s.store.AdminTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.store.RevokeAdminToken(ctx, tokens[len(tokens)-1].ID, testActor); err != nil {
+		t.Fatal(err)
+	}
+	c.goTo(ctx, "#/bans", `document.getElementById('signin')?.hidden === false`)
+	if got := page.text(ctx, "#signin-reason"); !strings.Contains(got, "revoked") {
+		t.Errorf("after a revocation the sign-in says %q, want the reason", got)
+	}
+
+	// An address that failed too often is told, at its next failure, how
+	// long to wait, and that a tunnel's operators share 127.0.0.1.
+	for status := 0; status != http.StatusTooManyRequests; {
+		req, _ := http.NewRequest("GET", c.url+"/admin/v1/whoami", nil)
+		req.Header.Set("Authorization", "Bearer psa_nothing")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		status = res.StatusCode
+	}
+	c.signIn(ctx, c.owner[:len(c.owner)-1]+"x")
+	page.waitFor(ctx, "the wait", `document.getElementById('signin-reason').textContent.includes('try again in')`)
+	if got := page.text(ctx, "#signin-reason"); !strings.Contains(got, "127.0.0.1") {
+		t.Errorf("a limited address is told %q, want the tunnel's 127.0.0.1 explained", got)
 	}
 }

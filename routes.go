@@ -188,7 +188,8 @@ func adminRoutes(a *app) []route {
 
 // newAdminServer is the admin listener's handler: the metrics and the
 // profiles (with metrics), and the admin API, whose requests pass
-// logRequests as the public API's do. None of it is ever served on the
+// logRequests as the public API's do; each only for a Host of the admin
+// listener's own (requireAdminHost). None of it is ever served on the
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
@@ -213,7 +214,7 @@ func newAdminServer(a *app) http.Handler {
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}
-	return mux
+	return chain(mux, requireAdminHost(a.adminHosts))
 }
 
 // metricsHandler serves the metrics and the profiles. /debug/pprof/cmdline

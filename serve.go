@@ -56,8 +56,11 @@ func (l serverLimits) admin() serverLimits {
 
 type serveConfig struct {
 	dbFlags
-	addr       string
-	adminAddr  string
+	addr      string
+	adminAddr string
+	// adminHosts are the names the admin listener answers to besides IP
+	// addresses and localhost (--admin-host).
+	adminHosts []string
 	trustProxy bool
 	redis      string
 	banAfter   int
@@ -92,6 +95,11 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
+	fs.Func("admin-host", "host names the admin listener answers to besides IP addresses and localhost, NAME[,NAME...]; another Host is refused 421 (a DNS-rebinding page)", func(v string) error {
+		names, err := parseAdminHosts(v)
+		cfg.adminHosts = append(cfg.adminHosts, names...)
+		return err
+	})
 	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
 	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")

@@ -221,9 +221,12 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 	})
 }
 
-// ClaimWebhookDeliveries claims due deliveries until now+claimFor. On
-// PostgreSQL the candidates are locked, skipping those another server's
-// claim has locked, so that two servers never claim one delivery.
+// ClaimWebhookDeliveries claims due deliveries until now+claimFor, an
+// endpoint at a time, the endpoint longest due first. Each endpoint's row
+// is locked while its deliveries are claimed (on PostgreSQL, skipping one
+// another server is claiming for), so that its live claims, counted then,
+// are every server's: together they never make more than
+// maxInFlightPerEndpoint attempts to one endpoint at once.
 func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 	take func(endpointID int64) bool) ([]claimedDelivery, error) {
 	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
@@ -239,52 +242,79 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 	var claimed []claimedDelivery
 	err := s.db.update(ctx, func(tx dbTx) error {
 		claimed = nil
-		query := `SELECT event_id, endpoint_id ` + due
-		args := []any{now.UnixMilli(), now.UnixMilli()}
+		query, args := `SELECT endpoint_id `+due, []any{now.UnixMilli(), now.UnixMilli()}
 		if len(skip) > 0 {
 			query += ` AND endpoint_id NOT IN (?` + strings.Repeat(", ?", len(skip)-1) + `)`
 			for _, id := range skip {
 				args = append(args, id)
 			}
 		}
-		query += ` ORDER BY next_at LIMIT ?` + tx.Dialect().skipLocked
-		args = append(args, limit)
-		type pick struct {
-			event    string
-			endpoint int64
+		endpoints, err := columnOf[int64](ctx, tx, query+` GROUP BY endpoint_id ORDER BY min(next_at) LIMIT ?`, append(args, limit)...)
+		for _, id := range endpoints {
+			if err != nil || len(claimed) >= limit {
+				break
+			}
+			var got []claimedDelivery
+			got, err = claimForEndpoint(ctx, tx, id, now, claimFor, limit-len(claimed), take)
+			claimed = append(claimed, got...)
 		}
-		var picked []pick
-		rows, err := tx.Query(ctx, query, args...)
-		err = each(rows, err, func(scan func(...any) error) error {
-			var p pick
-			if err := scan(&p.event, &p.endpoint); err != nil {
-				return err
-			}
-			if take(p.endpoint) {
-				picked = append(picked, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, p := range picked {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET claimed_until = ? WHERE event_id = ? AND endpoint_id = ?`,
-				now.Add(claimFor).UnixMilli(), p.event, p.endpoint); err != nil {
-				return err
-			}
-			c, err := claimedOf(ctx, tx, p.event, p.endpoint, now)
-			if err != nil {
-				return err
-			}
-			claimed = append(claimed, c)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// claimForEndpoint claims in tx up to limit of endpoint id's due
+// deliveries, the longest due first, as many as its live claims leave room
+// for and take accepts. An endpoint whose row another transaction holds
+// is left for the next round.
+func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, claimFor time.Duration, limit int,
+	take func(endpointID int64) bool) ([]claimedDelivery, error) {
+	var locked int64
+	err := tx.QueryRow(ctx, `SELECT id FROM webhook_endpoints WHERE id = ? AND enabled = 1`+tx.Dialect().skipLocked, id).Scan(&locked)
+	if errors.Is(err, errNoRows) {
+		return nil, nil
+	}
+	var live int
+	if err == nil {
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ? AND claimed_until > ?`, id, now.UnixMilli()).Scan(&live)
+	}
+	room := min(maxInFlightPerEndpoint-live, limit)
+	if err != nil || room <= 0 {
+		return nil, err
+	}
+	events, err := columnOf[string](ctx, tx, `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
+		AND next_at <= ? AND claimed_until <= ? ORDER BY next_at LIMIT ?`+tx.Dialect().skipLocked, id, now.UnixMilli(), now.UnixMilli(), room)
+	var claimed []claimedDelivery
+	for _, event := range events {
+		if err != nil || !take(id) {
+			break
+		}
+		if _, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET claimed_until = ? WHERE event_id = ? AND endpoint_id = ?`,
+			now.Add(claimFor).UnixMilli(), event, id); err != nil {
+			break
+		}
+		var c claimedDelivery
+		if c, err = claimedOf(ctx, tx, event, id, now); err == nil {
+			claimed = append(claimed, c)
+		}
+	}
+	return claimed, err
+}
+
+// columnOf reads the one column of every row of query in tx.
+func columnOf[T any](ctx context.Context, tx dbTx, query string, args ...any) ([]T, error) {
+	var out []T
+	rows, err := tx.Query(ctx, query, args...)
+	err = each(rows, err, func(scan func(...any) error) error {
+		var v T
+		err := scan(&v)
+		out = append(out, v)
+		return err
+	})
+	return out, err
 }
 
 const deliveryColumns = `d.event_id, ev.type, d.endpoint_id, ev.at, d.state, d.attempts, d.next_at, d.last_attempt_at, d.last_status, d.last_error`

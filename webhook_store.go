@@ -30,10 +30,11 @@ type webhookStorage interface {
 	// AddWebhookNotices stores each notice's mark and queues its event for
 	// the endpoints that take it, unless the mark is stored already.
 	AddWebhookNotices(ctx context.Context, notices []webhookNotice) error
-	// ClaimWebhookDeliveries claims, until now+claimFor, the due deliveries
-	// of enabled endpoints not in skip that take accepts (up to limit
-	// candidates are offered, the longest due first); no other server
-	// claims them meanwhile.
+	// ClaimWebhookDeliveries claims, until now+claimFor, up to limit due
+	// deliveries of enabled endpoints not in skip that take accepts, the
+	// longest due first; no other server claims them meanwhile, and no
+	// endpoint has more than maxInFlightPerEndpoint live claims of all the
+	// servers'.
 	ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 		take func(endpointID int64) bool) ([]claimedDelivery, error)
 	// FinishWebhookDelivery records an attempt's outcome, and what it does

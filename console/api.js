@@ -20,12 +20,10 @@ export class ApiError extends Error {
 
   // explain is the error in words for the person at the console.
   explain() {
-    if (this.status === 429 && this.code !== 'rate_limited') {
-      return `${this.message} Try again in ${this.retryAfter || 'a few'} seconds. ` +
-        'Failed sign-ins are limited per address: through an SSH tunnel every operator is 127.0.0.1 and shares one allowance.';
-    }
     if (this.status === 429) {
-      return `${this.message} Try again in ${this.retryAfter || 'a few'} seconds.`;
+      // The admin API limits only failed authentications, per address.
+      return `Too many failed sign-ins from this address: try again in ${this.retryAfter || 'a few'} seconds. ` +
+        'Through an SSH tunnel every operator is 127.0.0.1 and shares this one allowance.';
     }
     if (this.status === 403) {
       return `This token may not do that: ${this.message} Ask whoever runs petstore admin create for a token with that scope.`;
