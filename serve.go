@@ -136,6 +136,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		if err := checkListenAddr("--admin-addr", cfg.adminAddr); err != nil {
 			return err
 		}
+	} else if len(cfg.adminHosts) > 0 {
+		return usagef("--admin-host needs --admin-addr: there is no admin listener without it")
 	}
 	if cfg.shutdownDelay < 0 {
 		return usagef("--shutdown-delay must be 0 or more")
