@@ -266,7 +266,7 @@ func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, reason authRe
 		return
 	}
 	if !d.allowed {
-		refuse(w, r, d)
+		refuse(w, r, &d)
 		return
 	}
 	w.Header().Set("WWW-Authenticate", adminChallenge)

@@ -33,7 +33,7 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 				return
 			}
 			info.decided(&d)
-			setRateLimitHeaders(w.Header(), info, d)
+			setRateLimitHeaders(w.Header(), info, &d)
 			if key != nil {
 				quota.observe(key, lim, d)
 			}
@@ -41,7 +41,7 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 				if d.banStarted {
 					audit.banned(key, id, d)
 				}
-				refuse(w, r, d)
+				refuse(w, r, &d)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -51,7 +51,7 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 
 // setRateLimitHeaders reports d in the rate-limit headers, their values
 // backed by info's store.
-func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
+func setRateLimitHeaders(h http.Header, info *requestInfo, d *decision) {
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them
 	// (X-Ratelimit-Limit), to skip that.
@@ -77,7 +77,7 @@ func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
 }
 
 // refuse answers a request that d does not allow: 429, with Retry-After.
-func refuse(w http.ResponseWriter, r *http.Request, d decision) {
+func refuse(w http.ResponseWriter, r *http.Request, d *decision) {
 	seconds := int64(d.retryAfter / time.Second)
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
 	if d.code == codeTemporarilyBanned {
