@@ -187,13 +187,54 @@ func (g *adminGate) caller(r *http.Request) callerID {
 // adminChallenge is the WWW-Authenticate of the admin API's 401s.
 const adminChallenge = `Bearer realm="petstore-admin"`
 
-// adminFailureMessages are the 401 messages by reason.
-var adminFailureMessages = [authReasons]string{
-	authMissing:          "the request has no admin token: send Authorization: Bearer psa_...",
-	authMalformed:        "the admin token is not valid (an API key, psk_..., is not an admin token)",
-	authInvalid:          "the admin token is not valid",
-	authRevoked:          "the admin token has been revoked",
-	authWrongEnvironment: "the admin token belongs to the other environment",
+// The failures of an admin authentication, each naming the mistake: its
+// reason is the label of petstore_admin_auth_failures_total. Only a pet key
+// sent here is told about psk_.
+var (
+	adminNoHeader    = authFailure{authMissing, "the request has no admin token: send Authorization: Bearer psa_..."}
+	adminNoToken     = authFailure{authMissing, "the Authorization header has Bearer and no admin token after it: send Authorization: Bearer psa_..."}
+	adminNoBearer    = authFailure{authMalformed, "the Authorization header has the admin token without Bearer before it: send Authorization: Bearer psa_..."}
+	adminBareWord    = authFailure{authMalformed, "the Authorization header is one word, neither Bearer and a token nor an admin token: send Authorization: Bearer psa_..."}
+	adminBasic       = authFailure{authMalformed, "the admin API does not take Basic authentication (a user and a password): send Authorization: Bearer psa_..., an admin token made by petstore admin create"}
+	adminOtherScheme = authFailure{authMalformed, "the Authorization header must use the Bearer scheme: send Authorization: Bearer psa_..."}
+	adminPetKey      = authFailure{authMalformed, "this is an API key (psk_...), which works on /v1 only: the admin API takes an admin token (psa_...), made by petstore admin create"}
+	adminMistyped    = authFailure{authMalformed, "the admin token is not valid: it has not the length, the characters or the checksum of one (mistyped, or cut short when copied?)"}
+	adminUnknown     = authFailure{authInvalid, "the admin token is not valid: there is no such token (petstore admin list shows them)"}
+	adminRevoked     = authFailure{authRevoked, "the admin token has been revoked"}
+)
+
+// adminCredential is the admin token of an Authorization header, or the
+// mistake that keeps the header from holding one for env.
+func adminCredential(header, env string) (string, authFailure) {
+	token, isBearer := bearerToken(header)
+	scheme, _, spaced := strings.Cut(header, " ")
+	switch {
+	case header == "":
+		return "", adminNoHeader
+	case isBearer && token == "":
+		return "", adminNoToken
+	case isBearer:
+	case strings.EqualFold(scheme, "Basic"):
+		return "", adminBasic
+	case spaced:
+		return "", adminOtherScheme
+	case strings.HasPrefix(header, "psk_"):
+		return "", adminPetKey
+	case strings.HasPrefix(header, "psa_"):
+		return "", adminNoBearer
+	default:
+		return "", adminBareWord
+	}
+	if strings.HasPrefix(token, "psk_") {
+		return "", adminPetKey
+	}
+	switch problem := secretProblem(token, env, adminPrefixes); problem.reason {
+	case 0:
+		return token, authFailure{}
+	case authWrongEnvironment:
+		return "", authFailure{authWrongEnvironment, fmt.Sprintf("the admin token belongs to the other environment (psa_live_ is production's, psa_test_ staging's), and this server is %s", env)}
+	}
+	return "", adminMistyped
 }
 
 // require answers a request without a valid admin token 401 (429 once its
@@ -203,13 +244,13 @@ func (g *adminGate) require(need scopeSet) middleware {
 	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			t, reason, err := g.authenticate(r)
+			t, failure, err := g.authenticate(r)
 			if err != nil {
 				writeError(w, r, err)
 				return
 			}
 			if t == nil {
-				g.refuse(w, r, reason)
+				g.refuse(w, r, failure)
 				return
 			}
 			if !t.Scopes.has(need) {
@@ -224,42 +265,35 @@ func (g *adminGate) require(need scopeSet) middleware {
 
 // authenticate finds the request's admin token, or why it has none. An
 // address banned for its failures is not looked up.
-func (g *adminGate) authenticate(r *http.Request) (*adminToken, authReason, error) {
-	header := firstHeader(r.Header, "Authorization")
-	token, isBearer := bearerToken(header)
-	switch {
-	case header == "" || (isBearer && token == ""):
-		return nil, authMissing, nil
-	case !isBearer:
-		return nil, authMalformed, nil
-	}
-	if problem := secretProblem(token, g.env, adminPrefixes); problem.reason != 0 {
-		return nil, problem.reason, nil
+func (g *adminGate) authenticate(r *http.Request) (*adminToken, authFailure, error) {
+	token, failure := adminCredential(firstHeader(r.Header, "Authorization"), g.env)
+	if failure.reason != 0 {
+		return nil, failure, nil
 	}
 	s, err := g.failures.peek(r.Context(), g.caller(r), anonymousLimits)
 	if err != nil {
-		return nil, 0, err
+		return nil, authFailure{}, err
 	}
 	if !s.allowed {
-		return nil, authInvalid, nil // banned: the token is not even looked up
+		return nil, adminUnknown, nil // banned: the token is not even looked up
 	}
 	hash := hashKey(token)
 	t, ok, err := g.store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
 	switch {
 	case err != nil:
-		return nil, 0, err
+		return nil, authFailure{}, err
 	case !ok || t.Env != g.env:
-		return nil, authInvalid, nil
+		return nil, adminUnknown, nil
 	case !t.RevokedAt.IsZero():
-		return nil, authRevoked, nil
+		return nil, adminRevoked, nil
 	}
-	return &t, 0, nil
+	return &t, authFailure{}, nil
 }
 
 // refuse answers a failed authentication: counted, and spent from the
 // address's own allowance of failures; 401, or 429 past it.
-func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, reason authReason) {
-	g.metrics.adminAuthFailed(reason)
+func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authFailure) {
+	g.metrics.adminAuthFailed(failure.reason)
 	d, err := g.failures.allow(r.Context(), g.caller(r), anonymousLimits)
 	if err != nil {
 		writeError(w, r, err)
@@ -270,5 +304,5 @@ func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, reason authRe
 		return
 	}
 	w.Header().Set("WWW-Authenticate", adminChallenge)
-	writeError(w, r, &Error{Code: codeUnauthorized, Message: adminFailureMessages[reason]})
+	writeError(w, r, &Error{Code: codeUnauthorized, Message: failure.message})
 }

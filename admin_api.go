@@ -92,13 +92,8 @@ func newKeyTerms(body jsonBody, env string, now time.Time) (apiKey, error) {
 	if err := body.expires(&k.ExpiresAt, now); err != nil {
 		return k, err
 	}
-	if err := body.str("externalId", &k.ExternalID); err != nil {
+	if err := body.externalID(&k.ExternalID, false); err != nil {
 		return k, err
-	}
-	if _, given := body["externalId"]; given {
-		if err := checkText("externalId", k.ExternalID); err != nil {
-			return k, err
-		}
 	}
 	return k, nil
 }
@@ -112,6 +107,20 @@ func checkText(field, s string) error {
 	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxExternalIDLen ||
 		strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return errorf(codeInvalidRequest, "%s must be 1 to %d printable characters", field, maxExternalIDLen)
+	}
+	return nil
+}
+
+// checkExternalID is the rule of a key's externalId given as field
+// (externalId, --external-id): checkText's, without U+FFFD (where
+// encoding/json put bytes that were not UTF-8), and never the text of a key
+// or token (refuseSecret). A refusal is invalid_request.
+func checkExternalID(field, id string) error {
+	if checkText(field, id) != nil || strings.ContainsRune(id, utf8.RuneError) {
+		return errInvalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
+	}
+	if err := refuseSecret(field, id); err != nil {
+		return errInvalid("%s", err.Error())
 	}
 	return nil
 }
@@ -323,7 +332,7 @@ func findKey(ctx context.Context, store storage, id int64) (apiKey, []apiKey, er
 }
 
 func handleAdminUpdateKey(d adminDeps) http.Handler {
-	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires"}
+	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires", "externalId"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a key")
 		if err != nil {
@@ -354,7 +363,7 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
 	var c keyChange
 	if len(body) == 0 {
-		return c, errorf(codeInvalidRequest, "the body changes nothing: give at least one of plan, perMinute, perDay, name, scopes, expires")
+		return c, errorf(codeInvalidRequest, "the body changes nothing: give at least one of plan, perMinute, perDay, name, scopes, expires, externalId")
 	}
 	if _, ok := body["plan"]; ok {
 		c.Plan = new(string)
@@ -389,6 +398,12 @@ func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
 	if _, ok := body["expires"]; ok {
 		c.Expires = new(time.Time)
 		if err := body.expires(c.Expires, now); err != nil {
+			return c, err
+		}
+	}
+	if _, ok := body["externalId"]; ok {
+		c.ExternalID = new(string)
+		if err := body.externalID(c.ExternalID, true); err != nil {
 			return c, err
 		}
 	}
@@ -597,6 +612,23 @@ func (b jsonBody) int(name string, dst *int64) error {
 	return nil
 }
 
+// externalID reads a key's externalId into dst by checkExternalID's rule;
+// absent leaves dst. With clear (a change), null or "" is none: it clears it.
+func (b jsonBody) externalID(dst *string, clear bool) error {
+	raw, ok := b["externalId"]
+	switch {
+	case !ok:
+		return nil
+	case clear && string(raw) == "null":
+		*dst = ""
+		return nil
+	}
+	if err := b.str("externalId", dst); err != nil || (clear && *dst == "") {
+		return err
+	}
+	return checkExternalID("externalId", *dst)
+}
+
 // name reads the name of a key.
 func (b jsonBody) name(dst *string) error {
 	if err := b.str("name", dst); err != nil {
@@ -646,7 +678,7 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	if err := b.str("expires", &s); err != nil {
 		return errorf(codeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
 	}
-	at, err := expiresOf("expires", s, now)
+	at, err := expiresOf("expires", s, "null (never)", now)
 	if err != nil {
 		return err
 	}

@@ -94,33 +94,34 @@ func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
 }
 
 // adminOpenAPIStatuses are the statuses each operation can give, from the
-// code: 401 and 429 from adminGate (the 429 once an address failed too
-// often), 403 from its scope check, 405 from the path's catch-all, 500 for
+// code: 421 from requireAdminHost, for a Host not the listener's; 401 and
+// 429 from adminGate (the 429 once an address failed too often), 403 from
+// its scope check, 405 from the path's catch-all, 500 for
 // a failure or panic, 503 when the database is away; 400, 404, 409, 413 and
 // 415 from the handler's own checks.
 var adminOpenAPIStatuses = map[string][]int{
-	"createKey":       {201, 400, 401, 403, 405, 409, 413, 415, 429, 500, 503},
-	"listKeys":        {200, 400, 401, 403, 405, 429, 500, 503},
-	"getKey":          {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	"updateKey":       {200, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503},
-	"rollKey":         {201, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503},
-	"revokeKey":       {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	"getKeyUsage":     {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	"getKeyLimits":    {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	"whoami":          {200, 401, 405, 429, 500, 503},
-	"listAuditEvents": {200, 400, 401, 403, 405, 429, 500, 503},
-	"getAdminOpenAPI": {200, 405, 500},
-	"listBans":        {200, 401, 403, 405, 429, 500, 503},
-	"liftBan":         {204, 400, 401, 403, 404, 405, 429, 500, 503},
+	"createKey":       {201, 400, 401, 403, 405, 409, 413, 415, 421, 429, 500, 503},
+	"listKeys":        {200, 400, 401, 403, 405, 421, 429, 500, 503},
+	"getKey":          {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"updateKey":       {200, 400, 401, 403, 404, 405, 409, 413, 415, 421, 429, 500, 503},
+	"rollKey":         {201, 400, 401, 403, 404, 405, 413, 415, 421, 429, 500, 503},
+	"revokeKey":       {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"getKeyUsage":     {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"getKeyLimits":    {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"whoami":          {200, 401, 405, 421, 429, 500, 503},
+	"listAuditEvents": {200, 400, 401, 403, 405, 421, 429, 500, 503},
+	"getAdminOpenAPI": {200, 405, 421, 500},
+	"listBans":        {200, 401, 403, 405, 421, 429, 500, 503},
+	"liftBan":         {204, 400, 401, 403, 404, 405, 421, 429, 500, 503},
 
-	"listWebhooks":            {200, 401, 403, 405, 429, 500, 503},
-	"addWebhook":              {201, 400, 401, 403, 405, 413, 415, 429, 500, 503},
-	"removeWebhook":           {204, 400, 401, 403, 404, 405, 429, 500, 503},
-	"rotateWebhookSecret":     {200, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503},
-	"enableWebhook":           {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	"testWebhook":             {202, 400, 401, 403, 404, 405, 429, 500, 503},
-	"listWebhookDeliveries":   {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	"resendWebhookDeliveries": {200, 400, 401, 403, 404, 405, 413, 415, 429, 500, 503},
+	"listWebhooks":            {200, 401, 403, 405, 421, 429, 500, 503},
+	"addWebhook":              {201, 400, 401, 403, 405, 413, 415, 421, 429, 500, 503},
+	"removeWebhook":           {204, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"rotateWebhookSecret":     {200, 400, 401, 403, 404, 405, 413, 415, 421, 429, 500, 503},
+	"enableWebhook":           {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"testWebhook":             {202, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"listWebhookDeliveries":   {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"resendWebhookDeliveries": {200, 400, 401, 403, 404, 405, 413, 415, 421, 429, 500, 503},
 }
 
 func TestAdminOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
@@ -160,6 +161,7 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"getKey", "GET", "/admin/v1/keys/999", admin, "", 404},
 		{"updateKey", "PATCH", key, admin, `{"plan":"pro"}`, 200},
 		{"updateKey", "PATCH", key, reader, `{"plan":"pro"}`, 403},
+		{"updateKey", "PATCH", key, admin, `{"externalId":"taken"}`, 409},
 		{"getKeyUsage", "GET", key + "/usage?days=7", admin, "", 200},
 		{"getKeyUsage", "GET", key + "/usage?days=0", admin, "", 400},
 		{"getKeyLimits", "GET", key + "/limits", reader, "", 200},

@@ -190,7 +190,7 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 // adminFrom sends GET /admin/v1/keys to the admin listener's handler from
 // the TCP peer addr, with token and the header's name, value pairs.
 func (s *testServer) adminFrom(addr, token string, header ...string) *httptest.ResponseRecorder {
-	return fromPeer(s.adminHandler, addr, "/admin/v1/keys", token, header...)
+	return fromPeer(onAdminHost(s.adminHandler), addr, "/admin/v1/keys", token, header...)
 }
 
 // The admin listener is reached directly, never through the public

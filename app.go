@@ -52,6 +52,9 @@ type app struct {
 	// adminFailures limits failed admin authentications per client
 	// address, in this process: a subject of its own, apart from /v1's.
 	adminFailures *localLimiter
+	// adminHosts are the names the admin listener answers to besides IP
+	// addresses and localhost (--admin-host).
+	adminHosts []string
 
 	closeLimiter func() error
 }
@@ -83,7 +86,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		store = d.wrapStore(store)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout,
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout, adminHosts: cfg.adminHosts,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), quota: newQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}
@@ -106,7 +109,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
 	a.webhookGuard = newAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics)
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics, cfg.env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil

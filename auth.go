@@ -65,7 +65,12 @@ func appendChecksum(dst, body []byte) []byte {
 
 // keyProblem says why a token cannot be a key of env, or nothing (the zero
 // authFailure) when its shape and checksum are right.
-func keyProblem(token, env string) authFailure { return secretProblem(token, env, keyPrefixes) }
+func keyProblem(token, env string) authFailure {
+	if strings.HasPrefix(token, "psa_") {
+		return authAdminToken
+	}
+	return secretProblem(token, env, keyPrefixes)
+}
 
 // secretProblem says why token cannot be a secret of env with one of
 // prefixes (by environment), or nothing when its shape and checksum are
@@ -362,6 +367,7 @@ var (
 	authNoToken    = authFailure{authMissing, "the Authorization header has no API key after Bearer"}
 	authNotBearer  = authFailure{authMalformed, "the Authorization header must use the Bearer scheme: Authorization: Bearer <key>"}
 	authNotAKey    = authFailure{authMalformed, "the API key is not valid"}
+	authAdminToken = authFailure{authMalformed, "this is an admin token (psa_...), which works only on the admin listener (--admin-addr), under /admin/v1: /v1 takes an API key (psk_...)"}
 	authUnknownKey = authFailure{authInvalid, "the API key is not valid"}
 	authRevokedKey = authFailure{authRevoked, "the API key has been revoked"}
 	authExpiredKey = authFailure{authExpired, "the API key has expired"}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -17,7 +18,9 @@ import (
 // in it every keyRefreshEvery (banFollower) into a banFloor, which the
 // limit rules take in each run (limitRun.banFloor), in process, in the
 // fallback and in the script, so that neither a restart nor a Redis outage
-// nor an empty Redis lifts a ban early. A lift (bans lift, DELETE
+// nor an empty Redis lifts a ban early. A ban a server sees in Redis's
+// answer goes on its floor at once (banFloor.hold), so that a Redis outage
+// right after the ban does not lose it on that server. A lift (bans lift, DELETE
 // /admin/v1/bans/{subject}) is stored with its time and ban.lifted event;
 // each server takes it off its floor and runs it through the rules
 // (limitRun.lift), in process and in Redis.
@@ -116,18 +119,25 @@ func liftEvent(b ban, named callerID, actor, env string, now time.Time) auditEve
 	return e
 }
 
-// banFloor is the bans a server knows from the database, by subject: the
-// limit rules take each as a floor under their own state. Looking one up
-// costs nothing while none is held.
+// banFloor is the bans a server knows, by subject: those the database
+// holds, and those this server saw in Redis's answers (hold). The limit
+// rules take each as a floor under their own state. Looking one up costs
+// nothing while none is held.
 type banFloor struct {
 	held  atomic.Bool
 	mu    sync.RWMutex
 	until map[callerID]time.Time
+	// lifted are the ends of the bans lifted, by subject, until they
+	// pass: an answer that read such a ban before its lift does not hold
+	// it again.
+	lifted map[callerID]time.Time
 }
 
-func newBanFloor() *banFloor { return &banFloor{until: make(map[callerID]time.Time)} }
+func newBanFloor() *banFloor {
+	return &banFloor{until: make(map[callerID]time.Time), lifted: make(map[callerID]time.Time)}
+}
 
-// at is the end of id's ban as the database knows it; zero for none. A nil
+// at is the end of id's ban as the floor knows it; zero for none. A nil
 // floor knows none.
 func (f *banFloor) at(id callerID) time.Time {
 	if f == nil || !f.held.Load() {
@@ -138,9 +148,25 @@ func (f *banFloor) at(id callerID) time.Time {
 	return f.until[id]
 }
 
+// hold raises id's floor to until at once: a ban this server saw in
+// Redis's answer, which its fallback then keeps should Redis go away
+// before the ban is stored and read back (docs/replicas.md). A ban lifted
+// that ends as late is not held again.
+func (f *banFloor) hold(id callerID, until, now time.Time) {
+	if !f.at(id).Before(until) {
+		return // held already: the ban's every later answer
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if until.After(now) && until.After(f.until[id]) && until.After(f.lifted[id]) {
+		f.until[id] = until
+		f.held.Store(true)
+	}
+}
+
 // apply takes changes, read from the bans table, in: bans in force raise
-// their subject's floor, lifted ones take it away. Floors that ended by
-// now go.
+// their subject's floor, lifted ones take it away. Floors and lifts that
+// ended by now go.
 func (f *banFloor) apply(changes []ban, now time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,14 +174,15 @@ func (f *banFloor) apply(changes []ban, now time.Time) {
 		switch {
 		case !b.LiftedAt.IsZero():
 			delete(f.until, b.Subject)
+			if b.Until.After(f.lifted[b.Subject]) {
+				f.lifted[b.Subject] = b.Until
+			}
 		case b.Until.After(f.until[b.Subject]):
 			f.until[b.Subject] = b.Until
 		}
 	}
-	for id, until := range f.until {
-		if !until.After(now) {
-			delete(f.until, id)
-		}
+	for _, m := range []map[callerID]time.Time{f.until, f.lifted} {
+		maps.DeleteFunc(m, func(_ callerID, until time.Time) bool { return !until.After(now) })
 	}
 	f.held.Store(len(f.until) > 0)
 }

@@ -85,3 +85,36 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 		})
 	}
 }
+
+// A ban the server answered from Redis holds on that server while Redis is
+// away just after, before the ban is stored: 40 of the key's requests in
+// the outage, none let through.
+func TestAFreshBanHoldsWhenRedisGoesAwayAtOnce(t *testing.T) {
+	t.Parallel()
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal("needs redis-server on the PATH")
+	}
+	proxy, redisURL := faultProxyTo(t, startRedisProcess(t, redisServer).url)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "petstore.db")
+	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "120", "--rpd", "100000", "--name", "banned")
+	server := startPetstore(t, dir, "serve", "--db", db, "--redis", redisURL, "--ban-after", "2")
+	banKey(t, server, key)
+	time.Sleep(300 * time.Millisecond)
+	proxy.set("drop") // for a second: long before the ban is stored (2 s) and read back
+	passed := 0
+	for range 40 {
+		if resp, body := server.request("GET", "/v1/pets", key, ""); !banned(resp.StatusCode, body) {
+			passed++
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	proxy.set("pass")
+	if passed != 0 {
+		t.Errorf("%d of the banned key's 40 requests were not refused for its ban while Redis was away", passed)
+	}
+	if !strings.Contains(server.stderr.String(), "Redis does not answer") {
+		t.Errorf("the server never limited on its own: the outage was not met\n%s", server.stderr)
+	}
+}

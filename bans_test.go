@@ -343,3 +343,37 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 		}
 	})
 }
+
+func TestABanSeenInRedisIsHeldAtOnceUnlessLifted(t *testing.T) {
+	now := newFakeClock().now()
+	id, other := callerID{keyID: 7}, callerID{keyID: 8}
+	until := now.Add(15 * time.Minute)
+	floor := newBanFloor()
+	floor.hold(id, until, now)
+	floor.hold(other, now, now) // ends now: nothing to hold
+	if got := floor.at(id); !got.Equal(until) {
+		t.Fatalf("a ban seen: floor %v, want %v", got, until)
+	}
+	if got := floor.at(other); !got.IsZero() {
+		t.Errorf("a ban that ended: floor %v, want none", got)
+	}
+	floor.hold(id, until.Add(-time.Minute), now)
+	if got := floor.at(id); !got.Equal(until) {
+		t.Errorf("after an earlier end was seen: floor %v, want %v", got, until)
+	}
+
+	floor.apply([]ban{{Subject: id, Since: now, Until: until, LiftedAt: now}}, now)
+	floor.hold(id, until, now) // an answer that read the ban before its lift
+	if got := floor.at(id); !got.IsZero() {
+		t.Errorf("the lifted ban seen again: floor %v, want none", got)
+	}
+	later := until.Add(time.Minute) // a ban that began after the lift
+	floor.hold(id, later, now)
+	if got := floor.at(id); !got.Equal(later) {
+		t.Errorf("a new ban after the lift: floor %v, want %v", got, later)
+	}
+	floor.apply(nil, later) // ended: it goes, and so does the lift
+	if got := floor.at(id); !got.IsZero() || len(floor.lifted) != 0 {
+		t.Errorf("once ended: floor %v, lifts %v; want none", got, floor.lifted)
+	}
+}

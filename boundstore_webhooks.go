@@ -7,8 +7,8 @@ import (
 
 // The webhook calls of boundStorage, bounded and timed like the others.
 
-func (b *boundStorage) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor string) (v webhookEndpoint, err error) {
-	err = b.bounded(ctx, "AddWebhookEndpoint", func(ctx context.Context) (err error) { v, err = b.s.AddWebhookEndpoint(ctx, e, actor); return err })
+func (b *boundStorage) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor, env string) (v webhookEndpoint, err error) {
+	err = b.bounded(ctx, "AddWebhookEndpoint", func(ctx context.Context) (err error) { v, err = b.s.AddWebhookEndpoint(ctx, e, actor, env); return err })
 	return v, err
 }
 
@@ -17,20 +17,23 @@ func (b *boundStorage) WebhookEndpoints(ctx context.Context) (v []webhookEndpoin
 	return v, err
 }
 
-func (b *boundStorage) RemoveWebhookEndpoint(ctx context.Context, id int64, actor string) error {
-	return b.bounded(ctx, "RemoveWebhookEndpoint", func(ctx context.Context) error { return b.s.RemoveWebhookEndpoint(ctx, id, actor) })
+func (b *boundStorage) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
+	return b.bounded(ctx, "RemoveWebhookEndpoint", func(ctx context.Context) error { return b.s.RemoveWebhookEndpoint(ctx, id, actor, env) })
 }
 
-func (b *boundStorage) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (v webhookEndpoint, err error) {
+func (b *boundStorage) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (v webhookEndpoint, err error) {
 	err = b.bounded(ctx, "RotateWebhookSecret", func(ctx context.Context) (err error) {
-		v, err = b.s.RotateWebhookSecret(ctx, id, secret, overlap, actor)
+		v, err = b.s.RotateWebhookSecret(ctx, id, secret, overlap, actor, env)
 		return err
 	})
 	return v, err
 }
 
-func (b *boundStorage) EnableWebhookEndpoint(ctx context.Context, id int64, actor string) (v webhookEndpoint, err error) {
-	err = b.bounded(ctx, "EnableWebhookEndpoint", func(ctx context.Context) (err error) { v, err = b.s.EnableWebhookEndpoint(ctx, id, actor); return err })
+func (b *boundStorage) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (v webhookEndpoint, err error) {
+	err = b.bounded(ctx, "EnableWebhookEndpoint", func(ctx context.Context) (err error) {
+		v, err = b.s.EnableWebhookEndpoint(ctx, id, actor, env)
+		return err
+	})
 	return v, err
 }
 
@@ -51,8 +54,11 @@ func (b *boundStorage) ClaimWebhookDeliveries(ctx context.Context, now time.Time
 	return v, err
 }
 
-func (b *boundStorage) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor string) (v string, err error) {
-	err = b.bounded(ctx, "FinishWebhookDelivery", func(ctx context.Context) (err error) { v, err = b.s.FinishWebhookDelivery(ctx, o, actor); return err })
+func (b *boundStorage) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor, env string) (v string, err error) {
+	err = b.bounded(ctx, "FinishWebhookDelivery", func(ctx context.Context) (err error) {
+		v, err = b.s.FinishWebhookDelivery(ctx, o, actor, env)
+		return err
+	})
 	return v, err
 }
 

@@ -38,24 +38,13 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 	server := httptest.NewServer(s.handler)
 	t.Cleanup(server.Close)
 
-	// Everything not on loopback goes to this proxy, which refuses it and
-	// remembers it; host names do not resolve anyway.
-	var leaked []string
-	var leakedMu sync.Mutex
-	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leakedMu.Lock()
-		leaked = append(leaked, r.Method+" "+r.Host+r.URL.Path)
-		leakedMu.Unlock()
-		http.Error(w, "no network in this test", http.StatusForbidden)
-	}))
-	t.Cleanup(proxy.Close)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	b := startBrowser(t, ctx, chromium, proxy.URL)
+	b := startBrowser(t, ctx, chromium)
 	page := b.page(ctx)
 	page.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 1400, "deviceScaleFactor": 1, "mobile": false})
 	page.call(ctx, "Page.navigate", map[string]any{"url": server.URL + "/docs"})
+	defer page.checkNoViolations(ctx)
 
 	// The page shows the three operations.
 	page.waitFor(ctx, "the operations", `document.querySelectorAll('.opblock').length >= 3`)
@@ -110,7 +99,7 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 		}
 	}
 	page.eval(ctx, `document.querySelector('`+op+` .responses-wrapper').scrollIntoView()`, nil)
-	b.screenshot(ctx, t, page)
+	page.screenshot(ctx, "docs-try-it-out")
 
 	// Try it out on createPet twice: two pets, not one replayed under an
 	// example Idempotency-Key.
@@ -155,13 +144,21 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 	if !calledAPI {
 		t.Errorf("no GET /v1/pets with the key among the page's requests: %v", requests)
 	}
+	b.checkNothingWentWrong()
+}
+
+// checkNothingWentWrong fails the test for each problem the page reported
+// (an exception, an error logged, a policy violation, a dialog) and each
+// request that tried to leave loopback.
+func (b *browser) checkNothingWentWrong() {
+	b.t.Helper()
 	for _, problem := range b.problems() {
-		t.Errorf("the page reported: %s", problem)
+		b.t.Errorf("the page reported: %s", problem)
 	}
-	leakedMu.Lock()
-	defer leakedMu.Unlock()
-	for _, l := range leaked {
-		t.Errorf("the browser tried to leave loopback: %s", l)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.leaked {
+		b.t.Errorf("the browser tried to leave loopback: %s", l)
 	}
 }
 
@@ -198,6 +195,8 @@ type browser struct {
 	calls  map[int]chan cdpMessage
 	reqs   []pageRequest
 	issues []string
+	leaked []string // requests that went for another host
+	shots  string   // where the screenshots go
 }
 
 type pageRequest struct{ url, authorization string }
@@ -213,10 +212,19 @@ type cdpMessage struct {
 	} `json:"error,omitempty"`
 }
 
-// startBrowser starts headless Chromium with proxy as the way out for
-// anything that is not on loopback.
-func startBrowser(t *testing.T, ctx context.Context, chromium, proxy string) *browser {
+// startBrowser starts headless Chromium whose way out, for anything that
+// is not on loopback, is a proxy that refuses it and remembers it (host
+// names do not resolve anyway).
+func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 	t.Helper()
+	b := &browser{t: t, calls: map[int]chan cdpMessage{}}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b.mu.Lock()
+		b.leaked = append(b.leaked, r.Method+" "+r.Host+r.URL.Path)
+		b.mu.Unlock()
+		http.Error(w, "no network in this test", http.StatusForbidden)
+	}))
+	t.Cleanup(proxy.Close)
 	toBrowser, commands, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +240,10 @@ func startBrowser(t *testing.T, ctx context.Context, chromium, proxy string) *br
 		"--disable-component-extensions-with-background-pages", "--disable-client-side-phishing-detection",
 		"--disable-breakpad", "--disable-domain-reliability", "--disable-field-trial-config",
 		"--metrics-recording-only", "--no-service-autorun", "--password-store=basic", "--use-mock-keychain",
-		"--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication,NetworkTimeServiceQuerying",
+		"--disable-features=Translate,OptimizationHints,OptimizationHintsFetching,OptimizationGuideModelDownloading,"+
+			"OptimizationTargetPrediction,MediaRouter,AutofillServerCommunication,NetworkTimeServiceQuerying,"+
+			"CertificateTransparencyComponentUpdater",
+		"--safebrowsing-disable-auto-update",
 		// Chromium's own services (Google sign-in's account list, on-demand
 		// component installs) call Google even on about:blank, and no
 		// switch turns them off: their addresses are pointed at a closed
@@ -241,7 +252,7 @@ func startBrowser(t *testing.T, ctx context.Context, chromium, proxy string) *br
 		"--gaia-url=http://127.0.0.1:9/", "--component-updater=url-source=http://127.0.0.1:9/",
 		"--user-data-dir="+t.TempDir(),
 		`--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
-		"--proxy-server="+proxy, "--proxy-bypass-list=127.0.0.1",
+		"--proxy-server="+proxy.URL, "--proxy-bypass-list=127.0.0.1",
 		"--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // its fd 3 and fd 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -252,7 +263,7 @@ func startBrowser(t *testing.T, ctx context.Context, chromium, proxy string) *br
 	}
 	toBrowser.Close()
 	fromBrowser.Close()
-	b := &browser{t: t, cmd: cmd, out: commands, calls: map[int]chan cdpMessage{}}
+	b.cmd, b.out = cmd, commands
 	go b.read(answers)
 	t.Cleanup(func() {
 		// The browser and its helpers are in their own process group.
@@ -320,6 +331,11 @@ func (b *browser) event(m cdpMessage) {
 		}
 		json.Unmarshal(m.Params, &p)
 		b.reqs = append(b.reqs, pageRequest{url: p.URL})
+	case "Page.javascriptDialogOpening":
+		// A dialog the page opened (an alert of injected script, say):
+		// a failure, dismissed so that the page goes on.
+		b.issues = append(b.issues, "a dialog opened: "+string(m.Params))
+		go b.send(context.Background(), m.SessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": false})
 	case "Runtime.exceptionThrown":
 		b.issues = append(b.issues, "exception: "+string(m.Params))
 	case "Log.entryAdded":
@@ -330,8 +346,11 @@ func (b *browser) event(m cdpMessage) {
 		}
 		json.Unmarshal(m.Params, &p)
 		// A refused request or a policy violation; a missing
-		// /favicon.ico is not the page's doing.
-		if p.Entry.Level == "error" && !strings.HasSuffix(p.Entry.URL, "/favicon.ico") {
+		// /favicon.ico is not the page's doing, nor is an answer of the
+		// API with an error status (a test asks for those: the leaked
+		// requests are kept apart).
+		answered := strings.HasPrefix(p.Entry.Text, "Failed to load resource: the server responded with a status of")
+		if p.Entry.Level == "error" && !strings.HasSuffix(p.Entry.URL, "/favicon.ico") && !answered {
 			b.issues = append(b.issues, p.Entry.Text+" "+p.Entry.URL)
 		}
 	}
@@ -406,6 +425,10 @@ func (b *browser) page(ctx context.Context) *tab {
 		for _, domain := range []string{"Page", "Network", "Runtime", "Log"} {
 			p.call(ctx, domain+".enable", map[string]any{})
 		}
+		// Every Content-Security-Policy violation, as the page itself hears
+		// of it (the browser runs this before any script of the page's).
+		p.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `window.__violations = [];
+			document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));`})
 		return p
 	}
 	b.t.Fatalf("no page among the browser's targets: %s", raw)
@@ -460,15 +483,63 @@ func (p *tab) waitFor(ctx context.Context, what, condition string) {
 	}
 }
 
+// checkNoViolations fails the test for each Content-Security-Policy
+// violation the page heard of.
+func (p *tab) checkNoViolations(ctx context.Context) {
+	p.b.t.Helper()
+	var violations []string
+	p.eval(ctx, `window.__violations || []`, &violations)
+	for _, v := range violations {
+		p.b.t.Errorf("Content-Security-Policy violation: %s", v)
+	}
+}
+
+// typeInto focuses the element that selector finds and types text into
+// it, as a user's keyboard would.
+func (p *tab) typeInto(ctx context.Context, selector, text string) {
+	p.b.t.Helper()
+	p.waitFor(ctx, selector, "document.querySelector("+jsString(selector)+")")
+	p.eval(ctx, "document.querySelector("+jsString(selector)+").focus()", nil)
+	p.call(ctx, "Input.insertText", map[string]any{"text": text})
+}
+
+// press sends one key (Enter, Tab) to the element that has the focus.
+func (p *tab) press(ctx context.Context, key string, code int) {
+	p.b.t.Helper()
+	down := map[string]any{"type": "keyDown", "key": key, "code": key, "windowsVirtualKeyCode": code}
+	if key == "Enter" {
+		down["text"] = "\r" // what submits a form
+	}
+	p.call(ctx, "Input.dispatchKeyEvent", down)
+	p.call(ctx, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": key, "windowsVirtualKeyCode": code})
+}
+
+// text is the text of the element that selector finds.
+func (p *tab) text(ctx context.Context, selector string) string {
+	p.b.t.Helper()
+	p.waitFor(ctx, selector, "document.querySelector("+jsString(selector)+")")
+	var s string
+	p.eval(ctx, "document.querySelector("+jsString(selector)+").textContent", &s)
+	return s
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // click clicks the element that selector finds, as a user's click would.
 func (p *tab) click(ctx context.Context, selector string) {
 	p.b.t.Helper()
-	p.waitFor(ctx, selector, "document.querySelector('"+selector+"')")
-	p.eval(ctx, "document.querySelector('"+selector+"').click()", nil)
+	p.waitFor(ctx, selector, "document.querySelector("+jsString(selector)+")")
+	p.eval(ctx, "document.querySelector("+jsString(selector)+").click()", nil)
 }
 
-// screenshot keeps a picture of the page for CI, outside the repository.
-func (b *browser) screenshot(ctx context.Context, t *testing.T, p *tab) {
+// screenshot keeps a picture of the page for CI, outside the repository,
+// as name.png.
+func (p *tab) screenshot(ctx context.Context, name string) {
+	t := p.b.t
 	t.Helper()
 	raw := p.call(ctx, "Page.captureScreenshot", map[string]any{"format": "png"})
 	var shot struct{ Data string }
@@ -477,17 +548,24 @@ func (b *browser) screenshot(ctx context.Context, t *testing.T, p *tab) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	dir := os.Getenv("PETSTORE_ARTIFACTS")
+	p.b.mu.Lock()
+	dir := p.b.shots
+	p.b.mu.Unlock()
 	if dir == "" {
-		if dir, err = os.MkdirTemp("", "petstore-browser-test-"); err != nil {
+		if dir = os.Getenv("PETSTORE_ARTIFACTS"); dir == "" {
+			if dir, err = os.MkdirTemp("", "petstore-browser-test-"); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+		p.b.mu.Lock()
+		p.b.shots = dir
+		p.b.mu.Unlock()
 	}
-	path := filepath.Join(dir, "docs-try-it-out.png")
+	path := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot of /docs after Try it out: %s", path)
+	t.Logf("screenshot %s: %s", name, path)
 }

@@ -27,9 +27,9 @@ type cliCommand struct {
 func cliCommands() []cliCommand {
 	return []cliCommand{
 		{"serve", "[--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]", serveCommand},
-		{"keys create", "[--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...]", keysCreate},
+		{"keys create", "[--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...] [--external-id TEXT]", keysCreate},
 		{"keys list", "[--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]", toStdout(keysList)},
-		{"keys update", "[--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never]", toStdout(keysUpdate)},
+		{"keys update", "[--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never] [--external-id TEXT|\"\"]", toStdout(keysUpdate)},
 		{"keys roll", "[--db FILE|URL] KEY_ID [--overlap DURATION]", keysRoll},
 		{"keys revoke", "[--db FILE|URL] KEY_ID", toStdout(keysRevoke)},
 		{"admin create", "[--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]", adminCreate},

@@ -43,7 +43,7 @@ var (
 	// in output.
 	cliAnyKey = regexp.MustCompile(`ps[ka]_(?:live|test)_[0-9A-Za-z]+`)
 	// cliServing is the log line that tells where the server listens.
-	cliServing = regexp.MustCompile(`msg=serving addr=http://(127\.0\.0\.1:[0-9]+)`)
+	cliServing = regexp.MustCompile(`msg=serving addr=(https?://127\.0\.0\.1:[0-9]+)`)
 )
 
 // The binary, built once per test process.
@@ -298,7 +298,8 @@ type runningPetstore struct {
 }
 
 // startPetstore starts the binary in dir with args and --addr
-// 127.0.0.1:0 unless args give one, and returns once /healthz answers. The
+// 127.0.0.1:0 unless args give one, and returns once /healthz answers
+// (once it serves, over https). The
 // process is killed when the test ends, and its output is checked for keys.
 func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
@@ -329,8 +330,10 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 		close(s.exited)
 	}()
 	t.Cleanup(s.cleanup)
-	s.url = "http://" + waitServing(t, s.stderr, s.exited)
-	waitHealthy(t, s.client, s.url)
+	s.url = waitServing(t, s.stderr, s.exited)
+	if strings.HasPrefix(s.url, "http://") { // over https, the caller's client knows the root to trust
+		waitHealthy(t, s.client, s.url)
+	}
 	s.bootstrap = bootstrapKeyIn(t, s.stderr.String())
 	return s
 }
@@ -354,7 +357,8 @@ func bootstrapKeyIn(t *testing.T, stderr string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// waitServing returns HOST:PORT from the "serving" log line.
+// waitServing returns the URL of the "serving" log line, http://HOST:PORT
+// or https://HOST:PORT.
 func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) string {
 	t.Helper()
 	var addr string
@@ -891,7 +895,7 @@ func runServing(t *testing.T, env map[string]string, args ...string) *inProcess 
 		close(p.exited)
 	}()
 	t.Cleanup(func() { cancel(); <-p.exited }) // before the database's directory goes
-	p.url = "http://" + waitServing(t, p.stderr, p.exited)
+	p.url = waitServing(t, p.stderr, p.exited)
 	return p
 }
 

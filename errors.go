@@ -27,11 +27,14 @@ const (
 	codeInternal             = "internal_error"
 	codeNotImplemented       = "not_implemented"
 	codeUnavailable          = "unavailable"
+	// codeMisdirectedRequest: the admin listener's, for a Host that is
+	// not its own (admin_host.go).
+	codeMisdirectedRequest = "misdirected_request"
 )
 
 // adminOnlyCodes are the codes only the admin API answers: openapi.yaml
 // (the pet API) leaves them out, admin-openapi.yaml has them.
-var adminOnlyCodes = []string{codeConflict}
+var adminOnlyCodes = []string{codeConflict, codeMisdirectedRequest}
 
 var codeStatus = map[string]int{
 	codeInvalidRequest:       http.StatusBadRequest,
@@ -50,6 +53,7 @@ var codeStatus = map[string]int{
 	codeInternal:             http.StatusInternalServerError,
 	codeNotImplemented:       http.StatusNotImplemented,
 	codeUnavailable:          http.StatusServiceUnavailable,
+	codeMisdirectedRequest:   http.StatusMisdirectedRequest,
 }
 
 // Error is a failure a client is told about: its code decides the HTTP status

@@ -28,8 +28,9 @@ const (
 
 // healthCheck tells whether r is a load balancer's or an orchestrator's
 // probe (GET or HEAD /healthz or /readyz): its answers are not the API's,
-// so a 503 of /readyz during an outage (ten a second from each prober) is
-// neither an ERROR line nor a 5xx of the request metrics; the outage is
+// so they are logged at DEBUG, and a 503 of /readyz during an outage (ten a
+// second from each prober) is neither an ERROR line nor a 5xx of the
+// request metrics; the outage is
 // logged once as it starts and once as it ends, and petstore_database_down
 // follows it.
 func healthCheck(r *http.Request) bool {
@@ -270,6 +271,15 @@ func methodNotAllowed(allow string) http.Handler {
 func notFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(codeNotFound, "no resource at %s", r.URL.Path))
+	})
+}
+
+// adminElsewhere answers the admin API's paths on the public listener: 404,
+// with where the admin API is served.
+func adminElsewhere() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errorf(codeNotFound, "no resource at %s on this listener: the admin API is served only on the admin listener, "+
+			"petstore serve --admin-addr HOST:PORT, under /admin/v1 (docs/admin.md)", r.URL.Path))
 	})
 }
 

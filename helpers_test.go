@@ -251,10 +251,19 @@ func (s *testServer) do(method, target, key, body string, header ...string) *htt
 }
 
 // admin sends a request to the admin listener's handler, with token as its
-// bearer credential ("" sends none).
+// bearer credential ("" sends none), as a client on its host does.
 func (s *testServer) admin(method, target, token, body string, header ...string) *httptest.ResponseRecorder {
 	s.t.Helper()
-	return s.send(s.adminHandler, method, target, token, body, header...)
+	return s.send(onAdminHost(s.adminHandler), method, target, token, body, header...)
+}
+
+// onAdminHost is h with each request sent to Host localhost:9090, a name
+// the admin listener answers to (httptest's requests have example.com).
+func onAdminHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Host = "localhost:9090"
+		h.ServeHTTP(w, r)
+	})
 }
 
 // send sends a request through h, as do describes.

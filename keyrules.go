@@ -56,13 +56,24 @@ var (
 	jsonFields = keyFields{"plan", "perMinute", "perDay"}
 )
 
+// maxLimit caps an enterprise key's requests per minute and per day (README.md,
+// "Plans and limits"): far above any plan, and low enough that every figure
+// the limiters work out from it (tokens in 1/60000 parts, in a double in
+// Redis's script) stays exact and every header stays a count of 0 or more.
+const maxLimit = 1_000_000_000
+
 // limitsOf are the limits of plan: its published figures, or for
 // enterprise perMinute and perDay, which only enterprise takes (0: not
 // given). A refusal is invalid_request naming the field by f.
 func limitsOf(plan string, perMinute, perDay int64, f keyFields) (limits, error) {
 	if plan == "enterprise" {
-		if perMinute < 1 || perDay < 1 {
+		switch {
+		case perMinute < 1 || perDay < 1:
 			return limits{}, errInvalid("the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
+		case perMinute > maxLimit:
+			return limits{}, errInvalid("%s must be at most %d, not %d", f.perMinute, maxLimit, perMinute)
+		case perDay > maxLimit:
+			return limits{}, errInvalid("%s must be at most %d, not %d", f.perDay, maxLimit, perDay)
 		}
 		return limits{PerMinute: perMinute, PerDay: perDay}, nil
 	}
@@ -96,6 +107,7 @@ type keyChange struct {
 	Name              *string
 	Scopes            *scopeSet
 	Expires           *time.Time // the zero time: never
+	ExternalID        *string    // "": none
 }
 
 // apply is k changed at now; a revoked key, or terms that break the rules
@@ -139,6 +151,9 @@ func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 			return k, errInvalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
 		}
 		k.ExpiresAt = *c.Expires
+	}
+	if c.ExternalID != nil {
+		k.ExternalID = *c.ExternalID
 	}
 	return k, nil
 }

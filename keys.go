@@ -59,8 +59,10 @@ func parseLifetime(s string) (time.Duration, error) {
 
 // parseExpires reads --expires: an RFC 3339 time or a duration from now,
 // which must end after now. The expiry is rounded up to a whole second.
-func parseExpires(s string, now time.Time) (time.Time, error) {
-	at, err := expiresOf("--expires", s, now)
+// never is the word for no expiry where the command takes one ("" where
+// it does not), for the message of a refusal.
+func parseExpires(s, never string, now time.Time) (time.Time, error) {
+	at, err := expiresOf("--expires", s, never, now)
 	if err != nil {
 		return time.Time{}, usagef("%s", err.Error())
 	}
@@ -69,9 +71,13 @@ func parseExpires(s string, now time.Time) (time.Time, error) {
 
 // expiresOf reads an expiry given as field (--expires, expires): an RFC
 // 3339 time or a duration from now, which must end after now, rounded up
-// to a whole second. A refusal is invalid_request naming field.
-func expiresOf(field, s string, now time.Time) (time.Time, error) {
-	const want = "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
+// to a whole second. A refusal is invalid_request naming field, and every
+// form it takes: never too, when it is not "".
+func expiresOf(field, s, never string, now time.Time) (time.Time, error) {
+	want := "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
+	if never != "" {
+		want = "an RFC 3339 time (2027-01-31T00:00:00Z), a duration from now (90d, 12h, 30m) or " + never
+	}
 	at, err := time.Parse(time.RFC3339, s)
 	if err != nil {
 		d, err := parseLifetime(s)
@@ -119,6 +125,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fs.Int64Var(&rpm, "rpm", 0, "requests per minute (enterprise only, required there)")
 	fs.Int64Var(&rpd, "rpd", 0, "requests per day (enterprise only, required there)")
 	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m); default never")
+	externalID := externalIDFlag(fs, "your own reference for the key (a customer, an account), held by one key at a time that is not revoked")
 	var scopeFlags []string
 	fs.Func("scope", "what the key may do: pets:read (list and read pets, GET /v1/rate_limit), pets:write (add pets); repeat the flag or separate scopes by commas (default both)", func(v string) error {
 		scopeFlags = append(scopeFlags, v)
@@ -139,9 +146,12 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := checkLabel("--name", name); err != nil {
 		return usagef("%v", err)
 	}
+	if err := externalID.check(fs, false); err != nil {
+		return err
+	}
 	var expires time.Time
 	if expiresFlag != "" || given(fs, "expires") {
-		if expires, err = parseExpires(expiresFlag, time.Now()); err != nil {
+		if expires, err = parseExpires(expiresFlag, "", time.Now()); err != nil {
 			return err
 		}
 	}
@@ -152,6 +162,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	defer store.Close()
 	k, token, err := createKey(ctx, store, apiKey{
 		Env: c.db.env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
+		ExternalID: *externalID.value,
 	}, commandActor())
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
@@ -169,8 +180,34 @@ func checkLabel(field, name string) error {
 	if err := checkName(field, name); err != nil {
 		return err
 	}
-	if strings.Contains(name, "psk_") || strings.Contains(name, "psa_") {
+	return refuseSecret(field, name)
+}
+
+// refuseSecret refuses a value (a name, an externalId) that holds the text
+// of an API key or an admin token, or looks as if it might: it is shown in
+// lists, kept in the append-only audit trail and sent in key.* webhooks.
+func refuseSecret(field, value string) error {
+	if strings.Contains(value, "psk_") || strings.Contains(value, "psa_") {
 		return fmt.Errorf("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
+	}
+	return nil
+}
+
+// externalIDOption is --external-id of keys create and keys update.
+type externalIDOption struct{ value *string }
+
+func externalIDFlag(fs *flag.FlagSet, usage string) externalIDOption {
+	return externalIDOption{fs.String("external-id", "", usage+": 1 to 255 printable characters, never a key or token")}
+}
+
+// check refuses a value that breaks the rule of an externalId (exit status
+// 2, naming the flag); with clear, "" is allowed: it removes the one held.
+func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
+	if !given(fs, "external-id") || (clear && *o.value == "") {
+		return nil
+	}
+	if err := checkExternalID("--external-id", *o.value); err != nil {
+		return usagef("%s", errorMessage(err))
 	}
 	return nil
 }
@@ -473,6 +510,7 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 		return nil
 	})
 	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
+	externalID := externalIDFlag(fs, "the new reference for the key (a customer, an account); \"\" removes it")
 	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
@@ -521,14 +559,20 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	if given(fs, "expires") {
 		var at time.Time
 		if expiresFlag != "never" {
-			if at, err = parseExpires(expiresFlag, now); err != nil {
+			if at, err = parseExpires(expiresFlag, "never (no expiry)", now); err != nil {
 				return err
 			}
 		}
 		change.Expires = &at
 	}
+	if given(fs, "external-id") {
+		if err := externalID.check(fs, true); err != nil {
+			return err
+		}
+		change.ExternalID = externalID.value
+	}
 	if change == (keyChange{}) {
-		return usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope or --expires")
+		return usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {

@@ -49,8 +49,8 @@ const (
 
 // The values a sequence picks from: boundaries, mostly.
 var (
-	fuzzPerMinute = []int64{1, 3, 7, 60, 90, 300, 1000, 2}
-	fuzzPerDay    = []int64{1, 2, 5, 20, 100, 1000, 3, 50}
+	fuzzPerMinute = []int64{1, 3, 7, 60, 90, 300, 1000, maxLimit}
+	fuzzPerDay    = []int64{1, 2, 5, 20, 100, 1000, maxLimit, 50}
 	fuzzBanAfter  = []int64{0, 1, 2, 3, 10}
 	fuzzBanFor    = []time.Duration{time.Second, 5 * time.Second, 90 * time.Second, 15 * time.Minute}
 	// How long before a UTC midnight a sequence starts.

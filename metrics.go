@@ -40,6 +40,7 @@ type metrics struct {
 	dbCalls       *prometheus.HistogramVec
 	redisCalls    *prometheus.HistogramVec
 	deliveries    map[string]prometheus.Counter // webhook deliveries by outcome
+	tls           *tlsMetrics
 }
 
 // requestBuckets are OpenTelemetry's default histogram boundaries (in
@@ -123,6 +124,7 @@ func newMetrics() *metrics {
 		m.deliveries[state] = deliveries.WithLabelValues(outcome)
 	}
 
+	m.tls = newTLSMetrics(m.registry)
 	build := readBuildInfo()
 	m.registry.MustRegister(
 		deliveries,

@@ -155,7 +155,10 @@ func recordedStatus(r *http.Request, written int) int {
 
 func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, status int, sw *statusWriter, start, end time.Time) {
 	level := slog.LevelInfo
-	if status >= 500 && !healthCheck(r) {
+	switch {
+	case healthCheck(r): // a load balancer's, one a second on every server
+		level = slog.LevelDebug
+	case status >= 500:
 		level = slog.LevelError
 	}
 	h := logger.Handler()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -22,8 +23,10 @@ var hiddenCharacters = []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Zl,
 // error or a 400.
 func checkName(field, value string) error {
 	const rule = "printable text of at most %d characters (valid UTF-8, no control, format or line-separator characters)"
-	if !utf8.ValidString(value) {
-		return fmt.Errorf("%s must be "+rule+": it is not valid UTF-8", field, maxNameLen)
+	// encoding/json turns invalid UTF-8 and lone surrogates into U+FFFD
+	// without a word, as /v1 refuses in a pet's name: refused alike.
+	if !utf8.ValidString(value) || strings.ContainsRune(value, utf8.RuneError) {
+		return fmt.Errorf("%s must be "+rule+": it is not valid UTF-8 (invalid bytes, a lone surrogate or U+FFFD)", field, maxNameLen)
 	}
 	if n := utf8.RuneCountInString(value); n > maxNameLen {
 		return fmt.Errorf("%s must be "+rule+": it has %d", field, maxNameLen, n)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -135,6 +136,34 @@ func TestOneLogLinePerRequestWithoutTheKey(t *testing.T) {
 	}
 	if id := w.Header().Get("X-Request-Id"); id == "" || !strings.Contains(lines[2], id) {
 		t.Errorf("generated request id %q not in the log line %s", id, lines[2])
+	}
+}
+
+// A load balancer checks /readyz once a second on every server: the health
+// checks are logged at DEBUG, out of an INFO log and in a DEBUG one.
+func TestHealthChecksAreLoggedAtDebug(t *testing.T) {
+	for _, level := range []string{"info", "debug"} {
+		t.Run(level, func(t *testing.T) {
+			var logs syncBuffer
+			logger, _ := newLogger(&logs, "text", level)
+			s := newTestServerWith(t, testOptions{logger: logger})
+			for _, target := range []string{"/healthz", "/readyz", "/v1/pets"} {
+				s.do("GET", target, "", "")
+			}
+			for _, tc := range []struct{ path, wantLevel string }{
+				{"/healthz", "DEBUG"}, {"/readyz", "DEBUG"}, {"/v1/pets", "INFO"},
+			} {
+				line := regexp.MustCompile(`(?m)^.* level=(\w+) msg=request method=GET path=` + tc.path + ` .*$`).FindStringSubmatch(logs.String())
+				switch {
+				case level == "info" && tc.wantLevel == "DEBUG" && line != nil:
+					t.Errorf("at --log-level info, the health check is logged: %s", line[0])
+				case (level == "debug" || tc.wantLevel == "INFO") && line == nil:
+					t.Errorf("no line for %s at --log-level %s:\n%s", tc.path, level, logs.String())
+				case line != nil && line[1] != tc.wantLevel:
+					t.Errorf("%s logged at %s, want %s: %s", tc.path, line[1], tc.wantLevel, line[0])
+				}
+			}
+		})
 	}
 }
 

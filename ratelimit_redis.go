@@ -198,8 +198,13 @@ func (r *redisLimiter) answer(ctx context.Context, id callerID, lim limits, cost
 	case err != nil:
 		return standing{}, err
 	}
-	if a.status == scriptAllowed && cost > 0 {
+	switch {
+	case a.status == scriptAllowed && cost > 0:
 		r.ledger.granted(id, a.day)
+	case a.status == scriptBanned || a.status == scriptBanStart:
+		// Held here at once, not only once stored and read back: the
+		// fallback keeps it should Redis go away now.
+		r.bans.hold(id, time.UnixMilli(a.extra), r.now())
 	}
 	return r.standing(a, sharedLimits(lim), cost == 0), nil
 }

@@ -490,7 +490,7 @@ func TestServeStartsWhileRedisIsAway(t *testing.T) {
 		close(exited)
 	}()
 	t.Cleanup(func() { cancel(); <-exited })
-	base := "http://" + waitServing(t, stderr, exited)
+	base := waitServing(t, stderr, exited)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	waitHealthy(t, client, base)

@@ -6,9 +6,10 @@ import "net/http"
 // spending anything (GitHub's GET /rate_limit is the model).
 
 // budget is whom a key's requests are counted against, and its limits: the
-// keys of one roll share one budget.
+// keys of one roll share one budget. A key stored before figures were
+// capped is limited at the cap.
 func (k *apiKey) budget() (callerID, limits) {
-	return callerID{keyID: k.BudgetID}, limits{PerMinute: k.PerMinute, PerDay: k.PerDay}
+	return callerID{keyID: k.BudgetID}, limits{PerMinute: min(k.PerMinute, maxLimit), PerDay: min(k.PerDay, maxLimit)}
 }
 
 // uncounted sends a request with a valid key that holds need to peeked,
@@ -66,7 +67,7 @@ func appendWindow(b []byte, win window) []byte {
 	b = append(b, `{"limit":`...)
 	b = appendInt(b, win.limit)
 	b = append(b, `,"remaining":`...)
-	b = appendInt(b, win.remaining)
+	b = appendInt(b, max(0, win.remaining))
 	b = append(b, `,"reset":`...)
 	b = appendInt(b, win.reset.Unix())
 	return append(b, '}')

@@ -110,6 +110,8 @@ func newServer(a *app) http.Handler {
 	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
 	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
 	addDocsRoutes(mux)
+	mux.Handle("/admin/v1/", adminElsewhere())
+	mux.Handle("/admin/v1", adminElsewhere())
 	mux.Handle("/", notFound())
 
 	return chain(mux, logRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
@@ -151,10 +153,10 @@ func adminRoutes(a *app) []route {
 		{"GET /admin/v1/bans", withAdminToken, scopeKeysRead, handleAdminListBans(d)},
 		{"DELETE /admin/v1/bans/{subject}", withAdminToken, scopeKeysWrite, handleAdminLiftBan(d, a.env)},
 		{"GET /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminListWebhooks(d)},
-		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d)},
-		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d)},
-		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d)},
-		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d, a.env)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d, a.env)},
 		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, scopeWebhooks, handleAdminTestWebhook(d)},
 		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, scopeWebhooks, handleAdminWebhookDeliveries(d)},
 		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, scopeWebhooks, handleAdminResendWebhook(d)},
@@ -186,7 +188,8 @@ func adminRoutes(a *app) []route {
 
 // newAdminServer is the admin listener's handler: the metrics and the
 // profiles (with metrics), and the admin API, whose requests pass
-// logRequests as the public API's do. None of it is ever served on the
+// logRequests as the public API's do; each only for a Host of the admin
+// listener's own (requireAdminHost). None of it is ever served on the
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
@@ -204,10 +207,14 @@ func newAdminServer(a *app) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)
 	mux.Handle("/admin/v1", logged)
+	console := http.NewServeMux()
+	addConsoleRoutes(console)
+	mux.Handle("/console/", chain(console, logRequests(a.logger, a.metrics)))
+	mux.Handle("/console", chain(console, logRequests(a.logger, a.metrics)))
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}
-	return mux
+	return chain(mux, requireAdminHost(a.adminHosts))
 }
 
 // metricsHandler serves the metrics and the profiles. /debug/pprof/cmdline
@@ -221,7 +228,7 @@ func metricsHandler(m *metrics) http.Handler {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md)\n"))
+		w.Write([]byte("petstore admin: GET /metrics (Prometheus), /debug/pprof/ (profiles), /admin/v1/ (the admin API, docs/admin.md), /console/ (the owner's console)\n"))
 	})
 	return mux
 }

@@ -178,7 +178,7 @@ func TestEveryRouteRunsItsStepsInOrder(t *testing.T) {
 		send(rt, s.handler, key)
 	}
 	for _, rt := range adminRoutes(s.app) {
-		send(rt, s.adminHandler, token)
+		send(rt, onAdminHost(s.adminHandler), token)
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,8 +56,11 @@ func (l serverLimits) admin() serverLimits {
 
 type serveConfig struct {
 	dbFlags
-	addr       string
-	adminAddr  string
+	addr      string
+	adminAddr string
+	// adminHosts are the names the admin listener answers to besides IP
+	// addresses and localhost (--admin-host).
+	adminHosts []string
 	trustProxy bool
 	redis      string
 	banAfter   int
@@ -76,6 +80,7 @@ type serveConfig struct {
 	// bootstrapKeyFile is where the first key goes when standard error is
 	// not a terminal; "" for the default (bootstrapKeyPath).
 	bootstrapKeyFile string
+	https            httpsConfig
 }
 
 // defaultDBTimeout is --db-timeout's default: far above what a healthy
@@ -90,6 +95,11 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
+	fs.Func("admin-host", "host names the admin listener answers to besides IP addresses and localhost, NAME[,NAME...]; another Host is refused 421 (a DNS-rebinding page)", func(v string) error {
+		names, err := parseAdminHosts(v)
+		cfg.adminHosts = append(cfg.adminHosts, names...)
+		return err
+	})
 	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
 	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
@@ -99,6 +109,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
 	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
+	cfg.https.register(fs)
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and unique-local addresses (a receiver on this network); refused otherwise")
 	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
 	rest, err := parseFlags(fs, args, getenv, stdout)
@@ -122,6 +133,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		if err := checkListenAddr("--admin-addr", cfg.adminAddr); err != nil {
 			return err
 		}
+	}
+	if err := cfg.https.check(cfg.adminAddr); err != nil {
+		return err
 	}
 	if cfg.shutdownDelay < 0 {
 		return usagef("--shutdown-delay must be 0 or more")
@@ -188,33 +202,38 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		// go-redis has one logger for the whole process: this one.
 		redis.SetLogger(redisLog{logger})
 	}
+	tr, err := newTransport(cfg, logger, m)
+	if err != nil {
+		return err
+	}
 	a, err := newApp(ctx, cfg, appDeps{now: time.Now, logger: logger, metrics: m})
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	api, err := listen(cfg.addr, "", httpServer(a.handler, apiLimits, logger))
+	api, err := listen(cfg.addr, "", withTLS(httpServer(tr.wrap(a.handler), apiLimits, logger), logger, tr.api))
 	if err != nil {
 		return err
 	}
 	defer api.ln.Close()
 	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, a.store, cfg, baseURL(api.ln.Addr()), stderr, logger); err != nil {
+	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), api.ln.Addr()), stderr, logger); err != nil {
 		return err
 	}
 	ports := []port{api}
-	serving := []any{"addr", "http://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
+	serving := []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
 	if m != nil {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", httpServer(a.adminHandler, apiLimits.admin(), logger))
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", withTLS(httpServer(a.adminHandler, apiLimits.admin(), logger), logger, tr.admin))
 		if err != nil {
 			return err
 		}
 		defer admin.ln.Close()
 		ports = append(ports, admin)
-		serving = append(serving, "admin", "http://"+admin.ln.Addr().String())
+		serving = append(serving, "admin", scheme(tr.admin)+"://"+admin.ln.Addr().String())
 	}
 	stopBackground := a.startBackground()
 	defer stopBackground()
+	defer tr.start(ctx)()
 	logger.Info("serving", serving...)
 	logs.Flush()
 	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs)
@@ -232,10 +251,19 @@ func checkListenAddr(flag, addr string) error {
 	return nil
 }
 
-// port is an HTTP server and the listener it serves.
+// port is an HTTP server and the listener it serves, over TLS when the
+// server has a TLSConfig.
 type port struct {
 	srv *http.Server
 	ln  net.Listener
+}
+
+// serve answers on the port until its server is shut down.
+func (p port) serve() error {
+	if p.srv.TLSConfig != nil {
+		return p.srv.ServeTLS(p.ln, "", "")
+	}
+	return p.srv.Serve(p.ln)
 }
 
 // listen takes addr for srv; which names the flag in an error.
@@ -261,13 +289,30 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger) *http.
 	}
 }
 
+// withTLS makes srv serve over TLS when tlsConfig is set: HTTP/2 within
+// http2Limits beside HTTP/1.1, headers up to headerLimit on both, and
+// failed handshakes logged at DEBUG.
+func withTLS(srv *http.Server, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
+	if tlsConfig != nil {
+		srv.TLSConfig = tlsConfig
+		srv.HTTP2 = http2Limits()
+		srv.ErrorLog = tlsErrorLog(logger)
+		// HTTP/2 counts a request's headers against MaxHeaderBytes plus
+		// ten fields' 32 bytes of overhead; HTTP/1.1 reads 4 KiB past it,
+		// so http1HeaderLimit holds it to headerLimit too.
+		srv.MaxHeaderBytes = headerLimit - h2HeaderPadding
+		srv.Handler = http1HeaderLimit(srv.Handler)
+	}
+	return srv
+}
+
 // serveUntil serves every port until ctx ends; then, after drainFor with
 // draining set, it stops them: no new connections, and requests in flight
 // finish up to shutdownTimeout.
 func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logBuffer) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {
-		go func() { served <- p.srv.Serve(p.ln) }()
+		go func() { served <- p.serve() }()
 	}
 	select {
 	case err := <-served:
@@ -304,13 +349,13 @@ func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, drain
 
 // baseURL is where a user on this machine reaches the server: an address
 // that listens on every interface is reached as localhost.
-func baseURL(addr net.Addr) string {
+func baseURL(scheme string, addr net.Addr) string {
 	ap, err := netip.ParseAddrPort(addr.String())
 	if err != nil {
-		return "http://" + addr.String()
+		return scheme + "://" + addr.String()
 	}
 	if ap.Addr().IsUnspecified() {
-		return "http://localhost:" + strconv.Itoa(int(ap.Port()))
+		return scheme + "://localhost:" + strconv.Itoa(int(ap.Port()))
 	}
-	return "http://" + ap.String()
+	return scheme + "://" + ap.String()
 }

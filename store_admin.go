@@ -96,8 +96,13 @@ func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(apiKey) (a
 		if after, err = change(before); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = ?, plan = ?, rpm = ?, rpd = ?, scopes = ?, expires_at = ? WHERE id = ?`,
-			after.Name, after.Plan, after.PerMinute, after.PerDay, after.Scopes.String(), nullUnix(after.ExpiresAt), id); err != nil {
+		if after.ExternalID != before.ExternalID {
+			if err := externalIDTaken(ctx, tx, after.ExternalID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE api_keys SET name = ?, plan = ?, rpm = ?, rpd = ?, scopes = ?, expires_at = ?, external_id = ? WHERE id = ?`,
+			after.Name, after.Plan, after.PerMinute, after.PerDay, after.Scopes.String(), nullUnix(after.ExpiresAt), nullText(after.ExternalID), id); err != nil {
 			return err
 		}
 		return insertAuditEvents(ctx, tx, updateEvent(before, after, actor, now))
@@ -105,8 +110,8 @@ func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(apiKey) (a
 	return before, after, err
 }
 
-// externalIDTaken refuses a new key with externalID while a key that is not
-// revoked holds it (409 conflict, naming that key). The table is locked
+// externalIDTaken refuses a new key with externalID, or a key changed to
+// hold it, while a key that is not revoked holds it (409 conflict, naming that key). The table is locked
 // first on PostgreSQL, so that two creates with one externalID at once
 // cannot both pass the check.
 func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {

@@ -103,7 +103,7 @@ var copyTables = []struct {
 	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *copied) *int64 { return &c.WebhookEvents }},
 	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
 		"last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookDeliveries }},
-	{"webhook_notices", []string{"mark", "at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
+	{"webhook_notices", []string{"mark", "at", "forget_at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
 	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *copied) *int64 { return &c.Bans }},
 }
 

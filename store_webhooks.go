@@ -47,7 +47,7 @@ func milliOrZero(n sql.NullInt64) time.Time {
 }
 
 // AddWebhookEndpoint stores e enabled, with its webhook.added event.
-func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor string) (webhookEndpoint, error) {
+func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor, env string) (webhookEndpoint, error) {
 	now := s.db.clock()
 	e.Enabled, e.CreatedAt = true, now.UTC().Truncate(time.Second)
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -57,7 +57,7 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, 
 		if err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -77,7 +77,7 @@ func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (webhookEndpoint,
 }
 
 // RemoveWebhookEndpoint deletes endpoint id and its deliveries.
-func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor string) error {
+func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		e, err := endpointForUpdate(ctx, tx, id)
@@ -90,13 +90,13 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor 
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, env, now, ""))
 	})
 }
 
 // RotateWebhookSecret gives endpoint id secret, the old one signing beside
 // it for overlap.
-func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (webhookEndpoint, error) {
+func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (webhookEndpoint, error) {
 	now := s.db.clock()
 	var e webhookEndpoint
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -109,7 +109,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
 			return err
 		}
-		ev := webhookAuditEvent(auditWebhookRotated, e, actor, now, "")
+		ev := webhookAuditEvent(auditWebhookRotated, e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
 		return insertAuditEvents(ctx, tx, ev)
 	})
@@ -117,7 +117,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 }
 
 // EnableWebhookEndpoint enables endpoint id; its failures start afresh.
-func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor string) (webhookEndpoint, error) {
+func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (webhookEndpoint, error) {
 	now := s.db.clock()
 	var e webhookEndpoint
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -129,7 +129,7 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor 
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -205,7 +205,8 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		for _, n := range notices {
-			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at) VALUES (?, ?) ON CONFLICT (mark) DO NOTHING`, n.Mark, now.UnixMilli())
+			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at, forget_at) VALUES (?, ?, ?) ON CONFLICT (mark) DO NOTHING`,
+				n.Mark, now.UnixMilli(), n.ForgetAt.UnixMilli())
 			if err != nil {
 				return err
 			}
@@ -220,9 +221,12 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 	})
 }
 
-// ClaimWebhookDeliveries claims due deliveries until now+claimFor. On
-// PostgreSQL the candidates are locked, skipping those another server's
-// claim has locked, so that two servers never claim one delivery.
+// ClaimWebhookDeliveries claims due deliveries until now+claimFor, an
+// endpoint at a time, the endpoint longest due first. Each endpoint's row
+// is locked while its deliveries are claimed (on PostgreSQL, skipping one
+// another server is claiming for), so that its live claims, counted then,
+// are every server's: together they never make more than
+// maxInFlightPerEndpoint attempts to one endpoint at once.
 func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 	take func(endpointID int64) bool) ([]claimedDelivery, error) {
 	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
@@ -238,52 +242,79 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 	var claimed []claimedDelivery
 	err := s.db.update(ctx, func(tx dbTx) error {
 		claimed = nil
-		query := `SELECT event_id, endpoint_id ` + due
-		args := []any{now.UnixMilli(), now.UnixMilli()}
+		query, args := `SELECT endpoint_id `+due, []any{now.UnixMilli(), now.UnixMilli()}
 		if len(skip) > 0 {
 			query += ` AND endpoint_id NOT IN (?` + strings.Repeat(", ?", len(skip)-1) + `)`
 			for _, id := range skip {
 				args = append(args, id)
 			}
 		}
-		query += ` ORDER BY next_at LIMIT ?` + tx.Dialect().skipLocked
-		args = append(args, limit)
-		type pick struct {
-			event    string
-			endpoint int64
+		endpoints, err := columnOf[int64](ctx, tx, query+` GROUP BY endpoint_id ORDER BY min(next_at) LIMIT ?`, append(args, limit)...)
+		for _, id := range endpoints {
+			if err != nil || len(claimed) >= limit {
+				break
+			}
+			var got []claimedDelivery
+			got, err = claimForEndpoint(ctx, tx, id, now, claimFor, limit-len(claimed), take)
+			claimed = append(claimed, got...)
 		}
-		var picked []pick
-		rows, err := tx.Query(ctx, query, args...)
-		err = each(rows, err, func(scan func(...any) error) error {
-			var p pick
-			if err := scan(&p.event, &p.endpoint); err != nil {
-				return err
-			}
-			if take(p.endpoint) {
-				picked = append(picked, p)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, p := range picked {
-			if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET claimed_until = ? WHERE event_id = ? AND endpoint_id = ?`,
-				now.Add(claimFor).UnixMilli(), p.event, p.endpoint); err != nil {
-				return err
-			}
-			c, err := claimedOf(ctx, tx, p.event, p.endpoint, now)
-			if err != nil {
-				return err
-			}
-			claimed = append(claimed, c)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return claimed, nil
+}
+
+// claimForEndpoint claims in tx up to limit of endpoint id's due
+// deliveries, the longest due first, as many as its live claims leave room
+// for and take accepts. An endpoint whose row another transaction holds
+// is left for the next round.
+func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, claimFor time.Duration, limit int,
+	take func(endpointID int64) bool) ([]claimedDelivery, error) {
+	var locked int64
+	err := tx.QueryRow(ctx, `SELECT id FROM webhook_endpoints WHERE id = ? AND enabled = 1`+tx.Dialect().skipLocked, id).Scan(&locked)
+	if errors.Is(err, errNoRows) {
+		return nil, nil
+	}
+	var live int
+	if err == nil {
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ? AND claimed_until > ?`, id, now.UnixMilli()).Scan(&live)
+	}
+	room := min(maxInFlightPerEndpoint-live, limit)
+	if err != nil || room <= 0 {
+		return nil, err
+	}
+	events, err := columnOf[string](ctx, tx, `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
+		AND next_at <= ? AND claimed_until <= ? ORDER BY next_at LIMIT ?`+tx.Dialect().skipLocked, id, now.UnixMilli(), now.UnixMilli(), room)
+	var claimed []claimedDelivery
+	for _, event := range events {
+		if err != nil || !take(id) {
+			break
+		}
+		if _, err = tx.Exec(ctx, `UPDATE webhook_deliveries SET claimed_until = ? WHERE event_id = ? AND endpoint_id = ?`,
+			now.Add(claimFor).UnixMilli(), event, id); err != nil {
+			break
+		}
+		var c claimedDelivery
+		if c, err = claimedOf(ctx, tx, event, id, now); err == nil {
+			claimed = append(claimed, c)
+		}
+	}
+	return claimed, err
+}
+
+// columnOf reads the one column of every row of query in tx.
+func columnOf[T any](ctx context.Context, tx dbTx, query string, args ...any) ([]T, error) {
+	var out []T
+	rows, err := tx.Query(ctx, query, args...)
+	err = each(rows, err, func(scan func(...any) error) error {
+		var v T
+		err := scan(&v)
+		out = append(out, v)
+		return err
+	})
+	return out, err
 }
 
 const deliveryColumns = `d.event_id, ev.type, d.endpoint_id, ev.at, d.state, d.attempts, d.next_at, d.last_attempt_at, d.last_status, d.last_error`
@@ -325,7 +356,7 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 
 // FinishWebhookDelivery records an attempt's outcome and what it does to
 // the endpoint.
-func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor string) (disabled string, err error) {
+func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor, env string) (disabled string, err error) {
 	at := o.At.UnixMilli()
 	if o.NextAt.IsZero() {
 		o.NextAt = o.At
@@ -372,7 +403,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, o.At, disabled))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, env, o.At, disabled))
 	})
 	return disabled, err
 }
@@ -436,20 +467,16 @@ func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, erro
 	return n, milliOrZero(oldest), err
 }
 
-// Kept for so long: the marks of quota notices (a day's mark is needed
-// only that day), and the deliveries that are over with their events.
-const (
-	keepQuotaMarks = 48 * time.Hour
-	keepDeliveries = 30 * 24 * time.Hour
-)
+// keepDeliveries is how long the deliveries that are over are kept, with
+// their events.
+const keepDeliveries = 30 * 24 * time.Hour
 
-// PruneWebhooks forgets, at now, the quota marks of days past and the
-// deliveries delivered or failed for keepDeliveries, with the events that
-// have no delivery left. The marks of expiry notices stay: a key's expiry
-// is announced once.
+// PruneWebhooks forgets, at now, the marks of notices past their forget_at
+// (by its index) and the deliveries delivered or failed for
+// keepDeliveries, with the events that have no delivery left.
 func (s sqlWebhooks) PruneWebhooks(ctx context.Context, now time.Time) error {
 	return s.db.update(ctx, func(tx dbTx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE mark LIKE 'quota:%' AND at < ?`, now.Add(-keepQuotaMarks).UnixMilli()); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM webhook_notices WHERE forget_at < ?`, now.UnixMilli()); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE state <> 'pending' AND last_attempt_at < ?`,

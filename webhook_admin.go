@@ -35,7 +35,7 @@ func handleAdminListWebhooks(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminAddWebhook(d adminDeps) http.Handler {
+func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 	fields := []string{"url", "events"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := decodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
@@ -63,7 +63,7 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.actor())
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -73,11 +73,11 @@ func handleAdminAddWebhook(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminRemoveWebhook(d adminDeps) http.Handler {
+func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor())
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -87,7 +87,7 @@ func handleAdminRemoveWebhook(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminRotateWebhook(d adminDeps) http.Handler {
+func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 	fields := []string{"overlap"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
@@ -114,7 +114,7 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 				}
 			}
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.actor())
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -123,14 +123,14 @@ func handleAdminRotateWebhook(d adminDeps) http.Handler {
 	})
 }
 
-func handleAdminEnableWebhook(d adminDeps) http.Handler {
+func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor())
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -23,6 +23,9 @@ func TestAdminWebhooks(t *testing.T) {
 			{`{}`, "url"},
 			{`{"url":"` + rc.url() + `","events":["pet.sold"]}`, "events"},
 			{`{"url":"` + rc.url() + `","events":"key.created"}`, "events"},
+			{`{"url":"` + rc.url() + `","events":[""]}`, "events"},
+			{`{"url":"` + rc.url() + `","events":["key.created",""]}`, "events"},
+			{`{"url":"` + rc.url() + `","events":["key.created,"]}`, "events"},
 			{`{"url":"` + rc.url() + `","secret":"whsec_x"}`, "secret"},
 		} {
 			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, codeInvalidRequest, tc.says)
@@ -94,10 +97,10 @@ func TestAdminWebhooks(t *testing.T) {
 		var actions []string
 		for _, e := range events {
 			if strings.HasPrefix(e.Action, "webhook.") {
-				actions = append(actions, e.Action+" "+e.Actor)
+				actions = append(actions, e.Action+" "+e.Actor+" "+e.Env)
 			}
 		}
-		want := []string{"webhook.added admin:portal", "webhook.rotated admin:portal", "webhook.removed admin:portal"}
+		want := []string{"webhook.added admin:portal production", "webhook.rotated admin:portal production", "webhook.removed admin:portal production"}
 		if strings.Join(actions, ",") != strings.Join(want, ",") {
 			t.Errorf("audit %q, want %q", actions, want)
 		}

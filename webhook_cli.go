@@ -40,7 +40,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	e, err := store.AddWebhookEndpoint(ctx, terms, commandActor())
+	e, err := store.AddWebhookEndpoint(ctx, terms, commandActor(), c.db.env)
 	if err != nil {
 		return fmt.Errorf("add webhook endpoint: %w", err)
 	}
@@ -101,9 +101,9 @@ func errorMessage(err error) string {
 
 // endpointCommand is the preamble of a command on one endpoint: its flags
 // (besides --env and --db, those flags adds, whose check runs after
-// parsing), its ID argument, and the database.
+// parsing), its ID argument, the database and the environment.
 func endpointCommand(ctx context.Context, name string, args []string, getenv func(string) string, stdout io.Writer,
-	flags func(*command) (check func() error)) (int64, storage, error) {
+	flags func(*command) (check func() error)) (_ int64, _ storage, env string, _ error) {
 	c := newCommand(name, getenv, stdout).withDB()
 	check := func() error { return nil }
 	if flags != nil {
@@ -114,17 +114,17 @@ func endpointCommand(ctx context.Context, name string, args []string, getenv fun
 		err = check()
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
 	if len(rest) != 1 {
-		return 0, nil, usagef("%s takes one ID, an endpoint's id from petstore webhooks list", name)
+		return 0, nil, "", usagef("%s takes one ID, an endpoint's id from petstore webhooks list", name)
 	}
 	id, err := strconv.ParseInt(rest[0], 10, 64)
 	if err != nil || id < 1 {
-		return 0, nil, usagef("ID must be an endpoint's numeric id from petstore webhooks list, not %q", rest[0])
+		return 0, nil, "", usagef("ID must be an endpoint's numeric id from petstore webhooks list, not %q", rest[0])
 	}
 	store, err := c.db.open(ctx, false)
-	return id, store, err
+	return id, store, c.db.env, err
 }
 
 // endpointError is a store's refusal about endpoint id as one line.
@@ -137,12 +137,12 @@ func endpointError(verb string, id int64, err error) error {
 }
 
 func webhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	id, store, err := endpointCommand(ctx, "webhooks remove", args, getenv, stdout, nil)
+	id, store, env, err := endpointCommand(ctx, "webhooks remove", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := store.RemoveWebhookEndpoint(ctx, id, commandActor()); err != nil {
+	if err := store.RemoveWebhookEndpoint(ctx, id, commandActor(), env); err != nil {
 		return endpointError("remove", id, err)
 	}
 	fmt.Fprintf(stdout, "removed webhook endpoint %d and its deliveries\n", id)
@@ -152,7 +152,7 @@ func webhooksRemove(ctx context.Context, args []string, getenv func(string) stri
 func webhooksRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var overlapFlag string
 	var overlap time.Duration
-	id, store, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
+	id, store, env, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
 		c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old secret signs beside the new one: a duration (24h, 30m, 7d); 0 drops it at once")
 		return func() (err error) {
 			overlap, err = parseWebhookOverlap(overlapFlag)
@@ -166,7 +166,7 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer store.Close()
-	e, err := store.RotateWebhookSecret(ctx, id, newWebhookSecret(), overlap, commandActor())
+	e, err := store.RotateWebhookSecret(ctx, id, newWebhookSecret(), overlap, commandActor(), env)
 	if err != nil {
 		return endpointError("rotate the secret of", id, err)
 	}
@@ -180,12 +180,12 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 }
 
 func webhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	id, store, err := endpointCommand(ctx, "webhooks enable", args, getenv, stdout, nil)
+	id, store, env, err := endpointCommand(ctx, "webhooks enable", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if _, err := store.EnableWebhookEndpoint(ctx, id, commandActor()); err != nil {
+	if _, err := store.EnableWebhookEndpoint(ctx, id, commandActor(), env); err != nil {
 		return endpointError("enable", id, err)
 	}
 	fmt.Fprintf(stdout, "webhook endpoint %d is enabled; its waiting deliveries go out again\n", id)
@@ -193,7 +193,7 @@ func webhooksEnable(ctx context.Context, args []string, getenv func(string) stri
 }
 
 func webhooksTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	id, store, err := endpointCommand(ctx, "webhooks test", args, getenv, stdout, nil)
+	id, store, _, err := endpointCommand(ctx, "webhooks test", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}

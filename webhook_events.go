@@ -115,14 +115,15 @@ func sentAsWebhook(e auditEvent) bool {
 }
 
 // parseEventTypes reads --events (or an admin body's events): known types,
-// comma-separated; empty means all.
+// comma-separated; none means all, but an empty type is refused, not taken
+// for all.
 func parseEventTypes(list []string) ([]string, error) {
 	var types []string
 	for _, item := range list {
 		for t := range strings.SplitSeq(item, ",") {
 			t = strings.TrimSpace(t)
 			if t == "" {
-				continue
+				return nil, fmt.Errorf("events: %q holds an empty event type; name types (%s), or none for all", item, strings.Join(webhookEventTypes, ", "))
 			}
 			if !slices.Contains(webhookEventTypes, t) {
 				return nil, fmt.Errorf("events: %q is not an event type (%s)", t, strings.Join(webhookEventTypes, ", "))
@@ -165,16 +166,28 @@ func (n quotaNotice) notice() (webhookNotice, error) {
 		"keyId": n.KeyID, "keyName": n.KeyName, "plan": n.Plan, "threshold": n.Threshold,
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
 	})
-	return webhookNotice{Mark: n.mark(), Event: ev}, err
+	return webhookNotice{Mark: n.mark(), Event: ev, ForgetAt: n.At.Add(keepQuotaMarks)}, err
 }
 
 // webhookNotice is an event the server decides on its own, sent once for
 // its mark (a budget's day and threshold, a key's expiry): the first
 // server to store the mark sends the event, any other finds it stored.
+// The mark is kept until ForgetAt, when no server would make the notice
+// again.
 type webhookNotice struct {
-	Mark  string
-	Event webhookEvent
+	Mark     string
+	Event    webhookEvent
+	ForgetAt time.Time
 }
+
+// How long the marks of notices are kept: a quota mark past its day (and
+// a day for the servers whose clocks differ), an expiry mark past the last
+// time its key's key.expired could be sent (staleExpiry after the expiry),
+// and a day more.
+const (
+	keepQuotaMarks  = 48 * time.Hour
+	keepExpiryMarks = staleExpiry + 24*time.Hour
+)
 
 // quotaNotices are notices as the store takes them.
 func quotaNotices(ns []quotaNotice) ([]webhookNotice, error) {
@@ -311,7 +324,7 @@ func expiryNotices(keys []apiKey, now time.Time) ([]webhookNotice, error) {
 		if err != nil {
 			return nil, err
 		}
-		notices = append(notices, webhookNotice{Mark: mark, Event: ev})
+		notices = append(notices, webhookNotice{Mark: mark, Event: ev, ForgetAt: k.ExpiresAt.Add(keepExpiryMarks)})
 	}
 	return notices, nil
 }

@@ -259,7 +259,7 @@ func shownURL(raw string) string {
 	return shown.String()
 }
 
-// maxInFlightPerEndpoint bounds the attempts one server makes to one
-// endpoint at once, so that a receiver that hangs holds a few workers, not
-// all of them.
+// maxInFlightPerEndpoint bounds the attempts all the servers together make
+// to one endpoint at once (the claim counts them), so that a receiver that
+// hangs holds a few workers, not all of them.
 const maxInFlightPerEndpoint = 4

@@ -7,40 +7,41 @@ import (
 
 // webhookStorage is where webhooks live: the endpoints, the outbox of
 // events and their deliveries, and the marks that make each notice once.
-// Every change to an endpoint is stored with its audit event, as one
-// change; an unknown endpoint id is not_found.
+// Every change to an endpoint is stored with its audit event (by actor, of
+// env), as one change; an unknown endpoint id is not_found.
 type webhookStorage interface {
 	// AddWebhookEndpoint stores e (URL, Events, Secret) enabled, with its
 	// webhook.added event, and returns it with its id.
-	AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor string) (webhookEndpoint, error)
+	AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor, env string) (webhookEndpoint, error)
 	// WebhookEndpoints returns every endpoint, oldest first.
 	WebhookEndpoints(ctx context.Context) ([]webhookEndpoint, error)
 	// RemoveWebhookEndpoint deletes endpoint id and its deliveries, with its
 	// webhook.removed event.
-	RemoveWebhookEndpoint(ctx context.Context, id int64, actor string) error
+	RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error
 	// RotateWebhookSecret gives endpoint id secret; the one it had signs
 	// beside it for overlap.
-	RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor string) (webhookEndpoint, error)
+	RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (webhookEndpoint, error)
 	// EnableWebhookEndpoint enables endpoint id (webhook.enabled); enabling
 	// an enabled one changes nothing and writes no event.
-	EnableWebhookEndpoint(ctx context.Context, id int64, actor string) (webhookEndpoint, error)
+	EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (webhookEndpoint, error)
 	// AddWebhookEvent queues ev for endpoint id alone (webhook.test), even
 	// when it is disabled.
 	AddWebhookEvent(ctx context.Context, ev webhookEvent, endpointID int64) error
 	// AddWebhookNotices stores each notice's mark and queues its event for
 	// the endpoints that take it, unless the mark is stored already.
 	AddWebhookNotices(ctx context.Context, notices []webhookNotice) error
-	// ClaimWebhookDeliveries claims, until now+claimFor, the due deliveries
-	// of enabled endpoints not in skip that take accepts (up to limit
-	// candidates are offered, the longest due first); no other server
-	// claims them meanwhile.
+	// ClaimWebhookDeliveries claims, until now+claimFor, up to limit due
+	// deliveries of enabled endpoints not in skip that take accepts, the
+	// longest due first; no other server claims them meanwhile, and no
+	// endpoint has more than maxInFlightPerEndpoint live claims of all the
+	// servers'.
 	ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 		take func(endpointID int64) bool) ([]claimedDelivery, error)
 	// FinishWebhookDelivery records an attempt's outcome, and what it does
 	// to its endpoint: a 410 disables it, as does failing every delivery
 	// for failingDisableAfter (each with webhook.disabled by actor).
 	// disabled says why the endpoint was disabled, "" when it was not.
-	FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor string) (disabled string, err error)
+	FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor, env string) (disabled string, err error)
 	// WebhookDeliveries returns the deliveries f picks, newest first.
 	WebhookDeliveries(ctx context.Context, f deliveryFilter) ([]webhookDelivery, error)
 	// ResendWebhookDeliveries queues again, at now, the deliveries f picks

@@ -31,7 +31,7 @@ func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor)
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor, s.opts.env)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -207,6 +207,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 
 func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
+		opts.env = "staging"
 		s := webhookServer(t, opts)
 		failing := newReceiver(t)
 		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
@@ -250,7 +251,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
 		}
 		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
-		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor {
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor || events[0].Env != "staging" {
 			t.Fatalf("webhook.disabled events %+v, %v", events, err)
 		}
 		s.mustCreate(s.keyTerms("free"))
@@ -258,7 +259,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		if n := len(gone.deliveries()); n != 1 {
 			t.Fatalf("a disabled endpoint got %d deliveries", n)
 		}
-		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor); err != nil {
+		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor, s.opts.env); err != nil {
 			t.Fatal(err)
 		}
 		if !s.endpoint(g.ID).Enabled {
@@ -305,7 +306,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := newReceiver(t)
 		e := s.addEndpoint(rc)
-		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor, s.opts.env)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -480,34 +481,6 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 	}
 }
 
-// TestWebhookAClaimOfADeadServerExpires: a server that claimed an attempt
-// and died leaves it to the others once its claim has expired, not before.
-func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := webhookServer(t, opts)
-		rc := newReceiver(t)
-		e := s.addEndpoint(rc)
-		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhookClaimFor, nil, 10,
-			func(int64) bool { return true })
-		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
-			t.Fatalf("claim: %+v, %v", claimed, err)
-		}
-		s.deliverDue()
-		if n := len(rc.deliveries()); n != 0 {
-			t.Fatalf("a claimed delivery was sent by another: %d", n)
-		}
-		s.clock.advance(webhookClaimFor)
-		s.deliverDue()
-		if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
-			t.Fatalf("after the claim expired: %+v", got)
-		}
-	})
-}
-
 func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		m := newMetrics()
@@ -573,85 +546,6 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	if next.ID <= e.ID {
 		t.Errorf("a new endpoint after the copy has id %d, the copied one %d", next.ID, e.ID)
 	}
-}
-
-// TestWebhookAHangingReceiverHoldsAFewAttempts: a receiver that does not
-// answer holds maxInFlightPerEndpoint attempts of a server, while the other
-// endpoints' deliveries and the requests go on.
-func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
-	s := webhookServer(t, testOptions{})
-	hanging, fine := newReceiver(t), newReceiver(t)
-	release := make(chan struct{})
-	hanging.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
-	defer close(release)
-	h := s.addEndpoint(hanging)
-	f := s.addEndpoint(fine)
-	for range 10 {
-		if _, err := queueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := queueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var attempts sync.WaitGroup
-	defer func() { cancel(); attempts.Wait() }()
-	for range 3 {
-		s.webhooks.dispatch(ctx, &attempts)
-	}
-	fine.wait(1, 5*time.Second)
-	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
-		return len(hanging.deliveries()) == maxInFlightPerEndpoint
-	})
-	time.Sleep(50 * time.Millisecond)
-	if n := len(hanging.deliveries()); n != maxInFlightPerEndpoint {
-		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, maxInFlightPerEndpoint)
-	}
-	key := s.mustCreateKey("free")
-	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
-		t.Fatalf("a request while a receiver hangs: %d", w.Code)
-	}
-}
-
-func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := webhookServer(t, opts)
-		rc := newReceiver(t)
-		e := s.addEndpoint(rc)
-		ctx := context.Background()
-		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
-			t.Fatal(err)
-		}
-		notice := func() webhookNotice {
-			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
-			t.Fatal(err)
-		}
-		s.deliverDue()
-		rc.wait(2, 5*time.Second)
-		waiting, _ := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
-		s.clock.advance(31 * 24 * time.Hour)
-		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
-			t.Fatal(err)
-		}
-		left, err := s.store.WebhookDeliveries(ctx, deliveryFilter{})
-		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
-			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
-		}
-		// The day's mark is gone with its day.
-		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
-			t.Fatal(err)
-		}
-		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
-			t.Fatalf("backlog %d, want the waiting test and the notice again", n)
-		}
-	})
 }
 
 // TestQuotaWatchCostsARequestNothing: the request path's look at the day

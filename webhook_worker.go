@@ -20,6 +20,10 @@ const (
 	webhookPollEvery = time.Second
 	// webhookAttemptsAtOnce bounds a server's attempts in flight.
 	webhookAttemptsAtOnce = 16
+	// webhookPlacesForOthers: an endpoint with an attempt in flight starts
+	// another only while more places than this are free, so that slow
+	// endpoints never hold them all: each other endpoint finds one.
+	webhookPlacesForOthers = webhookAttemptsAtOnce / 2
 	// webhookClaimFor is how long a claimed attempt is this server's: past
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
@@ -50,6 +54,7 @@ type webhookWorker struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	metrics *metrics
+	env     string // of the audit events of the endpoints it disables
 	wake    chan struct{}
 
 	mu       sync.Mutex
@@ -58,9 +63,9 @@ type webhookWorker struct {
 }
 
 func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]apiKey, error), sender *webhookSender,
-	now func() time.Time, logger *slog.Logger, m *metrics) *webhookWorker {
+	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
 	return &webhookWorker{
-		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m,
+		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
 		wake: make(chan struct{}, 1), inFlight: make(map[int64]int),
 	}
 }
@@ -103,14 +108,23 @@ func (w *webhookWorker) poke() {
 	}
 }
 
+// mayStart tells whether an attempt to endpointID may start now: a place
+// is free, the endpoint is under its cap, and an endpoint with an attempt
+// in flight leaves webhookPlacesForOthers places to the others. Called
+// with w.mu held.
+func (w *webhookWorker) mayStart(endpointID int64) bool {
+	free, n := webhookAttemptsAtOnce-w.running, w.inFlight[endpointID]
+	return free > 0 && n < maxInFlightPerEndpoint && (n == 0 || free > webhookPlacesForOthers)
+}
+
 // dispatch claims as many due deliveries as there is room for and starts
 // their attempts; it returns how many.
 func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) int {
 	w.mu.Lock()
 	free := webhookAttemptsAtOnce - w.running
 	var busy []int64
-	for id, n := range w.inFlight {
-		if n >= maxInFlightPerEndpoint {
+	for id := range w.inFlight {
+		if !w.mayStart(id) {
 			busy = append(busy, id)
 		}
 	}
@@ -125,7 +139,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 	take := func(endpointID int64) bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if w.running >= webhookAttemptsAtOnce || w.inFlight[endpointID] >= maxInFlightPerEndpoint {
+		if !w.mayStart(endpointID) {
 			return false
 		}
 		w.running++
@@ -133,7 +147,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 		reserved[endpointID]++
 		return true
 	}
-	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), webhookClaimFor, busy, free*maxInFlightPerEndpoint, take)
+	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), webhookClaimFor, busy, free, take)
 	for _, c := range claimed {
 		reserved[c.EndpointID]--
 	}
@@ -197,7 +211,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
 	w.metrics.countDelivery(o.State)
-	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor, w.env)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
 		return

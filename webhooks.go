@@ -45,9 +45,10 @@ func newEndpointTerms(url string, events []string) (webhookEndpoint, error) {
 	return webhookEndpoint{URL: url, Events: types, Secret: newWebhookSecret(), Enabled: true}, nil
 }
 
-// webhookEvent is the audit event of action on endpoint e.
-func webhookAuditEvent(action string, e webhookEndpoint, actor string, at time.Time, why string) auditEvent {
-	return auditEvent{At: auditTime(at), Action: action, Actor: actor, Details: auditDetails{
+// webhookAuditEvent is the audit event of action on endpoint e, by actor
+// of env.
+func webhookAuditEvent(action string, e webhookEndpoint, actor, env string, at time.Time, why string) auditEvent {
+	return auditEvent{At: auditTime(at), Action: action, Actor: actor, Env: env, Details: auditDetails{
 		WebhookID: e.ID, URL: shownURL(e.URL), Events: e.Events, Reason: why,
 	}}
 }

@@ -71,11 +71,17 @@ type docsFile struct {
 	etag  string
 	gzip  func() []byte
 	ctype string
+	// policy is the Content-Security-Policy sent with it (and then
+	// Referrer-Policy: no-referrer): a page's, empty for the rest.
+	policy string
 }
 
 func newDocsFile(name string, body []byte) *docsFile {
 	sum := sha256.Sum256(body)
 	f := &docsFile{name: name, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: contentType(name)}
+	if strings.HasSuffix(name, ".html") {
+		f.policy = docsPolicy
+	}
 	f.gzip = sync.OnceValue(func() []byte {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -96,6 +102,8 @@ func contentType(name string) string {
 		return "text/css; charset=utf-8"
 	case ".png":
 		return "image/png"
+	case ".svg":
+		return "image/svg+xml"
 	case ".yaml":
 		return "application/yaml"
 	}
@@ -107,8 +115,8 @@ func (f *docsFile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", f.ctype)
 	h.Set("Cache-Control", "no-cache") // revalidate: the ETag makes that a 304
 	h.Set("X-Content-Type-Options", "nosniff")
-	if strings.HasSuffix(f.name, ".html") {
-		h.Set("Content-Security-Policy", docsPolicy)
+	if f.policy != "" {
+		h.Set("Content-Security-Policy", f.policy)
 		h.Set("Referrer-Policy", "no-referrer")
 	}
 	body, etag := f.body, f.etag

@@ -1,0 +1,92 @@
+package main
+
+// Errors that point to the fix: a refusal names the mistake made, and
+// where the thing asked for is to be found.
+
+import (
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	key := s.mustCreateKey("free")
+	mistyped := admin[:len(admin)-1] + string(admin[len(admin)-1]^1)
+	tests := []struct {
+		name, authorization string
+		reason              authReason
+		mentions            string
+	}{
+		{"no Authorization header", "", authMissing, "has no admin token"},
+		{"Bearer and nothing after it", "Bearer ", authMissing, "no admin token after it"},
+		{"the token without Bearer", admin, authMalformed, "without Bearer"},
+		{"a bare word", "letmein", authMalformed, "one word"},
+		{"Basic authentication", "Basic cG9ydGFsOnNlY3JldA==", authMalformed, "Basic"},
+		{"another scheme", "Token " + admin, authMalformed, "Bearer scheme"},
+		{"a mistyped token", "Bearer " + mistyped, authMalformed, "mistyped"},
+		{"a token cut short", "Bearer " + admin[:20], authMalformed, "cut short"},
+		{"a staging token on production", "Bearer " + newSecret(adminPrefixes["staging"]), authWrongEnvironment, "other environment"},
+		{"a token of the right shape that does not exist", "Bearer " + newSecret(adminPrefixes["production"]), authInvalid, "no such token"},
+		{"a pet key", "Bearer " + key, authMalformed, "psk_"},
+		{"a pet key without Bearer", key, authMalformed, "psk_"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, failure := adminCredential(tc.authorization, "production")
+			if tc.reason == authInvalid {
+				failure = adminUnknown // only the database tells
+			}
+			if failure.reason != tc.reason {
+				t.Errorf("reason %s, want %s", authReasonNames[failure.reason], authReasonNames[tc.reason])
+			}
+			w := s.admin("GET", "/admin/v1/keys", "", "", "Authorization", tc.authorization)
+			wantError(t, w, http.StatusUnauthorized, codeUnauthorized, tc.mentions)
+			if petKey := strings.Contains(tc.authorization, "psk_"); strings.Contains(w.Body.String(), "psk_") != petKey {
+				t.Errorf("a pet key sent: %v; the answer mentions psk_: %v: %s", petKey, !petKey, w.Body)
+			}
+		})
+	}
+}
+
+func TestAWrongListenerIsNamed(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	t.Run("an admin token on /v1", func(t *testing.T) {
+		wantError(t, s.do("GET", "/v1/pets", admin, ""), http.StatusUnauthorized, codeUnauthorized, "admin token", "--admin-addr", "/admin/v1")
+	})
+	for _, target := range []string{"/admin/v1/keys", "/admin/v1", "/admin/v1/openapi.yaml"} {
+		t.Run(target+" on the public listener", func(t *testing.T) {
+			wantError(t, s.do("GET", target, admin, ""), http.StatusNotFound, codeNotFound, "--admin-addr")
+		})
+	}
+	t.Run("another path on the public listener", func(t *testing.T) {
+		w := s.do("GET", "/nothing", "", "")
+		if wantError(t, w, http.StatusNotFound, codeNotFound); strings.Contains(w.Body.String(), "admin") {
+			t.Errorf("an unknown path is sent to the admin listener: %s", w.Body)
+		}
+	})
+}
+
+func TestKeysUpdateExpiresListsNeverAmongTheForms(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "keys.db")
+	mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
+	id := strconv.FormatInt(keyIDByNameVia(t, viaRun, db, "acme"), 10)
+	res := viaRun(t, nil, "keys", "update", "--db", db, id, "--expires", "nevr")
+	wantFailure(t, res, 2)
+	for _, form := range []string{"RFC 3339", "duration", "never"} {
+		if !strings.Contains(res.stderr, form) {
+			t.Errorf("keys update --expires nevr: standard error %q does not list %s", res.stderr, form)
+		}
+	}
+	// keys create has no never to give: a key without --expires never expires.
+	res = viaRun(t, nil, "keys", "create", "--db", db, "--plan", "free", "--expires", "nevr")
+	wantFailure(t, res, 2)
+	if strings.Contains(res.stderr, "or never") {
+		t.Errorf("keys create --expires nevr offers never: %q", res.stderr)
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// httpsConfig are serve's flags for HTTPS without a proxy
+// (docs/production.md, "HTTPS on a small VM"). Without any of them the
+// server speaks plain HTTP, as it always did.
+type httpsConfig struct {
+	tlsCert, tlsKey           string
+	adminTLSCert, adminTLSKey string
+	// hsts is Strict-Transport-Security's max-age on every HTTPS answer;
+	// 0 sends none.
+	hsts time.Duration
+}
+
+// defaultHSTS is a year, what browsers' preload lists ask for.
+const defaultHSTS = 365 * 24 * time.Hour
+
+func (h *httpsConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&h.tlsCert, "tls-cert", "", "serve HTTPS (TLS 1.2 and 1.3, HTTP/2) with the certificate chain in this PEM file; reloaded when it changes or on SIGHUP (needs --tls-key)")
+	fs.StringVar(&h.tlsKey, "tls-key", "", "the private key of --tls-cert, a PEM file")
+	fs.StringVar(&h.adminTLSCert, "admin-tls-cert", "", "serve the admin listener over HTTPS with the certificate chain in this PEM file (needs --admin-tls-key); plain HTTP without")
+	fs.StringVar(&h.adminTLSKey, "admin-tls-key", "", "the private key of --admin-tls-cert, a PEM file")
+	fs.DurationVar(&h.hsts, "hsts", defaultHSTS, "max-age of the Strict-Transport-Security header on every HTTPS answer; 0 sends none")
+}
+
+// on is whether the API is served over TLS.
+func (h *httpsConfig) on() bool { return h.tlsCert != "" }
+
+// check refuses flags that do not go together (a usage mistake, exit 2).
+func (h *httpsConfig) check(adminAddr string) error {
+	if err := pairGiven("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey); err != nil {
+		return err
+	}
+	if err := pairGiven("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey); err != nil {
+		return err
+	}
+	if h.adminTLSCert != "" && adminAddr == "" {
+		return usagef("--admin-tls-cert needs --admin-addr: there is no admin listener without it")
+	}
+	if h.hsts < 0 {
+		return usagef("--hsts must be 0 (no header) or more, such as 8760h for a year")
+	}
+	return nil
+}
+
+// pairGiven wants both of a certificate and its key, or neither.
+func pairGiven(certFlag, cert, keyFlag, key string) error {
+	switch {
+	case cert != "" && key == "":
+		return usagef("%s needs %s, the file of its private key", certFlag, keyFlag)
+	case cert == "" && key != "":
+		return usagef("%s needs %s, the file of its certificate", keyFlag, certFlag)
+	}
+	return nil
+}
+
+// transport is how the listeners speak: the TLS of each (nil: plain HTTP),
+// what wraps the API's handler, and what follows the certificates.
+type transport struct {
+	api, admin *tls.Config
+	wrap       middleware
+	follow     []func(ctx context.Context)
+}
+
+// newTransport reads the certificates the flags name; a file that is
+// missing, unreadable, expired or does not match its pair is an error
+// naming the flag and the file (exit 1).
+func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics) (*transport, error) {
+	h := cfg.https
+	tr := &transport{wrap: func(next http.Handler) http.Handler { return next }}
+	if h.on() {
+		files, err := openCertFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
+		if err != nil {
+			return nil, err
+		}
+		tr.api = serverTLS(files.getCertificate)
+		tr.follow = append(tr.follow, files.follow)
+	}
+	if h.on() && h.hsts > 0 {
+		tr.wrap = strictTransport(h.hsts)
+	}
+	if h.adminTLSCert != "" {
+		files, err := openCertFiles("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey, logger, m)
+		if err != nil {
+			return nil, err
+		}
+		tr.admin = serverTLS(files.getCertificate)
+		tr.follow = append(tr.follow, files.follow)
+	}
+	if cfg.adminAddr != "" && tr.admin == nil && !loopbackAddr(cfg.adminAddr) {
+		logger.Warn("the admin listener is on a non-loopback address without TLS: its admin tokens cross the network in clear text; "+
+			"give it --admin-tls-cert and --admin-tls-key, or keep it on localhost or a private network", "admin", cfg.adminAddr)
+	}
+	return tr, nil
+}
+
+// start runs what follows the certificates until ctx ends; stop waits for it.
+func (tr *transport) start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{}, len(tr.follow))
+	for _, f := range tr.follow {
+		go func() { f(ctx); done <- struct{}{} }()
+	}
+	return func() {
+		cancel()
+		for range tr.follow {
+			<-done
+		}
+	}
+}
+
+// scheme is http or https, as a URL to the listener begins.
+func scheme(c *tls.Config) string {
+	if c != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// loopbackAddr is whether HOST:PORT listens on loopback only (an empty
+// host, or 0.0.0.0, is every interface).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// tlsErrorLog is the ErrorLog of a server over TLS: a failed handshake
+// (a scanner, a client that does not trust the certificate, a connection
+// cut halfway) is the client's affair and logged at DEBUG; anything else
+// at WARN.
+func tlsErrorLog(logger *slog.Logger) *log.Logger {
+	return log.New(tlsErrorWriter{logger}, "", 0)
+}
+
+type tlsErrorWriter struct{ logger *slog.Logger }
+
+func (w tlsErrorWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	if strings.Contains(msg, "TLS handshake error") {
+		level = slog.LevelDebug
+	}
+	w.logger.Log(context.Background(), level, msg)
+	return len(p), nil
+}
+
+var _ io.Writer = tlsErrorWriter{}

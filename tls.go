@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// HTTPS from certificate files (docs/production.md, "HTTPS on a small VM"):
+// the pair is read at start, where anything wrong with it ends the server,
+// then polled and reloaded when it changes or on SIGHUP. A handshake takes
+// whichever pair is current; open connections keep theirs.
+
+// certPollEvery is how often the certificate files are looked at, and
+// certMismatchGrace how long a pair that does not load is taken for a
+// renewal tool still writing one file after the other, before an ERROR.
+var (
+	certPollEvery     = 2 * time.Second
+	certMismatchGrace = 10 * time.Second
+)
+
+// certNearExpiry: a certificate with less than this share of its life left
+// is near its end, and the log says so (at most once an hour).
+const certNearExpiry = 6
+
+// certPair is a loaded certificate and key, and its leaf.
+type certPair struct {
+	cert *tls.Certificate
+	leaf *x509.Certificate
+}
+
+// loadCertPair reads the pair from certFile and keyFile and checks it:
+// each error names the flag and the file at fault, and what is wrong.
+func loadCertPair(certFlag, certFile, keyFlag, keyFile string, now time.Time) (certPair, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return certPair{}, fmt.Errorf("%s %s: %w", certFlag, certFile, unwrapPath(err))
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return certPair{}, fmt.Errorf("%s %s: %w", keyFlag, keyFile, unwrapPath(err))
+	}
+	if !bytes.Contains(certPEM, []byte("-----BEGIN CERTIFICATE-----")) {
+		return certPair{}, fmt.Errorf("%s %s holds no PEM certificate", certFlag, certFile)
+	}
+	if !bytes.Contains(keyPEM, []byte("PRIVATE KEY-----")) {
+		return certPair{}, fmt.Errorf("%s %s holds no PEM private key", keyFlag, keyFile)
+	}
+	leafBlock, _ := pem.Decode(certPEM[bytes.Index(certPEM, []byte("-----BEGIN CERTIFICATE-----")):])
+	if leafBlock == nil {
+		return certPair{}, fmt.Errorf("%s %s: the certificate's PEM block is broken", certFlag, certFile)
+	}
+	leaf, err := x509.ParseCertificate(leafBlock.Bytes)
+	if err != nil {
+		return certPair{}, fmt.Errorf("%s %s: the certificate does not parse: %v", certFlag, certFile, err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		if strings.Contains(err.Error(), "does not match") {
+			return certPair{}, fmt.Errorf("%s %s does not match the certificate in %s %s", keyFlag, keyFile, certFlag, certFile)
+		}
+		return certPair{}, fmt.Errorf("%s %s: %v", keyFlag, keyFile, strings.TrimPrefix(err.Error(), "tls: "))
+	}
+	if now.After(leaf.NotAfter) {
+		return certPair{}, fmt.Errorf("%s %s expired on %s", certFlag, certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return certPair{cert: &cert, leaf: leaf}, nil
+}
+
+// unwrapPath drops the path an *os.PathError repeats: the caller names it.
+func unwrapPath(err error) error {
+	var pathErr *os.PathError
+	if errors.As(err, &pathErr) {
+		return pathErr.Err
+	}
+	return err
+}
+
+// certFiles serves the pair from two files and follows their changes.
+type certFiles struct {
+	certFlag, certFile, keyFlag, keyFile string
+	logger                               *slog.Logger
+	metrics                              *metrics
+	now                                  func() time.Time
+
+	mu      sync.Mutex
+	current certPair
+	stamp   string    // the files' sizes and times when current was read
+	failing time.Time // since when the files changed into a pair that does not load
+	told    bool      // the ERROR for this failure is written
+	warned  time.Time // the last WARN of a near expiry
+}
+
+// openCertFiles reads the pair at start: an error ends the server.
+func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics) (*certFiles, error) {
+	c := &certFiles{certFlag: certFlag, certFile: certFile, keyFlag: keyFlag, keyFile: keyFile, logger: logger, metrics: m, now: time.Now}
+	c.stamp = c.filesStamp()
+	pair, err := loadCertPair(certFlag, certFile, keyFlag, keyFile, c.now())
+	if err != nil {
+		return nil, err
+	}
+	c.current = pair
+	m.certificateExpires(pair.leaf)
+	return c, nil
+}
+
+// getCertificate is the handshake's: the current pair.
+func (c *certFiles) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current.cert, nil
+}
+
+// filesStamp changes whenever either file is written, renamed over or removed.
+func (c *certFiles) filesStamp() string {
+	var b strings.Builder
+	for _, name := range []string{c.certFile, c.keyFile} {
+		if fi, err := os.Stat(name); err == nil {
+			b.WriteString(strconv.FormatInt(fi.Size(), 10) + "@" + strconv.FormatInt(fi.ModTime().UnixNano(), 10) + ";")
+		} else {
+			b.WriteString("missing;")
+		}
+	}
+	return b.String()
+}
+
+// follow looks at the files every certPollEvery, and at once on SIGHUP,
+// until ctx ends.
+func (c *certFiles) follow(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	t := time.NewTicker(certPollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.check(false)
+		case <-hup:
+			c.logger.Info("SIGHUP: reading the certificate files again", "cert", c.certFile, "key", c.keyFile)
+			c.check(true)
+		}
+	}
+}
+
+// check reloads the pair when the files changed (or when forced); a pair
+// that does not load keeps the current one serving, and after
+// certMismatchGrace an ERROR says which file is at fault.
+func (c *certFiles) check(force bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	stamp := c.filesStamp()
+	if stamp == c.stamp && !force && c.failing.IsZero() {
+		c.warnNearExpiry(now)
+		return
+	}
+	pair, err := loadCertPair(c.certFlag, c.certFile, c.keyFlag, c.keyFile, now)
+	if err != nil {
+		if c.failing.IsZero() || force {
+			c.failing, c.told = now, false
+		}
+		if !c.told && (force || now.Sub(c.failing) >= certMismatchGrace) {
+			c.told = true
+			c.logger.Error("the certificate files do not load; the previous certificate keeps serving", "err", err)
+			c.metrics.countCertificateChange("files", "failed")
+		}
+		return
+	}
+	c.current, c.stamp, c.failing, c.told = pair, stamp, time.Time{}, false
+	c.logger.Info("certificate reloaded", "cert", c.certFile, "names", strings.Join(pair.leaf.DNSNames, ","),
+		"expires", pair.leaf.NotAfter.UTC().Format(time.RFC3339))
+	c.metrics.countCertificateChange("files", "reloaded")
+	c.metrics.certificateExpires(pair.leaf)
+}
+
+// warnNearExpiry logs a WARN, at most once an hour, while the current
+// certificate has less than a certNearExpiry-th of its life left; c.mu is
+// held.
+func (c *certFiles) warnNearExpiry(now time.Time) {
+	if nearExpiry(c.current.leaf, now) && now.Sub(c.warned) >= time.Hour {
+		c.warned = now
+		c.logger.Warn("the certificate expires soon: put a renewed pair in its files", "cert", c.certFile,
+			"expires", c.current.leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+}
+
+// nearExpiry is whether leaf has less than a certNearExpiry-th of its life left.
+func nearExpiry(leaf *x509.Certificate, now time.Time) bool {
+	life := leaf.NotAfter.Sub(leaf.NotBefore)
+	return leaf.NotAfter.Sub(now) < life/certNearExpiry
+}
+
+// serverTLS is the TLS of a listener: TLS 1.2 and 1.3 with Go's default
+// suites and curves, the certificate from get. ServeTLS adds h2 and
+// http/1.1 to NextProtos.
+func serverTLS(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), nextProtos ...string) *tls.Config {
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: nextProtos}
+}
+
+// http2Limits bound what one HTTP/2 connection may hold: streams at once,
+// buffered request bodies, the header table; a peer that stops answering
+// pings is dropped.
+func http2Limits() *http.HTTP2Config {
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          100,
+		MaxDecoderHeaderTableSize:     4 << 10,
+		MaxEncoderHeaderTableSize:     4 << 10,
+		MaxReadFrameSize:              64 << 10,
+		MaxReceiveBufferPerConnection: 1 << 20,
+		MaxReceiveBufferPerStream:     256 << 10,
+		SendPingTimeout:               apiLimits.idle / 2,
+		PingTimeout:                   15 * time.Second,
+		WriteByteTimeout:              apiLimits.write,
+	}
+}
+
+// h2HeaderPadding is what Go's HTTP/2 server adds to MaxHeaderBytes for
+// its limit on a request's header list.
+const h2HeaderPadding = 10 * 32
+
+// http1HeaderLimit answers 431 to an HTTP/1.x request whose line and
+// headers are above headerLimit: over TLS, MaxHeaderBytes is set for
+// HTTP/2's count, which lets HTTP/1.1 read more.
+func http1HeaderLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 1 {
+			n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len("  \r\n\r\n") + len("Host: \r\n") + len(r.Host)
+			for k, vs := range r.Header {
+				for _, v := range vs {
+					n += len(k) + len(v) + len(": \r\n")
+				}
+			}
+			if n > headerLimit {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// strictTransport adds Strict-Transport-Security to every answer over TLS,
+// so a browser never again asks this name over plain HTTP for maxAge.
+func strictTransport(maxAge time.Duration) middleware {
+	value := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.TLS != nil {
+				w.Header().Set("Strict-Transport-Security", value)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

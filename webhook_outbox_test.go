@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/internal/testkit"
+)
+
+// The outbox's upkeep: how deliveries are claimed (a slow endpoint holds
+// a few places, across servers too) and what the hourly prune forgets.
+
+// TestWebhookAClaimOfADeadServerExpires: a server that claimed an attempt
+// and died leaves it to the others once its claim has expired, not before.
+func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhookClaimFor, nil, 10,
+			func(int64) bool { return true })
+		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
+			t.Fatalf("claim: %+v, %v", claimed, err)
+		}
+		s.deliverDue()
+		if n := len(rc.deliveries()); n != 0 {
+			t.Fatalf("a claimed delivery was sent by another: %d", n)
+		}
+		s.clock.advance(webhookClaimFor)
+		s.deliverDue()
+		if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+			t.Fatalf("after the claim expired: %+v", got)
+		}
+	})
+}
+
+// TestWebhookAHangingReceiverHoldsAFewAttempts: a receiver that does not
+// answer holds maxInFlightPerEndpoint attempts of a server, while the other
+// endpoints' deliveries and the requests go on.
+func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	hanging, fine := newReceiver(t), newReceiver(t)
+	release := make(chan struct{})
+	hanging.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
+	defer close(release)
+	h := s.addEndpoint(hanging)
+	f := s.addEndpoint(fine)
+	for range 10 {
+		if _, err := queueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := queueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var attempts sync.WaitGroup
+	defer func() { cancel(); attempts.Wait() }()
+	for range 3 {
+		s.webhooks.dispatch(ctx, &attempts)
+	}
+	fine.wait(1, 5*time.Second)
+	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
+		return len(hanging.deliveries()) == maxInFlightPerEndpoint
+	})
+	time.Sleep(50 * time.Millisecond)
+	if n := len(hanging.deliveries()); n != maxInFlightPerEndpoint {
+		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, maxInFlightPerEndpoint)
+	}
+	key := s.mustCreateKey("free")
+	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
+		t.Fatalf("a request while a receiver hangs: %d", w.Code)
+	}
+}
+
+func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		e := s.addEndpoint(rc)
+		ctx := context.Background()
+		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		notice := func() webhookNotice {
+			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+			t.Fatal(err)
+		}
+		s.deliverDue()
+		rc.wait(2, 5*time.Second)
+		waiting, _ := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+		s.clock.advance(31 * 24 * time.Hour)
+		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+		left, err := s.store.WebhookDeliveries(ctx, deliveryFilter{})
+		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
+			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
+		}
+		// The day's mark is gone with its day.
+		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
+			t.Fatalf("backlog %d, want the waiting test and the notice again", n)
+		}
+	})
+}
+
+// TestWebhookSlowEndpointsLeavePlacesForTheOthers: four receivers that
+// hang hold some of a server's places, never all: a delivery to a fast
+// one queued after them goes out at once.
+func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
+	s := webhookServer(t, testOptions{})
+	release := make(chan struct{})
+	defer close(release)
+	var hanging []*receiver
+	for range 4 {
+		rc := newReceiver(t)
+		rc.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
+		e := s.addEndpoint(rc)
+		for range 2 * maxInFlightPerEndpoint {
+			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hanging = append(hanging, rc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	go func() { s.webhooks.run(ctx); close(done) }()
+	held := func() (n int) {
+		for _, rc := range hanging {
+			n += len(rc.deliveries())
+		}
+		return n
+	}
+	testkit.Eventually(t, 5*time.Second, "the hanging receivers hold their attempts", func() bool {
+		return held() >= webhookPlacesForOthers
+	})
+	time.Sleep(1500 * time.Millisecond) // a poll more: they take no more
+	if n := held(); n >= webhookAttemptsAtOnce {
+		t.Fatalf("the hanging receivers hold %d attempts: every place", n)
+	}
+
+	fast := newReceiver(t)
+	e := s.addEndpoint(fast)
+	if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+		t.Fatal(err)
+	}
+	s.webhooks.poke()
+	fast.wait(1, 3*time.Second)
+}
+
+// TestWebhookTwoServersKeepTheCapOfOneEndpoint: the cap of attempts at
+// once to one endpoint holds for all the servers on one PostgreSQL
+// together, through the claim.
+func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
+	s := webhookServer(t, testOptions{postgres: true})
+	servers := []*testServer{s, s.anotherServer()}
+	slow := newReceiver(t)
+	var mu sync.Mutex
+	var now, most int
+	slow.answerWith(func(int, delivery) int {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		mu.Unlock()
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return http.StatusNoContent
+	})
+	e := s.addEndpoint(slow)
+	const events = 3 * maxInFlightPerEndpoint
+	for range events {
+		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	defer func() { cancel(); running.Wait() }()
+	for _, srv := range servers {
+		running.Go(func() { srv.webhooks.run(ctx) })
+	}
+	slow.wait(events, 20*time.Second)
+	mu.Lock()
+	m := most
+	mu.Unlock()
+	if m > maxInFlightPerEndpoint || m < 2 {
+		t.Fatalf("two servers made %d attempts at once to one endpoint, want at most %d", m, maxInFlightPerEndpoint)
+	}
+	if got := slow.deliveries(); len(got) != events {
+		t.Fatalf("%d deliveries of %d events: one was sent twice", len(got), events)
+	}
+}
+
+// TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry: the marks of a
+// key's expiry notices are kept while a server could make them again, then
+// the hourly prune forgets them by their index; the key is not announced
+// again.
+func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := webhookServer(t, opts)
+		rc := newReceiver(t)
+		s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+		terms := s.keyTerms("pro")
+		terms.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour)
+		s.mustCreate(terms)
+		ctx := context.Background()
+		step := func(advance time.Duration) []string {
+			t.Helper()
+			s.clock.advance(advance)
+			s.webhooks.noticeExpiries(ctx)
+			if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+				t.Fatal(err)
+			}
+			return s.noticeMarks()
+		}
+		if marks := step(2*24*time.Hour + time.Hour); len(marks) != 1 || !strings.HasPrefix(marks[0], "expiring:") {
+			t.Fatalf("a day before the expiry: marks %q", marks)
+		}
+		if marks := step(24 * time.Hour); len(marks) != 2 {
+			t.Fatalf("after the expiry: marks %q, want expiring and expired", marks)
+		}
+		// key.expired could be sent until staleExpiry after the expiry: the
+		// marks stay until a day after that.
+		if marks := step(staleExpiry + 23*time.Hour); len(marks) != 2 {
+			t.Fatalf("%s after the expiry: marks %q, want both kept", staleExpiry+23*time.Hour, marks)
+		}
+		if marks := step(2 * time.Hour); len(marks) != 0 {
+			t.Fatalf("%s after the expiry: marks %q, want none", keepExpiryMarks+time.Hour, marks)
+		}
+		s.deliverDue()
+		if got := rc.wait(2, 5*time.Second); len(got) != 2 {
+			t.Fatalf("the key was announced %d times, want twice: %+v", len(got), got)
+		}
+		if plan := s.queryPlan(`SELECT mark FROM webhook_notices WHERE forget_at < 5`); !strings.Contains(plan, "webhook_notices_forget") {
+			t.Errorf("the prune's look-up does not use the index: %s", plan)
+		}
+	})
+}
+
+// engine is the test server's store as the SQL written once sees it.
+func (s *testServer) engine() sqlEngine {
+	if s.pg != nil {
+		return s.pg.sqlWebhooks.db
+	}
+	return s.sqlite.sqlWebhooks.db
+}
+
+// noticeMarks are the marks of notices stored, in order.
+func (s *testServer) noticeMarks() []string {
+	s.t.Helper()
+	marks, err := queryRows(context.Background(), s.engine(), func(scan func(...any) error) (m string, err error) {
+		return m, scan(&m)
+	}, `SELECT mark FROM webhook_notices ORDER BY mark`)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return marks
+}
+
+// queryPlan is the engine's plan of query, as it would run it on a table
+// of any size (PostgreSQL is told to avoid a sequential scan, which it
+// prefers on a table of a few rows).
+func (s *testServer) queryPlan(query string) string {
+	s.t.Helper()
+	explain := `EXPLAIN QUERY PLAN `
+	if s.pg != nil {
+		explain = `EXPLAIN `
+	}
+	var plan []string
+	err := s.engine().update(context.Background(), func(tx dbTx) error {
+		if s.pg != nil {
+			if _, err := tx.Exec(context.Background(), `SET LOCAL enable_seqscan = off`); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(context.Background(), explain+query)
+		return each(rows, err, func(scan func(...any) error) error {
+			var cols []any
+			var line string
+			if s.pg != nil {
+				cols = []any{&line}
+			} else {
+				var id, parent, unused int64
+				cols = []any{&id, &parent, &unused, &line}
+			}
+			err := scan(cols...)
+			plan = append(plan, line)
+			return err
+		})
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
