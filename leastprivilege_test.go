@@ -37,52 +37,74 @@ func leastPrivilegeGrants(t *testing.T, role, schema string) []string {
 	return out
 }
 
-// An owner role migrates, the servers' role gets the documented grants and
-// nothing else: a server and the key commands work as that role, and it
-// cannot disable the audit trail's trigger, change, delete or truncate an
-// event. On a schema that is behind, such a server refuses to start,
-// naming petstore migrate.
-func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
-	base, err := url.Parse(testkit.PostgresServer(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+// twoRoles are an owner role, the servers' role and a schema the owner
+// owns, made for a test on the tests' PostgreSQL and dropped after it.
+type twoRoles struct {
+	owner, app, schema string
+	admin              *pgx.Conn // as the tests' superuser
+}
+
+func newTwoRoles(t *testing.T) twoRoles {
+	t.Helper()
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base.String())
+	admin, err := pgx.Connect(ctx, testkit.PostgresServer(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	suffix := strings.ToLower(rand.Text()[:10])
-	owner, app, schema := "petstore_owner_"+suffix, "petstore_app_"+suffix, "petstore_lp_"+suffix
-	mustExec := func(conn *pgx.Conn, sql string) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	for _, role := range []string{owner, app} {
-		mustExec(admin, "CREATE ROLE "+role+" LOGIN PASSWORD '"+role+"'")
+	r := twoRoles{owner: "petstore_owner_" + suffix, app: "petstore_app_" + suffix, schema: "petstore_lp_" + suffix, admin: admin}
+	for _, role := range []string{r.owner, r.app} {
+		mustExecPG(t, admin, "CREATE ROLE "+role+" LOGIN PASSWORD 'pw-"+role+"'") // not the name, which a message shows
 	}
 	t.Cleanup(func() {
-		for _, sql := range []string{"DROP SCHEMA IF EXISTS " + schema + " CASCADE", "DROP OWNED BY " + app, "DROP OWNED BY " + owner,
-			"DROP ROLE " + app, "DROP ROLE " + owner} {
+		for _, sql := range []string{"DROP SCHEMA IF EXISTS " + r.schema + " CASCADE", "DROP OWNED BY " + r.app, "DROP OWNED BY " + r.owner,
+			"DROP ROLE " + r.app, "DROP ROLE " + r.owner} {
 			if _, err := admin.Exec(ctx, sql); err != nil {
 				t.Errorf("%s: %v", sql, err)
 			}
 		}
 		admin.Close(ctx)
 	})
-	// As public is: everyone may use it, the owner alone create in it.
-	mustExec(admin, "CREATE SCHEMA "+schema+" AUTHORIZATION "+owner)
-	mustExec(admin, "GRANT USAGE ON SCHEMA "+schema+" TO "+app)
-	as := func(role string) string {
-		u := *base
-		u.User = url.UserPassword(role, role)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
+	mustExecPG(t, admin, "CREATE SCHEMA "+r.schema+" AUTHORIZATION "+r.owner)
+	return r
+}
+
+// as is the URL of the database as role, its search_path the schema.
+func (r twoRoles) as(t *testing.T, role string) string {
+	u, err := url.Parse(testkit.PostgresServer(t))
+	if err != nil {
+		t.Fatal(err)
 	}
+	u.User = url.UserPassword(role, "pw-"+role)
+	q := u.Query()
+	q.Set("search_path", r.schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func mustExecPG(t *testing.T, conn *pgx.Conn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// An owner role migrates, the servers' role gets the documented grants and
+// nothing else: a server and the key commands work as that role, and it
+// cannot disable the audit trail's trigger, change, delete or truncate an
+// event. On a schema that is behind, such a server refuses to start,
+// naming petstore migrate.
+func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
+	ctx := context.Background()
+	roles := newTwoRoles(t)
+	owner, app, schema := roles.owner, roles.app, roles.schema
+	mustExec := func(conn *pgx.Conn, sql string) {
+		t.Helper()
+		mustExecPG(t, conn, sql)
+	}
+	// As public is: everyone may use it, the owner alone create in it.
+	mustExec(roles.admin, "GRANT USAGE ON SCHEMA "+schema+" TO "+app)
+	as := func(role string) string { return roles.as(t, role) }
 	redis := testkit.RedisURL(t)
 	serveAs := func(role string) cliResult {
 		return runBinary(t, t.TempDir(), nil, "serve", "--addr", "127.0.0.1:0", "--db", as(role), "--redis", redis)

@@ -89,10 +89,16 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 }
 
 func (s *pgStore) setUp(ctx context.Context) error {
+	if err := s.checkSchemaUsage(ctx); err != nil {
+		return err
+	}
 	if err := s.pool.QueryRow(ctx, `SELECT hashtext(current_database() || '.' || current_schema())`).Scan(&s.lockSpace); err != nil {
 		return err
 	}
-	return s.migrate(ctx)
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	return s.checkGrants(ctx)
 }
 
 // migrate brings the schema up to date. When it is current, it only reads
