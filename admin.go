@@ -300,7 +300,7 @@ func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authF
 		return
 	}
 	if !d.allowed {
-		refuse(w, r, d)
+		refuse(w, r, &d)
 		return
 	}
 	w.Header().Set("WWW-Authenticate", adminChallenge)

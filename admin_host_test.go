@@ -73,6 +73,16 @@ func TestAdminListenerAnswersOnlyItsOwnHostNames(t *testing.T) {
 }
 
 func TestAdminHostFlagTakesNamesWithoutAPort(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--admin-host", "petstore-admin"}, // no admin listener to name
+		{"serve", "--admin-addr", "127.0.0.1:0", "--admin-host", "petstore-admin:9090"},
+	} {
+		res := viaRun(t, nil, args...)
+		wantFailure(t, res, 2)
+		if !strings.Contains(res.stderr, "--admin-host") {
+			t.Errorf("petstore %s: standard error %q does not name --admin-host", strings.Join(args, " "), res.stderr)
+		}
+	}
 	for _, tc := range []struct {
 		value string
 		want  []string

@@ -135,6 +135,7 @@ func TestConsoleOwnersDayInABrowser(t *testing.T) {
 	c.banAndLift(ctx, id, key)
 	c.chartOf400Days(ctx, id)
 	c.webhookDelivered(ctx)
+	c.editRollRevoke(ctx, id)
 
 	c.goTo(ctx, "#/audit", `document.querySelector('.page[data-page=audit] tbody')`)
 	if got := page.text(ctx, ".page tbody"); !strings.Contains(got, "key.created") || !strings.Contains(got, "ban.lifted") {
@@ -211,6 +212,29 @@ func (c *consoleSession) chartOf400Days(ctx context.Context, id int64) {
 		c.t.Errorf("the readout of today says %q, want allowed 60", got)
 	}
 	page.screenshot(ctx, "console-usage")
+}
+
+// editRollRevoke renames key id, rolls it and revokes the old key.
+func (c *consoleSession) editRollRevoke(ctx context.Context, id int64) {
+	c.t.Helper()
+	page := c.page
+	c.goTo(ctx, fmt.Sprintf("#/keys/%d", id), `document.querySelector('form.edit')`)
+	page.eval(ctx, `document.querySelector('form.edit input[name=name]').value = ''`, nil)
+	page.typeInto(ctx, "form.edit input[name=name]", "Acme Ltd")
+	page.typeInto(ctx, "form.edit input[name=externalId]", "acct-9")
+	page.click(ctx, "form.edit button[type=submit]")
+	page.waitFor(ctx, "the new name", `document.querySelector('.key-name')?.textContent === 'Acme Ltd'`)
+	k, _, err := findKey(ctx, c.s.store, id)
+	if err != nil || k.Name != "Acme Ltd" || k.ExternalID != "acct-9" {
+		c.t.Errorf("after the edit the key is %+v (%v), want Acme Ltd, acct-9", k, err)
+	}
+	page.typeInto(ctx, "form.roll input[name=overlap]", "") // the default overlap, 24h
+	page.click(ctx, "form.roll button[type=submit]")
+	page.waitFor(ctx, "the new key's secret", `document.querySelector('.secret-value')`)
+	page.click(ctx, ".revoke")
+	page.waitFor(ctx, "the confirmation", `document.querySelector('dialog[open] .danger')`)
+	page.click(ctx, "dialog[open] .danger")
+	page.waitFor(ctx, "revoked", `document.querySelector('.key-actions')?.textContent.includes('revoked')`)
 }
 
 // webhookDelivered adds an endpoint on a test receiver, sends it a test

@@ -99,7 +99,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
 	d := decision{policy: "60;w=60", window: "minute", limit: -1, remaining: math.MinInt64, reset: time.Unix(1700000000, 0), resetIn: -time.Second}
 	h := http.Header{}
-	setRateLimitHeaders(h, &requestInfo{}, d)
+	setRateLimitHeaders(h, &requestInfo{}, &d)
 	for name, v := range h {
 		if strings.Contains(fmt.Sprint(v), "-") && name != "Ratelimit-Policy" {
 			t.Errorf("%s: %q", name, v)

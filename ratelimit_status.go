@@ -42,9 +42,9 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 			return
 		}
 		info.decided(&s.decision)
-		setRateLimitHeaders(w.Header(), info, s.decision)
+		setRateLimitHeaders(w.Header(), info, &s.decision)
 		if !s.allowed {
-			refuse(w, r, s.decision)
+			refuse(w, r, &s.decision)
 			return
 		}
 		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), key, s))

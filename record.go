@@ -108,8 +108,16 @@ func findRecord(w http.ResponseWriter) *requestInfo {
 
 // recordOf is the record of the request answered through w; a request
 // whose record cannot be found fails (errRecordHidden) rather than go on
-// without its key.
+// without its key. Written for the usual case, w logRequests' own writer,
+// to be inlined in each step.
 func recordOf(w http.ResponseWriter) *requestInfo {
+	if sw, ok := w.(*statusWriter); ok {
+		return &sw.record
+	}
+	return recordBehind(w)
+}
+
+func recordBehind(w http.ResponseWriter) *requestInfo {
 	info := findRecord(w)
 	if info == nil {
 		panic(errRecordHidden)
@@ -120,10 +128,18 @@ func recordOf(w http.ResponseWriter) *requestInfo {
 // reach moves the request to stage s, which must follow the stage it is at.
 func (info *requestInfo) reach(s stage) {
 	if info.stage != stageAfter[s] {
-		panic(fmt.Sprintf("the request's steps ran out of order: %s after %s; routes.go runs it after %s",
-			stageSteps[s], stageSteps[info.stage], stageSteps[stageAfter[s]]))
+		outOfOrder(s, info.stage)
 	}
 	info.stage = s
+}
+
+// outOfOrder fails a request whose step s came at stage at. Kept out of
+// reach, so that reach is inlined into each step.
+//
+//go:noinline
+func outOfOrder(s, at stage) {
+	panic(fmt.Sprintf("the request's steps ran out of order: %s after %s; routes.go runs it after %s",
+		stageSteps[s], stageSteps[at], stageSteps[stageAfter[s]]))
 }
 
 // The steps' parts, in routes.go's order.

@@ -133,6 +133,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		if err := checkListenAddr("--admin-addr", cfg.adminAddr); err != nil {
 			return err
 		}
+	} else if len(cfg.adminHosts) > 0 {
+		return usagef("--admin-host needs --admin-addr: there is no admin listener without it")
 	}
 	if err := cfg.https.check(cfg.adminAddr); err != nil {
 		return err

@@ -77,10 +77,12 @@ function editForm(ctx, k) {
   const perMinute = h('input', { type: 'number', name: 'perMinute', min: 1, value: k.perMinute });
   const perDay = h('input', { type: 'number', name: 'perDay', min: 1, value: k.perDay });
   const expires = h('input', { name: 'expires', placeholder: '90d, an RFC 3339 time, or never', value: k.expires || '' });
+  const externalId = h('input', { name: 'externalId', maxlength: 255, value: k.externalId || '' });
   const problem = errorLine();
   const form = h('form', { class: 'card edit' }, h('h3', {}, 'Edit'),
     field('Name', name), field('Plan', plan), field('Per minute', perMinute, 'Enterprise only'),
     field('Per day', perDay, 'Enterprise only'), scopeBoxes(k.scopes), field('Expires', expires, 'never: no end'),
+    field('External id', externalId, 'Empty: none'),
     problem, h('button', { type: 'submit', class: 'primary' }, 'Save'));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -94,6 +96,9 @@ function editForm(ctx, k) {
       body.expires = null;
     } else if (ends !== (k.expires || '')) {
       body.expires = ends;
+    }
+    if (externalId.value.trim() !== (k.externalId || '')) {
+      body.externalId = externalId.value.trim() || null;
     }
     await submit(problem, ctx, async () => {
       await api('PATCH', '/keys/' + k.id, body);
