@@ -77,7 +77,7 @@ func TestAdminOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes
 }
 
 // petOnlyCodes are the codes the pet API gives and the admin API never does.
-var petOnlyCodes = []string{codeIdempotencyConflict, codeIdempotencyMismatch, codeNotImplemented}
+var petOnlyCodes = []string{codeIdempotencyConflict, codeIdempotencyMismatch, codeNotImplemented, codeHTTPSRequired}
 
 func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
 	doc := readAdminOpenAPI(t)

@@ -303,6 +303,12 @@ type runningPetstore struct {
 // process is killed when the test ends, and its output is checked for keys.
 func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
+	return launchPetstore(t, dir, args...).served()
+}
+
+// launchPetstore starts the binary as startPetstore does, and returns at once.
+func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
+	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
@@ -330,8 +336,16 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 		close(s.exited)
 	}()
 	t.Cleanup(s.cleanup)
+	return s
+}
+
+// served waits for s's serving line, then for /healthz over plain HTTP
+// (over https, the caller's client knows the root to trust).
+func (s *runningPetstore) served() *runningPetstore {
+	t := s.t
+	t.Helper()
 	s.url = waitServing(t, s.stderr, s.exited)
-	if strings.HasPrefix(s.url, "http://") { // over https, the caller's client knows the root to trust
+	if strings.HasPrefix(s.url, "http://") {
 		waitHealthy(t, s.client, s.url)
 	}
 	s.bootstrap = bootstrapKeyIn(t, s.stderr.String())

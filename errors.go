@@ -13,6 +13,7 @@ import (
 const (
 	codeInvalidRequest       = "invalid_request"
 	codeInvalidJSON          = "invalid_json"
+	codeHTTPSRequired        = "https_required"
 	codeUnauthorized         = "unauthorized"
 	codeInsufficientScope    = "insufficient_scope"
 	codeNotFound             = "not_found"
@@ -39,6 +40,7 @@ var adminOnlyCodes = []string{codeConflict, codeMisdirectedRequest}
 var codeStatus = map[string]int{
 	codeInvalidRequest:       http.StatusBadRequest,
 	codeInvalidJSON:          http.StatusBadRequest,
+	codeHTTPSRequired:        http.StatusBadRequest,
 	codeUnauthorized:         http.StatusUnauthorized,
 	codeInsufficientScope:    http.StatusForbidden,
 	codeNotFound:             http.StatusNotFound,
