@@ -48,10 +48,12 @@ func handleAdminKeyLimits(d adminDeps) http.Handler {
 }
 
 // noStore keeps every answer of the admin API out of any cache: a key made
-// or a key's figures are never kept by a browser or a proxy.
+// or a key's figures are never kept by a browser or a proxy. Nor is an
+// answer ever taken for anything but its Content-Type.
 func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
 }

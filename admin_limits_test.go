@@ -151,6 +151,9 @@ func TestEveryAdminAnswerIsNeverStoredNorSharedWithAnotherOrigin(t *testing.T) {
 		if got := w.Header().Get("Cache-Control"); got != "no-store" {
 			t.Errorf("%s %s (%d): Cache-Control %q, want no-store", tt.method, tt.target, w.Code, got)
 		}
+		if got := w.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s (%d): X-Content-Type-Options %q, want nosniff", tt.method, tt.target, w.Code, got)
+		}
 		for name := range w.Header() {
 			if strings.HasPrefix(name, "Access-Control-") {
 				t.Errorf("%s %s: %s sent", tt.method, tt.target, name)

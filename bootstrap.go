@@ -107,12 +107,13 @@ func writeBootstrapKey(path, token string) (string, error) {
 // works as printed: the --db as given, but a URL without its password, which
 // libpq's PGPASSWORD or ~/.pgpass then supplies.
 func keysCreateHint(cfg serveConfig) string {
-	hint := "petstore keys create --db " + shellWord(withoutPassword(cfg.db))
+	db := withoutPassword(cfg.db)
+	hint := "petstore keys create --db " + shellWord(db)
 	if cfg.env != "production" {
 		hint += " --env " + cfg.env
 	}
 	hint += " --plan pro --name my-app"
-	if isPostgresURL(cfg.db) {
+	if db != cfg.db {
 		hint += "\n         (the password is left out: give it in PGPASSWORD or ~/.pgpass)"
 	}
 	return hint
@@ -125,10 +126,15 @@ func withoutPassword(db string) string {
 	if !isPostgresURL(db) || err != nil {
 		return db
 	}
-	if u.User != nil {
+	_, inUser := u.User.Password()
+	q := u.Query()
+	if !inUser && !q.Has("password") {
+		return db
+	}
+	if inUser {
 		u.User = url.User(u.User.Username())
 	}
-	if q := u.Query(); q.Has("password") {
+	if q.Has("password") {
 		q.Del("password")
 		u.RawQuery = q.Encode()
 	}

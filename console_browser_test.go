@@ -296,13 +296,24 @@ func TestConsoleShowsAHostileKeyNameAsCharacters(t *testing.T) {
 	page := c.page
 	defer c.b.checkNothingWentWrong() // an alert is a dialog: a failure
 	defer page.checkNoViolations(ctx)
-	page.eval(ctx, `window.__ran = false`, nil)
+	// As on a plain HTTP page of another host: no clipboard API.
+	page.eval(ctx, `window.__ran = false; Object.defineProperty(navigator, 'clipboard', {value: undefined})`, nil)
 	c.signIn(ctx, c.owner)
 	page.click(ctx, ".create-key")
 	page.typeInto(ctx, "form.create input[name=name]", hostile)
 	page.typeInto(ctx, "form.create input[name=externalId]", `"><script>window.__ran = true</script>`)
 	page.click(ctx, "form.create button[type=submit]")
 	page.waitFor(ctx, "the secret", `document.querySelector('.secret-value')`)
+
+	// Copy selects the secret, ready for Ctrl+C, and says so.
+	page.eval(ctx, `document.activeElement.blur()`, nil)
+	page.click(ctx, ".secret .copy")
+	page.waitFor(ctx, "the fallback", `document.querySelector('.secret .copied').textContent.includes('Ctrl+C')`)
+	var selected bool
+	page.eval(ctx, `(() => { const e = document.activeElement; return e.classList.contains('secret-value') && e.selectionStart === 0 && e.selectionEnd === e.value.length && e.value.startsWith('psk_'); })()`, &selected)
+	if !selected {
+		t.Errorf("without the clipboard API, Copy does not leave the secret selected")
+	}
 	id := c.keyID(ctx, hostile) // found by its text, character for character
 	c.goTo(ctx, fmt.Sprintf("#/keys/%d", id), `document.querySelector('.key-name')`)
 	if got := page.text(ctx, ".key-name"); got != hostile {

@@ -44,8 +44,8 @@ func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) 
 		{[]string{"keys", "create", "--db", db, "--plan", "enterprise", "--rpm", over, "--rpd", "5"}, 2, "--rpm must be at most 1000000000"},
 		{[]string{"keys", "create", "--db", db, "--plan", "enterprise", "--rpm", "5", "--rpd", over}, 2, "--rpd must be at most 1000000000"},
 		{[]string{"keys", "create", "--db", db, "--plan", "enterprise", "--rpm", at, "--rpd", at}, 0, ""},
-		{[]string{"keys", "update", "--db", db, "1", "--rpm", over}, 1, "--rpm must be at most 1000000000"},
-		{[]string{"keys", "update", "--db", db, "1", "--rpd", over}, 1, "--rpd must be at most 1000000000"},
+		{[]string{"keys", "update", "--db", db, "1", "--rpm", over}, 2, "--rpm must be at most 1000000000"},
+		{[]string{"keys", "update", "--db", db, "1", "--rpd", over}, 2, "--rpd must be at most 1000000000"},
 	} {
 		res := viaRun(t, nil, c.args...)
 		if res.code != c.code || !strings.Contains(res.stderr, c.says) {
