@@ -509,8 +509,8 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 			if *f.v < 1 {
 				return usagef("--%s must be 1 or more", f.flag)
 			}
-			if *f.v > maxLimit {
-				return usagef("--%s must be at most %d, not %d", f.flag, maxLimit, *f.v)
+			if *f.v > domain.MaxLimit {
+				return usagef("--%s must be at most %d, not %d", f.flag, domain.MaxLimit, *f.v)
 			}
 			*f.dst = f.v
 		}
