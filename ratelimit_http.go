@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The limiter's HTTP side: the middleware that asks it about each request,
@@ -21,11 +23,11 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(w)
 			key := info.limiting()
-			id, lim := callerID{keyID: 0}, anonymousLimits
+			id, lim := domain.CallerID{KeyID: 0}, domain.AnonymousLimits
 			if key != nil {
-				id, lim = key.budget()
+				id, lim = key.Budget()
 			} else {
-				id.addr = clientAddr(r, trustProxy)
+				id.Addr = clientAddr(r, trustProxy)
 			}
 			d, err := limiter.allow(r.Context(), id, lim)
 			if err != nil {
@@ -99,7 +101,7 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			first, _, _ := strings.Cut(xff, ",")
 			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return limitedAddr(addr)
+				return domain.LimitedAddr(addr)
 			}
 		}
 	}
@@ -108,5 +110,5 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		host = r.RemoteAddr
 	}
 	addr, _ := netip.ParseAddr(host)
-	return limitedAddr(addr)
+	return domain.LimitedAddr(addr)
 }

@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/logline"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -164,7 +167,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		// pets) some 20 MiB smaller. GOGC in the environment still decides.
 		debug.SetGCPercent(serveGCPercent)
 	}
-	logs := newLogBuffer(stderr)
+	logs := logline.NewBuffer(stderr)
 	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
 	if err != nil {
 		return err
@@ -172,7 +175,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
 	flushed := make(chan struct{})
 	go func() {
-		every(flushCtx, logFlushEvery, logs.Flush)
+		every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
 		close(flushed)
 	}()
@@ -187,7 +190,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "text", "json":
-		return slog.New(newLineHandler(w, format == "json", lvl)), nil
+		return slog.New(logline.NewHandler(w, format == "json", lvl)), nil
 	}
 	return nil, usagef("--log-format must be text or json, not %q", format)
 }
@@ -195,7 +198,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // serve runs the server until ctx ends, then shuts down gracefully: no new
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
-func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
 	var m *metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
@@ -276,7 +279,7 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 // (a usage mistake), suggesting :PORT for a bare port.
 func checkListenAddr(flag, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		if isDigits(addr) {
+		if domain.IsDigits(addr) {
 			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
 		}
 		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
@@ -343,7 +346,7 @@ func withTLS(srv *http.Server, logger *slog.Logger, tlsConfig *tls.Config) *http
 // serveUntil serves every port, calls started, and serves until ctx ends; then, after drainFor with
 // draining set, it stops them: no new connections, and requests in flight
 // finish up to shutdownTimeout.
-func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logBuffer, started func()) error {
+func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logline.Buffer, started func()) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {
 		go func() { served <- p.serve() }()
