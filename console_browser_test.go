@@ -102,6 +102,7 @@ func TestConsoleOwnersDayInABrowser(t *testing.T) {
 
 	// A key made, its secret shown once.
 	page.click(ctx, ".create-key")
+	c.checkLabels(ctx, "the keys, with the new key's form")
 	page.typeInto(ctx, "form.create input[name=name]", "Acme")
 	page.click(ctx, "form.create button[type=submit]")
 	page.waitFor(ctx, "the secret", `document.querySelector('.secret-value')`)
