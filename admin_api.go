@@ -655,13 +655,9 @@ func (b jsonBody) scopes(dst *domain.ScopeSet) error {
 	if string(raw) == "null" || json.Unmarshal(raw, &names) != nil || len(names) == 0 {
 		return errorf(codeInvalidRequest, "scopes must be an array of one or more of %s", strings.Join(domain.AllScopes.Names(), ", "))
 	}
-	var s domain.ScopeSet
-	for _, name := range names {
-		scope, ok := domain.ScopeNamed(name)
-		if !ok {
-			return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
-		}
-		s |= scope
+	s, name, ok := domain.ParseScopes(names, domain.AllScopes)
+	if !ok {
+		return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
 	}
 	*dst = s
 	return nil

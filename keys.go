@@ -188,25 +188,34 @@ func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
 	return nil
 }
 
-// parseScopes reads the --scope flags given, each one scope or several
-// separated by commas. None given: every scope.
+// parseScopes reads the --scope flags of a key. None given: every scope.
 func parseScopes(flags []string) (domain.ScopeSet, error) {
+	return parseScopeFlags(flags, domain.AllScopes, func(flag, name string) error {
+		if name == "" {
+			return usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
+		}
+		return usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
+	})
+}
+
+// parseScopeFlags reads --scope flags, each one scope or several separated
+// by commas, every one of within; none given: all of within. unknown is the
+// usage error of a name in flag that is none of them.
+func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, name string) error) (domain.ScopeSet, error) {
 	if len(flags) == 0 {
-		return domain.AllScopes, nil
+		return within, nil
 	}
 	var s domain.ScopeSet
 	for _, flag := range flags {
-		for name := range strings.SplitSeq(flag, ",") {
-			name = strings.TrimSpace(name)
-			scope, ok := domain.ScopeNamed(name)
-			switch {
-			case name == "":
-				return 0, usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
-			case !ok:
-				return 0, usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
-			}
-			s |= scope
+		names := strings.Split(flag, ",")
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
 		}
+		scopes, name, ok := domain.ParseScopes(names, within)
+		if !ok {
+			return 0, unknown(flag, name)
+		}
+		s |= scopes
 	}
 	return s, nil
 }
