@@ -421,24 +421,10 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		overlap := defaultRollOverlap
-		if r.ContentLength != 0 || firstHeader(r.Header, "Content-Type") != "" {
-			body, err := decodeObject(w, r, []string{"overlap"}, "a roll has only overlap")
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			if _, ok := body["overlap"]; ok {
-				var s string
-				if err := jsonBody(body).str("overlap", &s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-				if overlap, err = overlapOf("overlap", s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-			}
+		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", keyOverlapAtZero)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
 		old, _, err := findKey(r.Context(), d.store, id)
@@ -455,6 +441,27 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
 	})
+}
+
+// overlapBody reads the body of a roll or a rotation: none, or an object
+// with only overlap; def when it names none. A request has a body when it
+// says so, by its length or by its Content-Type.
+func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only, atZero string) (time.Duration, error) {
+	if r.ContentLength == 0 && firstHeader(r.Header, "Content-Type") == "" {
+		return def, nil
+	}
+	body, err := decodeObject(w, r, []string{"overlap"}, only)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := body["overlap"]; !ok {
+		return def, nil
+	}
+	var s string
+	if err := jsonBody(body).str("overlap", &s); err != nil {
+		return 0, err
+	}
+	return overlapOf("overlap", s, atZero)
 }
 
 // defaultRollOverlap is how long the old key of a roll works on beside the
