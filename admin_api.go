@@ -235,12 +235,7 @@ func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
 		return defaultPageSize, nil
 	}
-	s := v.Get("limit")
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxPageSize || !domain.IsDigits(s) {
-		return 0, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
-	}
-	return n, nil
+	return limitOf(v.Get("limit"))
 }
 
 // pageCursor is where a page begins: after the id its cursor names.
