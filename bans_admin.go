@@ -10,7 +10,11 @@ import "net/http"
 // first: [{"subject", "since", "until"}].
 func handleAdminListBans(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bans, err := d.store.Bans(r.Context())
+		err := d.storeBans(r.Context())
+		var bans []ban
+		if err == nil {
+			bans, err = d.store.Bans(r.Context())
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -26,6 +30,9 @@ func handleAdminListBans(d adminDeps) http.Handler {
 func handleAdminLiftBan(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, err := parseBanSubject(r.PathValue("subject"))
+		if err == nil {
+			err = d.storeBans(r.Context())
+		}
 		if err == nil {
 			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.actor(), env)
 		}
