@@ -16,7 +16,7 @@ type whoami struct {
 func handleAdminWhoami() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := recordOf(w).admin
-		writeJSON(w, r, http.StatusOK, whoami{ID: t.ID, Name: t.Name, Scopes: t.Scopes.names()})
+		writeJSON(w, r, http.StatusOK, whoami{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()})
 	})
 }
 
@@ -37,7 +37,7 @@ func handleAdminKeyLimits(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		budget, lim := k.budget()
+		budget, lim := k.Budget()
 		s, err := d.limiter.peek(r.Context(), budget, lim)
 		if err != nil {
 			writeError(w, r, err)
@@ -48,10 +48,12 @@ func handleAdminKeyLimits(d adminDeps) http.Handler {
 }
 
 // noStore keeps every answer of the admin API out of any cache: a key made
-// or a key's figures are never kept by a browser or a proxy.
+// or a key's figures are never kept by a browser or a proxy. Nor is an
+// answer ever taken for anything but its Content-Type.
 func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		next.ServeHTTP(w, r)
 	})
 }

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // How often the background work of a server runs.
@@ -38,7 +42,7 @@ type app struct {
 	webhooks *webhookWorker // sends the outbox's webhooks
 	// webhookGuard refuses the addresses webhooks may not reach (nil with
 	// --webhook-allow-private).
-	webhookGuard *addressGuard
+	webhookGuard *webhook.AddressGuard
 	bans         *banFollower // the database's bans and lifts, read into the limiter
 	pets         *petCache
 	idem         *inflight
@@ -108,8 +112,8 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhookGuard = newAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics, cfg.env)
+	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics, cfg.env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -174,7 +178,7 @@ func (a *app) startBackground() (stop func()) {
 	warn := func(msg string, err error) {
 		switch {
 		case err == nil || ctx.Err() != nil:
-		case dbFailureOf(err) != 0:
+		case domain.DBFailureOf(err) != 0:
 			// The database is away: the health probe logs the outage once.
 			a.logger.Debug(msg, "err", err)
 		default:

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // API keys look like psk_live_<32 random base62 chars><6-char checksum>
@@ -124,7 +126,7 @@ func hashKey(token string) [sha256.Size]byte {
 // a second. An expiry is checked against the clock at each look-up, so an
 // expired key is refused at once, on every server.
 type keyring struct {
-	store keyStore
+	store domain.KeyStore
 	env   string
 	now   func() time.Time
 
@@ -141,7 +143,7 @@ type keyring struct {
 
 // heldKey is a key as the keyring holds it, with its note of use.
 type heldKey struct {
-	key apiKey
+	key domain.Key
 	use *keyUse
 }
 
@@ -163,7 +165,7 @@ const keyRefreshEvery = 500 * time.Millisecond
 // version at most ten times a second and look no key up.
 const sharedRefreshAge = 100 * time.Millisecond
 
-func newKeyring(ctx context.Context, store keyStore, env string, now func() time.Time) (*keyring, error) {
+func newKeyring(ctx context.Context, store domain.KeyStore, env string, now func() time.Time) (*keyring, error) {
 	k := &keyring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*keyUse)}
 	return k, k.refresh(ctx)
 }
@@ -208,7 +210,7 @@ func (k *keyring) refresh(ctx context.Context) error {
 
 // useOf is key's note of its use, the one it had before a reload; k.mu is
 // held for writing.
-func (k *keyring) useOf(key *apiKey) *keyUse {
+func (k *keyring) useOf(key *domain.Key) *keyUse {
 	if u := k.uses[key.ID]; u != nil {
 		return u
 	}
@@ -272,7 +274,7 @@ func (k *keyring) active(h *heldKey) (*heldKey, authFailure, error) {
 		return nil, authRevokedKey, nil
 	}
 	// Only a key with an expiry reads the clock.
-	if !key.ExpiresAt.IsZero() && key.expiredAt(k.now()) {
+	if !key.ExpiresAt.IsZero() && key.ExpiredAt(k.now()) {
 		return nil, authExpiredKey, nil
 	}
 	if !h.use.used.Load() {
@@ -305,12 +307,12 @@ func (k *keyring) flushLastUsed(ctx context.Context) error {
 	k.flushMu.Lock()
 	defer k.flushMu.Unlock()
 	minute := k.now().UTC().Truncate(time.Minute)
-	var uses []lastUse
+	var uses []domain.LastUse
 	var written []*keyUse
 	k.mu.RLock()
 	for id, u := range k.uses {
 		if u.used.Swap(false) && u.stored != minute.Unix() {
-			uses = append(uses, lastUse{KeyID: id, Minute: minute})
+			uses = append(uses, domain.LastUse{KeyID: id, Minute: minute})
 			written = append(written, u)
 		}
 	}
@@ -432,7 +434,7 @@ func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middlewar
 // refused now: the address is banned, or one of its windows is spent. When
 // the limiter cannot tell, it is not.
 func addressLimited(ctx context.Context, limiter rateLimiter, addr netip.Addr) bool {
-	s, err := limiter.peek(ctx, callerID{addr: addr}, anonymousLimits)
+	s, err := limiter.peek(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits)
 	return err == nil && (!s.allowed || s.minute.remaining < 1 || s.day.remaining < 1)
 }
 

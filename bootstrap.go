@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"strings"
 
+	"petstore/internal/domain"
+
 	"golang.org/x/term"
 )
 
@@ -22,10 +24,10 @@ import (
 // new user can call the API at once. It is the only key the server ever
 // gives out: printed on a terminal, otherwise written to a file whose path
 // alone is logged (README.md, "A first session").
-func bootstrapKey(ctx context.Context, store keyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
-	free := plans["free"]
-	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
-	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
+func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
+	free := domain.Plans["free"]
+	key, token := newAPIKey(domain.Key{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
+	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}
@@ -105,12 +107,13 @@ func writeBootstrapKey(path, token string) (string, error) {
 // works as printed: the --db as given, but a URL without its password, which
 // libpq's PGPASSWORD or ~/.pgpass then supplies.
 func keysCreateHint(cfg serveConfig) string {
-	hint := "petstore keys create --db " + shellWord(withoutPassword(cfg.db))
+	db := withoutPassword(cfg.db)
+	hint := "petstore keys create --db " + shellWord(db)
 	if cfg.env != "production" {
 		hint += " --env " + cfg.env
 	}
 	hint += " --plan pro --name my-app"
-	if isPostgresURL(cfg.db) {
+	if db != cfg.db {
 		hint += "\n         (the password is left out: give it in PGPASSWORD or ~/.pgpass)"
 	}
 	return hint
@@ -123,10 +126,15 @@ func withoutPassword(db string) string {
 	if !isPostgresURL(db) || err != nil {
 		return db
 	}
-	if u.User != nil {
+	_, inUser := u.User.Password()
+	q := u.Query()
+	if !inUser && !q.Has("password") {
+		return db
+	}
+	if inUser {
 		u.User = url.User(u.User.Username())
 	}
-	if q := u.Query(); q.Has("password") {
+	if q.Has("password") {
 		q.Del("password")
 		u.RawQuery = q.Encode()
 	}

@@ -19,19 +19,25 @@ func TestKeysCreateHintWorksAsPrinted(t *testing.T) {
 			"petstore keys create --db petstore.db --plan pro --name my-app"},
 		{"a file with a space, on staging", serveConfig{dbFlags: dbFlags{env: "staging", db: "/srv/pet store/s.db"}},
 			"petstore keys create --db '/srv/pet store/s.db' --env staging --plan pro --name my-app"},
-		{"a URL without a password", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app@db:5432/pets"}},
+		{"a URL with a user only", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app@db:5432/pets"}},
 			"petstore keys create --db postgres://app@db:5432/pets --plan pro --name my-app"},
 		{"a URL with a password", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app:s3cret@db:5432/pets?sslmode=require&search_path=shop"}},
 			"petstore keys create --db 'postgres://app@db:5432/pets?sslmode=require&search_path=shop' --plan pro --name my-app"},
 		{"a password as a parameter", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app@db/pets?password=s3cret"}},
 			"petstore keys create --db postgres://app@db/pets --plan pro --name my-app"},
+		{"a password as a parameter, no user", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://db/pets?password=s3cret&user=app"}},
+			"petstore keys create --db 'postgres://db/pets?user=app' --plan pro --name my-app"},
 	} {
 		got, _, _ := strings.Cut(keysCreateHint(c.cfg), "\n")
 		if got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
-		if strings.Contains(keysCreateHint(c.cfg), "s3cret") || strings.Contains(keysCreateHint(c.cfg), "xxxxx") {
-			t.Errorf("%s: the hint holds a password or a mask: %q", c.name, keysCreateHint(c.cfg))
+		hint := keysCreateHint(c.cfg)
+		if strings.Contains(hint, "s3cret") || strings.Contains(hint, "xxxxx") {
+			t.Errorf("%s: the hint holds a password or a mask: %q", c.name, hint)
+		}
+		if said := strings.Contains(hint, "PGPASSWORD"); said != strings.Contains(c.name, "password") {
+			t.Errorf("%s: the hint says where the password comes from: %v, want it when one was left out", c.name, said)
 		}
 	}
 }

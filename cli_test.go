@@ -1,7 +1,7 @@
 package main
 
-// Black-box tests of the command line, as DESIGN.md "Command line" and
-// "Running it" describe it: the built binary as a user runs it, and run() as
+// Black-box tests of the command line, as the README ("Command line") and
+// docs/production.md describe it: the built binary as a user runs it, and run() as
 // main calls it. The binary tests are skipped with -short.
 
 import (
@@ -220,7 +220,7 @@ func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 }
 
 // cliListColumns are the columns of the keys list table, in order: the
-// first seven as DESIGN.md names them, then the key's lifetime.
+// first seven as the README ("Command line") names them, then the key's lifetime.
 var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state", "scopes"}
 
 // listKeysJSON runs keys list --json (its fields are pinned by
@@ -303,6 +303,12 @@ type runningPetstore struct {
 // process is killed when the test ends, and its output is checked for keys.
 func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
+	return launchPetstore(t, dir, args...).served()
+}
+
+// launchPetstore starts the binary as startPetstore does, and returns at once.
+func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
+	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
@@ -330,8 +336,16 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 		close(s.exited)
 	}()
 	t.Cleanup(s.cleanup)
+	return s
+}
+
+// served waits for s's serving line, then for /healthz over plain HTTP
+// (over https, the caller's client knows the root to trust).
+func (s *runningPetstore) served() *runningPetstore {
+	t := s.t
+	t.Helper()
 	s.url = waitServing(t, s.stderr, s.exited)
-	if strings.HasPrefix(s.url, "http://") { // over https, the caller's client knows the root to trust
+	if strings.HasPrefix(s.url, "http://") {
 		waitHealthy(t, s.client, s.url)
 	}
 	s.bootstrap = bootstrapKeyIn(t, s.stderr.String())

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +28,12 @@ const healthcheckTimeout = 2 * time.Second
 func healthcheckCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	rawURL := fs.String("url", "", "the URL to check, or the server's base URL or HOST:PORT (/readyz is added when the path is empty); default: /readyz of --addr")
-	addr := fs.String("addr", "localhost:8080", "the server's --addr, used when --url is not given (so PETSTORE_ADDR serves both)")
+	addr := fs.String("addr", "localhost:8080", "the server's --addr, used when --url is not given (so PETSTORE_ADDR serves both); :443 with --acme-domain")
+	var hc healthcheckTLS
+	fs.StringVar(&hc.acmeDomain, "acme-domain", "", "the server's --acme-domain (so PETSTORE_ACME_DOMAIN serves both): check over https, asking for its first name")
+	fs.StringVar(&hc.tlsCert, "tls-cert", "", "the server's --tls-cert (so PETSTORE_TLS_CERT serves both): check over https, trusting that certificate")
+	fs.StringVar(&hc.serverName, "server-name", "", "the name to ask for (SNI) and verify over https (default: the first --acme-domain, or the URL's host)")
+	fs.StringVar(&hc.caRoot, "ca-root", "", "a PEM file of roots to trust over https, besides the system's")
 	rest, err := parseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
@@ -33,21 +41,59 @@ func healthcheckCommand(ctx context.Context, args []string, getenv func(string) 
 	if len(rest) > 0 {
 		return usagef("healthcheck takes no arguments, got %q (use --url)", rest[0])
 	}
-	target, err := healthcheckURL(*rawURL, *addr)
+	if hc.acmeDomain != "" && !setFlags(fs)["addr"] {
+		*addr = ":443"
+	}
+	target, err := healthcheckURL(*rawURL, *addr, hc.acmeDomain != "" || hc.tlsCert != "")
 	if err != nil {
 		return err
 	}
-	if err := checkReady(ctx, target, healthcheckTimeout); err != nil {
+	tlsConfig, err := hc.config()
+	if err != nil {
+		return err
+	}
+	if err := checkReady(ctx, target, healthcheckTimeout, tlsConfig); err != nil {
 		return fmt.Errorf("healthcheck %s: %w", target, err)
 	}
 	return nil
 }
 
+// healthcheckTLS is how a health check over https trusts the server.
+type healthcheckTLS struct {
+	acmeDomain, tlsCert, serverName, caRoot string
+}
+
+// config trusts the system's roots, --ca-root's and --tls-cert's
+// certificates, and asks for --server-name or the first --acme-domain.
+func (hc healthcheckTLS) config() (*tls.Config, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	for _, f := range []struct{ flag, file string }{{"--ca-root", hc.caRoot}, {"--tls-cert", hc.tlsCert}} {
+		if f.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.file)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", f.flag, f.file, unwrapPath(err))
+		}
+		if !roots.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("%s %s holds no PEM certificate", f.flag, f.file)
+		}
+	}
+	name := hc.serverName
+	if first, _, _ := strings.Cut(hc.acmeDomain, ","); name == "" {
+		name = strings.TrimSpace(first)
+	}
+	return &tls.Config{RootCAs: roots, ServerName: name, MinVersion: tls.VersionTLS12}, nil
+}
+
 // healthcheckURL is the URL to check: rawURL as given, with http:// when it
 // has no scheme and /readyz when it has no path; without one, /readyz on
-// addr, where an address on every interface (:8080, 0.0.0.0:8080) is asked
-// on localhost.
-func healthcheckURL(rawURL, addr string) (string, error) {
+// addr (over https when overTLS), where an address on every interface
+// (:8080, 0.0.0.0:8080) is asked on localhost.
+func healthcheckURL(rawURL, addr string, overTLS bool) (string, error) {
 	if rawURL == "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -56,7 +102,11 @@ func healthcheckURL(rawURL, addr string) (string, error) {
 		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
 			host = "localhost"
 		}
-		return "http://" + net.JoinHostPort(host, port) + "/readyz", nil
+		scheme := "http"
+		if overTLS {
+			scheme = "https"
+		}
+		return scheme + "://" + net.JoinHostPort(host, port) + "/readyz", nil
 	}
 	if !strings.Contains(rawURL, "://") {
 		rawURL = "http://" + rawURL
@@ -71,14 +121,15 @@ func healthcheckURL(rawURL, addr string) (string, error) {
 	return u.String(), nil
 }
 
-// checkReady asks target once, within timeout, and wants a 200.
-func checkReady(ctx context.Context, target string, timeout time.Duration) error {
+// checkReady asks target once, within timeout, and wants a 200; over
+// https it trusts what tlsConfig says.
+func checkReady(ctx context.Context, target string, timeout time.Duration, tlsConfig *tls.Config) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{
 		// Straight to the server: never through an HTTP_PROXY of the
 		// environment, never to where a redirect points.
-		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		Transport:     &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: tlsConfig},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)

@@ -124,7 +124,7 @@ func TestHealthcheckURL(t *testing.T) {
 		{"http://localhost:8080/healthz", "", "http://localhost:8080/healthz"},
 	}
 	for _, tt := range tests {
-		got, err := healthcheckURL(tt.url, tt.addr)
+		got, err := healthcheckURL(tt.url, tt.addr, false)
 		if err != nil || got != tt.want {
 			t.Errorf("healthcheckURL(%q, %q) = %q, %v; want %q", tt.url, tt.addr, got, err, tt.want)
 		}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/caddyserver/certmagic"
 )
 
 // httpsConfig are serve's flags for HTTPS without a proxy
@@ -19,6 +21,13 @@ import (
 type httpsConfig struct {
 	tlsCert, tlsKey           string
 	adminTLSCert, adminTLSKey string
+	acmeDomain, acmeEmail     string
+	acmeCA, acmeCARoot        string
+	acmeCache                 string
+	domains                   []string // --acme-domain's names
+	// httpAddr is the plain HTTP listener of --http-addr: HTTP-01
+	// challenges, health checks, redirects to HTTPS; "" when off.
+	httpAddr string
 	// hsts is Strict-Transport-Security's max-age on every HTTPS answer;
 	// 0 sends none.
 	hsts time.Duration
@@ -32,17 +41,41 @@ func (h *httpsConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&h.tlsKey, "tls-key", "", "the private key of --tls-cert, a PEM file")
 	fs.StringVar(&h.adminTLSCert, "admin-tls-cert", "", "serve the admin listener over HTTPS with the certificate chain in this PEM file (needs --admin-tls-key); plain HTTP without")
 	fs.StringVar(&h.adminTLSKey, "admin-tls-key", "", "the private key of --admin-tls-cert, a PEM file")
+	fs.StringVar(&h.acmeDomain, "acme-domain", "", "get and renew certificates for these names from an ACME CA (Let's Encrypt by default), NAME[,NAME...]; "+
+		"--addr then defaults to :443 and --http-addr to :80")
+	fs.StringVar(&h.acmeEmail, "acme-email", "", "the e-mail address of the ACME account (optional)")
+	fs.StringVar(&h.acmeCA, "acme-ca", certmagic.LetsEncryptProductionCA, "the ACME directory URL of the CA")
+	fs.StringVar(&h.acmeCARoot, "acme-ca-root", "", "a PEM file of the root to trust for the CA's own HTTPS endpoint (a staging or private CA); default: the system's roots")
+	fs.StringVar(&h.acmeCache, "acme-cache", "", "the directory of the ACME account and certificates, created 0700 (default: beside the SQLite file, FILE-acme; in the database on PostgreSQL)")
+	fs.StringVar(&h.httpAddr, "http-addr", "", "a plain HTTP listener, HOST:PORT, that answers ACME HTTP-01 challenges, /healthz and /readyz, refuses /v1/ and redirects the rest to HTTPS (default :80 with --acme-domain; \"off\" for none)")
 	fs.DurationVar(&h.hsts, "hsts", defaultHSTS, "max-age of the Strict-Transport-Security header on every HTTPS answer; 0 sends none")
 }
 
 // on is whether the API is served over TLS.
-func (h *httpsConfig) on() bool { return h.tlsCert != "" }
+func (h *httpsConfig) on() bool { return h.tlsCert != "" || h.acmeDomain != "" }
 
 // check refuses flags that do not go together (a usage mistake, exit 2).
-func (h *httpsConfig) check(adminAddr string) error {
+// set holds the flags given: --acme-domain moves the defaults of --addr
+// and --http-addr, which cfg holds.
+func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 	if err := pairGiven("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey); err != nil {
 		return err
 	}
+	if err := h.checkACME(cfg, set); err != nil {
+		return err
+	}
+	if h.httpAddr == "off" {
+		h.httpAddr = ""
+	}
+	if h.httpAddr != "" {
+		if !h.on() {
+			return usagef("--http-addr redirects to HTTPS: it needs --tls-cert or --acme-domain")
+		}
+		if err := checkListenAddr("--http-addr", h.httpAddr); err != nil {
+			return err
+		}
+	}
+	adminAddr := cfg.adminAddr
 	if err := pairGiven("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey); err != nil {
 		return err
 	}
@@ -67,11 +100,12 @@ func pairGiven(certFlag, cert, keyFlag, key string) error {
 }
 
 // transport is how the listeners speak: the TLS of each (nil: plain HTTP),
-// what wraps the API's handler, and what follows the certificates.
+// what wraps the API's handler, what follows the certificates.
 type transport struct {
 	api, admin *tls.Config
 	wrap       middleware
 	follow     []func(ctx context.Context)
+	acme       *acmeManager // nil without --acme-domain
 }
 
 // newTransport reads the certificates the flags name; a file that is
@@ -80,13 +114,20 @@ type transport struct {
 func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics) (*transport, error) {
 	h := cfg.https
 	tr := &transport{wrap: func(next http.Handler) http.Handler { return next }}
-	if h.on() {
+	switch {
+	case h.tlsCert != "":
 		files, err := openCertFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
 		if err != nil {
 			return nil, err
 		}
 		tr.api = serverTLS(files.getCertificate)
 		tr.follow = append(tr.follow, files.follow)
+	case h.acmeDomain != "":
+		am, err := newACME(cfg, logger, m)
+		if err != nil {
+			return nil, err
+		}
+		tr.acme, tr.api = am, am.tlsConfig()
 	}
 	if h.on() && h.hsts > 0 {
 		tr.wrap = strictTransport(h.hsts)
@@ -106,19 +147,57 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics) (*transport,
 	return tr, nil
 }
 
-// start runs what follows the certificates until ctx ends; stop waits for it.
-func (tr *transport) start(ctx context.Context) (stop func()) {
+// start runs what follows the certificates until ctx ends: the files'
+// watchers, and certmagic (on store's database when it has one), whose
+// challenges come to the listeners at apiAddr and httpAddr (nil when off).
+// stop ends it all.
+func (tr *transport) start(ctx context.Context, store lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{}, len(tr.follow))
-	for _, f := range tr.follow {
+	follow := tr.follow
+	if tr.acme != nil {
+		if err := tr.acme.start(ctx, store, apiAddr, httpAddr); err != nil {
+			cancel()
+			return nil, err
+		}
+		follow = append(follow, tr.acme.watch)
+	}
+	done := make(chan struct{}, len(follow))
+	for _, f := range follow {
 		go func() { f(ctx); done <- struct{}{} }()
 	}
 	return func() {
 		cancel()
-		for range tr.follow {
+		for range follow {
 			<-done
 		}
+	}, nil
+}
+
+// awaitFirst waits, for a bounded time, for the first ACME certificates.
+func (tr *transport) awaitFirst(ctx context.Context) {
+	if tr.acme != nil {
+		tr.acme.awaitFirst(ctx)
 	}
+}
+
+// challenges answers the CA's HTTP-01 challenges on the plain listener;
+// nil without ACME.
+func (tr *transport) challenges() challenger {
+	if tr.acme == nil {
+		return nil
+	}
+	return tr.acme
+}
+
+// plainAddr is the address of the --http-addr listener among ports, nil
+// when it is off.
+func (tr *transport) plainAddr(ports []port) net.Addr {
+	for _, p := range ports {
+		if p.plain {
+			return p.ln.Addr()
+		}
+	}
+	return nil
 }
 
 // scheme is http or https, as a URL to the listener begins.

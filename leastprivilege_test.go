@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/internal/testkit"
 
@@ -188,6 +189,23 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	var after int
 	if err := appConn.QueryRow(ctx, "SELECT count(*) FROM audit_events").Scan(&after); err != nil || after != before {
 		t.Errorf("audit events after the attempts: %d (%v), want the %d there were", after, err, before)
+	}
+
+	// The ACME cache of a fleet (--acme-domain on PostgreSQL): kept,
+	// read, locked and cleared as the servers' role.
+	appStore, err := openPostgres(ctx, as(app), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer appStore.Close()
+	acme := appStore.ACMEStorage()
+	for _, step := range []error{acme.Lock(ctx, "issue_cert_lp.test"), acme.Store(ctx, "certificates/lp.test/lp.test.crt", []byte("pem")),
+		func() error { _, err := acme.Load(ctx, "certificates/lp.test/lp.test.crt"); return err }(),
+		func() error { _, err := acme.List(ctx, "certificates", true); return err }(),
+		acme.Delete(ctx, "certificates/lp.test"), acme.Unlock(ctx, "issue_cert_lp.test")} {
+		if step != nil {
+			t.Errorf("the ACME cache as the servers' role: %v", step)
+		}
 	}
 
 	// A schema behind this petstore: the servers' role may not bring it up.

@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The limit rules, written once: limitRules decides one run (a request or a
@@ -24,7 +26,7 @@ const (
 
 // limitFigures are a caller's allowances and the ban settings.
 type limitFigures struct {
-	limits
+	domain.Limits
 	banAfter int64         // requests allowed during a wait before a ban
 	banFor   time.Duration // how long a ban lasts
 	// durable: an API key, whose day count is also stored in the database:
@@ -225,7 +227,7 @@ func settleLeases(leases []leaseOut, owner string, nowMs, tokens, until int64) [
 // standing is what a run's answer tells the caller, under lim with the
 // RateLimit-Policy header policy, with both windows when asked: the tokens
 // leased to the asking server are the caller's to spend.
-func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both bool) standing {
+func (a limitAnswer) standing(lim domain.Limits, policy string, perSecond float64, both bool) standing {
 	s := standing{decision: a.decision(lim, policy, perSecond)}
 	if both {
 		s.minute, s.day = windows(a.now, lim, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
@@ -235,7 +237,7 @@ func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both
 
 // decision is the part of standing a request is answered with: allow runs
 // on every request, and needs neither window apart.
-func (a limitAnswer) decision(lim limits, policy string, perSecond float64) decision {
+func (a limitAnswer) decision(lim domain.Limits, policy string, perSecond float64) decision {
 	d := report(a.now, lim, policy, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
 	d.today = unixDay(a.now)
 	switch a.status {
@@ -258,7 +260,7 @@ func (a limitAnswer) decision(lim limits, policy string, perSecond float64) deci
 // today: the window with fewer requests left, or on a tie the one that is
 // full again sooner. Both limiters describe their callers through it, so
 // that their headers agree.
-func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
+func report(now time.Time, lim domain.Limits, policy string, tokens, perSecond float64, dayCount int64) decision {
 	minute, day := windows(now, lim, tokens, perSecond, dayCount)
 	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn,
 		dayCount: dayCount}
@@ -269,9 +271,9 @@ func report(now time.Time, lim limits, policy string, tokens, perSecond float64,
 }
 
 // windows are both windows of a caller, as report sees them.
-func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
+func windows(now time.Time, lim domain.Limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
 	refill := refillTime(lim, tokens, perSecond)
-	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
+	minute = window{lim.PerMinute, int64(math.Floor(tokens)), domain.CeilSecond(now.Add(refill)), roundUpSecond(refill)}
 	dayReset := nextMidnight(now)
 	// roundUpSecond(dayReset.Sub(now)) in whole seconds, as dayReset is
 	// one: without Sub's work on a time with a monotonic reading.
@@ -280,7 +282,7 @@ func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int6
 }
 
 // refillTime is how long a minute bucket holding tokens takes to be full.
-func refillTime(lim limits, tokens, perSecond float64) time.Duration {
+func refillTime(lim domain.Limits, tokens, perSecond float64) time.Duration {
 	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
 }
 
@@ -288,6 +290,6 @@ func refillTime(lim limits, tokens, perSecond float64) time.Duration {
 // nothing left until it ends.
 func reportBan(d decision, now, until time.Time) decision {
 	d.code, d.retryAfter, d.bannedUntil = codeTemporarilyBanned, wholeSeconds(until.Sub(now)), until
-	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
+	d.remaining, d.reset, d.resetIn = 0, domain.CeilSecond(until), d.retryAfter
 	return d
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +50,8 @@ const (
 
 // The values a sequence picks from: boundaries, mostly.
 var (
-	fuzzPerMinute = []int64{1, 3, 7, 60, 90, 300, 1000, maxLimit}
-	fuzzPerDay    = []int64{1, 2, 5, 20, 100, 1000, maxLimit, 50}
+	fuzzPerMinute = []int64{1, 3, 7, 60, 90, 300, 1000, domain.MaxLimit}
+	fuzzPerDay    = []int64{1, 2, 5, 20, 100, 1000, domain.MaxLimit, 50}
 	fuzzBanAfter  = []int64{0, 1, 2, 3, 10}
 	fuzzBanFor    = []time.Duration{time.Second, 5 * time.Second, 90 * time.Second, 15 * time.Minute}
 	// How long before a UTC midnight a sequence starts.
@@ -142,9 +143,9 @@ func compareLimitRules(ctx context.Context, client *redis.Client, script, key st
 		return nil
 	}
 	h := data[:headerSize]
-	lim := limits{PerMinute: fuzzPerMinute[h[0]&7], PerDay: fuzzPerDay[h[1]&7]}
+	lim := domain.Limits{PerMinute: fuzzPerMinute[h[0]&7], PerDay: fuzzPerDay[h[1]&7]}
 	p := &limitPair{ctx: ctx, client: client, script: script, rules: rules, key: key,
-		fig:       limitFigures{limits: lim, banAfter: fuzzBanAfter[h[2]%5], banFor: fuzzBanFor[h[3]&3], durable: h[4]&1 == 1},
+		fig:       limitFigures{Limits: lim, banAfter: fuzzBanAfter[h[2]%5], banFor: fuzzBanFor[h[3]&3], durable: h[4]&1 == 1},
 		perSecond: float64(lim.PerMinute) / 60,
 		now:       time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).Add(-fuzzStart[h[5]%6]),
 	}
@@ -315,7 +316,7 @@ func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 // sameAnswer compares the model's answer with the script's, and what each
 // tells the caller. tolerated: the model's Retry-After is a second longer.
 func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) (tolerated bool, err error) {
-	got := script.limitAnswer(p.fig.limits)
+	got := script.limitAnswer(p.fig.Limits)
 	if want.retryAfter == got.retryAfter+time.Second && want.status == got.status {
 		want.retryAfter, tolerated = got.retryAfter, true
 	}
@@ -325,8 +326,8 @@ func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) (tolerated
 		return false, fmt.Errorf("answer: model %+v (tokens %.6f), script %+v", want, want.tokens, script)
 	}
 	policy := p.args.policy
-	w := want.standing(p.fig.limits, policy, p.perSecond, true)
-	g := got.standing(p.fig.limits, policy, p.perSecond, true)
+	w := want.standing(p.fig.Limits, policy, p.perSecond, true)
+	g := got.standing(p.fig.Limits, policy, p.perSecond, true)
 	near := func(a, b time.Duration) bool { return a-b <= time.Second && b-a <= time.Second }
 	for _, pair := range [][2]window{
 		{{w.limit, w.remaining, w.reset, w.resetIn}, {g.limit, g.remaining, g.reset, g.resetIn}},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,7 +25,7 @@ type figures struct {
 	perMinute, perDay, banAfter, banFor any
 }
 
-func newFigures(lim limits, banAfter int, banFor time.Duration) *figures {
+func newFigures(lim domain.Limits, banAfter int, banFor time.Duration) *figures {
 	return &figures{policyHeader(lim), lim.PerMinute, lim.PerDay, banAfter, banFor.Milliseconds()}
 }
 
@@ -100,7 +102,7 @@ func decodeScriptAnswer(v []int64) (scriptAnswer, error) {
 }
 
 // limitAnswer is a as limitRules would answer it under lim.
-func (a scriptAnswer) limitAnswer(lim limits) limitAnswer {
+func (a scriptAnswer) limitAnswer(lim domain.Limits) limitAnswer {
 	l := limitAnswer{
 		status: a.status, now: time.UnixMilli(a.nowMs), day: a.day, dayCount: a.count, leased: a.leased,
 		tokens: float64(lim.PerMinute) - float64(a.debt)/tokenDebt,

@@ -11,13 +11,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) {
-	over := strconv.Itoa(maxLimit + 1)
+	over := strconv.Itoa(domain.MaxLimit + 1)
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
-	k, _ := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 100, PerDay: 1000}))
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	k, _ := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 100, PerDay: 1000}))
 	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
 	for _, c := range []struct{ method, target, body, field string }{
 		{"POST", "/admin/v1/keys", `{"plan":"enterprise","perMinute":` + over + `,"perDay":5}`, "perMinute"},
@@ -28,7 +30,7 @@ func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) 
 	} {
 		wantError(t, s.admin(c.method, c.target, admin, c.body), 400, codeInvalidRequest, c.field+" must be at most 1000000000")
 	}
-	at := strconv.Itoa(maxLimit)
+	at := strconv.Itoa(domain.MaxLimit)
 	if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"enterprise","perMinute":`+at+`,"perDay":`+at+`}`); w.Code != 201 {
 		t.Errorf("the maximum itself: HTTP status %d, want 201; body: %s", w.Code, w.Body)
 	}
@@ -42,8 +44,8 @@ func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) 
 		{[]string{"keys", "create", "--db", db, "--plan", "enterprise", "--rpm", over, "--rpd", "5"}, 2, "--rpm must be at most 1000000000"},
 		{[]string{"keys", "create", "--db", db, "--plan", "enterprise", "--rpm", "5", "--rpd", over}, 2, "--rpd must be at most 1000000000"},
 		{[]string{"keys", "create", "--db", db, "--plan", "enterprise", "--rpm", at, "--rpd", at}, 0, ""},
-		{[]string{"keys", "update", "--db", db, "1", "--rpm", over}, 1, "--rpm must be at most 1000000000"},
-		{[]string{"keys", "update", "--db", db, "1", "--rpd", over}, 1, "--rpd must be at most 1000000000"},
+		{[]string{"keys", "update", "--db", db, "1", "--rpm", over}, 2, "--rpm must be at most 1000000000"},
+		{[]string{"keys", "update", "--db", db, "1", "--rpd", over}, 2, "--rpd must be at most 1000000000"},
 	} {
 		res := viaRun(t, nil, c.args...)
 		if res.code != c.code || !strings.Contains(res.stderr, c.says) {
@@ -61,7 +63,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 	}{{"in process", testOptions{}}, {"redis", testOptions{redis: true}}} {
 		t.Run(engine.name, func(t *testing.T) {
 			s := newTestServerWith(t, engine.opts)
-			_, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: math.MaxInt64, PerDay: math.MaxInt64}))
+			_, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: math.MaxInt64, PerDay: math.MaxInt64}))
 			figure := regexp.MustCompile(`^[0-9]+$`)
 			for i := range 3 {
 				w := s.do("GET", "/v1/pets", key, "")
@@ -73,8 +75,8 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 						t.Errorf("request %d: %s %q, want a count of 0 or more", i+1, h, v)
 					}
 				}
-				if got := w.Header().Get("X-Ratelimit-Limit"); got != strconv.Itoa(maxLimit) {
-					t.Errorf("X-RateLimit-Limit %s, want the cap %d", got, maxLimit)
+				if got := w.Header().Get("X-Ratelimit-Limit"); got != strconv.Itoa(domain.MaxLimit) {
+					t.Errorf("X-RateLimit-Limit %s, want the cap %d", got, domain.MaxLimit)
 				}
 				if rl := w.Header().Get("Ratelimit"); strings.Contains(rl, "=-") {
 					t.Errorf("RateLimit %q holds a negative figure", rl)
@@ -87,7 +89,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 			if err := json.Unmarshal(s.do("GET", "/v1/rate_limit", key, "").Body.Bytes(), &status); err != nil {
 				t.Fatal(err)
 			}
-			if status.Minute.Remaining < 0 || status.Day.Remaining < 0 || status.Minute.Limit != maxLimit || status.Day.Limit != maxLimit {
+			if status.Minute.Remaining < 0 || status.Day.Remaining < 0 || status.Minute.Limit != domain.MaxLimit || status.Day.Limit != domain.MaxLimit {
 				t.Errorf("GET /v1/rate_limit: %+v, want the cap as limits and nothing negative", status)
 			}
 		})
@@ -99,7 +101,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
 	d := decision{policy: "60;w=60", window: "minute", limit: -1, remaining: math.MinInt64, reset: time.Unix(1700000000, 0), resetIn: -time.Second}
 	h := http.Header{}
-	setRateLimitHeaders(h, &requestInfo{}, d)
+	setRateLimitHeaders(h, &requestInfo{}, &d)
 	for name, v := range h {
 		if strings.Contains(fmt.Sprint(v), "-") && name != "Ratelimit-Policy" {
 			t.Errorf("%s: %q", name, v)

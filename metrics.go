@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -34,7 +36,7 @@ type metrics struct {
 	decisions     [limitOutcomes]prometheus.Counter
 	authFailures  [authReasons]prometheus.Counter
 	adminFailures [authReasons]prometheus.Counter
-	dbUnavailable [dbFailures]prometheus.Counter
+	dbUnavailable [domain.DBFailures]prometheus.Counter
 	fallback      prometheus.Gauge
 	dbDown        prometheus.Gauge
 	dbCalls       *prometheus.HistogramVec
@@ -111,8 +113,8 @@ func newMetrics() *metrics {
 		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
 			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).",
 	}, []string{"cause"})
-	for f := dbTimeout; f < dbFailures; f++ {
-		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(dbFailureNames[f])
+	for f := domain.DBTimeout; f < domain.DBFailures; f++ {
+		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(domain.DBFailureNames[f])
 	}
 
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -157,9 +159,9 @@ type answered struct {
 	method      string // as the client sent it
 	code        int    // the status recorded (0: nothing written, net/http's 200)
 	took        time.Duration
-	decision    limitOutcome // the rate limiter's; 0 when not limited
-	authFailure authReason   // why a 401 had no valid key; 0 when not that
-	dbFailure   dbFailure    // why a 503's database failed; 0 when not that
+	decision    limitOutcome     // the rate limiter's; 0 when not limited
+	authFailure authReason       // why a 401 had no valid key; 0 when not that
+	dbFailure   domain.DBFailure // why a 503's database failed; 0 when not that
 }
 
 // observeRequest records one answered request: its duration, the rate
@@ -304,7 +306,7 @@ func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for _, action := range auditActions {
+	for _, action := range domain.AuditActions {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[action]), action)
 	}
 }

@@ -3,47 +3,24 @@ package main
 import (
 	"context"
 	"maps"
-	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"petstore/internal/domain"
+
 	"golang.org/x/time/rate"
 )
-
-// limits are the request allowances of one caller.
-type limits struct {
-	PerMinute int64
-	PerDay    int64
-}
-
-// plans are the published figures (SPEC.md §8). Enterprise has none: each
-// Enterprise key carries its own.
-var plans = map[string]limits{
-	"free":     {PerMinute: 60, PerDay: 1_000},
-	"pro":      {PerMinute: 300, PerDay: 10_000},
-	"business": {PerMinute: 1_000, PerDay: 100_000},
-}
-
-// anonymousLimits throttle requests without a valid key, per client address.
-var anonymousLimits = plans["free"]
-
-// callerID names whom a request is counted against: an API key, or for a
-// request without a valid key, the client's address.
-type callerID struct {
-	keyID int64
-	addr  netip.Addr
-}
 
 // caller is the rate-limit state of one caller. A fresh caller is equal to
 // one whose bucket has filled up again, so such callers are forgotten
 // (sweep); only an API key's daily count outlives that, in the database.
 type caller struct {
 	mu        sync.Mutex
-	evicted   bool     // removed by sweep: look the caller up again
-	id        callerID // an API key's budget, whose count is stored, or a client address
-	limits    limits
+	evicted   bool            // removed by sweep: look the caller up again
+	id        domain.CallerID // an API key's budget, whose count is stored, or a client address
+	limits    domain.Limits
 	minute    *rate.Limiter
 	policy    string     // the RateLimit-Policy header, fixed by limits
 	state     limitState // the day, the wait and the ban (limitRules)
@@ -81,15 +58,15 @@ type decision struct {
 type rateLimiter interface {
 	// allow counts one request of id against lim, unless it is over a
 	// limit, in which case nothing is spent.
-	allow(ctx context.Context, id callerID, lim limits) (decision, error)
+	allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (decision, error)
 	// peek reports id's two windows and what allow would report, without
 	// counting a request.
-	peek(ctx context.Context, id callerID, lim limits) (standing, error)
+	peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (standing, error)
 	// flush writes the API keys' requests not yet stored through add.
-	flush(ctx context.Context, add func(context.Context, []usageCount) error) error
+	flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error
 	// lift ends id's ban that ends at until or sooner, and its wait: a ban
 	// lifted in the database.
-	lift(ctx context.Context, id callerID, until time.Time) error
+	lift(ctx context.Context, id domain.CallerID, until time.Time) error
 	// sweep forgets callers that are as good as new; it returns how many.
 	sweep() int
 }
@@ -111,7 +88,7 @@ type standing struct {
 }
 
 // policyHeader is the RateLimit-Policy header of lim.
-func policyHeader(lim limits) string {
+func policyHeader(lim domain.Limits) string {
 	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
 }
 
@@ -129,14 +106,14 @@ type localLimiter struct {
 	bans *banFloor
 
 	mu      sync.Mutex
-	callers map[callerID]*caller
+	callers map[domain.CallerID]*caller
 	peak    int // most callers held since the map was last made anew
 }
 
 // run runs the limit rules for c at now (cost 0: a look), with its bucket's
 // tokens, and spends what they grant; c.mu is held.
 func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
-	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
+	f := limitFigures{Limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
 	state, a := limitRules(c.state, f, limitRun{
 		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
 		banFloor: l.bans.at(c.id),
@@ -144,7 +121,7 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 	c.state = state // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
 		c.minute.AllowN(now, int(a.take))
-		if c.id.keyID != 0 {
+		if c.id.KeyID != 0 {
 			c.addUnflushed(a.day)
 		}
 	}
@@ -153,16 +130,16 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 
 // perSecond is the refill of a minute bucket under lim: a caller's
 // c.minute.Limit(), known without taking the bucket's lock.
-func perSecond(lim limits) float64 { return float64(lim.PerMinute) / 60 }
+func perSecond(lim domain.Limits) float64 { return float64(lim.PerMinute) / 60 }
 
 func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
-	return &localLimiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[callerID]*caller)}
+	return &localLimiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[domain.CallerID]*caller)}
 }
 
 // allow counts one request of id against lim, unless it is over a limit, in
 // which case nothing is spent.
-func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
+func (l *localLimiter) allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (decision, error) {
 	now := l.now()
 	today := unixDay(now)
 	for {
@@ -185,7 +162,7 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 }
 
 // peek reports id's windows as allow would, without counting a request.
-func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
+func (l *localLimiter) peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (standing, error) {
 	now := l.now()
 	today := unixDay(now)
 	c, err := l.caller(ctx, id, lim, today)
@@ -205,7 +182,7 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 // retune gives c the figures lim, when its key was changed in place (keys
 // update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
 // up to the new burst, and refills at the new rate from now on.
-func (c *caller) retune(now time.Time, lim limits) {
+func (c *caller) retune(now time.Time, lim domain.Limits) {
 	c.limits, c.policy = lim, policyHeader(lim)
 	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
 	c.minute.SetBurstAt(now, int(lim.PerMinute))
@@ -213,7 +190,7 @@ func (c *caller) retune(now time.Time, lim limits) {
 
 // lift ends id's ban that ends at until or sooner, and its wait. A caller
 // this limiter does not hold has neither.
-func (l *localLimiter) lift(_ context.Context, id callerID, until time.Time) error {
+func (l *localLimiter) lift(_ context.Context, id domain.CallerID, until time.Time) error {
 	l.mu.Lock()
 	c := l.callers[id]
 	l.mu.Unlock()
@@ -230,7 +207,7 @@ func (l *localLimiter) lift(_ context.Context, id callerID, until time.Time) err
 // has not stored yet.
 func (l *localLimiter) pending(keyID, day int64) int64 {
 	l.mu.Lock()
-	c := l.callers[callerID{keyID: keyID}]
+	c := l.callers[domain.CallerID{KeyID: keyID}]
 	l.mu.Unlock()
 	if c == nil {
 		return 0
@@ -246,7 +223,7 @@ func (l *localLimiter) pending(keyID, day int64) int64 {
 	return n
 }
 
-func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, today int64) (*caller, error) {
+func (l *localLimiter) caller(ctx context.Context, id domain.CallerID, lim domain.Limits, today int64) (*caller, error) {
 	l.mu.Lock()
 	c := l.callers[id]
 	l.mu.Unlock()
@@ -254,9 +231,9 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 		return c, nil
 	}
 	var count int64
-	if id.keyID != 0 {
+	if id.KeyID != 0 {
 		var err error
-		if count, err = l.usage(ctx, id.keyID, dayString(today)); err != nil {
+		if count, err = l.usage(ctx, id.KeyID, dayString(today)); err != nil {
 			return nil, err
 		}
 	}
@@ -278,15 +255,6 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 }
 
 func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
-
-// ceilSecond rounds t up to a whole second: a Reset header must not name a
-// moment before the window is full again.
-func ceilSecond(t time.Time) time.Time {
-	if t.Nanosecond() == 0 {
-		return t
-	}
-	return time.Unix(t.Unix()+1, 0)
-}
 
 func dayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
@@ -331,11 +299,11 @@ func (l *localLimiter) sweep() int {
 // shrink makes *m anew, of the size it holds, once that is under a quarter
 // of *peak, the most it held: a Go map keeps its size after deletes, and
 // after a crowd has gone only the few who stay are worth the memory.
-func shrink[V any](m *map[callerID]V, peak *int) {
+func shrink[V any](m *map[domain.CallerID]V, peak *int) {
 	if len(*m) >= *peak/4 {
 		return
 	}
-	fresh := make(map[callerID]V, len(*m))
+	fresh := make(map[domain.CallerID]V, len(*m))
 	maps.Copy(fresh, *m)
 	*m, *peak = fresh, len(fresh)
 }
@@ -359,23 +327,23 @@ func (c *caller) addUnflushed(day int64) {
 // forgotten (sweep), so a failed write loses no count and the next flush
 // tries again. flush and sweep take l.mu before a caller's lock, and
 // nothing takes them the other way round.
-func (l *localLimiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+func (l *localLimiter) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	type taken struct {
 		c      *caller
 		counts []dayCount
 	}
 	var written []taken
-	var counts []usageCount
+	var counts []domain.UsageCount
 	l.mu.Lock()
 	for id, c := range l.callers {
-		if id.keyID == 0 {
+		if id.KeyID == 0 {
 			continue
 		}
 		c.mu.Lock()
 		if len(c.unflushed) > 0 {
 			written = append(written, taken{c, slices.Clone(c.unflushed)})
 			for _, u := range c.unflushed {
-				counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(u.day), Count: u.n})
+				counts = append(counts, domain.UsageCount{KeyID: id.KeyID, Day: dayString(u.day), Count: u.n})
 			}
 		}
 		c.mu.Unlock()

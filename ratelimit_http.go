@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The limiter's HTTP side: the middleware that asks it about each request,
@@ -21,11 +23,11 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(w)
 			key := info.limiting()
-			id, lim := callerID{keyID: 0}, anonymousLimits
+			id, lim := domain.CallerID{KeyID: 0}, domain.AnonymousLimits
 			if key != nil {
-				id, lim = key.budget()
+				id, lim = key.Budget()
 			} else {
-				id.addr = clientAddr(r, trustProxy)
+				id.Addr = clientAddr(r, trustProxy)
 			}
 			d, err := limiter.allow(r.Context(), id, lim)
 			if err != nil {
@@ -33,7 +35,7 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 				return
 			}
 			info.decided(&d)
-			setRateLimitHeaders(w.Header(), info, d)
+			setRateLimitHeaders(w.Header(), info, &d)
 			if key != nil {
 				quota.observe(key, lim, d)
 			}
@@ -41,7 +43,7 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 				if d.banStarted {
 					audit.banned(key, id, d)
 				}
-				refuse(w, r, d)
+				refuse(w, r, &d)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -52,24 +54,24 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 // setRateLimitHeaders reports d in the rate-limit headers, their values
 // backed by info's store. Every figure is a count of 0 or more, whatever the
 // arithmetic behind it gave.
-func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
-	d.limit, d.remaining, d.resetIn = max(0, d.limit), max(0, d.remaining), max(0, d.resetIn)
+func setRateLimitHeaders(h http.Header, info *requestInfo, d *decision) {
+	limit, remaining, resetIn := max(0, d.limit), max(0, d.remaining), max(0, d.resetIn)
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them
 	// (X-Ratelimit-Limit), to skip that.
 	var buf [128]byte
-	b := strconv.AppendInt(buf[:0], d.limit, 10)
+	b := strconv.AppendInt(buf[:0], limit, 10)
 	endLimit := len(b)
-	b = strconv.AppendInt(b, d.remaining, 10)
+	b = strconv.AppendInt(b, remaining, 10)
 	endRemaining := len(b)
 	b = strconv.AppendInt(b, d.reset.Unix(), 10)
 	endReset := len(b)
 	b = append(b, '"')
 	b = append(b, d.window...)
 	b = append(b, `";r=`...)
-	b = strconv.AppendInt(b, d.remaining, 10)
+	b = strconv.AppendInt(b, remaining, 10)
 	b = append(b, ";t="...)
-	b = strconv.AppendInt(b, int64(d.resetIn/time.Second), 10)
+	b = strconv.AppendInt(b, int64(resetIn/time.Second), 10)
 	all := string(b)
 	h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
 	h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
@@ -79,7 +81,7 @@ func setRateLimitHeaders(h http.Header, info *requestInfo, d decision) {
 }
 
 // refuse answers a request that d does not allow: 429, with Retry-After.
-func refuse(w http.ResponseWriter, r *http.Request, d decision) {
+func refuse(w http.ResponseWriter, r *http.Request, d *decision) {
 	seconds := int64(d.retryAfter / time.Second)
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
 	if d.code == codeTemporarilyBanned {
@@ -99,7 +101,7 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			first, _, _ := strings.Cut(xff, ",")
 			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return limitedAddr(addr)
+				return domain.LimitedAddr(addr)
 			}
 		}
 	}
@@ -108,5 +110,5 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		host = r.RemoteAddr
 	}
 	addr, _ := netip.ParseAddr(host)
-	return limitedAddr(addr)
+	return domain.LimitedAddr(addr)
 }

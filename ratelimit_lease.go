@@ -3,6 +3,8 @@ package main
 import (
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // Leases: a server takes several tokens of a caller's minute bucket and day
@@ -94,8 +96,8 @@ type lease struct {
 	mu      sync.Mutex
 	evicted bool // forgotten by toSettle: look the caller up again
 	rate    rateCount
-	lim     limits // the figures the tokens were taken under
-	left    int64  // tokens not spent yet
+	lim     domain.Limits // the figures the tokens were taken under
+	left    int64         // tokens not spent yet
 	// out: Redis holds this server's lease of the caller as out, until a
 	// run settles it (or it expires there).
 	out       bool
@@ -112,7 +114,7 @@ type lease struct {
 
 // spend takes a token for a request at now under lim, if a live one is
 // left, and returns the caller's state as this server sees it then.
-func (l *lease) spend(now time.Time, lim limits) (scriptAnswer, bool) {
+func (l *lease) spend(now time.Time, lim domain.Limits) (scriptAnswer, bool) {
 	if l.left == 0 || !now.Before(l.until) || l.lim != lim {
 		return scriptAnswer{}, false
 	}
@@ -133,7 +135,7 @@ func (l *lease) view(now time.Time) scriptAnswer {
 }
 
 // live is how many tokens of the lease a request at now could spend.
-func (l *lease) live(now time.Time, lim limits) int64 {
+func (l *lease) live(now time.Time, lim domain.Limits) int64 {
 	if !now.Before(l.until) || l.lim != lim {
 		return 0
 	}
@@ -158,7 +160,7 @@ func (l *lease) settle(owner string, want int64, now time.Time) leaseAsk {
 
 // settled ends the run settle started: a is its answer under lim when
 // Redis answered it, and the tokens it leased are this server's.
-func (l *lease) settled(a scriptAnswer, answered bool, lim limits) {
+func (l *lease) settled(a scriptAnswer, answered bool, lim domain.Limits) {
 	if answered && a.status == scriptAllowed && a.leased > 0 {
 		toMidnight := time.Duration((a.day+1)*86_400_000-a.nowMs-1) * time.Millisecond
 		l.answer, l.lim, l.left, l.out = a, lim, a.leased, true
@@ -183,15 +185,15 @@ func ceilMilliseconds(d time.Duration) int64 {
 
 // leases are this server's leases, one a caller.
 type leases struct {
-	owner string                   // this server's name in the lease records in Redis
-	key   func(id callerID) string // the Redis key of a caller's state
+	owner string                          // this server's name in the lease records in Redis
+	key   func(id domain.CallerID) string // the Redis key of a caller's state
 	mu    sync.Mutex
-	m     map[callerID]*lease
+	m     map[domain.CallerID]*lease
 	peak  int // most leases held since the map was last made anew
 }
 
 // get returns id's lease, a new empty one the first time.
-func (ls *leases) get(id callerID) *lease {
+func (ls *leases) get(id domain.CallerID) *lease {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	l := ls.m[id]
@@ -208,7 +210,7 @@ func (ls *leases) get(id callerID) *lease {
 // server's live lease of the caller, the caller's to spend; or it starts
 // settling a lease that aged out, in the look's run: held is that lease, to
 // be told how the run ended (settled).
-func (ls *leases) look(id callerID, now time.Time, lim limits) (live int64, held *lease, ask leaseAsk) {
+func (ls *leases) look(id domain.CallerID, now time.Time, lim domain.Limits) (live int64, held *lease, ask leaseAsk) {
 	ls.mu.Lock()
 	l := ls.m[id]
 	ls.mu.Unlock()
@@ -225,7 +227,7 @@ func (ls *leases) look(id callerID, now time.Time, lim limits) (live int64, held
 
 // heldLease is a lease being settled, with its caller and the run's part.
 type heldLease struct {
-	id  callerID
+	id  domain.CallerID
 	l   *lease
 	ask leaseAsk
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
@@ -49,7 +50,7 @@ func TestRateCountEstimatesTheLastTenthOfASecond(t *testing.T) {
 }
 
 // leased is how many tokens r holds leased for id.
-func leased(r *redisLimiter, id callerID) int64 {
+func leased(r *redisLimiter, id domain.CallerID) int64 {
 	r.leases.mu.Lock()
 	l := r.leases.m[id]
 	r.leases.mu.Unlock()
@@ -62,7 +63,7 @@ func leased(r *redisLimiter, id callerID) int64 {
 }
 
 // mustAllow asks r for n requests of id and fails unless all are allowed.
-func mustAllow(t *testing.T, r *redisLimiter, id callerID, lim limits, n int) {
+func mustAllow(t *testing.T, r *redisLimiter, id domain.CallerID, lim domain.Limits, n int) {
 	t.Helper()
 	for i := range n {
 		d, err := r.allow(context.Background(), id, lim)
@@ -74,7 +75,7 @@ func mustAllow(t *testing.T, r *redisLimiter, id callerID, lim limits, n int) {
 
 // allowedUntilRefused counts the requests of id r allows before the first
 // it refuses, which it returns.
-func allowedUntilRefused(t *testing.T, r *redisLimiter, id callerID, lim limits) (int, decision) {
+func allowedUntilRefused(t *testing.T, r *redisLimiter, id domain.CallerID, lim domain.Limits) (int, decision) {
 	t.Helper()
 	for n := 0; ; n++ {
 		d, err := r.allow(context.Background(), id, lim)
@@ -88,7 +89,7 @@ func allowedUntilRefused(t *testing.T, r *redisLimiter, id callerID, lim limits)
 }
 
 // peekAt is what r reports of id's two windows.
-func peekAt(t *testing.T, r *redisLimiter, id callerID, lim limits) (minute, day int64) {
+func peekAt(t *testing.T, r *redisLimiter, id domain.CallerID, lim domain.Limits) (minute, day int64) {
 	t.Helper()
 	s, err := r.peek(context.Background(), id, lim)
 	if err != nil {
@@ -98,7 +99,7 @@ func peekAt(t *testing.T, r *redisLimiter, id callerID, lim limits) (minute, day
 }
 
 func TestLeaseSizeFollowsTheRate(t *testing.T) {
-	lim := limits{PerMinute: 100_000_000, PerDay: 1 << 40}
+	lim := domain.Limits{PerMinute: 100_000_000, PerDay: 1 << 40}
 	for _, tc := range []struct {
 		name      string
 		perSecond int
@@ -112,7 +113,7 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServerWith(t, testOptions{redis: true})
 			r := s.limiter.(*redisLimiter)
-			id := callerID{keyID: 1}
+			id := domain.CallerID{KeyID: 1}
 			every := time.Second / time.Duration(tc.perSecond)
 			var largest int64
 			for i := range 2 * tc.perSecond {
@@ -133,7 +134,7 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 func TestLeaseShrinksNearTheLimit(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	r := s.limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, limits{PerMinute: 6000, PerDay: 1 << 40}
+	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 1 << 40}
 	// A burst: the clock stands still, so the rate here counts every
 	// request so far; the share of what is left caps it.
 	var sizes []int64
@@ -163,7 +164,7 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	r := s.limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, limits{PerMinute: 600, PerDay: 1 << 40}
+	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 600, PerDay: 1 << 40}
 	var fromLease int
 	for i := range 100 {
 		if leased(r, id) > 0 {
@@ -182,7 +183,7 @@ func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, limits{PerMinute: 6000, PerDay: 100_000}
+	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 100_000}
 	mustAllow(t, a, id, lim, 50)
 	k := leased(a, id)
 	if k == 0 {
@@ -208,7 +209,7 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, plans["free"]
+	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	if leased(a, id) == 0 {
 		t.Fatal("no lease after a burst of 10")
@@ -232,7 +233,7 @@ func kill(r *redisLimiter) {
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, plans["free"]
+	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	k := int(leased(a, id))
 	if k == 0 {
@@ -263,7 +264,7 @@ func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true, banAfter: 1})
 	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, plans["free"]
+	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	if leased(a, id) < 2 {
 		t.Fatalf("a lease of %d after a burst of 10, want 2 or more", leased(a, id))
@@ -326,12 +327,12 @@ func driveUntilRefused(servers []*testServer, key string, callersEach int) (acce
 func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 	for _, tc := range []struct {
 		plan string
-		lim  limits
+		lim  domain.Limits
 	}{
-		{"free", plans["free"]},
-		{"pro", plans["pro"]},
-		{"business", plans["business"]},
-		{"enterprise", limits{PerMinute: 6000, PerDay: 1_000_000}},
+		{"free", domain.Plans["free"]},
+		{"pro", domain.Plans["pro"]},
+		{"business", domain.Plans["business"]},
+		{"enterprise", domain.Limits{PerMinute: 6000, PerDay: 1_000_000}},
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
 			servers, trips := threeServers(t)
@@ -360,7 +361,7 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 
 func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
 	servers, _ := threeServers(t)
-	lim := limits{PerMinute: 1_000_000, PerDay: 3000}
+	lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
 	key := servers[0].mustCreateKey("enterprise", lim)
 	for day := range 2 {
 		accepted, refusals := driveUntilRefused(servers, key, 4)

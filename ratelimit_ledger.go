@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // usageLedger holds the API keys' requests the Redis limiter granted until
@@ -44,12 +46,12 @@ func newUsageLedger(now func() time.Time, dbTimeout time.Duration,
 
 // granted counts a request of id granted on day, to be written to the
 // database (API keys only).
-func (u *usageLedger) granted(id callerID, day int64) {
-	if id.keyID == 0 {
+func (u *usageLedger) granted(id domain.CallerID, day int64) {
+	if id.KeyID == 0 {
 		return
 	}
 	u.mu.Lock()
-	u.unstored[keyDay{id.keyID, day}]++
+	u.unstored[keyDay{id.KeyID, day}]++
 	u.mu.Unlock()
 }
 
@@ -63,7 +65,7 @@ func (u *usageLedger) known(ctx context.Context, keyID, day int64) (int64, error
 	select {
 	case u.storing <- struct{}{}:
 	case <-ctx.Done():
-		return 0, errDatabase(dbTimeout, fmt.Errorf("wait for the stored usage: %w", ctx.Err()))
+		return 0, domain.Unavailable(domain.DBTimeout, fmt.Errorf("wait for the stored usage: %w", ctx.Err()))
 	}
 	defer func() { <-u.storing }()
 	n, err := u.usage(ctx, keyID, dayString(day))
@@ -121,7 +123,7 @@ func (u *usageLedger) redisWent() {
 
 // flush writes the requests granted through Redis. What fails to be
 // written stays for the next flush.
-func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	u.storing <- struct{}{}
 	defer func() { <-u.storing }()
 	u.mu.Lock()
@@ -133,9 +135,9 @@ func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []usa
 	if len(taken) == 0 {
 		return nil
 	}
-	counts := make([]usageCount, 0, len(taken))
+	counts := make([]domain.UsageCount, 0, len(taken))
 	for k, n := range taken {
-		counts = append(counts, usageCount{KeyID: k.keyID, Day: dayString(k.day), Count: n})
+		counts = append(counts, domain.UsageCount{KeyID: k.keyID, Day: dayString(k.day), Count: n})
 	}
 	err := add(ctx, counts)
 	if err != nil {

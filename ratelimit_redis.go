@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,7 +67,7 @@ type redisLimiter struct {
 	fallback *localLimiter
 
 	figuresMu sync.RWMutex
-	figures   map[limits]*figures
+	figures   map[domain.Limits]*figures
 	owner     any // this server's name in Redis's lease records, boxed for the script's arguments
 
 	stop     chan struct{} // closed by close: leases are no longer returned as they age
@@ -86,9 +88,9 @@ func newRedisLimiter(ctx context.Context, cfg redisConfig) (*redisLimiter, error
 		redisConfig: cfg,
 		link:        &redisLink{client: client, now: cfg.now, logger: cfg.logger, onFallback: cfg.hooks.fallback},
 		scripts:     newScriptRunner(client, cfg.hooks.call),
-		figures:     make(map[limits]*figures),
+		figures:     make(map[domain.Limits]*figures),
 		// The name of this server's leases in Redis, new at each start.
-		leases: leases{owner: rand.Text()[:12], m: make(map[callerID]*lease)},
+		leases: leases{owner: rand.Text()[:12], m: make(map[domain.CallerID]*lease)},
 		stop:   make(chan struct{}),
 	}
 	r.owner = r.leases.owner
@@ -128,7 +130,7 @@ func (r *redisLimiter) failed(err error) {
 // a live one. Otherwise the request runs the script, which settles the
 // lease and takes a new one in the same run; requests of the caller that
 // come meanwhile wait for that run once, then run the script on their own.
-func (r *redisLimiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
+func (r *redisLimiter) allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (decision, error) {
 	shared := sharedLimits(lim)
 	waited := false
 	for {
@@ -173,7 +175,7 @@ func (r *redisLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 // peek reports the caller's state as allow would: Redis's, with the tokens
 // of this server's lease counted as the caller's. A lease that aged out is
 // settled first, in the same run.
-func (r *redisLimiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
+func (r *redisLimiter) peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (standing, error) {
 	shared := sharedLimits(lim)
 	live, held, ask := r.leases.look(id, r.now(), shared)
 	a, err := r.ask(ctx, id, r.key(id), shared, 0, ask)
@@ -191,7 +193,7 @@ var errNoRedis = errors.New("no answer from Redis")
 
 // answer turns a's run, or its error, into the request's answer. A run
 // Redis did not answer goes to the fallback.
-func (r *redisLimiter) answer(ctx context.Context, id callerID, lim limits, cost int64, a scriptAnswer, err error) (standing, error) {
+func (r *redisLimiter) answer(ctx context.Context, id domain.CallerID, lim domain.Limits, cost int64, a scriptAnswer, err error) (standing, error) {
 	switch {
 	case errors.Is(err, errNoRedis):
 		return r.decideAlone(ctx, id, lim, cost)
@@ -211,13 +213,13 @@ func (r *redisLimiter) answer(ctx context.Context, id callerID, lim limits, cost
 
 // standing is what a's run tells the caller, under lim, which are shared
 // limits: the tokens leased to this server are the caller's to spend.
-func (r *redisLimiter) standing(a scriptAnswer, lim limits, both bool) standing {
+func (r *redisLimiter) standing(a scriptAnswer, lim domain.Limits, both bool) standing {
 	return a.limitAnswer(lim).standing(lim, r.figuresOf(lim).policy, perSecond(lim), both)
 }
 
 // sharedLimits are lim as the script counts them: a bucket too large for
 // its arithmetic never empties anyway.
-func sharedLimits(lim limits) limits {
+func sharedLimits(lim domain.Limits) domain.Limits {
 	lim.PerMinute = min(lim.PerMinute, maxScriptPerMinute)
 	return lim
 }
@@ -226,7 +228,7 @@ func sharedLimits(lim limits) limits {
 // look (cost 0) with lim, which are shared limits, and lease. A caller whose day count Redis lacks is
 // seeded from the database, in a second run. It returns errNoRedis when
 // Redis does not answer, or has not answered lately.
-func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits, cost int64, lease leaseAsk) (scriptAnswer, error) {
+func (r *redisLimiter) ask(ctx context.Context, id domain.CallerID, key any, lim domain.Limits, cost int64, lease leaseAsk) (scriptAnswer, error) {
 	if r.link.skip() {
 		return scriptAnswer{}, errNoRedis
 	}
@@ -236,9 +238,9 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 	run := r.args(key, id, lim)
 	run.cost, run.lease = cost, lease
 	var unsure keyDay
-	if id.keyID != 0 && r.ledger.anyUnsure.Load() {
-		if unsure = r.ledger.takeUnsure(id.keyID); unsure.keyID != 0 {
-			n, err := r.ledger.known(ctx, id.keyID, unsure.day)
+	if id.KeyID != 0 && r.ledger.anyUnsure.Load() {
+		if unsure = r.ledger.takeUnsure(id.KeyID); unsure.keyID != 0 {
+			n, err := r.ledger.known(ctx, id.KeyID, unsure.day)
 			if err != nil {
 				r.ledger.markUnsure(unsure)
 				return scriptAnswer{}, err
@@ -248,7 +250,7 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 	}
 	a, err := r.scripts.run(run)
 	if err == nil && a.status == scriptNeedSeed {
-		if run.seed, err = r.ledger.known(ctx, id.keyID, a.day); err != nil {
+		if run.seed, err = r.ledger.known(ctx, id.KeyID, a.day); err != nil {
 			r.ledger.markUnsure(unsure)
 			return scriptAnswer{}, err
 		}
@@ -269,7 +271,7 @@ func (r *redisLimiter) ask(ctx context.Context, id callerID, key any, lim limits
 // args are the arguments of a look (cost 0) at key, id's state, with lim,
 // which are shared limits, without a seed, a floor or a lease, and with
 // the end of id's ban as the database knows it.
-func (r *redisLimiter) args(key any, id callerID, lim limits) scriptArgs {
+func (r *redisLimiter) args(key any, id domain.CallerID, lim domain.Limits) scriptArgs {
 	var nowMs int64
 	if r.scriptNow != nil {
 		nowMs = r.scriptNow().UnixMilli()
@@ -278,19 +280,19 @@ func (r *redisLimiter) args(key any, id callerID, lim limits) scriptArgs {
 	if until := r.bans.at(id); !until.IsZero() {
 		banFloor = until.UnixMilli()
 	}
-	return scriptArgs{key: key, nowMs: nowMs, fig: r.figuresOf(lim), durable: id.keyID != 0, seed: -1, floor: -1, owner: r.owner,
+	return scriptArgs{key: key, nowMs: nowMs, fig: r.figuresOf(lim), durable: id.KeyID != 0, seed: -1, floor: -1, owner: r.owner,
 		banFloor: banFloor}
 }
 
 // lift ends id's ban that ends at until or sooner, and its wait, in the
 // fallback and in Redis; it fails while Redis does not answer. While Redis
 // is away, a lift tries it as a request would (once in redisProbeEvery).
-func (r *redisLimiter) lift(ctx context.Context, id callerID, until time.Time) error {
+func (r *redisLimiter) lift(ctx context.Context, id domain.CallerID, until time.Time) error {
 	r.fallback.lift(ctx, id, until)
 	if r.link.skip() {
 		return errNoRedis
 	}
-	run := r.args(r.key(id), id, anonymousLimits) // a lift reads no figures: any will do
+	run := r.args(r.key(id), id, domain.AnonymousLimits) // a lift reads no figures: any will do
 	run.lift = until.UnixMilli()
 	if _, err := r.scripts.run(run); err != nil {
 		if ctx.Err() == nil {
@@ -348,23 +350,23 @@ func (r *redisLimiter) returnLeasesEvery(every time.Duration) {
 // key is the Redis key of id's state. Every key of one caller would share
 // its hash tag, the part in braces, so the script also runs on a Redis
 // Cluster.
-func (r *redisLimiter) key(id callerID) string {
+func (r *redisLimiter) key(id domain.CallerID) string {
 	var buf [96]byte
 	b := append(buf[:0], '{')
 	b = append(b, r.prefix...)
-	if id.keyID != 0 {
+	if id.KeyID != 0 {
 		b = append(b, ":k:"...)
-		b = strconv.AppendInt(b, id.keyID, 10)
+		b = strconv.AppendInt(b, id.KeyID, 10)
 	} else {
 		b = append(b, ":a:"...)
-		b = id.addr.AppendTo(b)
+		b = id.Addr.AppendTo(b)
 	}
 	b = append(b, "}:limit"...)
 	return string(b)
 }
 
 // figuresOf returns lim's figures, made once per figures.
-func (r *redisLimiter) figuresOf(lim limits) *figures {
+func (r *redisLimiter) figuresOf(lim domain.Limits) *figures {
 	r.figuresMu.RLock()
 	f, ok := r.figures[lim]
 	r.figuresMu.RUnlock()
@@ -381,20 +383,20 @@ func (r *redisLimiter) figuresOf(lim limits) *figures {
 // decideAlone answers from the in-process fallback while Redis does not.
 // Redis does not count what it grants: the key's count there is unsure
 // until raised.
-func (r *redisLimiter) decideAlone(ctx context.Context, id callerID, lim limits, cost int64) (standing, error) {
+func (r *redisLimiter) decideAlone(ctx context.Context, id domain.CallerID, lim domain.Limits, cost int64) (standing, error) {
 	if cost == 0 {
 		return r.fallback.peek(ctx, id, lim)
 	}
 	d, err := r.fallback.allow(ctx, id, lim)
-	if err == nil && d.allowed && id.keyID != 0 {
-		r.ledger.markUnsure(keyDay{id.keyID, unixDay(r.now())})
+	if err == nil && d.allowed && id.KeyID != 0 {
+		r.ledger.markUnsure(keyDay{id.KeyID, unixDay(r.now())})
 	}
 	return standing{decision: d}, err
 }
 
 // flush writes the requests granted through Redis, then the fallback's.
 // What fails to be written stays for the next flush.
-func (r *redisLimiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+func (r *redisLimiter) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	return errors.Join(r.ledger.flush(ctx, add), r.fallback.flush(ctx, add))
 }
 

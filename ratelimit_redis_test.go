@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/redis/go-redis/v9"
@@ -68,10 +69,10 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	var events fallbackEvents
 	r := s.useRedisThrough(t, testkit.RedisURL(t), io.Discard, events.hooks())
-	lim := limits{PerMinute: 60, PerDay: 1000}
+	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
 	batch := make([]scriptRun, 3)
 	for i := range batch {
-		id := callerID{addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		id := domain.CallerID{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
 		run := r.args(r.key(id), id, lim)
 		run.cost = 1
 		batch[i] = scriptRun{cmd: run.encode()}
@@ -149,7 +150,7 @@ func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
 func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	other := s.otherServer()
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	for range 4 {
 		s.do("GET", "/v1/pets", key, "")
 	}
@@ -186,7 +187,7 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 func TestRedisFirstSeedWins(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	r := s.limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 7}, plans["free"]
+	id, lim := domain.CallerID{KeyID: 7}, domain.Plans["free"]
 	key := r.key(id)
 	look := r.args(key, id, lim)
 	a, err := r.scripts.run(look)
@@ -207,7 +208,7 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 	r := s.limiter.(*redisLimiter)
 	r.scriptNow = nil
 	before := time.Now()
-	run := r.args(r.key(callerID{keyID: 1}), callerID{}, plans["free"])
+	run := r.args(r.key(domain.CallerID{KeyID: 1}), domain.CallerID{}, domain.Plans["free"])
 	run.cost = 1
 	a, err := r.scripts.run(run)
 	if err != nil {
@@ -224,7 +225,7 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 func TestPeekSpendsNothing(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 1}, func(t *testing.T, s *testServer) {
 		ctx := context.Background()
-		id, lim := callerID{keyID: 42}, plans["free"]
+		id, lim := domain.CallerID{KeyID: 42}, domain.Plans["free"]
 		peek := func(wantMinute, wantDay int64) standing {
 			t.Helper()
 			p, err := s.limiter.peek(ctx, id, lim)
@@ -323,7 +324,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	logs := &syncBuffer{}
 	var events fallbackEvents
 	r := s.useRedisThrough(t, redisURL, logs, events.hooks())
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 20})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 20})
 	for i := range 10 {
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("request %d through Redis: %d %s", i+1, w.Code, w.Body)
@@ -394,7 +395,7 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 			a.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
 			b := *a
 			b.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
-			key := a.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 100})
+			key := a.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 100})
 			for range 10 {
 				a.do("GET", "/v1/pets", key, "")
 			}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
@@ -96,7 +97,7 @@ func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
 
 func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 5})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 5})
 		for i := range 5 {
 			w := s.do("GET", "/v1/pets", key, "")
 			if w.Code != 200 {
@@ -132,7 +133,7 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 
 func TestCustomEnterpriseLimits(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 2, PerDay: 100})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
 		for range 2 {
 			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 				t.Fatal(w.Code)
@@ -157,7 +158,7 @@ func TestCustomEnterpriseLimits(t *testing.T) {
 
 func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 10, banFor: 15 * time.Minute}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatal(w.Code)
 		}
@@ -189,7 +190,7 @@ func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
 
 func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 3}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		s.do("GET", "/v1/pets", key, "")
 		for round := range 3 {
 			// Each round: a refusal starts a wait, three more are tolerated.
@@ -307,7 +308,7 @@ func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
 
 func TestRestartKeepsTheDaysCount(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 		for range 7 {
 			s.do("GET", "/v1/pets", key, "")
 		}
@@ -324,7 +325,7 @@ func TestRestartKeepsTheDaysCount(t *testing.T) {
 
 func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
 	for range 3 {
 		s.do("GET", "/v1/pets", key, "")
@@ -350,7 +351,7 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 	var peak int
 	for i := range 100_000 {
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		if _, err := l.allow(ctx, callerID{addr: addr}, anonymousLimits); err != nil {
+		if _, err := l.allow(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits); err != nil {
 			t.Fatal(err)
 		}
 		if i%1000 == 999 {
@@ -380,7 +381,7 @@ func BenchmarkDecision(b *testing.B) {
 	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
 	b.Run("in-process", func(b *testing.B) {
 		l := newLocalLimiter(newFakeClock().now, 10, time.Minute, noUsage)
-		benchmarkAllow(b, l, limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
+		benchmarkAllow(b, l, domain.Limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
 	})
 	for _, tc := range []struct {
 		name string
@@ -395,7 +396,7 @@ func BenchmarkDecision(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer r.close()
-			benchmarkAllow(b, r, limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
+			benchmarkAllow(b, r, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
 			b.StopTimer()
 			if r.link.down.Load() {
 				b.Fatal("Redis went away during the benchmark")
@@ -406,10 +407,10 @@ func BenchmarkDecision(b *testing.B) {
 
 // benchmarkAllow measures l.allow, as the limit middleware calls it, for
 // keys keys in turn, each seen once before, under limits they never reach.
-func benchmarkAllow(b *testing.B, l rateLimiter, lim limits, keys int) {
+func benchmarkAllow(b *testing.B, l rateLimiter, lim domain.Limits, keys int) {
 	ctx := context.Background()
 	for i := range keys {
-		if _, err := l.allow(ctx, callerID{keyID: int64(i + 1)}, lim); err != nil {
+		if _, err := l.allow(ctx, domain.CallerID{KeyID: int64(i + 1)}, lim); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -419,7 +420,7 @@ func benchmarkAllow(b *testing.B, l rateLimiter, lim limits, keys int) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1)
-			d, err := l.allow(ctx, callerID{keyID: i%int64(keys) + 1}, lim)
+			d, err := l.allow(ctx, domain.CallerID{KeyID: i%int64(keys) + 1}, lim)
 			if err != nil || !d.allowed {
 				b.Fatalf("%+v, %v", d, err)
 			}
@@ -436,7 +437,7 @@ func BenchmarkLimiterMemory(b *testing.B) {
 		before := heapInUse()
 		for i := range 100_000 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-			l.allow(context.Background(), callerID{addr: addr}, anonymousLimits)
+			l.allow(context.Background(), domain.CallerID{Addr: addr}, domain.AnonymousLimits)
 		}
 		full := heapInUse()
 		clock.advance(2 * time.Second)
@@ -459,11 +460,11 @@ func heapInUse() int64 {
 // UTC midnight (a caller's lock) must not deadlock the two.
 // dayStepLimiter is a limiter whose clock stands at start plus the days
 // counted in days, with limits no test reaches.
-func dayStepLimiter(start time.Time) (l *localLimiter, days *atomic.Int64, lim limits) {
+func dayStepLimiter(start time.Time) (l *localLimiter, days *atomic.Int64, lim domain.Limits) {
 	days = new(atomic.Int64)
 	now := func() time.Time { return start.AddDate(0, 0, int(days.Load())) }
 	l = newLocalLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
-	return l, days, limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+	return l, days, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 30}
 }
 
 // TestMidnightWhileFlushingDoesNotDeadlock: flushes racing the requests
@@ -474,7 +475,7 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 	l, days, lim := dayStepLimiter(start)
 	var mu sync.Mutex
 	perDay := make(map[string]int64)
-	stored := func(_ context.Context, counts []usageCount) error {
+	stored := func(_ context.Context, counts []domain.UsageCount) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range counts {
@@ -496,7 +497,7 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 		// Enough midnights to hit the window reliably (the old lock order
 		// deadlocked within some 100,000 of them).
 		for i := range 300_000 {
-			l.allow(context.Background(), callerID{keyID: 1}, lim)
+			l.allow(context.Background(), domain.CallerID{KeyID: 1}, lim)
 			if i%2 == 1 {
 				days.Add(1)
 			}
@@ -537,12 +538,12 @@ func heldByTheKeyring(t *testing.T, s *testServer) {
 // forgotten: the next look-up must not start from a lower stored count.
 func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
 	for range 4 {
 		s.do("GET", "/v1/pets", key, "")
 	}
-	diskFull := func(context.Context, []usageCount) error { return errors.New("disk full") }
+	diskFull := func(context.Context, []domain.UsageCount) error { return errors.New("disk full") }
 	if err := s.limiter.flush(context.Background(), diskFull); err == nil {
 		t.Fatal("flush hid the failed write")
 	}
@@ -567,7 +568,7 @@ func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 
 func TestResetDuringABanIsRoundedUp(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 1, banFor: 5 * time.Second}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		s.do("GET", "/v1/pets", key, "")
 		s.clock.advance(300 * time.Millisecond)
 		for range 2 {
@@ -576,8 +577,8 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 		w := s.do("GET", "/v1/pets", key, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
 		banEnds := s.clock.now().Add(5 * time.Second)
-		if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != ceilSecond(banEnds).Unix() {
-			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, ceilSecond(banEnds).Unix())
+		if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != domain.CeilSecond(banEnds).Unix() {
+			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, domain.CeilSecond(banEnds).Unix())
 		}
 	})
 }
@@ -587,15 +588,15 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 // flushed whole in one pass.
 func TestFlushTakesOffWhatItWrote(t *testing.T) {
 	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC))
-	key := callerID{keyID: 1}
+	key := domain.CallerID{KeyID: 1}
 	for range 10_000 { // a request a day for 10,000 days, none written yet
 		l.allow(context.Background(), key, lim)
 		days.Add(1)
 	}
 	l.allow(context.Background(), key, lim) // today's first
 
-	var stored []usageCount
-	err := l.flush(context.Background(), func(_ context.Context, counts []usageCount) error {
+	var stored []domain.UsageCount
+	err := l.flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
 		stored = append(stored, counts...)
 		l.allow(context.Background(), key, lim) // counted while the write runs
 		return nil
@@ -611,7 +612,7 @@ func TestFlushTakesOffWhatItWrote(t *testing.T) {
 		t.Fatalf("the first flush wrote %d days, %d requests; want 10001 and 10001", len(stored), total)
 	}
 	stored = nil
-	if err := l.flush(context.Background(), func(_ context.Context, counts []usageCount) error {
+	if err := l.flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
 		stored = append(stored, counts...)
 		return nil
 	}); err != nil {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"petstore/internal/domain"
 )
 
 // The request's record: what the steps of a request learn about it, for the
@@ -64,9 +66,9 @@ type requestInfo struct {
 	id    string
 	// The caller: an API key (and its note of use, where its usage history
 	// is counted) or an admin token; for a request without a key, why not.
-	key       *apiKey
+	key       *domain.Key
 	use       *keyUse
-	admin     *adminToken
+	admin     *domain.AdminToken
 	auth      authFailure
 	authErr   error // the key could not be looked up
 	sentToken bool
@@ -75,11 +77,11 @@ type requestInfo struct {
 	// counted in at the end.
 	rateLimit limitOutcome
 	today     int64
-	usage     usageOutcome
+	usage     domain.UsageOutcome
 	// err is an internal error or panic, for the log; db, why the database
 	// could not serve the request (a 503), for the metrics.
 	err error
-	db  dbFailure
+	db  domain.DBFailure
 
 	// values backs the response's header values (see headerValue).
 	values  [6]string
@@ -108,8 +110,16 @@ func findRecord(w http.ResponseWriter) *requestInfo {
 
 // recordOf is the record of the request answered through w; a request
 // whose record cannot be found fails (errRecordHidden) rather than go on
-// without its key.
+// without its key. Written for the usual case, w logRequests' own writer,
+// to be inlined in each step.
 func recordOf(w http.ResponseWriter) *requestInfo {
+	if sw, ok := w.(*statusWriter); ok {
+		return &sw.record
+	}
+	return recordBehind(w)
+}
+
+func recordBehind(w http.ResponseWriter) *requestInfo {
 	info := findRecord(w)
 	if info == nil {
 		panic(errRecordHidden)
@@ -120,10 +130,18 @@ func recordOf(w http.ResponseWriter) *requestInfo {
 // reach moves the request to stage s, which must follow the stage it is at.
 func (info *requestInfo) reach(s stage) {
 	if info.stage != stageAfter[s] {
-		panic(fmt.Sprintf("the request's steps ran out of order: %s after %s; routes.go runs it after %s",
-			stageSteps[s], stageSteps[info.stage], stageSteps[stageAfter[s]]))
+		outOfOrder(s, info.stage)
 	}
 	info.stage = s
+}
+
+// outOfOrder fails a request whose step s came at stage at. Kept out of
+// reach, so that reach is inlined into each step.
+//
+//go:noinline
+func outOfOrder(s, at stage) {
+	panic(fmt.Sprintf("the request's steps ran out of order: %s after %s; routes.go runs it after %s",
+		stageSteps[s], stageSteps[at], stageSteps[stageAfter[s]]))
 }
 
 // The steps' parts, in routes.go's order.
@@ -148,14 +166,14 @@ func (info *requestInfo) authenticated(h *heldKey, sentToken bool, auth authFail
 // peeking (handleRateLimit) is the key whose state the request reads
 // without spending any; it is counted in the usage history as limit counts
 // a request (decided).
-func (info *requestInfo) peeking() *apiKey {
+func (info *requestInfo) peeking() *domain.Key {
 	info.reach(stagePeeked)
 	return info.key
 }
 
 // limiting (limit) is the key the request is counted against; nil: its
 // client address.
-func (info *requestInfo) limiting() *apiKey {
+func (info *requestInfo) limiting() *domain.Key {
 	info.reach(stageLimited)
 	return info.key
 }
@@ -163,31 +181,31 @@ func (info *requestInfo) limiting() *apiKey {
 // decided (limit, handleRateLimit) notes the limiter's decision on the
 // request, and the day and column of the usage history it is counted in.
 func (info *requestInfo) decided(d *decision) {
-	info.rateLimit, info.today, info.usage = d.outcome(), d.today, usageAllowed
+	info.rateLimit, info.today, info.usage = d.outcome(), d.today, domain.UsageAllowed
 	if !d.allowed {
 		info.usage = outcomeOf(d)
 	}
 }
 
 // keyed (requireKey) is the request's valid key, or nil when it has none.
-func (info *requestInfo) keyed() *apiKey {
+func (info *requestInfo) keyed() *domain.Key {
 	info.reach(stageKeyed)
 	return info.key
 }
 
 // scoped (requireScope) tells whether the request's key holds need; a
 // request whose key does not is counted as forbidden.
-func (info *requestInfo) scoped(need scopeSet) bool {
+func (info *requestInfo) scoped(need domain.ScopeSet) bool {
 	info.reach(stageScoped)
-	if !info.key.Scopes.has(need) {
-		info.usage = usageForbidden
+	if !info.key.Scopes.Has(need) {
+		info.usage = domain.UsageForbidden
 		return false
 	}
 	return true
 }
 
 // admitted (adminGate.require) notes the request's admin token.
-func (info *requestInfo) admitted(t *adminToken) {
+func (info *requestInfo) admitted(t *domain.AdminToken) {
 	info.reach(stageAdmitted)
 	info.admin = t
 }
@@ -195,7 +213,7 @@ func (info *requestInfo) admitted(t *adminToken) {
 // failed (writeError, at any stage) notes what only the log and the
 // metrics may see of an error answered: its cause, and why the database
 // failed.
-func (info *requestInfo) failed(cause error, db dbFailure) {
+func (info *requestInfo) failed(cause error, db domain.DBFailure) {
 	if cause != nil {
 		info.err = cause
 	}

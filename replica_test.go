@@ -1,6 +1,6 @@
 package main
 
-// Tests of several servers on one PostgreSQL database (DESIGN.md "Many
+// Tests of several servers on one PostgreSQL database (docs/replicas.md, "Many
 // servers"): the built binary, started more than once on one database.
 // Skipped without PETSTORE_TEST_POSTGRES, and with -short.
 
@@ -245,6 +245,7 @@ func balancerBinary(t *testing.T, name string) string {
 type process struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once it has ended
+	out  *syncBuffer   // its standard output and error
 }
 
 // kill ends it, if it still runs, and waits for that.
@@ -256,8 +257,18 @@ func (p *process) kill() {
 // startProcess runs a helper program until the test ends.
 func startProcess(t *testing.T, name, path string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(path, args...), done: make(chan struct{})}
-	out := &syncBuffer{}
+	return startProcessEnv(t, name, path, nil, args...)
+}
+
+// startProcessEnv runs a helper program with env added to the test's
+// environment until the test ends.
+func startProcessEnv(t *testing.T, name, path string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(path, args...), done: make(chan struct{}), out: &syncBuffer{}}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
+	out := p.out
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/logline"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -126,6 +129,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err := cfg.dbFlags.check(); err != nil {
 		return err
 	}
+	if err := cfg.https.check(&cfg, setFlags(fs)); err != nil {
+		return err
+	}
 	if err := checkListenAddr("--addr", cfg.addr); err != nil {
 		return err
 	}
@@ -135,9 +141,6 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 	} else if len(cfg.adminHosts) > 0 {
 		return usagef("--admin-host needs --admin-addr: there is no admin listener without it")
-	}
-	if err := cfg.https.check(cfg.adminAddr); err != nil {
-		return err
 	}
 	if cfg.shutdownDelay < 0 {
 		return usagef("--shutdown-delay must be 0 or more")
@@ -164,7 +167,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		// pets) some 20 MiB smaller. GOGC in the environment still decides.
 		debug.SetGCPercent(serveGCPercent)
 	}
-	logs := newLogBuffer(stderr)
+	logs := logline.NewBuffer(stderr)
 	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
 	if err != nil {
 		return err
@@ -172,7 +175,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
 	flushed := make(chan struct{})
 	go func() {
-		every(flushCtx, logFlushEvery, logs.Flush)
+		every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
 		close(flushed)
 	}()
@@ -187,7 +190,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "text", "json":
-		return slog.New(newLineHandler(w, format == "json", lvl)), nil
+		return slog.New(logline.NewHandler(w, format == "json", lvl)), nil
 	}
 	return nil, usagef("--log-format must be text or json, not %q", format)
 }
@@ -195,7 +198,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // serve runs the server until ctx ends, then shuts down gracefully: no new
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
-func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
 	var m *metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
@@ -213,39 +216,70 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logB
 		return err
 	}
 	defer a.close()
-	api, err := listen(cfg.addr, "", withTLS(httpServer(tr.wrap(a.handler), apiLimits, logger), logger, tr.api))
+	ports, serving, err := openPorts(cfg, a, tr, logger)
+	defer func() {
+		for _, p := range ports {
+			p.ln.Close()
+		}
+	}()
 	if err != nil {
 		return err
 	}
-	defer api.ln.Close()
 	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), api.ln.Addr()), stderr, logger); err != nil {
+	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), ports[0].ln.Addr()), stderr, logger); err != nil {
 		return err
-	}
-	ports := []port{api}
-	serving := []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
-	if m != nil {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", withTLS(httpServer(a.adminHandler, apiLimits.admin(), logger), logger, tr.admin))
-		if err != nil {
-			return err
-		}
-		defer admin.ln.Close()
-		ports = append(ports, admin)
-		serving = append(serving, "admin", scheme(tr.admin)+"://"+admin.ln.Addr().String())
 	}
 	stopBackground := a.startBackground()
 	defer stopBackground()
-	defer tr.start(ctx)()
-	logger.Info("serving", serving...)
-	logs.Flush()
-	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs)
+	stopTransport, err := tr.start(ctx, a.store, ports[0].ln.Addr(), tr.plainAddr(ports))
+	if err != nil {
+		return err
+	}
+	defer stopTransport()
+	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs, func() {
+		// Once the ports answer (the CA's challenges come to them), and
+		// the first certificates are in, or the wait for them is over.
+		tr.awaitFirst(ctx)
+		logger.Info("serving", serving...)
+		logs.Flush()
+	})
+}
+
+// openPorts takes the API's port, then the admin listener's and the plain
+// HTTP one's when they are asked for; serving is what the log says of them.
+func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (ports []port, serving []any, _ error) {
+	api, err := listen(cfg.addr, "", withTLS(httpServer(tr.wrap(a.handler), apiLimits, logger), logger, tr.api))
+	if err != nil {
+		return nil, nil, err
+	}
+	ports = append(ports, api)
+	serving = []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
+	if cfg.adminAddr != "" {
+		admin, err := listen(cfg.adminAddr, " (--admin-addr)", withTLS(httpServer(a.adminHandler, apiLimits.admin(), logger), logger, tr.admin))
+		if err != nil {
+			return ports, nil, err
+		}
+		ports = append(ports, admin)
+		serving = append(serving, "admin", scheme(tr.admin)+"://"+admin.ln.Addr().String())
+	}
+	if h := cfg.https.httpAddr; h != "" {
+		_, httpsPort := splitPort(api.ln.Addr().String())
+		plain, err := listen(h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.challenges(), httpsPort, logger, a.metrics), apiLimits, logger))
+		if err != nil {
+			return ports, nil, err
+		}
+		plain.plain = true
+		ports = append(ports, plain)
+		serving = append(serving, "http", "http://"+plain.ln.Addr().String())
+	}
+	return ports, serving, nil
 }
 
 // checkListenAddr refuses an address to listen on that is not HOST:PORT
 // (a usage mistake), suggesting :PORT for a bare port.
 func checkListenAddr(flag, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		if isDigits(addr) {
+		if domain.IsDigits(addr) {
 			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
 		}
 		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
@@ -256,8 +290,9 @@ func checkListenAddr(flag, addr string) error {
 // port is an HTTP server and the listener it serves, over TLS when the
 // server has a TLSConfig.
 type port struct {
-	srv *http.Server
-	ln  net.Listener
+	srv   *http.Server
+	ln    net.Listener
+	plain bool // the --http-addr listener
 }
 
 // serve answers on the port until its server is shut down.
@@ -308,14 +343,15 @@ func withTLS(srv *http.Server, logger *slog.Logger, tlsConfig *tls.Config) *http
 	return srv
 }
 
-// serveUntil serves every port until ctx ends; then, after drainFor with
+// serveUntil serves every port, calls started, and serves until ctx ends; then, after drainFor with
 // draining set, it stops them: no new connections, and requests in flight
 // finish up to shutdownTimeout.
-func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logBuffer) error {
+func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logline.Buffer, started func()) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {
 		go func() { served <- p.serve() }()
 	}
+	started()
 	select {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)

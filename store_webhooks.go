@@ -11,6 +11,9 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // sqlWebhooks is the webhooks aggregate of a store; both engines embed it.
@@ -57,7 +60,7 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, 
 		if err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, env, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(domain.AuditWebhookAdded, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -71,7 +74,7 @@ func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]webhookEndpoint, e
 func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (webhookEndpoint, error) {
 	e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 	if errors.Is(err, errNoRows) {
-		return e, errNotFound("no webhook endpoint has id %d", id)
+		return e, domain.NotFound("no webhook endpoint has id %d", id)
 	}
 	return e, err
 }
@@ -90,7 +93,7 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor,
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, env, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(domain.AuditWebhookRemoved, e, actor, env, now, ""))
 	})
 }
 
@@ -109,7 +112,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
 			return err
 		}
-		ev := webhookAuditEvent(auditWebhookRotated, e, actor, env, now, "")
+		ev := webhookAuditEvent(domain.AuditWebhookRotated, e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
 		return insertAuditEvents(ctx, tx, ev)
 	})
@@ -129,7 +132,7 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, env, now, ""))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(domain.AuditWebhookEnabled, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -175,7 +178,7 @@ func queueWebhookEvent(ctx context.Context, tx dbTx, ev webhookEvent) error {
 
 // queueAuditWebhookEvents queues the webhook events of audit events, in the
 // transaction that writes them.
-func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []auditEvent) error {
+func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []domain.AuditEvent) error {
 	for _, e := range events {
 		if !sentAsWebhook(e) {
 			continue
@@ -281,7 +284,7 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 	if err == nil {
 		err = tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ? AND claimed_until > ?`, id, now.UnixMilli()).Scan(&live)
 	}
-	room := min(maxInFlightPerEndpoint-live, limit)
+	room := min(webhook.MaxInFlightPerEndpoint-live, limit)
 	if err != nil || room <= 0 {
 		return nil, err
 	}
@@ -366,8 +369,8 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 		// The endpoint first, as every change of it locks it first. One
 		// removed meanwhile took its deliveries along: nothing to record.
 		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
-		var gone *domainError
-		if errors.As(err, &gone) && gone.kind == kindNotFound {
+		var gone *domain.Error
+		if errors.As(err, &gone) && gone.Kind == domain.KindNotFound {
 			return nil
 		}
 		if err != nil {
@@ -403,7 +406,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, env, o.At, disabled))
+		return insertAuditEvents(ctx, tx, webhookAuditEvent(domain.AuditWebhookDisabled, e, actor, env, o.At, disabled))
 	})
 	return disabled, err
 }

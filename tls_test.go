@@ -105,7 +105,7 @@ func httpsServing(t *testing.T, ca *testCA, dir string, args ...string) (*inProc
 func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
-	p, _, _ := httpsServing(t, ca, t.TempDir())
+	p, certFile, _ := httpsServing(t, ca, t.TempDir())
 	key := bootstrapKeyIn(t, p.stderr.String())
 	client := ca.client()
 	defer client.CloseIdleConnections()
@@ -121,6 +121,17 @@ func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 	}
 	if got := resp.Header.Get("Strict-Transport-Security"); got != "max-age=31536000" {
 		t.Errorf("Strict-Transport-Security %q, want max-age=31536000", got)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{"PETSTORE_TLS_CERT": certFile}, 0},
+		{nil, 1}, // the test root is not among the system's
+	} {
+		if res := viaRun(t, tc.env, "healthcheck", "--url", p.url); res.code != tc.want {
+			t.Errorf("healthcheck --url %s with %v: exit %d %s, want %d", p.url, tc.env, res.code, res.stderr, tc.want)
+		}
 	}
 	if v := resp.TLS.Version; v != tls.VersionTLS13 {
 		t.Errorf("TLS version %x, want 1.3", v)

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The webhooks over the admin API (scope webhooks): what the webhooks
@@ -50,20 +53,20 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 		}
 		var events []string
 		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
-			writeError(w, r, errInvalid("events must be an array of event types (%s)", strings.Join(webhookEventTypes, ", ")))
+			writeError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(webhookEventTypes, ", ")))
 			return
 		}
 		terms, err := newEndpointTerms(url, events)
 		if err == nil {
-			if problem := d.webhookGuard.urlProblem(r.Context(), url); problem != "" {
-				err = errInvalid("%s", problem)
+			if problem := d.webhookGuard.URLProblem(r.Context(), url); problem != "" {
+				err = domain.Invalid("%s", problem)
 			}
 		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.actor(), env)
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -77,7 +80,7 @@ func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor(), env)
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -109,12 +112,12 @@ func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 					return
 				}
 				if overlap, err = parseWebhookOverlap(s); err != nil {
-					writeError(w, r, errInvalid("overlap %v", err))
+					writeError(w, r, domain.Invalid("overlap %v", err))
 					return
 				}
 			}
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.actor(), env)
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -130,7 +133,7 @@ func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor(), env)
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -152,7 +155,7 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.actor(), d.now())
+		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -181,7 +184,7 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 		case "true":
 			f.Failed = true
 		default:
-			writeError(w, r, errInvalid("failed must be true or false"))
+			writeError(w, r, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
@@ -212,7 +215,7 @@ func findEndpoint(r *http.Request, d adminDeps, id int64) (webhookEndpoint, erro
 			return e, nil
 		}
 	}
-	return webhookEndpoint{}, errNotFound("no webhook endpoint has id %d", id)
+	return webhookEndpoint{}, domain.NotFound("no webhook endpoint has id %d", id)
 }
 
 // resent answers a resend: how many deliveries were queued again.
@@ -239,11 +242,11 @@ func handleAdminResendWebhook(d adminDeps) http.Handler {
 			return
 		}
 		if raw, ok := body["failed"]; ok && json.Unmarshal(raw, &f.Failed) != nil {
-			writeError(w, r, errInvalid("failed must be true or false"))
+			writeError(w, r, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if (f.EventID == "") == !f.Failed {
-			writeError(w, r, errInvalid("give eventId (msg_...) or \"failed\": true, one of them"))
+			writeError(w, r, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
@@ -256,7 +259,7 @@ func handleAdminResendWebhook(d adminDeps) http.Handler {
 			return
 		}
 		if n == 0 && f.EventID != "" {
-			writeError(w, r, errNotFound("endpoint %d has no delivery of event %s", id, f.EventID))
+			writeError(w, r, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
 			return
 		}
 		writeJSON(w, r, http.StatusOK, resent{n})

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The webhooks commands: endpoints, their secrets, test events, and the
@@ -32,7 +35,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return usagef("webhooks add: %s", errorMessage(err))
 	}
-	if problem := newAddressGuard(false).urlProblem(ctx, terms.URL); problem != "" {
+	if problem := webhook.NewAddressGuard(false).URLProblem(ctx, terms.URL); problem != "" {
 		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
 	}
 	store, err := c.db.open(ctx, true)
@@ -45,7 +48,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("add webhook endpoint: %w", err)
 	}
 	fmt.Fprintf(stderr, "added webhook endpoint %d for %s (%s) in %s.\nIts id, then its signing secret, shown only now:\n",
-		e.ID, shownURL(e.URL), eventsShown(e.Events), c.db.shown())
+		e.ID, webhook.ShownURL(e.URL), eventsShown(e.Events), c.db.shown())
 	fmt.Fprintln(stdout, e.ID)
 	fmt.Fprintln(stdout, e.Secret)
 	return nil
@@ -92,9 +95,9 @@ func eventsShown(events []string) string {
 
 // errorMessage is err's message as a user reads it: a domain error's own.
 func errorMessage(err error) string {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return e.message
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return e.Message
 	}
 	return err.Error()
 }
@@ -129,9 +132,9 @@ func endpointCommand(ctx context.Context, name string, args []string, getenv fun
 
 // endpointError is a store's refusal about endpoint id as one line.
 func endpointError(verb string, id int64, err error) error {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return errors.New(e.message)
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return errors.New(e.Message)
 	}
 	return fmt.Errorf("%s webhook endpoint %d: %w", verb, id, err)
 }
@@ -166,7 +169,7 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer store.Close()
-	e, err := store.RotateWebhookSecret(ctx, id, newWebhookSecret(), overlap, commandActor(), env)
+	e, err := store.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, commandActor(), env)
 	if err != nil {
 		return endpointError("rotate the secret of", id, err)
 	}

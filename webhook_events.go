@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 )
 
-// The events webhooks send (DESIGN.md "Notices: signed webhooks"): their
+// The events webhooks send (docs/webhooks.md, "What is sent"): their
 // types, their bodies, and the notices the server decides on its own: a
 // budget's day quota crossing 80% and 100%, a key about to expire or
 // expired.
@@ -81,7 +83,7 @@ func newWebhookEventID() string {
 // is one that is sent and it is about a key (the ban of a client address is
 // not: an address is personal data a receiver need not hold). keyName is
 // the key's name, for events whose details lack it.
-func auditWebhookEvent(e auditEvent, keyName string) (webhookEvent, bool, error) {
+func auditWebhookEvent(e domain.AuditEvent, keyName string) (webhookEvent, bool, error) {
 	if !sentAsWebhook(e) {
 		return webhookEvent{}, false, nil
 	}
@@ -110,7 +112,7 @@ func auditWebhookEvent(e auditEvent, keyName string) (webhookEvent, bool, error)
 
 // sentAsWebhook tells whether audit event e is also a webhook event: an
 // action that is sent, about a key.
-func sentAsWebhook(e auditEvent) bool {
+func sentAsWebhook(e domain.AuditEvent) bool {
 	return slices.Contains(auditActionsSent, e.Action) && e.KeyID != 0 && e.Address == ""
 }
 
@@ -226,7 +228,7 @@ func newQuotaWatch(now func() time.Time) *quotaWatch {
 
 // observe looks at the day count d reports for key, whose budget has
 // limit lim.
-func (q *quotaWatch) observe(key *apiKey, lim limits, d decision) {
+func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d decision) {
 	if q == nil || key == nil || d.dayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
 		return
 	}
@@ -242,7 +244,7 @@ func (q *quotaWatch) observe(key *apiKey, lim limits, d decision) {
 			break
 		}
 		seen := quotaSeen{key.BudgetID, t}
-		if q.seen[seen] || len(q.pending) >= maxPendingAuditEvents {
+		if q.seen[seen] || len(q.pending) >= domain.MaxPendingAuditEvents {
 			continue
 		}
 		q.seen[seen] = true
@@ -294,7 +296,7 @@ const staleExpiry = 7 * 24 * time.Hour
 // nearest mark passed while the expiry is ahead (a mark already past when
 // the key was made is skipped), key.expired once it passed. Revoked keys
 // and the old keys of a roll (whose end key.rolled announced) get none.
-func expiryNotices(keys []apiKey, now time.Time) ([]webhookNotice, error) {
+func expiryNotices(keys []domain.Key, now time.Time) ([]webhookNotice, error) {
 	var notices []webhookNotice
 	for _, k := range keys {
 		if k.ExpiresAt.IsZero() || !k.RevokedAt.IsZero() || k.RolledTo != 0 {

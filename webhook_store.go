@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"time"
+
+	"petstore/internal/webhook"
 )
 
 // webhookStorage is where webhooks live: the endpoints, the outbox of
@@ -78,13 +80,13 @@ type webhookEndpoint struct {
 // signingKeys are the HMAC keys of e's secrets at now: the current one,
 // and the previous one during a rotation's overlap.
 func (e webhookEndpoint) signingKeys(now time.Time) ([][]byte, error) {
-	key, err := webhookSecretKey(e.Secret)
+	key, err := webhook.SecretKey(e.Secret)
 	if err != nil {
 		return nil, err
 	}
 	keys := [][]byte{key}
 	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
-		previous, err := webhookSecretKey(e.PreviousSecret)
+		previous, err := webhook.SecretKey(e.PreviousSecret)
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The delivery worker: each server takes due deliveries from the outbox,
@@ -27,7 +30,7 @@ const (
 	// webhookClaimFor is how long a claimed attempt is this server's: past
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
-	webhookClaimFor = webhookTimeout + 45*time.Second
+	webhookClaimFor = webhook.Timeout + 45*time.Second
 	// expiryScanEvery is how often a server looks for keys to announce
 	// as expiring or expired.
 	expiryScanEvery = time.Minute
@@ -49,8 +52,8 @@ const (
 // webhookWorker sends the outbox's due deliveries.
 type webhookWorker struct {
 	store   webhookStorage
-	keys    func(context.Context) ([]apiKey, error)
-	sender  *webhookSender
+	keys    func(context.Context) ([]domain.Key, error)
+	sender  *webhook.Sender
 	now     func() time.Time
 	logger  *slog.Logger
 	metrics *metrics
@@ -62,7 +65,7 @@ type webhookWorker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]apiKey, error), sender *webhookSender,
+func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhook.Sender,
 	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
 	return &webhookWorker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
@@ -114,7 +117,7 @@ func (w *webhookWorker) poke() {
 // with w.mu held.
 func (w *webhookWorker) mayStart(endpointID int64) bool {
 	free, n := webhookAttemptsAtOnce-w.running, w.inFlight[endpointID]
-	return free > 0 && n < maxInFlightPerEndpoint && (n == 0 || free > webhookPlacesForOthers)
+	return free > 0 && n < webhook.MaxInFlightPerEndpoint && (n == 0 || free > webhookPlacesForOthers)
 }
 
 // dispatch claims as many due deliveries as there is room for and starts
@@ -183,25 +186,25 @@ func (w *webhookWorker) release(endpointID int64) {
 // by the server's stop is not recorded: its claim expires and it is made
 // again.
 func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
-	r := w.sender.send(ctx, webhookAttempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+	r := w.sender.Send(ctx, webhook.Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
 	if ctx.Err() != nil {
 		return
 	}
 	now := w.now()
 	o := deliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
 	switch {
-	case r.delivered():
+	case r.Delivered():
 		o.State = deliveryDelivered
 	case r.Status == 410:
 		o.State, o.Disable = deliveryFailed, "the receiver answered 410 Gone"
 	default:
-		next, ok := nextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
+		next, ok := webhook.NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
 		o.State, o.NextAt = deliveryPending, next
 		if !ok {
 			o.State = deliveryFailed
 		}
 	}
-	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", shownURL(c.URL), "attempt", o.Attempts)
+	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", webhook.ShownURL(c.URL), "attempt", o.Attempts)
 	switch o.State {
 	case deliveryDelivered:
 		log.Info("webhook delivered", "status", r.Status)
@@ -211,7 +214,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
 	w.metrics.countDelivery(o.State)
-	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor, w.env)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, domain.ServerActor, w.env)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
 		return

@@ -4,20 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // What the webhooks commands and the admin API share: the rules of an
 // endpoint's terms, and how endpoints and deliveries are shown (--json and
 // the admin API's bodies alike).
-
-// Webhook audit actions (with webhookId in their details).
-const (
-	auditWebhookAdded    = "webhook.added"
-	auditWebhookRemoved  = "webhook.removed"
-	auditWebhookRotated  = "webhook.rotated"
-	auditWebhookEnabled  = "webhook.enabled"
-	auditWebhookDisabled = "webhook.disabled"
-)
 
 // defaultWebhookOverlap is how long the old secret signs beside the new
 // one after a rotation, unless told otherwise.
@@ -25,7 +19,7 @@ const defaultWebhookOverlap = 24 * time.Hour
 
 // parseWebhookOverlap reads a rotation's overlap: a duration of 0 or more.
 func parseWebhookOverlap(s string) (time.Duration, error) {
-	d, err := parseLifetime(s)
+	d, err := domain.ParseLifetime(s)
 	if err != nil || d < 0 {
 		return 0, fmt.Errorf("must be a duration of 0 or more (24h, 30m, 7d; 0 drops the old secret at once), not %q", s)
 	}
@@ -35,21 +29,21 @@ func parseWebhookOverlap(s string) (time.Duration, error) {
 // newEndpointTerms checks an endpoint's URL and event types; a problem is
 // invalid, naming the field (url, events).
 func newEndpointTerms(url string, events []string) (webhookEndpoint, error) {
-	if problem := webhookURLProblem(url); problem != "" {
-		return webhookEndpoint{}, errInvalid("%s", problem)
+	if problem := webhook.URLProblem(url); problem != "" {
+		return webhookEndpoint{}, domain.Invalid("%s", problem)
 	}
 	types, err := parseEventTypes(events)
 	if err != nil {
-		return webhookEndpoint{}, errInvalid("%v", err)
+		return webhookEndpoint{}, domain.Invalid("%v", err)
 	}
-	return webhookEndpoint{URL: url, Events: types, Secret: newWebhookSecret(), Enabled: true}, nil
+	return webhookEndpoint{URL: url, Events: types, Secret: webhook.NewSecret(), Enabled: true}, nil
 }
 
 // webhookAuditEvent is the audit event of action on endpoint e, by actor
 // of env.
-func webhookAuditEvent(action string, e webhookEndpoint, actor, env string, at time.Time, why string) auditEvent {
-	return auditEvent{At: auditTime(at), Action: action, Actor: actor, Env: env, Details: auditDetails{
-		WebhookID: e.ID, URL: shownURL(e.URL), Events: e.Events, Reason: why,
+func webhookAuditEvent(action string, e webhookEndpoint, actor, env string, at time.Time, why string) domain.AuditEvent {
+	return domain.AuditEvent{At: domain.AuditTime(at), Action: action, Actor: actor, Env: env, Details: domain.AuditDetails{
+		WebhookID: e.ID, URL: webhook.ShownURL(e.URL), Events: e.Events, Reason: why,
 	}}
 }
 
@@ -80,7 +74,7 @@ type listedEndpoint struct {
 func (e webhookEndpoint) listed(now time.Time) listedEndpoint {
 	l := listedEndpoint{
 		ID: e.ID, URL: e.URL, Events: e.Events, Enabled: e.Enabled, Created: e.CreatedAt,
-		LastAttempt: timeOrNil(e.LastAttempt), LastError: e.LastError,
+		LastAttempt: domain.TimeOrNil(e.LastAttempt), LastError: e.LastError,
 	}
 	if l.Events == nil {
 		l.Events = []string{}
@@ -90,7 +84,7 @@ func (e webhookEndpoint) listed(now time.Time) listedEndpoint {
 		l.LastStatus = &status
 	}
 	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
-		l.RotationEnds = timeOrNil(e.PreviousUntil)
+		l.RotationEnds = domain.TimeOrNil(e.PreviousUntil)
 	}
 	return l
 }
@@ -113,10 +107,10 @@ type listedDelivery struct {
 func (d webhookDelivery) listed() listedDelivery {
 	l := listedDelivery{
 		EventID: d.EventID, Type: d.Type, EndpointID: d.EndpointID, At: d.At, State: d.State, Attempts: d.Attempts,
-		LastAttempt: timeOrNil(d.LastAttempt), LastError: d.LastError,
+		LastAttempt: domain.TimeOrNil(d.LastAttempt), LastError: d.LastError,
 	}
 	if d.State == deliveryPending {
-		l.NextAttempt = timeOrNil(d.NextAt)
+		l.NextAttempt = domain.TimeOrNil(d.NextAt)
 	}
 	if !d.LastAttempt.IsZero() {
 		status := d.LastStatus

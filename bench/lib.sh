@@ -45,7 +45,7 @@ CGO_ENABLED=0 go build -trimpath -o "$work/ceiling" ./bench/ceiling
 seed() {
   local db=$1 n=$2
   "${3:-$work/petstore}" keys create --db "$db" --plan enterprise --name bench \
-    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
+    --rpm 1000000000 --rpd 1000000000 2>/dev/null >"$work/key-$n"
   sqlite3 "$db" "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $n)
     INSERT INTO pets (name, category_id, status)
     SELECT 'pet-' || x, x % 50 + 1,
@@ -69,7 +69,7 @@ seed_postgres() {
       END LOOP;
     END \$\$" >/dev/null
   "${3:-$work/petstore}" keys create --db "$db" --plan enterprise --name bench \
-    --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null >"$work/key-$n"
+    --rpm 1000000000 --rpd 1000000000 2>/dev/null >"$work/key-$n"
   psql "$db" -qc "INSERT INTO pets (name, category_id, status)
     SELECT 'pet-' || x, x % 50 + 1,
            CASE x % 4 WHEN 0 THEN 'available' WHEN 1 THEN 'pending' WHEN 2 THEN 'sold' END

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+)
+
+// Automatic certificates from an ACME CA with certmagic
+// (docs/production.md, "HTTPS on a small VM"): the account and the
+// certificates are kept in --acme-cache, or in the database on PostgreSQL,
+// so that a fleet orders once; renewal starts in the last third of a
+// certificate's life (or when the CA's renewal information says), and a
+// failed one is retried with backoff while the current certificate serves.
+
+// How long serve waits for the first certificates before it says it
+// serves, and how often it says what it is waiting for; how often the
+// served certificates' expiry is looked at.
+var (
+	acmeFirstWait   = 2 * time.Minute
+	acmeWaitReport  = 10 * time.Second
+	acmeWatchEvery  = time.Minute
+	acmeRenewCheck  = certmagic.DefaultRenewCheckInterval
+	acmeRefuseEvery = time.Minute // the most often a refused handshake is a WARN
+)
+
+// setFlags are the names of the flags given, on the command line or in
+// the environment.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// checkACME checks the ACME flags and sets the defaults they move.
+func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
+	if h.acmeDomain == "" {
+		for _, f := range []string{"acme-email", "acme-ca", "acme-ca-root", "acme-cache"} {
+			if set[f] {
+				return usagef("--%s needs --acme-domain", f)
+			}
+		}
+		return nil
+	}
+	if h.tlsCert != "" {
+		return usagef("--acme-domain and --tls-cert both give the certificate: choose one")
+	}
+	for name := range strings.SplitSeq(h.acmeDomain, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if err := checkDomain(name); err != nil {
+			return err
+		}
+		h.domains = append(h.domains, name)
+	}
+	if u, err := url.Parse(h.acmeCA); err != nil || u.Scheme != "https" || u.Host == "" {
+		return usagef("--acme-ca %q must be the https:// URL of an ACME directory", h.acmeCA)
+	}
+	if !set["addr"] {
+		cfg.addr = ":443"
+	}
+	if !set["http-addr"] {
+		h.httpAddr = ":80"
+	}
+	if _, port, _ := net.SplitHostPort(cfg.addr); (h.httpAddr == "" || h.httpAddr == "off") && port != "443" {
+		return usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
+			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
+	}
+	if h.acmeCache == "" && !isPostgresURL(cfg.db) {
+		h.acmeCache = strings.TrimSuffix(cfg.db, filepath.Ext(cfg.db)) + "-acme"
+	}
+	return nil
+}
+
+// checkDomain refuses what is not a bare DNS name a CA could validate
+// over HTTP-01 or TLS-ALPN-01.
+func checkDomain(name string) error {
+	bad := func(why string) error { return usagef("--acme-domain %q: %s", name, why) }
+	switch {
+	case name == "":
+		return bad("an empty name: give NAME[,NAME...]")
+	case strings.Contains(name, "://"):
+		return bad("give the bare name, without a scheme such as https://")
+	case strings.ContainsAny(name, "/?#"):
+		return bad("give the bare name, without a path")
+	case strings.Contains(name, ":"):
+		return bad("give the bare name, without a port: the CA connects to ports 80 and 443")
+	case strings.Contains(name, "*"):
+		return bad("a wildcard needs the DNS-01 challenge, which this server does not answer")
+	case net.ParseIP(name) != nil:
+		return bad("an IP address, not a domain name")
+	case len(name) > 253 || !strings.Contains(name, "."):
+		return bad("not a fully qualified domain name such as api.example.com")
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return bad("not a valid domain name")
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return bad("not a valid domain name (letters, digits, hyphens and dots)")
+			}
+		}
+	}
+	return nil
+}
+
+// acmeManager keeps the certificates of --acme-domain.
+type acmeManager struct {
+	cfg     httpsConfig
+	roots   *x509.CertPool
+	files   certmagic.Storage // --acme-cache; nil when the database keeps them
+	logger  *slog.Logger
+	metrics *metrics
+	magic   *certmagic.Config
+	issuer  *certmagic.ACMEIssuer
+	cache   *certmagic.Cache
+
+	mu      sync.Mutex
+	lastErr map[string]string    // the last failure to get each name's certificate
+	refused time.Time            // the last WARN of a handshake refused for want of one
+	warned  map[string]time.Time // the last WARN of each name's near expiry
+}
+
+// newACME checks what certmagic will need: the CA's root, the cache
+// directory; start sets it up.
+func newACME(cfg serveConfig, logger *slog.Logger, m *metrics) (*acmeManager, error) {
+	am := &acmeManager{cfg: cfg.https, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
+	var err error
+	if am.roots, err = caRoots(cfg.https.acmeCARoot); err != nil {
+		return nil, err
+	}
+	if cfg.https.acmeCache != "" {
+		if am.files, err = fileStorage(cfg.https.acmeCache); err != nil {
+			return nil, err
+		}
+	}
+	return am, nil
+}
+
+// start sets certmagic up on its storage (the cache directory, or store's
+// database), answering the challenges on the listeners at apiAddr and
+// httpAddr (nil when off), and manages the names until ctx ends: it loads
+// the certificates stored, orders the others in the background, renews.
+func (am *acmeManager) start(ctx context.Context, store lifecycle, apiAddr, httpAddr net.Addr) error {
+	storage := am.files
+	if db, ok := store.(acmeStorer); ok && storage == nil {
+		storage = db.ACMEStorage()
+	}
+	if storage == nil {
+		return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
+	}
+	zl := acmeLogger(am.logger)
+	am.cache = certmagic.NewCache(certmagic.CacheOptions{
+		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return am.magic, nil },
+		RenewCheckInterval: acmeRenewCheck,
+		Logger:             zl,
+	})
+	// A client that names no server (SNI), such as a load balancer's
+	// check by address, gets the first name's certificate.
+	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent, DefaultServerName: am.cfg.domains[0]})
+	host, tlsPort := splitPort(apiAddr.String())
+	httpPort := 0
+	if httpAddr != nil {
+		_, httpPort = splitPort(httpAddr.String())
+	}
+	am.issuer = certmagic.NewACMEIssuer(am.magic, certmagic.ACMEIssuer{
+		CA: am.cfg.acmeCA, Email: am.cfg.acmeEmail, Agreed: true, TrustedRoots: am.roots, Logger: zl,
+		// The challenges are answered by this server's own listeners:
+		// certmagic finds these ports taken, by us, and starts none.
+		ListenHost: host, AltTLSALPNPort: tlsPort, AltHTTPPort: httpPort, DisableHTTPChallenge: httpAddr == nil,
+	})
+	am.magic.Issuers = []certmagic.Issuer{am.issuer}
+	if err := am.magic.ManageAsync(ctx, am.cfg.domains); err != nil {
+		return fmt.Errorf("--acme-domain: %w", err)
+	}
+	return nil
+}
+
+// acmeStorer is a store that keeps certmagic's files in its database,
+// shared by every server on it.
+type acmeStorer interface {
+	ACMEStorage() certmagic.Storage
+}
+
+// HandleHTTPChallenge answers an HTTP-01 challenge of the CA, this
+// server's or another's on the same storage.
+func (am *acmeManager) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
+	return am.issuer != nil && am.issuer.HandleHTTPChallenge(w, r)
+}
+
+// caRoots reads --acme-ca-root: nil (the system's roots) without one.
+func caRoots(file string) (*x509.CertPool, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--acme-ca-root %s: %w", file, unwrapPath(err))
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("--acme-ca-root %s holds no PEM certificate", file)
+	}
+	return pool, nil
+}
+
+// splitPort is addr's host and port number (0 when there is none).
+func splitPort(addr string) (string, int) {
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return host, n
+}
+
+// tlsConfig is the API listener's: the managed certificates, and the
+// acme-tls/1 protocol of the TLS-ALPN-01 challenge.
+func (am *acmeManager) tlsConfig() *tls.Config {
+	return serverTLS(am.getCertificate, "h2", "http/1.1", "acme-tls/1")
+}
+
+// getCertificate is certmagic's, with a WARN (at most once a minute) when
+// a handshake is refused because there is no certificate yet.
+func (am *acmeManager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	cert, err := am.magic.GetCertificate(hello)
+	if err != nil {
+		am.mu.Lock()
+		if time.Since(am.refused) >= acmeRefuseEvery {
+			am.refused = time.Now()
+			am.logger.Warn("TLS handshake refused: no certificate for the name it asks", "server_name", hello.ServerName,
+				"err", err, "last_failure", am.lastErr[hello.ServerName])
+		}
+		am.mu.Unlock()
+	}
+	return cert, err
+}
+
+// onEvent logs and counts what certmagic reports.
+func (am *acmeManager) onEvent(_ context.Context, event string, data map[string]any) error {
+	name, _ := data["identifier"].(string)
+	renewal, _ := data["renewal"].(bool)
+	switch event {
+	case "cert_obtained":
+		outcome := "obtained"
+		if renewal {
+			outcome = "renewed"
+		}
+		am.metrics.countCertificateChange("acme", outcome)
+		am.mu.Lock()
+		delete(am.lastErr, name)
+		am.mu.Unlock()
+	case "cert_failed":
+		am.metrics.countCertificateChange("acme", "failed")
+		err, _ := data["error"].(error)
+		am.mu.Lock()
+		am.lastErr[name] = fmt.Sprint(err)
+		am.mu.Unlock()
+		am.logger.Error("could not get a certificate from the CA: the current one, if any, keeps serving; "+
+			"retried with backoff (1 min, 2 min, 2 min, 5 min, 10 min ... up to 6 h apart)", "name", name, "renewal", renewal, "err", err)
+	}
+	return nil
+}
+
+// current is the certificate held for name, nil when there is none yet.
+func (am *acmeManager) current(name string) *x509.Certificate {
+	var newest *x509.Certificate
+	for _, c := range am.cache.AllMatchingCertificates(name) {
+		if c.Leaf != nil && (newest == nil || c.Leaf.NotAfter.After(newest.NotAfter)) {
+			newest = c.Leaf
+		}
+	}
+	return newest
+}
+
+// awaitFirst waits, up to acmeFirstWait, for a certificate for every
+// name, saying every acmeWaitReport what it waits for.
+func (am *acmeManager) awaitFirst(ctx context.Context) {
+	start := time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	reported := start
+	for {
+		var missing []string
+		for _, d := range am.cfg.domains {
+			if am.current(d) == nil {
+				missing = append(missing, d)
+			}
+		}
+		switch {
+		case len(missing) == 0:
+			return
+		case time.Since(start) >= acmeFirstWait:
+			am.logger.Error("no certificate yet: HTTPS handshakes for these names fail until the CA issues one; still trying",
+				"names", strings.Join(missing, ","), "waited", acmeFirstWait.String(), "last_failure", am.lastFailure(missing))
+			return
+		case time.Since(reported) >= acmeWaitReport:
+			reported = time.Now()
+			am.logger.Info("waiting for the first certificate from the CA", "names", strings.Join(missing, ","),
+				"waited", time.Since(start).Round(time.Second).String(), "last_failure", am.lastFailure(missing))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// lastFailure is the last error of getting any of names' certificates.
+func (am *acmeManager) lastFailure(names []string) string {
+	am.mu.Lock()
+	defer am.mu.Unlock()
+	for _, n := range names {
+		if e := am.lastErr[n]; e != "" {
+			return e
+		}
+	}
+	return "none yet"
+}
+
+// watch sets the expiry gauge of each name's certificate and warns while
+// one is near its end (renewal has been failing), until ctx ends.
+func (am *acmeManager) watch(ctx context.Context) {
+	for {
+		for _, d := range am.cfg.domains {
+			leaf := am.current(d)
+			if leaf == nil {
+				continue
+			}
+			am.metrics.certificateExpires(leaf)
+			if nearExpiry(leaf, time.Now()) && time.Since(am.warned[d]) >= time.Hour {
+				am.warned[d] = time.Now()
+				am.logger.Warn("the certificate expires soon and is not renewed yet", "name", d,
+					"expires", leaf.NotAfter.UTC().Format(time.RFC3339), "last_failure", am.lastFailure([]string{d}))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			am.cache.Stop()
+			return
+		case <-time.After(acmeWatchEvery):
+		}
+	}
+}
+
+// fileStorage is the --acme-cache directory, created 0700 (certmagic
+// writes its files 0600) in a directory that must exist.
+func fileStorage(dir string) (certmagic.Storage, error) {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("--acme-cache %s: %w", dir, unwrapPath(err))
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("--acme-cache %s: %w", dir, unwrapPath(err))
+	}
+	return &certmagic.FileStorage{Path: dir}, nil
+}

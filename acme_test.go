@@ -1,0 +1,292 @@
+package main
+
+import (
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/internal/testkit"
+)
+
+const testDomain = "api.petstore.test"
+
+// get sends GET url with key (when not empty) through client and returns
+// the answer with its body read.
+func get(t *testing.T, client *http.Client, url, host, key string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if host != "" {
+		req.Host = host
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// A server with --acme-domain gets its certificate from Pebble through a
+// real challenge; a client that trusts only Pebble's issuing root gets 200
+// over HTTP/2 from /v1/pets, and the plain port redirects / with 308 and
+// refuses /v1/pets with 400 https_required.
+func TestACMECertificateFromPebble(t *testing.T) {
+	t.Parallel()
+	pebble := startPebble(t, 24*time.Hour)
+	dir := t.TempDir()
+	p := runServing(t, nil, pebble.acmeArgs(filepath.Join(dir, "petstore.db"), testDomain)...)
+	key := bootstrapKeyIn(t, p.stderr.String())
+	client := trustingClient(pebble.issuing, testDomain)
+	defer client.CloseIdleConnections()
+	resp, body := get(t, client, p.url+"/v1/pets", "", key)
+	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
+		t.Fatalf("GET /v1/pets over HTTPS: %d over %s, want 200 over HTTP/2: %s", resp.StatusCode, resp.Proto, body)
+	}
+	if got := resp.TLS.PeerCertificates[0].DNSNames; len(got) != 1 || got[0] != testDomain {
+		t.Errorf("the certificate's names %v, want [%s]", got, testDomain)
+	}
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Error("no Strict-Transport-Security over HTTPS")
+	}
+
+	plainURL := "http://127.0.0.1:" + strconv.Itoa(pebble.httpPort)
+	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer plain.CloseIdleConnections()
+	host := testDomain + ":" + strconv.Itoa(pebble.httpPort)
+	resp, _ = get(t, plain, plainURL+"/docs/?a=1&b=2", host, "")
+	want := "https://" + testDomain + ":" + strconv.Itoa(pebble.tlsPort) + "/docs/?a=1&b=2"
+	if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
+		t.Errorf("GET / over plain HTTP: %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
+	}
+	resp, body = get(t, plain, plainURL+"/v1/pets", host, key)
+	var e Error
+	json.Unmarshal([]byte(body), &e)
+	if resp.StatusCode != 400 || e.Code != "https_required" || !strings.Contains(e.Message, "use https") {
+		t.Errorf("GET /v1/pets over plain HTTP: %d %s, want 400 https_required saying use https", resp.StatusCode, body)
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if resp, body := get(t, plain, plainURL+path, host, ""); resp.StatusCode != 200 {
+			t.Errorf("GET %s over plain HTTP: %d %s, want 200", path, resp.StatusCode, body)
+		}
+	}
+	checkCachePermissions(t, filepath.Join(dir, "petstore-acme"))
+
+	// petstore healthcheck, as the systemd unit runs it: the server's own
+	// PETSTORE_ACME_DOMAIN and PETSTORE_ADDR.
+	env := map[string]string{"PETSTORE_ACME_DOMAIN": testDomain, "PETSTORE_ADDR": "127.0.0.1:" + strconv.Itoa(pebble.tlsPort)}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--ca-root", pebble.issuingPEM}, 0},
+		{nil, 1}, // Pebble's root is not among the system's
+		{[]string{"--ca-root", pebble.issuingPEM, "--server-name", "other.petstore.test"}, 1},
+	} {
+		if res := viaRun(t, env, append([]string{"healthcheck"}, tc.args...)...); res.code != tc.want {
+			t.Errorf("healthcheck %v: exit %d %s, want %d", tc.args, res.code, res.stderr, tc.want)
+		}
+	}
+}
+
+// checkCachePermissions wants the cache directory 0700 and every file in
+// it that holds a key or a certificate 0600.
+func checkCachePermissions(t *testing.T, cache string) {
+	t.Helper()
+	info, err := os.Stat(cache)
+	if err != nil {
+		t.Fatalf("the ACME cache: %v", err)
+	}
+	if info.Mode().Perm() != 0o700 {
+		t.Errorf("%s is %v, want 0700", cache, info.Mode().Perm())
+	}
+	files := 0
+	filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.Contains(path, "/locks/") {
+			return err
+		}
+		files++
+		if info, _ := d.Info(); info.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %v, want 0600", path, info.Mode().Perm())
+		}
+		return nil
+	})
+	if files < 3 {
+		t.Errorf("%d files in %s, want the account and the certificate with its key", files, cache)
+	}
+}
+
+func init() {
+	// In tests, certmagic looks for certificates to renew every second,
+	// the first certificate is awaited 5 seconds, and the served ones'
+	// expiry is looked at every second.
+	acmeRenewCheck, acmeFirstWait, acmeWatchEvery = time.Second, 5*time.Second, time.Second
+}
+
+// servedCert is the serial number of the certificate a new connection to
+// url gets for domain, from a client trusting only roots.
+func servedCert(t *testing.T, roots *x509.CertPool, url, domain string) (string, error) {
+	t.Helper()
+	client := trustingClient(roots, domain)
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(url + "/healthz")
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	return resp.TLS.PeerCertificates[0].SerialNumber.String(), nil
+}
+
+// A short-lived certificate is renewed on its own, and the new one served.
+func TestACMERenewsAShortLivedCertificate(t *testing.T) {
+	t.Parallel()
+	pebble := startPebble(t, 30*time.Second)
+	domain := "renewal.petstore.test" // certmagic's backoff after a failure is per name and process
+	p := runServing(t, nil, pebble.acmeArgs(filepath.Join(t.TempDir(), "petstore.db"), domain)...)
+	first, err := servedCert(t, pebble.issuing, p.url, domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 40*time.Second, "a renewed certificate served", func() bool {
+		serial, err := servedCert(t, pebble.issuing, p.url, domain)
+		return err == nil && serial != first
+	})
+	if n := pebble.issued(); n < 2 {
+		t.Errorf("Pebble issued %d certificates, want the first and its renewal", n)
+	}
+}
+
+// With the CA away, a server with a cached certificate starts, serves it,
+// and logs and counts its failed renewal, to be retried with backoff.
+func TestACMEServerAwayWithACachedCertificate(t *testing.T) {
+	t.Parallel()
+	pebble := startPebble(t, 40*time.Second)
+	dir := t.TempDir()
+	domain := "cached.petstore.test"
+	args := pebble.acmeArgs(filepath.Join(dir, "petstore.db"), domain)
+	first := runServing(t, nil, args...)
+	serial, err := servedCert(t, pebble.issuing, first.url, domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.stop(t)
+	pebble.stop()
+
+	admin := testkit.FreeAddr(t)
+	p := runServing(t, nil, append(args, "--admin-addr", admin)...)
+	logOnFailure(t, p)
+	if got, err := servedCert(t, pebble.issuing, p.url, domain); err != nil || got != serial {
+		t.Fatalf("with the CA away: serial %s (%v), want the cached %s", got, err, serial)
+	}
+	testkit.Eventually(t, 60*time.Second, "a failed renewal logged, to be retried", func() bool {
+		s := p.stderr.String()
+		return strings.Contains(s, "could not get a certificate") && strings.Contains(s, "renewal=true") && strings.Contains(s, "retried with backoff")
+	})
+	if got, err := servedCert(t, pebble.issuing, p.url, domain); err != nil || got != serial {
+		t.Errorf("after the failed renewal: serial %s (%v), want the cached %s still served", got, err, serial)
+	}
+	var body string
+	testkit.Eventually(t, 5*time.Second, "/metrics counts the failure and shows the expiry", func() bool {
+		_, body = get(t, &http.Client{Timeout: 5 * time.Second}, "http://"+admin+"/metrics", "", "")
+		return strings.Contains(body, `petstore_tls_certificate_changes_total{outcome="failed",source="acme"}`) &&
+			strings.Contains(body, `petstore_tls_certificate_expiry_timestamp_seconds{name="`+domain+`"}`)
+	})
+}
+
+// With the CA away and no certificate, the server starts all the same,
+// handshakes fail at once (no hang), and the log says why.
+func TestACMEServerAwayWithoutACertificate(t *testing.T) {
+	t.Parallel()
+	pebble := startPebble(t, time.Hour)
+	pebble.stop()
+	domain := "none.petstore.test"
+	p := runServing(t, nil, pebble.acmeArgs(filepath.Join(t.TempDir(), "petstore.db"), domain)...)
+	start := time.Now()
+	if _, err := servedCert(t, pebble.issuing, p.url, domain); err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("a handshake without a certificate: %v after %v, want a failure at once", err, time.Since(start))
+	}
+	for _, want := range []string{"no certificate yet", "connection refused", "TLS handshake refused"} {
+		testkit.Eventually(t, 5*time.Second, "the log says "+want, func() bool { return strings.Contains(p.stderr.String(), want) })
+	}
+}
+
+// logOnFailure shows p's log when the test fails.
+func logOnFailure(t *testing.T, p *inProcess) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("petstore's log:\n%s", p.stderr)
+		}
+	})
+}
+
+// Bad ACME flags are refused at start, each with one line naming the flag.
+func TestBadACMEFlagsNameTheFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "root.txt")
+	mustWrite(t, notPEM, []byte("no certificate here\n"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"a domain with a port", []string{"--acme-domain", "api.example.com:443"}, 2, `--acme-domain "api.example.com:443": give the bare name, without a port`},
+		{"a domain with a scheme", []string{"--acme-domain", "https://api.example.com"}, 2, `--acme-domain "https://api.example.com": give the bare name, without a scheme`},
+		{"a domain with a path", []string{"--acme-domain", "api.example.com/v1"}, 2, "without a path"},
+		{"an IP address", []string{"--acme-domain", "192.0.2.1"}, 2, "an IP address, not a domain name"},
+		{"a wildcard", []string{"--acme-domain", "*.example.com"}, 2, "a wildcard needs the DNS-01 challenge"},
+		{"one bad name of two", []string{"--acme-domain", "api.example.com,bad_name.example.com"}, 2, `--acme-domain "bad_name.example.com": not a valid domain name`},
+		{"no way to answer a challenge", []string{"--acme-domain", "api.example.com", "--http-addr", "off", "--addr", "127.0.0.1:8443"}, 2,
+			"--acme-domain has no way to answer the CA's challenge"},
+		{"both ways to a certificate", []string{"--acme-domain", "api.example.com", "--tls-cert", "c.pem", "--tls-key", "k.pem"}, 2,
+			"--acme-domain and --tls-cert both give the certificate"},
+		{"a CA that is not https", []string{"--acme-domain", "api.example.com", "--acme-ca", "http://ca.example.com/dir"}, 2, "--acme-ca \"http://ca.example.com/dir\" must be the https:// URL"},
+		{"a CA flag without a domain", []string{"--acme-email", "ops@example.com"}, 2, "--acme-email needs --acme-domain"},
+		{"a plain port without HTTPS", []string{"--http-addr", "127.0.0.1:0"}, 2, "--http-addr redirects to HTTPS: it needs --tls-cert or --acme-domain"},
+		{"a CA root that is no PEM", []string{"--acme-domain", "api.example.com", "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--acme-ca-root", notPEM}, 1,
+			"--acme-ca-root " + notPEM + " holds no PEM certificate"},
+		{"a missing CA root", []string{"--acme-domain", "api.example.com", "--addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--acme-ca-root", notPEM + ".gone"}, 1,
+			"--acme-ca-root " + notPEM + ".gone: no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"petstore", "serve", "--db", filepath.Join(t.TempDir(), "petstore.db")}, tc.args...)
+			err := run(t.Context(), args, func(string) string { return "" }, strings.NewReader(""), io.Discard, io.Discard)
+			var out strings.Builder
+			code := exitCode(err, &out)
+			if code != tc.code || strings.Count(out.String(), "\n") != 1 || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("exit %d with %q, want exit %d and one line saying %q", code, out.String(), tc.code, tc.want)
+			}
+		})
+	}
+}
+
+// With Pebble's HTTP-01 port out of reach, the certificate comes through
+// TLS-ALPN-01, answered by the HTTPS listener itself.
+func TestACMETLSALPNChallenge(t *testing.T) {
+	t.Parallel()
+	pebble := startPebble(t, time.Hour)
+	const domain = "alpn.petstore.test"
+	p := runServing(t, nil, "serve", "--db", filepath.Join(t.TempDir(), "petstore.db"), "--acme-domain", domain,
+		"--acme-ca", pebble.directory, "--acme-ca-root", pebble.rootFile,
+		"--addr", "127.0.0.1:"+strconv.Itoa(pebble.tlsPort), "--http-addr", testkit.FreeAddr(t))
+	logOnFailure(t, p)
+	if _, err := servedCert(t, pebble.issuing, p.url, domain); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.stderr.String(), `msg="served key authentication certificate" component=acme challenge=tls-alpn-01`) {
+		t.Error("no TLS-ALPN-01 challenge answered")
+	}
+}

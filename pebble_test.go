@@ -1,0 +1,141 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/internal/testkit"
+)
+
+// Let's Encrypt's test CA, Pebble, with its DNS stand-in: every name
+// resolves to 127.0.0.1, and Pebble validates real HTTP-01 and TLS-ALPN-01
+// challenges on the ports its config names (never "always valid"). Both
+// are built from the Go module proxy once per test process; a machine where
+// they cannot be built fails the test, never skips it.
+
+const pebbleModule = "github.com/letsencrypt/pebble/v2@v2.10.1"
+
+var pebbleBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// pebbleBinaries is the directory of pebble and pebble-challtestsrv.
+func pebbleBinaries(t testing.TB) string {
+	t.Helper()
+	b := &pebbleBuild
+	b.once.Do(func() {
+		b.dir = filepath.Join(os.TempDir(), "petstore-pebble-"+strings.ReplaceAll(filepath.Base(pebbleModule), "@", "-"))
+		if _, err := os.Stat(filepath.Join(b.dir, "pebble-challtestsrv")); err == nil {
+			return
+		}
+		mod, version, _ := strings.Cut(pebbleModule, "@")
+		cmd := exec.Command("go", "install", mod+"/cmd/pebble@"+version, mod+"/cmd/pebble-challtestsrv@"+version)
+		cmd.Env = append(os.Environ(), "GOBIN="+b.dir, "GOFLAGS=-buildvcs=false")
+		cmd.Dir = os.TempDir()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build Pebble (%s) from the Go module proxy: %v\n%s", pebbleModule, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.dir
+}
+
+// pebbleCA is a running Pebble.
+type pebbleCA struct {
+	directory  string         // the ACME directory URL, for --acme-ca
+	rootFile   string         // the root of Pebble's own HTTPS endpoint, for --acme-ca-root
+	issuing    *x509.CertPool // the root Pebble issues under: what clients trust
+	issuingPEM string         // a file of it
+	httpPort   int            // where Pebble asks HTTP-01 challenges (--http-addr)
+	tlsPort    int            // where it asks TLS-ALPN-01 challenges (--addr)
+	proc       *process
+}
+
+// startPebble starts Pebble and its DNS stand-in, issuing certificates
+// valid for validity, and returns once its directory answers.
+func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
+	t.Helper()
+	bin := pebbleBinaries(t)
+	dir := t.TempDir()
+	dns := testkit.FreeAddr(t)
+	startProcess(t, "pebble-challtestsrv", filepath.Join(bin, "pebble-challtestsrv"), "-dnsserver", dns, "-management", testkit.FreeAddr(t),
+		"-http01", "", "-https01", "", "-doh", "", "-tlsalpn01", "", "-defaultIPv6", "")
+
+	ca := newTestCA(t)
+	certPEM, keyPEM, _ := ca.leaf(t, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour), "localhost")
+	p := &pebbleCA{rootFile: filepath.Join(dir, "pebble-root.pem")}
+	mustWrite(t, p.rootFile, ca.pem)
+	mustWrite(t, filepath.Join(dir, "cert.pem"), certPEM)
+	mustWrite(t, filepath.Join(dir, "key.pem"), keyPEM)
+	listen, mgmt := testkit.FreeAddr(t), testkit.FreeAddr(t)
+	_, p.httpPort = splitPort(testkit.FreeAddr(t))
+	_, p.tlsPort = splitPort(testkit.FreeAddr(t))
+	config, _ := json.Marshal(map[string]any{"pebble": map[string]any{
+		"listenAddress": listen, "managementListenAddress": mgmt,
+		"certificate": filepath.Join(dir, "cert.pem"), "privateKey": filepath.Join(dir, "key.pem"),
+		"httpPort": p.httpPort, "tlsPort": p.tlsPort, "keyAlgorithm": "ecdsa",
+		"retryAfter": map[string]int{"authz": 1, "order": 1},
+		"profiles":   map[string]any{"default": map[string]any{"description": "the tests'", "validityPeriod": int(validity.Seconds())}},
+	}})
+	mustWrite(t, filepath.Join(dir, "pebble.json"), config)
+	env := []string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"}
+	p.proc = startProcessEnv(t, "pebble", filepath.Join(bin, "pebble"), env, "-config", filepath.Join(dir, "pebble.json"), "-dnsserver", dns)
+	p.directory = "https://" + listen + "/dir"
+
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
+	defer client.CloseIdleConnections()
+	testkit.Eventually(t, 20*time.Second, "Pebble's directory answers", func() bool {
+		resp, err := client.Get(p.directory)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+	resp, err := client.Get("https://" + mgmt + "/roots/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	p.issuingPEM = filepath.Join(dir, "issuing-root.pem")
+	mustWrite(t, p.issuingPEM, root)
+	p.issuing = x509.NewCertPool()
+	if !p.issuing.AppendCertsFromPEM(root) {
+		t.Fatalf("Pebble's issuing root is no PEM certificate: %q", root)
+	}
+	return p
+}
+
+// stop ends Pebble: the CA is away.
+func (p *pebbleCA) stop() {
+	p.proc.kill()
+}
+
+// issued is how many certificates Pebble has issued.
+func (p *pebbleCA) issued() int {
+	return strings.Count(p.proc.out.String(), "Issued certificate serial")
+}
+
+// acmeArgs are serve's flags for a server that gets its certificate for
+// domain from p, its API on Pebble's TLS-ALPN-01 port and its plain
+// listener on its HTTP-01 port.
+func (p *pebbleCA) acmeArgs(db, domain string) []string {
+	return []string{"serve", "--db", db, "--acme-domain", domain, "--acme-ca", p.directory, "--acme-ca-root", p.rootFile,
+		"--addr", "127.0.0.1:" + strconv.Itoa(p.tlsPort), "--http-addr", "127.0.0.1:" + strconv.Itoa(p.httpPort)}
+}
