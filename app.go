@@ -198,6 +198,7 @@ func (a *app) startBackground() (stop func()) {
 			a.webhooks.poke()
 		})
 	})
+	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.run(ctx) })
 	wg.Go(func() {
 		every(ctx, limiterSweepEvery, func() {
@@ -266,9 +267,15 @@ func (a *app) flushes() []flush {
 		{"store daily usage", func(ctx context.Context) error { return a.limiter.Flush(ctx, a.store.AddUsage) }},
 		{"store the usage history", func(ctx context.Context) error { return a.keys.flushUsage(ctx, a.store.AddUsageHistory) }},
 		{"store when keys were last used", a.keys.flushLastUsed},
-		{"store bans and their audit events", func(ctx context.Context) error { return a.audit.flush(ctx, a.store.AddBans) }},
+		{"store bans and their audit events", a.storeBans},
 		{"store quota notices", func(ctx context.Context) error { return a.quota.flush(ctx, a.store.AddWebhookNotices) }},
 	}
+}
+
+// storeBans stores the bans this server started and has not stored yet,
+// each with its key.banned event.
+func (a *app) storeBans(ctx context.Context) error {
+	return a.audit.flush(ctx, a.store.AddBans)
 }
 
 // every calls fn every interval until ctx ends.
