@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/webhook"
 )
 
@@ -30,10 +31,13 @@ var adminOpenAPIYAML []byte
 type adminDeps struct {
 	store   storage
 	now     func() time.Time
-	limiter rateLimiter // read, never spent: a key's limits
+	limiter limits.Limiter // read, never spent: a key's limits
 	// webhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard
+	// storeBans stores the bans this server started and has not stored
+	// yet, so that the bans listed or lifted include one just refused.
+	storeBans func(context.Context) error
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,
