@@ -18,12 +18,7 @@ import (
 	"petstore/internal/limits"
 )
 
-// API keys look like psk_live_<32 random base62 chars><6-char checksum>
-// (psk_test_ on staging). The checksum is the CRC32 of everything before it,
-// in base62: a mistyped or made-up key is refused without a database look-up,
-// and secret scanners can tell a real leaked key from noise.
 const (
-	base62        = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	keyRandomLen  = 32
 	keyChecksumLn = 6
 )
@@ -48,7 +43,7 @@ func newSecret(prefix string) string {
 		for _, c := range buf {
 			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
 			if c < 248 && n < keyRandomLen {
-				b = append(b, base62[c%62])
+				b = append(b, domain.Base62[c%62])
 				n++
 			}
 		}
@@ -60,7 +55,7 @@ func appendChecksum(dst, body []byte) []byte {
 	sum := crc32.ChecksumIEEE(body)
 	var c [keyChecksumLn]byte
 	for i := keyChecksumLn - 1; i >= 0; i-- {
-		c[i] = base62[sum%62]
+		c[i] = domain.Base62[sum%62]
 		sum /= 62
 	}
 	return append(dst, c[:]...)
@@ -107,8 +102,8 @@ func secretProblem(token, env string, prefixes map[string]string) authFailure {
 }
 
 var isBase62 = func() (table [256]bool) {
-	for i := range len(base62) {
-		table[base62[i]] = true
+	for i := range len(domain.Base62) {
+		table[domain.Base62[i]] = true
 	}
 	return table
 }()
