@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"hash/crc32"
@@ -18,6 +17,10 @@ import (
 	"petstore/internal/limits"
 )
 
+// API keys look like psk_live_<32 random base62 chars><6-char checksum>
+// (psk_test_ on staging). The checksum is the CRC32 of everything before it,
+// in base62: a mistyped or made-up key is refused without a database look-up,
+// and secret scanners can tell a real leaked key from noise.
 const (
 	keyRandomLen  = 32
 	keyChecksumLn = 6
@@ -36,18 +39,7 @@ func newKey(env string) string { return newSecret(keyPrefixes[env]) }
 // or an admin token.
 func newSecret(prefix string) string {
 	b := make([]byte, 0, len(prefix)+keyRandomLen+keyChecksumLn)
-	b = append(b, prefix...)
-	var buf [64]byte
-	for n := 0; n < keyRandomLen; {
-		rand.Read(buf[:])
-		for _, c := range buf {
-			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
-			if c < 248 && n < keyRandomLen {
-				b = append(b, domain.Base62[c%62])
-				n++
-			}
-		}
-	}
+	b = domain.AppendRandomBase62(append(b, prefix...), keyRandomLen)
 	return string(appendChecksum(b, b))
 }
 
