@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // Admin tokens (DESIGN.md "The API's owner"): the credential of the admin
@@ -140,7 +141,7 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 type adminGate struct {
 	store    storage
 	env      string
-	failures rateLimiter
+	failures limits.Limiter
 	metrics  *metrics
 }
 
@@ -239,11 +240,11 @@ func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailu
 	if failure.reason != 0 {
 		return nil, failure, nil
 	}
-	s, err := g.failures.peek(r.Context(), g.caller(r), domain.AnonymousLimits)
+	s, err := g.failures.Peek(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		return nil, authFailure{}, err
 	}
-	if !s.allowed {
+	if !s.Allowed {
 		return nil, adminUnknown, nil // banned: the token is not even looked up
 	}
 	hash := hashKey(token)
@@ -263,12 +264,12 @@ func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailu
 // address's own allowance of failures; 401, or 429 past it.
 func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authFailure) {
 	g.metrics.adminAuthFailed(failure.reason)
-	d, err := g.failures.allow(r.Context(), g.caller(r), domain.AnonymousLimits)
+	d, err := g.failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if !d.allowed {
+	if !d.Allowed {
 		refuse(w, r, &d)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/webhook"
 )
 
@@ -30,7 +31,7 @@ var adminOpenAPIYAML []byte
 type adminDeps struct {
 	store   storage
 	now     func() time.Time
-	limiter rateLimiter // read, never spent: a key's limits
+	limiter limits.Limiter // read, never spent: a key's limits
 	// webhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard

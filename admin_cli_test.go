@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // cliJSON runs a command that prints JSON and decodes it into v.
@@ -262,7 +263,7 @@ func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		today := time.Now().UTC()
-		yesterday := dayString(unixDay(today) - 1)
+		yesterday := limits.DayString(limits.UnixDay(today) - 1)
 		if err := store.AddUsageHistory(context.Background(), []domain.UsageDay{
 			{BudgetID: id, Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
 		}); err != nil {
@@ -273,7 +274,7 @@ func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 		var rows []domain.UsageDay
 		cliJSON(t, &rows, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "3", "--json")
 		want := []domain.UsageDay{
-			{Day: dayString(unixDay(today) - 2)},
+			{Day: limits.DayString(limits.UnixDay(today) - 2)},
 			{Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
 			{Day: today.Format(time.DateOnly)},
 		}

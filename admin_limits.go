@@ -38,7 +38,7 @@ func handleAdminKeyLimits(d adminDeps) http.Handler {
 			return
 		}
 		budget, lim := k.Budget()
-		s, err := d.limiter.peek(r.Context(), budget, lim)
+		s, err := d.limiter.Peek(r.Context(), budget, lim)
 		if err != nil {
 			writeError(w, r, err)
 			return

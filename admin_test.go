@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
@@ -600,8 +601,8 @@ func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
 		ctx := context.Background()
 		now := s.clock.now()
 		rows := []domain.UsageDay{
-			{BudgetID: 1, Day: dayString(unixDay(now) - usageHistoryDays), Allowed: 1},
-			{BudgetID: 1, Day: dayString(unixDay(now) - usageHistoryDays + 1), Allowed: 2},
+			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - usageHistoryDays), Allowed: 1},
+			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - usageHistoryDays + 1), Allowed: 2},
 		}
 		if err := s.store.AddUsageHistory(ctx, rows); err != nil {
 			t.Fatal(err)

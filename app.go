@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/webhook"
 )
 
@@ -35,7 +36,7 @@ type app struct {
 
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
-	limiter  rateLimiter
+	limiter  limits.Limiter
 	limitsIn string         // where the limits are kept, for the log
 	audit    *auditLog      // the bans this server saw start, until they are stored
 	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
@@ -55,7 +56,7 @@ type app struct {
 	adminHandler http.Handler
 	// adminFailures limits failed admin authentications per client
 	// address, in this process: a subject of its own, apart from /v1's.
-	adminFailures *localLimiter
+	adminFailures *limits.Local
 	// adminHosts are the names the admin listener answers to besides IP
 	// addresses and localhost (--admin-host).
 	adminHosts []string
@@ -108,7 +109,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
-	a.adminFailures = newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
+	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
 	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
@@ -129,26 +130,26 @@ func (a *app) close() error {
 // database holds under it (bans follows them). where names it for the log;
 // close releases it.
 func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (
-	_ rateLimiter, where string, close func() error, bans *banFollower, _ error) {
-	floor := newBanFloor()
-	var limiter rateLimiter
+	_ limits.Limiter, where string, close func() error, bans *banFollower, _ error) {
+	floor := limits.NewBanFloor()
+	var limiter limits.Limiter
 	if cfg.redis == "" {
-		local := newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage)
-		local.bans = floor
+		local := limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, store.Usage)
+		local.Bans = floor
 		limiter, where, close = local, "this process", func() error { return nil }
 	} else {
 		prefix := d.redisPrefix
 		if prefix == "" {
 			prefix = redisPrefix(cfg.env, store)
 		}
-		shared, err := newRedisLimiter(ctx, redisConfig{
-			url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor, bans: floor,
-			now: d.now, usage: store.Usage, dbTimeout: cfg.dbTimeout, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
+		shared, err := limits.NewRedis(ctx, limits.RedisConfig{
+			URL: cfg.redis, Prefix: prefix, BanAfter: cfg.banAfter, BanFor: cfg.banFor, Bans: floor,
+			Now: d.now, Usage: store.Usage, DBTimeout: cfg.dbTimeout, Logger: d.logger, Hooks: d.metrics.redisHooks(), ScriptNow: d.scriptNow,
 		})
 		if err != nil {
 			return nil, "", nil, nil, err
 		}
-		limiter, where, close = shared, shared.link.where(), shared.close
+		limiter, where, close = shared, shared.Link.Where(), shared.Close
 	}
 	// The bans the database holds are known before the first request.
 	bans = &banFollower{store: store, floor: floor, limiter: limiter, now: d.now}
@@ -199,8 +200,8 @@ func (a *app) startBackground() (stop func()) {
 		every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.refresh(ctx)) })
 	})
 	wg.Go(func() {
-		every(ctx, usageFlushEvery, func() {
-			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
+		every(ctx, limits.UsageFlushEvery, func() {
+			warn("store daily usage; will retry", a.limiter.Flush(ctx, a.store.AddUsage))
 			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
 			warn("store bans and their audit events; will retry", a.audit.flush(ctx, a.store.AddBans))
@@ -211,8 +212,8 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.webhooks.run(ctx) })
 	wg.Go(func() {
 		every(ctx, limiterSweepEvery, func() {
-			a.limiter.sweep()
-			a.adminFailures.sweep()
+			a.limiter.Sweep()
+			a.adminFailures.Sweep()
 		})
 	})
 	wg.Go(func() {
@@ -237,7 +238,7 @@ func (a *app) startBackground() (stop func()) {
 			what  string
 			write func() error
 		}{
-			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
+			{"store daily usage at shutdown", func() error { return a.limiter.Flush(context.Background(), a.store.AddUsage) }},
 			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
 			{"store bans and their audit events at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // The audit trail (docs/production.md, "The audit trail"): every
@@ -50,17 +51,17 @@ func newAuditLog(env string, now func() time.Time, logger *slog.Logger) *auditLo
 
 // banned records the start of a ban of id that d tells of: of key's
 // budget, or without a key, of the client address id names.
-func (a *auditLog) banned(key *domain.Key, id domain.CallerID, d decision) {
+func (a *auditLog) banned(key *domain.Key, id domain.CallerID, d limits.Decision) {
 	if a == nil {
 		return
 	}
 	now := a.now()
-	until := d.reset
+	until := d.Reset
 	e := domain.AuditEvent{
 		At: domain.AuditTime(now), Action: domain.AuditKeyBanned, Actor: domain.ServerActor, Env: a.env,
 		Details: domain.AuditDetails{
 			PerMinute: domain.AnonymousLimits.PerMinute, PerDay: domain.AnonymousLimits.PerDay,
-			BannedUntil: &until, BanFor: d.retryAfter.String(),
+			BannedUntil: &until, BanFor: d.RetryAfter.String(),
 		},
 	}
 	if key != nil {
@@ -72,7 +73,7 @@ func (a *auditLog) banned(key *domain.Key, id domain.CallerID, d decision) {
 	} else {
 		e.Address = id.AddressText()
 	}
-	b := domain.StartedBan{Ban: domain.Ban{Subject: id, Since: domain.AuditTime(now), Until: domain.AuditTime(d.bannedUntil)}, Event: e}
+	b := domain.StartedBan{Ban: domain.Ban{Subject: id, Since: domain.AuditTime(now), Until: domain.AuditTime(d.BannedUntil)}, Event: e}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.pending) >= domain.MaxPendingAuditEvents {

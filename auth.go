@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // API keys look like psk_live_<32 random base62 chars><6-char checksum>
@@ -400,7 +401,7 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 // refuses nothing itself: the rate limit comes first, then requireKey. A
 // key this server does not hold is looked up in the database only when its
 // sender's address is neither limited nor banned by limiter.
-func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middleware {
+func authenticate(keys *keyring, limiter limits.Limiter, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			header := firstHeader(r.Header, "Authorization")
@@ -433,9 +434,9 @@ func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middlewar
 // addressLimited tells whether a request without a key from addr would be
 // refused now: the address is banned, or one of its windows is spent. When
 // the limiter cannot tell, it is not.
-func addressLimited(ctx context.Context, limiter rateLimiter, addr netip.Addr) bool {
-	s, err := limiter.peek(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits)
-	return err == nil && (!s.allowed || s.minute.remaining < 1 || s.day.remaining < 1)
+func addressLimited(ctx context.Context, limiter limits.Limiter, addr netip.Addr) bool {
+	s, err := limiter.Peek(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits)
+	return err == nil && (!s.Allowed || s.Minute.Remaining < 1 || s.Day.Remaining < 1)
 }
 
 // requireKey answers 401 to a request without a valid API key.

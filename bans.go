@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"maps"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // Bans in the database (docs/production.md, "Bans"): the server that
@@ -24,82 +22,14 @@ import (
 // each server takes it off its floor and runs it through the rules
 // (limitRun.lift), in process and in Redis.
 
-// banFloor is the bans a server knows, by subject: those the database
-// holds, and those this server saw in Redis's answers (hold). The limit
-// rules take each as a floor under their own state. Looking one up costs
-// nothing while none is held.
-type banFloor struct {
-	held  atomic.Bool
-	mu    sync.RWMutex
-	until map[domain.CallerID]time.Time
-	// lifted are the ends of the bans lifted, by subject, until they
-	// pass: an answer that read such a ban before its lift does not hold
-	// it again.
-	lifted map[domain.CallerID]time.Time
-}
-
-func newBanFloor() *banFloor {
-	return &banFloor{until: make(map[domain.CallerID]time.Time), lifted: make(map[domain.CallerID]time.Time)}
-}
-
-// at is the end of id's ban as the floor knows it; zero for none. A nil
-// floor knows none.
-func (f *banFloor) at(id domain.CallerID) time.Time {
-	if f == nil || !f.held.Load() {
-		return time.Time{}
-	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.until[id]
-}
-
-// hold raises id's floor to until at once: a ban this server saw in
-// Redis's answer, which its fallback then keeps should Redis go away
-// before the ban is stored and read back (docs/replicas.md). A ban lifted
-// that ends as late is not held again.
-func (f *banFloor) hold(id domain.CallerID, until, now time.Time) {
-	if !f.at(id).Before(until) {
-		return // held already: the ban's every later answer
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if until.After(now) && until.After(f.until[id]) && until.After(f.lifted[id]) {
-		f.until[id] = until
-		f.held.Store(true)
-	}
-}
-
-// apply takes changes, read from the bans table, in: bans in force raise
-// their subject's floor, lifted ones take it away. Floors and lifts that
-// ended by now go.
-func (f *banFloor) apply(changes []domain.Ban, now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, b := range changes {
-		switch {
-		case !b.LiftedAt.IsZero():
-			delete(f.until, b.Subject)
-			if b.Until.After(f.lifted[b.Subject]) {
-				f.lifted[b.Subject] = b.Until
-			}
-		case b.Until.After(f.until[b.Subject]):
-			f.until[b.Subject] = b.Until
-		}
-	}
-	for _, m := range []map[domain.CallerID]time.Time{f.until, f.lifted} {
-		maps.DeleteFunc(m, func(_ domain.CallerID, until time.Time) bool { return !until.After(now) })
-	}
-	f.held.Store(len(f.until) > 0)
-}
-
 // banFollower keeps a server's limiter in step with the bans table: it
 // reads what changed since it last looked, raises or takes away floors,
 // and runs each lift through the limiter. A lift the limiter could not
 // apply (Redis away) is tried again at the next look, until its ban ends.
 type banFollower struct {
 	store    domain.BanStore
-	floor    *banFloor
-	limiter  rateLimiter
+	floor    *limits.BanFloor
+	limiter  limits.Limiter
 	now      func() time.Time
 	version  int64
 	unlifted []domain.Ban
@@ -113,8 +43,8 @@ func (f *banFollower) refresh(ctx context.Context) error {
 		return err
 	}
 	now := f.now()
-	if len(changes) > 0 || f.floor.held.Load() {
-		f.floor.apply(changes, now) // floors that ended go too
+	if len(changes) > 0 || f.floor.Held.Load() {
+		f.floor.Apply(changes, now) // floors that ended go too
 	}
 	if len(changes) > 0 {
 		f.version = changes[len(changes)-1].Version
@@ -127,7 +57,7 @@ func (f *banFollower) refresh(ctx context.Context) error {
 		}
 	}
 	for _, b := range lifts {
-		if err := f.limiter.lift(ctx, b.Subject, b.Until); err != nil && b.Until.After(now) {
+		if err := f.limiter.Lift(ctx, b.Subject, b.Until); err != nil && b.Until.After(now) {
 			f.unlifted = append(f.unlifted, b) // Redis is away: its outage is logged once, by the limiter
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
@@ -268,8 +269,8 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	for _, s := range []*testServer{a, b} {
 		s.refreshBans()
 	}
-	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix) // Redis restarted empty
-	a.clock.advance(time.Minute)                           // the minute bucket is full again
+	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix) // Redis restarted empty
+	a.clock.advance(time.Minute)                                   // the minute bucket is full again
 	for i, s := range []*testServer{b, a} {
 		w := s.do("GET", "/v1/pets", token, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
@@ -277,11 +278,11 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 			t.Errorf("server %d after Redis lost the ban: Retry-After %d, want the rest of the ban, 840", i, got)
 		}
 	}
-	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
+	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 	proxy.set("drop") // and now away: each server's fallback limits alone
 	for i, s := range []*testServer{a, b} {
 		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
-		if s.limiter.(*redisLimiter).link.outages.Load() != 1 {
+		if s.limiter.(*limits.Redis).Link.Outages.Load() != 1 {
 			t.Errorf("server %d: not on its fallback", i)
 		}
 	}
@@ -349,32 +350,32 @@ func TestABanSeenInRedisIsHeldAtOnceUnlessLifted(t *testing.T) {
 	now := newFakeClock().now()
 	id, other := domain.CallerID{KeyID: 7}, domain.CallerID{KeyID: 8}
 	until := now.Add(15 * time.Minute)
-	floor := newBanFloor()
-	floor.hold(id, until, now)
-	floor.hold(other, now, now) // ends now: nothing to hold
-	if got := floor.at(id); !got.Equal(until) {
+	floor := limits.NewBanFloor()
+	floor.Hold(id, until, now)
+	floor.Hold(other, now, now) // ends now: nothing to hold
+	if got := floor.At(id); !got.Equal(until) {
 		t.Fatalf("a ban seen: floor %v, want %v", got, until)
 	}
-	if got := floor.at(other); !got.IsZero() {
+	if got := floor.At(other); !got.IsZero() {
 		t.Errorf("a ban that ended: floor %v, want none", got)
 	}
-	floor.hold(id, until.Add(-time.Minute), now)
-	if got := floor.at(id); !got.Equal(until) {
+	floor.Hold(id, until.Add(-time.Minute), now)
+	if got := floor.At(id); !got.Equal(until) {
 		t.Errorf("after an earlier end was seen: floor %v, want %v", got, until)
 	}
 
-	floor.apply([]domain.Ban{{Subject: id, Since: now, Until: until, LiftedAt: now}}, now)
-	floor.hold(id, until, now) // an answer that read the ban before its lift
-	if got := floor.at(id); !got.IsZero() {
+	floor.Apply([]domain.Ban{{Subject: id, Since: now, Until: until, LiftedAt: now}}, now)
+	floor.Hold(id, until, now) // an answer that read the ban before its lift
+	if got := floor.At(id); !got.IsZero() {
 		t.Errorf("the lifted ban seen again: floor %v, want none", got)
 	}
 	later := until.Add(time.Minute) // a ban that began after the lift
-	floor.hold(id, later, now)
-	if got := floor.at(id); !got.Equal(later) {
+	floor.Hold(id, later, now)
+	if got := floor.At(id); !got.Equal(later) {
 		t.Errorf("a new ban after the lift: floor %v, want %v", got, later)
 	}
-	floor.apply(nil, later) // ended: it goes, and so does the lift
-	if got := floor.at(id); !got.IsZero() || len(floor.lifted) != 0 {
-		t.Errorf("once ended: floor %v, lifts %v; want none", got, floor.lifted)
+	floor.Apply(nil, later) // ended: it goes, and so does the lift
+	if got := floor.At(id); !got.IsZero() || len(floor.Lifted) != 0 {
+		t.Errorf("once ended: floor %v, lifts %v; want none", got, floor.Lifted)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"petstore/internal/appendjson"
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // Error codes: the machine-readable `code` of the Error shape. README.md and
@@ -26,8 +27,8 @@ const (
 	codePayloadTooLarge      = "payload_too_large"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeIdempotencyMismatch  = "idempotency_mismatch"
-	codeRateLimited          = "rate_limited"
-	codeTemporarilyBanned    = "temporarily_banned"
+	codeRateLimited          = limits.CodeRateLimited
+	codeTemporarilyBanned    = limits.CodeTemporarilyBanned
 	codeInternal             = "internal_error"
 	codeNotImplemented       = "not_implemented"
 	codeUnavailable          = "unavailable"

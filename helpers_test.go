@@ -122,7 +122,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	s.cfg = s.opts.serveConfig(t)
 	s.dbPath = s.cfg.db
 	if opts.redis {
-		s.redisPrefix = testRedisPrefix(t)
+		s.redisPrefix = testkit.RedisPrefix(t)
 		s.cfg.redis = cmp.Or(opts.redisURL, testkit.RedisURL(t))
 	}
 	s.deps = appDeps{now: s.clock.now, logger: s.opts.logger, metrics: opts.metrics,

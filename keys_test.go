@@ -251,7 +251,7 @@ func TestRolledKeysShareOneBudget(t *testing.T) {
 				wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, codeRateLimited)
 			}
 			// The day's count is stored under the budget's id, once.
-			if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+			if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 				t.Fatal(err)
 			}
 			day := s.clock.now().UTC().Format(time.DateOnly)

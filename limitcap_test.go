@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) {
@@ -99,7 +100,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 // Whatever a decision holds, the headers written from it are counts of 0 or
 // more.
 func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
-	d := decision{policy: "60;w=60", window: "minute", limit: -1, remaining: math.MinInt64, reset: time.Unix(1700000000, 0), resetIn: -time.Second}
+	d := limits.Decision{Policy: "60;w=60", Window: "minute", Limit: -1, Remaining: math.MinInt64, Reset: time.Unix(1700000000, 0), ResetIn: -time.Second}
 	h := http.Header{}
 	setRateLimitHeaders(h, &requestInfo{}, &d)
 	for name, v := range h {

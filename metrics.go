@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -249,11 +250,12 @@ const (
 
 var limitOutcomeNames = [limitOutcomes]string{limitAllowed: "allowed", limitLimited: "limited", limitBanned: "banned"}
 
-func (d *decision) outcome() limitOutcome {
+// limitOutcomeOf is how d counts in petstore_ratelimit_decisions_total.
+func limitOutcomeOf(d *limits.Decision) limitOutcome {
 	switch {
-	case d.allowed:
+	case d.Allowed:
 		return limitAllowed
-	case d.code == codeTemporarilyBanned:
+	case d.Code == codeTemporarilyBanned:
 		return limitBanned
 	}
 	return limitLimited
@@ -356,11 +358,11 @@ func (m *metrics) redisCall(operation string) callTimer {
 // redisHooks are what the Redis limiter tells the metrics: each run of its
 // script, timed, and when it falls back to limiting in process and back.
 // Without metrics, nothing.
-func (m *metrics) redisHooks() redisHooks {
+func (m *metrics) redisHooks() limits.RedisHooks {
 	if m == nil {
-		return redisHooks{}
+		return limits.RedisHooks{}
 	}
-	return redisHooks{fallback: m.setRateLimitFallback, call: m.redisCall("limit_script").since}
+	return limits.RedisHooks{Fallback: m.setRateLimitFallback, Call: m.redisCall("limit_script").since}
 }
 
 // setRateLimitFallback sets petstore_ratelimit_fallback: on while Redis is

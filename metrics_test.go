@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -699,7 +700,7 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 		t.Errorf("petstore_ratelimit_fallback = %v while Redis is away, want 1", v)
 	}
 	proxy.set("pass")
-	s.clock.advance(redisProbeEvery)
+	s.clock.advance(limits.RedisProbeEvery)
 	s.do("GET", "/v1/pets", key, "")
 	if v := fallback(); v != 0 {
 		t.Errorf("petstore_ratelimit_fallback = %v once Redis is back, want 0", v)

@@ -35,7 +35,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if replay.Code != http.StatusCreated {
 		t.Fatalf("create with an Idempotency-Key: %d %s", replay.Code, replay.Body)
 	}
-	if err := src.limiter.flush(ctx, src.store.AddUsage); err != nil {
+	if err := src.limiter.Flush(ctx, src.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.keys.flushLastUsed(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"petstore/internal/appendjson"
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // GET /v1/rate_limit: a caller's plan and both windows, read without
@@ -29,20 +30,20 @@ func uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler 
 // headers, which describe the same state: nothing is spent. A caller over a
 // limit is still answered (with nothing remaining); a banned one is refused
 // as everywhere, and this request does not count towards a ban.
-func handleRateLimit(limiter rateLimiter) http.Handler {
+func handleRateLimit(limiter limits.Limiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := recordOf(w)
 		key := info.peeking()
 		id, lim := key.Budget()
-		s, err := limiter.peek(r.Context(), id, lim)
+		s, err := limiter.Peek(r.Context(), id, lim)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		info.decided(&s.decision)
-		setRateLimitHeaders(w.Header(), info, &s.decision)
-		if !s.allowed {
-			refuse(w, r, &s.decision)
+		info.decided(&s.Decision)
+		setRateLimitHeaders(w.Header(), info, &s.Decision)
+		if !s.Allowed {
+			refuse(w, r, &s.Decision)
 			return
 		}
 		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), key, s))
@@ -52,22 +53,22 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 // appendRateLimitStatus appends key's plan, scopes and windows s as JSON:
 // the body of GET /v1/rate_limit and of the admin API's
 // GET /admin/v1/keys/{id}/limits.
-func appendRateLimitStatus(b []byte, key *domain.Key, s standing) []byte {
+func appendRateLimitStatus(b []byte, key *domain.Key, s limits.Standing) []byte {
 	b = append(b, `{"plan":`...)
 	b = appendjson.String(b, key.Plan)
 	b = appendScopes(append(b, `,"scopes":`...), key.Scopes)
-	b = appendWindow(append(b, `,"minute":`...), s.minute)
-	b = appendWindow(append(b, `,"day":`...), s.day)
+	b = appendWindow(append(b, `,"minute":`...), s.Minute)
+	b = appendWindow(append(b, `,"day":`...), s.Day)
 	return append(b, "}\n"...)
 }
 
-func appendWindow(b []byte, win window) []byte {
+func appendWindow(b []byte, win limits.Window) []byte {
 	b = append(b, `{"limit":`...)
-	b = appendInt(b, win.limit)
+	b = appendInt(b, win.Limit)
 	b = append(b, `,"remaining":`...)
-	b = appendInt(b, max(0, win.remaining))
+	b = appendInt(b, max(0, win.Remaining))
 	b = append(b, `,"reset":`...)
-	b = appendInt(b, win.reset.Unix())
+	b = appendInt(b, win.Reset.Unix())
 	return append(b, '}')
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
@@ -110,7 +111,7 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 				t.Fatalf("request %d: Remaining = %d, want %d", i+1, got, 4-i)
 			}
 		}
-		midnight := nextMidnight(s.clock.now())
+		midnight := limits.NextMidnight(s.clock.now())
 		w := s.do("GET", "/v1/pets", key, "")
 		wantError(t, w, 429, codeRateLimited)
 		if got, want := header(t, w, "Retry-After"), int64(midnight.Sub(s.clock.now())/time.Second); got != want {
@@ -312,7 +313,7 @@ func TestRestartKeepsTheDaysCount(t *testing.T) {
 		for range 7 {
 			s.do("GET", "/v1/pets", key, "")
 		}
-		if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+		if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 			t.Fatal(err)
 		}
 		s.restartLimiter() // a new limiter on the same database is a restarted server
@@ -331,11 +332,11 @@ func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 		s.do("GET", "/v1/pets", key, "")
 	}
 	s.clock.advance(time.Minute)
-	if n := s.limiter.sweep(); n != 0 {
+	if n := s.limiter.Sweep(); n != 0 {
 		t.Fatalf("swept %d callers with unflushed usage, want 0", n)
 	}
-	s.limiter.flush(context.Background(), s.store.AddUsage)
-	if n := s.limiter.sweep(); n != 1 {
+	s.limiter.Flush(context.Background(), s.store.AddUsage)
+	if n := s.limiter.Sweep(); n != 1 {
 		t.Fatalf("swept %d, want the idle key forgotten", n)
 	}
 	w := s.do("GET", "/v1/pets", key, "")
@@ -346,27 +347,27 @@ func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 
 func TestIdleAddressesAreForgotten(t *testing.T) {
 	clock := newFakeClock()
-	l := newLocalLimiter(clock.now, 10, time.Minute, nil)
+	l := limits.NewLocal(clock.now, 10, time.Minute, nil)
 	ctx := context.Background()
 	var peak int
 	for i := range 100_000 {
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		if _, err := l.allow(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits); err != nil {
+		if _, err := l.Allow(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits); err != nil {
 			t.Fatal(err)
 		}
 		if i%1000 == 999 {
 			clock.advance(time.Second) // 1,000 new addresses a second
-			l.sweep()
+			l.Sweep()
 		}
-		peak = max(peak, len(l.callers))
+		peak = max(peak, len(l.Callers))
 	}
 	clock.advance(time.Second)
-	l.sweep()
+	l.Sweep()
 	if peak > 2000 {
 		t.Errorf("peak callers kept = %d, want at most 2,000 (one second's worth)", peak)
 	}
-	if len(l.callers) != 0 {
-		t.Errorf("%d callers kept after all went idle, want 0", len(l.callers))
+	if len(l.Callers) != 0 {
+		t.Errorf("%d callers kept after all went idle, want 0", len(l.Callers))
 	}
 }
 
@@ -380,7 +381,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 func BenchmarkDecision(b *testing.B) {
 	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
 	b.Run("in-process", func(b *testing.B) {
-		l := newLocalLimiter(newFakeClock().now, 10, time.Minute, noUsage)
+		l := limits.NewLocal(newFakeClock().now, 10, time.Minute, noUsage)
 		benchmarkAllow(b, l, domain.Limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
 	})
 	for _, tc := range []struct {
@@ -388,17 +389,17 @@ func BenchmarkDecision(b *testing.B) {
 		keys int
 	}{{"redis-not-leased", 10_000}, {"redis-leased", 1}} {
 		b.Run(tc.name, func(b *testing.B) {
-			r, err := newRedisLimiter(context.Background(), redisConfig{
-				url: testkit.RedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
-				usage: noUsage, dbTimeout: defaultDBTimeout, logger: discardLogger(),
+			r, err := limits.NewRedis(context.Background(), limits.RedisConfig{
+				URL: testkit.RedisURL(b), Prefix: testkit.RedisPrefix(b), BanAfter: 10, BanFor: time.Minute, Now: time.Now,
+				Usage: noUsage, DBTimeout: defaultDBTimeout, Logger: discardLogger(),
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer r.close()
+			defer r.Close()
 			benchmarkAllow(b, r, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
 			b.StopTimer()
-			if r.link.down.Load() {
+			if r.Link.Down.Load() {
 				b.Fatal("Redis went away during the benchmark")
 			}
 		})
@@ -407,10 +408,10 @@ func BenchmarkDecision(b *testing.B) {
 
 // benchmarkAllow measures l.allow, as the limit middleware calls it, for
 // keys keys in turn, each seen once before, under limits they never reach.
-func benchmarkAllow(b *testing.B, l rateLimiter, lim domain.Limits, keys int) {
+func benchmarkAllow(b *testing.B, l limits.Limiter, lim domain.Limits, keys int) {
 	ctx := context.Background()
 	for i := range keys {
-		if _, err := l.allow(ctx, domain.CallerID{KeyID: int64(i + 1)}, lim); err != nil {
+		if _, err := l.Allow(ctx, domain.CallerID{KeyID: int64(i + 1)}, lim); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -420,8 +421,8 @@ func benchmarkAllow(b *testing.B, l rateLimiter, lim domain.Limits, keys int) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1)
-			d, err := l.allow(ctx, domain.CallerID{KeyID: i%int64(keys) + 1}, lim)
-			if err != nil || !d.allowed {
+			d, err := l.Allow(ctx, domain.CallerID{KeyID: i%int64(keys) + 1}, lim)
+			if err != nil || !d.Allowed {
 				b.Fatalf("%+v, %v", d, err)
 			}
 		}
@@ -433,15 +434,15 @@ func benchmarkAllow(b *testing.B, l rateLimiter, lim domain.Limits, keys int) {
 func BenchmarkLimiterMemory(b *testing.B) {
 	for range b.N {
 		clock := newFakeClock()
-		l := newLocalLimiter(clock.now, 10, time.Minute, nil)
+		l := limits.NewLocal(clock.now, 10, time.Minute, nil)
 		before := heapInUse()
 		for i := range 100_000 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-			l.allow(context.Background(), domain.CallerID{Addr: addr}, domain.AnonymousLimits)
+			l.Allow(context.Background(), domain.CallerID{Addr: addr}, domain.AnonymousLimits)
 		}
 		full := heapInUse()
 		clock.advance(2 * time.Second)
-		l.sweep()
+		l.Sweep()
 		swept := heapInUse()
 		b.ReportMetric(float64(full-before)/(1<<20), "MiB-100k-callers")
 		b.ReportMetric(float64(swept-before)/(1<<20), "MiB-after-sweep")
@@ -460,10 +461,10 @@ func heapInUse() int64 {
 // UTC midnight (a caller's lock) must not deadlock the two.
 // dayStepLimiter is a limiter whose clock stands at start plus the days
 // counted in days, with limits no test reaches.
-func dayStepLimiter(start time.Time) (l *localLimiter, days *atomic.Int64, lim domain.Limits) {
+func dayStepLimiter(start time.Time) (l *limits.Local, days *atomic.Int64, lim domain.Limits) {
 	days = new(atomic.Int64)
 	now := func() time.Time { return start.AddDate(0, 0, int(days.Load())) }
-	l = newLocalLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	l = limits.NewLocal(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
 	return l, days, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 30}
 }
 
@@ -491,13 +492,13 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for !allowed.Load() {
-				l.flush(context.Background(), stored)
+				l.Flush(context.Background(), stored)
 			}
 		})
 		// Enough midnights to hit the window reliably (the old lock order
 		// deadlocked within some 100,000 of them).
 		for i := range 300_000 {
-			l.allow(context.Background(), domain.CallerID{KeyID: 1}, lim)
+			l.Allow(context.Background(), domain.CallerID{KeyID: 1}, lim)
 			if i%2 == 1 {
 				days.Add(1)
 			}
@@ -510,7 +511,7 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 	case <-time.After(time.Minute): // seconds normally, even under -race
 		t.Fatal("allow and flush deadlocked")
 	}
-	if err := l.flush(context.Background(), stored); err != nil {
+	if err := l.Flush(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
 	if len(perDay) != 150_000 {
@@ -544,21 +545,21 @@ func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 		s.do("GET", "/v1/pets", key, "")
 	}
 	diskFull := func(context.Context, []domain.UsageCount) error { return errors.New("disk full") }
-	if err := s.limiter.flush(context.Background(), diskFull); err == nil {
+	if err := s.limiter.Flush(context.Background(), diskFull); err == nil {
 		t.Fatal("flush hid the failed write")
 	}
 	s.clock.advance(time.Hour)
-	if n := s.limiter.sweep(); n != 0 {
+	if n := s.limiter.Sweep(); n != 0 {
 		t.Fatalf("swept %d callers with unwritten counts", n)
 	}
 	if w := s.do("GET", "/v1/pets", key, ""); header(t, w, "X-RateLimit-Remaining") != 5 {
 		t.Fatalf("Remaining = %s, want 5 (5 of 10 used)", w.Header().Get("X-RateLimit-Remaining"))
 	}
-	if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
 	s.clock.advance(time.Hour)
-	if n := s.limiter.sweep(); n != 1 {
+	if n := s.limiter.Sweep(); n != 1 {
 		t.Fatalf("swept %d, want the idle key forgotten once its counts are stored", n)
 	}
 	if w := s.do("GET", "/v1/pets", key, ""); header(t, w, "X-RateLimit-Remaining") != 4 {
@@ -590,15 +591,15 @@ func TestFlushTakesOffWhatItWrote(t *testing.T) {
 	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC))
 	key := domain.CallerID{KeyID: 1}
 	for range 10_000 { // a request a day for 10,000 days, none written yet
-		l.allow(context.Background(), key, lim)
+		l.Allow(context.Background(), key, lim)
 		days.Add(1)
 	}
-	l.allow(context.Background(), key, lim) // today's first
+	l.Allow(context.Background(), key, lim) // today's first
 
 	var stored []domain.UsageCount
-	err := l.flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
+	err := l.Flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
 		stored = append(stored, counts...)
-		l.allow(context.Background(), key, lim) // counted while the write runs
+		l.Allow(context.Background(), key, lim) // counted while the write runs
 		return nil
 	})
 	if err != nil {
@@ -612,7 +613,7 @@ func TestFlushTakesOffWhatItWrote(t *testing.T) {
 		t.Fatalf("the first flush wrote %d days, %d requests; want 10001 and 10001", len(stored), total)
 	}
 	stored = nil
-	if err := l.flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
+	if err := l.Flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
 		stored = append(stored, counts...)
 		return nil
 	}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // The request's record: what the steps of a request learn about it, for the
@@ -180,9 +181,9 @@ func (info *requestInfo) limiting() *domain.Key {
 
 // decided (limit, handleRateLimit) notes the limiter's decision on the
 // request, and the day and column of the usage history it is counted in.
-func (info *requestInfo) decided(d *decision) {
-	info.rateLimit, info.today, info.usage = d.outcome(), d.today, domain.UsageAllowed
-	if !d.allowed {
+func (info *requestInfo) decided(d *limits.Decision) {
+	info.rateLimit, info.today, info.usage = limitOutcomeOf(d), d.Today, domain.UsageAllowed
+	if !d.Allowed {
 		info.usage = outcomeOf(d)
 	}
 }

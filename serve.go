@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/logline"
 
 	"github.com/redis/go-redis/v9"
@@ -152,7 +153,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")
 	}
 	if cfg.redis != "" {
-		if _, err := redisOptions(cfg.redis); err != nil {
+		if _, err := limits.RedisOptions(cfg.redis); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -205,7 +206,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	}
 	if cfg.redis != "" {
 		// go-redis has one logger for the whole process: this one.
-		redis.SetLogger(redisLog{logger})
+		redis.SetLogger(limits.RedisLog{Logger: logger})
 	}
 	tr, err := newTransport(cfg, logger, m)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // The usage history (docs/admin.md, "The usage history"): for each budget (the
@@ -27,11 +28,11 @@ const (
 )
 
 // outcomeOf is the column of a request the limiter refused with d.
-func outcomeOf(d *decision) domain.UsageOutcome {
+func outcomeOf(d *limits.Decision) domain.UsageOutcome {
 	switch {
-	case d.code == codeTemporarilyBanned:
+	case d.Code == codeTemporarilyBanned:
 		return domain.UsageBanned
-	case d.overQuota:
+	case d.OverQuota:
 		return domain.UsageQuotaExceeded
 	}
 	return domain.UsageRateLimited
@@ -66,7 +67,7 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []do
 		n [domain.UsageOutcomes]int64
 	}
 	var took []taken
-	rows := make(map[keyDay]*domain.UsageDay)
+	rows := make(map[limits.KeyDay]*domain.UsageDay)
 	k.mu.RLock()
 	for _, u := range k.uses {
 		for i := range u.tally {
@@ -83,10 +84,10 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []do
 			}
 			got.t = t
 			took = append(took, got)
-			kd := keyDay{u.budget, t.day.Load()}
+			kd := limits.KeyDay{KeyID: u.budget, Day: t.day.Load()}
 			row := rows[kd]
 			if row == nil {
-				row = &domain.UsageDay{BudgetID: kd.keyID, Day: dayString(kd.day)}
+				row = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
 				rows[kd] = row
 			}
 			for o, n := range got.n {
@@ -120,10 +121,10 @@ func usageWindow(budgetID int64, history []domain.UsageDay, days int, now time.T
 	for _, h := range history {
 		byDay[h.Day] = h
 	}
-	today := unixDay(now)
+	today := limits.UnixDay(now)
 	rows := make([]domain.UsageDay, days)
 	for i := range rows {
-		day := dayString(today - int64(days-1-i))
+		day := limits.DayString(today - int64(days-1-i))
 		row, ok := byDay[day]
 		if !ok {
 			row = domain.UsageDay{BudgetID: budgetID, Day: day}
@@ -135,12 +136,12 @@ func usageWindow(budgetID int64, history []domain.UsageDay, days int, now time.T
 
 // firstUsageDay is the first day of a report of days days ending at now.
 func firstUsageDay(days int, now time.Time) string {
-	return dayString(unixDay(now) - int64(days-1))
+	return limits.DayString(limits.UnixDay(now) - int64(days-1))
 }
 
 // usageHistoryCutoff is the first day the history keeps at now.
 func usageHistoryCutoff(now time.Time) string {
-	return dayString(unixDay(now) - usageHistoryDays + 1)
+	return limits.DayString(limits.UnixDay(now) - usageHistoryDays + 1)
 }
 
 // usageCommand is petstore usage: a key's usage history, a day a line or a

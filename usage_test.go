@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
@@ -18,7 +19,7 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
 	if err != nil || h == nil {
 		t.Fatalf("lookup: %v", err)
 	}
-	today := unixDay(s.clock.now())
+	today := limits.UnixDay(s.clock.now())
 	h.use.count(today-1, domain.UsageAllowed) // just before midnight, flushed after it
 	h.use.count(today, domain.UsageAllowed)
 	h.use.count(today, domain.UsageBanned)
@@ -34,8 +35,8 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
 	}
 	slices.SortFunc(written, func(a, b domain.UsageDay) int { return strings.Compare(a.Day, b.Day) })
 	want := []domain.UsageDay{
-		{BudgetID: h.key.BudgetID, Day: dayString(today - 1), Allowed: 1},
-		{BudgetID: h.key.BudgetID, Day: dayString(today), Allowed: 1, Banned: 1, Forbidden: 1},
+		{BudgetID: h.key.BudgetID, Day: limits.DayString(today - 1), Allowed: 1},
+		{BudgetID: h.key.BudgetID, Day: limits.DayString(today), Allowed: 1, Banned: 1, Forbidden: 1},
 	}
 	if !slices.Equal(written, want) {
 		t.Errorf("flushed %+v, want %+v", written, want)

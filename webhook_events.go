@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // The events webhooks send (docs/webhooks.md, "What is sent"): their
@@ -228,19 +229,19 @@ func newQuotaWatch(now func() time.Time) *quotaWatch {
 
 // observe looks at the day count d reports for key, whose budget has
 // limit lim.
-func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d decision) {
-	if q == nil || key == nil || d.dayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
+func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d limits.Decision) {
+	if q == nil || key == nil || d.DayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
 		return
 	}
 	now := q.now()
-	today := unixDay(now)
+	today := limits.UnixDay(now)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.day != today {
 		q.day, q.seen = today, make(map[quotaSeen]bool)
 	}
 	for _, t := range quotaThresholds {
-		if d.dayCount*100 < lim.PerDay*int64(t) {
+		if d.DayCount*100 < lim.PerDay*int64(t) {
 			break
 		}
 		seen := quotaSeen{key.BudgetID, t}
@@ -250,7 +251,7 @@ func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d decision) {
 		q.seen[seen] = true
 		q.pending = append(q.pending, quotaNotice{
 			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Plan: key.Plan, Threshold: t,
-			Used: d.dayCount, Limit: lim.PerDay, Day: dayString(today), At: now,
+			Used: d.DayCount, Limit: lim.PerDay, Day: limits.DayString(today), At: now,
 		})
 	}
 }

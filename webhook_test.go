@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 )
@@ -557,11 +558,11 @@ func TestQuotaWatchCostsARequestNothing(t *testing.T) {
 	q := newQuotaWatch(clock.now)
 	key := &domain.Key{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
 	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
-	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 500}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, limits.Decision{DayCount: 500}) }); n != 0 {
 		t.Errorf("below 80%%: %v allocations a request", n)
 	}
-	q.observe(key, lim, decision{dayCount: 1000})
-	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 1000}) }); n != 0 {
+	q.observe(key, lim, limits.Decision{DayCount: 1000})
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, limits.Decision{DayCount: 1000}) }); n != 0 {
 		t.Errorf("at 100%%, noticed already: %v allocations a request", n)
 	}
 	if len(q.pending) != 2 || q.pending[0].Threshold != 80 || q.pending[1].Threshold != 100 {
