@@ -35,6 +35,9 @@ type adminDeps struct {
 	// webhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard
+	// storeBans stores the bans this server started and has not stored
+	// yet, so that the bans listed or lifted include one just refused.
+	storeBans func(context.Context) error
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,

@@ -204,11 +204,12 @@ func (a *app) startBackground() (stop func()) {
 			warn("store daily usage; will retry", a.limiter.Flush(ctx, a.store.AddUsage))
 			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
 			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
-			warn("store bans and their audit events; will retry", a.audit.flush(ctx, a.store.AddBans))
+			warn("store bans and their audit events; will retry", a.storeBans(ctx))
 			warn("store quota notices; will retry", a.quota.flush(ctx, a.store.AddWebhookNotices))
 			a.webhooks.poke()
 		})
 	})
+	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.run(ctx) })
 	wg.Go(func() {
 		every(ctx, limiterSweepEvery, func() {
@@ -241,7 +242,7 @@ func (a *app) startBackground() (stop func()) {
 			{"store daily usage at shutdown", func() error { return a.limiter.Flush(context.Background(), a.store.AddUsage) }},
 			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
 			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
-			{"store bans and their audit events at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},
+			{"store bans and their audit events at shutdown", func() error { return a.storeBans(context.Background()) }},
 			{"store quota notices at shutdown", func() error { return a.quota.flush(context.Background(), a.store.AddWebhookNotices) }},
 		} {
 			last.Go(func() {
@@ -252,6 +253,12 @@ func (a *app) startBackground() (stop func()) {
 		}
 		last.Wait()
 	}
+}
+
+// storeBans stores the bans this server started and has not stored yet,
+// each with its key.banned event.
+func (a *app) storeBans(ctx context.Context) error {
+	return a.audit.flush(ctx, a.store.AddBans)
 }
 
 // every calls fn every interval until ctx ends.

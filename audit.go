@@ -32,21 +32,40 @@ func commandActor() string {
 }
 
 // auditLog keeps the bans the server starts, each with its key.banned
-// event, until the next flush stores them in one batch (every
-// usageFlushEvery, and at shutdown): the request that starts a ban never
-// waits for the database. A nil *auditLog records nothing.
+// event, until a flush stores them in one batch: at once in the
+// background (storeAsTheyStart), again every usageFlushEvery for what
+// failed, before the admin API lists or lifts bans, and at shutdown. The
+// request that starts a ban never waits for the database, and a ban is
+// listed, and can be lifted, as soon as it is refused
+// (docs/production.md#bans). A nil *auditLog records nothing.
 type auditLog struct {
 	env    string
 	now    func() time.Time
 	logger *slog.Logger
+	wake   chan struct{} // a ban waits to be stored
 
-	mu      sync.Mutex
-	pending []domain.StartedBan
-	dropped int
+	flushing sync.Mutex // one flush at a time: a second waits for the first's batch to be stored
+	mu       sync.Mutex
+	pending  []domain.StartedBan
+	dropped  int
 }
 
 func newAuditLog(env string, now func() time.Time, logger *slog.Logger) *auditLog {
-	return &auditLog{env: env, now: now, logger: logger}
+	return &auditLog{env: env, now: now, logger: logger, wake: make(chan struct{}, 1)}
+}
+
+// storeAsTheyStart runs store (a flush) as soon as a ban is recorded, until
+// ctx ends, so that the ban is listed and can be lifted at once; the
+// periodic flush retries what failed here.
+func (a *auditLog) storeAsTheyStart(ctx context.Context, store func(context.Context) error, warn func(string, error)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.wake:
+			warn("store bans and their audit events; will retry", store(ctx))
+		}
+	}
 }
 
 // banned records the start of a ban of id that d tells of: of key's
@@ -81,6 +100,10 @@ func (a *auditLog) banned(key *domain.Key, id domain.CallerID, d limits.Decision
 		return
 	}
 	a.pending = append(a.pending, b)
+	select {
+	case a.wake <- struct{}{}:
+	default: // already woken: that flush takes this ban too
+	}
 }
 
 // flush stores the bans recorded since the last flush through add. What
@@ -90,6 +113,8 @@ func (a *auditLog) flush(ctx context.Context, add func(context.Context, []domain
 	if a == nil {
 		return nil
 	}
+	a.flushing.Lock()
+	defer a.flushing.Unlock()
 	a.mu.Lock()
 	taken := a.pending
 	a.pending = nil

@@ -14,7 +14,11 @@ import (
 // first: [{"subject", "since", "until"}].
 func handleAdminListBans(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bans, err := d.store.Bans(r.Context())
+		err := d.storeBans(r.Context())
+		var bans []domain.Ban
+		if err == nil {
+			bans, err = d.store.Bans(r.Context())
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -30,6 +34,9 @@ func handleAdminListBans(d adminDeps) http.Handler {
 func handleAdminLiftBan(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, err := domain.ParseBanSubject(r.PathValue("subject"))
+		if err == nil {
+			err = d.storeBans(r.Context())
+		}
 		if err == nil {
 			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.Actor(), env)
 		}

@@ -139,7 +139,7 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard}
+	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard, storeBans: a.storeBans}
 	return []route{
 		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(adminOpenAPIYAML)},
 		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, handleAdminWhoami()},
