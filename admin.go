@@ -22,21 +22,9 @@ import (
 // parseAdminScopes reads --scope of admin create: admin scopes separated by
 // commas, repeatable. None given: every admin scope.
 func parseAdminScopes(flags []string) (domain.ScopeSet, error) {
-	if len(flags) == 0 {
-		return domain.AllAdminScopes, nil
-	}
-	var s domain.ScopeSet
-	for _, flag := range flags {
-		for name := range strings.SplitSeq(flag, ",") {
-			name = strings.TrimSpace(name)
-			scope, ok := domain.ScopeWithin(name, domain.AllAdminScopes)
-			if !ok {
-				return 0, usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
-			}
-			s |= scope
-		}
-	}
-	return s, nil
+	return parseScopeFlags(flags, domain.AllAdminScopes, func(_, name string) error {
+		return usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
+	})
 }
 
 func adminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {

@@ -238,12 +238,7 @@ func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
 		return defaultPageSize, nil
 	}
-	s := v.Get("limit")
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxPageSize || !domain.IsDigits(s) {
-		return 0, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
-	}
-	return n, nil
+	return limitOf(v.Get("limit"))
 }
 
 // pageCursor is where a page begins: after the id its cursor names.
@@ -424,24 +419,10 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		overlap := defaultRollOverlap
-		if r.ContentLength != 0 || firstHeader(r.Header, "Content-Type") != "" {
-			body, err := decodeObject(w, r, []string{"overlap"}, "a roll has only overlap")
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			if _, ok := body["overlap"]; ok {
-				var s string
-				if err := jsonBody(body).str("overlap", &s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-				if overlap, err = overlapOf("overlap", s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-			}
+		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", keyOverlapAtZero)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
 		old, _, err := findKey(r.Context(), d.store, id)
@@ -458,6 +439,27 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
 	})
+}
+
+// overlapBody reads the body of a roll or a rotation: none, or an object
+// with only overlap; def when it names none. A request has a body when it
+// says so, by its length or by its Content-Type.
+func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only, atZero string) (time.Duration, error) {
+	if r.ContentLength == 0 && firstHeader(r.Header, "Content-Type") == "" {
+		return def, nil
+	}
+	body, err := decodeObject(w, r, []string{"overlap"}, only)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := body["overlap"]; !ok {
+		return def, nil
+	}
+	var s string
+	if err := jsonBody(body).str("overlap", &s); err != nil {
+		return 0, err
+	}
+	return overlapOf("overlap", s, atZero)
 }
 
 // defaultRollOverlap is how long the old key of a roll works on beside the
@@ -658,13 +660,9 @@ func (b jsonBody) scopes(dst *domain.ScopeSet) error {
 	if string(raw) == "null" || json.Unmarshal(raw, &names) != nil || len(names) == 0 {
 		return errorf(codeInvalidRequest, "scopes must be an array of one or more of %s", strings.Join(domain.AllScopes.Names(), ", "))
 	}
-	var s domain.ScopeSet
-	for _, name := range names {
-		scope, ok := domain.ScopeNamed(name)
-		if !ok {
-			return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
-		}
-		s |= scope
+	s, name, ok := domain.ParseScopes(names, domain.AllScopes)
+	if !ok {
+		return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
 	}
 	*dst = s
 	return nil

@@ -176,16 +176,7 @@ func redisPrefix(env string, store lifecycle) string {
 // idempotency records. stop ends it all, then stores what is left.
 func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	warn := func(msg string, err error) {
-		switch {
-		case err == nil || ctx.Err() != nil:
-		case domain.DBFailureOf(err) != 0:
-			// The database is away: the health probe logs the outage once.
-			a.logger.Debug(msg, "err", err)
-		default:
-			a.logger.Warn(msg, "err", err)
-		}
-	}
+	warn := func(msg string, err error) { a.warn(ctx, msg, err) }
 	var wg sync.WaitGroup
 	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
 	// The engine's upkeep, and the probe behind /readyz beside it. On a
@@ -201,11 +192,9 @@ func (a *app) startBackground() (stop func()) {
 	})
 	wg.Go(func() {
 		every(ctx, limits.UsageFlushEvery, func() {
-			warn("store daily usage; will retry", a.limiter.Flush(ctx, a.store.AddUsage))
-			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
-			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
-			warn("store bans and their audit events; will retry", a.storeBans(ctx))
-			warn("store quota notices; will retry", a.quota.flush(ctx, a.store.AddWebhookNotices))
+			for _, f := range a.flushes() {
+				warn(f.what+"; will retry", f.write(ctx))
+			}
 			a.webhooks.poke()
 		})
 	})
@@ -232,26 +221,54 @@ func (a *app) startBackground() (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
-		// Side by side: with the database away, each gives up by the
-		// deadline, and the shutdown waits for one deadline, not three.
-		var last sync.WaitGroup
-		for _, w := range []struct {
-			what  string
-			write func() error
-		}{
-			{"store daily usage at shutdown", func() error { return a.limiter.Flush(context.Background(), a.store.AddUsage) }},
-			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
-			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
-			{"store bans and their audit events at shutdown", func() error { return a.storeBans(context.Background()) }},
-			{"store quota notices at shutdown", func() error { return a.quota.flush(context.Background(), a.store.AddWebhookNotices) }},
-		} {
-			last.Go(func() {
-				if err := w.write(); err != nil {
-					a.logger.Error(w.what, "err", err)
-				}
-			})
-		}
-		last.Wait()
+		a.flushAtShutdown()
+	}
+}
+
+// warn logs a background task's failure, unless the task was stopped (ctx
+// ended); with the database away, only at debug level: the health probe
+// logs the outage once.
+func (a *app) warn(ctx context.Context, msg string, err error) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case domain.DBFailureOf(err) != 0:
+		a.logger.Debug(msg, "err", err)
+	default:
+		a.logger.Warn(msg, "err", err)
+	}
+}
+
+// flushAtShutdown stores what is left of what the server noted. Side by
+// side: with the database away, each gives up by the deadline, and the
+// shutdown waits for one deadline, not five.
+func (a *app) flushAtShutdown() {
+	var last sync.WaitGroup
+	for _, f := range a.flushes() {
+		last.Go(func() {
+			if err := f.write(context.Background()); err != nil {
+				a.logger.Error(f.what+" at shutdown", "err", err)
+			}
+		})
+	}
+	last.Wait()
+}
+
+// flush is one of the writes of what a server notes in memory, done every
+// usageFlushEvery and at shutdown.
+type flush struct {
+	what  string
+	write func(context.Context) error
+}
+
+// flushes are the server's writes of what it noted: usage, last uses,
+// bans, quota notices.
+func (a *app) flushes() []flush {
+	return []flush{
+		{"store daily usage", func(ctx context.Context) error { return a.limiter.Flush(ctx, a.store.AddUsage) }},
+		{"store the usage history", func(ctx context.Context) error { return a.keys.flushUsage(ctx, a.store.AddUsageHistory) }},
+		{"store when keys were last used", a.keys.flushLastUsed},
+		{"store bans and their audit events", a.storeBans},
+		{"store quota notices", func(ctx context.Context) error { return a.quota.flush(ctx, a.store.AddWebhookNotices) }},
 	}
 }
 

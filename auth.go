@@ -41,19 +41,25 @@ func newKey(env string) string { return newSecret(keyPrefixes[env]) }
 // or an admin token.
 func newSecret(prefix string) string {
 	b := make([]byte, 0, len(prefix)+keyRandomLen+keyChecksumLn)
-	b = append(b, prefix...)
+	b = appendRandomBase62(append(b, prefix...), keyRandomLen)
+	return string(appendChecksum(b, b))
+}
+
+// appendRandomBase62 appends n random base62 characters to b: the random
+// part of a key, an admin token and a webhook event's id.
+func appendRandomBase62(b []byte, n int) []byte {
 	var buf [64]byte
-	for n := 0; n < keyRandomLen; {
+	for n > 0 {
 		rand.Read(buf[:])
 		for _, c := range buf {
 			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
-			if c < 248 && n < keyRandomLen {
+			if c < 248 && n > 0 {
 				b = append(b, base62[c%62])
-				n++
+				n--
 			}
 		}
 	}
-	return string(appendChecksum(b, b))
+	return b
 }
 
 func appendChecksum(dst, body []byte) []byte {

@@ -91,10 +91,10 @@ func parseListQuery(raw string) (listQuery, error) {
 			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
-	if v := values[0]; given[0] == 1 {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageSize || !domain.IsDigits(v) {
-			return q, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
+	if given[0] == 1 {
+		n, err := limitOf(values[0])
+		if err != nil {
+			return q, err
 		}
 		q.limit = n
 	}
@@ -112,6 +112,16 @@ func parseListQuery(raw string) (listQuery, error) {
 		q.after = after
 	}
 	return q, nil
+}
+
+// limitOf reads a page's limit, of pets or of the admin API's lists: an
+// integer from 1 to maxPageSize, in plain digits.
+func limitOf(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxPageSize || !domain.IsDigits(s) {
+		return 0, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
+	}
+	return n, nil
 }
 
 // eachQueryParam calls fn with each name and value of a query string, as

@@ -72,24 +72,32 @@ func expiresOf(field, s, never string, now time.Time) (time.Time, error) {
 	return at, nil
 }
 
-// parseOverlap reads --overlap: a duration of 0 or more.
-func parseOverlap(s string) (time.Duration, error) {
-	d, err := overlapOf("--overlap", s)
+// parseOverlap reads --overlap of keys roll or webhooks rotate: a duration
+// of 0 or more; atZero says what 0 does.
+func parseOverlap(s, atZero string) (time.Duration, error) {
+	d, err := overlapOf("--overlap", s, atZero)
 	if err != nil {
 		return 0, usagef("%s", err.Error())
 	}
 	return d, nil
 }
 
-// overlapOf reads the overlap of a roll given as field: a duration of 0
-// or more. A refusal is invalid_request naming field.
-func overlapOf(field, s string) (time.Duration, error) {
+// overlapOf reads the overlap of a key's roll or a webhook secret's
+// rotation given as field: a duration of 0 or more. A refusal is
+// invalid_request naming field and saying what 0 does (atZero).
+func overlapOf(field, s, atZero string) (time.Duration, error) {
 	d, err := domain.ParseLifetime(s)
 	if err != nil || d < 0 {
-		return 0, domain.Invalid("%s must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", field, s)
+		return 0, domain.Invalid("%s must be a duration of 0 or more (24h, 30m, 7d; %s), not %q", field, atZero, s)
 	}
 	return d, nil
 }
+
+// What an overlap of 0 does, for the refusal of a bad overlap.
+const (
+	keyOverlapAtZero    = "0 stops the old key at once"
+	secretOverlapAtZero = "0 drops the old secret at once"
+)
 
 func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys create", getenv, stdout).withDB()
@@ -188,25 +196,34 @@ func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
 	return nil
 }
 
-// parseScopes reads the --scope flags given, each one scope or several
-// separated by commas. None given: every scope.
+// parseScopes reads the --scope flags of a key. None given: every scope.
 func parseScopes(flags []string) (domain.ScopeSet, error) {
+	return parseScopeFlags(flags, domain.AllScopes, func(flag, name string) error {
+		if name == "" {
+			return usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
+		}
+		return usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
+	})
+}
+
+// parseScopeFlags reads --scope flags, each one scope or several separated
+// by commas, every one of within; none given: all of within. unknown is the
+// usage error of a name in flag that is none of them.
+func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, name string) error) (domain.ScopeSet, error) {
 	if len(flags) == 0 {
-		return domain.AllScopes, nil
+		return within, nil
 	}
 	var s domain.ScopeSet
 	for _, flag := range flags {
-		for name := range strings.SplitSeq(flag, ",") {
-			name = strings.TrimSpace(name)
-			scope, ok := domain.ScopeNamed(name)
-			switch {
-			case name == "":
-				return 0, usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
-			case !ok:
-				return 0, usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
-			}
-			s |= scope
+		names := strings.Split(flag, ",")
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
 		}
+		scopes, name, ok := domain.ParseScopes(names, within)
+		if !ok {
+			return 0, unknown(flag, name)
+		}
+		s |= scopes
 	}
 	return s, nil
 }
@@ -238,7 +255,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	overlap, err := parseOverlap(overlapFlag)
+	overlap, err := parseOverlap(overlapFlag, keyOverlapAtZero)
 	if err != nil {
 		return err
 	}

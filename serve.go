@@ -299,7 +299,7 @@ type port struct {
 // serve answers on the port until its server is shut down.
 func (p port) serve() error {
 	if p.srv.TLSConfig != nil {
-		return p.srv.ServeTLS(p.ln, "", "")
+		return p.srv.ServeTLS(httpsOnly{p.ln}, "", "")
 	}
 	return p.srv.Serve(p.ln)
 }

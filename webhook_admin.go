@@ -91,31 +91,16 @@ func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 }
 
 func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
-	fields := []string{"overlap"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		overlap := defaultWebhookOverlap
-		if r.ContentLength != 0 {
-			body, err := decodeObject(w, r, fields, "a rotation has only overlap")
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			var s string
-			if _, ok := body["overlap"]; ok {
-				if err := jsonBody(body).str("overlap", &s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-				if overlap, err = parseWebhookOverlap(s); err != nil {
-					writeError(w, r, domain.Invalid("overlap %v", err))
-					return
-				}
-			}
+		overlap, err := overlapBody(w, r, defaultWebhookOverlap, "a rotation has only overlap", secretOverlapAtZero)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		e, err := d.store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, recordOf(w).admin.Actor(), env)
 		if err != nil {

@@ -158,11 +158,8 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 	id, store, env, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
 		c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old secret signs beside the new one: a duration (24h, 30m, 7d); 0 drops it at once")
 		return func() (err error) {
-			overlap, err = parseWebhookOverlap(overlapFlag)
-			if err != nil {
-				return usagef("--overlap %v", err)
-			}
-			return nil
+			overlap, err = parseOverlap(overlapFlag, secretOverlapAtZero)
+			return err
 		}
 	})
 	if err != nil {

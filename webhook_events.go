@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -65,20 +64,7 @@ func newWebhookEvent(typ string, at time.Time, data any) (webhookEvent, error) {
 // newWebhookEventID is a fresh event id: msg_ and 24 random base62
 // characters, unique across databases, so that a receiver fed by two
 // deployments never takes one event for another.
-func newWebhookEventID() string {
-	b := []byte("msg_")
-	var buf [32]byte
-	for n := 0; n < 24; {
-		rand.Read(buf[:])
-		for _, c := range buf {
-			if c < 248 && n < 24 {
-				b = append(b, base62[c%62])
-				n++
-			}
-		}
-	}
-	return string(b)
-}
+func newWebhookEventID() string { return string(appendRandomBase62([]byte("msg_"), 24)) }
 
 // auditWebhookEvent is the webhook event of audit event e, when its action
 // is one that is sent and it is about a key (the ban of a client address is

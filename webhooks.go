@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"petstore/internal/domain"
@@ -16,15 +15,6 @@ import (
 // defaultWebhookOverlap is how long the old secret signs beside the new
 // one after a rotation, unless told otherwise.
 const defaultWebhookOverlap = 24 * time.Hour
-
-// parseWebhookOverlap reads a rotation's overlap: a duration of 0 or more.
-func parseWebhookOverlap(s string) (time.Duration, error) {
-	d, err := domain.ParseLifetime(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("must be a duration of 0 or more (24h, 30m, 7d; 0 drops the old secret at once), not %q", s)
-	}
-	return d, nil
-}
 
 // newEndpointTerms checks an endpoint's URL and event types; a problem is
 // invalid, naming the field (url, events).

@@ -54,9 +54,6 @@ func (s ScopeSet) Names() []string {
 // list and as the database keeps it; "" for none.
 func (s ScopeSet) String() string { return strings.Join(s.Names(), " ") }
 
-// ScopeNamed is the scope of a key called name, or ok false.
-func ScopeNamed(name string) (s ScopeSet, ok bool) { return ScopeWithin(name, AllScopes) }
-
 // ScopeWithin is the scope called name among those of within, or ok false.
 func ScopeWithin(name string, within ScopeSet) (s ScopeSet, ok bool) {
 	for _, n := range scopeNames {
@@ -65,6 +62,20 @@ func ScopeWithin(name string, within ScopeSet) (s ScopeSet, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// ParseScopes is the set of the scopes named, each one of within, or the
+// first name that is none of them with ok false. It is the one reader of
+// scope names given by a user: the --scope flags and the admin API's scopes.
+func ParseScopes(names []string, within ScopeSet) (s ScopeSet, unknown string, ok bool) {
+	for _, name := range names {
+		scope, found := ScopeWithin(name, within)
+		if !found {
+			return 0, name, false
+		}
+		s |= scope
+	}
+	return s, "", true
 }
 
 // StoredScopes reads the scopes column. A name this version does not know
