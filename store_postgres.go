@@ -97,6 +97,14 @@ func (s *pgStore) setUp(ctx context.Context) error {
 		return err
 	}
 	if err := s.migrate(ctx); err != nil {
+		// Refused the schema's version: name every grant missing, rather
+		// than the first refusal met.
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgInsufficientPrivilege {
+			if missing := s.checkGrants(ctx); missing != nil && !errors.As(missing, &pgErr) {
+				return missing
+			}
+		}
 		return err
 	}
 	return s.checkGrants(ctx)
