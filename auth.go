@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"hash/crc32"
@@ -23,7 +22,6 @@ import (
 // in base62: a mistyped or made-up key is refused without a database look-up,
 // and secret scanners can tell a real leaked key from noise.
 const (
-	base62        = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	keyRandomLen  = 32
 	keyChecksumLn = 6
 )
@@ -41,32 +39,15 @@ func newKey(env string) string { return newSecret(keyPrefixes[env]) }
 // or an admin token.
 func newSecret(prefix string) string {
 	b := make([]byte, 0, len(prefix)+keyRandomLen+keyChecksumLn)
-	b = appendRandomBase62(append(b, prefix...), keyRandomLen)
+	b = domain.AppendRandomBase62(append(b, prefix...), keyRandomLen)
 	return string(appendChecksum(b, b))
-}
-
-// appendRandomBase62 appends n random base62 characters to b: the random
-// part of a key, an admin token and a webhook event's id.
-func appendRandomBase62(b []byte, n int) []byte {
-	var buf [64]byte
-	for n > 0 {
-		rand.Read(buf[:])
-		for _, c := range buf {
-			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
-			if c < 248 && n > 0 {
-				b = append(b, base62[c%62])
-				n--
-			}
-		}
-	}
-	return b
 }
 
 func appendChecksum(dst, body []byte) []byte {
 	sum := crc32.ChecksumIEEE(body)
 	var c [keyChecksumLn]byte
 	for i := keyChecksumLn - 1; i >= 0; i-- {
-		c[i] = base62[sum%62]
+		c[i] = domain.Base62[sum%62]
 		sum /= 62
 	}
 	return append(dst, c[:]...)
@@ -113,8 +94,8 @@ func secretProblem(token, env string, prefixes map[string]string) authFailure {
 }
 
 var isBase62 = func() (table [256]bool) {
-	for i := range len(base62) {
-		table[base62[i]] = true
+	for i := range len(domain.Base62) {
+		table[domain.Base62[i]] = true
 	}
 	return table
 }()

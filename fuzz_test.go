@@ -420,7 +420,7 @@ func FuzzParseListQuery(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string, n int64) {
 		c := encodeCursor(n)
-		if strings.ContainsFunc(c, func(r rune) bool { return !strings.ContainsRune(base62+"-_", r) }) {
+		if strings.ContainsFunc(c, func(r rune) bool { return !strings.ContainsRune(domain.Base62+"-_", r) }) {
 			t.Errorf("encodeCursor(%d) = %q needs escaping in a URL", n, c)
 		}
 		if after, ok := decodeCursor(c); ok != (n >= 1) || (ok && after != n) {

@@ -21,7 +21,7 @@ var allowedImports = map[string][]string{
 	"internal/batch":      nil,
 	"internal/appendjson": nil,
 	"internal/logline":    {"internal/appendjson"},
-	"internal/webhook":    nil,
+	"internal/webhook":    {"internal/domain"},
 	"internal/limits":     {"internal/domain", "internal/batch"},
 	"internal/testkit":    nil,
 	"bench/ceiling":       nil,

@@ -24,7 +24,7 @@ type storage interface {
 	domain.UsageHistoryStore
 	domain.AuditStore
 	domain.AdminTokenStore
-	webhookStorage // webhook_store.go
+	domain.WebhookStorage // webhook_store.go
 	domain.BanStore
 	lifecycle
 }

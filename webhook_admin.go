@@ -18,7 +18,7 @@ import (
 // createdEndpoint is an endpoint made or rotated: its object and, this
 // once, its secret.
 type createdEndpoint struct {
-	listedEndpoint
+	domain.ListedEndpoint
 	Secret string `json:"secret"`
 }
 
@@ -30,9 +30,9 @@ func handleAdminListWebhooks(d adminDeps) http.Handler {
 			return
 		}
 		now := d.now()
-		rows := make([]listedEndpoint, 0, len(endpoints))
+		rows := make([]domain.ListedEndpoint, 0, len(endpoints))
 		for _, e := range endpoints {
-			rows = append(rows, e.listed(now))
+			rows = append(rows, e.Listed(now))
 		}
 		writeJSON(w, r, http.StatusOK, rows)
 	})
@@ -53,7 +53,7 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 		}
 		var events []string
 		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
-			writeError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(webhookEventTypes, ", ")))
+			writeError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
 			return
 		}
 		terms, err := newEndpointTerms(url, events)
@@ -72,7 +72,7 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 			return
 		}
 		w.Header().Set("Location", "/admin/v1/webhooks/"+strconv.FormatInt(e.ID, 10))
-		writeJSON(w, r, http.StatusCreated, createdEndpoint{e.listed(d.now()), e.Secret})
+		writeJSON(w, r, http.StatusCreated, createdEndpoint{e.Listed(d.now()), e.Secret})
 	})
 }
 
@@ -107,7 +107,7 @@ func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, createdEndpoint{e.listed(d.now()), e.Secret})
+		writeJSON(w, r, http.StatusOK, createdEndpoint{e.Listed(d.now()), e.Secret})
 	})
 }
 
@@ -123,7 +123,7 @@ func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, e.listed(d.now()))
+		writeJSON(w, r, http.StatusOK, e.Listed(d.now()))
 	})
 }
 
@@ -156,7 +156,7 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		f := deliveryFilter{EndpointID: id, Limit: defaultPageSize}
+		f := domain.DeliveryFilter{EndpointID: id, Limit: defaultPageSize}
 		v := r.URL.Query()
 		if v.Has("limit") {
 			if f.Limit, err = pageLimit(v); err != nil {
@@ -181,26 +181,26 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		rows := make([]listedDelivery, 0, len(deliveries))
+		rows := make([]domain.ListedDelivery, 0, len(deliveries))
 		for _, dl := range deliveries {
-			rows = append(rows, dl.listed())
+			rows = append(rows, dl.Listed())
 		}
 		writeJSON(w, r, http.StatusOK, rows)
 	})
 }
 
 // findEndpoint is endpoint id; an unknown id is not_found.
-func findEndpoint(r *http.Request, d adminDeps, id int64) (webhookEndpoint, error) {
+func findEndpoint(r *http.Request, d adminDeps, id int64) (domain.WebhookEndpoint, error) {
 	endpoints, err := d.store.WebhookEndpoints(r.Context())
 	if err != nil {
-		return webhookEndpoint{}, err
+		return domain.WebhookEndpoint{}, err
 	}
 	for _, e := range endpoints {
 		if e.ID == id {
 			return e, nil
 		}
 	}
-	return webhookEndpoint{}, domain.NotFound("no webhook endpoint has id %d", id)
+	return domain.WebhookEndpoint{}, domain.NotFound("no webhook endpoint has id %d", id)
 }
 
 // resent answers a resend: how many deliveries were queued again.
@@ -221,7 +221,7 @@ func handleAdminResendWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		f := deliveryFilter{EndpointID: id}
+		f := domain.DeliveryFilter{EndpointID: id}
 		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
 			writeError(w, r, err)
 			return

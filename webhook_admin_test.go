@@ -33,7 +33,7 @@ func TestAdminWebhooks(t *testing.T) {
 		} {
 			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, codeInvalidRequest, tc.says)
 		}
-		var listed []listedEndpoint
+		var listed []domain.ListedEndpoint
 		decodeJSON(t, s.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 		if len(listed) != 0 {
 			t.Fatalf("refused creates left %+v", listed)
@@ -62,12 +62,12 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("test: %d %s", w.Code, w.Body)
 		}
 		s.deliverDue()
-		if got := rc.Wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != webhookTestEvent {
+		if got := rc.Wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != domain.WebhookTestEvent {
 			t.Fatalf("the test event: %+v", got)
 		}
-		var deliveries []listedDelivery
+		var deliveries []domain.ListedDelivery
 		decodeJSON(t, s.admin("GET", path+"/deliveries", token, ""), &deliveries)
-		if len(deliveries) != 1 || deliveries[0].State != deliveryDelivered || deliveries[0].EventID != queued.EventID {
+		if len(deliveries) != 1 || deliveries[0].State != domain.DeliveryDelivered || deliveries[0].EventID != queued.EventID {
 			t.Fatalf("deliveries %+v", deliveries)
 		}
 		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, codeInvalidRequest, "eventId")
@@ -148,7 +148,7 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
 		wantError(t, w, 400, codeInvalidRequest, "url", "--webhook-allow-private")
 	}
-	var listed []listedEndpoint
+	var listed []domain.ListedEndpoint
 	decodeJSON(t, strict.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 	if len(listed) != 0 {
 		t.Fatalf("refused endpoints were stored: %+v", listed)

@@ -19,7 +19,7 @@ import (
 func webhooksAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("webhooks add", getenv, stdout).withDB()
 	var events []string
-	c.fs.Func("events", "the event types the endpoint takes, comma-separated or repeated: "+strings.Join(webhookEventTypes, ", ")+" (default all)",
+	c.fs.Func("events", "the event types the endpoint takes, comma-separated or repeated: "+strings.Join(domain.WebhookEventTypes, ", ")+" (default all)",
 		func(v string) error {
 			events = append(events, v)
 			return nil
@@ -48,7 +48,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("add webhook endpoint: %w", err)
 	}
 	fmt.Fprintf(stderr, "added webhook endpoint %d for %s (%s) in %s.\nIts id, then its signing secret, shown only now:\n",
-		e.ID, webhook.ShownURL(e.URL), eventsShown(e.Events), c.db.shown())
+		e.ID, domain.ShownURL(e.URL), eventsShown(e.Events), c.db.shown())
 	fmt.Fprintln(stdout, e.ID)
 	fmt.Fprintln(stdout, e.Secret)
 	return nil
@@ -70,11 +70,11 @@ func webhooksList(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("list webhook endpoints: %w", err)
 	}
 	now := time.Now()
-	rows := make([]listedEndpoint, 0, len(endpoints))
+	rows := make([]domain.ListedEndpoint, 0, len(endpoints))
 	for _, e := range endpoints {
-		rows = append(rows, e.listed(now))
+		rows = append(rows, e.Listed(now))
 	}
-	return writeRows(stdout, *asJSON, rows, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e listedEndpoint) {
+	return writeRows(stdout, *asJSON, rows, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
 		last := "-"
 		if e.LastStatus != nil {
 			last = strconv.Itoa(*e.LastStatus)
@@ -209,7 +209,7 @@ func webhooksTest(ctx context.Context, args []string, getenv func(string) string
 
 func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks deliveries", getenv, stdout).withDB()
-	var f deliveryFilter
+	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
 	c.fs.BoolVar(&f.Failed, "failed", false, "only the deliveries that failed (every attempt, or a 410)")
 	c.fs.IntVar(&f.Limit, "limit", 100, "at most this many, newest first")
@@ -232,12 +232,12 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	rows := make([]listedDelivery, 0, len(deliveries))
+	rows := make([]domain.ListedDelivery, 0, len(deliveries))
 	for _, d := range deliveries {
-		rows = append(rows, d.listed())
+		rows = append(rows, d.Listed())
 	}
 	const header = "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR"
-	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d listedDelivery) {
+	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d domain.ListedDelivery) {
 		status := "-"
 		if d.LastStatus != nil {
 			status = strconv.Itoa(*d.LastStatus)
@@ -253,7 +253,7 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 
 func webhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks resend", getenv, stdout).withDB()
-	var f deliveryFilter
+	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
 	c.fs.BoolVar(&f.Failed, "failed", false, "send again every delivery that failed (instead of one EVENT_ID)")
 	rest, err := c.parseArgs(args)

@@ -54,9 +54,9 @@ func TestWebhooksCommands(t *testing.T) {
 			t.Fatalf("webhooks test: %d %q %s", res.code, res.stdout, res.stderr)
 		}
 		res = petstore(t, nil, "webhooks", "deliveries", "--db", db, "--json")
-		var deliveries []listedDelivery
+		var deliveries []domain.ListedDelivery
 		if err := json.Unmarshal([]byte(res.stdout), &deliveries); err != nil || len(deliveries) != 1 ||
-			deliveries[0].EventID != eventID || deliveries[0].State != deliveryPending {
+			deliveries[0].EventID != eventID || deliveries[0].State != domain.DeliveryPending {
 			t.Fatalf("webhooks deliveries --json: %v %s", err, res.stdout)
 		}
 		if res := petstore(t, nil, "webhooks", "resend", "--db", db, eventID); res.code != 0 {
@@ -119,7 +119,7 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 			}
 		}
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
-		var listed []listedEndpoint
+		var listed []domain.ListedEndpoint
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 || listed[0].RotationEnds != nil {
 			t.Errorf("after the refusals: %v %s", err, res.stdout)
 		}
@@ -147,7 +147,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 
 		s := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
 		testkit.Eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
-			var deliveries []listedDelivery
+			var deliveries []domain.ListedDelivery
 			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").stdout), &deliveries)
 			return len(deliveries) == 2 && deliveries[0].Attempts > 0 && deliveries[1].Attempts > 0
 		})
@@ -208,7 +208,7 @@ func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
 			}
 		}
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
-		var listed []listedEndpoint
+		var listed []domain.ListedEndpoint
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
 			t.Errorf("after the adds: %v %s", err, res.stdout)
 		}

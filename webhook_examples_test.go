@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 )
@@ -93,7 +94,7 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 	}
 	s.deliverDue()
 	wantLine(t, lines, "verified "+sent.ID+" webhook.test")
-	if d := s.deliveryOf(sent.ID); d.State != deliveryDelivered || d.LastStatus != http.StatusNoContent {
+	if d := s.deliveryOf(sent.ID); d.State != domain.DeliveryDelivered || d.LastStatus != http.StatusNoContent {
 		t.Fatalf("the delivery to the Node receiver: %+v", d)
 	}
 
@@ -108,7 +109,7 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 
 	// A delivery signed with a secret the receiver does not know.
 	forged := webhook.NewSender(nil, "petstore/test", time.Now)
-	key, _ := webhook.SecretKey(webhook.NewSecret())
+	key, _ := domain.WebhookSecretKey(webhook.NewSecret())
 	r := forged.Send(ctx, webhook.Attempt{URL: "http://" + addr + "/petstore", ID: "msg_forged", Body: []byte(`{"type":"webhook.test"}`), Keys: [][]byte{key}})
 	if r.Status != http.StatusBadRequest {
 		t.Fatalf("a forged delivery: %+v, want 400", r)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 )
@@ -91,14 +92,14 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
-		notice := func() webhookNotice {
+		notice := func() domain.WebhookNotice {
 			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
 		s.deliverDue()
@@ -108,12 +109,12 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
-		left, err := s.store.WebhookDeliveries(ctx, deliveryFilter{})
+		left, err := s.store.WebhookDeliveries(ctx, domain.DeliveryFilter{})
 		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
 			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
 		}
 		// The day's mark is gone with its day.
-		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
 		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
@@ -221,7 +222,7 @@ func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
 		rc := testkit.NewReceiver(t)
-		s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+		s.addEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
 		terms := s.keyTerms("pro")
 		terms.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour)
 		s.mustCreate(terms)

@@ -28,7 +28,7 @@ func webhookServer(t *testing.T, opts testOptions) *testServer {
 
 // addEndpoint adds an endpoint for rc taking events (none: all), and has
 // rc trust its secret.
-func (s *testServer) addEndpoint(rc *testkit.Receiver, events ...string) webhookEndpoint {
+func (s *testServer) addEndpoint(rc *testkit.Receiver, events ...string) domain.WebhookEndpoint {
 	s.t.Helper()
 	terms, err := newEndpointTerms(rc.URL(), events)
 	if err != nil {
@@ -56,9 +56,9 @@ func (s *testServer) deliverDue() {
 }
 
 // deliveryOf is the one delivery of event id.
-func (s *testServer) deliveryOf(eventID string) webhookDelivery {
+func (s *testServer) deliveryOf(eventID string) domain.WebhookDelivery {
 	s.t.Helper()
-	ds, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{EventID: eventID})
+	ds, err := s.store.WebhookDeliveries(context.Background(), domain.DeliveryFilter{EventID: eventID})
 	if err != nil || len(ds) != 1 {
 		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
 	}
@@ -186,7 +186,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 		s.deliverDue()
 		rc.Wait(1, 5*time.Second)
 		d := s.deliveryOf(ev.ID)
-		if d.State != deliveryPending || d.Attempts != 1 || d.LastStatus != 503 {
+		if d.State != domain.DeliveryPending || d.Attempts != 1 || d.LastStatus != 503 {
 			t.Fatalf("after a 503: %+v", d)
 		}
 		if wait := d.NextAt.Sub(s.clock.now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
@@ -202,7 +202,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 		if got[0].Timestamp == 0 || got[0].Signatures[0] == "" {
 			t.Fatalf("first attempt %+v", got[0])
 		}
-		if d := s.deliveryOf(ev.ID); d.State != deliveryDelivered || d.Attempts != 2 || d.LastStatus != 200 {
+		if d := s.deliveryOf(ev.ID); d.State != domain.DeliveryDelivered || d.Attempts != 2 || d.LastStatus != 200 {
 			t.Fatalf("after a 200: %+v", d)
 		}
 	})
@@ -222,20 +222,20 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		for i := range len(webhook.RetryDelays) + 1 {
 			s.deliverDue()
 			failing.Wait(i+1, 5*time.Second)
-			if d := s.deliveryOf(ev.ID); d.State == deliveryPending {
+			if d := s.deliveryOf(ev.ID); d.State == domain.DeliveryPending {
 				s.clock.advance(d.NextAt.Sub(s.clock.now()))
 			}
 		}
 		d := s.deliveryOf(ev.ID)
-		if d.State != deliveryFailed || d.Attempts != len(webhook.RetryDelays)+1 {
+		if d.State != domain.DeliveryFailed || d.Attempts != len(webhook.RetryDelays)+1 {
 			t.Fatalf("after the schedule: %+v", d)
 		}
-		failed, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{Failed: true})
+		failed, err := s.store.WebhookDeliveries(context.Background(), domain.DeliveryFilter{Failed: true})
 		if err != nil || len(failed) != 1 {
 			t.Fatalf("failed deliveries %+v, %v", failed, err)
 		}
 		// Resent, it keeps its id.
-		if n, err := s.store.ResendWebhookDeliveries(context.Background(), deliveryFilter{Failed: true}, s.clock.now()); n != 1 || err != nil {
+		if n, err := s.store.ResendWebhookDeliveries(context.Background(), domain.DeliveryFilter{Failed: true}, s.clock.now()); n != 1 || err != nil {
 			t.Fatalf("resend: %d, %v", n, err)
 		}
 		failing.AnswerWith(nil)
@@ -289,7 +289,7 @@ func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
 	}
 }
 
-func (s *testServer) endpoint(id int64) webhookEndpoint {
+func (s *testServer) endpoint(id int64) domain.WebhookEndpoint {
 	s.t.Helper()
 	endpoints, err := s.store.WebhookEndpoints(context.Background())
 	if err != nil {
@@ -301,7 +301,7 @@ func (s *testServer) endpoint(id int64) webhookEndpoint {
 		}
 	}
 	s.t.Fatalf("no endpoint %d", id)
-	return webhookEndpoint{}
+	return domain.WebhookEndpoint{}
 }
 
 func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
@@ -351,7 +351,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
 	s := webhookServer(t, testOptions{})
 	rc := testkit.NewReceiver(t)
-	s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+	s.addEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
 	terms := s.keyTerms("pro")
 	terms.ExpiresAt = s.clock.now().Add(10 * 24 * time.Hour)
 	k, _ := s.mustCreate(terms)
@@ -426,7 +426,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 				servers = append(servers, s.anotherServer())
 			}
 			rc := testkit.NewReceiver(t)
-			s.addEndpoint(rc, webhookQuotaThreshold)
+			s.addEndpoint(rc, domain.WebhookQuotaThreshold)
 			k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10}))
 			settle := func() {
 				for _, srv := range servers {
@@ -457,7 +457,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			}
 			thresholds := map[float64]map[string]any{}
 			for _, d := range got {
-				if !d.Verified || d.Event.Type != webhookQuotaThreshold {
+				if !d.Verified || d.Event.Type != domain.WebhookQuotaThreshold {
 					t.Fatalf("delivery %+v", d)
 				}
 				thresholds[d.Event.Data["threshold"].(float64)] = d.Event.Data

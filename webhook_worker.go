@@ -37,21 +37,11 @@ const (
 	// webhookPruneEvery is how often a server forgets what the outbox no
 	// longer needs.
 	webhookPruneEvery = time.Hour
-	// failingDisableAfter: an endpoint that has failed every delivery for
-	// this long is disabled.
-	failingDisableAfter = 72 * time.Hour
-)
-
-// Delivery states.
-const (
-	deliveryPending   = "pending"
-	deliveryDelivered = "delivered"
-	deliveryFailed    = "failed"
 )
 
 // webhookWorker sends the outbox's due deliveries.
 type webhookWorker struct {
-	store   webhookStorage
+	store   domain.WebhookStorage
 	keys    func(context.Context) ([]domain.Key, error)
 	sender  *webhook.Sender
 	now     func() time.Time
@@ -65,7 +55,7 @@ type webhookWorker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhook.Sender,
+func newWebhookWorker(store domain.WebhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhook.Sender,
 	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
 	return &webhookWorker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
@@ -185,30 +175,30 @@ func (w *webhookWorker) release(endpointID int64) {
 // attempt sends c once and records what came of it. An attempt cut short
 // by the server's stop is not recorded: its claim expires and it is made
 // again.
-func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
+func (w *webhookWorker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 	r := w.sender.Send(ctx, webhook.Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
 	if ctx.Err() != nil {
 		return
 	}
 	now := w.now()
-	o := deliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
+	o := domain.DeliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
 	switch {
 	case r.Delivered():
-		o.State = deliveryDelivered
+		o.State = domain.DeliveryDelivered
 	case r.Status == 410:
-		o.State, o.Disable = deliveryFailed, "the receiver answered 410 Gone"
+		o.State, o.Disable = domain.DeliveryFailed, "the receiver answered 410 Gone"
 	default:
 		next, ok := webhook.NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
-		o.State, o.NextAt = deliveryPending, next
+		o.State, o.NextAt = domain.DeliveryPending, next
 		if !ok {
-			o.State = deliveryFailed
+			o.State = domain.DeliveryFailed
 		}
 	}
-	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", webhook.ShownURL(c.URL), "attempt", o.Attempts)
+	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", domain.ShownURL(c.URL), "attempt", o.Attempts)
 	switch o.State {
-	case deliveryDelivered:
+	case domain.DeliveryDelivered:
 		log.Info("webhook delivered", "status", r.Status)
-	case deliveryPending:
+	case domain.DeliveryPending:
 		log.Warn("webhook attempt failed; will retry", "err", r.Err, "retry_at", o.NextAt.UTC().Format(time.RFC3339))
 	default:
 		log.Warn("webhook delivery failed", "err", r.Err)
@@ -229,7 +219,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
 func (w *webhookWorker) noticeExpiries(ctx context.Context) {
 	keys, err := w.keys(ctx)
 	if err == nil {
-		var notices []webhookNotice
+		var notices []domain.WebhookNotice
 		if notices, err = expiryNotices(keys, w.now()); err == nil && len(notices) > 0 {
 			err = w.store.AddWebhookNotices(ctx, notices)
 		}
@@ -242,5 +232,5 @@ func (w *webhookWorker) noticeExpiries(ctx context.Context) {
 // deliveryOutcomeNames are the outcome labels of
 // petstore_webhook_deliveries_total, by the state an attempt left.
 var deliveryOutcomeNames = map[string]string{
-	deliveryDelivered: "delivered", deliveryPending: "retried", deliveryFailed: "failed",
+	domain.DeliveryDelivered: "delivered", domain.DeliveryPending: "retried", domain.DeliveryFailed: "failed",
 }

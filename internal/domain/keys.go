@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -391,4 +392,21 @@ func CeilSecond(t time.Time) time.Time {
 		return t
 	}
 	return time.Unix(t.Unix()+1, 0)
+}
+
+// AppendRandomBase62 appends n random base62 characters to b: the random
+// part of a key, an admin token and a webhook event's id.
+func AppendRandomBase62(b []byte, n int) []byte {
+	var buf [64]byte
+	for n > 0 {
+		rand.Read(buf[:])
+		for _, c := range buf {
+			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
+			if c < 248 && n > 0 {
+				b = append(b, Base62[c%62])
+				n--
+			}
+		}
+	}
+	return b
 }

@@ -3,6 +3,7 @@
 // over a bounded HTTP client whose guard refuses the local network at dial
 // time (after DNS), and when to try again.
 //
-// It imports nothing of the project: the worker that claims deliveries
-// from the store's outbox hands it each attempt.
+// Of the project it imports only the domain (the endpoints' secrets and
+// URLs as they may be shown): the worker that claims deliveries from the
+// store's outbox hands it each attempt.
 package webhook

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // One attempt of a webhook delivery, as Standard Webhooks 1.0 has it
@@ -25,8 +27,7 @@ import (
 // bounded HTTP client that refuses the local network, and when to try again.
 
 const (
-	webhookSecretPrefix = "whsec_"
-	webhookSecretBytes  = 32
+	webhookSecretBytes = 32
 	// Timeout bounds an attempt from the dial to the last byte read.
 	Timeout = 15 * time.Second
 	// webhookMaxAnswer is the most of an answer read; a longer one fails
@@ -47,16 +48,7 @@ var RetryDelays = []time.Duration{
 func NewSecret() string {
 	var b [webhookSecretBytes]byte
 	rand.Read(b[:])
-	return webhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
-}
-
-// SecretKey is the HMAC key of secret: its decoded bytes.
-func SecretKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, webhookSecretPrefix))
-	if err != nil || len(key) == 0 {
-		return nil, errors.New("a webhook secret is not whsec_ and base64")
-	}
-	return key, nil
+	return domain.WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
 }
 
 // webhookSignature is the webhook-signature header of a message: for each
@@ -246,17 +238,6 @@ func URLProblem(raw string) string {
 }
 
 const maxWebhookURL = 2048
-
-// ShownURL is an endpoint URL as logs, errors and lists may show it: without
-// its user info and query, which may carry a receiver's own secrets.
-func ShownURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-	return shown.String()
-}
 
 // MaxInFlightPerEndpoint bounds the attempts all the servers together make
 // to one endpoint at once (the claim counts them), so that a receiver that

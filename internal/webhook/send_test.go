@@ -11,14 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
 func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 	rc := testkit.NewReceiver(t)
 	old, current := NewSecret(), NewSecret()
-	oldKey, _ := SecretKey(old)
-	currentKey, _ := SecretKey(current)
+	oldKey, _ := domain.WebhookSecretKey(old)
+	currentKey, _ := domain.WebhookSecretKey(current)
 	sender := NewSender(nil, "petstore/test", time.Now)
 	body := []byte(`{"type":"webhook.test","timestamp":"2026-11-25T12:00:00Z","data":{}}`)
 
@@ -62,7 +63,7 @@ func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 
 func TestWebhookSecretShape(t *testing.T) {
 	s := NewSecret()
-	key, err := SecretKey(s)
+	key, err := domain.WebhookSecretKey(s)
 	if !strings.HasPrefix(s, "whsec_") || err != nil || len(key) != 32 {
 		t.Fatalf("secret %q: %d bytes, %v", s, len(key), err)
 	}
@@ -296,7 +297,7 @@ func TestWebhookURLs(t *testing.T) {
 			t.Errorf("webhookURLProblem(%q) = %q, want %q", tt.url, got, tt.problem)
 		}
 	}
-	if got := ShownURL("https://user:secret@example.com:8443/a/b?token=s3cret#x"); got != "https://example.com:8443/a/b" {
+	if got := domain.ShownURL("https://user:secret@example.com:8443/a/b?token=s3cret#x"); got != "https://example.com:8443/a/b" {
 		t.Errorf("shownURL = %q", got)
 	}
 }
