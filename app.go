@@ -109,7 +109,8 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
-	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
+	// Counted by address: never a key's, so no stored usage to read.
+	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, nil)
 	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.

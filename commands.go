@@ -108,6 +108,35 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 // errHelp ends a command that printed its help.
 var errHelp = errors.New("help shown")
 
+// given tells whether the flag name was set, even to "".
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseScopeFlags reads --scope flags, each one scope or several separated
+// by commas, every one of within; none given: all of within. unknown is the
+// usage error of a name in flag that is none of them.
+func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, name string) error) (domain.ScopeSet, error) {
+	if len(flags) == 0 {
+		return within, nil
+	}
+	var s domain.ScopeSet
+	for _, flag := range flags {
+		names := strings.Split(flag, ",")
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
+		}
+		scopes, name, ok := domain.ParseScopes(names, within)
+		if !ok {
+			return 0, unknown(flag, name)
+		}
+		s |= scopes
+	}
+	return s, nil
+}
+
 // dbFlags are the flags every command has: which environment, which file.
 type dbFlags struct {
 	env string

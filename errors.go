@@ -37,10 +37,6 @@ const (
 	codeMisdirectedRequest = "misdirected_request"
 )
 
-// adminOnlyCodes are the codes only the admin API answers: openapi.yaml
-// (the pet API) leaves them out, admin-openapi.yaml has them.
-var adminOnlyCodes = []string{codeConflict, codeMisdirectedRequest}
-
 var codeStatus = map[string]int{
 	codeInvalidRequest:       http.StatusBadRequest,
 	codeInvalidJSON:          http.StatusBadRequest,

@@ -206,35 +206,6 @@ func parseScopes(flags []string) (domain.ScopeSet, error) {
 	})
 }
 
-// parseScopeFlags reads --scope flags, each one scope or several separated
-// by commas, every one of within; none given: all of within. unknown is the
-// usage error of a name in flag that is none of them.
-func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, name string) error) (domain.ScopeSet, error) {
-	if len(flags) == 0 {
-		return within, nil
-	}
-	var s domain.ScopeSet
-	for _, flag := range flags {
-		names := strings.Split(flag, ",")
-		for i := range names {
-			names[i] = strings.TrimSpace(names[i])
-		}
-		scopes, name, ok := domain.ParseScopes(names, within)
-		if !ok {
-			return 0, unknown(flag, name)
-		}
-		s |= scopes
-	}
-	return s, nil
-}
-
-// given tells whether the flag name was set, even to "".
-func given(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}
-
 // expiryNote is ", expires at TIME" for a key that expires.
 func expiryNote(expires time.Time) string {
 	if expires.IsZero() {
@@ -483,20 +454,8 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 
 func keysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys update", getenv, stdout).withDB()
-	var plan, name, expiresFlag string
-	var rpm, rpd int64
-	var scopeFlags []string
-	fs := c.fs
-	fs.StringVar(&plan, "plan", "", "the new plan: free, pro, business or enterprise (with --rpm and --rpd)")
-	fs.Int64Var(&rpm, "rpm", 0, "new requests per minute (enterprise only)")
-	fs.Int64Var(&rpd, "rpd", 0, "new requests per day (enterprise only)")
-	fs.StringVar(&name, "name", "", "the new name")
-	fs.Func("scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas", func(v string) error {
-		scopeFlags = append(scopeFlags, v)
-		return nil
-	})
-	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
-	externalID := externalIDFlag(fs, "the new reference for the key (a customer, an account); \"\" removes it")
+	var u keyUpdate
+	u.register(c.fs)
 	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
@@ -506,62 +465,9 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	now := time.Now()
-	var change domain.KeyChange
-	if given(fs, "plan") {
-		plan = domain.PlanName(plan)
-		if !domain.KnownPlan(plan) {
-			return usagef("unknown plan %q: choose free, pro, business or enterprise", plan)
-		}
-		if plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
-			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", plan)
-		}
-		change.Plan = &plan
-	}
-	for _, f := range []struct {
-		flag string
-		v    *int64
-		dst  **int64
-	}{{"rpm", &rpm, &change.PerMinute}, {"rpd", &rpd, &change.PerDay}} {
-		if given(fs, f.flag) {
-			if *f.v < 1 {
-				return usagef("--%s must be 1 or more", f.flag)
-			}
-			if *f.v > domain.MaxLimit {
-				return usagef("--%s must be at most %d, not %d", f.flag, domain.MaxLimit, *f.v)
-			}
-			*f.dst = f.v
-		}
-	}
-	if given(fs, "name") {
-		if err := checkLabel("--name", name); err != nil {
-			return usagef("%v", err)
-		}
-		change.Name = &name
-	}
-	if len(scopeFlags) > 0 {
-		scopes, err := parseScopes(scopeFlags)
-		if err != nil {
-			return err
-		}
-		change.Scopes = &scopes
-	}
-	if given(fs, "expires") {
-		var at time.Time
-		if expiresFlag != "never" {
-			if at, err = parseExpires(expiresFlag, "never (no expiry)", now); err != nil {
-				return err
-			}
-		}
-		change.Expires = &at
-	}
-	if given(fs, "external-id") {
-		if err := externalID.check(fs, true); err != nil {
-			return err
-		}
-		change.ExternalID = externalID.value
-	}
-	if change == (domain.KeyChange{}) {
-		return usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
+	change, err := u.change(c.fs, now)
+	if err != nil {
+		return err
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
@@ -575,5 +481,98 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	fmt.Fprintf(stdout, "updated key %d: %s plan, %d/minute, %d/day, %s%s; running servers apply it within a second\n",
 		after.ID, after.Plan, after.PerMinute, after.PerDay, after.Scopes.Described(), expiryNote(after.ExpiresAt))
+	return nil
+}
+
+// keyUpdate holds the flags of keys update; each one given is a change.
+type keyUpdate struct {
+	plan, name, expires string
+	rpm, rpd            int64
+	scopes              []string
+	externalID          externalIDOption
+}
+
+func (u *keyUpdate) register(fs *flag.FlagSet) {
+	fs.StringVar(&u.plan, "plan", "", "the new plan: free, pro, business or enterprise (with --rpm and --rpd)")
+	fs.Int64Var(&u.rpm, "rpm", 0, "new requests per minute (enterprise only)")
+	fs.Int64Var(&u.rpd, "rpd", 0, "new requests per day (enterprise only)")
+	fs.StringVar(&u.name, "name", "", "the new name")
+	fs.Func("scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas", func(v string) error {
+		u.scopes = append(u.scopes, v)
+		return nil
+	})
+	fs.StringVar(&u.expires, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
+	u.externalID = externalIDFlag(fs, "the new reference for the key (a customer, an account); \"\" removes it")
+}
+
+// change is the change the flags given on fs ask for, or the usage mistake
+// in them.
+func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, error) {
+	var change domain.KeyChange
+	if err := u.limitsChange(fs, &change); err != nil {
+		return change, err
+	}
+	if given(fs, "name") {
+		if err := checkLabel("--name", u.name); err != nil {
+			return change, usagef("%v", err)
+		}
+		change.Name = &u.name
+	}
+	if len(u.scopes) > 0 {
+		scopes, err := parseScopes(u.scopes)
+		if err != nil {
+			return change, err
+		}
+		change.Scopes = &scopes
+	}
+	if given(fs, "expires") {
+		var at time.Time
+		if u.expires != "never" {
+			var err error
+			if at, err = parseExpires(u.expires, "never (no expiry)", now); err != nil {
+				return change, err
+			}
+		}
+		change.Expires = &at
+	}
+	if given(fs, "external-id") {
+		if err := u.externalID.check(fs, true); err != nil {
+			return change, err
+		}
+		change.ExternalID = u.externalID.value
+	}
+	if change == (domain.KeyChange{}) {
+		return change, usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
+	}
+	return change, nil
+}
+
+// limitsChange puts the change of --plan, --rpm and --rpd in change.
+func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) error {
+	if given(fs, "plan") {
+		u.plan = domain.PlanName(u.plan)
+		if !domain.KnownPlan(u.plan) {
+			return usagef("unknown plan %q: choose free, pro, business or enterprise", u.plan)
+		}
+		if u.plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
+			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", u.plan)
+		}
+		change.Plan = &u.plan
+	}
+	for _, f := range []struct {
+		flag string
+		v    *int64
+		dst  **int64
+	}{{"rpm", &u.rpm, &change.PerMinute}, {"rpd", &u.rpd, &change.PerDay}} {
+		if given(fs, f.flag) {
+			if *f.v < 1 {
+				return usagef("--%s must be 1 or more", f.flag)
+			}
+			if *f.v > domain.MaxLimit {
+				return usagef("--%s must be at most %d, not %d", f.flag, domain.MaxLimit, *f.v)
+			}
+			*f.dst = f.v
+		}
+	}
 	return nil
 }

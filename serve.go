@@ -96,6 +96,46 @@ const defaultDBTimeout = 3 * time.Second
 func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.registerFlags(fs)
+	rest, err := parseFlags(fs, args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	}
+	if len(rest) > 0 {
+		return usagef("serve takes no arguments, got %q", rest[0])
+	}
+	if err := cfg.checkFlags(fs); err != nil {
+		return err
+	}
+	if getenv("GOGC") == "" {
+		// Most of the heap is the in-memory copy of the pets, which holds no
+		// pointers: the collector never scans it, so collecting at half the
+		// default growth costs little CPU and keeps the heap (with a million
+		// pets) some 20 MiB smaller. GOGC in the environment still decides.
+		debug.SetGCPercent(serveGCPercent)
+	}
+	logs := logline.NewBuffer(stderr)
+	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	flushCtx, stopFlushing := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() {
+		every(flushCtx, logline.FlushEvery, logs.Flush)
+		logs.Flush()
+		close(flushed)
+	}()
+	defer func() { stopFlushing(); <-flushed }()
+	return serve(ctx, cfg, logger, logs, stderr)
+}
+
+// registerFlags defines serve's flags on fs, each setting its part of cfg.
+func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
@@ -116,21 +156,15 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	cfg.https.register(fs)
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to this host's own addresses and to loopback, private, link-local and unique-local ones, and NAT64 of them (a receiver on this network); refused otherwise, both when an endpoint is added over the admin API and at each attempt")
 	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
-	rest, err := parseFlags(fs, args, getenv, stdout)
-	if err != nil {
-		return err
-	}
-	if cfg.version {
-		fmt.Fprintln(stdout, versionString())
-		return nil
-	}
-	if len(rest) > 0 {
-		return usagef("serve takes no arguments, got %q", rest[0])
-	}
+}
+
+// checkFlags refuses, as a usage mistake naming them, the flags of serve
+// that cannot work alone or together.
+func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 	if err := cfg.dbFlags.check(); err != nil {
 		return err
 	}
-	if err := cfg.https.check(&cfg, setFlags(fs)); err != nil {
+	if err := cfg.https.check(cfg, setFlags(fs)); err != nil {
 		return err
 	}
 	if err := checkListenAddr("--addr", cfg.addr); err != nil {
@@ -161,27 +195,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
 			"the rate limits too, or N servers would each grant a key its whole limit")
 	}
-	if getenv("GOGC") == "" {
-		// Most of the heap is the in-memory copy of the pets, which holds no
-		// pointers: the collector never scans it, so collecting at half the
-		// default growth costs little CPU and keeps the heap (with a million
-		// pets) some 20 MiB smaller. GOGC in the environment still decides.
-		debug.SetGCPercent(serveGCPercent)
-	}
-	logs := logline.NewBuffer(stderr)
-	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
-	if err != nil {
-		return err
-	}
-	flushCtx, stopFlushing := context.WithCancel(context.Background())
-	flushed := make(chan struct{})
-	go func() {
-		every(flushCtx, logline.FlushEvery, logs.Flush)
-		logs.Flush()
-		close(flushed)
-	}()
-	defer func() { stopFlushing(); <-flushed }()
-	return serve(ctx, cfg, logger, logs, stderr)
+	return nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
