@@ -158,12 +158,11 @@ func newACME(cfg serveConfig, logger *slog.Logger, m *metrics) (*acmeManager, er
 // the certificates stored, orders the others in the background, renews.
 func (am *acmeManager) start(ctx context.Context, store lifecycle, apiAddr, httpAddr net.Addr) error {
 	storage := am.files
-	if storage == nil {
-		db, ok := store.(acmeStorer)
-		if !ok {
-			return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
-		}
+	if db, ok := store.(acmeStorer); ok && storage == nil {
 		storage = db.ACMEStorage()
+	}
+	if storage == nil {
+		return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
 	}
 	zl := acmeLogger(am.logger)
 	am.cache = certmagic.NewCache(certmagic.CacheOptions{
@@ -171,7 +170,9 @@ func (am *acmeManager) start(ctx context.Context, store lifecycle, apiAddr, http
 		RenewCheckInterval: acmeRenewCheck,
 		Logger:             zl,
 	})
-	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent})
+	// A client that names no server (SNI), such as a load balancer's
+	// check by address, gets the first name's certificate.
+	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent, DefaultServerName: am.cfg.domains[0]})
 	host, tlsPort := splitPort(apiAddr.String())
 	httpPort := 0
 	if httpAddr != nil {

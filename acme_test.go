@@ -272,3 +272,21 @@ func TestBadACMEFlagsNameTheFlag(t *testing.T) {
 		})
 	}
 }
+
+// With Pebble's HTTP-01 port out of reach, the certificate comes through
+// TLS-ALPN-01, answered by the HTTPS listener itself.
+func TestACMETLSALPNChallenge(t *testing.T) {
+	t.Parallel()
+	pebble := startPebble(t, time.Hour)
+	const domain = "alpn.petstore.test"
+	p := runServing(t, nil, "serve", "--db", filepath.Join(t.TempDir(), "petstore.db"), "--acme-domain", domain,
+		"--acme-ca", pebble.directory, "--acme-ca-root", pebble.rootFile,
+		"--addr", "127.0.0.1:"+strconv.Itoa(pebble.tlsPort), "--http-addr", testkit.FreeAddr(t))
+	logOnFailure(t, p)
+	if _, err := servedCert(t, pebble.issuing, p.url, domain); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.stderr.String(), `msg="served key authentication certificate" component=acme challenge=tls-alpn-01`) {
+		t.Error("no TLS-ALPN-01 challenge answered")
+	}
+}

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // Admin tokens (DESIGN.md "The API's owner"): the credential of the admin
@@ -16,57 +19,12 @@ import (
 // checked by the same code (newSecret, secretProblem); the database keeps
 // its SHA-256 hash. Its scopes are the admin scopes of scope.go.
 
-// adminToken is a stored admin token: never the token, only its hash.
-type adminToken struct {
-	ID        int64
-	Hash      []byte
-	Name      string
-	Scopes    scopeSet
-	Env       string
-	CreatedAt time.Time
-	RevokedAt time.Time // zero while the token works
-}
-
-// adminActor is the actor of the changes a token's holder makes.
-func (t *adminToken) actor() string { return "admin:" + t.Name }
-
-// listedAdminToken is a token as admin list shows it (--json: these fields).
-type listedAdminToken struct {
-	ID      int64      `json:"id"`
-	Name    string     `json:"name"`
-	Scopes  []string   `json:"scopes"`
-	Created time.Time  `json:"created"`
-	Revoked *time.Time `json:"revoked"`
-}
-
-func (t *adminToken) listed() listedAdminToken {
-	return listedAdminToken{ID: t.ID, Name: t.Name, Scopes: t.Scopes.names(), Created: t.CreatedAt, Revoked: timeOrNil(t.RevokedAt)}
-}
-
-// adminEvent is the audit event of action on token t.
-func adminEvent(action string, t adminToken, actor string, at time.Time) auditEvent {
-	return auditEvent{At: auditTime(at), Action: action, Actor: actor, Env: t.Env,
-		Details: auditDetails{AdminID: t.ID, Name: t.Name, Scopes: t.Scopes.names()}}
-}
-
 // parseAdminScopes reads --scope of admin create: admin scopes separated by
 // commas, repeatable. None given: every admin scope.
-func parseAdminScopes(flags []string) (scopeSet, error) {
-	if len(flags) == 0 {
-		return allAdminScopes, nil
-	}
-	var s scopeSet
-	for _, flag := range flags {
-		for name := range strings.SplitSeq(flag, ",") {
-			name = strings.TrimSpace(name)
-			scope, ok := scopeWithin(name, allAdminScopes)
-			if !ok {
-				return 0, usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(allAdminScopes.names(), ", "))
-			}
-			s |= scope
-		}
-	}
-	return s, nil
+func parseAdminScopes(flags []string) (domain.ScopeSet, error) {
+	return parseScopeFlags(flags, domain.AllAdminScopes, func(_, name string) error {
+		return usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
+	})
 }
 
 func adminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -98,11 +56,11 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 	defer store.Close()
 	token := newSecret(adminPrefixes[c.db.env])
 	hash := hashKey(token)
-	t, err := store.CreateAdminToken(ctx, adminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.env}, commandActor())
+	t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.env}, commandActor())
 	if err != nil {
 		return fmt.Errorf("create admin token: %w", err)
 	}
-	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.described(), c.db.shown())
+	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.Described(), c.db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
 }
@@ -122,11 +80,11 @@ func adminList(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("list admin tokens: %w", err)
 	}
-	rows := make([]listedAdminToken, len(tokens))
+	rows := make([]domain.ListedAdminToken, len(tokens))
 	for i := range tokens {
-		rows[i] = tokens[i].listed()
+		rows[i] = tokens[i].Listed()
 	}
-	return writeRows(stdout, *asJSON, rows, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t listedAdminToken) {
+	return writeRows(stdout, *asJSON, rows, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t domain.ListedAdminToken) {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))
 	})
 }
@@ -171,7 +129,7 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 type adminGate struct {
 	store    storage
 	env      string
-	failures rateLimiter
+	failures limits.Limiter
 	metrics  *metrics
 }
 
@@ -180,8 +138,8 @@ type adminGate struct {
 // through the public listener's proxy, so X-Forwarded-For there is the
 // client's own word: believed, it would let one address spread its
 // failures over made-up addresses, or ban another's.
-func (g *adminGate) caller(r *http.Request) callerID {
-	return callerID{addr: clientAddr(r, false)}
+func (g *adminGate) caller(r *http.Request) domain.CallerID {
+	return domain.CallerID{Addr: clientAddr(r, false)}
 }
 
 // adminChallenge is the WWW-Authenticate of the admin API's 401s.
@@ -240,7 +198,7 @@ func adminCredential(header, env string) (string, authFailure) {
 // require answers a request without a valid admin token 401 (429 once its
 // address has failed too often), one whose token lacks need 403, and
 // passes the rest to next with the token on the request's info.
-func (g *adminGate) require(need scopeSet) middleware {
+func (g *adminGate) require(need domain.ScopeSet) middleware {
 	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -253,7 +211,7 @@ func (g *adminGate) require(need scopeSet) middleware {
 				g.refuse(w, r, failure)
 				return
 			}
-			if !t.Scopes.has(need) {
+			if !t.Scopes.Has(need) {
 				insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
 				return
 			}
@@ -265,16 +223,16 @@ func (g *adminGate) require(need scopeSet) middleware {
 
 // authenticate finds the request's admin token, or why it has none. An
 // address banned for its failures is not looked up.
-func (g *adminGate) authenticate(r *http.Request) (*adminToken, authFailure, error) {
+func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailure, error) {
 	token, failure := adminCredential(firstHeader(r.Header, "Authorization"), g.env)
 	if failure.reason != 0 {
 		return nil, failure, nil
 	}
-	s, err := g.failures.peek(r.Context(), g.caller(r), anonymousLimits)
+	s, err := g.failures.Peek(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		return nil, authFailure{}, err
 	}
-	if !s.allowed {
+	if !s.Allowed {
 		return nil, adminUnknown, nil // banned: the token is not even looked up
 	}
 	hash := hashKey(token)
@@ -294,12 +252,12 @@ func (g *adminGate) authenticate(r *http.Request) (*adminToken, authFailure, err
 // address's own allowance of failures; 401, or 429 past it.
 func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authFailure) {
 	g.metrics.adminAuthFailed(failure.reason)
-	d, err := g.failures.allow(r.Context(), g.caller(r), anonymousLimits)
+	d, err := g.failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if !d.allowed {
+	if !d.Allowed {
 		refuse(w, r, &d)
 		return
 	}

@@ -12,9 +12,13 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
+	"petstore/internal/webhook"
 )
 
-// The admin API (DESIGN.md "The API's owner"): what the CLI does to keys,
+// The admin API (docs/admin.md, "The routes"): what the CLI does to keys,
 // over HTTP for a signup flow or a portal, under /admin/v1 on the admin
 // listener only (--admin-addr), behind admin tokens (admin.go). Its objects
 // are the CLI's: a key is keys list --json's listedKey, an event audit
@@ -27,10 +31,13 @@ var adminOpenAPIYAML []byte
 type adminDeps struct {
 	store   storage
 	now     func() time.Time
-	limiter rateLimiter // read, never spent: a key's limits
+	limiter limits.Limiter // read, never spent: a key's limits
 	// webhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
-	webhookGuard *addressGuard
+	webhookGuard *webhook.AddressGuard
+	// storeBans stores the bans this server started and has not stored
+	// yet, so that the bans listed or lifted include one just refused.
+	storeBans func(context.Context) error
 }
 
 // createdKey is a key made by the admin API: the key object and, this once,
@@ -53,7 +60,7 @@ func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.actor())
+		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -64,21 +71,21 @@ func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 
 // newKeyTerms are the terms of a key that body asks for, by the rules of
 // keys create.
-func newKeyTerms(body jsonBody, env string, now time.Time) (apiKey, error) {
-	k := apiKey{Env: env, Scopes: allScopes}
+func newKeyTerms(body jsonBody, env string, now time.Time) (domain.Key, error) {
+	k := domain.Key{Env: env, Scopes: domain.AllScopes}
 	var plan string
 	var perMinute, perDay int64
 	if err := body.str("plan", &plan); err != nil {
 		return k, err
 	}
-	plan = planName(plan)
+	plan = domain.PlanName(plan)
 	if err := body.int("perMinute", &perMinute); err != nil {
 		return k, err
 	}
 	if err := body.int("perDay", &perDay); err != nil {
 		return k, err
 	}
-	lim, err := limitsOf(plan, perMinute, perDay, jsonFields)
+	lim, err := domain.LimitsOf(plan, perMinute, perDay, domain.JSONFields)
 	if err != nil {
 		return k, err
 	}
@@ -117,10 +124,10 @@ func checkText(field, s string) error {
 // or token (refuseSecret). A refusal is invalid_request.
 func checkExternalID(field, id string) error {
 	if checkText(field, id) != nil || strings.ContainsRune(id, utf8.RuneError) {
-		return errInvalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
+		return domain.Invalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
 	}
 	if err := refuseSecret(field, id); err != nil {
-		return errInvalid("%s", err.Error())
+		return domain.Invalid("%s", err.Error())
 	}
 	return nil
 }
@@ -138,10 +145,10 @@ func handleAdminListKeys(d adminDeps) http.Handler {
 			return
 		}
 		now := d.now()
-		var page []apiKey
+		var page []domain.Key
 		more := false
 		for _, k := range all {
-			if k.ID <= q.after || !q.filter.picks(k, now) {
+			if k.ID <= q.after || !q.filter.Picks(k, now) {
 				continue
 			}
 			if len(page) == q.limit {
@@ -164,7 +171,7 @@ func handleAdminListKeys(d adminDeps) http.Handler {
 
 // adminKeysQuery is a validated query of GET /admin/v1/keys.
 type adminKeysQuery struct {
-	filter keyFilter
+	filter domain.KeyFilter
 	limit  int
 	after  int64
 	params url.Values // the filters as given, for the next page's Link
@@ -177,18 +184,18 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
-	if plan := planName(v.Get("plan")); v.Has("plan") {
-		if !knownPlan(plan) {
+	if plan := domain.PlanName(v.Get("plan")); v.Has("plan") {
+		if !domain.KnownPlan(plan) {
 			return q, errorf(codeInvalidRequest, "plan must be one of free, pro, business, enterprise, not %q", plan)
 		}
 		q.filter.Plan = plan
 		q.params.Set("plan", plan)
 	}
 	var err error
-	if q.filter.Idle, err = reportSpan("idle", v.Get("idle"), v.Has("idle")); err != nil {
+	if q.filter.Idle, err = domain.ReportSpan("idle", v.Get("idle"), v.Has("idle")); err != nil {
 		return q, err
 	}
-	if q.filter.Expiring, err = reportSpan("expiring", v.Get("expiring"), v.Has("expiring")); err != nil {
+	if q.filter.Expiring, err = domain.ReportSpan("expiring", v.Get("expiring"), v.Has("expiring")); err != nil {
 		return q, err
 	}
 	for _, name := range []string{"idle", "expiring"} {
@@ -231,12 +238,7 @@ func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
 		return defaultPageSize, nil
 	}
-	s := v.Get("limit")
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxPageSize || !isDigits(s) {
-		return 0, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
-	}
-	return n, nil
+	return limitOf(v.Get("limit"))
 }
 
 // pageCursor is where a page begins: after the id its cursor names.
@@ -311,7 +313,7 @@ func (d adminDeps) keyObject(ctx context.Context, id int64) (listedKey, error) {
 	if err != nil {
 		return listedKey{}, err
 	}
-	rows, err := listedKeys(ctx, d.store, all, []apiKey{k}, d.now())
+	rows, err := listedKeys(ctx, d.store, all, []domain.Key{k}, d.now())
 	if err != nil {
 		return listedKey{}, err
 	}
@@ -319,14 +321,14 @@ func (d adminDeps) keyObject(ctx context.Context, id int64) (listedKey, error) {
 }
 
 // findKey is key id, with every key there is; an unknown id is not_found.
-func findKey(ctx context.Context, store storage, id int64) (apiKey, []apiKey, error) {
+func findKey(ctx context.Context, store storage, id int64) (domain.Key, []domain.Key, error) {
 	all, err := store.Keys(ctx)
 	if err != nil {
-		return apiKey{}, nil, err
+		return domain.Key{}, nil, err
 	}
-	i := slices.IndexFunc(all, func(k apiKey) bool { return k.ID == id })
+	i := slices.IndexFunc(all, func(k domain.Key) bool { return k.ID == id })
 	if i < 0 {
-		return apiKey{}, nil, errNotFound("no API key has id %d", id)
+		return domain.Key{}, nil, domain.NotFound("no API key has id %d", id)
 	}
 	return all[i], all, nil
 }
@@ -350,8 +352,8 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		apply := func(k apiKey) (apiKey, error) { return change.apply(k, now, jsonFields) }
-		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.actor()); err != nil {
+		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
+		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.Actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -360,8 +362,8 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 }
 
 // keyChangeOf is the change a PATCH body asks for: only its fields.
-func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
-	var c keyChange
+func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
+	var c domain.KeyChange
 	if len(body) == 0 {
 		return c, errorf(codeInvalidRequest, "the body changes nothing: give at least one of plan, perMinute, perDay, name, scopes, expires, externalId")
 	}
@@ -370,8 +372,8 @@ func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
 		if err := body.str("plan", c.Plan); err != nil {
 			return c, err
 		}
-		*c.Plan = planName(*c.Plan)
-		if !knownPlan(*c.Plan) {
+		*c.Plan = domain.PlanName(*c.Plan)
+		if !domain.KnownPlan(*c.Plan) {
 			return c, errorf(codeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
 		}
 	}
@@ -390,7 +392,7 @@ func keyChangeOf(body jsonBody, now time.Time) (keyChange, error) {
 		}
 	}
 	if _, ok := body["scopes"]; ok {
-		c.Scopes = new(scopeSet)
+		c.Scopes = new(domain.ScopeSet)
 		if err := body.scopes(c.Scopes); err != nil {
 			return c, err
 		}
@@ -417,24 +419,10 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		overlap := defaultRollOverlap
-		if r.ContentLength != 0 || firstHeader(r.Header, "Content-Type") != "" {
-			body, err := decodeObject(w, r, []string{"overlap"}, "a roll has only overlap")
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			if _, ok := body["overlap"]; ok {
-				var s string
-				if err := jsonBody(body).str("overlap", &s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-				if overlap, err = overlapOf("overlap", s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-			}
+		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", keyOverlapAtZero)
+		if err != nil {
+			writeError(w, r, err)
+			return
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
 		old, _, err := findKey(r.Context(), d.store, id)
@@ -444,13 +432,34 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 		}
 		token := newKey(old.Env)
 		hash := hashKey(token)
-		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.actor())
+		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
 	})
+}
+
+// overlapBody reads the body of a roll or a rotation: none, or an object
+// with only overlap; def when it names none. A request has a body when it
+// says so, by its length or by its Content-Type.
+func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only, atZero string) (time.Duration, error) {
+	if r.ContentLength == 0 && firstHeader(r.Header, "Content-Type") == "" {
+		return def, nil
+	}
+	body, err := decodeObject(w, r, []string{"overlap"}, only)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := body["overlap"]; !ok {
+		return def, nil
+	}
+	var s string
+	if err := jsonBody(body).str("overlap", &s); err != nil {
+		return 0, err
+	}
+	return overlapOf("overlap", s, atZero)
 }
 
 // defaultRollOverlap is how long the old key of a roll works on beside the
@@ -464,7 +473,7 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.actor()); err != nil {
+		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.Actor()); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -500,15 +509,15 @@ func handleAdminKeyUsage(d adminDeps) http.Handler {
 // to maxUsageDays.
 func usageDays(field, s string) (int, error) {
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxUsageDays || !isDigits(s) {
-		return 0, errInvalid("%s must be an integer from 1 to %d", field, maxUsageDays)
+	if err != nil || n < 1 || n > maxUsageDays || !domain.IsDigits(s) {
+		return 0, domain.Invalid("%s must be an integer from 1 to %d", field, maxUsageDays)
 	}
 	return n, nil
 }
 
 // keyUsage is the usage history of key id's budget over the days days
 // ending today: one row a day, oldest first. An unknown id is not_found.
-func keyUsage(ctx context.Context, store storage, id int64, days int, now time.Time) ([]usageDay, error) {
+func keyUsage(ctx context.Context, store storage, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
 	k, _, err := findKey(ctx, store, id)
 	if err != nil {
 		return nil, err
@@ -546,8 +555,8 @@ func handleAdminAudit(d adminDeps) http.Handler {
 
 // parseAdminAuditQuery reads GET /admin/v1/audit's query: the filter, with
 // its page, and the parameters to keep in the next page's Link.
-func parseAdminAuditQuery(v url.Values, now time.Time) (auditFilter, url.Values, error) {
-	var f auditFilter
+func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.Values, error) {
+	var f domain.AuditFilter
 	params := url.Values{}
 	for _, name := range []string{"since", "key", "action", "limit", "cursor"} {
 		if len(v[name]) > 1 {
@@ -606,7 +615,7 @@ func (b jsonBody) int(name string, dst *int64) error {
 	if !ok {
 		return nil
 	}
-	if !isDigits(string(raw)) || json.Unmarshal(raw, dst) != nil || *dst < 1 {
+	if !domain.IsDigits(string(raw)) || json.Unmarshal(raw, dst) != nil || *dst < 1 {
 		return errorf(codeInvalidRequest, "%s must be an integer of 1 or more", name)
 	}
 	return nil
@@ -642,22 +651,18 @@ func (b jsonBody) name(dst *string) error {
 
 // scopes reads the scopes of a key, an array of at least one scope name;
 // absent leaves dst.
-func (b jsonBody) scopes(dst *scopeSet) error {
+func (b jsonBody) scopes(dst *domain.ScopeSet) error {
 	raw, ok := b["scopes"]
 	if !ok {
 		return nil
 	}
 	var names []string
 	if string(raw) == "null" || json.Unmarshal(raw, &names) != nil || len(names) == 0 {
-		return errorf(codeInvalidRequest, "scopes must be an array of one or more of %s", strings.Join(allScopes.names(), ", "))
+		return errorf(codeInvalidRequest, "scopes must be an array of one or more of %s", strings.Join(domain.AllScopes.Names(), ", "))
 	}
-	var s scopeSet
-	for _, name := range names {
-		scope, ok := scopeNamed(name)
-		if !ok {
-			return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, knownScopes)
-		}
-		s |= scope
+	s, name, ok := domain.ParseScopes(names, domain.AllScopes)
+	if !ok {
+		return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
 	}
 	*dst = s
 	return nil

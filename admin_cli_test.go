@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // cliJSON runs a command that prints JSON and decodes it into v.
@@ -40,7 +43,7 @@ func TestAdminCommands(t *testing.T) {
 			t.Error("admin create printed the token on standard error too")
 		}
 
-		var tokens []listedAdminToken
+		var tokens []domain.ListedAdminToken
 		cliJSON(t, &tokens, "admin", "list", "--db", db, "--json")
 		if len(tokens) != 1 || tokens[0].Name != "portal" || strings.Join(tokens[0].Scopes, ",") != "keys:read,audit:read" || tokens[0].Revoked != nil {
 			t.Errorf("admin list: %+v", tokens)
@@ -58,7 +61,7 @@ func TestAdminCommands(t *testing.T) {
 		}
 		var events []auditJSON
 		cliJSON(t, &events, "audit", "--db", db, "--json")
-		if len(events) != 2 || events[0].Action != auditAdminCreated || events[1].Action != auditAdminRevoked ||
+		if len(events) != 2 || events[0].Action != domain.AuditAdminCreated || events[1].Action != domain.AuditAdminRevoked ||
 			events[1].Details.AdminID != tokens[0].ID {
 			t.Errorf("audit: %+v", events)
 		}
@@ -98,7 +101,7 @@ func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
 			t.Errorf("expires %v after --expires never", k.Expires)
 		}
 		var events []auditJSON
-		cliJSON(t, &events, "audit", "--db", db, "--action", auditKeyUpdated, "--json")
+		cliJSON(t, &events, "audit", "--db", db, "--action", domain.AuditKeyUpdated, "--json")
 		if len(events) != 2 || events[0].Details.Before.Plan != "free" || events[0].Details.After.PerMinute != 500 {
 			t.Errorf("key.updated events: %+v", events)
 		}
@@ -232,7 +235,7 @@ func TestAnOperatorSession(t *testing.T) {
 		var sent int64
 		deadline = time.Now().Add(5 * time.Second)
 		for {
-			var rows []usageDay
+			var rows []domain.UsageDay
 			if err := json.Unmarshal(call("GET", keyPath+"/usage?days=1", "", 200), &rows); err != nil {
 				t.Fatal(err)
 			}
@@ -260,18 +263,18 @@ func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 		today := time.Now().UTC()
-		yesterday := dayString(unixDay(today) - 1)
-		if err := store.AddUsageHistory(context.Background(), []usageDay{
+		yesterday := limits.DayString(limits.UnixDay(today) - 1)
+		if err := store.AddUsageHistory(context.Background(), []domain.UsageDay{
 			{BudgetID: id, Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
 		}); err != nil {
 			t.Fatal(err)
 		}
 		store.Close()
 
-		var rows []usageDay
+		var rows []domain.UsageDay
 		cliJSON(t, &rows, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "3", "--json")
-		want := []usageDay{
-			{Day: dayString(unixDay(today) - 2)},
+		want := []domain.UsageDay{
+			{Day: limits.DayString(limits.UnixDay(today) - 2)},
 			{Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
 			{Day: today.Format(time.DateOnly)},
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The admin listener answers a Host that is an IP address, localhost or a
@@ -17,7 +19,7 @@ func TestAdminListenerAnswersOnlyItsOwnHostNames(t *testing.T) {
 	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
 	s.adminHosts = []string{"petstore-admin", "admin.internal"}
 	s.adminHandler = newAdminServer(s.app)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	doc := readAdminOpenAPI(t)
 	tests := []struct {
 		host     string

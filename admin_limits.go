@@ -16,7 +16,7 @@ type whoami struct {
 func handleAdminWhoami() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := recordOf(w).admin
-		writeJSON(w, r, http.StatusOK, whoami{ID: t.ID, Name: t.Name, Scopes: t.Scopes.names()})
+		writeJSON(w, r, http.StatusOK, whoami{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()})
 	})
 }
 
@@ -37,8 +37,8 @@ func handleAdminKeyLimits(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		budget, lim := k.budget()
-		s, err := d.limiter.peek(r.Context(), budget, lim)
+		budget, lim := k.Budget()
+		s, err := d.limiter.Peek(r.Context(), budget, lim)
 		if err != nil {
 			writeError(w, r, err)
 			return

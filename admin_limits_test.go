@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"petstore/internal/domain"
 )
 
 // The admin API's additions for the owner's console: whoami, the keys'
@@ -15,12 +17,12 @@ func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
 	s := newTestServer(t)
 	tests := []struct {
 		name   string
-		scopes scopeSet
+		scopes domain.ScopeSet
 		want   []string
 	}{
-		{"portal", allAdminScopes, []string{"keys:read", "keys:write", "audit:read", "webhooks"}},
-		{"support", scopeKeysRead, []string{"keys:read"}},
-		{"hooks", scopeWebhooks | scopeAuditRead, []string{"audit:read", "webhooks"}},
+		{"portal", domain.AllAdminScopes, []string{"keys:read", "keys:write", "audit:read", "webhooks"}},
+		{"support", domain.ScopeKeysRead, []string{"keys:read"}},
+		{"hooks", domain.ScopeWebhooks | domain.ScopeAuditRead, []string{"audit:read", "webhooks"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +41,7 @@ func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
 
 func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	for _, body := range []string{
 		`{"plan":"free","name":"Acme Corp"}`,
 		`{"plan":"free","name":"other","externalId":"ext-ACME-7"}`,
@@ -92,8 +94,8 @@ func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
 
 func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		reader := s.mustCreateAdmin("support", scopeKeysRead)
-		k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 10, PerDay: 100}))
+		reader := s.mustCreateAdmin("support", domain.ScopeKeysRead)
+		k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 10, PerDay: 100}))
 		for range 3 {
 			if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
 				t.Fatalf("GET /v1/pets: %d %s", w.Code, w.Body)
@@ -135,7 +137,7 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 
 func TestEveryAdminAnswerIsNeverStoredNorSharedWithAnotherOrigin(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	for _, tt := range []struct{ method, target, token string }{
 		{"GET", "/admin/v1/keys", admin},
 		{"POST", "/admin/v1/keys", admin},

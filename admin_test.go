@@ -12,16 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
 // mustCreateAdmin makes an admin token named name holding scopes and
 // returns it.
-func (s *testServer) mustCreateAdmin(name string, scopes scopeSet) string {
+func (s *testServer) mustCreateAdmin(name string, scopes domain.ScopeSet) string {
 	s.t.Helper()
 	token := newSecret(adminPrefixes[s.cfg.env])
 	hash := hashKey(token)
-	if _, err := s.store.CreateAdminToken(context.Background(), adminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.env}, testActor); err != nil {
+	if _, err := s.store.CreateAdminToken(context.Background(), domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.env}, testActor); err != nil {
 		s.t.Fatal(err)
 	}
 	return token
@@ -68,7 +70,7 @@ func decodeJSON(t testing.TB, w *httptest.ResponseRecorder, v any) {
 // with success given the scope, and that success.
 type adminRequest struct {
 	method, target, body string
-	need                 scopeSet
+	need                 domain.ScopeSet
 	ok                   int
 }
 
@@ -76,37 +78,37 @@ type adminRequest struct {
 func adminRequests(id int64) []adminRequest {
 	key := "/admin/v1/keys/" + strconv.FormatInt(id, 10)
 	return []adminRequest{
-		{"POST", "/admin/v1/keys", `{"plan":"free"}`, scopeKeysWrite, 201},
-		{"GET", "/admin/v1/keys", "", scopeKeysRead, 200},
-		{"GET", key, "", scopeKeysRead, 200},
-		{"PATCH", key, `{"name":"renamed"}`, scopeKeysWrite, 200},
-		{"GET", key + "/usage", "", scopeKeysRead, 200},
-		{"GET", "/admin/v1/audit", "", scopeAuditRead, 200},
-		{"GET", "/admin/v1/bans", "", scopeKeysRead, 200},
-		{"DELETE", "/admin/v1/bans/key:999", "", scopeKeysWrite, 404},
-		{"POST", key + "/roll", `{"overlap":"1h"}`, scopeKeysWrite, 201},
-		{"POST", key + "/revoke", "", scopeKeysWrite, 200},
-		{"GET", "/admin/v1/webhooks", "", scopeWebhooks, 200},
-		{"POST", "/admin/v1/webhooks", `{"url":"https://hooks.example.com/in"}`, scopeWebhooks, 201},
-		{"GET", "/admin/v1/webhooks/999/deliveries", "", scopeWebhooks, 404},
-		{"POST", "/admin/v1/webhooks/999/test", "", scopeWebhooks, 404},
-		{"POST", "/admin/v1/webhooks/999/rotate", "", scopeWebhooks, 404},
-		{"POST", "/admin/v1/webhooks/999/enable", "", scopeWebhooks, 404},
-		{"POST", "/admin/v1/webhooks/999/resend", `{"failed":true}`, scopeWebhooks, 404},
-		{"DELETE", "/admin/v1/webhooks/999", "", scopeWebhooks, 404},
+		{"POST", "/admin/v1/keys", `{"plan":"free"}`, domain.ScopeKeysWrite, 201},
+		{"GET", "/admin/v1/keys", "", domain.ScopeKeysRead, 200},
+		{"GET", key, "", domain.ScopeKeysRead, 200},
+		{"PATCH", key, `{"name":"renamed"}`, domain.ScopeKeysWrite, 200},
+		{"GET", key + "/usage", "", domain.ScopeKeysRead, 200},
+		{"GET", "/admin/v1/audit", "", domain.ScopeAuditRead, 200},
+		{"GET", "/admin/v1/bans", "", domain.ScopeKeysRead, 200},
+		{"DELETE", "/admin/v1/bans/key:999", "", domain.ScopeKeysWrite, 404},
+		{"POST", key + "/roll", `{"overlap":"1h"}`, domain.ScopeKeysWrite, 201},
+		{"POST", key + "/revoke", "", domain.ScopeKeysWrite, 200},
+		{"GET", "/admin/v1/webhooks", "", domain.ScopeWebhooks, 200},
+		{"POST", "/admin/v1/webhooks", `{"url":"https://hooks.example.com/in"}`, domain.ScopeWebhooks, 201},
+		{"GET", "/admin/v1/webhooks/999/deliveries", "", domain.ScopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/test", "", domain.ScopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/rotate", "", domain.ScopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/enable", "", domain.ScopeWebhooks, 404},
+		{"POST", "/admin/v1/webhooks/999/resend", `{"failed":true}`, domain.ScopeWebhooks, 404},
+		{"DELETE", "/admin/v1/webhooks/999", "", domain.ScopeWebhooks, 404},
 	}
 }
 
 func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		for _, held := range []scopeSet{scopeKeysRead, scopeKeysWrite, scopeAuditRead, scopeWebhooks} {
+		for _, held := range []domain.ScopeSet{domain.ScopeKeysRead, domain.ScopeKeysWrite, domain.ScopeAuditRead, domain.ScopeWebhooks} {
 			token := s.mustCreateAdmin("only-"+strings.ReplaceAll(held.String(), ":", "-"), held)
 			k, _ := s.mustCreate(s.keyTerms("free"))
 			for _, route := range adminRequests(k.ID) {
 				t.Run(held.String()+" "+route.method+" "+route.target, func(t *testing.T) {
 					w := s.admin(route.method, route.target, token, route.body)
-					if held.has(route.need) {
+					if held.Has(route.need) {
 						if w.Code != route.ok {
 							t.Fatalf("HTTP status %d, want %d; body: %s", w.Code, route.ok, w.Body)
 						}
@@ -125,7 +127,7 @@ func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
 
 func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	key := s.mustCreateKey("free")
 	if w := s.do("GET", "/v1/pets", admin, ""); w.Code != 401 {
 		t.Errorf("an admin token on /v1: HTTP status %d, want 401", w.Code)
@@ -159,7 +161,7 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 	key := s.mustCreateKey("free")
 	wrong := newSecret(adminPrefixes["production"]) // the shape of a token, and no such token
 	send := func(token string) *httptest.ResponseRecorder { return s.adminFrom("198.51.100.7:4000", token) }
-	for i := range anonymousLimits.PerMinute {
+	for i := range domain.AnonymousLimits.PerMinute {
 		if w := send(wrong); w.Code != 401 {
 			t.Fatalf("failure %d: HTTP status %d, want 401", i+1, w.Code)
 		}
@@ -179,8 +181,8 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 		t.Errorf("/v1 without a valid key from that address: HTTP status %d, want 401 (its own allowance)", w.Code)
 	}
 	got := counterValues(t, scrape(t, m), "petstore_admin_auth_failures_total", "reason")
-	if got["invalid"] != float64(anonymousLimits.PerMinute+5) {
-		t.Errorf("petstore_admin_auth_failures_total{reason=invalid} = %v, want %d", got["invalid"], anonymousLimits.PerMinute+5)
+	if got["invalid"] != float64(domain.AnonymousLimits.PerMinute+5) {
+		t.Errorf("petstore_admin_auth_failures_total{reason=invalid} = %v, want %d", got["invalid"], domain.AnonymousLimits.PerMinute+5)
 	}
 	if v1 := counterValues(t, scrape(t, m), "petstore_auth_failures_total", "reason"); v1["invalid"] != 0 {
 		t.Errorf("the admin failures are counted as /v1's too: %v", v1)
@@ -202,7 +204,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 		for i := range 300 {
 			forged := fmt.Sprintf("203.0.113.%d, 10.0.0.1", i%250+1)
 			w := s.adminFrom("198.51.100.7:4000", newSecret(adminPrefixes["production"]), "X-Forwarded-For", forged)
-			if i < int(anonymousLimits.PerMinute) {
+			if i < int(domain.AnonymousLimits.PerMinute) {
 				wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
 				continue
 			}
@@ -211,9 +213,9 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 	})
 	t.Run("a forged X-Forwarded-For bans nobody else", func(t *testing.T) {
 		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
-		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		wrong := newSecret(adminPrefixes["production"])
-		for range anonymousLimits.PerMinute + 5 {
+		for range domain.AnonymousLimits.PerMinute + 5 {
 			s.adminFrom("198.51.100.7:4000", wrong, "X-Forwarded-For", "192.0.2.50")
 		}
 		wantError(t, s.adminFrom("198.51.100.7:4000", wrong), http.StatusTooManyRequests, codeTemporarilyBanned)
@@ -226,7 +228,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 func TestAdminKeyLifecycle(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 
 		w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","name":"acme","externalId":"acct_1029","scopes":["pets:read"]}`)
 		if w.Code != 201 {
@@ -275,7 +277,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 			w.Header().Get("X-RateLimit-Limit") != "300" {
 			t.Errorf("the upgraded key: HTTP status %d, limit %s", w.Code, w.Header().Get("X-RateLimit-Limit"))
 		}
-		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyUpdated})
+		events, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyUpdated})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -320,7 +322,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 401 {
 			t.Errorf("the revoked key: HTTP status %d", w.Code)
 		}
-		revoked, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyRevoked, KeyID: rolled.ID})
+		revoked, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyRevoked, KeyID: rolled.ID})
 		if err != nil || len(revoked) != 1 || revoked[0].Actor != "admin:portal" {
 			t.Errorf("key.revoked events %+v (%v), want one by admin:portal", revoked, err)
 		}
@@ -338,7 +340,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 
 func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
 	tests := []struct {
@@ -401,7 +403,7 @@ func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 
 func TestAdminListsPagesAndFilters(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	ctx := context.Background()
 	var ids []int64
 	for i := range 5 {
@@ -462,7 +464,7 @@ func TestAdminListsPagesAndFilters(t *testing.T) {
 		t.Fatalf("%d key.created events in pages, want 5", len(events))
 	}
 	for i, e := range events {
-		if e.Action != auditKeyCreated || *e.KeyID != ids[i] {
+		if e.Action != domain.AuditKeyCreated || *e.KeyID != ids[i] {
 			t.Errorf("event %d: %+v", i, e)
 		}
 	}
@@ -471,7 +473,7 @@ func TestAdminListsPagesAndFilters(t *testing.T) {
 func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		ctx := context.Background()
 		start := s.clock.now()
 		unused, _ := s.mustCreate(s.keyTerms("free"))
@@ -479,7 +481,7 @@ func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
 		soon, _ := s.mustCreateKeyExpiring(start.Add(40 * 24 * time.Hour))
 		later, _ := s.mustCreateKeyExpiring(start.Add(90 * 24 * time.Hour))
 		s.clock.advance(35 * 24 * time.Hour)
-		if err := s.store.SetLastUsed(ctx, []lastUse{{KeyID: used.ID, Minute: s.clock.now().Add(-24 * time.Hour).Truncate(time.Minute)}}); err != nil {
+		if err := s.store.SetLastUsed(ctx, []domain.LastUse{{KeyID: used.ID, Minute: s.clock.now().Add(-24 * time.Hour).Truncate(time.Minute)}}); err != nil {
 			t.Fatal(err)
 		}
 		s.clock.advance(time.Hour) // expired keys are not expiring
@@ -520,13 +522,13 @@ func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
 }
 
 // usageOf is key id's usage history over days through the admin API.
-func (s *testServer) usageOf(t *testing.T, admin string, id int64, days int) []usageDay {
+func (s *testServer) usageOf(t *testing.T, admin string, id int64, days int) []domain.UsageDay {
 	t.Helper()
 	w := s.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=%d", id, days), admin, "")
 	if w.Code != 200 {
 		t.Fatalf("usage: HTTP status %d; body: %s", w.Code, w.Body)
 	}
-	var rows []usageDay
+	var rows []domain.UsageDay
 	decodeJSON(t, w, &rows)
 	return rows
 }
@@ -545,13 +547,13 @@ func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 			if tc.opts.redis {
 				b = a.anotherServer()
 			}
-			admin := a.mustCreateAdmin("portal", allAdminScopes)
-			terms := a.keyTerms("enterprise", limits{PerMinute: 3, PerDay: 5})
-			terms.Scopes = scopePetsRead
+			admin := a.mustCreateAdmin("portal", domain.AllAdminScopes)
+			terms := a.keyTerms("enterprise", domain.Limits{PerMinute: 3, PerDay: 5})
+			terms.Scopes = domain.ScopePetsRead
 			k, key := a.mustCreate(terms)
 			servers := []*testServer{a, b}
-			var want usageDay
-			send := func(i int, method string, status int, outcome usageOutcome) {
+			var want domain.UsageDay
+			send := func(i int, method string, status int, outcome domain.UsageOutcome) {
 				t.Helper()
 				body := ""
 				if method == "POST" {
@@ -561,20 +563,20 @@ func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 				if w.Code != status {
 					t.Fatalf("request %d (%s): HTTP status %d, want %d; body: %s", i, method, w.Code, status, w.Body)
 				}
-				want.add(outcome, 1)
+				want.Add(outcome, 1)
 			}
-			send(0, "GET", 200, usageAllowed)
-			send(1, "POST", 403, usageForbidden) // spends the minute like any request
-			send(2, "GET", 200, usageAllowed)
-			send(3, "GET", 429, usageRateLimited)
-			send(4, "GET", 429, usageRateLimited)
-			send(5, "GET", 429, usageRateLimited)
-			send(6, "GET", 429, usageBanned)
-			send(7, "GET", 429, usageBanned)
+			send(0, "GET", 200, domain.UsageAllowed)
+			send(1, "POST", 403, domain.UsageForbidden) // spends the minute like any request
+			send(2, "GET", 200, domain.UsageAllowed)
+			send(3, "GET", 429, domain.UsageRateLimited)
+			send(4, "GET", 429, domain.UsageRateLimited)
+			send(5, "GET", 429, domain.UsageRateLimited)
+			send(6, "GET", 429, domain.UsageBanned)
+			send(7, "GET", 429, domain.UsageBanned)
 			a.clock.advance(16 * time.Minute) // the ban is over, the minute full again
-			send(8, "GET", 200, usageAllowed)
-			send(9, "GET", 200, usageAllowed)
-			send(10, "GET", 429, usageQuotaExceeded) // 5 a day: 4 allowed and the 403
+			send(8, "GET", 200, domain.UsageAllowed)
+			send(9, "GET", 200, domain.UsageAllowed)
+			send(10, "GET", 429, domain.UsageQuotaExceeded) // 5 a day: 4 allowed and the 403
 			a.flushUsage()
 			if b != a {
 				b.flushUsage()
@@ -598,9 +600,9 @@ func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
 		s := newTestServerWith(t, opts)
 		ctx := context.Background()
 		now := s.clock.now()
-		rows := []usageDay{
-			{BudgetID: 1, Day: dayString(unixDay(now) - usageHistoryDays), Allowed: 1},
-			{BudgetID: 1, Day: dayString(unixDay(now) - usageHistoryDays + 1), Allowed: 2},
+		rows := []domain.UsageDay{
+			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - usageHistoryDays), Allowed: 1},
+			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - usageHistoryDays + 1), Allowed: 2},
 		}
 		if err := s.store.AddUsageHistory(ctx, rows); err != nil {
 			t.Fatal(err)
@@ -621,7 +623,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 	b := a.anotherServer()
 	stop := b.startBackground()
 	defer stop()
-	admin := a.mustCreateAdmin("portal", allAdminScopes)
+	admin := a.mustCreateAdmin("portal", domain.AllAdminScopes)
 	w := a.admin("POST", "/admin/v1/keys", admin, `{"plan":"pro"}`)
 	if w.Code != 201 {
 		t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
@@ -655,7 +657,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		token := s.mustCreateAdmin("portal", allAdminScopes)
+		token := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		tokens, err := s.store.AdminTokens(context.Background())
 		if err != nil || len(tokens) != 1 {
 			t.Fatalf("%+v %v", tokens, err)
@@ -667,7 +669,7 @@ func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
 		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); revoked || err != nil {
 			t.Errorf("a second revocation: %v %v, want nothing changed", revoked, err)
 		}
-		events, _ := s.store.AuditEvents(context.Background(), auditFilter{})
+		events, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{})
 		var actions []string
 		for _, e := range events {
 			actions = append(actions, e.Action)
@@ -675,7 +677,7 @@ func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
 				t.Errorf("%s has adminId %d, want %d", e.Action, e.Details.AdminID, tokens[0].ID)
 			}
 		}
-		if want := []string{auditAdminCreated, auditAdminRevoked}; !slices.Equal(actions, want) {
+		if want := []string{domain.AuditAdminCreated, domain.AuditAdminRevoked}; !slices.Equal(actions, want) {
 			t.Errorf("events %v, want %v", actions, want)
 		}
 	})
@@ -698,7 +700,7 @@ func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
 // as keys create does, and keeps it as its name.
 func TestAdminTakesThePlanInAnyCase(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"Pro","name":"acme"}`)
 	if w.Code != 201 {
 		t.Fatalf("create with plan Pro: HTTP status %d; body: %s", w.Code, w.Body)

@@ -19,9 +19,11 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
 )
 
-// These tests check the HTTP contract of SPEC.md and DESIGN.md through the
+// These tests check the HTTP contract of docs/api.md, the README and openapi.yaml through the
 // real handler on a real SQLite file. Helpers here start with "api" so they
 // do not collide with the helpers of other test files.
 
@@ -101,7 +103,7 @@ func recorded(resp *http.Response, body string) *httptest.ResponseRecorder {
 	return w
 }
 
-// apiReadPet decodes one Pet and checks it has exactly the fields of SPEC.md:
+// apiReadPet decodes one Pet and checks it has exactly the fields of openapi.yaml:
 // id, name, categoryId and, when given, a non-null status.
 func apiReadPet(t testing.TB, raw []byte) apiPet {
 	t.Helper()
@@ -1044,9 +1046,9 @@ func TestEveryErrorHasTheErrorShape(t *testing.T) {
 	})
 }
 
-// ------------------------------------------------------------- SPEC.md §7
+// ------------------------------------------------------------- the error codes (README, "Error codes")
 
-// TestSpecErrorTable has one row per line of SPEC.md §7, on each operation it
+// TestSpecErrorTable has one row per line of the error codes (README, "Error codes"), on each operation it
 // applies to.
 func TestSpecErrorTable(t *testing.T) {
 	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
@@ -1085,7 +1087,7 @@ func TestSpecErrorTable(t *testing.T) {
 	})
 }
 
-// TestTooManyRequests is SPEC.md §7's 429 row: on any API request, with
+// TestTooManyRequests is the error codes (README, "Error codes")'s 429 row: on any API request, with
 // Retry-After, after which the client is served again.
 func TestTooManyRequests(t *testing.T) {
 	tests := []struct {
@@ -1231,7 +1233,7 @@ func TestEveryResponseHasAContentLength(t *testing.T) {
 	if err := s.pets.load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 1000})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
 	srv := httptest.NewServer(s.handler)
 	defer srv.Close()
 	for _, tt := range []struct{ name, method, path, body string }{

@@ -6,9 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
+	"petstore/internal/webhook"
 )
 
 // How often the background work of a server runs.
@@ -31,14 +36,14 @@ type app struct {
 
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
-	limiter  rateLimiter
+	limiter  limits.Limiter
 	limitsIn string         // where the limits are kept, for the log
 	audit    *auditLog      // the bans this server saw start, until they are stored
 	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
 	webhooks *webhookWorker // sends the outbox's webhooks
 	// webhookGuard refuses the addresses webhooks may not reach (nil with
 	// --webhook-allow-private).
-	webhookGuard *addressGuard
+	webhookGuard *webhook.AddressGuard
 	bans         *banFollower // the database's bans and lifts, read into the limiter
 	pets         *petCache
 	idem         *inflight
@@ -51,7 +56,7 @@ type app struct {
 	adminHandler http.Handler
 	// adminFailures limits failed admin authentications per client
 	// address, in this process: a subject of its own, apart from /v1's.
-	adminFailures *localLimiter
+	adminFailures *limits.Local
 	// adminHosts are the names the admin listener answers to besides IP
 	// addresses and localhost (--admin-host).
 	adminHosts []string
@@ -104,12 +109,13 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
 	a.metrics.countPets(a.pets.size)
 	a.metrics.countAuditEvents(a.store.AuditCounts)
-	a.adminFailures = newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, a.store.Usage)
+	// Counted by address: never a key's, so no stored usage to read.
+	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, nil)
 	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhookGuard = newAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = newWebhookWorker(a.store, a.store.Keys, newWebhookSender(a.webhookGuard, time.Now), d.now, d.logger, d.metrics, cfg.env)
+	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
+	a.webhooks = newWebhookWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics, cfg.env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -125,26 +131,26 @@ func (a *app) close() error {
 // database holds under it (bans follows them). where names it for the log;
 // close releases it.
 func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (
-	_ rateLimiter, where string, close func() error, bans *banFollower, _ error) {
-	floor := newBanFloor()
-	var limiter rateLimiter
+	_ limits.Limiter, where string, close func() error, bans *banFollower, _ error) {
+	floor := limits.NewBanFloor()
+	var limiter limits.Limiter
 	if cfg.redis == "" {
-		local := newLocalLimiter(d.now, cfg.banAfter, cfg.banFor, store.Usage)
-		local.bans = floor
+		local := limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, store.Usage)
+		local.Bans = floor
 		limiter, where, close = local, "this process", func() error { return nil }
 	} else {
 		prefix := d.redisPrefix
 		if prefix == "" {
 			prefix = redisPrefix(cfg.env, store)
 		}
-		shared, err := newRedisLimiter(ctx, redisConfig{
-			url: cfg.redis, prefix: prefix, banAfter: cfg.banAfter, banFor: cfg.banFor, bans: floor,
-			now: d.now, usage: store.Usage, dbTimeout: cfg.dbTimeout, logger: d.logger, hooks: d.metrics.redisHooks(), scriptNow: d.scriptNow,
+		shared, err := limits.NewRedis(ctx, limits.RedisConfig{
+			URL: cfg.redis, Prefix: prefix, BanAfter: cfg.banAfter, BanFor: cfg.banFor, Bans: floor,
+			Now: d.now, Usage: store.Usage, DBTimeout: cfg.dbTimeout, Logger: d.logger, Hooks: d.metrics.redisHooks(), ScriptNow: d.scriptNow,
 		})
 		if err != nil {
 			return nil, "", nil, nil, err
 		}
-		limiter, where, close = shared, shared.link.where(), shared.close
+		limiter, where, close = shared, shared.Link.Where(), shared.Close
 	}
 	// The bans the database holds are known before the first request.
 	bans = &banFollower{store: store, floor: floor, limiter: limiter, now: d.now}
@@ -171,16 +177,7 @@ func redisPrefix(env string, store lifecycle) string {
 // idempotency records. stop ends it all, then stores what is left.
 func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	warn := func(msg string, err error) {
-		switch {
-		case err == nil || ctx.Err() != nil:
-		case dbFailureOf(err) != 0:
-			// The database is away: the health probe logs the outage once.
-			a.logger.Debug(msg, "err", err)
-		default:
-			a.logger.Warn(msg, "err", err)
-		}
-	}
+	warn := func(msg string, err error) { a.warn(ctx, msg, err) }
 	var wg sync.WaitGroup
 	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
 	// The engine's upkeep, and the probe behind /readyz beside it. On a
@@ -195,20 +192,19 @@ func (a *app) startBackground() (stop func()) {
 		every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.refresh(ctx)) })
 	})
 	wg.Go(func() {
-		every(ctx, usageFlushEvery, func() {
-			warn("store daily usage; will retry", a.limiter.flush(ctx, a.store.AddUsage))
-			warn("store the usage history; will retry", a.keys.flushUsage(ctx, a.store.AddUsageHistory))
-			warn("store when keys were last used; will retry", a.keys.flushLastUsed(ctx))
-			warn("store bans and their audit events; will retry", a.audit.flush(ctx, a.store.AddBans))
-			warn("store quota notices; will retry", a.quota.flush(ctx, a.store.AddWebhookNotices))
+		every(ctx, limits.UsageFlushEvery, func() {
+			for _, f := range a.flushes() {
+				warn(f.what+"; will retry", f.write(ctx))
+			}
 			a.webhooks.poke()
 		})
 	})
+	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.run(ctx) })
 	wg.Go(func() {
 		every(ctx, limiterSweepEvery, func() {
-			a.limiter.sweep()
-			a.adminFailures.sweep()
+			a.limiter.Sweep()
+			a.adminFailures.Sweep()
 		})
 	})
 	wg.Go(func() {
@@ -226,27 +222,61 @@ func (a *app) startBackground() (stop func()) {
 	return func() {
 		cancel()
 		wg.Wait()
-		// Side by side: with the database away, each gives up by the
-		// deadline, and the shutdown waits for one deadline, not three.
-		var last sync.WaitGroup
-		for _, w := range []struct {
-			what  string
-			write func() error
-		}{
-			{"store daily usage at shutdown", func() error { return a.limiter.flush(context.Background(), a.store.AddUsage) }},
-			{"store the usage history at shutdown", func() error { return a.keys.flushUsage(context.Background(), a.store.AddUsageHistory) }},
-			{"store when keys were last used at shutdown", func() error { return a.keys.flushLastUsed(context.Background()) }},
-			{"store bans and their audit events at shutdown", func() error { return a.audit.flush(context.Background(), a.store.AddBans) }},
-			{"store quota notices at shutdown", func() error { return a.quota.flush(context.Background(), a.store.AddWebhookNotices) }},
-		} {
-			last.Go(func() {
-				if err := w.write(); err != nil {
-					a.logger.Error(w.what, "err", err)
-				}
-			})
-		}
-		last.Wait()
+		a.flushAtShutdown()
 	}
+}
+
+// warn logs a background task's failure, unless the task was stopped (ctx
+// ended); with the database away, only at debug level: the health probe
+// logs the outage once.
+func (a *app) warn(ctx context.Context, msg string, err error) {
+	switch {
+	case err == nil || ctx.Err() != nil:
+	case domain.DBFailureOf(err) != 0:
+		a.logger.Debug(msg, "err", err)
+	default:
+		a.logger.Warn(msg, "err", err)
+	}
+}
+
+// flushAtShutdown stores what is left of what the server noted. Side by
+// side: with the database away, each gives up by the deadline, and the
+// shutdown waits for one deadline, not five.
+func (a *app) flushAtShutdown() {
+	var last sync.WaitGroup
+	for _, f := range a.flushes() {
+		last.Go(func() {
+			if err := f.write(context.Background()); err != nil {
+				a.logger.Error(f.what+" at shutdown", "err", err)
+			}
+		})
+	}
+	last.Wait()
+}
+
+// flush is one of the writes of what a server notes in memory, done every
+// usageFlushEvery and at shutdown.
+type flush struct {
+	what  string
+	write func(context.Context) error
+}
+
+// flushes are the server's writes of what it noted: usage, last uses,
+// bans, quota notices.
+func (a *app) flushes() []flush {
+	return []flush{
+		{"store daily usage", func(ctx context.Context) error { return a.limiter.Flush(ctx, a.store.AddUsage) }},
+		{"store the usage history", func(ctx context.Context) error { return a.keys.flushUsage(ctx, a.store.AddUsageHistory) }},
+		{"store when keys were last used", a.keys.flushLastUsed},
+		{"store bans and their audit events", a.storeBans},
+		{"store quota notices", func(ctx context.Context) error { return a.quota.flush(ctx, a.store.AddWebhookNotices) }},
+	}
+}
+
+// storeBans stores the bans this server started and has not stored yet,
+// each with its key.banned event.
+func (a *app) storeBans(ctx context.Context) error {
+	return a.audit.flush(ctx, a.store.AddBans)
 }
 
 // every calls fn every interval until ctx ends.

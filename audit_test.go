@@ -1,6 +1,6 @@
 package main
 
-// The audit trail (DESIGN.md "Restricted keys and the audit trail"): each
+// The audit trail (docs/production.md, "The audit trail"): each
 // change to a key leaves one event, with who made it, when, and what it was;
 // the table is append only; copy carries it over.
 
@@ -23,12 +23,14 @@ import (
 	"testing/quick"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/jackc/pgx/v5"
 )
 
 // storedEvents are the events of the database at db (a file or a URL),
 // oldest first, read as the audit command reads them.
-func storedEvents(t *testing.T, db string, filter auditFilter) []auditEvent {
+func storedEvents(t *testing.T, db string, filter domain.AuditFilter) []domain.AuditEvent {
 	t.Helper()
 	store, err := openStorage(context.Background(), db, false, time.Now)
 	if err != nil {
@@ -45,9 +47,9 @@ func storedEvents(t *testing.T, db string, filter auditFilter) []auditEvent {
 // wantNewEvents checks that the events of db are before and then, after
 // them, one event like want (its time about now, to the millisecond), and
 // returns them all.
-func wantNewEvents(t *testing.T, db string, before []auditEvent, want ...auditEvent) []auditEvent {
+func wantNewEvents(t *testing.T, db string, before []domain.AuditEvent, want ...domain.AuditEvent) []domain.AuditEvent {
 	t.Helper()
-	events := storedEvents(t, db, auditFilter{})
+	events := storedEvents(t, db, domain.AuditFilter{})
 	if len(events) != len(before)+len(want) {
 		t.Fatalf("%d events after %d, want %d more: %+v", len(events), len(before), len(want), events[min(len(before), len(events)):])
 	}
@@ -68,10 +70,10 @@ func wantNewEvents(t *testing.T, db string, before []auditEvent, want ...auditEv
 	return events
 }
 
-func sameEvent(a, b auditEvent) bool { return eventString(a) == eventString(b) }
+func sameEvent(a, b domain.AuditEvent) bool { return eventString(a) == eventString(b) }
 
 // eventString is e with its details as the table holds them.
-func eventString(e auditEvent) string {
+func eventString(e domain.AuditEvent) string {
 	row, err := auditRow(e)
 	if err != nil {
 		return err.Error()
@@ -108,29 +110,29 @@ func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70", "--name", "billing",
 				"--scope", "pets:read", "--expires", "2099-01-31T00:00:00Z")
 			expires := time.Date(2099, 1, 31, 0, 0, 0, 0, time.UTC)
-			events := wantNewEvents(t, db, nil, auditEvent{
-				Action: auditKeyCreated, Actor: actor, KeyID: 1, Env: "production",
-				Details: auditDetails{Name: "billing", Plan: "enterprise", PerMinute: 7, PerDay: 70, Scopes: []string{"pets:read"}, Expires: &expires},
+			events := wantNewEvents(t, db, nil, domain.AuditEvent{
+				Action: domain.AuditKeyCreated, Actor: actor, KeyID: 1, Env: "production",
+				Details: domain.AuditDetails{Name: "billing", Plan: "enterprise", PerMinute: 7, PerDay: 70, Scopes: []string{"pets:read"}, Expires: &expires},
 			})
 
 			mustCreateKeyCLI(t, petstore, "--db", db, "--env", "staging", "--plan", "free")
-			events = wantNewEvents(t, db, events, auditEvent{
-				Action: auditKeyCreated, Actor: actor, KeyID: 2, Env: "staging",
-				Details: auditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
+			events = wantNewEvents(t, db, events, domain.AuditEvent{
+				Action: domain.AuditKeyCreated, Actor: actor, KeyID: 2, Env: "staging",
+				Details: domain.AuditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
 			})
 
 			run(0, "keys", "roll", "--db", db, "--overlap", "1h", "1")
 			stops := listKeysJSON(t, petstore, db)[0].Expires
-			events = wantNewEvents(t, db, events, auditEvent{
-				Action: auditKeyRolled, Actor: actor, KeyID: 1, NewKeyID: 3, Env: "production",
-				Details: auditDetails{Name: "billing", Plan: "enterprise", PerMinute: 7, PerDay: 70, Scopes: []string{"pets:read"},
+			events = wantNewEvents(t, db, events, domain.AuditEvent{
+				Action: domain.AuditKeyRolled, Actor: actor, KeyID: 1, NewKeyID: 3, Env: "production",
+				Details: domain.AuditDetails{Name: "billing", Plan: "enterprise", PerMinute: 7, PerDay: 70, Scopes: []string{"pets:read"},
 					Expires: &expires, Overlap: "1h0m0s", OldKeyStops: stops},
 			})
 
 			run(0, "keys", "revoke", "--db", db, "2")
-			events = wantNewEvents(t, db, events, auditEvent{
-				Action: auditKeyRevoked, Actor: actor, KeyID: 2, Env: "staging",
-				Details: auditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
+			events = wantNewEvents(t, db, events, domain.AuditEvent{
+				Action: domain.AuditKeyRevoked, Actor: actor, KeyID: 2, Env: "staging",
+				Details: domain.AuditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
 			})
 
 			// What changes nothing, or fails, leaves nothing.
@@ -153,9 +155,9 @@ func TestTheBootstrapKeyLeavesOneEventByTheServer(t *testing.T) {
 			p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
 			p.stop(t)
 		}
-		wantNewEvents(t, db, nil, auditEvent{
-			Action: auditKeyCreated, Actor: serverActor, KeyID: 1, Env: "production",
-			Details: auditDetails{Name: "bootstrap", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
+		wantNewEvents(t, db, nil, domain.AuditEvent{
+			Action: domain.AuditKeyCreated, Actor: domain.ServerActor, KeyID: 1, Env: "production",
+			Details: domain.AuditDetails{Name: "bootstrap", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
 		})
 	})
 }
@@ -196,7 +198,7 @@ func TestAuditEventsAreAppendOnly(t *testing.T) {
 				t.Errorf("TRUNCATE: %v, want it refused as append only", err)
 			}
 		}
-		events, err := s.store.AuditEvents(ctx, auditFilter{})
+		events, err := s.store.AuditEvents(ctx, domain.AuditFilter{})
 		if err != nil || len(events) != 1 || events[0].Actor != testActor {
 			t.Errorf("after the refused changes: %+v %v, want the one event as it was", events, err)
 		}
@@ -214,7 +216,7 @@ type auditWrites struct {
 	fail  atomic.Bool
 }
 
-func (w *auditWrites) AddBans(ctx context.Context, started []startedBan) error {
+func (w *auditWrites) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	w.calls.Add(1)
 	if w.fail.Load() {
 		return errors.New("disk full")
@@ -244,9 +246,9 @@ func (s *testServer) banOf(key string, limit int) {
 }
 
 // banEvents are the key.banned events of the server's database.
-func (s *testServer) banEvents() []auditEvent {
+func (s *testServer) banEvents() []domain.AuditEvent {
 	s.t.Helper()
-	events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditKeyBanned})
+	events, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyBanned})
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		forEachLimiter(t, withAuditWrites(opts), func(t *testing.T, s *testServer) {
 			writes := s.wrapped.(*auditWrites)
-			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+			k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
 			s.banOf(key, 20)
 			start := s.clock.now()
 			for range 5 { // the ban goes on; it started once
@@ -268,9 +270,9 @@ func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 			}
 			s.flushAudit()
 			until := start.Add(15 * time.Minute)
-			wantBan := auditEvent{Action: auditKeyBanned, Actor: serverActor, KeyID: k.ID, Env: "production",
-				Details: auditDetails{Plan: "enterprise", PerMinute: 1, PerDay: 100, BannedUntil: &until, BanFor: "15m0s"}}
-			wantBan.At = auditTime(start)
+			wantBan := domain.AuditEvent{Action: domain.AuditKeyBanned, Actor: domain.ServerActor, KeyID: k.ID, Env: "production",
+				Details: domain.AuditDetails{Plan: "enterprise", PerMinute: 1, PerDay: 100, BannedUntil: &until, BanFor: "15m0s"}}
+			wantBan.At = domain.AuditTime(start)
 			if bans := s.banEvents(); len(bans) != 1 || !sameEvent(bans[0], withID(wantBan, bans[0].ID)) {
 				t.Fatalf("bans %+v, want one: %s", bans, eventString(wantBan))
 			}
@@ -278,7 +280,7 @@ func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 			s.clock.advance(16 * time.Minute) // the ban is over; the next one is a second event
 			s.banOf(key, 20)
 			s.flushAudit()
-			if bans := s.banEvents(); len(bans) != 2 || bans[1].KeyID != k.ID || !bans[1].At.Equal(auditTime(s.clock.now())) {
+			if bans := s.banEvents(); len(bans) != 2 || bans[1].KeyID != k.ID || !bans[1].At.Equal(domain.AuditTime(s.clock.now())) {
 				t.Errorf("bans %+v, want a second one now", bans)
 			}
 			if n := writes.calls.Load(); n != 2 {
@@ -288,7 +290,7 @@ func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 	})
 }
 
-func withID(e auditEvent, id int64) auditEvent {
+func withID(e domain.AuditEvent, id int64) domain.AuditEvent {
 	e.ID = id
 	return e
 }
@@ -296,7 +298,7 @@ func withID(e auditEvent, id int64) auditEvent {
 func TestTheBanOfAnAddressOrARolledKeyNamesIt(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		s.banOf("", 100) // no key: the client address 192.0.2.1 of httptest
-		old, _ := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		old, _ := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
 		_, _, rolled := s.roll(old.ID, time.Hour)
 		s.banOf(rolled, 20)
 		s.flushAudit()
@@ -320,7 +322,7 @@ func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
 		opts.redis = true
 		a := newTestServerWith(t, opts)
 		b := a.otherServer()
-		key := a.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+		key := a.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 100})
 		servers := []*testServer{a, b}
 		banned := 0
 		for i := 0; banned < 6 && i < 40; i++ {
@@ -340,7 +342,7 @@ func TestAFailedWriteOfBansIsRetried(t *testing.T) {
 	s := newTestServerWith(t, withAuditWrites(testOptions{}))
 	writes := s.wrapped.(*auditWrites)
 	writes.fail.Store(true)
-	s.banOf(s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100}), 20)
+	s.banOf(s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}), 20)
 	if err := s.audit.flush(context.Background(), s.store.AddBans); err == nil {
 		t.Fatal("a flush into a store that fails: no error")
 	}
@@ -367,7 +369,7 @@ func TestBansAreWrittenAtShutdown(t *testing.T) {
 			}
 		}
 		p.stop(t)
-		if bans := storedEvents(t, db, auditFilter{Action: auditKeyBanned}); len(bans) != 1 || bans[0].Address != "127.0.0.1" {
+		if bans := storedEvents(t, db, domain.AuditFilter{Action: domain.AuditKeyBanned}); len(bans) != 1 || bans[0].Address != "127.0.0.1" {
 			t.Errorf("bans after the server stopped: %+v, want the one of 127.0.0.1", bans)
 		}
 	})
@@ -401,16 +403,16 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		old := auditTime(time.Now().Add(-48 * time.Hour))
+		old := domain.AuditTime(time.Now().Add(-48 * time.Hour))
 		until := old.Add(15 * time.Minute).Truncate(time.Second)
-		address := callerID{addr: limitedAddr(netip.MustParseAddr("2001:db8::1"))}
-		err = store.AddBans(context.Background(), []startedBan{
-			{Ban: ban{Subject: address, Since: old, Until: until}, Event: auditEvent{
-				At: old, Action: auditKeyBanned, Actor: serverActor, Address: "2001:db8::1", Env: "production",
-				Details: auditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}}},
-			{Ban: ban{Subject: callerID{keyID: 2}, Since: old, Until: until}, Event: auditEvent{
-				At: old, Action: auditKeyBanned, Actor: serverActor, KeyID: 2, Env: "production",
-				Details: auditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}}},
+		address := domain.CallerID{Addr: domain.LimitedAddr(netip.MustParseAddr("2001:db8::1"))}
+		err = store.AddBans(context.Background(), []domain.StartedBan{
+			{Ban: domain.Ban{Subject: address, Since: old, Until: until}, Event: domain.AuditEvent{
+				At: old, Action: domain.AuditKeyBanned, Actor: domain.ServerActor, Address: "2001:db8::1", Env: "production",
+				Details: domain.AuditDetails{PerMinute: 60, PerDay: 1000, BannedUntil: &until, BanFor: "15m0s"}}},
+			{Ban: domain.Ban{Subject: domain.CallerID{KeyID: 2}, Since: old, Until: until}, Event: domain.AuditEvent{
+				At: old, Action: domain.AuditKeyBanned, Actor: domain.ServerActor, KeyID: 2, Env: "production",
+				Details: domain.AuditDetails{Plan: "pro", PerMinute: 300, PerDay: 10000, BannedUntil: &until, BanFor: "15m0s"}}},
 		})
 		store.Close()
 		if err != nil {
@@ -487,7 +489,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 			cliDecode(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
 			ban, rolled := events[0], events[4]
 			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(auditTimeFormat) ||
-				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != serverActor || ban.Env != "production" {
+				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != domain.ServerActor || ban.Env != "production" {
 				t.Errorf("the address's ban: %+v", ban)
 			}
 			if rolled.KeyID == nil || *rolled.KeyID != 1 || rolled.NewKeyID == nil || *rolled.NewKeyID != 3 || rolled.Address != nil ||
@@ -548,11 +550,11 @@ func TestNoEventHoldsAKeyOrItsHash(t *testing.T) {
 		s := newTestServerWith(t, opts)
 		var tokens, secrets []string
 		step := func(plan, scopes uint8, name string, roll, revoke, ban bool) bool {
-			terms := s.keyTerms([]string{"free", "pro", "business", "enterprise"}[plan%4], limits{PerMinute: 1, PerDay: 50})
+			terms := s.keyTerms([]string{"free", "pro", "business", "enterprise"}[plan%4], domain.Limits{PerMinute: 1, PerDay: 50})
 			if terms.Plan != "enterprise" {
 				terms = s.keyTerms(terms.Plan)
 			}
-			terms.Scopes, terms.Name = scopeSet(scopes%3+1), name
+			terms.Scopes, terms.Name = domain.ScopeSet(scopes%3+1), name
 			k, token := s.mustCreate(terms)
 			tokens = append(tokens, token)
 			if roll {
@@ -606,7 +608,7 @@ func secretForms(token string) []string {
 // holds them, and audit's lines and JSON.
 func auditViews(t *testing.T, s *testServer) []string {
 	t.Helper()
-	events, err := s.store.AuditEvents(context.Background(), auditFilter{})
+	events, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,25 +650,25 @@ func TestAuditEventsAreCountedByAction(t *testing.T) {
 			return counterValues(t, scrape(t, m), "petstore_audit_events_total", "action")
 		}
 		want := make(map[string]float64)
-		for _, action := range auditActions {
+		for _, action := range domain.AuditActions {
 			want[action] = 0
 		}
 		if got := counts(); !maps.Equal(got, want) {
 			t.Errorf("an empty trail: %v, want %v", got, want)
 		}
 		k, _ := s.mustCreate(s.keyTerms("free"))
-		_, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		_, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
 		s.roll(k.ID, time.Hour)
 		if _, err := s.store.RevokeKey(context.Background(), k.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
 		s.banOf(key, 20)
-		want[auditKeyCreated], want[auditKeyRolled], want[auditKeyRevoked] = 2, 1, 1
+		want[domain.AuditKeyCreated], want[domain.AuditKeyRolled], want[domain.AuditKeyRevoked] = 2, 1, 1
 		if got := counts(); !maps.Equal(got, want) {
 			t.Errorf("before the flush of the ban: %v, want %v", got, want)
 		}
 		s.flushAudit()
-		want[auditKeyBanned] = 1
+		want[domain.AuditKeyBanned] = 1
 		if got := counts(); !maps.Equal(got, want) {
 			t.Errorf("after: %v, want %v", got, want)
 		}

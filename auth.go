@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"hash/crc32"
@@ -13,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // API keys look like psk_live_<32 random base62 chars><6-char checksum>
@@ -20,7 +22,6 @@ import (
 // in base62: a mistyped or made-up key is refused without a database look-up,
 // and secret scanners can tell a real leaked key from noise.
 const (
-	base62        = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	keyRandomLen  = 32
 	keyChecksumLn = 6
 )
@@ -38,18 +39,7 @@ func newKey(env string) string { return newSecret(keyPrefixes[env]) }
 // or an admin token.
 func newSecret(prefix string) string {
 	b := make([]byte, 0, len(prefix)+keyRandomLen+keyChecksumLn)
-	b = append(b, prefix...)
-	var buf [64]byte
-	for n := 0; n < keyRandomLen; {
-		rand.Read(buf[:])
-		for _, c := range buf {
-			// 248 = 4*62: dropping the bytes above it keeps every character equally likely.
-			if c < 248 && n < keyRandomLen {
-				b = append(b, base62[c%62])
-				n++
-			}
-		}
-	}
+	b = domain.AppendRandomBase62(append(b, prefix...), keyRandomLen)
 	return string(appendChecksum(b, b))
 }
 
@@ -57,7 +47,7 @@ func appendChecksum(dst, body []byte) []byte {
 	sum := crc32.ChecksumIEEE(body)
 	var c [keyChecksumLn]byte
 	for i := keyChecksumLn - 1; i >= 0; i-- {
-		c[i] = base62[sum%62]
+		c[i] = domain.Base62[sum%62]
 		sum /= 62
 	}
 	return append(dst, c[:]...)
@@ -104,8 +94,8 @@ func secretProblem(token, env string, prefixes map[string]string) authFailure {
 }
 
 var isBase62 = func() (table [256]bool) {
-	for i := range len(base62) {
-		table[base62[i]] = true
+	for i := range len(domain.Base62) {
+		table[domain.Base62[i]] = true
 	}
 	return table
 }()
@@ -124,7 +114,7 @@ func hashKey(token string) [sha256.Size]byte {
 // a second. An expiry is checked against the clock at each look-up, so an
 // expired key is refused at once, on every server.
 type keyring struct {
-	store keyStore
+	store domain.KeyStore
 	env   string
 	now   func() time.Time
 
@@ -141,7 +131,7 @@ type keyring struct {
 
 // heldKey is a key as the keyring holds it, with its note of use.
 type heldKey struct {
-	key apiKey
+	key domain.Key
 	use *keyUse
 }
 
@@ -163,7 +153,7 @@ const keyRefreshEvery = 500 * time.Millisecond
 // version at most ten times a second and look no key up.
 const sharedRefreshAge = 100 * time.Millisecond
 
-func newKeyring(ctx context.Context, store keyStore, env string, now func() time.Time) (*keyring, error) {
+func newKeyring(ctx context.Context, store domain.KeyStore, env string, now func() time.Time) (*keyring, error) {
 	k := &keyring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*keyUse)}
 	return k, k.refresh(ctx)
 }
@@ -208,7 +198,7 @@ func (k *keyring) refresh(ctx context.Context) error {
 
 // useOf is key's note of its use, the one it had before a reload; k.mu is
 // held for writing.
-func (k *keyring) useOf(key *apiKey) *keyUse {
+func (k *keyring) useOf(key *domain.Key) *keyUse {
 	if u := k.uses[key.ID]; u != nil {
 		return u
 	}
@@ -272,7 +262,7 @@ func (k *keyring) active(h *heldKey) (*heldKey, authFailure, error) {
 		return nil, authRevokedKey, nil
 	}
 	// Only a key with an expiry reads the clock.
-	if !key.ExpiresAt.IsZero() && key.expiredAt(k.now()) {
+	if !key.ExpiresAt.IsZero() && key.ExpiredAt(k.now()) {
 		return nil, authExpiredKey, nil
 	}
 	if !h.use.used.Load() {
@@ -305,12 +295,12 @@ func (k *keyring) flushLastUsed(ctx context.Context) error {
 	k.flushMu.Lock()
 	defer k.flushMu.Unlock()
 	minute := k.now().UTC().Truncate(time.Minute)
-	var uses []lastUse
+	var uses []domain.LastUse
 	var written []*keyUse
 	k.mu.RLock()
 	for id, u := range k.uses {
 		if u.used.Swap(false) && u.stored != minute.Unix() {
-			uses = append(uses, lastUse{KeyID: id, Minute: minute})
+			uses = append(uses, domain.LastUse{KeyID: id, Minute: minute})
 			written = append(written, u)
 		}
 	}
@@ -398,7 +388,7 @@ func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 // refuses nothing itself: the rate limit comes first, then requireKey. A
 // key this server does not hold is looked up in the database only when its
 // sender's address is neither limited nor banned by limiter.
-func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middleware {
+func authenticate(keys *keyring, limiter limits.Limiter, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			header := firstHeader(r.Header, "Authorization")
@@ -431,9 +421,9 @@ func authenticate(keys *keyring, limiter rateLimiter, trustProxy bool) middlewar
 // addressLimited tells whether a request without a key from addr would be
 // refused now: the address is banned, or one of its windows is spent. When
 // the limiter cannot tell, it is not.
-func addressLimited(ctx context.Context, limiter rateLimiter, addr netip.Addr) bool {
-	s, err := limiter.peek(ctx, callerID{addr: addr}, anonymousLimits)
-	return err == nil && (!s.allowed || s.minute.remaining < 1 || s.day.remaining < 1)
+func addressLimited(ctx context.Context, limiter limits.Limiter, addr netip.Addr) bool {
+	s, err := limiter.Peek(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits)
+	return err == nil && (!s.Allowed || s.Minute.Remaining < 1 || s.Day.Remaining < 1)
 }
 
 // requireKey answers 401 to a request without a valid API key.

@@ -1,8 +1,12 @@
 package main
 
-import "net/http"
+import (
+	"net/http"
 
-// The admin API's bans (DESIGN.md "The API's owner"): GET /admin/v1/bans
+	"petstore/internal/domain"
+)
+
+// The admin API's bans (docs/admin.md, "The routes"): GET /admin/v1/bans
 // (keys:read) lists the bans in force, as bans list --json does; DELETE
 // /admin/v1/bans/{subject} (keys:write) lifts one, as bans lift does.
 
@@ -10,7 +14,11 @@ import "net/http"
 // first: [{"subject", "since", "until"}].
 func handleAdminListBans(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bans, err := d.store.Bans(r.Context())
+		err := d.storeBans(r.Context())
+		var bans []domain.Ban
+		if err == nil {
+			bans, err = d.store.Bans(r.Context())
+		}
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -25,9 +33,12 @@ func handleAdminListBans(d adminDeps) http.Handler {
 // banned is 404, a malformed one 400 naming it.
 func handleAdminLiftBan(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		subject, err := parseBanSubject(r.PathValue("subject"))
+		subject, err := domain.ParseBanSubject(r.PathValue("subject"))
 		if err == nil {
-			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.actor(), env)
+			err = d.storeBans(r.Context())
+		}
+		if err == nil {
+			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.Actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)

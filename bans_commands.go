@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // petstore bans list|lift: the bans in force, and a lift that every running
@@ -18,7 +20,7 @@ type listedBan struct {
 	Until   time.Time `json:"until"`
 }
 
-func listedBans(bans []ban) []listedBan {
+func listedBans(bans []domain.Ban) []listedBan {
 	out := make([]listedBan, len(bans))
 	for i, b := range bans {
 		out[i] = listedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}
@@ -55,7 +57,7 @@ func bansLift(ctx context.Context, args []string, getenv func(string) string, st
 	if len(rest) != 1 {
 		return usagef("bans lift takes one subject, key:ID or address:IP (see petstore bans list)")
 	}
-	subject, err := parseBanSubject(rest[0])
+	subject, err := domain.ParseBanSubject(rest[0])
 	if err != nil {
 		return usagef("bans lift: %v", err)
 	}
@@ -65,8 +67,8 @@ func bansLift(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer store.Close()
 	b, err := store.LiftBan(ctx, subject, commandActor(), c.db.env)
-	var notFound *domainError
-	if errors.As(err, &notFound) && notFound.kind == kindNotFound {
+	var notFound *domain.Error
+	if errors.As(err, &notFound) && notFound.Kind == domain.KindNotFound {
 		return notFound
 	}
 	if err != nil {

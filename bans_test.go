@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
 // sameBan tells whether two bans are the same ban, in the same state.
-func sameBan(a, b ban) bool {
+func sameBan(a, b domain.Ban) bool {
 	return a.Subject == b.Subject && a.Since.Equal(b.Since) && a.Until.Equal(b.Until) && a.LiftedAt.Equal(b.LiftedAt)
 }
 
@@ -43,7 +45,7 @@ func TestBanSubjects(t *testing.T) {
 		{"", ""},
 	}
 	for _, tc := range tests {
-		id, err := parseBanSubject(tc.in)
+		id, err := domain.ParseBanSubject(tc.in)
 		switch {
 		case tc.want == "" && err == nil:
 			t.Errorf("%q: read as %s, want it refused", tc.in, id)
@@ -56,10 +58,10 @@ func TestBanSubjects(t *testing.T) {
 }
 
 // banTerms are the terms of a key banned after a few requests: one a minute.
-var banTerms = limits{PerMinute: 1, PerDay: 100}
+var banTerms = domain.Limits{PerMinute: 1, PerDay: 100}
 
 // stored are the bans in force the server's database holds.
-func (s *testServer) stored() []ban {
+func (s *testServer) stored() []domain.Ban {
 	s.t.Helper()
 	bans, err := s.store.Bans(context.Background())
 	if err != nil {
@@ -88,7 +90,7 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 		}
 		s.flushAudit()
 		start := s.clock.now()
-		want := ban{Subject: callerID{keyID: old.ID}, Since: start, Until: start.Add(15 * time.Minute)}
+		want := domain.Ban{Subject: domain.CallerID{KeyID: old.ID}, Since: start, Until: start.Add(15 * time.Minute)}
 		if got := s.stored(); len(got) != 1 || !sameBan(got[0], want) {
 			t.Fatalf("stored bans %+v, want %+v", got, want)
 		}
@@ -99,12 +101,12 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 		// The roll's new key names the same budget, and so the same ban.
 		_, rolled, _ := s.roll(old.ID, time.Hour)
 		s.clock.advance(time.Minute)
-		lifted, err := s.store.LiftBan(ctx, callerID{keyID: rolled.ID}, testActor, "production")
+		lifted, err := s.store.LiftBan(ctx, domain.CallerID{KeyID: rolled.ID}, testActor, "production")
 		want.LiftedAt = s.clock.now()
 		if err != nil || !sameBan(lifted, want) {
 			t.Fatalf("lift by the rolled key: %+v, %v; want %+v", lifted, err, want)
 		}
-		events, _ := s.store.AuditEvents(ctx, auditFilter{Action: auditBanLifted})
+		events, _ := s.store.AuditEvents(ctx, domain.AuditFilter{Action: domain.AuditBanLifted})
 		if len(events) != 1 || events[0].KeyID != rolled.ID || events[0].Details.Budget != old.ID || events[0].Actor != testActor ||
 			!events[0].At.Equal(s.clock.now()) || !events[0].Details.BannedUntil.Equal(want.Until) {
 			t.Errorf("ban.lifted events %+v, want one of key %d, budget %d, by %s, now", events, rolled.ID, old.ID, testActor)
@@ -112,20 +114,20 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 		if got := s.stored(); len(got) != 0 {
 			t.Errorf("bans in force after the lift: %+v", got)
 		}
-		for _, subject := range []callerID{{keyID: old.ID}, {keyID: 99}, {addr: netip.MustParseAddr("192.0.2.1")}} {
-			if _, err := s.store.LiftBan(ctx, subject, testActor, "production"); !isKind(err, kindNotFound) {
+		for _, subject := range []domain.CallerID{{KeyID: old.ID}, {KeyID: 99}, {Addr: netip.MustParseAddr("192.0.2.1")}} {
+			if _, err := s.store.LiftBan(ctx, subject, testActor, "production"); !isKind(err, domain.KindNotFound) {
 				t.Errorf("lift of %s, not banned: %v, want not found", subject, err)
 			}
 		}
-		if events, _ := s.store.AuditEvents(ctx, auditFilter{Action: auditBanLifted}); len(events) != 1 {
+		if events, _ := s.store.AuditEvents(ctx, domain.AuditFilter{Action: domain.AuditBanLifted}); len(events) != 1 {
 			t.Errorf("%d ban.lifted events after lifts that found no ban, want 1", len(events))
 		}
 
 		// A ban that began before the lift (stored late) stays lifted; one
 		// that began after it is a new ban.
-		late := startedBan{Ban: ban{Subject: want.Subject, Since: start.Add(time.Second), Until: want.Until.Add(time.Second)}}
-		late.Event = keyEvent(auditKeyBanned, old, serverActor, late.Ban.Since)
-		if err := s.store.AddBans(ctx, []startedBan{late}); err != nil {
+		late := domain.StartedBan{Ban: domain.Ban{Subject: want.Subject, Since: start.Add(time.Second), Until: want.Until.Add(time.Second)}}
+		late.Event = domain.KeyEvent(domain.AuditKeyBanned, old, domain.ServerActor, late.Ban.Since)
+		if err := s.store.AddBans(ctx, []domain.StartedBan{late}); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.stored(); len(got) != 0 {
@@ -133,7 +135,7 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 		}
 		again := late
 		again.Ban.Since, again.Ban.Until = s.clock.now().Add(time.Second), s.clock.now().Add(16*time.Minute)
-		if err := s.store.AddBans(ctx, []startedBan{again}); err != nil {
+		if err := s.store.AddBans(ctx, []domain.StartedBan{again}); err != nil {
 			t.Fatal(err)
 		}
 		if got := s.stored(); len(got) != 1 || !sameBan(got[0], again.Ban) {
@@ -143,16 +145,16 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 		if err != nil || len(changes) != 1 || !sameBan(changes[0], again.Ban) {
 			t.Errorf("every ban from version 0: %+v, %v; want the one", changes, err)
 		}
-		if after, _ := s.store.BanChanges(ctx, changes[0].version); len(after) != 0 {
+		if after, _ := s.store.BanChanges(ctx, changes[0].Version); len(after) != 0 {
 			t.Errorf("changes after the last version: %+v, want none", after)
 		}
 	})
 }
 
 // isKind tells whether err is a domainError of kind.
-func isKind(err error, kind errorKind) bool {
-	var d *domainError
-	return errors.As(err, &d) && d.kind == kind
+func isKind(err error, kind domain.Kind) bool {
+	var d *domain.Error
+	return errors.As(err, &d) && d.Kind == kind
 }
 
 func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
@@ -163,7 +165,7 @@ func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
 		s.flushAudit()
 		s.refreshBans()
 		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
-		if _, err := s.store.LiftBan(context.Background(), callerID{keyID: k.ID}, testActor, "production"); err != nil {
+		if _, err := s.store.LiftBan(context.Background(), domain.CallerID{KeyID: k.ID}, testActor, "production"); err != nil {
 			t.Fatal(err)
 		}
 		s.refreshBans()
@@ -211,42 +213,42 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 		s := newTestServerWith(t, opts)
 		now := s.clock.now()
 		k, _ := s.mustCreate(s.keyTerms("free"))
-		banned := func(id callerID, since, until time.Time) startedBan {
-			e := auditEvent{At: since, Action: auditKeyBanned, Actor: serverActor, Env: "production", KeyID: id.keyID}
-			if id.keyID == 0 {
-				e.Address = id.addressText()
+		banned := func(id domain.CallerID, since, until time.Time) domain.StartedBan {
+			e := domain.AuditEvent{At: since, Action: domain.AuditKeyBanned, Actor: domain.ServerActor, Env: "production", KeyID: id.KeyID}
+			if id.KeyID == 0 {
+				e.Address = id.AddressText()
 			}
-			return startedBan{Ban: ban{Subject: id, Since: since, Until: until}, Event: e}
+			return domain.StartedBan{Ban: domain.Ban{Subject: id, Since: since, Until: until}, Event: e}
 		}
 		// One that ends in a minute, then more than the cap, each ending a
 		// second after the one before, and a key's.
-		early := banned(callerID{addr: netip.MustParseAddr("198.51.100.1")}, now, now.Add(time.Minute))
-		if err := s.store.AddBans(ctx, []startedBan{early, banned(callerID{keyID: k.ID}, now, now.Add(time.Minute))}); err != nil {
+		early := banned(domain.CallerID{Addr: netip.MustParseAddr("198.51.100.1")}, now, now.Add(time.Minute))
+		if err := s.store.AddBans(ctx, []domain.StartedBan{early, banned(domain.CallerID{KeyID: k.ID}, now, now.Add(time.Minute))}); err != nil {
 			t.Fatal(err)
 		}
-		var many []startedBan
+		var many []domain.StartedBan
 		for i := range maxStoredAddressBans + 1 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-			many = append(many, banned(callerID{addr: addr}, now, now.Add(15*time.Minute+time.Duration(i)*time.Second)))
+			many = append(many, banned(domain.CallerID{Addr: addr}, now, now.Add(15*time.Minute+time.Duration(i)*time.Second)))
 		}
 		if err := s.store.AddBans(ctx, many); err != nil {
 			t.Fatal(err)
 		}
 		got := s.stored()
-		addresses := slices.DeleteFunc(slices.Clone(got), func(b ban) bool { return b.Subject.keyID != 0 })
+		addresses := slices.DeleteFunc(slices.Clone(got), func(b domain.Ban) bool { return b.Subject.KeyID != 0 })
 		if len(addresses) != maxStoredAddressBans || len(got) != maxStoredAddressBans+1 {
 			t.Fatalf("%d bans stored, %d of addresses; want the cap, %d, and the key's", len(got), len(addresses), maxStoredAddressBans)
 		}
-		for _, dropped := range []callerID{early.Ban.Subject, many[0].Ban.Subject} {
-			if slices.ContainsFunc(got, func(b ban) bool { return b.Subject == dropped }) {
+		for _, dropped := range []domain.CallerID{early.Ban.Subject, many[0].Ban.Subject} {
+			if slices.ContainsFunc(got, func(b domain.Ban) bool { return b.Subject == dropped }) {
 				t.Errorf("%s, among the two that end soonest, is still stored", dropped)
 			}
 		}
 
 		// Once they end, they go at the next write.
 		s.clock.advance(4 * time.Hour)
-		last := banned(callerID{addr: limitedAddr(netip.MustParseAddr("2001:db8::1"))}, s.clock.now(), s.clock.now().Add(time.Minute))
-		if err := s.store.AddBans(ctx, []startedBan{last}); err != nil {
+		last := banned(domain.CallerID{Addr: domain.LimitedAddr(netip.MustParseAddr("2001:db8::1"))}, s.clock.now(), s.clock.now().Add(time.Minute))
+		if err := s.store.AddBans(ctx, []domain.StartedBan{last}); err != nil {
 			t.Fatal(err)
 		}
 		if changes, _ := s.store.BanChanges(ctx, 0); len(changes) != 1 || !sameBan(changes[0], last.Ban) {
@@ -267,8 +269,8 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	for _, s := range []*testServer{a, b} {
 		s.refreshBans()
 	}
-	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix) // Redis restarted empty
-	a.clock.advance(time.Minute)                           // the minute bucket is full again
+	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix) // Redis restarted empty
+	a.clock.advance(time.Minute)                                   // the minute bucket is full again
 	for i, s := range []*testServer{b, a} {
 		w := s.do("GET", "/v1/pets", token, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
@@ -276,16 +278,16 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 			t.Errorf("server %d after Redis lost the ban: Retry-After %d, want the rest of the ban, 840", i, got)
 		}
 	}
-	deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
+	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 	proxy.set("drop") // and now away: each server's fallback limits alone
 	for i, s := range []*testServer{a, b} {
 		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
-		if s.limiter.(*redisLimiter).link.outages.Load() != 1 {
+		if s.limiter.(*limits.Redis).Link.Outages.Load() != 1 {
 			t.Errorf("server %d: not on its fallback", i)
 		}
 	}
 	// A lift reaches the fallback at once, and Redis once it answers.
-	if _, err := a.store.LiftBan(context.Background(), callerID{keyID: k.ID}, testActor, "production"); err != nil {
+	if _, err := a.store.LiftBan(context.Background(), domain.CallerID{KeyID: k.ID}, testActor, "production"); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []*testServer{a, b} {
@@ -300,7 +302,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 func TestAdminBansAreListedAndLifted(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		token := s.mustCreateAdmin("portal", allAdminScopes)
+		token := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		do := func(method, target string) *httptest.ResponseRecorder { return s.admin(method, target, token, "") }
 		k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
 		s.banOf(key, 20)
@@ -333,7 +335,7 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 		if w := do("GET", "/admin/v1/bans"); w.Code != 200 || w.Body.String() != "[]\n" {
 			t.Errorf("GET /admin/v1/bans after the lift: %d %s, want []", w.Code, w.Body)
 		}
-		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditBanLifted})
+		events, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditBanLifted})
 		if len(events) != 1 || events[0].Actor != "admin:portal" || events[0].KeyID != k.ID {
 			t.Errorf("ban.lifted events %+v, want one by admin:portal of key %d", events, k.ID)
 		}
@@ -346,34 +348,34 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 
 func TestABanSeenInRedisIsHeldAtOnceUnlessLifted(t *testing.T) {
 	now := newFakeClock().now()
-	id, other := callerID{keyID: 7}, callerID{keyID: 8}
+	id, other := domain.CallerID{KeyID: 7}, domain.CallerID{KeyID: 8}
 	until := now.Add(15 * time.Minute)
-	floor := newBanFloor()
-	floor.hold(id, until, now)
-	floor.hold(other, now, now) // ends now: nothing to hold
-	if got := floor.at(id); !got.Equal(until) {
+	floor := limits.NewBanFloor()
+	floor.Hold(id, until, now)
+	floor.Hold(other, now, now) // ends now: nothing to hold
+	if got := floor.At(id); !got.Equal(until) {
 		t.Fatalf("a ban seen: floor %v, want %v", got, until)
 	}
-	if got := floor.at(other); !got.IsZero() {
+	if got := floor.At(other); !got.IsZero() {
 		t.Errorf("a ban that ended: floor %v, want none", got)
 	}
-	floor.hold(id, until.Add(-time.Minute), now)
-	if got := floor.at(id); !got.Equal(until) {
+	floor.Hold(id, until.Add(-time.Minute), now)
+	if got := floor.At(id); !got.Equal(until) {
 		t.Errorf("after an earlier end was seen: floor %v, want %v", got, until)
 	}
 
-	floor.apply([]ban{{Subject: id, Since: now, Until: until, LiftedAt: now}}, now)
-	floor.hold(id, until, now) // an answer that read the ban before its lift
-	if got := floor.at(id); !got.IsZero() {
+	floor.Apply([]domain.Ban{{Subject: id, Since: now, Until: until, LiftedAt: now}}, now)
+	floor.Hold(id, until, now) // an answer that read the ban before its lift
+	if got := floor.At(id); !got.IsZero() {
 		t.Errorf("the lifted ban seen again: floor %v, want none", got)
 	}
 	later := until.Add(time.Minute) // a ban that began after the lift
-	floor.hold(id, later, now)
-	if got := floor.at(id); !got.Equal(later) {
+	floor.Hold(id, later, now)
+	if got := floor.At(id); !got.Equal(later) {
 		t.Errorf("a new ban after the lift: floor %v, want %v", got, later)
 	}
-	floor.apply(nil, later) // ended: it goes, and so does the lift
-	if got := floor.at(id); !got.IsZero() || len(floor.lifted) != 0 {
-		t.Errorf("once ended: floor %v, lifts %v; want none", got, floor.lifted)
+	floor.Apply(nil, later) // ended: it goes, and so does the lift
+	if got := floor.At(id); !got.IsZero() || len(floor.Lifted) != 0 {
+		t.Errorf("once ended: floor %v, lifts %v; want none", got, floor.Lifted)
 	}
 }

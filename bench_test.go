@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"petstore/internal/domain"
 )
 
 // seedPets inserts n pets in one transaction, statuses in turn.
@@ -48,7 +50,7 @@ func benchServerWith(b *testing.B, pets int, opts testOptions) (*testServer, str
 	if err := s.pets.load(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return s, s.mustCreateKey("enterprise", limits{PerMinute: 1 << 50, PerDay: 1 << 50})
+	return s, s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1 << 50, PerDay: 1 << 50})
 }
 
 // discardWriter is a ResponseWriter that keeps only the status, so that a

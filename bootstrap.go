@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"strings"
 
+	"petstore/internal/domain"
+
 	"golang.org/x/term"
 )
 
@@ -22,10 +24,10 @@ import (
 // new user can call the API at once. It is the only key the server ever
 // gives out: printed on a terminal, otherwise written to a file whose path
 // alone is logged (README.md, "A first session").
-func bootstrapKey(ctx context.Context, store keyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
-	free := plans["free"]
-	key, token := newAPIKey(apiKey{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: allScopes})
-	key, created, err := store.CreateFirstKey(ctx, key, serverActor)
+func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
+	free := domain.Plans["free"]
+	key, token := newAPIKey(domain.Key{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
+	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}

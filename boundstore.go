@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // boundStorage is the storage as the server uses it. Each call ends by the
@@ -53,8 +55,8 @@ func (b *boundStorage) bounded(ctx context.Context, name string, call func(conte
 	}
 	err := call(ctx)
 	b.timer(name).since(start)
-	if err != nil && dbFailureOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
-		err = errDatabase(dbTimeout, err)
+	if err != nil && domain.DBFailureOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
+		err = domain.Unavailable(domain.DBTimeout, err)
 	}
 	b.health.saw(err)
 	return err
@@ -68,16 +70,16 @@ func (b *boundStorage) timer(name string) callTimer {
 	return t.(callTimer)
 }
 
-func (b *boundStorage) CreatePets(ctx context.Context, batch []petInsert) error {
+func (b *boundStorage) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	return b.bounded(ctx, "CreatePets", func(ctx context.Context) error { return b.s.CreatePets(ctx, batch) })
 }
 
-func (b *boundStorage) GetPet(ctx context.Context, id int64) (v Pet, err error) {
+func (b *boundStorage) GetPet(ctx context.Context, id int64) (v domain.Pet, err error) {
 	err = b.bounded(ctx, "GetPet", func(ctx context.Context) (err error) { v, err = b.s.GetPet(ctx, id); return err })
 	return v, err
 }
 
-func (b *boundStorage) ListPets(ctx context.Context, status string, after int64, limit int) (v []Pet, err error) {
+func (b *boundStorage) ListPets(ctx context.Context, status string, after int64, limit int) (v []domain.Pet, err error) {
 	err = b.bounded(ctx, "ListPets", func(ctx context.Context) (err error) { v, err = b.s.ListPets(ctx, status, after, limit); return err })
 	return v, err
 }
@@ -87,7 +89,7 @@ func (b *boundStorage) ScanPets(ctx context.Context, after int64, limit int, fn 
 	return v, err
 }
 
-func (b *boundStorage) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (v0 idempotencyRecord, v1 bool, err error) {
+func (b *boundStorage) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (v0 domain.IdempotencyRecord, v1 bool, err error) {
 	err = b.bounded(ctx, "IdempotencyRecord", func(ctx context.Context) (err error) {
 		v0, v1, err = b.s.IdempotencyRecord(ctx, keyID, key, since)
 		return err
@@ -100,12 +102,12 @@ func (b *boundStorage) PruneIdempotency(ctx context.Context, cutoff time.Time) (
 	return v, err
 }
 
-func (b *boundStorage) CreateKey(ctx context.Context, k apiKey, actor string) (v apiKey, err error) {
+func (b *boundStorage) CreateKey(ctx context.Context, k domain.Key, actor string) (v domain.Key, err error) {
 	err = b.bounded(ctx, "CreateKey", func(ctx context.Context) (err error) { v, err = b.s.CreateKey(ctx, k, actor); return err })
 	return v, err
 }
 
-func (b *boundStorage) CreateFirstKey(ctx context.Context, k apiKey, actor string) (v0 apiKey, v1 bool, err error) {
+func (b *boundStorage) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (v0 domain.Key, v1 bool, err error) {
 	err = b.bounded(ctx, "CreateFirstKey", func(ctx context.Context) (err error) { v0, v1, err = b.s.CreateFirstKey(ctx, k, actor); return err })
 	return v0, v1, err
 }
@@ -115,7 +117,7 @@ func (b *boundStorage) RevokeKey(ctx context.Context, id int64, actor string) (v
 	return v, err
 }
 
-func (b *boundStorage) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (v0 apiKey, v1 apiKey, err error) {
+func (b *boundStorage) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (v0 domain.Key, v1 domain.Key, err error) {
 	err = b.bounded(ctx, "RollKey", func(ctx context.Context) (err error) {
 		v0, v1, err = b.s.RollKey(ctx, id, hash, overlap, actor)
 		return err
@@ -123,12 +125,12 @@ func (b *boundStorage) RollKey(ctx context.Context, id int64, hash []byte, overl
 	return v0, v1, err
 }
 
-func (b *boundStorage) Keys(ctx context.Context) (v []apiKey, err error) {
+func (b *boundStorage) Keys(ctx context.Context) (v []domain.Key, err error) {
 	err = b.bounded(ctx, "Keys", func(ctx context.Context) (err error) { v, err = b.s.Keys(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) KeyByHash(ctx context.Context, hash []byte) (v0 apiKey, v1 bool, err error) {
+func (b *boundStorage) KeyByHash(ctx context.Context, hash []byte) (v0 domain.Key, v1 bool, err error) {
 	err = b.bounded(ctx, "KeyByHash", func(ctx context.Context) (err error) { v0, v1, err = b.s.KeyByHash(ctx, hash); return err })
 	return v0, v1, err
 }
@@ -138,7 +140,7 @@ func (b *boundStorage) KeysVersion(ctx context.Context) (v int64, err error) {
 	return v, err
 }
 
-func (b *boundStorage) SetLastUsed(ctx context.Context, uses []lastUse) error {
+func (b *boundStorage) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	return b.bounded(ctx, "SetLastUsed", func(ctx context.Context) error { return b.s.SetLastUsed(ctx, uses) })
 }
 
@@ -147,11 +149,11 @@ func (b *boundStorage) Usage(ctx context.Context, keyID int64, day string) (v in
 	return v, err
 }
 
-func (b *boundStorage) AddUsage(ctx context.Context, counts []usageCount) error {
+func (b *boundStorage) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	return b.bounded(ctx, "AddUsage", func(ctx context.Context) error { return b.s.AddUsage(ctx, counts) })
 }
 
-func (b *boundStorage) AuditEvents(ctx context.Context, filter auditFilter) (v []auditEvent, err error) {
+func (b *boundStorage) AuditEvents(ctx context.Context, filter domain.AuditFilter) (v []domain.AuditEvent, err error) {
 	err = b.bounded(ctx, "AuditEvents", func(ctx context.Context) (err error) { v, err = b.s.AuditEvents(ctx, filter); return err })
 	return v, err
 }
@@ -161,21 +163,21 @@ func (b *boundStorage) AuditCounts(ctx context.Context) (v map[string]int64, err
 	return v, err
 }
 
-func (b *boundStorage) AddBans(ctx context.Context, started []startedBan) error {
+func (b *boundStorage) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	return b.bounded(ctx, "AddBans", func(ctx context.Context) error { return b.s.AddBans(ctx, started) })
 }
 
-func (b *boundStorage) LiftBan(ctx context.Context, subject callerID, actor, env string) (v ban, err error) {
+func (b *boundStorage) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (v domain.Ban, err error) {
 	err = b.bounded(ctx, "LiftBan", func(ctx context.Context) (err error) { v, err = b.s.LiftBan(ctx, subject, actor, env); return err })
 	return v, err
 }
 
-func (b *boundStorage) Bans(ctx context.Context) (v []ban, err error) {
+func (b *boundStorage) Bans(ctx context.Context) (v []domain.Ban, err error) {
 	err = b.bounded(ctx, "Bans", func(ctx context.Context) (err error) { v, err = b.s.Bans(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) BanChanges(ctx context.Context, version int64) (v []ban, err error) {
+func (b *boundStorage) BanChanges(ctx context.Context, version int64) (v []domain.Ban, err error) {
 	err = b.bounded(ctx, "BanChanges", func(ctx context.Context) (err error) { v, err = b.s.BanChanges(ctx, version); return err })
 	return v, err
 }
@@ -214,11 +216,11 @@ func (b *boundStorage) Close() error {
 	case err := <-closed:
 		return err
 	case <-time.After(b.timeout):
-		return errDatabase(dbTimeout, errors.New("the database did not close within the deadline; its connections are left to close"))
+		return domain.Unavailable(domain.DBTimeout, errors.New("the database did not close within the deadline; its connections are left to close"))
 	}
 }
 
-func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(apiKey) (apiKey, error), actor string) (before, after apiKey, err error) {
+func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
 	err = b.bounded(ctx, "UpdateKey", func(ctx context.Context) (err error) {
 		before, after, err = b.s.UpdateKey(ctx, id, change, actor)
 		return err
@@ -226,11 +228,11 @@ func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(apiK
 	return before, after, err
 }
 
-func (b *boundStorage) AddUsageHistory(ctx context.Context, rows []usageDay) error {
+func (b *boundStorage) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
 	return b.bounded(ctx, "AddUsageHistory", func(ctx context.Context) error { return b.s.AddUsageHistory(ctx, rows) })
 }
 
-func (b *boundStorage) UsageHistory(ctx context.Context, budgetID int64, from string) (v []usageDay, err error) {
+func (b *boundStorage) UsageHistory(ctx context.Context, budgetID int64, from string) (v []domain.UsageDay, err error) {
 	err = b.bounded(ctx, "UsageHistory", func(ctx context.Context) (err error) { v, err = b.s.UsageHistory(ctx, budgetID, from); return err })
 	return v, err
 }
@@ -240,17 +242,17 @@ func (b *boundStorage) PruneUsageHistory(ctx context.Context, before string) (v 
 	return v, err
 }
 
-func (b *boundStorage) CreateAdminToken(ctx context.Context, t adminToken, actor string) (v adminToken, err error) {
+func (b *boundStorage) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (v domain.AdminToken, err error) {
 	err = b.bounded(ctx, "CreateAdminToken", func(ctx context.Context) (err error) { v, err = b.s.CreateAdminToken(ctx, t, actor); return err })
 	return v, err
 }
 
-func (b *boundStorage) AdminTokens(ctx context.Context) (v []adminToken, err error) {
+func (b *boundStorage) AdminTokens(ctx context.Context) (v []domain.AdminToken, err error) {
 	err = b.bounded(ctx, "AdminTokens", func(ctx context.Context) (err error) { v, err = b.s.AdminTokens(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) AdminTokenByHash(ctx context.Context, hash []byte) (v adminToken, ok bool, err error) {
+func (b *boundStorage) AdminTokenByHash(ctx context.Context, hash []byte) (v domain.AdminToken, ok bool, err error) {
 	err = b.bounded(ctx, "AdminTokenByHash", func(ctx context.Context) (err error) { v, ok, err = b.s.AdminTokenByHash(ctx, hash); return err })
 	return v, ok, err
 }

@@ -50,7 +50,7 @@ func cliCommands() []cliCommand {
 		{"migrate", "[--db FILE|URL]   (as the role that owns the tables)", migrateCommand},
 		{"backup", "[--db FILE] --out FILE", toStderr(backupCommand)},
 		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", copyCommand},
-		{"healthcheck", "[--url URL]   (exit 0 when the server's /readyz answers 200 within 2 s)", toStdout(healthcheckCommand)},
+		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", toStdout(healthcheckCommand)},
 		{"version", "(or petstore --version)", versionCommand},
 	}
 }

@@ -1,7 +1,7 @@
 package main
 
-// Black-box tests of the command line, as DESIGN.md "Command line" and
-// "Running it" describe it: the built binary as a user runs it, and run() as
+// Black-box tests of the command line, as the README ("Command line") and
+// docs/production.md describe it: the built binary as a user runs it, and run() as
 // main calls it. The binary tests are skipped with -short.
 
 import (
@@ -220,7 +220,7 @@ func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 }
 
 // cliListColumns are the columns of the keys list table, in order: the
-// first seven as DESIGN.md names them, then the key's lifetime.
+// first seven as the README ("Command line") names them, then the key's lifetime.
 var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state", "scopes"}
 
 // listKeysJSON runs keys list --json (its fields are pinned by

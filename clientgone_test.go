@@ -1,6 +1,6 @@
 package main
 
-// A client that hangs up (DESIGN.md "Running it"): its request is recorded
+// A client that hangs up (docs/observing.md): its request is recorded
 // as 499, logged below ERROR and counted under its own code, never as a 5xx
 // nor as a database failure, on both engines, healthy and stalled, through
 // the real server.

@@ -21,6 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+
+	"petstore/internal/domain"
 )
 
 // command is the preamble of a command: its flag set, whose flags may also
@@ -105,6 +107,35 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 
 // errHelp ends a command that printed its help.
 var errHelp = errors.New("help shown")
+
+// given tells whether the flag name was set, even to "".
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseScopeFlags reads --scope flags, each one scope or several separated
+// by commas, every one of within; none given: all of within. unknown is the
+// usage error of a name in flag that is none of them.
+func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, name string) error) (domain.ScopeSet, error) {
+	if len(flags) == 0 {
+		return within, nil
+	}
+	var s domain.ScopeSet
+	for _, flag := range flags {
+		names := strings.Split(flag, ",")
+		for i := range names {
+			names[i] = strings.TrimSpace(names[i])
+		}
+		scopes, name, ok := domain.ParseScopes(names, within)
+		if !ok {
+			return 0, unknown(flag, name)
+		}
+		s |= scopes
+	}
+	return s, nil
+}
 
 // dbFlags are the flags every command has: which environment, which file.
 type dbFlags struct {
@@ -260,7 +291,7 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return flagError("--to", err)
 	}
 	defer dst.Close()
-	n, err := copyAll(ctx, src, dst, auditEvent{Action: auditKeysCopied, Actor: commandActor(), Env: env, Details: auditDetails{From: from}})
+	n, err := copyAll(ctx, src, dst, domain.AuditEvent{Action: domain.AuditKeysCopied, Actor: commandActor(), Env: env, Details: domain.AuditDetails{From: from}})
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
 	}
@@ -271,10 +302,10 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 
 // copyAll moves what src holds into dst, reading src in one snapshot, and
 // adds copiedEvent.
-func copyAll(ctx context.Context, src lifecycle, dst copyTarget, copiedEvent auditEvent) (copied, error) {
+func copyAll(ctx context.Context, src lifecycle, dst copyTarget, copiedEvent domain.AuditEvent) (domain.Copied, error) {
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
-		return copied{}, err
+		return domain.Copied{}, err
 	}
 	defer snap.Close()
 	return dst.CopyFrom(ctx, snap, copiedEvent)
@@ -288,7 +319,7 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 	var keyID int64
 	c.fs.StringVar(&since, "since", "", "only events at or after this: a duration back from now (24h, 7d, 30m) or an RFC 3339 time; default all")
 	c.fs.Int64Var(&keyID, "key", 0, "only the events of this key id (a roll is an event of the old key and of the new one)")
-	c.fs.StringVar(&action, "action", "", "only events of this action: "+strings.Join(auditActions, ", "))
+	c.fs.StringVar(&action, "action", "", "only events of this action: "+strings.Join(domain.AuditActions, ", "))
 	asJSON := c.jsonFlag("a line an event")
 	if err := c.parse(args); err != nil {
 		return err
@@ -314,8 +345,8 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 
 // auditFilterOf checks audit's flags, and picks the events they ask for at
 // now.
-func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, now time.Time) (auditFilter, error) {
-	f := auditFilter{KeyID: keyID, Action: action}
+func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, now time.Time) (domain.AuditFilter, error) {
+	f := domain.AuditFilter{KeyID: keyID, Action: action}
 	if given(fs, "key") && keyID < 1 {
 		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
 	}
@@ -332,8 +363,8 @@ func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, n
 // checkAuditAction refuses an action the trail does not know, given as
 // field ("": any).
 func checkAuditAction(field, action string) error {
-	if action != "" && !slices.Contains(auditActions, action) {
-		return errInvalid("%s: unknown action %q; the actions are %s", field, action, strings.Join(auditActions, ", "))
+	if action != "" && !slices.Contains(domain.AuditActions, action) {
+		return domain.Invalid("%s: unknown action %q; the actions are %s", field, action, strings.Join(domain.AuditActions, ", "))
 	}
 	return nil
 }
@@ -347,9 +378,9 @@ func auditSince(field, since string, given bool, now time.Time) (time.Time, erro
 	if at, err := time.Parse(time.RFC3339, since); err == nil {
 		return at, nil
 	}
-	d, err := parseLifetime(since)
+	d, err := domain.ParseLifetime(since)
 	if err != nil || d <= 0 {
-		return time.Time{}, errInvalid("%s must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", field, since)
+		return time.Time{}, domain.Invalid("%s must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", field, since)
 	}
 	return now.Add(-d), nil
 }
@@ -359,67 +390,17 @@ const auditTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // writeAuditLines prints each event on a line: its time and action, then
 // name=value pairs.
-func writeAuditLines(w io.Writer, events []auditEvent) error {
+func writeAuditLines(w io.Writer, events []domain.AuditEvent) error {
 	bw := bufio.NewWriter(w)
 	for _, e := range events {
 		bw.WriteString(e.At.Format(auditTimeFormat))
 		bw.WriteString(" " + e.Action)
-		for _, p := range e.pairs() {
+		for _, p := range e.Pairs() {
 			bw.WriteString(" " + p[0] + "=" + logfmtValue(p[1]))
 		}
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
-}
-
-// pairs are what a line of audit shows of e after its time and action,
-// each name with its value, only those that e has.
-func (e auditEvent) pairs() [][2]string {
-	var p [][2]string
-	add := func(name, value string) {
-		if value != "" {
-			p = append(p, [2]string{name, value})
-		}
-	}
-	number := func(n int64) string {
-		if n == 0 {
-			return ""
-		}
-		return strconv.FormatInt(n, 10)
-	}
-	at := func(t *time.Time) string {
-		if t == nil {
-			return ""
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
-	d := e.Details
-	add("key", number(e.KeyID))
-	add("newKey", number(e.NewKeyID))
-	add("address", e.Address)
-	add("actor", e.Actor)
-	add("env", e.Env)
-	add("name", d.Name)
-	add("plan", d.Plan)
-	add("perMinute", number(d.PerMinute))
-	add("perDay", number(d.PerDay))
-	add("scopes", strings.Join(d.Scopes, ","))
-	add("expires", at(d.Expires))
-	add("overlap", d.Overlap)
-	add("oldKeyStops", at(d.OldKeyStops))
-	add("bannedUntil", at(d.BannedUntil))
-	add("banFor", d.BanFor)
-	add("budget", number(d.Budget))
-	add("from", d.From)
-	if c := d.Copied; c != nil {
-		add("pets", strconv.FormatInt(c.Pets, 10))
-		add("keys", strconv.FormatInt(c.Keys, 10))
-		add("usage", strconv.FormatInt(c.Usage, 10))
-		add("idempotency", strconv.FormatInt(c.Idempotency, 10))
-		add("auditEvents", strconv.FormatInt(c.AuditEvents, 10))
-		add("bans", strconv.FormatInt(c.Bans, 10))
-	}
-	return p
 }
 
 // logfmtValue is v as a value of a name=value pair: quoted when it holds a
@@ -433,24 +414,24 @@ func logfmtValue(v string) string {
 
 // auditJSON is an event as audit --json shows it.
 type auditJSON struct {
-	ID       int64        `json:"id"`
-	Time     string       `json:"time"` // UTC, to the millisecond
-	Action   string       `json:"action"`
-	Actor    string       `json:"actor"`
-	KeyID    *int64       `json:"keyId"`    // null for an address's ban and a copy
-	NewKeyID *int64       `json:"newKeyId"` // key.rolled: the new key
-	Address  *string      `json:"address"`  // key.banned of a client address
-	Env      string       `json:"env"`
-	Details  auditDetails `json:"details"`
+	ID       int64               `json:"id"`
+	Time     string              `json:"time"` // UTC, to the millisecond
+	Action   string              `json:"action"`
+	Actor    string              `json:"actor"`
+	KeyID    *int64              `json:"keyId"`    // null for an address's ban and a copy
+	NewKeyID *int64              `json:"newKeyId"` // key.rolled: the new key
+	Address  *string             `json:"address"`  // key.banned of a client address
+	Env      string              `json:"env"`
+	Details  domain.AuditDetails `json:"details"`
 }
 
 // writeAuditJSON prints the events as a JSON array, [] for none.
-func writeAuditJSON(w io.Writer, events []auditEvent) error {
+func writeAuditJSON(w io.Writer, events []domain.AuditEvent) error {
 	return writeJSONIndented(w, auditJSONOf(events))
 }
 
 // auditJSONOf is events as audit --json and GET /admin/v1/audit show them.
-func auditJSONOf(events []auditEvent) []auditJSON {
+func auditJSONOf(events []domain.AuditEvent) []auditJSON {
 	out := make([]auditJSON, len(events))
 	for i, e := range events {
 		out[i] = auditJSON{

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/testkit"
 )
 
 // The owner's console in a real browser (browser_test.go's headless
@@ -34,7 +37,7 @@ func openConsole(t *testing.T, ctx context.Context) *consoleSession {
 	b := startBrowser(t, ctx, chromium)
 	page := b.page(ctx)
 	page.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": false})
-	c := &consoleSession{t: t, s: s, b: b, page: page, url: admin.URL, owner: s.mustCreateAdmin("owner", allAdminScopes)}
+	c := &consoleSession{t: t, s: s, b: b, page: page, url: admin.URL, owner: s.mustCreateAdmin("owner", domain.AllAdminScopes)}
 	page.call(ctx, "Page.navigate", map[string]any{"url": admin.URL + "/console/"})
 	page.waitFor(ctx, "the sign-in", `document.getElementById('signin')?.hidden === false`)
 	return c
@@ -99,6 +102,7 @@ func TestConsoleOwnersDayInABrowser(t *testing.T) {
 
 	// A key made, its secret shown once.
 	page.click(ctx, ".create-key")
+	c.checkLabels(ctx, "the keys, with the new key's form")
 	page.typeInto(ctx, "form.create input[name=name]", "Acme")
 	page.click(ctx, "form.create button[type=submit]")
 	page.waitFor(ctx, "the secret", `document.querySelector('.secret-value')`)
@@ -242,14 +246,14 @@ func (c *consoleSession) editRollRevoke(ctx context.Context, id int64) {
 func (c *consoleSession) webhookDelivered(ctx context.Context) {
 	c.t.Helper()
 	s, page := c.s, c.page
-	rc := newReceiver(c.t)
+	rc := testkit.NewReceiver(c.t)
 	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=webhooks] .empty')`)
-	page.typeInto(ctx, ".add-webhook input[name=url]", rc.url())
+	page.typeInto(ctx, ".add-webhook input[name=url]", rc.URL())
 	page.click(ctx, ".add-webhook button[type=submit]")
 	page.waitFor(ctx, "the secret", `document.querySelector('.secret-value') && document.querySelector('.page .test')`)
 	var secret string
 	page.eval(ctx, `document.querySelector('.secret-value').value`, &secret)
-	rc.trust(secret)
+	rc.Trust(secret)
 	page.click(ctx, ".page .test")
 	page.waitFor(ctx, "the test queued", `document.getElementById('notice').textContent.includes('queued')`)
 	s.deliverDue()
@@ -258,7 +262,7 @@ func (c *consoleSession) webhookDelivered(ctx context.Context) {
 	if got := page.text(ctx, ".deliveries tbody"); !strings.Contains(got, "webhook.test") || !strings.Contains(got, "delivered") {
 		c.t.Errorf("the deliveries read %q, want webhook.test delivered", got)
 	}
-	if got := rc.deliveries(); len(got) != 1 || !got[0].Verified || got[0].Event.Type != "webhook.test" {
+	if got := rc.Deliveries(); len(got) != 1 || !got[0].Verified || got[0].Event.Type != "webhook.test" {
 		c.t.Errorf("the receiver got %+v, want one webhook.test signed with the secret the console showed", got)
 	}
 	c.checkLabels(ctx, "the webhooks")
@@ -341,7 +345,7 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	s.banOf(key, 200)
 	s.flushAudit()
 
-	c.signIn(ctx, s.mustCreateAdmin("support", scopeKeysRead))
+	c.signIn(ctx, s.mustCreateAdmin("support", domain.ScopeKeysRead))
 	page.waitFor(ctx, "the keys page", `document.querySelector('.page[data-page=keys] tbody')`)
 	var nav []string
 	page.eval(ctx, `[...document.querySelectorAll('#nav a')].map((a) => a.textContent)`, &nav)
@@ -389,7 +393,7 @@ func TestConsoleReturnsToTheSignInWithTheReason(t *testing.T) {
 
 	// A token revoked while in use: the next request brings back the
 	// sign-in, saying why.
-	c.signIn(ctx, s.mustCreateAdmin("temp", allAdminScopes))
+	c.signIn(ctx, s.mustCreateAdmin("temp", domain.AllAdminScopes))
 	page.waitFor(ctx, "the keys page", `document.querySelector('.page[data-page=keys]')`)
 	tokens, err := s.store.AdminTokens(ctx)
 	if err != nil {

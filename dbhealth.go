@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The health probe: how often it looks, and how long /readyz waits for it.
@@ -83,9 +85,9 @@ func (h *dbHealth) check(ctx context.Context, cached bool) error {
 	select {
 	case <-done:
 	case <-timer.C:
-		return errDatabase(dbTimeout, fmt.Errorf("the probe did not end within %v", h.timeout+probeGrace))
+		return domain.Unavailable(domain.DBTimeout, fmt.Errorf("the probe did not end within %v", h.timeout+probeGrace))
 	case <-ctx.Done():
-		return errDatabase(dbTimeout, ctx.Err())
+		return domain.Unavailable(domain.DBTimeout, ctx.Err())
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -100,8 +102,8 @@ func (h *dbHealth) probe(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	err := h.ping(ctx)
 	cancel()
-	if err != nil && dbFailureOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
-		err = errDatabase(dbTimeout, err)
+	if err != nil && domain.DBFailureOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
+		err = domain.Unavailable(domain.DBTimeout, err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -128,16 +130,16 @@ func (h *dbHealth) probe(done chan struct{}) {
 // saw notes what a database call found: an answer while the last probe
 // failed, or an outage while it succeeded, makes that probe stale.
 func (h *dbHealth) saw(err error) {
-	if (dbFailureOf(err) != 0) != h.down.Load() {
+	if (domain.DBFailureOf(err) != 0) != h.down.Load() {
 		h.stale.Store(true)
 	}
 }
 
 // causeOf is what went wrong underneath a domainError, for the log.
 func causeOf(err error) error {
-	var e *domainError
-	if errors.As(err, &e) && e.cause != nil {
-		return e.cause
+	var e *domain.Error
+	if errors.As(err, &e) && e.Cause != nil {
+		return e.Cause
 	}
 	return err
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
 )
 
 const (
@@ -39,14 +41,14 @@ var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
 // decodeNewPet reads and validates a createPet body: JSON content type, at
 // most maxBodyBytes, exactly one object, known fields only, valid values.
 // The error it returns is ready for writeError.
-func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
+func decodeNewPet(w http.ResponseWriter, r *http.Request) (domain.Pet, error) {
 	if err := checkContentType(firstHeader(r.Header, "Content-Type")); err != nil {
-		return Pet{}, err
+		return domain.Pet{}, err
 	}
 	if r.ContentLength > 0 && r.ContentLength <= smallBodyBytes {
 		return readSmallNewPet(r.Body, r.ContentLength)
 	}
-	var pet Pet
+	var pet domain.Pet
 	var err error = errTooLarge
 	if r.ContentLength <= maxBodyBytes {
 		pet, err = readNewPet(http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -61,10 +63,10 @@ func decodeNewPet(w http.ResponseWriter, r *http.Request) (Pet, error) {
 }
 
 // readNewPet decodes and validates a body already limited in size.
-func readNewPet(body io.Reader) (Pet, error) {
+func readNewPet(body io.Reader) (domain.Pet, error) {
 	fields, err := readObject(body, newPetFieldNames, "a pet has only name, categoryId and status")
 	if err != nil {
-		return Pet{}, err
+		return domain.Pet{}, err
 	}
 	var in newPetBody
 	for name, raw := range fields {
@@ -159,7 +161,7 @@ const smallBodyBytes = 4 << 10
 
 // readSmallNewPet reads a body of a declared length and decodes it as
 // readNewPet would from the stream.
-func readSmallNewPet(body io.Reader, length int64) (Pet, error) {
+func readSmallNewPet(body io.Reader, length int64) (domain.Pet, error) {
 	b := make([]byte, length)
 	n, err := io.ReadFull(body, b)
 	if err != nil {
@@ -324,8 +326,8 @@ func jsonError(err error) error {
 	return errorf(codeInvalidJSON, "the body is not a valid JSON object")
 }
 
-func (in newPetBody) validate() (Pet, error) {
-	var p Pet
+func (in newPetBody) validate() (domain.Pet, error) {
+	var p domain.Pet
 	switch {
 	case in.Name == nil:
 		return p, errorf(codeInvalidRequest, "name is required")
@@ -383,7 +385,7 @@ func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // requestHash identifies a createPet request by its meaning, so a retry that
 // differs only in spacing or field order is the same request.
-func requestHash(p Pet) []byte {
+func requestHash(p domain.Pet) []byte {
 	h := sha256.Sum256(fmt.Appendf(nil, "%q %d %q", p.Name, p.CategoryID, p.Status))
 	return h[:]
 }

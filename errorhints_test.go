@@ -9,11 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"petstore/internal/domain"
 )
 
 func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	key := s.mustCreateKey("free")
 	mistyped := admin[:len(admin)-1] + string(admin[len(admin)-1]^1)
 	tests := []struct {
@@ -54,7 +56,7 @@ func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
 
 func TestAWrongListenerIsNamed(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	t.Run("an admin token on /v1", func(t *testing.T) {
 		wantError(t, s.do("GET", "/v1/pets", admin, ""), http.StatusUnauthorized, codeUnauthorized, "admin token", "--admin-addr", "/admin/v1")
 	})

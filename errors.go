@@ -6,6 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"petstore/internal/appendjson"
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // Error codes: the machine-readable `code` of the Error shape. README.md and
@@ -23,8 +27,8 @@ const (
 	codePayloadTooLarge      = "payload_too_large"
 	codeUnsupportedMediaType = "unsupported_media_type"
 	codeIdempotencyMismatch  = "idempotency_mismatch"
-	codeRateLimited          = "rate_limited"
-	codeTemporarilyBanned    = "temporarily_banned"
+	codeRateLimited          = limits.CodeRateLimited
+	codeTemporarilyBanned    = limits.CodeTemporarilyBanned
 	codeInternal             = "internal_error"
 	codeNotImplemented       = "not_implemented"
 	codeUnavailable          = "unavailable"
@@ -32,10 +36,6 @@ const (
 	// not its own (admin_host.go).
 	codeMisdirectedRequest = "misdirected_request"
 )
-
-// adminOnlyCodes are the codes only the admin API answers: openapi.yaml
-// (the pet API) leaves them out, admin-openapi.yaml has them.
-var adminOnlyCodes = []string{codeConflict, codeMisdirectedRequest}
 
 var codeStatus = map[string]int{
 	codeInvalidRequest:       http.StatusBadRequest,
@@ -71,13 +71,13 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // kindCodes are the codes of the domain's kinds of failure. A conflict
 // reaches only a client of the admin API (an externalId held): /v1's one
 // conflict, an Idempotency-Key taken, is settled by createOnce.
-var kindCodes = [...]string{kindNotFound: codeNotFound, kindInvalid: codeInvalidRequest, kindConflict: codeConflict, kindUnavailable: codeUnavailable}
+var kindCodes = [...]string{domain.KindNotFound: codeNotFound, domain.KindInvalid: codeInvalidRequest, domain.KindConflict: codeConflict, domain.KindUnavailable: codeUnavailable}
 
 // dbFailureMessages say what each cause means to a client.
-var dbFailureMessages = [dbFailures]string{
-	dbTimeout:       "the database did not answer in time; retry later",
-	dbPoolExhausted: "the database is too busy to take this request now; retry later",
-	dbRefused:       "the database is unavailable right now; retry later",
+var dbFailureMessages = [domain.DBFailures]string{
+	domain.DBTimeout:       "the database did not answer in time; retry later",
+	domain.DBPoolExhausted: "the database is too busy to take this request now; retry later",
+	domain.DBRefused:       "the database is unavailable right now; retry later",
 }
 
 // outcomeUnknownMessage answers a create the database may have stored. The
@@ -115,9 +115,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	b := make([]byte, 0, 64+len(e.Message))
 	b = append(b, `{"code":`...)
-	b = appendJSONString(b, e.Code)
+	b = appendjson.String(b, e.Code)
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, e.Message)
+	b = appendjson.String(b, e.Message)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, "}\n"...)
@@ -131,16 +131,16 @@ func answer(err error, info *requestInfo) Error {
 	if errors.As(err, &e) {
 		return *e
 	}
-	var d *domainError
-	if errors.As(err, &d) && kindCodes[d.kind] != "" {
-		info.failed(d.cause, d.db)
+	var d *domain.Error
+	if errors.As(err, &d) && kindCodes[d.Kind] != "" {
+		info.failed(d.Cause, d.DB)
 		switch {
-		case d.unsure:
+		case d.Unsure:
 			return Error{Code: codeUnavailable, Message: outcomeUnknownMessage}
-		case d.kind == kindUnavailable:
-			return Error{Code: codeUnavailable, Message: dbFailureMessages[d.db]}
+		case d.Kind == domain.KindUnavailable:
+			return Error{Code: codeUnavailable, Message: dbFailureMessages[d.DB]}
 		}
-		return Error{Code: kindCodes[d.kind], Message: d.message}
+		return Error{Code: kindCodes[d.Kind], Message: d.Message}
 	}
 	info.failed(err, 0)
 	return Error{Code: codeInternal, Message: internalMessage}

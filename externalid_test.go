@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"petstore/internal/domain"
 )
 
 // keyExternalID is the externalId the admin API shows for key id ("" for
@@ -24,7 +26,7 @@ func (s *testServer) keyExternalID(t *testing.T, admin string, id int64) string 
 func TestPatchSetsChangesAndClearsAnExternalIDWithTheConflictOfCreate(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		var a, b createdKey
 		decodeJSON(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1"}`), &a)
 		decodeJSON(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`), &b)
@@ -71,7 +73,7 @@ func TestPatchSetsChangesAndClearsAnExternalIDWithTheConflictOfCreate(t *testing
 // key.* webhooks: one that holds a key or a token is refused, as a name is.
 func TestAnExternalIDHoldingAKeyOrTokenIsRefused(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
 	before, err := s.store.AuditCounts(context.Background())
@@ -169,7 +171,7 @@ func TestKeysCreateAndUpdateSetAndClearAnExternalID(t *testing.T) {
 // name does on /v1, rather than keep a character nobody sent.
 func TestNamesAndExternalIDsThatAreNotUTF8AreRefused(t *testing.T) {
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
 	for _, c := range []struct{ name, text string }{

@@ -3,7 +3,7 @@ package main
 // Fault tests: the built binary is killed (SIGKILL) or stopped (SIGTERM) at a
 // random moment while goroutines create pets, then started again on the same
 // database. Every pet acknowledged with a 201 must be there with exactly its
-// fields, once, in id order (DESIGN.md "Running it"). Skipped with -short.
+// fields, once, in id order (docs/production.md, "Operations": nothing acknowledged is lost). Skipped with -short.
 // Helpers here start with "fault"; the load test uses them too, and the
 // outage tests break the network to PostgreSQL and Redis with faultProxy.
 

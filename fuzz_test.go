@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"petstore/internal/domain"
 )
 
 // Fixed tokens, so that the seed corpus can hold them and the fuzzer can
@@ -68,8 +70,8 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	s := newTestServerWith(f, testOptions{logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
 		hash := hashKey(token)
-		k, err := s.store.CreateKey(ctx, apiKey{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
-			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: allScopes}, testActor)
+		k, err := s.store.CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
+			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, testActor)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -97,9 +99,9 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 
 // addPets creates pets with the given statuses through the API and returns
 // them as created.
-func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []Pet {
+func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []domain.Pet {
 	f.Helper()
-	var added []Pet
+	var added []domain.Pet
 	for i, st := range statuses {
 		body := fmt.Sprintf(`{"name":"Pet %d","categoryId":%d}`, i, 1+i%3)
 		if st != "" {
@@ -116,7 +118,7 @@ func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []Pet {
 		if err := json.Unmarshal(w.Body.Bytes(), &p); w.Code != http.StatusCreated || err != nil {
 			f.Fatalf("create pet %s: %d %s", body, w.Code, w.Body)
 		}
-		added = append(added, Pet{ID: p.ID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status})
+		added = append(added, domain.Pet{ID: p.ID, Name: p.Name, CategoryID: p.CategoryID, Status: p.Status})
 	}
 	return added
 }
@@ -156,7 +158,7 @@ func fuzzRequest(method, target, body string) *http.Request {
 // round-trip (getPet answers the same bytes, from memory and from SQLite,
 // and encoding/json reads the same pet from the request); a rejection is a
 // 400 in the Error shape. Whether it is accepted is checked against a
-// reference built from encoding/json and DESIGN.md's rules.
+// reference built from encoding/json and docs/api.md's rules.
 func FuzzCreatePetBody(f *testing.F) {
 	for _, body := range []string{
 		`{"name":"Rex","categoryId":1}`,
@@ -213,7 +215,7 @@ func FuzzCreatePetBody(f *testing.F) {
 			return
 		}
 		if !accept {
-			t.Fatalf("body %q: 201 %s, but DESIGN.md refuses it (%s)", body, w.Body, wantCode)
+			t.Fatalf("body %q: 201 %s, but docs/api.md refuses it (%s)", body, w.Body, wantCode)
 		}
 		apiWantJSON(t, w)
 		got := apiReadPet(t, w.Body.Bytes())
@@ -252,7 +254,7 @@ func equalStatus(a, b *string) bool {
 	return *a == *b
 }
 
-// createPetReference says whether DESIGN.md accepts body as a createPet body
+// createPetReference says whether docs/api.md accepts body as a createPet body
 // and, when not, the error code: invalid_json unless the body is one JSON
 // object, else invalid_request. It reads JSON with encoding/json alone, and
 // looks at every member: a member given twice is refused, as a query
@@ -355,7 +357,7 @@ func FuzzListQuery(f *testing.F) {
 			return
 		}
 
-		var want []Pet
+		var want []domain.Pet
 		for _, p := range all {
 			if p.ID > q.after && (q.status == "" || p.Status == q.status) {
 				want = append(want, p)
@@ -401,7 +403,7 @@ func FuzzListQuery(f *testing.F) {
 
 // FuzzParseListQuery checks parseListQuery and the cursor on their own,
 // where they are cheap: eachQueryParam agrees with url.ParseQuery, a query is
-// refused exactly when DESIGN.md says so, an accepted query re-encodes to
+// refused exactly when docs/api.md says so, an accepted query re-encodes to
 // itself, and encodeCursor(n) decodes to n for every n >= 1 (and to nothing
 // for n < 1).
 func FuzzParseListQuery(f *testing.F) {
@@ -418,7 +420,7 @@ func FuzzParseListQuery(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw string, n int64) {
 		c := encodeCursor(n)
-		if strings.ContainsFunc(c, func(r rune) bool { return !strings.ContainsRune(base62+"-_", r) }) {
+		if strings.ContainsFunc(c, func(r rune) bool { return !strings.ContainsRune(domain.Base62+"-_", r) }) {
 			t.Errorf("encodeCursor(%d) = %q needs escaping in a URL", n, c)
 		}
 		if after, ok := decodeCursor(c); ok != (n >= 1) || (ok && after != n) {
@@ -475,7 +477,7 @@ func FuzzParseListQuery(f *testing.F) {
 	})
 }
 
-// listQueryReference applies DESIGN.md's rules to parsed query values: each
+// listQueryReference applies docs/api.md's rules to parsed query values: each
 // of limit, status and cursor at most once; limit a decimal integer 1..100
 // (default 20); status one of the enum; cursor "after:<id>" in unpadded
 // base64url, id an int64 >= 1. Other parameters are ignored.
@@ -814,7 +816,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 	})
 }
 
-// idempotencyKeyReference reads an Idempotency-Key value as DESIGN.md puts
+// idempotencyKeyReference reads an Idempotency-Key value as docs/api.md puts
 // it: a value in double quotes is an RFC 8941 sf-string (DQUOTE *(chr) DQUOTE
 // where chr is printable ASCII other than \ and ", or \" or \\), and the
 // key is its content; any other value is the key itself. The key must be 1
@@ -850,49 +852,6 @@ func idempotencyKeyReference(v string) (string, bool) {
 }
 
 // ---------------------------------------------------------------- JSON
-
-// FuzzAppendJSONString checks the hand-written JSON string encoder every
-// response body goes through: valid JSON that encoding/json reads back as
-// the input, with invalid UTF-8 as U+FFFD just as encoding/json does, with
-// no raw control character, U+2028 or U+2029, the same for string and
-// []byte, and appended after what the buffer held.
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{
-		"", "Rex", `"quoted" \back\slash/`, "\x00\x01\x1f\x7f\b\f\n\r\t", "\u2028\u2029", "<html>&amp;",
-		"é😀", "\xff", "\xed\xa0\x80", "\xf4\x90\x80\x80", "a\xc3", "\xe2\x80", "\xef\xbf\xbd", "\xc0\x80",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := appendJSONString(nil, s)
-		if !json.Valid(out) {
-			t.Fatalf("appendJSONString(%q) = %s, not valid JSON", s, out)
-		}
-		if !utf8.Valid(out) || bytes.ContainsFunc(out, func(r rune) bool { return r < 0x20 || r == '\u2028' || r == '\u2029' }) {
-			t.Fatalf("appendJSONString(%q) = %q holds invalid UTF-8, a control character, U+2028 or U+2029", s, out)
-		}
-		var got, want string
-		if err := json.Unmarshal(out, &got); err != nil {
-			t.Fatalf("appendJSONString(%q) = %s: %v", s, out, err)
-		}
-		ref, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(ref, &want); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("appendJSONString(%q) = %s reads as %q; encoding/json gives %q", s, out, got, want)
-		}
-		if b := appendJSONString(nil, []byte(s)); !bytes.Equal(b, out) {
-			t.Fatalf("appendJSONString of %q as []byte = %s, as string %s", s, b, out)
-		}
-		if b := appendJSONString([]byte(`{"x":`), s); string(b) != `{"x":`+string(out) {
-			t.Fatalf("appendJSONString after a prefix = %s, want {\"x\":%s", b, out)
-		}
-	})
-}
 
 // FuzzScanNewPet checks the fast reading of a createPet body against the
 // token-by-token one: the same pet or the same error for every body, and

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 //go:embed openapi.yaml
 var openapiYAML []byte
 
-// getPet is deprecated (SPEC.md §4.3): declared on deprecatedSince, removed
+// getPet is deprecated (docs/api.md, "Deprecation"): declared on deprecatedSince, removed
 // at sunset.
 var (
 	deprecatedSince = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
@@ -89,10 +91,10 @@ func parseListQuery(raw string) (listQuery, error) {
 			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
-	if v := values[0]; given[0] == 1 {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPageSize || !isDigits(v) {
-			return q, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
+	if given[0] == 1 {
+		n, err := limitOf(values[0])
+		if err != nil {
+			return q, err
 		}
 		q.limit = n
 	}
@@ -110,6 +112,16 @@ func parseListQuery(raw string) (listQuery, error) {
 		q.after = after
 	}
 	return q, nil
+}
+
+// limitOf reads a page's limit, of pets or of the admin API's lists: an
+// integer from 1 to maxPageSize, in plain digits.
+func limitOf(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxPageSize || !domain.IsDigits(s) {
+		return 0, errorf(codeInvalidRequest, "limit must be an integer from 1 to %d", maxPageSize)
+	}
+	return n, nil
 }
 
 // eachQueryParam calls fn with each name and value of a query string, as
@@ -134,15 +146,6 @@ func eachQueryParam(raw string, fn func(name, value string)) error {
 		fn(name, value)
 	}
 	return nil
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 func validStatus(s string) bool {
@@ -237,7 +240,7 @@ func handleGetPet(pets *petCache) http.Handler {
 // digits only (no sign, no spaces), 1 to 9223372036854775807.
 func parseID(s string) (int64, bool) {
 	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil && id >= 1 && isDigits(s)
+	return id, err == nil && id >= 1 && domain.IsDigits(s)
 }
 
 // deprecated marks every response of a deprecated operation (RFC 9745 and

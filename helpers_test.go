@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
@@ -121,7 +122,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	s.cfg = s.opts.serveConfig(t)
 	s.dbPath = s.cfg.db
 	if opts.redis {
-		s.redisPrefix = testRedisPrefix(t)
+		s.redisPrefix = testkit.RedisPrefix(t)
 		s.cfg.redis = cmp.Or(opts.redisURL, testkit.RedisURL(t))
 	}
 	s.deps = appDeps{now: s.clock.now, logger: s.opts.logger, metrics: opts.metrics,
@@ -218,7 +219,7 @@ const testActor = "tester@test"
 
 // mustCreateKey makes a key of plan (custom limits for enterprise) with
 // every scope and returns its token.
-func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
+func (s *testServer) mustCreateKey(plan string, lim ...domain.Limits) string {
 	s.t.Helper()
 	_, token := s.mustCreate(s.keyTerms(plan, lim...))
 	return token
@@ -226,16 +227,16 @@ func (s *testServer) mustCreateKey(plan string, lim ...limits) string {
 
 // keyTerms are the terms of a key named test of plan (custom limits for
 // enterprise), with every scope, on the server's environment.
-func (s *testServer) keyTerms(plan string, lim ...limits) apiKey {
-	l := plans[plan]
+func (s *testServer) keyTerms(plan string, lim ...domain.Limits) domain.Key {
+	l := domain.Plans[plan]
 	if len(lim) > 0 {
 		l = lim[0]
 	}
-	return apiKey{Env: s.keys.env, Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: allScopes}
+	return domain.Key{Env: s.keys.env, Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: domain.AllScopes}
 }
 
 // mustCreate stores a key on terms and returns it with its token.
-func (s *testServer) mustCreate(terms apiKey) (apiKey, string) {
+func (s *testServer) mustCreate(terms domain.Key) (domain.Key, string) {
 	s.t.Helper()
 	k, token, err := createKey(context.Background(), s.store, terms, testActor)
 	if err != nil {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The plain HTTP listener of --http-addr beside an HTTPS server
@@ -59,4 +61,47 @@ func httpsURL(r *http.Request, httpsPort int) string {
 		host += ":" + strconv.Itoa(httpsPort)
 	}
 	return "https://" + host + r.URL.RequestURI()
+}
+
+// httpsOnly is the listener of a port that serves TLS: a connection whose
+// first bytes are a plain HTTP request (an http:// URL with the HTTPS
+// port) is answered 400 https_required in the Error shape and closed,
+// rather than with net/http's line of plain text.
+type httpsOnly struct{ net.Listener }
+
+func (l httpsOnly) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &plainSniffer{Conn: c}, nil
+}
+
+// plainSniffer looks at the first bytes a client sends: a TLS handshake
+// begins with 0x16, an HTTP request with its method's capital letters.
+type plainSniffer struct {
+	net.Conn
+	looked bool
+}
+
+// httpsRequired is the whole answer to a plain HTTP request on a TLS port.
+var httpsRequired = func() string {
+	body := `{"code":"` + codeHTTPSRequired + `","message":"use https: this port speaks TLS only, and a key sent over plain HTTP ` +
+		`has crossed the network in clear text (revoke or roll it)","status":400}` + "\n"
+	return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+func (c *plainSniffer) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if !c.looked && n > 0 {
+		c.looked = true
+		if p[0] >= 'A' && p[0] <= 'Z' {
+			c.Conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c.Conn, httpsRequired)
+			c.Conn.Close()
+			return 0, io.EOF
+		}
+	}
+	return n, err
 }

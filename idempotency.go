@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // An Idempotency-Key (IETF draft-ietf-httpapi-idempotency-key-header) makes a
@@ -97,18 +99,18 @@ var errIdempotencyInFlight = errorf(codeIdempotencyConflict,
 
 // createOnce creates p unless this API key's Idempotency-Key already did,
 // in which case it returns that first pet and replayed=true.
-func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() time.Time, apiKeyID int64, key string, p Pet) (pet Pet, replayed bool, err error) {
+func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() time.Time, apiKeyID int64, key string, p domain.Pet) (pet domain.Pet, replayed bool, err error) {
 	done, ok := idem.begin(inflightKey{apiKeyID, key})
 	if !ok {
-		return Pet{}, false, errIdempotencyInFlight
+		return domain.Pet{}, false, errIdempotencyInFlight
 	}
 	defer done()
 	hash := requestHash(p)
 	if pet, found, err := replay(ctx, pets.store, now, apiKeyID, key, hash); found || err != nil {
 		return pet, found, err
 	}
-	pet, err = pets.create(ctx, p, &idempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
-	if errors.Is(err, errIdempotencyTaken) {
+	pet, err = pets.create(ctx, p, &domain.IdempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
+	if errors.Is(err, domain.ErrIdempotencyTaken) {
 		// The key's record was committed first by another server, or by
 		// an earlier try of this request whose answer was lost (a 503 that
 		// could not say whether it was stored) and that reached the
@@ -116,20 +118,20 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 		if pet, found, err := replay(ctx, pets.store, now, apiKeyID, key, hash); found || err != nil {
 			return pet, found, err
 		}
-		return Pet{}, false, errIdempotencyInFlight
+		return domain.Pet{}, false, errIdempotencyInFlight
 	}
 	return pet, false, err
 }
 
 // replay returns the pet that a live record of the Idempotency-Key created,
 // with found=true, when there is one for the same body.
-func replay(ctx context.Context, store petCacheStore, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet Pet, found bool, err error) {
+func replay(ctx context.Context, store petCacheStore, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet domain.Pet, found bool, err error) {
 	rec, found, err := store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-idempotencyTTL))
 	if err != nil || !found {
-		return Pet{}, false, err
+		return domain.Pet{}, false, err
 	}
 	if !bytes.Equal(rec.RequestHash, hash) {
-		return Pet{}, false, errorf(codeIdempotencyMismatch,
+		return domain.Pet{}, false, errorf(codeIdempotencyMismatch,
 			"this Idempotency-Key was used with a different body; use a new key for a new pet")
 	}
 	pet, err = store.GetPet(ctx, rec.PetID)

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// These tests check DESIGN.md's Idempotency-Key on POST /v1/pets.
+// These tests check docs/api.md's Idempotency-Key ("Idempotency") on POST /v1/pets.
 
 func TestIdempotentRetry(t *testing.T) {
 	const (

@@ -10,13 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // createKey stores a new key on terms (its environment, name, plan,
 // figures, scopes and expiry; a zero ExpiresAt never expires), made by
 // actor, and returns it with its token, which exists only here: the
 // database keeps its hash.
-func createKey(ctx context.Context, store keyStore, terms apiKey, actor string) (apiKey, string, error) {
+func createKey(ctx context.Context, store domain.KeyStore, terms domain.Key, actor string) (domain.Key, string, error) {
 	k, token := newAPIKey(terms)
 	k, err := store.CreateKey(ctx, k, actor)
 	return k, token, err
@@ -24,37 +26,11 @@ func createKey(ctx context.Context, store keyStore, terms apiKey, actor string) 
 
 // newAPIKey is a new token for a key on terms, and the record of it that is
 // stored: the token's hash, never the token.
-func newAPIKey(terms apiKey) (apiKey, string) {
+func newAPIKey(terms domain.Key) (domain.Key, string) {
 	token := newKey(terms.Env)
 	hash := hashKey(token)
 	terms.Hash = hash[:]
 	return terms, token
-}
-
-// maxLifetimeDays bounds the days of a duration flag: a key that lives a
-// century, at most.
-const maxLifetimeDays = 36_500
-
-// parseLifetime reads a duration as Go's time.ParseDuration does (12h,
-// 30m, 1h30m), with whole days before it as a "d" (90d, 1d12h).
-func parseLifetime(s string) (time.Duration, error) {
-	days, rest, found := strings.Cut(s, "d")
-	if !found {
-		return time.ParseDuration(s)
-	}
-	n, err := strconv.Atoi(days)
-	if err != nil || !isDigits(days) || n > maxLifetimeDays {
-		return 0, fmt.Errorf("%q is not a duration", s)
-	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest != "" {
-		r, err := time.ParseDuration(rest)
-		if err != nil || r < 0 {
-			return 0, fmt.Errorf("%q is not a duration", s)
-		}
-		d += r
-	}
-	return d, nil
 }
 
 // parseExpires reads --expires: an RFC 3339 time or a duration from now,
@@ -80,40 +56,48 @@ func expiresOf(field, s, never string, now time.Time) (time.Time, error) {
 	}
 	at, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		d, err := parseLifetime(s)
+		d, err := domain.ParseLifetime(s)
 		if err != nil {
-			return time.Time{}, errInvalid("%s must be %s, not %q", field, want, s)
+			return time.Time{}, domain.Invalid("%s must be %s, not %q", field, want, s)
 		}
 		if d <= 0 {
-			return time.Time{}, errInvalid("%s must be a duration above zero, not %q", field, s)
+			return time.Time{}, domain.Invalid("%s must be a duration above zero, not %q", field, s)
 		}
 		at = now.Add(d)
 	}
-	at = ceilSecond(at).UTC()
+	at = domain.CeilSecond(at).UTC()
 	if !at.After(now) {
-		return time.Time{}, errInvalid("%s %s is not in the future", field, s)
+		return time.Time{}, domain.Invalid("%s %s is not in the future", field, s)
 	}
 	return at, nil
 }
 
-// parseOverlap reads --overlap: a duration of 0 or more.
-func parseOverlap(s string) (time.Duration, error) {
-	d, err := overlapOf("--overlap", s)
+// parseOverlap reads --overlap of keys roll or webhooks rotate: a duration
+// of 0 or more; atZero says what 0 does.
+func parseOverlap(s, atZero string) (time.Duration, error) {
+	d, err := overlapOf("--overlap", s, atZero)
 	if err != nil {
 		return 0, usagef("%s", err.Error())
 	}
 	return d, nil
 }
 
-// overlapOf reads the overlap of a roll given as field: a duration of 0
-// or more. A refusal is invalid_request naming field.
-func overlapOf(field, s string) (time.Duration, error) {
-	d, err := parseLifetime(s)
+// overlapOf reads the overlap of a key's roll or a webhook secret's
+// rotation given as field: a duration of 0 or more. A refusal is
+// invalid_request naming field and saying what 0 does (atZero).
+func overlapOf(field, s, atZero string) (time.Duration, error) {
+	d, err := domain.ParseLifetime(s)
 	if err != nil || d < 0 {
-		return 0, errInvalid("%s must be a duration of 0 or more (24h, 30m, 7d; 0 stops the old key at once), not %q", field, s)
+		return 0, domain.Invalid("%s must be a duration of 0 or more (24h, 30m, 7d; %s), not %q", field, atZero, s)
 	}
 	return d, nil
 }
+
+// What an overlap of 0 does, for the refusal of a bad overlap.
+const (
+	keyOverlapAtZero    = "0 stops the old key at once"
+	secretOverlapAtZero = "0 drops the old secret at once"
+)
 
 func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys create", getenv, stdout).withDB()
@@ -134,7 +118,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	plan = planName(plan)
+	plan = domain.PlanName(plan)
 	lim, err := planLimits(plan, rpm, rpd)
 	if err != nil {
 		return err
@@ -160,7 +144,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	k, token, err := createKey(ctx, store, apiKey{
+	k, token, err := createKey(ctx, store, domain.Key{
 		Env: c.db.env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
 		ExternalID: *externalID.value,
 	}, commandActor())
@@ -168,7 +152,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return fmt.Errorf("create key: %w", err)
 	}
 	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day, %s%s) in %s; it is shown only now:\n",
-		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.described(), expiryNote(k.ExpiresAt), c.db.shown())
+		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.Described(), expiryNote(k.ExpiresAt), c.db.shown())
 	fmt.Fprintln(stdout, token)
 	return nil
 }
@@ -177,7 +161,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 // is shown in lists and kept in the audit trail: it must not be where the
 // text of a key or token ends up either.
 func checkLabel(field, name string) error {
-	if err := checkName(field, name); err != nil {
+	if err := domain.CheckName(field, name); err != nil {
 		return err
 	}
 	return refuseSecret(field, name)
@@ -212,34 +196,14 @@ func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
 	return nil
 }
 
-// parseScopes reads the --scope flags given, each one scope or several
-// separated by commas. None given: every scope.
-func parseScopes(flags []string) (scopeSet, error) {
-	if len(flags) == 0 {
-		return allScopes, nil
-	}
-	var s scopeSet
-	for _, flag := range flags {
-		for name := range strings.SplitSeq(flag, ",") {
-			name = strings.TrimSpace(name)
-			scope, ok := scopeNamed(name)
-			switch {
-			case name == "":
-				return 0, usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
-			case !ok:
-				return 0, usagef("--scope: unknown scope %q; the scopes are %s", name, knownScopes)
-			}
-			s |= scope
+// parseScopes reads the --scope flags of a key. None given: every scope.
+func parseScopes(flags []string) (domain.ScopeSet, error) {
+	return parseScopeFlags(flags, domain.AllScopes, func(flag, name string) error {
+		if name == "" {
+			return usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
 		}
-	}
-	return s, nil
-}
-
-// given tells whether the flag name was set, even to "".
-func given(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
+		return usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
+	})
 }
 
 // expiryNote is ", expires at TIME" for a key that expires.
@@ -262,7 +226,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	overlap, err := parseOverlap(overlapFlag)
+	overlap, err := parseOverlap(overlapFlag, keyOverlapAtZero)
 	if err != nil {
 		return err
 	}
@@ -277,7 +241,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return fmt.Errorf("roll key %d: %w", id, err)
 	}
-	i := slices.IndexFunc(keys, func(k apiKey) bool { return k.ID == id })
+	i := slices.IndexFunc(keys, func(k domain.Key) bool { return k.ID == id })
 	if i < 0 {
 		return fmt.Errorf("no API key has id %d (see petstore keys list)", id)
 	}
@@ -309,18 +273,18 @@ func keyIDArgument(command string, args []string) (int64, error) {
 // keyCommandError is a store's refusal as one line: its own message when
 // it is one a user should read (no such key, a key that cannot be rolled).
 func keyCommandError(verb string, id int64, err error) error {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return errors.New(e.message)
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return errors.New(e.Message)
 	}
 	return fmt.Errorf("%s key %d: %w", verb, id, err)
 }
 
 // planLimits are the limits of plan; --rpm and --rpd belong to enterprise.
-func planLimits(plan string, rpm, rpd int64) (limits, error) {
-	lim, err := limitsOf(plan, rpm, rpd, flagFields)
+func planLimits(plan string, rpm, rpd int64) (domain.Limits, error) {
+	lim, err := domain.LimitsOf(plan, rpm, rpd, domain.FlagFields)
 	if err != nil {
-		return limits{}, usagef("%s", err.Error())
+		return domain.Limits{}, usagef("%s", err.Error())
 	}
 	return lim, nil
 }
@@ -334,12 +298,12 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	var filter keyFilter
+	var filter domain.KeyFilter
 	var err error
-	if filter.Idle, err = reportSpan("--idle", idle, given(c.fs, "idle")); err != nil {
+	if filter.Idle, err = domain.ReportSpan("--idle", idle, given(c.fs, "idle")); err != nil {
 		return usagef("%s", err.Error())
 	}
-	if filter.Expiring, err = reportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
+	if filter.Expiring, err = domain.ReportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
 		return usagef("%s", err.Error())
 	}
 	store, err := c.db.open(ctx, false)
@@ -352,7 +316,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("list keys: %w", err)
 	}
 	now := time.Now()
-	rows, err := listedKeys(ctx, store, keys, filter.pick(keys, now), now)
+	rows, err := listedKeys(ctx, store, keys, filter.Pick(keys, now), now)
 	if err != nil {
 		return fmt.Errorf("list keys: %w", err)
 	}
@@ -362,7 +326,7 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		switch {
 		case name == "":
 			name = "-"
-		case checkName("", name) != nil:
+		case domain.CheckName("", name) != nil:
 			// made before names were checked: shown quoted, never raw
 			// into the operator's terminal
 			name = strconv.Quote(name)
@@ -407,7 +371,7 @@ const (
 
 // listedKeys are the keys shown, of all the keys there are, as keys list
 // shows them at now, with today's usage of each budget.
-func listedKeys(ctx context.Context, store usageStore, all, shown []apiKey, now time.Time) ([]listedKey, error) {
+func listedKeys(ctx context.Context, store domain.UsageStore, all, shown []domain.Key, now time.Time) ([]listedKey, error) {
 	today := now.UTC().Format(time.DateOnly)
 	usage := make(map[int64]int64)
 	rolledFrom := make(map[int64]int64)
@@ -429,8 +393,8 @@ func listedKeys(ctx context.Context, store usageStore, all, shown []apiKey, now 
 	for _, k := range shown {
 		row := listedKey{
 			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
-			Revoked: timeOrNil(k.RevokedAt), Expires: timeOrNil(k.ExpiresAt), LastUsed: timeOrNil(k.LastUsedAt),
-			Today: usage[k.BudgetID], State: stateActive, Scopes: k.Scopes.names(),
+			Revoked: domain.TimeOrNil(k.RevokedAt), Expires: domain.TimeOrNil(k.ExpiresAt), LastUsed: domain.TimeOrNil(k.LastUsedAt),
+			Today: usage[k.BudgetID], State: stateActive, Scopes: k.Scopes.Names(),
 		}
 		if k.ExternalID != "" {
 			row.ExternalID = &k.ExternalID
@@ -438,7 +402,7 @@ func listedKeys(ctx context.Context, store usageStore, all, shown []apiKey, now 
 		switch {
 		case !k.RevokedAt.IsZero():
 			row.State = stateRevoked
-		case k.expiredAt(now):
+		case k.ExpiredAt(now):
 			row.State = stateExpired
 		case k.RolledTo != 0:
 			row.State = stateRolled
@@ -452,13 +416,6 @@ func listedKeys(ctx context.Context, store usageStore, all, shown []apiKey, now 
 		rows = append(rows, row)
 	}
 	return rows, nil
-}
-
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }
 
 func timeOrDash(t *time.Time) string {
@@ -497,20 +454,8 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 
 func keysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys update", getenv, stdout).withDB()
-	var plan, name, expiresFlag string
-	var rpm, rpd int64
-	var scopeFlags []string
-	fs := c.fs
-	fs.StringVar(&plan, "plan", "", "the new plan: free, pro, business or enterprise (with --rpm and --rpd)")
-	fs.Int64Var(&rpm, "rpm", 0, "new requests per minute (enterprise only)")
-	fs.Int64Var(&rpd, "rpd", 0, "new requests per day (enterprise only)")
-	fs.StringVar(&name, "name", "", "the new name")
-	fs.Func("scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas", func(v string) error {
-		scopeFlags = append(scopeFlags, v)
-		return nil
-	})
-	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
-	externalID := externalIDFlag(fs, "the new reference for the key (a customer, an account); \"\" removes it")
+	var u keyUpdate
+	u.register(c.fs)
 	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
@@ -520,74 +465,114 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	now := time.Now()
-	var change keyChange
-	if given(fs, "plan") {
-		plan = planName(plan)
-		if !knownPlan(plan) {
-			return usagef("unknown plan %q: choose free, pro, business or enterprise", plan)
-		}
-		if plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
-			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", plan)
-		}
-		change.Plan = &plan
-	}
-	for _, f := range []struct {
-		flag string
-		v    *int64
-		dst  **int64
-	}{{"rpm", &rpm, &change.PerMinute}, {"rpd", &rpd, &change.PerDay}} {
-		if given(fs, f.flag) {
-			if *f.v < 1 {
-				return usagef("--%s must be 1 or more", f.flag)
-			}
-			if *f.v > maxLimit {
-				return usagef("--%s must be at most %d, not %d", f.flag, maxLimit, *f.v)
-			}
-			*f.dst = f.v
-		}
-	}
-	if given(fs, "name") {
-		if err := checkLabel("--name", name); err != nil {
-			return usagef("%v", err)
-		}
-		change.Name = &name
-	}
-	if len(scopeFlags) > 0 {
-		scopes, err := parseScopes(scopeFlags)
-		if err != nil {
-			return err
-		}
-		change.Scopes = &scopes
-	}
-	if given(fs, "expires") {
-		var at time.Time
-		if expiresFlag != "never" {
-			if at, err = parseExpires(expiresFlag, "never (no expiry)", now); err != nil {
-				return err
-			}
-		}
-		change.Expires = &at
-	}
-	if given(fs, "external-id") {
-		if err := externalID.check(fs, true); err != nil {
-			return err
-		}
-		change.ExternalID = externalID.value
-	}
-	if change == (keyChange{}) {
-		return usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
+	change, err := u.change(c.fs, now)
+	if err != nil {
+		return err
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	apply := func(k apiKey) (apiKey, error) { return change.apply(k, now, flagFields) }
+	apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
 	_, after, err := store.UpdateKey(ctx, id, apply, commandActor())
 	if err != nil {
 		return keyCommandError("update", id, err)
 	}
 	fmt.Fprintf(stdout, "updated key %d: %s plan, %d/minute, %d/day, %s%s; running servers apply it within a second\n",
-		after.ID, after.Plan, after.PerMinute, after.PerDay, after.Scopes.described(), expiryNote(after.ExpiresAt))
+		after.ID, after.Plan, after.PerMinute, after.PerDay, after.Scopes.Described(), expiryNote(after.ExpiresAt))
+	return nil
+}
+
+// keyUpdate holds the flags of keys update; each one given is a change.
+type keyUpdate struct {
+	plan, name, expires string
+	rpm, rpd            int64
+	scopes              []string
+	externalID          externalIDOption
+}
+
+func (u *keyUpdate) register(fs *flag.FlagSet) {
+	fs.StringVar(&u.plan, "plan", "", "the new plan: free, pro, business or enterprise (with --rpm and --rpd)")
+	fs.Int64Var(&u.rpm, "rpm", 0, "new requests per minute (enterprise only)")
+	fs.Int64Var(&u.rpd, "rpd", 0, "new requests per day (enterprise only)")
+	fs.StringVar(&u.name, "name", "", "the new name")
+	fs.Func("scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas", func(v string) error {
+		u.scopes = append(u.scopes, v)
+		return nil
+	})
+	fs.StringVar(&u.expires, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
+	u.externalID = externalIDFlag(fs, "the new reference for the key (a customer, an account); \"\" removes it")
+}
+
+// change is the change the flags given on fs ask for, or the usage mistake
+// in them.
+func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, error) {
+	var change domain.KeyChange
+	if err := u.limitsChange(fs, &change); err != nil {
+		return change, err
+	}
+	if given(fs, "name") {
+		if err := checkLabel("--name", u.name); err != nil {
+			return change, usagef("%v", err)
+		}
+		change.Name = &u.name
+	}
+	if len(u.scopes) > 0 {
+		scopes, err := parseScopes(u.scopes)
+		if err != nil {
+			return change, err
+		}
+		change.Scopes = &scopes
+	}
+	if given(fs, "expires") {
+		var at time.Time
+		if u.expires != "never" {
+			var err error
+			if at, err = parseExpires(u.expires, "never (no expiry)", now); err != nil {
+				return change, err
+			}
+		}
+		change.Expires = &at
+	}
+	if given(fs, "external-id") {
+		if err := u.externalID.check(fs, true); err != nil {
+			return change, err
+		}
+		change.ExternalID = u.externalID.value
+	}
+	if change == (domain.KeyChange{}) {
+		return change, usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
+	}
+	return change, nil
+}
+
+// limitsChange puts the change of --plan, --rpm and --rpd in change.
+func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) error {
+	if given(fs, "plan") {
+		u.plan = domain.PlanName(u.plan)
+		if !domain.KnownPlan(u.plan) {
+			return usagef("unknown plan %q: choose free, pro, business or enterprise", u.plan)
+		}
+		if u.plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
+			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", u.plan)
+		}
+		change.Plan = &u.plan
+	}
+	for _, f := range []struct {
+		flag string
+		v    *int64
+		dst  **int64
+	}{{"rpm", &u.rpm, &change.PerMinute}, {"rpd", &u.rpd, &change.PerDay}} {
+		if given(fs, f.flag) {
+			if *f.v < 1 {
+				return usagef("--%s must be 1 or more", f.flag)
+			}
+			if *f.v > domain.MaxLimit {
+				return usagef("--%s must be at most %d, not %d", f.flag, domain.MaxLimit, *f.v)
+			}
+			*f.dst = f.v
+		}
+	}
 	return nil
 }

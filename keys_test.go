@@ -1,6 +1,6 @@
 package main
 
-// Keys over their lifetime (DESIGN.md): expiry, rolls with and without an
+// Keys over their lifetime (docs/production.md, "Keys over their lifetime"): expiry, rolls with and without an
 // overlap, the budget a roll's keys share, last use written in batches, and
 // GET /v1/rate_limit. Each runs on SQLite and on PostgreSQL, and what
 // touches the limits with either limiter.
@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -29,7 +30,7 @@ const expiredMessage = "the API key has expired"
 
 // mustCreateKeyExpiring makes a Free key that expires at expires and
 // returns it with its token.
-func (s *testServer) mustCreateKeyExpiring(expires time.Time) (apiKey, string) {
+func (s *testServer) mustCreateKeyExpiring(expires time.Time) (domain.Key, string) {
 	s.t.Helper()
 	terms := s.keyTerms("free")
 	terms.ExpiresAt = expires
@@ -37,7 +38,7 @@ func (s *testServer) mustCreateKeyExpiring(expires time.Time) (apiKey, string) {
 }
 
 // mustCreateKeyOf makes a key of plan and returns it with its token.
-func (s *testServer) mustCreateKeyOf(plan string) (apiKey, string) {
+func (s *testServer) mustCreateKeyOf(plan string) (domain.Key, string) {
 	s.t.Helper()
 	return s.mustCreate(s.keyTerms(plan))
 }
@@ -45,7 +46,7 @@ func (s *testServer) mustCreateKeyOf(plan string) (apiKey, string) {
 // roll rolls key id as keys roll does, and has the server reload its keys
 // as it does twice a second. It returns the old key, the new one and the
 // new token.
-func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled apiKey, token string) {
+func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled domain.Key, token string) {
 	s.t.Helper()
 	old, rolled, token, err := s.tryRoll(id, overlap)
 	if err != nil {
@@ -54,7 +55,7 @@ func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled apiKey, 
 	return old, rolled, token
 }
 
-func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled apiKey, token string, err error) {
+func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
 	ctx := context.Background()
 	token = newKey(s.keys.env)
 	hash := hashKey(token)
@@ -209,18 +210,18 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 		for _, tt := range []struct {
 			name     string
 			id       int64
-			wantKind errorKind
+			wantKind domain.Kind
 			mentions string
 		}{
-			{"a key rolled already", rolled.ID, kindInvalid, "rolled to key"},
-			{"a revoked key", revoked.ID, kindInvalid, "revoked"},
-			{"an expired key", expired.ID, kindInvalid, "expired"},
-			{"an unknown id", 999, kindNotFound, "999"},
+			{"a key rolled already", rolled.ID, domain.KindInvalid, "rolled to key"},
+			{"a revoked key", revoked.ID, domain.KindInvalid, "revoked"},
+			{"an expired key", expired.ID, domain.KindInvalid, "expired"},
+			{"an unknown id", 999, domain.KindNotFound, "999"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				_, _, _, err := s.tryRoll(tt.id, time.Hour)
-				var e *domainError
-				if !errors.As(err, &e) || e.kind != tt.wantKind || !strings.Contains(e.message, tt.mentions) {
+				var e *domain.Error
+				if !errors.As(err, &e) || e.Kind != tt.wantKind || !strings.Contains(e.Message, tt.mentions) {
 					t.Errorf("roll: %v, want a failure of kind %d mentioning %q", err, tt.wantKind, tt.mentions)
 				}
 			})
@@ -250,7 +251,7 @@ func TestRolledKeysShareOneBudget(t *testing.T) {
 				wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, codeRateLimited)
 			}
 			// The day's count is stored under the budget's id, once.
-			if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+			if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 				t.Fatal(err)
 			}
 			day := s.clock.now().UTC().Format(time.DateOnly)
@@ -273,7 +274,7 @@ type writeCounter struct {
 	storage
 	mu     sync.Mutex
 	writes map[string]int
-	uses   [][]lastUse
+	uses   [][]domain.LastUse
 }
 
 func (c *writeCounter) count(name string) {
@@ -292,7 +293,7 @@ func (c *writeCounter) total() int {
 	return n
 }
 
-func (c *writeCounter) SetLastUsed(ctx context.Context, uses []lastUse) error {
+func (c *writeCounter) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	c.count("SetLastUsed")
 	c.mu.Lock()
 	c.uses = append(c.uses, uses)
@@ -300,12 +301,12 @@ func (c *writeCounter) SetLastUsed(ctx context.Context, uses []lastUse) error {
 	return c.storage.SetLastUsed(ctx, uses)
 }
 
-func (c *writeCounter) AddUsage(ctx context.Context, counts []usageCount) error {
+func (c *writeCounter) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	c.count("AddUsage")
 	return c.storage.AddUsage(ctx, counts)
 }
 
-func (c *writeCounter) CreatePets(ctx context.Context, batch []petInsert) error {
+func (c *writeCounter) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	c.count("CreatePets")
 	return c.storage.CreatePets(ctx, batch)
 }
@@ -409,7 +410,7 @@ type failingLastUse struct {
 	fail bool
 }
 
-func (f *failingLastUse) SetLastUsed(ctx context.Context, uses []lastUse) error {
+func (f *failingLastUse) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	if f.fail {
 		return errors.New("disk full")
 	}
@@ -575,7 +576,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			key := s.mustCreateKey("enterprise", limits{PerMinute: 100, PerDay: 3})
+			key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 100, PerDay: 3})
 			last := s.do("GET", "/v1/pets", key, "")
 			body, w := s.rateLimitAnswer(t, key)
 			if body.Plan != "enterprise" || body.Day.Limit != 3 || body.Day.Remaining != 2 || body.Minute.Limit != 100 || body.Minute.Remaining != 99 {
@@ -654,7 +655,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			t.Errorf("%d servers starting at once on an empty database: %d said they made the first key, %d keys stored; want 1 and 1",
 				servers, created.Load(), len(keys))
 		}
-		if _, ok, err := s.store.CreateFirstKey(context.Background(), apiKey{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor); ok || err != nil {
+		if _, ok, err := s.store.CreateFirstKey(context.Background(), domain.Key{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor); ok || err != nil {
 			t.Errorf("a first key on a database with a key: created %v, %v; want nothing made", ok, err)
 		}
 	})
@@ -760,7 +761,7 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 		t.Fatalf("%d keys, want the 2 of the old database", len(keys))
 	}
 	for _, k := range keys {
-		if k.BudgetID != k.ID || !k.ExpiresAt.IsZero() || k.RolledTo != 0 || !k.LastUsedAt.IsZero() || k.Scopes != allScopes {
+		if k.BudgetID != k.ID || !k.ExpiresAt.IsZero() || k.RolledTo != 0 || !k.LastUsedAt.IsZero() || k.Scopes != domain.AllScopes {
 			t.Errorf("key %d: budget %d, expires %v, rolled to %d, last used %v, scopes %q; want its own budget, no expiry, no roll, never used, every scope",
 				k.ID, k.BudgetID, k.ExpiresAt, k.RolledTo, k.LastUsedAt, k.Scopes)
 		}

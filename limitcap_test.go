@@ -11,13 +11,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) {
-	over := strconv.Itoa(maxLimit + 1)
+	over := strconv.Itoa(domain.MaxLimit + 1)
 	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
-	k, _ := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 100, PerDay: 1000}))
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	k, _ := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 100, PerDay: 1000}))
 	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
 	for _, c := range []struct{ method, target, body, field string }{
 		{"POST", "/admin/v1/keys", `{"plan":"enterprise","perMinute":` + over + `,"perDay":5}`, "perMinute"},
@@ -28,7 +31,7 @@ func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) 
 	} {
 		wantError(t, s.admin(c.method, c.target, admin, c.body), 400, codeInvalidRequest, c.field+" must be at most 1000000000")
 	}
-	at := strconv.Itoa(maxLimit)
+	at := strconv.Itoa(domain.MaxLimit)
 	if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"enterprise","perMinute":`+at+`,"perDay":`+at+`}`); w.Code != 201 {
 		t.Errorf("the maximum itself: HTTP status %d, want 201; body: %s", w.Code, w.Body)
 	}
@@ -61,7 +64,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 	}{{"in process", testOptions{}}, {"redis", testOptions{redis: true}}} {
 		t.Run(engine.name, func(t *testing.T) {
 			s := newTestServerWith(t, engine.opts)
-			_, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: math.MaxInt64, PerDay: math.MaxInt64}))
+			_, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: math.MaxInt64, PerDay: math.MaxInt64}))
 			figure := regexp.MustCompile(`^[0-9]+$`)
 			for i := range 3 {
 				w := s.do("GET", "/v1/pets", key, "")
@@ -73,8 +76,8 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 						t.Errorf("request %d: %s %q, want a count of 0 or more", i+1, h, v)
 					}
 				}
-				if got := w.Header().Get("X-Ratelimit-Limit"); got != strconv.Itoa(maxLimit) {
-					t.Errorf("X-RateLimit-Limit %s, want the cap %d", got, maxLimit)
+				if got := w.Header().Get("X-Ratelimit-Limit"); got != strconv.Itoa(domain.MaxLimit) {
+					t.Errorf("X-RateLimit-Limit %s, want the cap %d", got, domain.MaxLimit)
 				}
 				if rl := w.Header().Get("Ratelimit"); strings.Contains(rl, "=-") {
 					t.Errorf("RateLimit %q holds a negative figure", rl)
@@ -87,7 +90,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 			if err := json.Unmarshal(s.do("GET", "/v1/rate_limit", key, "").Body.Bytes(), &status); err != nil {
 				t.Fatal(err)
 			}
-			if status.Minute.Remaining < 0 || status.Day.Remaining < 0 || status.Minute.Limit != maxLimit || status.Day.Limit != maxLimit {
+			if status.Minute.Remaining < 0 || status.Day.Remaining < 0 || status.Minute.Limit != domain.MaxLimit || status.Day.Limit != domain.MaxLimit {
 				t.Errorf("GET /v1/rate_limit: %+v, want the cap as limits and nothing negative", status)
 			}
 		})
@@ -97,7 +100,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 // Whatever a decision holds, the headers written from it are counts of 0 or
 // more.
 func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
-	d := decision{policy: "60;w=60", window: "minute", limit: -1, remaining: math.MinInt64, reset: time.Unix(1700000000, 0), resetIn: -time.Second}
+	d := limits.Decision{Policy: "60;w=60", Window: "minute", Limit: -1, Remaining: math.MinInt64, Reset: time.Unix(1700000000, 0), ResetIn: -time.Second}
 	h := http.Header{}
 	setRateLimitHeaders(h, &requestInfo{}, &d)
 	for name, v := range h {

@@ -15,8 +15,8 @@ func databaseCalls(t *testing.T, m *metrics) map[string]uint64 {
 	return calls
 }
 
-// Made-up keys with a valid checksum from one address (DESIGN.md
-// "Authentication"): each is looked up in the database until the address is
+// Made-up keys with a valid checksum from one address (docs/api.md:
+// the checksum, and the client address's limit before the 401): each is looked up in the database until the address is
 // limited, and none after; the keys this server holds still work from that
 // address (a shared NAT), and so does a key made since, after one reload.
 func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // serveOn serves h within limits on a port of its own on loopback, until
@@ -57,7 +59,7 @@ func rawExchange(host, req string, wait time.Duration) ([]byte, time.Duration, e
 func TestASlowBodyIsCutOffOnBothListenersAtTheReadTimeout(t *testing.T) {
 	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
 	key := s.mustCreateKey("pro")
-	admin := s.mustCreateAdmin("portal", allAdminScopes)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	short := serverLimits{readHeader: 300 * time.Millisecond, read: 600 * time.Millisecond, write: 10 * time.Second, idle: 10 * time.Second}
 	public, adminAt := serveOn(t, s.handler, short), serveOn(t, s.adminHandler, short.admin())
 	// 10 bytes of the 60000 announced, and then nothing.

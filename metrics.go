@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -34,7 +37,7 @@ type metrics struct {
 	decisions     [limitOutcomes]prometheus.Counter
 	authFailures  [authReasons]prometheus.Counter
 	adminFailures [authReasons]prometheus.Counter
-	dbUnavailable [dbFailures]prometheus.Counter
+	dbUnavailable [domain.DBFailures]prometheus.Counter
 	fallback      prometheus.Gauge
 	dbDown        prometheus.Gauge
 	dbCalls       *prometheus.HistogramVec
@@ -111,8 +114,8 @@ func newMetrics() *metrics {
 		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
 			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).",
 	}, []string{"cause"})
-	for f := dbTimeout; f < dbFailures; f++ {
-		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(dbFailureNames[f])
+	for f := domain.DBTimeout; f < domain.DBFailures; f++ {
+		m.dbUnavailable[f] = dbUnavailable.WithLabelValues(domain.DBFailureNames[f])
 	}
 
 	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -157,9 +160,9 @@ type answered struct {
 	method      string // as the client sent it
 	code        int    // the status recorded (0: nothing written, net/http's 200)
 	took        time.Duration
-	decision    limitOutcome // the rate limiter's; 0 when not limited
-	authFailure authReason   // why a 401 had no valid key; 0 when not that
-	dbFailure   dbFailure    // why a 503's database failed; 0 when not that
+	decision    limitOutcome     // the rate limiter's; 0 when not limited
+	authFailure authReason       // why a 401 had no valid key; 0 when not that
+	dbFailure   domain.DBFailure // why a 503's database failed; 0 when not that
 }
 
 // observeRequest records one answered request: its duration, the rate
@@ -250,11 +253,12 @@ const (
 
 var limitOutcomeNames = [limitOutcomes]string{limitAllowed: "allowed", limitLimited: "limited", limitBanned: "banned"}
 
-func (d *decision) outcome() limitOutcome {
+// limitOutcomeOf is how d counts in petstore_ratelimit_decisions_total.
+func limitOutcomeOf(d *limits.Decision) limitOutcome {
 	switch {
-	case d.allowed:
+	case d.Allowed:
 		return limitAllowed
-	case d.code == codeTemporarilyBanned:
+	case d.Code == codeTemporarilyBanned:
 		return limitBanned
 	}
 	return limitLimited
@@ -307,7 +311,7 @@ func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for _, action := range auditActions {
+	for _, action := range domain.AuditActions {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[action]), action)
 	}
 }
@@ -357,11 +361,11 @@ func (m *metrics) redisCall(operation string) callTimer {
 // redisHooks are what the Redis limiter tells the metrics: each run of its
 // script, timed, and when it falls back to limiting in process and back.
 // Without metrics, nothing.
-func (m *metrics) redisHooks() redisHooks {
+func (m *metrics) redisHooks() limits.RedisHooks {
 	if m == nil {
-		return redisHooks{}
+		return limits.RedisHooks{}
 	}
-	return redisHooks{fallback: m.setRateLimitFallback, call: m.redisCall("limit_script").since}
+	return limits.RedisHooks{Fallback: m.setRateLimitFallback, Call: m.redisCall("limit_script").since}
 }
 
 // setRateLimitFallback sets petstore_ratelimit_fallback: on while Redis is

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -375,7 +378,7 @@ func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 	}
 	allocs := func(m *metrics, target string) float64 {
 		s := newTestServerWith(t, testOptions{metrics: m})
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1e12, PerDay: 1e15})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1e12, PerDay: 1e15})
 		s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`)
 		req := httptest.NewRequest("GET", target, nil)
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -501,8 +504,8 @@ func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) 
 	if families["petstore_auth_failures_total"] == nil {
 		t.Errorf("no petstore_auth_failures_total in:\n%s", text)
 	}
-	if created := counterValues(t, families, "petstore_audit_events_total", "action")[auditKeyCreated]; created != 1 {
-		t.Errorf("petstore_audit_events_total{action=%q} = %v, want the bootstrap key's 1", auditKeyCreated, created)
+	if created := counterValues(t, families, "petstore_audit_events_total", "action")[domain.AuditKeyCreated]; created != 1 {
+		t.Errorf("petstore_audit_events_total{action=%q} = %v, want the bootstrap key's 1", domain.AuditKeyCreated, created)
 	}
 
 	p.stop(t)
@@ -697,7 +700,7 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 		t.Errorf("petstore_ratelimit_fallback = %v while Redis is away, want 1", v)
 	}
 	proxy.set("pass")
-	s.clock.advance(redisProbeEvery)
+	s.clock.advance(limits.RedisProbeEvery)
 	s.do("GET", "/v1/pets", key, "")
 	if v := fallback(); v != 0 {
 		t.Errorf("petstore_ratelimit_fallback = %v once Redis is back, want 0", v)

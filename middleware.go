@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/logline"
 )
 
 // statusWriter records what was written, for the log line and for the panic
@@ -165,54 +167,16 @@ func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, status 
 	if !h.Enabled(r.Context(), level) {
 		return
 	}
-	line := requestLine{
-		time: end, level: level, method: r.Method, path: r.URL.Path, status: status,
-		duration: end.Sub(start), bytes: sw.bytes, requestID: info.id, err: info.err,
+	line := logline.RequestLine{
+		Time: end, Level: level, Method: r.Method, Path: r.URL.Path, Status: status,
+		Duration: end.Sub(start), Bytes: sw.bytes, RequestID: info.id, Err: info.err,
 	}
 	if info.key != nil {
-		line.keyID = info.key.ID
+		line.KeyID = info.key.ID
 	}
-	if lh, ok := h.(*lineHandler); ok {
-		lh.writeRequestLine(r.Context(), &line)
+	if lh, ok := h.(*logline.Handler); ok {
+		lh.WriteRequestLine(r.Context(), &line)
 		return
 	}
-	h.Handle(r.Context(), line.record())
-}
-
-// requestLine is what the log says of each request.
-type requestLine struct {
-	time      time.Time
-	level     slog.Level
-	method    string
-	path      string
-	status    int
-	duration  time.Duration
-	bytes     int64
-	requestID string
-	keyID     int64 // 0: the request had no key (key ids start at 1)
-	err       error
-}
-
-const requestMessage = "request"
-
-// record is the line as a slog record. It is made with NewRecord rather than
-// by logger.LogAttrs, which would look up the caller's source line; that is
-// never printed.
-func (l *requestLine) record() slog.Record {
-	rec := slog.NewRecord(l.time, l.level, requestMessage, 0)
-	rec.AddAttrs(
-		slog.String("method", l.method),
-		slog.String("path", l.path),
-		slog.Int("status", l.status),
-		slog.Duration("duration", l.duration),
-		slog.Int64("bytes", l.bytes),
-		slog.String("request_id", l.requestID),
-	)
-	if l.keyID != 0 {
-		rec.AddAttrs(slog.Int64("key_id", l.keyID))
-	}
-	if l.err != nil {
-		rec.AddAttrs(slog.String("err", l.err.Error()))
-	}
-	return rec
+	h.Handle(r.Context(), line.Record())
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // nameCases are names a person might give a key or an admin token: printable
@@ -40,7 +42,7 @@ func TestCheckName(t *testing.T) {
 	t.Parallel()
 	for _, tt := range nameCases {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkName("--name", tt.text)
+			err := domain.CheckName("--name", tt.text)
 			if tt.ok && err != nil {
 				t.Errorf("checkName(%q) = %v, want it accepted", tt.text, err)
 			}
@@ -89,7 +91,7 @@ func TestKeysListQuotesAnOldHiddenName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := createKey(t.Context(), store, apiKey{Env: "production", Name: "evil\u202Etxt\x1b[2J", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: allScopes}, "test"); err != nil {
+	if _, _, err := createKey(t.Context(), store, domain.Key{Env: "production", Name: "evil\u202Etxt\x1b[2J", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: domain.AllScopes}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

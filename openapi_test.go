@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/domain"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -247,7 +249,7 @@ func (d *openAPIDoc) operationParameter(t *testing.T, op openAPIOperation, name 
 type apiRouteTable struct {
 	patterns []string
 	handlers map[string]http.Handler
-	scopes   map[string]scopeSet
+	scopes   map[string]domain.ScopeSet
 	access   map[string]access
 }
 
@@ -255,7 +257,7 @@ func recordRoutes() *apiRouteTable { return routeTable(apiRoutes(&app{})) }
 
 // routeTable is routes by pattern.
 func routeTable(routes []route) *apiRouteTable {
-	r := &apiRouteTable{handlers: make(map[string]http.Handler), scopes: make(map[string]scopeSet), access: make(map[string]access)}
+	r := &apiRouteTable{handlers: make(map[string]http.Handler), scopes: make(map[string]domain.ScopeSet), access: make(map[string]access)}
 	for _, rt := range routes {
 		r.patterns = append(r.patterns, rt.pattern)
 		r.handlers[rt.pattern] = rt.handler
@@ -507,12 +509,12 @@ func TestOpenAPISecurityNamesTheScopeEachRouteNeeds(t *testing.T) {
 			t.Errorf("%s: security %v, want bearerAuth", op.OperationID, *op.Security)
 			continue
 		}
-		if want := routes.scopes[pattern].names(); !slices.Equal(scopes, want) {
+		if want := routes.scopes[pattern].Names(); !slices.Equal(scopes, want) {
 			t.Errorf("%s: bearerAuth scopes %q, the server needs %q", op.OperationID, scopes, want)
 		}
 	}
 	items := doc.Components.Schemas["RateLimitStatus"].Properties["scopes"].Items
-	if want := allScopes.names(); items == nil || !slices.Equal(items.Enum, want) {
+	if want := domain.AllScopes.Names(); items == nil || !slices.Equal(items.Enum, want) {
 		t.Errorf("RateLimitStatus.scopes items %v, want an enum of every scope %q", items, want)
 	}
 }
@@ -692,12 +694,12 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 	petPath := w.Header().Get("Location")
 	s.do("POST", "/v1/pets", key, `{"name":"Bella","categoryId":1,"status":"sold"}`) // so that a page of one has a next
 	readOnly, writeOnly := s.keyTerms("free"), s.keyTerms("free")
-	readOnly.Scopes, writeOnly.Scopes = scopePetsRead, scopePetsWrite
+	readOnly.Scopes, writeOnly.Scopes = domain.ScopePetsRead, domain.ScopePetsWrite
 	_, readKey := s.mustCreate(readOnly)
 	_, writeKey := s.mustCreate(writeOnly)
-	tight := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+	tight := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 100})
 	s.do("GET", "/v1/pets", tight, "")
-	banned := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+	banned := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 100})
 	for range 13 {
 		s.do("GET", "/v1/pets", banned, "")
 	}

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"petstore/internal/logline"
 )
 
 func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
@@ -187,7 +189,7 @@ func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
 
 func TestLogLinesAreWrittenInBatches(t *testing.T) {
 	var out syncBuffer
-	logs := newLogBuffer(&out)
+	logs := logline.NewBuffer(&out)
 	logs.Write([]byte("one line\n"))
 	if out.String() != "" {
 		t.Fatalf("a line was written at once: %q", out.String())
@@ -196,7 +198,7 @@ func TestLogLinesAreWrittenInBatches(t *testing.T) {
 	if out.String() != "one line\n" {
 		t.Fatalf("after Flush: %q", out.String())
 	}
-	big := strings.Repeat("x", logBufferSize) + "\n"
+	big := strings.Repeat("x", logline.BufferSize) + "\n"
 	logs.Write([]byte(big))
 	if out.String() != "one line\n"+big {
 		t.Fatalf("a full buffer was not written out")

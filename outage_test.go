@@ -1,6 +1,6 @@
 package main
 
-// The database away or stalled (DESIGN.md "Many servers"): what needs it
+// The database away or stalled (docs/production.md, "When the database stalls"): what needs it
 // answers 503 unavailable with a Retry-After within --db-timeout, nothing
 // acknowledged is lost or doubled, and the server heals by itself. The
 // tests run with a short deadline, so that they stay short.
@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -216,7 +217,7 @@ func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
 	// A longer deadline, so that every create is sent while the first wait.
 	const timeout = 2 * time.Second
 	s := newTestServerWith(t, testOptions{dbTimeout: timeout})
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1 << 20, PerDay: 1 << 30})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1 << 20, PerDay: 1 << 30})
 	holdWriteLock(t, s.dbPath)
 	// A batch of up to maxBatch waits on the lock, and the queue behind it.
 	n := maxBatch + maxQueuedCreates + 100

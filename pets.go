@@ -10,14 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/appendjson"
 	"petstore/internal/batch"
+	"petstore/internal/domain"
 )
 
 // petCacheStore is what the pets' copy reads and writes: the pets, and the
 // records that replay a create.
 type petCacheStore interface {
-	petStore
-	idempotencyStore
+	domain.PetStore
+	domain.IdempotencyStore
 	Shared() bool
 }
 
@@ -51,7 +53,7 @@ type petCache struct {
 	// writeMu orders "insert, then append": the copy stays in id order.
 	writeMu sync.Mutex
 
-	commits batch.Batcher[petInsert] // concurrent creates share commits
+	commits batch.Batcher[domain.PetInsert] // concurrent creates share commits
 
 	loaded atomic.Bool // the copy is complete: reads use it
 
@@ -136,7 +138,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 
 func newPetCache(store petCacheStore, timeout time.Duration) *petCache {
 	c := &petCache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
-	c.commits = batch.Batcher[petInsert]{Max: maxBatch, MaxQueued: maxQueuedCreates, Run: c.write}
+	c.commits = batch.Batcher[domain.PetInsert]{Max: maxBatch, MaxQueued: maxQueuedCreates, Run: c.write}
 	return c
 }
 
@@ -293,7 +295,7 @@ func (c *petCache) appendPetAt(b []byte, pos int) []byte {
 	b = append(b, `{"id":`...)
 	b = appendInt(b, ch.id(i))
 	b = append(b, `,"name":`...)
-	b = appendJSONString(b, c.names[pos/chunkSize][start:ch.nameEnd[i]])
+	b = appendjson.String(b, c.names[pos/chunkSize][start:ch.nameEnd[i]])
 	b = append(b, `,"categoryId":`...)
 	b = appendInt(b, ch.categoryAt(i))
 	if st := ch.status[i]; st > 0 {
@@ -391,7 +393,7 @@ func (c *petCache) getCopy(id int64) (body []byte, ok bool, err error) {
 	}
 	pos := c.firstAbove(id - 1)
 	if pos == c.count || c.idAt(pos) != id {
-		return nil, true, errNotFound("no pet has id %d", id)
+		return nil, true, domain.NotFound("no pet has id %d", id)
 	}
 	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), true, nil
 }
@@ -479,15 +481,15 @@ func (c *petCache) deadline(ctx context.Context) (context.Context, context.Cance
 // puts it in the copy before returning, so the 201 that follows is never
 // ahead of a list. Concurrent creates share commits (group commit). ctx is
 // the create's deadline.
-func (c *petCache) create(ctx context.Context, p Pet, rec *idempotencyRecord) (Pet, error) {
-	insert, err := c.commits.Do(ctx, petInsert{Pet: p, Idem: rec})
+func (c *petCache) create(ctx context.Context, p domain.Pet, rec *domain.IdempotencyRecord) (domain.Pet, error) {
+	insert, err := c.commits.Do(ctx, domain.PetInsert{Pet: p, Idem: rec})
 	switch {
 	case errors.Is(err, batch.ErrQueueFull):
-		return Pet{}, errDatabase(dbPoolExhausted, err)
+		return domain.Pet{}, domain.Unavailable(domain.DBPoolExhausted, err)
 	case errors.Is(err, batch.ErrNotRun):
-		return Pet{}, errDatabase(dbTimeout, err)
+		return domain.Pet{}, domain.Unavailable(domain.DBTimeout, err)
 	case err != nil:
-		return Pet{}, err
+		return domain.Pet{}, err
 	}
 	return insert.Pet, insert.Err
 }
@@ -503,7 +505,7 @@ const (
 
 // write stores a batch of creates in one transaction and adds them to the
 // copy.
-func (c *petCache) write(ctx context.Context, batch []petInsert) error {
+func (c *petCache) write(ctx context.Context, batch []domain.PetInsert) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if err := c.store.CreatePets(ctx, batch); err != nil {
@@ -523,7 +525,7 @@ func (c *petCache) write(ctx context.Context, batch []petInsert) error {
 
 // addBatch appends the pets of a stored batch, but those its idempotency
 // records turned away; c.mu is held.
-func (c *petCache) addBatch(batch []petInsert) {
+func (c *petCache) addBatch(batch []domain.PetInsert) {
 	for i := range batch {
 		if batch[i].Err == nil {
 			p := &batch[i].Pet
@@ -538,7 +540,7 @@ func (c *petCache) addBatch(batch []petInsert) {
 // other servers' pets may come before it: the copy is tailed, which takes
 // them all in order. A failed tail costs only speed: reads past the prefix
 // go to the database.
-func (c *petCache) appendStored(ctx context.Context, batch []petInsert) {
+func (c *petCache) appendStored(ctx context.Context, batch []domain.PetInsert) {
 	if !c.loaded.Load() {
 		return
 	}

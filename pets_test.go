@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // The in-memory copy must answer exactly as the database does.
@@ -21,7 +23,7 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 	// Categories beyond int32 widen their chunk's column.
 	for i, name := range []string{"quote \" backslash \\", "tab\there", "émoji 🐈", "\u2028"} {
 		category := []int64{7, 1 << 31, 1 << 62, math.MaxInt64}[i]
-		if _, err := s.sqlite.CreatePet(ctx, Pet{Name: name, CategoryID: category}); err != nil {
+		if _, err := s.sqlite.CreatePet(ctx, domain.Pet{Name: name, CategoryID: category}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,7 +81,7 @@ func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
 		}
 	})
 	for i := range 300 {
-		if _, err := pets.create(ctx, Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}, nil); err != nil {
+		if _, err := pets.create(ctx, domain.Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +98,7 @@ func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
 
 func TestListShowsACreatedPetAtOnce(t *testing.T) {
 	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 10_000, PerDay: 10_000})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
 	for i := range 30 {
 		w := s.do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":"pending"}`, i))
 		if w.Code != 201 {
@@ -114,7 +116,7 @@ func TestListShowsACreatedPetAtOnce(t *testing.T) {
 // page that was exactly full before the create.
 func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
 	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 10_000, PerDay: 10_000})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
 	var all, available []int64
 	walk := func(start string) []int64 {
 		var ids []int64
@@ -204,7 +206,7 @@ func TestCheckpointKeepsTheWALSmallUnderSteadyCreates(t *testing.T) {
 					return
 				default:
 				}
-				if _, err := s.pets.create(ctx, Pet{Name: "Rex", CategoryID: 1}, nil); err != nil {
+				if _, err := s.pets.create(ctx, domain.Pet{Name: "Rex", CategoryID: 1}, nil); err != nil {
 					t.Error(err)
 					return
 				}
@@ -240,11 +242,11 @@ func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
 	s := newTestServer(t)
 	ctx := context.Background()
 	for _, size := range []int{1, 2, 3, 27, 256, 300} {
-		batch := make([]petInsert, size)
+		batch := make([]domain.PetInsert, size)
 		for i := range batch {
-			batch[i].Pet = Pet{Name: fmt.Sprintf("pet %d of %d", i, size), CategoryID: int64(i + 1), Status: []string{"", "sold"}[i%2]}
+			batch[i].Pet = domain.Pet{Name: fmt.Sprintf("pet %d of %d", i, size), CategoryID: int64(i + 1), Status: []string{"", "sold"}[i%2]}
 			if i%11 == 5 {
-				batch[i].Idem = &idempotencyRecord{KeyID: 1, Key: fmt.Sprintf("%d-%d", size, i), RequestHash: []byte{1}}
+				batch[i].Idem = &domain.IdempotencyRecord{KeyID: 1, Key: fmt.Sprintf("%d-%d", size, i), RequestHash: []byte{1}}
 			}
 		}
 		if err := s.store.CreatePets(ctx, batch); err != nil {
@@ -305,7 +307,7 @@ func TestACheckpointHeldBackByAReaderIsTriedAgain(t *testing.T) {
 	ctx := context.Background()
 	create := func() {
 		t.Helper()
-		if _, err := s.sqlite.CreatePet(ctx, Pet{Name: "Rex", CategoryID: 1}); err != nil {
+		if _, err := s.sqlite.CreatePet(ctx, domain.Pet{Name: "Rex", CategoryID: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

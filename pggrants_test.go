@@ -39,6 +39,7 @@ func TestARoleLackingAGrantIsToldTheStatementThatGivesIt(t *testing.T) {
 		name, revoke, want string
 	}{
 		{"no USAGE on the schema", "", "GRANT USAGE ON SCHEMA " + schema + " TO " + app + ";"},
+		{"no SELECT on the schema's version", "REVOKE SELECT ON petstore_schema FROM " + app, "GRANT SELECT ON petstore_schema TO " + app + ";"},
 		{"no INSERT on the audit trail", "REVOKE INSERT ON audit_events FROM " + app, "GRANT INSERT ON audit_events TO " + app + ";"},
 		{"nothing on bans", "REVOKE ALL ON bans FROM " + app, "GRANT SELECT, INSERT, UPDATE, DELETE ON bans TO " + app + ";"},
 		{"no UPDATE on the pets' sequence", "REVOKE UPDATE ON SEQUENCE pets_id_seq FROM " + app, "GRANT UPDATE ON SEQUENCE pets_id_seq TO " + app + ";"},

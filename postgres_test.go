@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -34,14 +35,14 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if replay.Code != http.StatusCreated {
 		t.Fatalf("create with an Idempotency-Key: %d %s", replay.Code, replay.Body)
 	}
-	if err := src.limiter.flush(ctx, src.store.AddUsage); err != nil {
+	if err := src.limiter.Flush(ctx, src.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.keys.flushLastUsed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	src.flushUsage()
-	admin := src.mustCreateAdmin("portal", allAdminScopes)
+	admin := src.mustCreateAdmin("portal", domain.AllAdminScopes)
 	keys, _ := src.store.Keys(ctx)
 	if _, err := src.store.RevokeKey(ctx, keys[1].ID, testActor); err != nil {
 		t.Fatal(err)
@@ -56,13 +57,13 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A ban in force comes over, and holds on the copy.
-	banned := src.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 100})
+	banned := src.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 100})
 	src.banOf(banned, 20)
 	src.flushAudit()
 	wantPets, _ := src.store.ListPets(ctx, "", 0, 100)
 	wantKeys, _ := src.store.Keys(ctx)
 	wantUsage, _ := src.store.Usage(ctx, keys[0].ID, src.clock.now().UTC().Format(time.DateOnly))
-	wantEvents, _ := src.store.AuditEvents(ctx, auditFilter{})
+	wantEvents, _ := src.store.AuditEvents(ctx, domain.AuditFilter{})
 	wantBans, _ := src.store.Bans(ctx)
 	wantHistory, _ := src.store.UsageHistory(ctx, keys[0].ID, "2000-01-01")
 	src.store.Close()
@@ -76,9 +77,9 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 		t.Errorf("copy said %q, want it to say %q", res.stderr, want)
 	}
 	// The events come over as they were, and the copy adds its own.
-	wantNewEvents(t, to, wantEvents, auditEvent{
-		Action: auditKeysCopied, Actor: commandActor(), Env: "production",
-		Details: auditDetails{From: src.dbPath, Copied: &copied{Pets: 6, Keys: 4, Usage: 1, Idempotency: 1, AuditEvents: 7, AdminTokens: 1, UsageHistory: 1, Bans: 1}},
+	wantNewEvents(t, to, wantEvents, domain.AuditEvent{
+		Action: domain.AuditKeysCopied, Actor: commandActor(), Env: "production",
+		Details: domain.AuditDetails{From: src.dbPath, Copied: &domain.Copied{Pets: 6, Keys: 4, Usage: 1, Idempotency: 1, AuditEvents: 7, AdminTokens: 1, UsageHistory: 1, Bans: 1}},
 	})
 
 	dst := newTestServerWith(t, testOptions{postgres: true, db: to})
@@ -90,7 +91,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if got, _ := dst.store.ListPets(ctx, "", 0, 100); !slices.Equal(got, wantPets) {
 		t.Errorf("pets after the copy:\n%v\nwant\n%v", got, wantPets)
 	}
-	if got, _ := dst.store.Keys(ctx); !slices.EqualFunc(got, wantKeys, func(a, b apiKey) bool {
+	if got, _ := dst.store.Keys(ctx); !slices.EqualFunc(got, wantKeys, func(a, b domain.Key) bool {
 		return a.ID == b.ID && string(a.Hash) == string(b.Hash) && a.Name == b.Name && a.Plan == b.Plan &&
 			a.PerMinute == b.PerMinute && a.PerDay == b.PerDay && a.Env == b.Env && a.CreatedAt.Equal(b.CreatedAt) && a.RevokedAt.Equal(b.RevokedAt) &&
 			a.ExpiresAt.Equal(b.ExpiresAt) && a.BudgetID == b.BudgetID && a.RolledTo == b.RolledTo && a.LastUsedAt.Equal(b.LastUsedAt)
@@ -101,7 +102,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 		t.Errorf("today's usage after the copy: %d, want %d", got, wantUsage)
 	}
 	// The admin token and the usage history come over too.
-	var history []usageDay
+	var history []domain.UsageDay
 	if w := dst.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=1", keys[0].ID), admin, ""); w.Code != http.StatusOK {
 		t.Errorf("the usage history with a copied admin token: %d %s", w.Code, w.Body)
 	} else if decodeJSON(t, w, &history); len(wantHistory) != 1 || len(history) != 1 || history[0].Day != wantHistory[0].Day || history[0].Allowed != wantHistory[0].Allowed {
@@ -123,7 +124,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if k, _ := dst.mustCreate(dst.keyTerms("free")); k.ID != 5 {
 		t.Errorf("the first key after the copy got id %d, want 5", k.ID)
 	}
-	if events, _ := dst.store.AuditEvents(ctx, auditFilter{KeyID: 5}); len(events) != 1 || events[0].ID != int64(len(wantEvents)+2) {
+	if events, _ := dst.store.AuditEvents(ctx, domain.AuditFilter{KeyID: 5}); len(events) != 1 || events[0].ID != int64(len(wantEvents)+2) {
 		t.Errorf("the first event after the copy: %+v, want id %d: ids go on past SQLite's", events, len(wantEvents)+2)
 	}
 	created := apiReadPet(t, dst.do("POST", "/v1/pets", key, `{"name":"New","categoryId":1}`).Body.Bytes())
@@ -331,8 +332,8 @@ func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 	a := newTestServerWith(t, testOptions{postgres: true, wrapStore: func(st storage) storage { lists.storage = st; return lists }})
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
 	ctx := context.Background()
-	create := func(s *testServer, name string) Pet {
-		p, err := s.pets.create(ctx, Pet{Name: name, CategoryID: 1, Status: "sold"}, nil)
+	create := func(s *testServer, name string) domain.Pet {
+		p, err := s.pets.create(ctx, domain.Pet{Name: name, CategoryID: 1, Status: "sold"}, nil)
 		if err != nil {
 			t.Error(err)
 		}
@@ -340,7 +341,7 @@ func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 	}
 	// A's copy holds every stored pet up to its last id, and at least
 	// the pets A created.
-	wantPrefix := func(created ...Pet) {
+	wantPrefix := func(created ...domain.Pet) {
 		t.Helper()
 		stored, err := b.store.ListPets(ctx, "", 0, 10_000)
 		if err != nil {
@@ -364,7 +365,7 @@ func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 		}
 	}
 
-	var own []Pet
+	var own []domain.Pet
 	for i := range 5 {
 		own = append(own, create(a, fmt.Sprint("A alone ", i)))
 	}
@@ -401,7 +402,7 @@ type listCounter struct {
 	count atomic.Int64
 }
 
-func (c *listCounter) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
+func (c *listCounter) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	c.count.Add(1)
 	return c.storage.ListPets(ctx, status, after, limit)
 }
@@ -445,7 +446,7 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 	})
 
 	for _, s := range stores {
-		if err := s.CreatePets(ctx, []petInsert{{Pet: Pet{Name: "Rex", CategoryID: 1}}}); err != nil {
+		if err := s.CreatePets(ctx, []domain.PetInsert{{Pet: domain.Pet{Name: "Rex", CategoryID: 1}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

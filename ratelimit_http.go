@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // The limiter's HTTP side: the middleware that asks it about each request,
@@ -16,18 +19,18 @@ import (
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit;
 // a key's day count is shown to quota, which notices 80% and 100%.
-func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy bool) middleware {
+func limit(limiter limits.Limiter, audit *auditLog, quota *quotaWatch, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(w)
 			key := info.limiting()
-			id, lim := callerID{keyID: 0}, anonymousLimits
+			id, lim := domain.CallerID{KeyID: 0}, domain.AnonymousLimits
 			if key != nil {
-				id, lim = key.budget()
+				id, lim = key.Budget()
 			} else {
-				id.addr = clientAddr(r, trustProxy)
+				id.Addr = clientAddr(r, trustProxy)
 			}
-			d, err := limiter.allow(r.Context(), id, lim)
+			d, err := limiter.Allow(r.Context(), id, lim)
 			if err != nil {
 				writeError(w, r, err)
 				return
@@ -37,8 +40,8 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 			if key != nil {
 				quota.observe(key, lim, d)
 			}
-			if !d.allowed {
-				if d.banStarted {
+			if !d.Allowed {
+				if d.BanStarted {
 					audit.banned(key, id, d)
 				}
 				refuse(w, r, &d)
@@ -52,8 +55,8 @@ func limit(limiter rateLimiter, audit *auditLog, quota *quotaWatch, trustProxy b
 // setRateLimitHeaders reports d in the rate-limit headers, their values
 // backed by info's store. Every figure is a count of 0 or more, whatever the
 // arithmetic behind it gave.
-func setRateLimitHeaders(h http.Header, info *requestInfo, d *decision) {
-	limit, remaining, resetIn := max(0, d.limit), max(0, d.remaining), max(0, d.resetIn)
+func setRateLimitHeaders(h http.Header, info *requestInfo, d *limits.Decision) {
+	limit, remaining, resetIn := max(0, d.Limit), max(0, d.Remaining), max(0, d.ResetIn)
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them
 	// (X-Ratelimit-Limit), to skip that.
@@ -62,10 +65,10 @@ func setRateLimitHeaders(h http.Header, info *requestInfo, d *decision) {
 	endLimit := len(b)
 	b = strconv.AppendInt(b, remaining, 10)
 	endRemaining := len(b)
-	b = strconv.AppendInt(b, d.reset.Unix(), 10)
+	b = strconv.AppendInt(b, d.Reset.Unix(), 10)
 	endReset := len(b)
 	b = append(b, '"')
-	b = append(b, d.window...)
+	b = append(b, d.Window...)
 	b = append(b, `";r=`...)
 	b = strconv.AppendInt(b, remaining, 10)
 	b = append(b, ";t="...)
@@ -74,20 +77,20 @@ func setRateLimitHeaders(h http.Header, info *requestInfo, d *decision) {
 	h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
 	h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
 	h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
-	h["Ratelimit-Policy"] = info.headerValue(d.policy)
+	h["Ratelimit-Policy"] = info.headerValue(d.Policy)
 	h["Ratelimit"] = info.headerValue(all[endReset:])
 }
 
 // refuse answers a request that d does not allow: 429, with Retry-After.
-func refuse(w http.ResponseWriter, r *http.Request, d *decision) {
-	seconds := int64(d.retryAfter / time.Second)
+func refuse(w http.ResponseWriter, r *http.Request, d *limits.Decision) {
+	seconds := int64(d.RetryAfter / time.Second)
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
-	if d.code == codeTemporarilyBanned {
+	if d.Code == codeTemporarilyBanned {
 		writeError(w, r, errorf(codeTemporarilyBanned,
 			"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
 	} else {
 		writeError(w, r, errorf(codeRateLimited,
-			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.limit, d.window, seconds))
+			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.Limit, d.Window, seconds))
 	}
 }
 
@@ -99,7 +102,7 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			first, _, _ := strings.Cut(xff, ",")
 			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return limitedAddr(addr)
+				return domain.LimitedAddr(addr)
 			}
 		}
 	}
@@ -108,5 +111,5 @@ func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
 		host = r.RemoteAddr
 	}
 	addr, _ := netip.ParseAddr(host)
-	return limitedAddr(addr)
+	return domain.LimitedAddr(addr)
 }

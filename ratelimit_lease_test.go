@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
@@ -31,17 +33,17 @@ func TestRateCountEstimatesTheLastTenthOfASecond(t *testing.T) {
 		{"three a millisecond, off the period's beat", 333 * time.Microsecond, 300, 302},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var c rateCount
+			var c limits.RateCount
 			now := start
 			for range 3 * int(time.Second/tc.every) {
-				c.add(now)
-				if got := c.recent(now); got < 1 || got > tc.max {
+				c.Add(now)
+				if got := c.Recent(now); got < 1 || got > tc.max {
 					t.Fatalf("at %v: %d requests in the last 100 ms, want 1 to %d", now.Sub(start), got, tc.max)
 				}
 				now = now.Add(tc.every)
 			}
 			now = now.Add(-tc.every)
-			if got := c.recent(now); got < tc.min || got > tc.max {
+			if got := c.Recent(now); got < tc.min || got > tc.max {
 				t.Errorf("after 3 s: %d requests in the last 100 ms, want %d to %d", got, tc.min, tc.max)
 			}
 		})
@@ -49,24 +51,24 @@ func TestRateCountEstimatesTheLastTenthOfASecond(t *testing.T) {
 }
 
 // leased is how many tokens r holds leased for id.
-func leased(r *redisLimiter, id callerID) int64 {
-	r.leases.mu.Lock()
-	l := r.leases.m[id]
-	r.leases.mu.Unlock()
+func leased(r *limits.Redis, id domain.CallerID) int64 {
+	r.Leases.Mu.Lock()
+	l := r.Leases.M[id]
+	r.Leases.Mu.Unlock()
 	if l == nil {
 		return 0
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.left
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	return l.Left
 }
 
 // mustAllow asks r for n requests of id and fails unless all are allowed.
-func mustAllow(t *testing.T, r *redisLimiter, id callerID, lim limits, n int) {
+func mustAllow(t *testing.T, r *limits.Redis, id domain.CallerID, lim domain.Limits, n int) {
 	t.Helper()
 	for i := range n {
-		d, err := r.allow(context.Background(), id, lim)
-		if err != nil || !d.allowed {
+		d, err := r.Allow(context.Background(), id, lim)
+		if err != nil || !d.Allowed {
 			t.Fatalf("request %d of %d: %+v, %v; want allowed", i+1, n, d, err)
 		}
 	}
@@ -74,31 +76,31 @@ func mustAllow(t *testing.T, r *redisLimiter, id callerID, lim limits, n int) {
 
 // allowedUntilRefused counts the requests of id r allows before the first
 // it refuses, which it returns.
-func allowedUntilRefused(t *testing.T, r *redisLimiter, id callerID, lim limits) (int, decision) {
+func allowedUntilRefused(t *testing.T, r *limits.Redis, id domain.CallerID, lim domain.Limits) (int, limits.Decision) {
 	t.Helper()
 	for n := 0; ; n++ {
-		d, err := r.allow(context.Background(), id, lim)
+		d, err := r.Allow(context.Background(), id, lim)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !d.allowed {
+		if !d.Allowed {
 			return n, d
 		}
 	}
 }
 
 // peekAt is what r reports of id's two windows.
-func peekAt(t *testing.T, r *redisLimiter, id callerID, lim limits) (minute, day int64) {
+func peekAt(t *testing.T, r *limits.Redis, id domain.CallerID, lim domain.Limits) (minute, day int64) {
 	t.Helper()
-	s, err := r.peek(context.Background(), id, lim)
+	s, err := r.Peek(context.Background(), id, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.minute.remaining, s.day.remaining
+	return s.Minute.Remaining, s.Day.Remaining
 }
 
 func TestLeaseSizeFollowsTheRate(t *testing.T) {
-	lim := limits{PerMinute: 100_000_000, PerDay: 1 << 40}
+	lim := domain.Limits{PerMinute: 100_000_000, PerDay: 1 << 40}
 	for _, tc := range []struct {
 		name      string
 		perSecond int
@@ -111,8 +113,8 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newTestServerWith(t, testOptions{redis: true})
-			r := s.limiter.(*redisLimiter)
-			id := callerID{keyID: 1}
+			r := s.limiter.(*limits.Redis)
+			id := domain.CallerID{KeyID: 1}
 			every := time.Second / time.Duration(tc.perSecond)
 			var largest int64
 			for i := range 2 * tc.perSecond {
@@ -132,8 +134,8 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 
 func TestLeaseShrinksNearTheLimit(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, limits{PerMinute: 6000, PerDay: 1 << 40}
+	r := s.limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 1 << 40}
 	// A burst: the clock stands still, so the rate here counts every
 	// request so far; the share of what is left caps it.
 	var sizes []int64
@@ -144,7 +146,7 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 		}
 		mustAllow(t, r, id, lim, 1) // it runs the script
 		got := leased(r, id)
-		if want := min(accepted+1, max(1, (lim.PerMinute-accepted)/leaseShare)) - 1; got != want {
+		if want := min(accepted+1, max(1, (lim.PerMinute-accepted)/limits.LeaseShare)) - 1; got != want {
 			t.Fatalf("after %d requests, with %d tokens left, a lease of %d, want %d: the rate, at most a 16th of what is left, the request's own aside",
 				accepted, lim.PerMinute-accepted, got, want)
 		}
@@ -153,7 +155,7 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 	if largest := slices.Max(sizes); largest < 300 || sizes[len(sizes)-1] != 0 {
 		t.Errorf("the largest lease %d, the last %d; want over 300 and 0", largest, sizes[len(sizes)-1])
 	}
-	if _, d := allowedUntilRefused(t, r, id, lim); d.retryAfter != time.Second {
+	if _, d := allowedUntilRefused(t, r, id, lim); d.RetryAfter != time.Second {
 		t.Errorf("after the figure: %+v, want refused with Retry-After 1 s", d)
 	}
 }
@@ -162,15 +164,15 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 // the tokens leased here are the caller's, counted once.
 func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, limits{PerMinute: 600, PerDay: 1 << 40}
+	r := s.limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 600, PerDay: 1 << 40}
 	var fromLease int
 	for i := range 100 {
 		if leased(r, id) > 0 {
 			fromLease++
 		}
-		d, err := r.allow(context.Background(), id, lim)
-		if err != nil || !d.allowed || d.remaining != lim.PerMinute-int64(i+1) {
+		d, err := r.Allow(context.Background(), id, lim)
+		if err != nil || !d.Allowed || d.Remaining != lim.PerMinute-int64(i+1) {
 			t.Fatalf("request %d: %+v, %v; want allowed with %d remaining", i+1, d, err, lim.PerMinute-int64(i+1))
 		}
 	}
@@ -181,8 +183,8 @@ func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 
 func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, limits{PerMinute: 6000, PerDay: 100_000}
+	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 100_000}
 	mustAllow(t, a, id, lim, 50)
 	k := leased(a, id)
 	if k == 0 {
@@ -195,8 +197,8 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 		t.Errorf("the server holding the lease sees %d and %d left, want 5950 and 99950: its lease is the caller's", minute, day)
 	}
 
-	s.clock.advance(leaseLife) // 50 tokens refill meanwhile
-	a.returnLeases(context.Background(), false)
+	s.clock.advance(limits.LeaseLife) // 50 tokens refill meanwhile
+	a.ReturnLeases(context.Background(), false)
 	if got := leased(a, id); got != 0 {
 		t.Errorf("%d tokens still leased after the lease aged out", got)
 	}
@@ -207,13 +209,13 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 
 func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, plans["free"]
+	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	if leased(a, id) == 0 {
 		t.Fatal("no lease after a burst of 10")
 	}
-	a.close()
+	a.Close()
 	if n, _ := allowedUntilRefused(t, b, id, lim); n != 50 {
 		t.Errorf("another server allowed %d at once after the first stopped, want the 50 left", n)
 	}
@@ -221,18 +223,18 @@ func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 
 // kill stops r as kill -9 stops a server: what it leased is neither spent
 // nor given back.
-func kill(r *redisLimiter) {
-	r.stopOnce.Do(func() {
-		close(r.stop)
-		r.loop.Wait()
+func kill(r *limits.Redis) {
+	r.StopOnce.Do(func() {
+		close(r.Stop)
+		r.Loop.Wait()
 	})
-	r.link.client.Close()
+	r.Link.Client.Close()
 }
 
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, plans["free"]
+	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	k := int(leased(a, id))
 	if k == 0 {
@@ -254,30 +256,30 @@ func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 		if n != step.want {
 			t.Errorf("%s: the other server allowed %d, want %d", step.name, n, step.want)
 		}
-		if d.code != codeRateLimited || d.retryAfter != time.Second {
-			t.Errorf("%s: refused with %s, Retry-After %v; want rate_limited, 1 s", step.name, d.code, d.retryAfter)
+		if d.Code != codeRateLimited || d.RetryAfter != time.Second {
+			t.Errorf("%s: refused with %s, Retry-After %v; want rate_limited, 1 s", step.name, d.Code, d.RetryAfter)
 		}
 	}
 }
 
 func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true, banAfter: 1})
-	a, b := s.limiter.(*redisLimiter), s.otherServer().limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 1}, plans["free"]
+	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	if leased(a, id) < 2 {
 		t.Fatalf("a lease of %d after a burst of 10, want 2 or more", leased(a, id))
 	}
 	allowedUntilRefused(t, b, id, lim)
 	for range 2 {
-		b.allow(context.Background(), id, lim)
+		b.Allow(context.Background(), id, lim)
 	}
-	if d, _ := b.allow(context.Background(), id, lim); d.code != codeTemporarilyBanned {
+	if d, _ := b.Allow(context.Background(), id, lim); d.Code != codeTemporarilyBanned {
 		t.Fatalf("the other server: %+v, want banned", d)
 	}
 	mustAllow(t, a, id, lim, 1) // its lease is still live
-	s.clock.advance(leaseLife)
-	if d, _ := a.allow(context.Background(), id, lim); d.code != codeTemporarilyBanned {
+	s.clock.advance(limits.LeaseLife)
+	if d, _ := a.Allow(context.Background(), id, lim); d.Code != codeTemporarilyBanned {
 		t.Errorf("the server that held a lease, once it aged out: %+v, want banned", d)
 	}
 }
@@ -326,12 +328,12 @@ func driveUntilRefused(servers []*testServer, key string, callersEach int) (acce
 func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 	for _, tc := range []struct {
 		plan string
-		lim  limits
+		lim  domain.Limits
 	}{
-		{"free", plans["free"]},
-		{"pro", plans["pro"]},
-		{"business", plans["business"]},
-		{"enterprise", limits{PerMinute: 6000, PerDay: 1_000_000}},
+		{"free", domain.Plans["free"]},
+		{"pro", domain.Plans["pro"]},
+		{"business", domain.Plans["business"]},
+		{"enterprise", domain.Limits{PerMinute: 6000, PerDay: 1_000_000}},
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
 			servers, trips := threeServers(t)
@@ -360,7 +362,7 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 
 func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
 	servers, _ := threeServers(t)
-	lim := limits{PerMinute: 1_000_000, PerDay: 3000}
+	lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
 	key := servers[0].mustCreateKey("enterprise", lim)
 	for day := range 2 {
 		accepted, refusals := driveUntilRefused(servers, key, 4)
@@ -370,19 +372,19 @@ func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
 		now := servers[0].clock.now()
 		for _, w := range refusals {
 			wantError(t, w, 429, codeRateLimited)
-			if got, want := header(t, w, "Retry-After"), int64(nextMidnight(now).Sub(now)/time.Second); got != want {
+			if got, want := header(t, w, "Retry-After"), int64(limits.NextMidnight(now).Sub(now)/time.Second); got != want {
 				t.Errorf("day %d: Retry-After %d, want %d: until midnight", day+1, got, want)
 			}
 		}
 		for _, s := range servers {
-			if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+			if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 				t.Fatal(err)
 			}
 		}
-		stored, err := servers[0].store.Usage(context.Background(), 1, dayString(unixDay(now)))
+		stored, err := servers[0].store.Usage(context.Background(), 1, limits.DayString(limits.UnixDay(now)))
 		if err != nil || stored != lim.PerDay {
 			t.Errorf("day %d: %d stored, %v; want %d, each request once", day+1, stored, err, lim.PerDay)
 		}
-		servers[0].clock.advance(nextMidnight(now).Sub(now))
+		servers[0].clock.advance(limits.NextMidnight(now).Sub(now))
 	}
 }

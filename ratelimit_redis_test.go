@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,47 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The rules both limiters share run against each through forEachLimiter
 // (ratelimit_test.go). These are the Redis limiter's own: servers sharing
 // one Redis, a day count rebuilt from the database, the fallback while
 // Redis is away. They need a Redis, and touch no key outside their prefix.
-
-// testRedisPrefix is a key prefix of the test's own, whose keys are deleted
-// when it ends.
-func testRedisPrefix(t testing.TB) string {
-	t.Helper()
-	u := testkit.RedisURL(t)
-	prefix := "petstore-test:" + rand.Text()[:12]
-	t.Cleanup(func() { deleteRedisKeys(t, u, prefix) })
-	return prefix
-}
-
-// deleteRedisKeys deletes every key under prefix, as a restart of a Redis
-// that keeps nothing on disk does to them.
-func deleteRedisKeys(t testing.TB, redisURL, prefix string) {
-	t.Helper()
-	opts, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := redis.NewClient(opts)
-	defer client.Close()
-	ctx := context.Background()
-	iter := client.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := client.Del(ctx, iter.Val()).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // otherServer is a second server on the same database and the same Redis,
 // as behind a load balancer.
@@ -68,17 +35,17 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	var events fallbackEvents
 	r := s.useRedisThrough(t, testkit.RedisURL(t), io.Discard, events.hooks())
-	lim := limits{PerMinute: 60, PerDay: 1000}
-	batch := make([]scriptRun, 3)
+	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
+	batch := make([]limits.ScriptRun, 3)
 	for i := range batch {
-		id := callerID{addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
-		run := r.args(r.key(id), id, lim)
-		run.cost = 1
-		batch[i] = scriptRun{cmd: run.encode()}
+		id := domain.CallerID{Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)})}
+		run := r.Args(r.Key(id), id, lim)
+		run.Cost = 1
+		batch[i] = limits.ScriptRun{Cmd: run.Encode()}
 	}
 	batch = append(batch, batch[0]) // the same caller twice: counted twice, in order
 	// Cached by this test, not by whichever ran before on this Redis.
-	if err := limitScript.Load(context.Background(), r.link.client).Err(); err != nil {
+	if err := limits.LimitScript.Load(context.Background(), r.Link.Client).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -92,21 +59,21 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 		{"script flushed: the refused runs go again with its text", true, []int64{3, 2, 2, 4}, 2},
 	} {
 		if tc.flush {
-			if err := r.link.client.ScriptFlush(context.Background()).Err(); err != nil {
+			if err := r.Link.Client.ScriptFlush(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		runs := slices.Clone(batch)
 		before := events.calls.Load()
-		if err := r.scripts.runBatch(context.Background(), runs); err != nil {
+		if err := r.Scripts.RunBatch(context.Background(), runs); err != nil {
 			t.Fatal(err)
 		}
 		counts := make([]int64, len(runs))
 		for i, run := range runs {
-			if run.err != nil || run.answer.status != scriptAllowed {
-				t.Fatalf("%s: run %d: %+v, %v; want allowed", tc.name, i, run.answer, run.err)
+			if run.Err != nil || run.Answer.Status != limits.ScriptAllowed {
+				t.Fatalf("%s: run %d: %+v, %v; want allowed", tc.name, i, run.Answer, run.Err)
 			}
-			counts[i] = run.answer.count
+			counts[i] = run.Answer.Count
 		}
 		if !slices.Equal(counts, tc.counts) {
 			t.Errorf("%s: counts %v, want %v", tc.name, counts, tc.counts)
@@ -149,18 +116,18 @@ func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
 func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	other := s.otherServer()
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	for range 4 {
 		s.do("GET", "/v1/pets", key, "")
 	}
-	if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 { // counted in Redis, not yet in the database
 		s.do("GET", "/v1/pets", key, "")
 	}
 
-	deleteRedisKeys(t, testkit.RedisURL(t), s.redisPrefix) // Redis restarted empty
+	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), s.redisPrefix) // Redis restarted empty
 	w := s.do("GET", "/v1/pets", key, "")
 	if got := header(t, w, "X-RateLimit-Remaining"); got != 2 {
 		t.Fatalf("after Redis lost the count, Remaining = %d, want 2 (4 stored + 3 unwritten + this one)", got)
@@ -170,11 +137,11 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 		t.Fatalf("the other server: Remaining = %d, want 1: the rebuilt count is shared", got)
 	}
 	for _, server := range []*testServer{s, other} {
-		if err := server.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+		if err := server.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stored, err := s.store.Usage(context.Background(), 1, dayString(unixDay(s.clock.now())))
+	stored, err := s.store.Usage(context.Background(), 1, limits.DayString(limits.UnixDay(s.clock.now())))
 	if err != nil || stored != 9 {
 		t.Fatalf("stored count = %d, %v; want 9, each request once", stored, err)
 	}
@@ -185,18 +152,18 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 // those of its last flush interval.
 func TestRedisFirstSeedWins(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*redisLimiter)
-	id, lim := callerID{keyID: 7}, plans["free"]
-	key := r.key(id)
-	look := r.args(key, id, lim)
-	a, err := r.scripts.run(look)
-	if err != nil || a.status != scriptNeedSeed {
-		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, scriptNeedSeed)
+	r := s.limiter.(*limits.Redis)
+	id, lim := domain.CallerID{KeyID: 7}, domain.Plans["free"]
+	key := r.Key(id)
+	look := r.Args(key, id, lim)
+	a, err := r.Scripts.Run(look)
+	if err != nil || a.Status != limits.ScriptNeedSeed {
+		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, limits.ScriptNeedSeed)
 	}
 	for _, seed := range []int64{5, 9} {
-		look.seed = seed
-		a, err := r.scripts.run(look)
-		if err != nil || a.status != scriptAllowed || a.count != 5 {
+		look.Seed = seed
+		a, err := r.Scripts.Run(look)
+		if err != nil || a.Status != limits.ScriptAllowed || a.Count != 5 {
 			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
 		}
 	}
@@ -204,54 +171,54 @@ func TestRedisFirstSeedWins(t *testing.T) {
 
 func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*redisLimiter)
-	r.scriptNow = nil
+	r := s.limiter.(*limits.Redis)
+	r.ScriptNow = nil
 	before := time.Now()
-	run := r.args(r.key(callerID{keyID: 1}), callerID{}, plans["free"])
-	run.cost = 1
-	a, err := r.scripts.run(run)
+	run := r.Args(r.Key(domain.CallerID{KeyID: 1}), domain.CallerID{}, domain.Plans["free"])
+	run.Cost = 1
+	a, err := r.Scripts.Run(run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := time.UnixMilli(a.nowMs); got.Before(before.Add(-5*time.Second)) || got.After(time.Now().Add(5*time.Second)) {
+	if got := time.UnixMilli(a.NowMs); got.Before(before.Add(-5*time.Second)) || got.After(time.Now().Add(5*time.Second)) {
 		t.Fatalf("the script's now is %v, want Redis's clock, near %v", got, before)
 	}
-	if a.day != unixDay(time.UnixMilli(a.nowMs)) {
-		t.Fatalf("day %d, want the day of now", a.day)
+	if a.Day != limits.UnixDay(time.UnixMilli(a.NowMs)) {
+		t.Fatalf("day %d, want the day of now", a.Day)
 	}
 }
 
 func TestPeekSpendsNothing(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 1}, func(t *testing.T, s *testServer) {
 		ctx := context.Background()
-		id, lim := callerID{keyID: 42}, plans["free"]
-		peek := func(wantMinute, wantDay int64) standing {
+		id, lim := domain.CallerID{KeyID: 42}, domain.Plans["free"]
+		peek := func(wantMinute, wantDay int64) limits.Standing {
 			t.Helper()
-			p, err := s.limiter.peek(ctx, id, lim)
+			p, err := s.limiter.Peek(ctx, id, lim)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.minute.remaining != wantMinute || p.day.remaining != wantDay {
-				t.Fatalf("peek: minute %d left, day %d left; want %d and %d", p.minute.remaining, p.day.remaining, wantMinute, wantDay)
+			if p.Minute.Remaining != wantMinute || p.Day.Remaining != wantDay {
+				t.Fatalf("peek: minute %d left, day %d left; want %d and %d", p.Minute.Remaining, p.Day.Remaining, wantMinute, wantDay)
 			}
 			return p
 		}
 		p := peek(60, 1000)
 		peek(60, 1000)
-		if !p.allowed || p.window != "minute" || p.remaining != 60 || !p.minute.reset.Equal(s.clock.now()) || !p.day.reset.Equal(nextMidnight(s.clock.now())) {
+		if !p.Allowed || p.Window != "minute" || p.Remaining != 60 || !p.Minute.Reset.Equal(s.clock.now()) || !p.Day.Reset.Equal(limits.NextMidnight(s.clock.now())) {
 			t.Fatalf("peek of a fresh caller: %+v", p)
 		}
 		for range 60 {
-			s.limiter.allow(ctx, id, lim)
+			s.limiter.Allow(ctx, id, lim)
 		}
 		p = peek(0, 940)
-		if !p.allowed || !p.minute.reset.Equal(s.clock.now().Add(time.Minute)) {
+		if !p.Allowed || !p.Minute.Reset.Equal(s.clock.now().Add(time.Minute)) {
 			t.Fatalf("a caller out of requests is not refused a look: %+v", p)
 		}
 		for range 3 {
-			s.limiter.allow(ctx, id, lim)
+			s.limiter.Allow(ctx, id, lim)
 		}
-		if p := peek(0, 940); p.allowed || p.code != codeTemporarilyBanned {
+		if p := peek(0, 940); p.Allowed || p.Code != codeTemporarilyBanned {
 			t.Fatalf("peek of a banned caller: %+v, want banned", p)
 		}
 	})
@@ -271,14 +238,14 @@ type fallbackEvents struct {
 	calls  atomic.Int64
 }
 
-func (e *fallbackEvents) hooks() redisHooks {
-	return redisHooks{
-		fallback: func(active bool) {
+func (e *fallbackEvents) hooks() limits.RedisHooks {
+	return limits.RedisHooks{
+		Fallback: func(active bool) {
 			e.mu.Lock()
 			e.events = append(e.events, active)
 			e.mu.Unlock()
 		},
-		call: func(time.Time) { e.calls.Add(1) },
+		Call: func(time.Time) { e.calls.Add(1) },
 	}
 }
 
@@ -298,17 +265,17 @@ func (e *fallbackEvents) String() string {
 
 // useRedisThrough gives s a Redis limiter reaching Redis at redisURL, with
 // its log and its hooks in the test's hands.
-func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writer, hooks redisHooks) *redisLimiter {
+func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writer, hooks limits.RedisHooks) *limits.Redis {
 	t.Helper()
 	logger, _ := newLogger(logs, "text", "info")
-	r, err := newRedisLimiter(context.Background(), redisConfig{
-		url: redisURL, prefix: s.redisPrefix, banAfter: s.opts.banAfter, banFor: s.opts.banFor,
-		now: s.clock.now, usage: s.store.Usage, dbTimeout: s.cfg.dbTimeout, logger: logger, hooks: hooks, scriptNow: s.clock.now,
+	r, err := limits.NewRedis(context.Background(), limits.RedisConfig{
+		URL: redisURL, Prefix: s.redisPrefix, BanAfter: s.opts.banAfter, BanFor: s.opts.banFor,
+		Now: s.clock.now, Usage: s.store.Usage, DBTimeout: s.cfg.dbTimeout, Logger: logger, Hooks: hooks, ScriptNow: s.clock.now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.close() })
+	t.Cleanup(func() { r.Close() })
 	// An app of its own: a copy of s (another server) keeps its limiter.
 	own := *s.app
 	own.limiter = r
@@ -323,7 +290,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	logs := &syncBuffer{}
 	var events fallbackEvents
 	r := s.useRedisThrough(t, redisURL, logs, events.hooks())
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 20})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 20})
 	for i := range 10 {
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("request %d through Redis: %d %s", i+1, w.Code, w.Body)
@@ -350,21 +317,21 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	if got := proxy.accepted.Load(); got != dialed {
 		t.Errorf("%d connections tried within the probe interval, want none", got-dialed)
 	}
-	s.clock.advance(redisProbeEvery)
+	s.clock.advance(limits.RedisProbeEvery)
 	s.do("GET", "/v1/pets", key, "") // one probe, still refused
 	if got := proxy.accepted.Load(); got > dialed+1 {
 		t.Errorf("a probe dialed %d times, want once", got-dialed)
 	}
 
 	proxy.set("pass")
-	s.clock.advance(redisProbeEvery)
+	s.clock.advance(limits.RedisProbeEvery)
 	// Back on Redis, whose count is raised to the 20 this server knows of.
 	w := s.do("GET", "/v1/pets", key, "")
 	wantError(t, w, 429, codeRateLimited)
 	if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
 		t.Errorf("Remaining = %d after the outage, want 0: 20 of 20 used", got)
 	}
-	if got := r.link.outages.Load(); got != 1 {
+	if got := r.Link.Outages.Load(); got != 1 {
 		t.Errorf("outages = %d, want 1", got)
 	}
 	if got := events.String(); got != "down up" {
@@ -375,10 +342,10 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 		strings.Count(log, "Redis answers again") != 1 {
 		t.Errorf("want one warning when Redis went and one line when it came back, got:\n%s", log)
 	}
-	if err := r.flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := r.Flush(context.Background(), s.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
-	if stored, _ := s.store.Usage(context.Background(), 1, dayString(unixDay(s.clock.now()))); stored != 20 {
+	if stored, _ := s.store.Usage(context.Background(), 1, limits.DayString(limits.UnixDay(s.clock.now()))); stored != 20 {
 		t.Errorf("stored count = %d, want 20", stored)
 	}
 }
@@ -391,10 +358,10 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("restarted=%v", restarted), func(t *testing.T) {
 			proxy, redisURL := startRedisProxy(t)
 			a := newTestServerWith(t, testOptions{redis: true})
-			a.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
+			a.useRedisThrough(t, redisURL, io.Discard, limits.RedisHooks{})
 			b := *a
-			b.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
-			key := a.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 100})
+			b.useRedisThrough(t, redisURL, io.Discard, limits.RedisHooks{})
+			key := a.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 100})
 			for range 10 {
 				a.do("GET", "/v1/pets", key, "")
 			}
@@ -407,17 +374,17 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 				}
 			}
 			if restarted {
-				deleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
+				testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 			}
 			for _, s := range []*testServer{a, &b} {
-				if err := s.limiter.flush(context.Background(), a.store.AddUsage); err != nil {
+				if err := s.limiter.Flush(context.Background(), a.store.AddUsage); err != nil {
 					t.Fatal(err)
 				}
 			}
 			proxy.set("pass")
-			a.clock.advance(redisProbeEvery)
+			a.clock.advance(limits.RedisProbeEvery)
 			for i, s := range []*testServer{a, &b, a, &b} {
-				a.clock.advance(2 * leaseTraffic) // too few requests for a lease
+				a.clock.advance(2 * limits.LeaseTraffic) // too few requests for a lease
 				w := s.do("GET", "/v1/pets", key, "")
 				if got := header(t, w, "X-RateLimit-Remaining"); got != int64(79-i) {
 					t.Fatalf("request %d after the outage: Remaining %d, want %d (20 counted before it)", i+1, got, 79-i)
@@ -430,7 +397,7 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 func TestRedisThatHangsIsCutShort(t *testing.T) {
 	proxy, redisURL := startRedisProxy(t)
 	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.useRedisThrough(t, redisURL, io.Discard, redisHooks{})
+	r := s.useRedisThrough(t, redisURL, io.Discard, limits.RedisHooks{})
 	key := s.mustCreateKey("free")
 	s.do("GET", "/v1/pets", key, "")
 	proxy.set("stall")
@@ -439,8 +406,8 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("a request waited %v for a Redis that does not answer", took)
 	}
-	if w.Code != 200 || !r.link.down.Load() {
-		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, r.link.down.Load())
+	if w.Code != 200 || !r.Link.Down.Load() {
+		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, r.Link.Down.Load())
 	}
 }
 
@@ -448,16 +415,16 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 	closed := testkit.FreeAddr(t)
 	s := newTestServer(t)
 	logs := &syncBuffer{}
-	r := s.useRedisThrough(t, "redis://"+closed+"/0", logs, redisHooks{})
+	r := s.useRedisThrough(t, "redis://"+closed+"/0", logs, limits.RedisHooks{})
 	key := s.mustCreateKey("free")
 	for i := range 3 { // one token refills in the two probe intervals
 		w := s.do("GET", "/v1/pets", key, "")
 		if w.Code != 200 || header(t, w, "X-RateLimit-Remaining") != []int64{59, 58, 58}[i] {
 			t.Fatalf("request %d: %d, Remaining %s", i+1, w.Code, w.Header().Get("X-RateLimit-Remaining"))
 		}
-		s.clock.advance(redisProbeEvery)
+		s.clock.advance(limits.RedisProbeEvery)
 	}
-	if got := r.link.outages.Load(); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
+	if got := r.Link.Outages.Load(); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
 		t.Errorf("outages = %d, log:\n%s\nwant one outage, logged once", got, logs)
 	}
 }

@@ -1,25 +1,24 @@
 package main
 
-import "net/http"
+import (
+	"net/http"
+
+	"petstore/internal/appendjson"
+	"petstore/internal/domain"
+	"petstore/internal/limits"
+)
 
 // GET /v1/rate_limit: a caller's plan and both windows, read without
 // spending anything (GitHub's GET /rate_limit is the model).
-
-// budget is whom a key's requests are counted against, and its limits: the
-// keys of one roll share one budget. A key stored before figures were
-// capped is limited at the cap.
-func (k *apiKey) budget() (callerID, limits) {
-	return callerID{keyID: k.BudgetID}, limits{PerMinute: min(k.PerMinute, maxLimit), PerDay: min(k.PerDay, maxLimit)}
-}
 
 // uncounted sends a request with a valid key that holds need to peeked,
 // which reports the key's rate-limit state itself without spending any, and
 // every other request to counted: limited and refused, as anywhere (by
 // client address without a key; a key without the scope spends a request
 // on its 403, as on any operation).
-func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
+func uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if key := recordOf(w).key; key == nil || !key.Scopes.has(need) {
+		if key := recordOf(w).key; key == nil || !key.Scopes.Has(need) {
 			counted.ServeHTTP(w, r)
 			return
 		}
@@ -31,20 +30,20 @@ func uncounted(need scopeSet, peeked, counted http.Handler) http.Handler {
 // headers, which describe the same state: nothing is spent. A caller over a
 // limit is still answered (with nothing remaining); a banned one is refused
 // as everywhere, and this request does not count towards a ban.
-func handleRateLimit(limiter rateLimiter) http.Handler {
+func handleRateLimit(limiter limits.Limiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := recordOf(w)
 		key := info.peeking()
-		id, lim := key.budget()
-		s, err := limiter.peek(r.Context(), id, lim)
+		id, lim := key.Budget()
+		s, err := limiter.Peek(r.Context(), id, lim)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		info.decided(&s.decision)
-		setRateLimitHeaders(w.Header(), info, &s.decision)
-		if !s.allowed {
-			refuse(w, r, &s.decision)
+		info.decided(&s.Decision)
+		setRateLimitHeaders(w.Header(), info, &s.Decision)
+		if !s.Allowed {
+			refuse(w, r, &s.Decision)
 			return
 		}
 		writeBody(w, http.StatusOK, appendRateLimitStatus(make([]byte, 0, 160), key, s))
@@ -54,21 +53,33 @@ func handleRateLimit(limiter rateLimiter) http.Handler {
 // appendRateLimitStatus appends key's plan, scopes and windows s as JSON:
 // the body of GET /v1/rate_limit and of the admin API's
 // GET /admin/v1/keys/{id}/limits.
-func appendRateLimitStatus(b []byte, key *apiKey, s standing) []byte {
+func appendRateLimitStatus(b []byte, key *domain.Key, s limits.Standing) []byte {
 	b = append(b, `{"plan":`...)
-	b = appendJSONString(b, key.Plan)
-	b = key.Scopes.appendJSON(append(b, `,"scopes":`...))
-	b = appendWindow(append(b, `,"minute":`...), s.minute)
-	b = appendWindow(append(b, `,"day":`...), s.day)
+	b = appendjson.String(b, key.Plan)
+	b = appendScopes(append(b, `,"scopes":`...), key.Scopes)
+	b = appendWindow(append(b, `,"minute":`...), s.Minute)
+	b = appendWindow(append(b, `,"day":`...), s.Day)
 	return append(b, "}\n"...)
 }
 
-func appendWindow(b []byte, win window) []byte {
+func appendWindow(b []byte, win limits.Window) []byte {
 	b = append(b, `{"limit":`...)
-	b = appendInt(b, win.limit)
+	b = appendInt(b, win.Limit)
 	b = append(b, `,"remaining":`...)
-	b = appendInt(b, max(0, win.remaining))
+	b = appendInt(b, max(0, win.Remaining))
 	b = append(b, `,"reset":`...)
-	b = appendInt(b, win.reset.Unix())
+	b = appendInt(b, win.Reset.Unix())
 	return append(b, '}')
+}
+
+// appendScopes appends s as a JSON array of scope names.
+func appendScopes(b []byte, s domain.ScopeSet) []byte {
+	b = append(b, '[')
+	for i, name := range s.Names() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendjson.String(b, name)
+	}
+	return append(b, ']')
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
 
@@ -96,7 +98,7 @@ func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
 
 func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 5})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 5})
 		for i := range 5 {
 			w := s.do("GET", "/v1/pets", key, "")
 			if w.Code != 200 {
@@ -109,7 +111,7 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 				t.Fatalf("request %d: Remaining = %d, want %d", i+1, got, 4-i)
 			}
 		}
-		midnight := nextMidnight(s.clock.now())
+		midnight := limits.NextMidnight(s.clock.now())
 		w := s.do("GET", "/v1/pets", key, "")
 		wantError(t, w, 429, codeRateLimited)
 		if got, want := header(t, w, "Retry-After"), int64(midnight.Sub(s.clock.now())/time.Second); got != want {
@@ -132,7 +134,7 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 
 func TestCustomEnterpriseLimits(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 2, PerDay: 100})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
 		for range 2 {
 			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 				t.Fatal(w.Code)
@@ -157,7 +159,7 @@ func TestCustomEnterpriseLimits(t *testing.T) {
 
 func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 10, banFor: 15 * time.Minute}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatal(w.Code)
 		}
@@ -189,7 +191,7 @@ func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
 
 func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 3}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		s.do("GET", "/v1/pets", key, "")
 		for round := range 3 {
 			// Each round: a refusal starts a wait, three more are tolerated.
@@ -307,11 +309,11 @@ func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
 
 func TestRestartKeepsTheDaysCount(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 		for range 7 {
 			s.do("GET", "/v1/pets", key, "")
 		}
-		if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+		if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 			t.Fatal(err)
 		}
 		s.restartLimiter() // a new limiter on the same database is a restarted server
@@ -324,17 +326,17 @@ func TestRestartKeepsTheDaysCount(t *testing.T) {
 
 func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
 	for range 3 {
 		s.do("GET", "/v1/pets", key, "")
 	}
 	s.clock.advance(time.Minute)
-	if n := s.limiter.sweep(); n != 0 {
+	if n := s.limiter.Sweep(); n != 0 {
 		t.Fatalf("swept %d callers with unflushed usage, want 0", n)
 	}
-	s.limiter.flush(context.Background(), s.store.AddUsage)
-	if n := s.limiter.sweep(); n != 1 {
+	s.limiter.Flush(context.Background(), s.store.AddUsage)
+	if n := s.limiter.Sweep(); n != 1 {
 		t.Fatalf("swept %d, want the idle key forgotten", n)
 	}
 	w := s.do("GET", "/v1/pets", key, "")
@@ -345,27 +347,27 @@ func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 
 func TestIdleAddressesAreForgotten(t *testing.T) {
 	clock := newFakeClock()
-	l := newLocalLimiter(clock.now, 10, time.Minute, nil)
+	l := limits.NewLocal(clock.now, 10, time.Minute, nil)
 	ctx := context.Background()
 	var peak int
 	for i := range 100_000 {
 		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-		if _, err := l.allow(ctx, callerID{addr: addr}, anonymousLimits); err != nil {
+		if _, err := l.Allow(ctx, domain.CallerID{Addr: addr}, domain.AnonymousLimits); err != nil {
 			t.Fatal(err)
 		}
 		if i%1000 == 999 {
 			clock.advance(time.Second) // 1,000 new addresses a second
-			l.sweep()
+			l.Sweep()
 		}
-		peak = max(peak, len(l.callers))
+		peak = max(peak, len(l.Callers))
 	}
 	clock.advance(time.Second)
-	l.sweep()
+	l.Sweep()
 	if peak > 2000 {
 		t.Errorf("peak callers kept = %d, want at most 2,000 (one second's worth)", peak)
 	}
-	if len(l.callers) != 0 {
-		t.Errorf("%d callers kept after all went idle, want 0", len(l.callers))
+	if len(l.Callers) != 0 {
+		t.Errorf("%d callers kept after all went idle, want 0", len(l.Callers))
 	}
 }
 
@@ -379,25 +381,25 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 func BenchmarkDecision(b *testing.B) {
 	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
 	b.Run("in-process", func(b *testing.B) {
-		l := newLocalLimiter(newFakeClock().now, 10, time.Minute, noUsage)
-		benchmarkAllow(b, l, limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
+		l := limits.NewLocal(newFakeClock().now, 10, time.Minute, noUsage)
+		benchmarkAllow(b, l, domain.Limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
 	})
 	for _, tc := range []struct {
 		name string
 		keys int
 	}{{"redis-not-leased", 10_000}, {"redis-leased", 1}} {
 		b.Run(tc.name, func(b *testing.B) {
-			r, err := newRedisLimiter(context.Background(), redisConfig{
-				url: testkit.RedisURL(b), prefix: testRedisPrefix(b), banAfter: 10, banFor: time.Minute, now: time.Now,
-				usage: noUsage, dbTimeout: defaultDBTimeout, logger: discardLogger(),
+			r, err := limits.NewRedis(context.Background(), limits.RedisConfig{
+				URL: testkit.RedisURL(b), Prefix: testkit.RedisPrefix(b), BanAfter: 10, BanFor: time.Minute, Now: time.Now,
+				Usage: noUsage, DBTimeout: defaultDBTimeout, Logger: discardLogger(),
 			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer r.close()
-			benchmarkAllow(b, r, limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
+			defer r.Close()
+			benchmarkAllow(b, r, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
 			b.StopTimer()
-			if r.link.down.Load() {
+			if r.Link.Down.Load() {
 				b.Fatal("Redis went away during the benchmark")
 			}
 		})
@@ -406,10 +408,10 @@ func BenchmarkDecision(b *testing.B) {
 
 // benchmarkAllow measures l.allow, as the limit middleware calls it, for
 // keys keys in turn, each seen once before, under limits they never reach.
-func benchmarkAllow(b *testing.B, l rateLimiter, lim limits, keys int) {
+func benchmarkAllow(b *testing.B, l limits.Limiter, lim domain.Limits, keys int) {
 	ctx := context.Background()
 	for i := range keys {
-		if _, err := l.allow(ctx, callerID{keyID: int64(i + 1)}, lim); err != nil {
+		if _, err := l.Allow(ctx, domain.CallerID{KeyID: int64(i + 1)}, lim); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -419,8 +421,8 @@ func benchmarkAllow(b *testing.B, l rateLimiter, lim limits, keys int) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := next.Add(1)
-			d, err := l.allow(ctx, callerID{keyID: i%int64(keys) + 1}, lim)
-			if err != nil || !d.allowed {
+			d, err := l.Allow(ctx, domain.CallerID{KeyID: i%int64(keys) + 1}, lim)
+			if err != nil || !d.Allowed {
 				b.Fatalf("%+v, %v", d, err)
 			}
 		}
@@ -432,15 +434,15 @@ func benchmarkAllow(b *testing.B, l rateLimiter, lim limits, keys int) {
 func BenchmarkLimiterMemory(b *testing.B) {
 	for range b.N {
 		clock := newFakeClock()
-		l := newLocalLimiter(clock.now, 10, time.Minute, nil)
+		l := limits.NewLocal(clock.now, 10, time.Minute, nil)
 		before := heapInUse()
 		for i := range 100_000 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
-			l.allow(context.Background(), callerID{addr: addr}, anonymousLimits)
+			l.Allow(context.Background(), domain.CallerID{Addr: addr}, domain.AnonymousLimits)
 		}
 		full := heapInUse()
 		clock.advance(2 * time.Second)
-		l.sweep()
+		l.Sweep()
 		swept := heapInUse()
 		b.ReportMetric(float64(full-before)/(1<<20), "MiB-100k-callers")
 		b.ReportMetric(float64(swept-before)/(1<<20), "MiB-after-sweep")
@@ -459,11 +461,11 @@ func heapInUse() int64 {
 // UTC midnight (a caller's lock) must not deadlock the two.
 // dayStepLimiter is a limiter whose clock stands at start plus the days
 // counted in days, with limits no test reaches.
-func dayStepLimiter(start time.Time) (l *localLimiter, days *atomic.Int64, lim limits) {
+func dayStepLimiter(start time.Time) (l *limits.Local, days *atomic.Int64, lim domain.Limits) {
 	days = new(atomic.Int64)
 	now := func() time.Time { return start.AddDate(0, 0, int(days.Load())) }
-	l = newLocalLimiter(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
-	return l, days, limits{PerMinute: 1 << 30, PerDay: 1 << 30}
+	l = limits.NewLocal(now, 10, time.Minute, func(context.Context, int64, string) (int64, error) { return 0, nil })
+	return l, days, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 30}
 }
 
 // TestMidnightWhileFlushingDoesNotDeadlock: flushes racing the requests
@@ -474,7 +476,7 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 	l, days, lim := dayStepLimiter(start)
 	var mu sync.Mutex
 	perDay := make(map[string]int64)
-	stored := func(_ context.Context, counts []usageCount) error {
+	stored := func(_ context.Context, counts []domain.UsageCount) error {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range counts {
@@ -490,13 +492,13 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for !allowed.Load() {
-				l.flush(context.Background(), stored)
+				l.Flush(context.Background(), stored)
 			}
 		})
 		// Enough midnights to hit the window reliably (the old lock order
 		// deadlocked within some 100,000 of them).
 		for i := range 300_000 {
-			l.allow(context.Background(), callerID{keyID: 1}, lim)
+			l.Allow(context.Background(), domain.CallerID{KeyID: 1}, lim)
 			if i%2 == 1 {
 				days.Add(1)
 			}
@@ -509,7 +511,7 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 	case <-time.After(time.Minute): // seconds normally, even under -race
 		t.Fatal("allow and flush deadlocked")
 	}
-	if err := l.flush(context.Background(), stored); err != nil {
+	if err := l.Flush(context.Background(), stored); err != nil {
 		t.Fatal(err)
 	}
 	if len(perDay) != 150_000 {
@@ -537,27 +539,27 @@ func heldByTheKeyring(t *testing.T, s *testServer) {
 // forgotten: the next look-up must not start from a lower stored count.
 func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", limits{PerMinute: 1000, PerDay: 10})
+	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
 	for range 4 {
 		s.do("GET", "/v1/pets", key, "")
 	}
-	diskFull := func(context.Context, []usageCount) error { return errors.New("disk full") }
-	if err := s.limiter.flush(context.Background(), diskFull); err == nil {
+	diskFull := func(context.Context, []domain.UsageCount) error { return errors.New("disk full") }
+	if err := s.limiter.Flush(context.Background(), diskFull); err == nil {
 		t.Fatal("flush hid the failed write")
 	}
 	s.clock.advance(time.Hour)
-	if n := s.limiter.sweep(); n != 0 {
+	if n := s.limiter.Sweep(); n != 0 {
 		t.Fatalf("swept %d callers with unwritten counts", n)
 	}
 	if w := s.do("GET", "/v1/pets", key, ""); header(t, w, "X-RateLimit-Remaining") != 5 {
 		t.Fatalf("Remaining = %s, want 5 (5 of 10 used)", w.Header().Get("X-RateLimit-Remaining"))
 	}
-	if err := s.limiter.flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
 	s.clock.advance(time.Hour)
-	if n := s.limiter.sweep(); n != 1 {
+	if n := s.limiter.Sweep(); n != 1 {
 		t.Fatalf("swept %d, want the idle key forgotten once its counts are stored", n)
 	}
 	if w := s.do("GET", "/v1/pets", key, ""); header(t, w, "X-RateLimit-Remaining") != 4 {
@@ -567,7 +569,7 @@ func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 
 func TestResetDuringABanIsRoundedUp(t *testing.T) {
 	forEachLimiter(t, testOptions{banAfter: 1, banFor: 5 * time.Second}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", limits{PerMinute: 1, PerDay: 1000})
+		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		s.do("GET", "/v1/pets", key, "")
 		s.clock.advance(300 * time.Millisecond)
 		for range 2 {
@@ -576,8 +578,8 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 		w := s.do("GET", "/v1/pets", key, "")
 		wantError(t, w, 429, codeTemporarilyBanned)
 		banEnds := s.clock.now().Add(5 * time.Second)
-		if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != ceilSecond(banEnds).Unix() {
-			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, ceilSecond(banEnds).Unix())
+		if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != domain.CeilSecond(banEnds).Unix() {
+			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, domain.CeilSecond(banEnds).Unix())
 		}
 	})
 }
@@ -587,17 +589,17 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 // flushed whole in one pass.
 func TestFlushTakesOffWhatItWrote(t *testing.T) {
 	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC))
-	key := callerID{keyID: 1}
+	key := domain.CallerID{KeyID: 1}
 	for range 10_000 { // a request a day for 10,000 days, none written yet
-		l.allow(context.Background(), key, lim)
+		l.Allow(context.Background(), key, lim)
 		days.Add(1)
 	}
-	l.allow(context.Background(), key, lim) // today's first
+	l.Allow(context.Background(), key, lim) // today's first
 
-	var stored []usageCount
-	err := l.flush(context.Background(), func(_ context.Context, counts []usageCount) error {
+	var stored []domain.UsageCount
+	err := l.Flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
 		stored = append(stored, counts...)
-		l.allow(context.Background(), key, lim) // counted while the write runs
+		l.Allow(context.Background(), key, lim) // counted while the write runs
 		return nil
 	})
 	if err != nil {
@@ -611,7 +613,7 @@ func TestFlushTakesOffWhatItWrote(t *testing.T) {
 		t.Fatalf("the first flush wrote %d days, %d requests; want 10001 and 10001", len(stored), total)
 	}
 	stored = nil
-	if err := l.flush(context.Background(), func(_ context.Context, counts []usageCount) error {
+	if err := l.Flush(context.Background(), func(_ context.Context, counts []domain.UsageCount) error {
 		stored = append(stored, counts...)
 		return nil
 	}); err != nil {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // The request's record: what the steps of a request learn about it, for the
@@ -64,9 +67,9 @@ type requestInfo struct {
 	id    string
 	// The caller: an API key (and its note of use, where its usage history
 	// is counted) or an admin token; for a request without a key, why not.
-	key       *apiKey
+	key       *domain.Key
 	use       *keyUse
-	admin     *adminToken
+	admin     *domain.AdminToken
 	auth      authFailure
 	authErr   error // the key could not be looked up
 	sentToken bool
@@ -75,11 +78,11 @@ type requestInfo struct {
 	// counted in at the end.
 	rateLimit limitOutcome
 	today     int64
-	usage     usageOutcome
+	usage     domain.UsageOutcome
 	// err is an internal error or panic, for the log; db, why the database
 	// could not serve the request (a 503), for the metrics.
 	err error
-	db  dbFailure
+	db  domain.DBFailure
 
 	// values backs the response's header values (see headerValue).
 	values  [6]string
@@ -164,46 +167,46 @@ func (info *requestInfo) authenticated(h *heldKey, sentToken bool, auth authFail
 // peeking (handleRateLimit) is the key whose state the request reads
 // without spending any; it is counted in the usage history as limit counts
 // a request (decided).
-func (info *requestInfo) peeking() *apiKey {
+func (info *requestInfo) peeking() *domain.Key {
 	info.reach(stagePeeked)
 	return info.key
 }
 
 // limiting (limit) is the key the request is counted against; nil: its
 // client address.
-func (info *requestInfo) limiting() *apiKey {
+func (info *requestInfo) limiting() *domain.Key {
 	info.reach(stageLimited)
 	return info.key
 }
 
 // decided (limit, handleRateLimit) notes the limiter's decision on the
 // request, and the day and column of the usage history it is counted in.
-func (info *requestInfo) decided(d *decision) {
-	info.rateLimit, info.today, info.usage = d.outcome(), d.today, usageAllowed
-	if !d.allowed {
+func (info *requestInfo) decided(d *limits.Decision) {
+	info.rateLimit, info.today, info.usage = limitOutcomeOf(d), d.Today, domain.UsageAllowed
+	if !d.Allowed {
 		info.usage = outcomeOf(d)
 	}
 }
 
 // keyed (requireKey) is the request's valid key, or nil when it has none.
-func (info *requestInfo) keyed() *apiKey {
+func (info *requestInfo) keyed() *domain.Key {
 	info.reach(stageKeyed)
 	return info.key
 }
 
 // scoped (requireScope) tells whether the request's key holds need; a
 // request whose key does not is counted as forbidden.
-func (info *requestInfo) scoped(need scopeSet) bool {
+func (info *requestInfo) scoped(need domain.ScopeSet) bool {
 	info.reach(stageScoped)
-	if !info.key.Scopes.has(need) {
-		info.usage = usageForbidden
+	if !info.key.Scopes.Has(need) {
+		info.usage = domain.UsageForbidden
 		return false
 	}
 	return true
 }
 
 // admitted (adminGate.require) notes the request's admin token.
-func (info *requestInfo) admitted(t *adminToken) {
+func (info *requestInfo) admitted(t *domain.AdminToken) {
 	info.reach(stageAdmitted)
 	info.admin = t
 }
@@ -211,7 +214,7 @@ func (info *requestInfo) admitted(t *adminToken) {
 // failed (writeError, at any stage) notes what only the log and the
 // metrics may see of an error answered: its cause, and why the database
 // failed.
-func (info *requestInfo) failed(cause error, db dbFailure) {
+func (info *requestInfo) failed(cause error, db domain.DBFailure) {
 	if cause != nil {
 		info.err = cause
 	}

@@ -1,6 +1,6 @@
 package main
 
-// Tests of several servers on one PostgreSQL database (DESIGN.md "Many
+// Tests of several servers on one PostgreSQL database (docs/replicas.md, "Many
 // servers"): the built binary, started more than once on one database.
 // Skipped without PETSTORE_TEST_POSTGRES, and with -short.
 

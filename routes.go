@@ -5,6 +5,8 @@ import (
 	"net/http/pprof"
 	"sync/atomic"
 
+	"petstore/internal/domain"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -58,7 +60,7 @@ const (
 type route struct {
 	pattern string
 	access  access
-	need    scopeSet
+	need    domain.ScopeSet
 	handler http.Handler
 }
 
@@ -66,22 +68,22 @@ type route struct {
 // any valid key is told so (501), and their own scope will come with them.
 func apiRoutes(a *app) []route {
 	return []route{
-		{"GET /v1/pets", withKey, scopePetsRead, handleListPets(a.pets, &pageCache{})},
-		{"POST /v1/pets", withKey, scopePetsWrite, handleCreatePet(a.pets, a.idem, a.now)},
-		{"GET /v1/pets/{petId}", withKey, scopePetsRead, deprecated(handleGetPet(a.pets))},
-		{"GET /v1/store/orders", withKey, noScope, handleNotImplemented()},
-		{"GET /v1/rate_limit", peeksKey, scopePetsRead, handleRateLimit(a.limiter)},
-		{"GET /v1/openapi.yaml", keyless, noScope, handleOpenAPI()},
+		{"GET /v1/pets", withKey, domain.ScopePetsRead, handleListPets(a.pets, &pageCache{})},
+		{"POST /v1/pets", withKey, domain.ScopePetsWrite, handleCreatePet(a.pets, a.idem, a.now)},
+		{"GET /v1/pets/{petId}", withKey, domain.ScopePetsRead, deprecated(handleGetPet(a.pets))},
+		{"GET /v1/store/orders", withKey, domain.NoScope, handleNotImplemented()},
+		{"GET /v1/rate_limit", peeksKey, domain.ScopePetsRead, handleRateLimit(a.limiter)},
+		{"GET /v1/openapi.yaml", keyless, domain.NoScope, handleOpenAPI()},
 
 		// Another method on those paths is a 405 with Allow, any other
 		// path a 404, each after the key and its limit.
-		{"/v1/pets", withKey, noScope, methodNotAllowed("GET, HEAD, POST")},
-		{"/v1/pets/{petId}", withKey, noScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/store/orders", withKey, noScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/rate_limit", withKey, noScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/openapi.yaml", withKey, noScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/", withKey, noScope, notFound()},
-		{"/v1", withKey, noScope, notFound()},
+		{"/v1/pets", withKey, domain.NoScope, methodNotAllowed("GET, HEAD, POST")},
+		{"/v1/pets/{petId}", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/v1/store/orders", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/v1/rate_limit", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/v1/openapi.yaml", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/v1/", withKey, domain.NoScope, notFound()},
+		{"/v1", withKey, domain.NoScope, notFound()},
 	}
 }
 
@@ -137,52 +139,52 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard}
+	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard, storeBans: a.storeBans}
 	return []route{
-		{"GET /admin/v1/openapi.yaml", open, noScope, handleDocument(adminOpenAPIYAML)},
-		{"GET /admin/v1/whoami", withAdminToken, noScope, handleAdminWhoami()},
-		{"POST /admin/v1/keys", withAdminToken, scopeKeysWrite, handleAdminCreateKey(d, a.env)},
-		{"GET /admin/v1/keys", withAdminToken, scopeKeysRead, handleAdminListKeys(d)},
-		{"GET /admin/v1/keys/{id}", withAdminToken, scopeKeysRead, handleAdminGetKey(d)},
-		{"PATCH /admin/v1/keys/{id}", withAdminToken, scopeKeysWrite, handleAdminUpdateKey(d)},
-		{"POST /admin/v1/keys/{id}/roll", withAdminToken, scopeKeysWrite, handleAdminRollKey(d)},
-		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, scopeKeysWrite, handleAdminRevokeKey(d)},
-		{"GET /admin/v1/keys/{id}/usage", withAdminToken, scopeKeysRead, handleAdminKeyUsage(d)},
-		{"GET /admin/v1/keys/{id}/limits", withAdminToken, scopeKeysRead, handleAdminKeyLimits(d)},
-		{"GET /admin/v1/audit", withAdminToken, scopeAuditRead, handleAdminAudit(d)},
-		{"GET /admin/v1/bans", withAdminToken, scopeKeysRead, handleAdminListBans(d)},
-		{"DELETE /admin/v1/bans/{subject}", withAdminToken, scopeKeysWrite, handleAdminLiftBan(d, a.env)},
-		{"GET /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminListWebhooks(d)},
-		{"POST /admin/v1/webhooks", withAdminToken, scopeWebhooks, handleAdminAddWebhook(d, a.env)},
-		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, scopeWebhooks, handleAdminRemoveWebhook(d, a.env)},
-		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, scopeWebhooks, handleAdminRotateWebhook(d, a.env)},
-		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, scopeWebhooks, handleAdminEnableWebhook(d, a.env)},
-		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, scopeWebhooks, handleAdminTestWebhook(d)},
-		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, scopeWebhooks, handleAdminWebhookDeliveries(d)},
-		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, scopeWebhooks, handleAdminResendWebhook(d)},
+		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(adminOpenAPIYAML)},
+		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, handleAdminWhoami()},
+		{"POST /admin/v1/keys", withAdminToken, domain.ScopeKeysWrite, handleAdminCreateKey(d, a.env)},
+		{"GET /admin/v1/keys", withAdminToken, domain.ScopeKeysRead, handleAdminListKeys(d)},
+		{"GET /admin/v1/keys/{id}", withAdminToken, domain.ScopeKeysRead, handleAdminGetKey(d)},
+		{"PATCH /admin/v1/keys/{id}", withAdminToken, domain.ScopeKeysWrite, handleAdminUpdateKey(d)},
+		{"POST /admin/v1/keys/{id}/roll", withAdminToken, domain.ScopeKeysWrite, handleAdminRollKey(d)},
+		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, domain.ScopeKeysWrite, handleAdminRevokeKey(d)},
+		{"GET /admin/v1/keys/{id}/usage", withAdminToken, domain.ScopeKeysRead, handleAdminKeyUsage(d)},
+		{"GET /admin/v1/keys/{id}/limits", withAdminToken, domain.ScopeKeysRead, handleAdminKeyLimits(d)},
+		{"GET /admin/v1/audit", withAdminToken, domain.ScopeAuditRead, handleAdminAudit(d)},
+		{"GET /admin/v1/bans", withAdminToken, domain.ScopeKeysRead, handleAdminListBans(d)},
+		{"DELETE /admin/v1/bans/{subject}", withAdminToken, domain.ScopeKeysWrite, handleAdminLiftBan(d, a.env)},
+		{"GET /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminListWebhooks(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminAddWebhook(d, a.env)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, domain.ScopeWebhooks, handleAdminRemoveWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, domain.ScopeWebhooks, handleAdminRotateWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, domain.ScopeWebhooks, handleAdminEnableWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, domain.ScopeWebhooks, handleAdminTestWebhook(d)},
+		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.ScopeWebhooks, handleAdminWebhookDeliveries(d)},
+		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, domain.ScopeWebhooks, handleAdminResendWebhook(d)},
 
 		// Another method on those paths is a 405 with Allow, any other
 		// path a 404, each after the token.
-		{"/admin/v1/openapi.yaml", open, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/whoami", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/keys", withAdminToken, noScope, methodNotAllowed("GET, HEAD, POST")},
-		{"/admin/v1/keys/{id}", withAdminToken, noScope, methodNotAllowed("GET, HEAD, PATCH")},
-		{"/admin/v1/keys/{id}/roll", withAdminToken, noScope, methodNotAllowed("POST")},
-		{"/admin/v1/keys/{id}/revoke", withAdminToken, noScope, methodNotAllowed("POST")},
-		{"/admin/v1/keys/{id}/usage", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/keys/{id}/limits", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/audit", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/bans", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/bans/{subject}", withAdminToken, noScope, methodNotAllowed("DELETE")},
-		{"/admin/v1/webhooks", withAdminToken, noScope, methodNotAllowed("GET, HEAD, POST")},
-		{"/admin/v1/webhooks/{id}", withAdminToken, noScope, methodNotAllowed("DELETE")},
-		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, noScope, methodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/enable", withAdminToken, noScope, methodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/test", withAdminToken, noScope, methodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, noScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/webhooks/{id}/resend", withAdminToken, noScope, methodNotAllowed("POST")},
-		{"/admin/v1/", withAdminToken, noScope, notFound()},
-		{"/admin/v1", withAdminToken, noScope, notFound()},
+		{"/admin/v1/openapi.yaml", open, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/whoami", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/keys", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/keys/{id}", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD, PATCH")},
+		{"/admin/v1/keys/{id}/roll", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
+		{"/admin/v1/keys/{id}/revoke", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
+		{"/admin/v1/keys/{id}/usage", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/keys/{id}/limits", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/audit", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/bans", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/bans/{subject}", withAdminToken, domain.NoScope, methodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/webhooks/{id}", withAdminToken, domain.NoScope, methodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/enable", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/test", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
+		{"/admin/v1/webhooks/{id}/resend", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
+		{"/admin/v1/", withAdminToken, domain.NoScope, notFound()},
+		{"/admin/v1", withAdminToken, domain.NoScope, notFound()},
 	}
 }
 

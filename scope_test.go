@@ -1,6 +1,6 @@
 package main
 
-// Restricted keys (DESIGN.md "Restricted keys and the audit trail"): the
+// Restricted keys (docs/api.md, "Scopes"): the
 // scopes a key is made with, kept and shown.
 
 import (
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 func TestKeysCreateScopes(t *testing.T) {
@@ -92,7 +94,7 @@ func TestKeysCreateRefusesABadScope(t *testing.T) {
 func TestRollKeepsTheScopes(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
-		for _, scopes := range []scopeSet{scopePetsRead, scopePetsWrite, allScopes} {
+		for _, scopes := range []domain.ScopeSet{domain.ScopePetsRead, domain.ScopePetsWrite, domain.AllScopes} {
 			terms := s.keyTerms("pro")
 			terms.Scopes = scopes
 			k, _ := s.mustCreate(terms)
@@ -128,31 +130,6 @@ func TestKeysRollKeepsTheScopes(t *testing.T) {
 			}
 		}
 	})
-}
-
-func TestStoredScopesGrantOnlyWhatTheyName(t *testing.T) {
-	tests := []struct {
-		column string
-		want   scopeSet
-	}{
-		{"pets:read pets:write", allScopes},
-		{"pets:write pets:read", allScopes},
-		{"pets:read", scopePetsRead},
-		{"pets:write", scopePetsWrite},
-		{"", 0},
-		{"pets:read orders:read", scopePetsRead}, // a later version's scope grants nothing here
-		{"  pets:write  ", scopePetsWrite},
-	}
-	for _, tt := range tests {
-		if got := storedScopes(tt.column, allScopes); got != tt.want {
-			t.Errorf("storedScopes(%q) = %q, want %q", tt.column, got, tt.want)
-		}
-	}
-	for s := range allScopes + 1 {
-		if got := storedScopes(s.String(), allScopes); got != s {
-			t.Errorf("scopes %q stored and read back as %q", s, got)
-		}
-	}
 }
 
 // scopeKinds are the keys every operation is tried with.
@@ -262,8 +239,8 @@ func sendTo(t *testing.T, client *http.Client, method, url, key, body string) (*
 func TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			terms := s.keyTerms("enterprise", limits{PerMinute: 2, PerDay: 100})
-			terms.Scopes = scopePetsWrite
+			terms := s.keyTerms("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
+			terms.Scopes = domain.ScopePetsWrite
 			_, writeOnly := s.mustCreate(terms)
 			for _, remaining := range []int64{1, 0} {
 				w := s.do("GET", "/v1/rate_limit", writeOnly, "")

@@ -17,6 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
+	"petstore/internal/logline"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -92,6 +96,46 @@ const defaultDBTimeout = 3 * time.Second
 func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.registerFlags(fs)
+	rest, err := parseFlags(fs, args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	if cfg.version {
+		fmt.Fprintln(stdout, versionString())
+		return nil
+	}
+	if len(rest) > 0 {
+		return usagef("serve takes no arguments, got %q", rest[0])
+	}
+	if err := cfg.checkFlags(fs); err != nil {
+		return err
+	}
+	if getenv("GOGC") == "" {
+		// Most of the heap is the in-memory copy of the pets, which holds no
+		// pointers: the collector never scans it, so collecting at half the
+		// default growth costs little CPU and keeps the heap (with a million
+		// pets) some 20 MiB smaller. GOGC in the environment still decides.
+		debug.SetGCPercent(serveGCPercent)
+	}
+	logs := logline.NewBuffer(stderr)
+	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	flushCtx, stopFlushing := context.WithCancel(context.Background())
+	flushed := make(chan struct{})
+	go func() {
+		every(flushCtx, logline.FlushEvery, logs.Flush)
+		logs.Flush()
+		close(flushed)
+	}()
+	defer func() { stopFlushing(); <-flushed }()
+	return serve(ctx, cfg, logger, logs, stderr)
+}
+
+// registerFlags defines serve's flags on fs, each setting its part of cfg.
+func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 	cfg.dbFlags.register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
@@ -110,23 +154,17 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	cfg.https.register(fs)
-	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and unique-local addresses (a receiver on this network); refused otherwise")
+	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to this host's own addresses and to loopback, private, link-local and unique-local ones, and NAT64 of them (a receiver on this network); refused otherwise, both when an endpoint is added over the admin API and at each attempt")
 	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
-	rest, err := parseFlags(fs, args, getenv, stdout)
-	if err != nil {
-		return err
-	}
-	if cfg.version {
-		fmt.Fprintln(stdout, versionString())
-		return nil
-	}
-	if len(rest) > 0 {
-		return usagef("serve takes no arguments, got %q", rest[0])
-	}
+}
+
+// checkFlags refuses, as a usage mistake naming them, the flags of serve
+// that cannot work alone or together.
+func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 	if err := cfg.dbFlags.check(); err != nil {
 		return err
 	}
-	if err := cfg.https.check(&cfg, setFlags(fs)); err != nil {
+	if err := cfg.https.check(cfg, setFlags(fs)); err != nil {
 		return err
 	}
 	if err := checkListenAddr("--addr", cfg.addr); err != nil {
@@ -149,7 +187,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return usagef("--ban-after must be 0 or more and --ban-for above 0")
 	}
 	if cfg.redis != "" {
-		if _, err := redisOptions(cfg.redis); err != nil {
+		if _, err := limits.RedisOptions(cfg.redis); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -157,27 +195,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
 			"the rate limits too, or N servers would each grant a key its whole limit")
 	}
-	if getenv("GOGC") == "" {
-		// Most of the heap is the in-memory copy of the pets, which holds no
-		// pointers: the collector never scans it, so collecting at half the
-		// default growth costs little CPU and keeps the heap (with a million
-		// pets) some 20 MiB smaller. GOGC in the environment still decides.
-		debug.SetGCPercent(serveGCPercent)
-	}
-	logs := newLogBuffer(stderr)
-	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
-	if err != nil {
-		return err
-	}
-	flushCtx, stopFlushing := context.WithCancel(context.Background())
-	flushed := make(chan struct{})
-	go func() {
-		every(flushCtx, logFlushEvery, logs.Flush)
-		logs.Flush()
-		close(flushed)
-	}()
-	defer func() { stopFlushing(); <-flushed }()
-	return serve(ctx, cfg, logger, logs, stderr)
+	return nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
@@ -187,7 +205,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	}
 	switch format {
 	case "text", "json":
-		return slog.New(newLineHandler(w, format == "json", lvl)), nil
+		return slog.New(logline.NewHandler(w, format == "json", lvl)), nil
 	}
 	return nil, usagef("--log-format must be text or json, not %q", format)
 }
@@ -195,14 +213,14 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 // serve runs the server until ctx ends, then shuts down gracefully: no new
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
-func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logBuffer, stderr io.Writer) error {
+func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
 	var m *metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
 	}
 	if cfg.redis != "" {
 		// go-redis has one logger for the whole process: this one.
-		redis.SetLogger(redisLog{logger})
+		redis.SetLogger(limits.RedisLog{Logger: logger})
 	}
 	tr, err := newTransport(cfg, logger, m)
 	if err != nil {
@@ -276,7 +294,7 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 // (a usage mistake), suggesting :PORT for a bare port.
 func checkListenAddr(flag, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		if isDigits(addr) {
+		if domain.IsDigits(addr) {
 			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
 		}
 		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
@@ -295,7 +313,7 @@ type port struct {
 // serve answers on the port until its server is shut down.
 func (p port) serve() error {
 	if p.srv.TLSConfig != nil {
-		return p.srv.ServeTLS(p.ln, "", "")
+		return p.srv.ServeTLS(httpsOnly{p.ln}, "", "")
 	}
 	return p.srv.Serve(p.ln)
 }
@@ -343,7 +361,7 @@ func withTLS(srv *http.Server, logger *slog.Logger, tlsConfig *tls.Config) *http
 // serveUntil serves every port, calls started, and serves until ctx ends; then, after drainFor with
 // draining set, it stops them: no new connections, and requests in flight
 // finish up to shutdownTimeout.
-func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logBuffer, started func()) error {
+func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logline.Buffer, started func()) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {
 		go func() { served <- p.serve() }()

@@ -9,11 +9,13 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // CreateAdminToken stores t (its Hash set) and its admin.created event, and
 // returns it with its id.
-func (s sqlKeys) CreateAdminToken(ctx context.Context, t adminToken, actor string) (adminToken, error) {
+func (s sqlKeys) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (domain.AdminToken, error) {
 	now := s.db.clock()
 	t.CreatedAt = now.UTC().Truncate(time.Second)
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -23,7 +25,7 @@ func (s sqlKeys) CreateAdminToken(ctx context.Context, t adminToken, actor strin
 			return err
 		}
 		t.ID = id
-		return insertAuditEvents(ctx, tx, adminEvent(auditAdminCreated, t, actor, now))
+		return insertAuditEvents(ctx, tx, domain.AdminEvent(domain.AuditAdminCreated, t, actor, now))
 	})
 	return t, err
 }
@@ -31,32 +33,32 @@ func (s sqlKeys) CreateAdminToken(ctx context.Context, t adminToken, actor strin
 // adminTokenColumns are the columns scanAdminToken reads, in its order.
 const adminTokenColumns = `id, hash, name, scopes, env, created_at, revoked_at`
 
-func scanAdminToken(scan func(...any) error) (adminToken, error) {
-	var t adminToken
+func scanAdminToken(scan func(...any) error) (domain.AdminToken, error) {
+	var t domain.AdminToken
 	var scopes string
 	var created int64
 	var revoked sql.NullInt64
 	if err := scan(&t.ID, &t.Hash, &t.Name, &scopes, &t.Env, &created, &revoked); err != nil {
-		return adminToken{}, err
+		return domain.AdminToken{}, err
 	}
-	t.Scopes = storedScopes(scopes, allAdminScopes)
+	t.Scopes = domain.StoredScopes(scopes, domain.AllAdminScopes)
 	t.CreatedAt, t.RevokedAt = time.Unix(created, 0).UTC(), unixOrZero(revoked)
 	return t, nil
 }
 
 // AdminTokens returns every admin token, revoked ones too, oldest first.
-func (s sqlKeys) AdminTokens(ctx context.Context) ([]adminToken, error) {
+func (s sqlKeys) AdminTokens(ctx context.Context) ([]domain.AdminToken, error) {
 	return queryRows(ctx, s.db, scanAdminToken, `SELECT `+adminTokenColumns+` FROM admin_tokens ORDER BY id`)
 }
 
 // AdminTokenByHash returns the admin token with hash, revoked or not.
-func (s sqlKeys) AdminTokenByHash(ctx context.Context, hash []byte) (t adminToken, ok bool, err error) {
+func (s sqlKeys) AdminTokenByHash(ctx context.Context, hash []byte) (t domain.AdminToken, ok bool, err error) {
 	err = s.db.view(ctx, func(tx dbTx) error {
 		t, err = scanAdminToken(tx.QueryRow(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens WHERE hash = ?`, hash).Scan)
 		return err
 	})
 	if errors.Is(err, errNoRows) {
-		return adminToken{}, false, nil
+		return domain.AdminToken{}, false, nil
 	}
 	return t, err == nil, err
 }
@@ -70,7 +72,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 		t, err := scanAdminToken(tx.QueryRow(ctx, `SELECT `+adminTokenColumns+` FROM admin_tokens WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 		switch {
 		case errors.Is(err, errNoRows):
-			return errNotFound("no admin token has id %d", id)
+			return domain.NotFound("no admin token has id %d", id)
 		case err != nil || !t.RevokedAt.IsZero():
 			return err
 		}
@@ -78,7 +80,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 			return err
 		}
 		revoked = true
-		return insertAuditEvents(ctx, tx, adminEvent(auditAdminRevoked, t, actor, now))
+		return insertAuditEvents(ctx, tx, domain.AdminEvent(domain.AuditAdminRevoked, t, actor, now))
 	})
 	return revoked && err == nil, err
 }
@@ -87,7 +89,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 // key.updated event (before and after); the key keeps its secret. The row
 // is locked for the change; an unknown id is not_found, and change's own
 // refusal comes back as it is.
-func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(apiKey) (apiKey, error), actor string) (before, after apiKey, err error) {
+func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
 	now := s.db.clock()
 	err = s.keysUpdate(ctx, func(tx dbTx) error {
 		if before, err = keyForUpdate(ctx, tx, id); err != nil {
@@ -105,7 +107,7 @@ func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(apiKey) (a
 			after.Name, after.Plan, after.PerMinute, after.PerDay, after.Scopes.String(), nullUnix(after.ExpiresAt), nullText(after.ExternalID), id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, updateEvent(before, after, actor, now))
+		return insertAuditEvents(ctx, tx, domain.UpdateEvent(before, after, actor, now))
 	})
 	return before, after, err
 }
@@ -131,12 +133,12 @@ func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {
 	case err != nil:
 		return err
 	}
-	return errConflict("externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
+	return domain.Conflict("externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
 }
 
 // AddUsageHistory adds each row's counts to what the history holds for its
 // budget and day, in one transaction: every server adds its own.
-func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []usageDay) error {
+func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
 	return s.db.update(ctx, func(tx dbTx) error {
 		for _, r := range rows {
 			if _, err := tx.Exec(ctx, `INSERT INTO usage_history (budget_id, day, allowed, rate_limited, quota_exceeded, banned, forbidden)
@@ -155,14 +157,14 @@ func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []usageDay) error {
 
 // UsageHistory returns the days of budgetID's history from day from on,
 // oldest first: only the days it has.
-func (s sqlKeys) UsageHistory(ctx context.Context, budgetID int64, from string) ([]usageDay, error) {
-	var days []usageDay
+func (s sqlKeys) UsageHistory(ctx context.Context, budgetID int64, from string) ([]domain.UsageDay, error) {
+	var days []domain.UsageDay
 	err := s.db.view(ctx, func(tx dbTx) error {
 		days = nil
 		rows, err := tx.Query(ctx, `SELECT day, allowed, rate_limited, quota_exceeded, banned, forbidden FROM usage_history
 			WHERE budget_id = ? AND day >= ? ORDER BY day`, budgetID, from)
 		return each(rows, err, func(scan func(...any) error) error {
-			d := usageDay{BudgetID: budgetID}
+			d := domain.UsageDay{BudgetID: budgetID}
 			err := scan(&d.Day, &d.Allowed, &d.RateLimited, &d.QuotaExceeded, &d.Banned, &d.Forbidden)
 			days = append(days, d)
 			return err

@@ -9,6 +9,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // sqlBans is the bans aggregate of a store; both engines embed it.
@@ -27,7 +29,7 @@ const banColumns = `subject, started_at, ends_at, lifted_at, version`
 // only to one that ends later and, when it was lifted, began after the
 // lift. Bans that have ended go, and address bans beyond
 // maxStoredAddressBans drop those that end soonest.
-func (s sqlBans) AddBans(ctx context.Context, started []startedBan) error {
+func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	now := s.db.clock().UnixMilli()
 	return s.db.update(ctx, func(tx dbTx) error {
 		version, err := nextBansVersion(ctx, tx)
@@ -39,10 +41,10 @@ func (s sqlBans) AddBans(ctx context.Context, started []startedBan) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO bans (subject, kind, started_at, ends_at, lifted_at, version) VALUES (?, ?, ?, ?, NULL, ?)
 				ON CONFLICT (subject) DO UPDATE SET started_at = excluded.started_at, ends_at = excluded.ends_at, lifted_at = NULL, version = excluded.version
 				WHERE excluded.ends_at > bans.ends_at AND (bans.lifted_at IS NULL OR excluded.started_at > bans.lifted_at)`,
-				b.Ban.Subject.String(), b.Ban.Subject.kind(), b.Ban.Since.UnixMilli(), b.Ban.Until.UnixMilli(), version); err != nil {
+				b.Ban.Subject.String(), b.Ban.Subject.Kind(), b.Ban.Since.UnixMilli(), b.Ban.Until.UnixMilli(), version); err != nil {
 				return err
 			}
-			addresses = addresses || b.Ban.Subject.keyID == 0
+			addresses = addresses || b.Ban.Subject.KeyID == 0
 			if err := insertAuditEvents(ctx, tx, b.Event); err != nil {
 				return err
 			}
@@ -66,13 +68,13 @@ func (s sqlBans) AddBans(ctx context.Context, started []startedBan) error {
 // LiftBan ends the ban of subject now, with its ban.lifted event by actor
 // on env, as one change, and returns the ban. A key names the ban of its
 // budget (the keys of a roll share one). No ban in force is not_found.
-func (s sqlBans) LiftBan(ctx context.Context, subject callerID, actor, env string) (ban, error) {
+func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (domain.Ban, error) {
 	now := s.db.clock()
-	var b ban
+	var b domain.Ban
 	err := s.db.update(ctx, func(tx dbTx) error {
 		named := subject
-		if subject.keyID != 0 {
-			err := tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.keyID).Scan(&subject.keyID)
+		if subject.KeyID != 0 {
+			err := tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.KeyID).Scan(&subject.KeyID)
 			if errors.Is(err, errNoRows) {
 				return errNoBan(named)
 			}
@@ -93,22 +95,22 @@ func (s sqlBans) LiftBan(ctx context.Context, subject callerID, actor, env strin
 		if err != nil {
 			return err
 		}
-		b.LiftedAt, b.version = auditTime(now), version
+		b.LiftedAt, b.Version = domain.AuditTime(now), version
 		if _, err := tx.Exec(ctx, `UPDATE bans SET lifted_at = ?, version = ? WHERE subject = ?`, b.LiftedAt.UnixMilli(), version, subject.String()); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, liftEvent(b, named, actor, env, now))
+		return insertAuditEvents(ctx, tx, domain.LiftEvent(b, named, actor, env, now))
 	})
 	return b, err
 }
 
 // errNoBan: subject is not banned.
-func errNoBan(subject callerID) error {
-	return errNotFound("%s is not banned", subject)
+func errNoBan(subject domain.CallerID) error {
+	return domain.NotFound("%s is not banned", subject)
 }
 
 // Bans returns the bans in force, those that began first first.
-func (s sqlBans) Bans(ctx context.Context) ([]ban, error) {
+func (s sqlBans) Bans(ctx context.Context) ([]domain.Ban, error) {
 	now := s.db.clock().UnixMilli()
 	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY started_at, subject`, now)
 }
@@ -116,7 +118,7 @@ func (s sqlBans) Bans(ctx context.Context) ([]ban, error) {
 // BanChanges returns the bans stored or lifted by writes after version,
 // in the order of those writes; a server that reads from version 0 learns
 // every ban the table holds.
-func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]ban, error) {
+func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]domain.Ban, error) {
 	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE version > ? ORDER BY version`, version)
 }
 
@@ -131,17 +133,17 @@ func nextBansVersion(ctx context.Context, tx dbTx) (int64, error) {
 }
 
 // scanBan reads one row of banColumns.
-func scanBan(scan func(...any) error) (ban, error) {
-	var b ban
+func scanBan(scan func(...any) error) (domain.Ban, error) {
+	var b domain.Ban
 	var subject string
 	var since, until int64
 	var lifted sql.NullInt64
-	if err := scan(&subject, &since, &until, &lifted, &b.version); err != nil {
-		return ban{}, err
+	if err := scan(&subject, &since, &until, &lifted, &b.Version); err != nil {
+		return domain.Ban{}, err
 	}
 	var err error
-	if b.Subject, err = parseBanSubject(subject); err != nil {
-		return ban{}, err
+	if b.Subject, err = domain.ParseBanSubject(subject); err != nil {
+		return domain.Ban{}, err
 	}
 	b.Since, b.Until = time.UnixMilli(since).UTC(), time.UnixMilli(until).UTC()
 	if lifted.Valid {

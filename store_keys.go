@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // sqlKeys is the keys aggregate of a store; both engines embed it.
@@ -14,7 +16,7 @@ type sqlKeys struct{ db sqlEngine }
 
 // CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
 // them) and its key.created event, and returns it with its id.
-func (s sqlKeys) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey, error) {
+func (s sqlKeys) CreateKey(ctx context.Context, k domain.Key, actor string) (domain.Key, error) {
 	now := s.db.clock()
 	err := s.keysUpdate(ctx, func(tx dbTx) error {
 		var err error
@@ -29,7 +31,7 @@ func (s sqlKeys) CreateKey(ctx context.Context, k apiKey, actor string) (apiKey,
 // is the file's only writer, and on PostgreSQL the table lock (which reads
 // do not wait for) makes a second server's check wait for the first's
 // commit.
-func (s sqlKeys) CreateFirstKey(ctx context.Context, k apiKey, actor string) (apiKey, bool, error) {
+func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (domain.Key, bool, error) {
 	now := s.db.clock()
 	err := s.keysUpdate(ctx, func(tx dbTx) error {
 		if lock := tx.Dialect().lockTable("api_keys"); lock != "" {
@@ -49,7 +51,7 @@ func (s sqlKeys) CreateFirstKey(ctx context.Context, k apiKey, actor string) (ap
 		return err
 	})
 	if errors.Is(err, errKeysExist) {
-		return apiKey{}, false, nil
+		return domain.Key{}, false, nil
 	}
 	return k, err == nil, err
 }
@@ -60,23 +62,23 @@ var errKeysExist = errors.New("a key exists")
 // RollKey replaces key id by a new key with hash; see storage. The old
 // key's row is locked for the change, so that of two rolls of one key made
 // at once by two processes one succeeds.
-func (s sqlKeys) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled apiKey, err error) {
+func (s sqlKeys) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled domain.Key, err error) {
 	now := s.db.clock()
 	err = s.keysUpdate(ctx, func(tx dbTx) error {
 		if old, err = keyForUpdate(ctx, tx, id); err != nil {
 			return err
 		}
-		if err := rollable(old, now); err != nil {
+		if err := domain.Rollable(old, now); err != nil {
 			return err
 		}
-		if rolled, err = insertKey(ctx, tx, successor(old, hash), now); err != nil {
+		if rolled, err = insertKey(ctx, tx, domain.Successor(old, hash), now); err != nil {
 			return err
 		}
-		old.ExpiresAt, old.RolledTo = rollEnd(old, now, overlap), rolled.ID
+		old.ExpiresAt, old.RolledTo = domain.RollEnd(old, now, overlap), rolled.ID
 		if _, err = tx.Exec(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, rollEvent(old, rolled, overlap, actor, now))
+		return insertAuditEvents(ctx, tx, domain.RollEvent(old, rolled, overlap, actor, now))
 	})
 	return old, rolled, err
 }
@@ -95,13 +97,13 @@ func (s sqlKeys) RevokeKey(ctx context.Context, id int64, actor string) (revoked
 			return err
 		}
 		revoked = true
-		return insertAuditEvents(ctx, tx, keyEvent(auditKeyRevoked, k, actor, now))
+		return insertAuditEvents(ctx, tx, domain.KeyEvent(domain.AuditKeyRevoked, k, actor, now))
 	})
 	return revoked && err == nil, err
 }
 
 // Keys returns every key, revoked ones too, oldest first.
-func (s sqlKeys) Keys(ctx context.Context) ([]apiKey, error) {
+func (s sqlKeys) Keys(ctx context.Context) ([]domain.Key, error) {
 	return queryRows(ctx, s.db, scanKey, `SELECT `+keyColumns+` FROM api_keys ORDER BY id`)
 }
 
@@ -119,17 +121,17 @@ func (s sqlKeys) keysUpdate(ctx context.Context, fn func(dbTx) error) error {
 
 // keyForUpdate reads key id in tx for a change of it; an unknown id is
 // not_found.
-func keyForUpdate(ctx context.Context, tx dbTx, id int64) (apiKey, error) {
+func keyForUpdate(ctx context.Context, tx dbTx, id int64) (domain.Key, error) {
 	k, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 	if errors.Is(err, errNoRows) {
-		return apiKey{}, errNotFound("no API key has id %d", id)
+		return domain.Key{}, domain.NotFound("no API key has id %d", id)
 	}
 	return k, err
 }
 
 // insertCreatedKey inserts k and its key.created event; a key that is not
 // revoked holding k's ExternalID refuses it (conflict).
-func insertCreatedKey(ctx context.Context, tx dbTx, k apiKey, actor string, now time.Time) (apiKey, error) {
+func insertCreatedKey(ctx context.Context, tx dbTx, k domain.Key, actor string, now time.Time) (domain.Key, error) {
 	if err := externalIDTaken(ctx, tx, k.ExternalID); err != nil {
 		return k, err
 	}
@@ -137,10 +139,10 @@ func insertCreatedKey(ctx context.Context, tx dbTx, k apiKey, actor string, now 
 	if err != nil {
 		return k, err
 	}
-	return k, insertAuditEvents(ctx, tx, keyEvent(auditKeyCreated, k, actor, now))
+	return k, insertAuditEvents(ctx, tx, domain.KeyEvent(domain.AuditKeyCreated, k, actor, now))
 }
 
-func insertKey(ctx context.Context, tx dbTx, k apiKey, now time.Time) (apiKey, error) {
+func insertKey(ctx context.Context, tx dbTx, k domain.Key, now time.Time) (domain.Key, error) {
 	k.CreatedAt = now.UTC().Truncate(time.Second)
 	id, err := tx.Insert(ctx,
 		`INSERT INTO api_keys (hash, name, plan, rpm, rpd, env, scopes, created_at, expires_at, budget_id, external_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -159,7 +161,7 @@ func insertKey(ctx context.Context, tx dbTx, k apiKey, now time.Time) (apiKey, e
 // insertAuditEvents appends events in tx: every change that is audited
 // writes its events through here, in its own transaction. The events that
 // are webhooks too (key.created, key.banned ...) are queued with them.
-func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error {
+func insertAuditEvents(ctx context.Context, tx dbTx, events ...domain.AuditEvent) error {
 	for _, e := range events {
 		row, err := auditRow(e)
 		if err != nil {
@@ -173,7 +175,7 @@ func insertAuditEvents(ctx context.Context, tx dbTx, events ...auditEvent) error
 }
 
 // AuditEvents returns the events filter picks, oldest first.
-func (s sqlKeys) AuditEvents(ctx context.Context, filter auditFilter) ([]auditEvent, error) {
+func (s sqlKeys) AuditEvents(ctx context.Context, filter domain.AuditFilter) ([]domain.AuditEvent, error) {
 	query, args := auditQuery(filter)
 	return queryRows(ctx, s.db, scanAuditEvent, query, args...)
 }

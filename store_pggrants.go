@@ -93,7 +93,9 @@ func searchPathSchemas(path, user string) []string {
 }
 
 // checkGrants names each grant of serverGrants the role lacks, with the
-// statements that give them, once the schema is current.
+// statements that give them: once the schema is current, or when the role
+// may not read its version, on the tables there are (an older schema
+// lacks the newer ones).
 func (s *pgStore) checkGrants(ctx context.Context) error {
 	var tables, privileges []string
 	for _, g := range serverTableGrants {
@@ -109,7 +111,7 @@ func (s *pgStore) checkGrants(ctx context.Context) error {
 	}
 	rows, err := s.pool.Query(ctx, `SELECT need.t, string_agg(need.p, ', ' ORDER BY need.n)
 		FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS need(t, p, n)
-		WHERE NOT has_table_privilege(need.t, need.p)
+		WHERE CASE WHEN to_regclass(need.t) IS NULL THEN false ELSE NOT has_table_privilege(need.t, need.p) END
 		GROUP BY need.t ORDER BY min(need.n)`, tables, privileges)
 	if err != nil {
 		return err

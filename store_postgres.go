@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"petstore/internal/batch"
+	"petstore/internal/domain"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -96,6 +97,14 @@ func (s *pgStore) setUp(ctx context.Context) error {
 		return err
 	}
 	if err := s.migrate(ctx); err != nil {
+		// Refused the schema's version: name every grant missing, rather
+		// than the first refusal met.
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == pgInsufficientPrivilege {
+			if missing := s.checkGrants(ctx); missing != nil && !errors.As(missing, &pgErr) {
+				return missing
+			}
+		}
 		return err
 	}
 	return s.checkGrants(ctx)
@@ -222,7 +231,7 @@ func retrySafe(fn func() error) error {
 // keyset pagination never skips one that commits late. The lock, the insert
 // and the idempotency records go in one pipeline: one round trip. The other
 // servers are told once it is committed (sendNotice).
-func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
+func (s *pgStore) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	n := len(batch)
 	a := petArraysOf(batch)
 	now := s.now()
@@ -285,7 +294,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []petInsert) error {
 	for i := range batch {
 		batch[i].Pet.ID = ids[i]
 		if slices.Contains(taken, ids[i]) {
-			batch[i].Err = errIdempotencyTaken
+			batch[i].Err = domain.ErrIdempotencyTaken
 		}
 	}
 	return nil
@@ -302,8 +311,8 @@ func (s *pgStore) createError(err error) error {
 	var connectErr *pgconn.ConnectError
 	unsent := pgconn.SafeToRetry(err) || errors.As(err, &pgErr) || errors.As(err, &connectErr) ||
 		(errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err))
-	if failure := dbFailureOf(failed); failure != 0 && !unsent {
-		return errOutcomeUnknown(failure, err)
+	if failure := domain.DBFailureOf(failed); failure != 0 && !unsent {
+		return domain.OutcomeUnknown(failure, err)
 	}
 	return failed
 }
@@ -321,7 +330,7 @@ type petArrays struct {
 	idemHashes [][]byte
 }
 
-func petArraysOf(batch []petInsert) petArrays {
+func petArraysOf(batch []domain.PetInsert) petArrays {
 	n := len(batch)
 	a := petArrays{names: make([]string, n), categories: make([]int64, n), statuses: make([]*string, n)}
 	for i := range batch {
@@ -458,17 +467,17 @@ func (s *pgStore) listen(ctx context.Context, timeout time.Duration, fn func()) 
 
 const petColumns = `id, name, category_id, status`
 
-func (s *pgStore) GetPet(ctx context.Context, id int64) (Pet, error) {
-	var p Pet
+func (s *pgStore) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
+	var p domain.Pet
 	var status *string
 	err := s.retry(func() error {
 		return s.pool.QueryRow(ctx, `SELECT `+petColumns+` FROM pets WHERE id = $1`, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Pet{}, errNotFound("no pet has id %d", id)
+		return domain.Pet{}, domain.NotFound("no pet has id %d", id)
 	}
 	if err != nil {
-		return Pet{}, err
+		return domain.Pet{}, err
 	}
 	if status != nil {
 		p.Status = *status
@@ -476,10 +485,10 @@ func (s *pgStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 	return p, nil
 }
 
-func (s *pgStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
-	pets := make([]Pet, 0, limit)
+func (s *pgStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
+	pets := make([]domain.Pet, 0, limit)
 	_, err := s.scanPets(ctx, status, after, limit, func(id int64, name []byte, categoryID int64, st []byte) {
-		pets = append(pets, Pet{ID: id, Name: string(name), CategoryID: categoryID, Status: string(st)})
+		pets = append(pets, domain.Pet{ID: id, Name: string(name), CategoryID: categoryID, Status: string(st)})
 	})
 	return pets, err
 }
@@ -512,7 +521,7 @@ func (s *pgStore) scanPets(ctx context.Context, status string, after int64, limi
 	return n, err
 }
 
-func (s *pgStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
+func (s *pgStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec domain.IdempotencyRecord, ok bool, err error) {
 	var created int64
 	err = s.retry(func() error {
 		return s.pool.QueryRow(ctx,
@@ -534,16 +543,16 @@ func (s *pgStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64
 	return tag.RowsAffected(), s.pgError(err)
 }
 
-func (s *pgStore) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
+func (s *pgStore) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
 	err = s.retry(func() error {
 		k, err = scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = $1`, hash).Scan)
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return apiKey{}, false, nil
+		return domain.Key{}, false, nil
 	}
 	if err != nil {
-		return apiKey{}, false, err
+		return domain.Key{}, false, err
 	}
 	return k, true, nil
 }
@@ -558,7 +567,7 @@ func (s *pgStore) KeysVersion(ctx context.Context) (int64, error) {
 
 // SetLastUsed records the minute each key was last used in, in one
 // statement; another server may have seen a later use already.
-func (s *pgStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
+func (s *pgStore) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	ids := make([]int64, len(uses))
 	minutes := make([]int64, len(uses))
 	for i, u := range uses {
@@ -584,7 +593,7 @@ func (s *pgStore) Usage(ctx context.Context, keyID int64, day string) (int64, er
 
 // AddUsage adds the counts to the stored totals, which other servers add
 // to as well, and forgets days older than a week, in one transaction.
-func (s *pgStore) AddUsage(ctx context.Context, counts []usageCount) error {
+func (s *pgStore) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	keyIDs := make([]int64, len(counts))
 	days := make([]string, len(counts))
 	ns := make([]int64, len(counts))
@@ -613,7 +622,7 @@ func (s *pgStore) pgError(err error) error {
 	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, context.Canceled) {
 		return err
 	}
-	var known *domainError
+	var known *domain.Error
 	if errors.As(err, &known) {
 		return err
 	}
@@ -621,25 +630,25 @@ func (s *pgStore) pgError(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
-			return errDatabase(dbRefused, err)
+			return domain.Unavailable(domain.DBRefused, err)
 		}
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
 		// Not pgconn's: the deadline passed before a connection was had.
 		if st := s.pool.Stat(); st.AcquiredConns() >= st.MaxConns() {
-			return errDatabase(dbPoolExhausted, err)
+			return domain.Unavailable(domain.DBPoolExhausted, err)
 		}
-		return errDatabase(dbTimeout, err)
+		return domain.Unavailable(domain.DBTimeout, err)
 	}
 	var netErr net.Error
 	if pgconn.Timeout(err) || (errors.As(err, &netErr) && netErr.Timeout()) {
-		return errDatabase(dbTimeout, err)
+		return domain.Unavailable(domain.DBTimeout, err)
 	}
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		pgconn.SafeToRetry(err) {
-		return errDatabase(dbRefused, err)
+		return domain.Unavailable(domain.DBRefused, err)
 	}
 	return err
 }
@@ -655,22 +664,22 @@ func openCopyTarget(ctx context.Context, url string) (copyTarget, error) {
 // idempotency records and the audit trail, to which it adds the copy's own
 // keys.copied event, given its counts, at the time of the copy. It checks
 // before it commits that each table holds as many rows as src's.
-func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditEvent) (copied, error) {
-	var n copied
+func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent domain.AuditEvent) (domain.Copied, error) {
+	var n domain.Copied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
 		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history,
 			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices, bans IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
-		var there copied
+		var there domain.Copied
 		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
 			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events),
 			(SELECT count(*) FROM admin_tokens), (SELECT count(*) FROM usage_history), (SELECT count(*) FROM bans)`).Scan(
 			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.AdminTokens, &there.UsageHistory, &there.Bans); err != nil {
 			return err
 		}
-		if there != (copied{}) {
+		if there != (domain.Copied{}) {
 			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
 				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.AdminTokens, there.UsageHistory, there.Bans)
 		}
@@ -702,7 +711,7 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent auditE
 			return err
 		}
 		counts := n
-		copiedEvent.At, copiedEvent.Details.Copied = auditTime(s.now()), &counts
+		copiedEvent.At, copiedEvent.Details.Copied = domain.AuditTime(s.now()), &counts
 		return insertAuditEvents(ctx, pgTx{tx}, copiedEvent)
 	})
 	return n, s.pgError(err)

@@ -9,24 +9,26 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // keyColumns are the columns scanKey reads, in its order.
 const keyColumns = `id, hash, name, plan, rpm, rpd, env, scopes, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at, external_id`
 
 // scanKey reads one key row of keyColumns.
-func scanKey(scan func(...any) error) (apiKey, error) {
-	var k apiKey
+func scanKey(scan func(...any) error) (domain.Key, error) {
+	var k domain.Key
 	var created int64
 	var scopes string
 	var revoked, expires, rolledTo, lastUsed sql.NullInt64
 	var externalID sql.NullString
 	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &scopes, &created, &revoked,
 		&expires, &k.BudgetID, &rolledTo, &lastUsed, &externalID); err != nil {
-		return apiKey{}, err
+		return domain.Key{}, err
 	}
 	k.ExternalID = externalID.String
-	k.Scopes = storedScopes(scopes, allScopes)
+	k.Scopes = domain.StoredScopes(scopes, domain.AllScopes)
 	k.CreatedAt = time.Unix(created, 0).UTC()
 	k.RevokedAt = unixOrZero(revoked)
 	k.ExpiresAt = unixOrZero(expires)
@@ -66,45 +68,28 @@ func nullID(id int64) any {
 	return id
 }
 
-// copied counts the rows of each table a copy moved.
-type copied struct {
-	Pets         int64 `json:"pets"`
-	Keys         int64 `json:"keys"`
-	Usage        int64 `json:"usage"`
-	Idempotency  int64 `json:"idempotency"`
-	AuditEvents  int64 `json:"auditEvents"`
-	AdminTokens  int64 `json:"adminTokens"`
-	UsageHistory int64 `json:"usageHistory"`
-	// The webhooks' endpoints, outbox and notice marks.
-	WebhookEndpoints  int64 `json:"webhookEndpoints,omitempty"`
-	WebhookEvents     int64 `json:"webhookEvents,omitempty"`
-	WebhookDeliveries int64 `json:"webhookDeliveries,omitempty"`
-	WebhookNotices    int64 `json:"webhookNotices,omitempty"`
-	Bans              int64 `json:"bans"`
-}
-
 // copyTables are the tables copy moves, with their columns, in both schemas.
 var copyTables = []struct {
 	name    string
 	columns []string
-	count   func(*copied) *int64
+	count   func(*domain.Copied) *int64
 }{
-	{"pets", []string{"id", "name", "category_id", "status"}, func(c *copied) *int64 { return &c.Pets }},
+	{"pets", []string{"id", "name", "category_id", "status"}, func(c *domain.Copied) *int64 { return &c.Pets }},
 	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "scopes", "created_at", "revoked_at",
-		"expires_at", "budget_id", "rolled_to", "last_used_at", "external_id"}, func(c *copied) *int64 { return &c.Keys }},
-	{"usage", []string{"key_id", "day", "count"}, func(c *copied) *int64 { return &c.Usage }},
-	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *copied) *int64 { return &c.Idempotency }},
-	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *copied) *int64 { return &c.AuditEvents }},
-	{"admin_tokens", []string{"id", "hash", "name", "scopes", "env", "created_at", "revoked_at"}, func(c *copied) *int64 { return &c.AdminTokens }},
+		"expires_at", "budget_id", "rolled_to", "last_used_at", "external_id"}, func(c *domain.Copied) *int64 { return &c.Keys }},
+	{"usage", []string{"key_id", "day", "count"}, func(c *domain.Copied) *int64 { return &c.Usage }},
+	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *domain.Copied) *int64 { return &c.Idempotency }},
+	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *domain.Copied) *int64 { return &c.AuditEvents }},
+	{"admin_tokens", []string{"id", "hash", "name", "scopes", "env", "created_at", "revoked_at"}, func(c *domain.Copied) *int64 { return &c.AdminTokens }},
 	{"usage_history", []string{"budget_id", "day", "allowed", "rate_limited", "quota_exceeded", "banned", "forbidden"},
-		func(c *copied) *int64 { return &c.UsageHistory }},
+		func(c *domain.Copied) *int64 { return &c.UsageHistory }},
 	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
-		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookEndpoints }},
-	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *copied) *int64 { return &c.WebhookEvents }},
+		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookEndpoints }},
+	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *domain.Copied) *int64 { return &c.WebhookEvents }},
 	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
-		"last_attempt_at", "last_status", "last_error"}, func(c *copied) *int64 { return &c.WebhookDeliveries }},
-	{"webhook_notices", []string{"mark", "at", "forget_at"}, func(c *copied) *int64 { return &c.WebhookNotices }},
-	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *copied) *int64 { return &c.Bans }},
+		"last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookDeliveries }},
+	{"webhook_notices", []string{"mark", "at", "forget_at"}, func(c *domain.Copied) *int64 { return &c.WebhookNotices }},
+	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *domain.Copied) *int64 { return &c.Bans }},
 }
 
 // auditColumns are the columns of an event as auditRow gives them and
@@ -113,7 +98,7 @@ const auditColumns = `at, action, actor, key_id, new_key_id, address, env, detai
 
 // auditRow is e's values for auditColumns: times in Unix milliseconds, the
 // details as a JSON object.
-func auditRow(e auditEvent) ([]any, error) {
+func auditRow(e domain.AuditEvent) ([]any, error) {
 	details, err := json.Marshal(e.Details)
 	if err != nil {
 		return nil, err
@@ -126,26 +111,26 @@ func auditRow(e auditEvent) ([]any, error) {
 }
 
 // scanAuditEvent reads one row of id and auditColumns.
-func scanAuditEvent(scan func(...any) error) (auditEvent, error) {
-	var e auditEvent
+func scanAuditEvent(scan func(...any) error) (domain.AuditEvent, error) {
+	var e domain.AuditEvent
 	var at int64
 	var keyID, newKeyID sql.NullInt64
 	var address sql.NullString
 	var details string
 	if err := scan(&e.ID, &at, &e.Action, &e.Actor, &keyID, &newKeyID, &address, &e.Env, &details); err != nil {
-		return auditEvent{}, err
+		return domain.AuditEvent{}, err
 	}
 	e.At = time.UnixMilli(at).UTC()
 	e.KeyID, e.NewKeyID, e.Address = keyID.Int64, newKeyID.Int64, address.String
 	if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
-		return auditEvent{}, fmt.Errorf("audit event %d: details: %w", e.ID, err)
+		return domain.AuditEvent{}, fmt.Errorf("audit event %d: details: %w", e.ID, err)
 	}
 	return e, nil
 }
 
 // auditQuery is the query of the events f picks, oldest first, and its
 // arguments.
-func auditQuery(f auditFilter) (string, []any) {
+func auditQuery(f domain.AuditFilter) (string, []any) {
 	var where []string
 	var args []any
 	if !f.Since.IsZero() {

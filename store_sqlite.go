@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/domain"
+
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -374,10 +376,10 @@ func (r *sqlRowStream) Err() error { return r.rows.Err() }
 func (r *sqlRowStream) Close() { r.rows.Close() }
 
 // CreatePet stores a new pet and returns it with its id.
-func (s *sqliteStore) CreatePet(ctx context.Context, p Pet) (Pet, error) {
-	batch := []petInsert{{Pet: p}}
+func (s *sqliteStore) CreatePet(ctx context.Context, p domain.Pet) (domain.Pet, error) {
+	batch := []domain.PetInsert{{Pet: p}}
 	if err := s.CreatePets(ctx, batch); err != nil {
-		return Pet{}, err
+		return domain.Pet{}, err
 	}
 	return batch[0].Pet, batch[0].Err
 }
@@ -386,7 +388,7 @@ func (s *sqliteStore) CreatePet(ctx context.Context, p Pet) (Pet, error) {
 // write of each changed page, however many pets. A pet and its idempotency
 // record are stored together or not at all. An error returned means none
 // was stored; otherwise each insert has its id or its own Err.
-func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
+func (s *sqliteStore) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -430,7 +432,7 @@ func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
 			if _, err := tx.ExecContext(ctx, `DELETE FROM pets WHERE id = ?`, in.Pet.ID); err != nil {
 				return storeError(err)
 			}
-			in.Err = errIdempotencyTaken
+			in.Err = domain.ErrIdempotencyTaken
 		}
 	}
 	return s.commit(tx)
@@ -438,7 +440,7 @@ func (s *sqliteStore) CreatePets(ctx context.Context, batch []petInsert) error {
 
 // insertPetRows inserts the 1<<k pets of rows with insertPets[k] and sets
 // their ids.
-func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []petInsert) error {
+func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []domain.PetInsert) error {
 	args := make([]any, 0, 3*len(rows))
 	for i := range rows {
 		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullString(rows[i].Pet.Status))
@@ -463,7 +465,7 @@ func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows
 
 // IdempotencyRecord returns the record for an API key's Idempotency-Key made
 // at or after since, or ok=false when there is none.
-func (s *sqliteStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec idempotencyRecord, ok bool, err error) {
+func (s *sqliteStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec domain.IdempotencyRecord, ok bool, err error) {
 	var created int64
 	err = s.read.QueryRowContext(ctx,
 		`SELECT request_hash, pet_id, created_at FROM idempotency WHERE key_id = ? AND idem_key = ? AND created_at >= ?`,
@@ -489,15 +491,15 @@ func (s *sqliteStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (i
 }
 
 // GetPet returns the pet with the given id, or a not_found Error.
-func (s *sqliteStore) GetPet(ctx context.Context, id int64) (Pet, error) {
-	var p Pet
+func (s *sqliteStore) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
+	var p domain.Pet
 	var status sql.NullString
 	err := s.getPet.QueryRowContext(ctx, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Pet{}, errNotFound("no pet has id %d", id)
+		return domain.Pet{}, domain.NotFound("no pet has id %d", id)
 	}
 	if err != nil {
-		return Pet{}, storeError(err)
+		return domain.Pet{}, storeError(err)
 	}
 	p.Status = status.String
 	return p, nil
@@ -505,7 +507,7 @@ func (s *sqliteStore) GetPet(ctx context.Context, id int64) (Pet, error) {
 
 // ListPets returns up to limit pets with ids above after, in ascending id
 // order, only those with the given status when it is not empty.
-func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]Pet, error) {
+func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	var rows *sql.Rows
 	var err error
 	if status == "" {
@@ -517,9 +519,9 @@ func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, 
 		return nil, storeError(err)
 	}
 	defer rows.Close()
-	pets := make([]Pet, 0, limit)
+	pets := make([]domain.Pet, 0, limit)
 	for rows.Next() {
-		var p Pet
+		var p domain.Pet
 		var st sql.NullString
 		if err := rows.Scan(&p.ID, &p.Name, &p.CategoryID, &st); err != nil {
 			return nil, storeError(err)
@@ -569,15 +571,15 @@ func nullString(s string) any {
 // and answered as 500.
 func storeError(err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return errDatabase(dbTimeout, err)
+		return domain.Unavailable(domain.DBTimeout, err)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return errDatabase(dbTimeout, err)
+			return domain.Unavailable(domain.DBTimeout, err)
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
-			return errDatabase(dbRefused, err)
+			return domain.Unavailable(domain.DBRefused, err)
 		}
 	}
 	return err
@@ -608,13 +610,13 @@ func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // KeyByHash returns the key with the given hash, or ok=false.
-func (s *sqliteStore) KeyByHash(ctx context.Context, hash []byte) (k apiKey, ok bool, err error) {
+func (s *sqliteStore) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
 	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
-		return apiKey{}, false, nil
+		return domain.Key{}, false, nil
 	}
 	if err != nil {
-		return apiKey{}, false, storeError(err)
+		return domain.Key{}, false, storeError(err)
 	}
 	return k, true, nil
 }
@@ -628,7 +630,7 @@ func (s *sqliteStore) KeysVersion(ctx context.Context) (int64, error) {
 
 // SetLastUsed records the minute each key was last used in, in one
 // transaction, never moving one back.
-func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []lastUse) error {
+func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, u := range uses {
 			_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
@@ -652,7 +654,7 @@ func (s *sqliteStore) Usage(ctx context.Context, keyID int64, day string) (int64
 
 // AddUsage adds each count to the stored total of its key and day, in one
 // transaction, and forgets days older than a week.
-func (s *sqliteStore) AddUsage(ctx context.Context, counts []usageCount) error {
+func (s *sqliteStore) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range counts {

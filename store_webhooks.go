@@ -11,6 +11,9 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // sqlWebhooks is the webhooks aggregate of a store; both engines embed it.
@@ -19,8 +22,8 @@ type sqlWebhooks struct{ db sqlEngine }
 const endpointColumns = `id, url, events, enabled, created_at, secret, previous_secret, previous_until,
 	last_attempt_at, last_status, last_error`
 
-func scanEndpoint(scan func(...any) error) (webhookEndpoint, error) {
-	var e webhookEndpoint
+func scanEndpoint(scan func(...any) error) (domain.WebhookEndpoint, error) {
+	var e domain.WebhookEndpoint
 	var events string
 	var enabled, created int64
 	var previous, lastError sql.NullString
@@ -47,7 +50,7 @@ func milliOrZero(n sql.NullInt64) time.Time {
 }
 
 // AddWebhookEndpoint stores e enabled, with its webhook.added event.
-func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, actor, env string) (webhookEndpoint, error) {
+func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEndpoint, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
 	e.Enabled, e.CreatedAt = true, now.UTC().Truncate(time.Second)
 	err := s.db.update(ctx, func(tx dbTx) error {
@@ -57,21 +60,21 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e webhookEndpoint, 
 		if err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookAdded, e, actor, env, now, ""))
+		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookAdded, e, actor, env, now, ""))
 	})
 	return e, err
 }
 
 // WebhookEndpoints returns every endpoint, oldest first.
-func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]webhookEndpoint, error) {
+func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndpoint, error) {
 	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
 }
 
 // endpointForUpdate reads endpoint id in tx for a change of it.
-func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (webhookEndpoint, error) {
+func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (domain.WebhookEndpoint, error) {
 	e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
 	if errors.Is(err, errNoRows) {
-		return e, errNotFound("no webhook endpoint has id %d", id)
+		return e, domain.NotFound("no webhook endpoint has id %d", id)
 	}
 	return e, err
 }
@@ -90,15 +93,15 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor,
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookRemoved, e, actor, env, now, ""))
+		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, e, actor, env, now, ""))
 	})
 }
 
 // RotateWebhookSecret gives endpoint id secret, the old one signing beside
 // it for overlap.
-func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (webhookEndpoint, error) {
+func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	var e webhookEndpoint
+	var e domain.WebhookEndpoint
 	err := s.db.update(ctx, func(tx dbTx) error {
 		var err error
 		if e, err = endpointForUpdate(ctx, tx, id); err != nil {
@@ -109,7 +112,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
 			return err
 		}
-		ev := webhookAuditEvent(auditWebhookRotated, e, actor, env, now, "")
+		ev := domain.WebhookAuditEvent(domain.AuditWebhookRotated, e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
 		return insertAuditEvents(ctx, tx, ev)
 	})
@@ -117,9 +120,9 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 }
 
 // EnableWebhookEndpoint enables endpoint id; its failures start afresh.
-func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (webhookEndpoint, error) {
+func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	var e webhookEndpoint
+	var e domain.WebhookEndpoint
 	err := s.db.update(ctx, func(tx dbTx) error {
 		var err error
 		if e, err = endpointForUpdate(ctx, tx, id); err != nil || e.Enabled {
@@ -129,13 +132,13 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookEnabled, e, actor, env, now, ""))
+		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, e, actor, env, now, ""))
 	})
 	return e, err
 }
 
 // AddWebhookEvent queues ev for endpoint id alone.
-func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev webhookEvent, endpointID int64) error {
+func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
 	return s.db.update(ctx, func(tx dbTx) error {
 		if _, err := endpointForUpdate(ctx, tx, endpointID); err != nil {
 			return err
@@ -149,14 +152,14 @@ func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev webhookEvent, endpo
 	})
 }
 
-func insertWebhookEvent(ctx context.Context, tx dbTx, ev webhookEvent) error {
+func insertWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) error {
 	_, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`, ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body))
 	return err
 }
 
 // queueWebhookEvent queues ev in tx for every endpoint that takes its type
 // now; with none, nothing is written.
-func queueWebhookEvent(ctx context.Context, tx dbTx, ev webhookEvent) error {
+func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) error {
 	// events holds the types an endpoint takes between commas, '' for all;
 	// no type holds a LIKE wildcard.
 	const takers = `FROM webhook_endpoints WHERE enabled = 1 AND (events = '' OR ',' || events || ',' LIKE ?)`
@@ -175,9 +178,9 @@ func queueWebhookEvent(ctx context.Context, tx dbTx, ev webhookEvent) error {
 
 // queueAuditWebhookEvents queues the webhook events of audit events, in the
 // transaction that writes them.
-func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []auditEvent) error {
+func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []domain.AuditEvent) error {
 	for _, e := range events {
-		if !sentAsWebhook(e) {
+		if !domain.SentAsWebhook(e) {
 			continue
 		}
 		var name string
@@ -187,7 +190,7 @@ func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []auditEvent) 
 				return err
 			}
 		}
-		ev, ok, err := auditWebhookEvent(e, name)
+		ev, ok, err := domain.AuditWebhookEvent(e, name)
 		if err != nil || !ok {
 			return err
 		}
@@ -201,7 +204,7 @@ func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []auditEvent) 
 // AddWebhookNotices stores each notice's mark and, when it is new, queues
 // its event, in one transaction: of servers that notice one thing at once,
 // one stores its mark and sends it.
-func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNotice) error {
+func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.WebhookNotice) error {
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		for _, n := range notices {
@@ -228,7 +231,7 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []webhookNot
 // are every server's: together they never make more than
 // maxInFlightPerEndpoint attempts to one endpoint at once.
 func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
-	take func(endpointID int64) bool) ([]claimedDelivery, error) {
+	take func(endpointID int64) bool) ([]domain.ClaimedDelivery, error) {
 	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
 		AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`
 	// A look outside a write transaction first: most rounds find nothing
@@ -239,7 +242,7 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 	}); err != nil || !found {
 		return nil, err
 	}
-	var claimed []claimedDelivery
+	var claimed []domain.ClaimedDelivery
 	err := s.db.update(ctx, func(tx dbTx) error {
 		claimed = nil
 		query, args := `SELECT endpoint_id `+due, []any{now.UnixMilli(), now.UnixMilli()}
@@ -254,7 +257,7 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 			if err != nil || len(claimed) >= limit {
 				break
 			}
-			var got []claimedDelivery
+			var got []domain.ClaimedDelivery
 			got, err = claimForEndpoint(ctx, tx, id, now, claimFor, limit-len(claimed), take)
 			claimed = append(claimed, got...)
 		}
@@ -271,7 +274,7 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 // for and take accepts. An endpoint whose row another transaction holds
 // is left for the next round.
 func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, claimFor time.Duration, limit int,
-	take func(endpointID int64) bool) ([]claimedDelivery, error) {
+	take func(endpointID int64) bool) ([]domain.ClaimedDelivery, error) {
 	var locked int64
 	err := tx.QueryRow(ctx, `SELECT id FROM webhook_endpoints WHERE id = ? AND enabled = 1`+tx.Dialect().skipLocked, id).Scan(&locked)
 	if errors.Is(err, errNoRows) {
@@ -281,13 +284,13 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 	if err == nil {
 		err = tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ? AND claimed_until > ?`, id, now.UnixMilli()).Scan(&live)
 	}
-	room := min(maxInFlightPerEndpoint-live, limit)
+	room := min(webhook.MaxInFlightPerEndpoint-live, limit)
 	if err != nil || room <= 0 {
 		return nil, err
 	}
 	events, err := columnOf[string](ctx, tx, `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
 		AND next_at <= ? AND claimed_until <= ? ORDER BY next_at LIMIT ?`+tx.Dialect().skipLocked, id, now.UnixMilli(), now.UnixMilli(), room)
-	var claimed []claimedDelivery
+	var claimed []domain.ClaimedDelivery
 	for _, event := range events {
 		if err != nil || !take(id) {
 			break
@@ -296,7 +299,7 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 			now.Add(claimFor).UnixMilli(), event, id); err != nil {
 			break
 		}
-		var c claimedDelivery
+		var c domain.ClaimedDelivery
 		if c, err = claimedOf(ctx, tx, event, id, now); err == nil {
 			claimed = append(claimed, c)
 		}
@@ -319,8 +322,8 @@ func columnOf[T any](ctx context.Context, tx dbTx, query string, args ...any) ([
 
 const deliveryColumns = `d.event_id, ev.type, d.endpoint_id, ev.at, d.state, d.attempts, d.next_at, d.last_attempt_at, d.last_status, d.last_error`
 
-func scanDelivery(scan func(...any) error, more ...any) (webhookDelivery, error) {
-	var d webhookDelivery
+func scanDelivery(scan func(...any) error, more ...any) (domain.WebhookDelivery, error) {
+	var d domain.WebhookDelivery
 	var at, next int64
 	var lastAttempt, lastStatus sql.NullInt64
 	var lastError sql.NullString
@@ -334,10 +337,10 @@ func scanDelivery(scan func(...any) error, more ...any) (webhookDelivery, error)
 }
 
 // claimedOf reads what sending a claimed delivery takes.
-func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, now time.Time) (claimedDelivery, error) {
-	var c claimedDelivery
+func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, now time.Time) (domain.ClaimedDelivery, error) {
+	var c domain.ClaimedDelivery
 	var body string
-	var e webhookEndpoint
+	var e domain.WebhookEndpoint
 	var previous sql.NullString
 	var previousUntil sql.NullInt64
 	d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+`, ev.body, e.url, e.secret, e.previous_secret, e.previous_until
@@ -347,16 +350,16 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 		return c, err
 	}
 	e.PreviousSecret, e.PreviousUntil = previous.String, milliOrZero(previousUntil)
-	keys, err := e.signingKeys(now)
+	keys, err := e.SigningKeys(now)
 	if err != nil {
 		return c, err
 	}
-	return claimedDelivery{webhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body)}, nil
+	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body)}, nil
 }
 
 // FinishWebhookDelivery records an attempt's outcome and what it does to
 // the endpoint.
-func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcome, actor, env string) (disabled string, err error) {
+func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor, env string) (disabled string, err error) {
 	at := o.At.UnixMilli()
 	if o.NextAt.IsZero() {
 		o.NextAt = o.At
@@ -366,8 +369,8 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 		// The endpoint first, as every change of it locks it first. One
 		// removed meanwhile took its deliveries along: nothing to record.
 		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
-		var gone *domainError
-		if errors.As(err, &gone) && gone.kind == kindNotFound {
+		var gone *domain.Error
+		if errors.As(err, &gone) && gone.Kind == domain.KindNotFound {
 			return nil
 		}
 		if err != nil {
@@ -379,7 +382,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 		if err != nil || n == 0 {
 			return err
 		}
-		if o.State == deliveryDelivered {
+		if o.State == domain.DeliveryDelivered {
 			_, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET last_attempt_at = ?, last_status = ?, last_error = NULL, failing_since = NULL WHERE id = ?`,
 				at, o.Status, o.EndpointID)
 			return err
@@ -395,21 +398,21 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o deliveryOutcom
 			return nil
 		case o.Disable != "":
 			disabled = o.Disable
-		case o.At.Sub(time.UnixMilli(failingSince)) >= failingDisableAfter:
-			disabled = "every delivery failed for " + failingDisableAfter.String()
+		case o.At.Sub(time.UnixMilli(failingSince)) >= domain.FailingDisableAfter:
+			disabled = "every delivery failed for " + domain.FailingDisableAfter.String()
 		default:
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, webhookAuditEvent(auditWebhookDisabled, e, actor, env, o.At, disabled))
+		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, e, actor, env, o.At, disabled))
 	})
 	return disabled, err
 }
 
 // WebhookDeliveries returns the deliveries f picks, newest first.
-func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f deliveryFilter) ([]webhookDelivery, error) {
+func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f domain.DeliveryFilter) ([]domain.WebhookDelivery, error) {
 	where, args := deliveryWhere(f)
 	query := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id` +
 		where + ` ORDER BY ev.at DESC, d.event_id, d.endpoint_id`
@@ -417,12 +420,12 @@ func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f deliveryFilter) ([
 		query += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	return queryRows(ctx, s.db, func(scan func(...any) error) (webhookDelivery, error) { return scanDelivery(scan) }, query, args...)
+	return queryRows(ctx, s.db, func(scan func(...any) error) (domain.WebhookDelivery, error) { return scanDelivery(scan) }, query, args...)
 }
 
 // deliveryWhere is the WHERE clause of the deliveries f picks, d their
 // table.
-func deliveryWhere(f deliveryFilter) (string, []any) {
+func deliveryWhere(f domain.DeliveryFilter) (string, []any) {
 	var where []string
 	var args []any
 	if f.EndpointID != 0 {
@@ -442,7 +445,7 @@ func deliveryWhere(f deliveryFilter) (string, []any) {
 
 // ResendWebhookDeliveries queues the deliveries f picks again at now, their
 // attempts counted afresh; an event keeps its id.
-func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f deliveryFilter, now time.Time) (int64, error) {
+func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f domain.DeliveryFilter, now time.Time) (int64, error) {
 	where, args := deliveryWhere(f)
 	var n int64
 	err := s.db.update(ctx, func(tx dbTx) error {

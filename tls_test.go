@@ -133,6 +133,12 @@ func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 			t.Errorf("healthcheck --url %s with %v: exit %d %s, want %d", p.url, tc.env, res.code, res.stderr, tc.want)
 		}
 	}
+	// Plain HTTP to the HTTPS port: 400 https_required, in the Error shape.
+	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	resp2, body := get(t, plain, strings.Replace(p.url, "https://", "http://", 1)+"/v1/pets", "", key)
+	if resp2.StatusCode != 400 || !strings.Contains(body, `"code":"https_required"`) || !strings.Contains(body, "use https") {
+		t.Errorf("plain HTTP to the HTTPS port: %d %s, want 400 https_required", resp2.StatusCode, body)
+	}
 	if v := resp.TLS.Version; v != tls.VersionTLS13 {
 		t.Errorf("TLS version %x, want 1.3", v)
 	}
@@ -325,6 +331,41 @@ func TestBaseURLOfHTTPS(t *testing.T) {
 		addr, _ := net.ResolveTCPAddr("tcp", tc.addr)
 		if got := baseURL(tc.scheme, addr); got != tc.want {
 			t.Errorf("baseURL(%s, %s) = %s, want %s", tc.scheme, tc.addr, got, tc.want)
+		}
+	}
+}
+
+// With certificate files, --http-addr redirects to the HTTPS port with
+// 308, answers the health checks, and refuses /v1 with https_required.
+func TestHTTPPortBesideCertificateFiles(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	p, _, _ := httpsServing(t, ca, t.TempDir(), "--http-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`http=(http://127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no http= in the serving line:\n%s", p.stderr)
+	}
+	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	defer plain.CloseIdleConnections()
+	for _, tc := range []struct {
+		path     string
+		status   int
+		location string
+	}{
+		{"/docs?x=1", 308, p.url + "/docs?x=1"},
+		{"/", 308, p.url + "/"},
+		{"/healthz", 200, ""},
+		{"/readyz", 200, ""},
+		{"/v1/pets", 400, ""},
+		{"/v1", 400, ""},
+	} {
+		resp, body := get(t, plain, m[1]+tc.path, "", "")
+		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
+			t.Errorf("GET %s on the plain port: %d to %q, want %d to %q", tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.location)
+		}
+		if tc.status == 400 && !strings.Contains(body, `"code":"https_required"`) {
+			t.Errorf("GET %s on the plain port: %s, want https_required", tc.path, body)
 		}
 	}
 }

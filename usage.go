@@ -7,27 +7,18 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
-// The usage history (DESIGN.md "The API's owner"): for each budget (the
+// The usage history (docs/admin.md, "The usage history"): for each budget (the
 // keys of a roll share one) and UTC day, every request that carried a valid
 // key, counted once in one of five columns. A request adds one to an
 // atomic counter of its key; the flush every usageFlushEvery writes the
 // counts of every key, summed by budget and day, in one batch, where each
 // server's counts are added to what the others wrote. Days older than
 // usageHistoryDays are pruned hourly.
-
-// usageOutcome is the column a request is counted in.
-type usageOutcome uint8
-
-const (
-	usageAllowed       usageOutcome = iota // passed the limiter and had the scope
-	usageRateLimited                       // 429 rate_limited, for the minute
-	usageQuotaExceeded                     // 429 rate_limited, for the day
-	usageBanned                            // 429 temporarily_banned
-	usageForbidden                         // passed the limiter, 403 for want of a scope
-	usageOutcomes                          // how many outcomes there are
-)
 
 const (
 	usageHistoryDays       = 400 // days kept
@@ -36,50 +27,21 @@ const (
 	usageHistoryPruneEvery = time.Hour
 )
 
-// usageDay is one row of the usage history: the requests of a budget on one
-// UTC day by outcome. It is the JSON object of petstore usage --json and
-// GET /admin/v1/keys/{id}/usage.
-type usageDay struct {
-	BudgetID      int64  `json:"-"`
-	Day           string `json:"day"` // YYYY-MM-DD
-	Allowed       int64  `json:"allowed"`
-	RateLimited   int64  `json:"rateLimited"`
-	QuotaExceeded int64  `json:"quotaExceeded"`
-	Banned        int64  `json:"banned"`
-	Forbidden     int64  `json:"forbidden"`
-}
-
-// add counts n requests of outcome o.
-func (u *usageDay) add(o usageOutcome, n int64) {
-	switch o {
-	case usageAllowed:
-		u.Allowed += n
-	case usageRateLimited:
-		u.RateLimited += n
-	case usageQuotaExceeded:
-		u.QuotaExceeded += n
-	case usageBanned:
-		u.Banned += n
-	case usageForbidden:
-		u.Forbidden += n
-	}
-}
-
 // outcomeOf is the column of a request the limiter refused with d.
-func outcomeOf(d *decision) usageOutcome {
+func outcomeOf(d *limits.Decision) domain.UsageOutcome {
 	switch {
-	case d.code == codeTemporarilyBanned:
-		return usageBanned
-	case d.overQuota:
-		return usageQuotaExceeded
+	case d.Code == codeTemporarilyBanned:
+		return domain.UsageBanned
+	case d.OverQuota:
+		return domain.UsageQuotaExceeded
 	}
-	return usageRateLimited
+	return domain.UsageRateLimited
 }
 
 // dayTally counts one key's requests of one UTC day by outcome.
 type dayTally struct {
 	day atomic.Int64 // days since 1970-01-01
-	n   [usageOutcomes]atomic.Int64
+	n   [domain.UsageOutcomes]atomic.Int64
 }
 
 // count adds a request of the key on day (days since 1970-01-01) to its
@@ -88,7 +50,7 @@ type dayTally struct {
 // stay apart until the next flush takes them. A slot still holding the day
 // before yesterday (flushes failing for a day) takes the new day's counts
 // over with them.
-func (u *keyUse) count(day int64, o usageOutcome) {
+func (u *keyUse) count(day int64, o domain.UsageOutcome) {
 	t := &u.tally[day&1]
 	if t.day.Load() != day {
 		t.day.Store(day)
@@ -99,20 +61,20 @@ func (u *keyUse) count(day int64, o usageOutcome) {
 // flushUsage writes the requests counted since the last flush, summed by
 // budget and day, through add. What fails to be written is counted again
 // for the next flush.
-func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []usageDay) error) error {
+func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []domain.UsageDay) error) error {
 	type taken struct {
 		t *dayTally
-		n [usageOutcomes]int64
+		n [domain.UsageOutcomes]int64
 	}
 	var took []taken
-	rows := make(map[keyDay]*usageDay)
+	rows := make(map[limits.KeyDay]*domain.UsageDay)
 	k.mu.RLock()
 	for _, u := range k.uses {
 		for i := range u.tally {
 			t := &u.tally[i]
 			var got taken
 			counted := false
-			for o := range usageOutcomes {
+			for o := range domain.UsageOutcomes {
 				if got.n[o] = t.n[o].Swap(0); got.n[o] != 0 {
 					counted = true
 				}
@@ -122,14 +84,14 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []us
 			}
 			got.t = t
 			took = append(took, got)
-			kd := keyDay{u.budget, t.day.Load()}
+			kd := limits.KeyDay{KeyID: u.budget, Day: t.day.Load()}
 			row := rows[kd]
 			if row == nil {
-				row = &usageDay{BudgetID: kd.keyID, Day: dayString(kd.day)}
+				row = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
 				rows[kd] = row
 			}
 			for o, n := range got.n {
-				row.add(usageOutcome(o), n)
+				row.Add(domain.UsageOutcome(o), n)
 			}
 		}
 	}
@@ -137,7 +99,7 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []us
 	if len(rows) == 0 {
 		return nil
 	}
-	batch := make([]usageDay, 0, len(rows))
+	batch := make([]domain.UsageDay, 0, len(rows))
 	for _, row := range rows {
 		batch = append(batch, *row)
 	}
@@ -154,18 +116,18 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []us
 
 // usageWindow is the days of a report of days days ending today, oldest
 // first: one row each, zeros where history has none.
-func usageWindow(budgetID int64, history []usageDay, days int, now time.Time) []usageDay {
-	byDay := make(map[string]usageDay, len(history))
+func usageWindow(budgetID int64, history []domain.UsageDay, days int, now time.Time) []domain.UsageDay {
+	byDay := make(map[string]domain.UsageDay, len(history))
 	for _, h := range history {
 		byDay[h.Day] = h
 	}
-	today := unixDay(now)
-	rows := make([]usageDay, days)
+	today := limits.UnixDay(now)
+	rows := make([]domain.UsageDay, days)
 	for i := range rows {
-		day := dayString(today - int64(days-1-i))
+		day := limits.DayString(today - int64(days-1-i))
 		row, ok := byDay[day]
 		if !ok {
-			row = usageDay{BudgetID: budgetID, Day: day}
+			row = domain.UsageDay{BudgetID: budgetID, Day: day}
 		}
 		rows[i] = row
 	}
@@ -174,12 +136,12 @@ func usageWindow(budgetID int64, history []usageDay, days int, now time.Time) []
 
 // firstUsageDay is the first day of a report of days days ending at now.
 func firstUsageDay(days int, now time.Time) string {
-	return dayString(unixDay(now) - int64(days-1))
+	return limits.DayString(limits.UnixDay(now) - int64(days-1))
 }
 
 // usageHistoryCutoff is the first day the history keeps at now.
 func usageHistoryCutoff(now time.Time) string {
-	return dayString(unixDay(now) - usageHistoryDays + 1)
+	return limits.DayString(limits.UnixDay(now) - usageHistoryDays + 1)
 }
 
 // usageCommand is petstore usage: a key's usage history, a day a line or a
@@ -210,7 +172,7 @@ func usageCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return keyCommandError("read the usage of", keyID, err)
 	}
-	return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r usageDay) {
+	return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r domain.UsageDay) {
 		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
 	})
 }

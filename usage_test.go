@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
@@ -16,29 +19,29 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
 	if err != nil || h == nil {
 		t.Fatalf("lookup: %v", err)
 	}
-	today := unixDay(s.clock.now())
-	h.use.count(today-1, usageAllowed) // just before midnight, flushed after it
-	h.use.count(today, usageAllowed)
-	h.use.count(today, usageBanned)
+	today := limits.UnixDay(s.clock.now())
+	h.use.count(today-1, domain.UsageAllowed) // just before midnight, flushed after it
+	h.use.count(today, domain.UsageAllowed)
+	h.use.count(today, domain.UsageBanned)
 
 	failing := errors.New("the database is away")
-	if err := s.keys.flushUsage(ctx, func(context.Context, []usageDay) error { return failing }); err != failing {
+	if err := s.keys.flushUsage(ctx, func(context.Context, []domain.UsageDay) error { return failing }); err != failing {
 		t.Fatalf("flush: %v, want the write's error", err)
 	}
-	h.use.count(today, usageForbidden) // counted while the write failed
-	var written []usageDay
-	if err := s.keys.flushUsage(ctx, func(_ context.Context, rows []usageDay) error { written = rows; return nil }); err != nil {
+	h.use.count(today, domain.UsageForbidden) // counted while the write failed
+	var written []domain.UsageDay
+	if err := s.keys.flushUsage(ctx, func(_ context.Context, rows []domain.UsageDay) error { written = rows; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	slices.SortFunc(written, func(a, b usageDay) int { return strings.Compare(a.Day, b.Day) })
-	want := []usageDay{
-		{BudgetID: h.key.BudgetID, Day: dayString(today - 1), Allowed: 1},
-		{BudgetID: h.key.BudgetID, Day: dayString(today), Allowed: 1, Banned: 1, Forbidden: 1},
+	slices.SortFunc(written, func(a, b domain.UsageDay) int { return strings.Compare(a.Day, b.Day) })
+	want := []domain.UsageDay{
+		{BudgetID: h.key.BudgetID, Day: limits.DayString(today - 1), Allowed: 1},
+		{BudgetID: h.key.BudgetID, Day: limits.DayString(today), Allowed: 1, Banned: 1, Forbidden: 1},
 	}
 	if !slices.Equal(written, want) {
 		t.Errorf("flushed %+v, want %+v", written, want)
 	}
-	if err := s.keys.flushUsage(ctx, func(_ context.Context, rows []usageDay) error {
+	if err := s.keys.flushUsage(ctx, func(_ context.Context, rows []domain.UsageDay) error {
 		t.Errorf("a flush with nothing new wrote %+v", rows)
 		return nil
 	}); err != nil {
@@ -51,7 +54,7 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushLosesNone(t *testing.T) {
 func TestCountingARequestInTheUsageHistoryCostsNoAllocation(t *testing.T) {
 	var u keyUse
 	day := int64(20_000)
-	if n := testing.AllocsPerRun(1000, func() { u.count(day, usageAllowed) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { u.count(day, domain.UsageAllowed) }); n != 0 {
 		t.Errorf("counting a request allocates %v times, want 0", n)
 	}
 }

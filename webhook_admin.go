@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The webhooks over the admin API (scope webhooks): what the webhooks
@@ -15,7 +18,7 @@ import (
 // createdEndpoint is an endpoint made or rotated: its object and, this
 // once, its secret.
 type createdEndpoint struct {
-	listedEndpoint
+	domain.ListedEndpoint
 	Secret string `json:"secret"`
 }
 
@@ -27,9 +30,9 @@ func handleAdminListWebhooks(d adminDeps) http.Handler {
 			return
 		}
 		now := d.now()
-		rows := make([]listedEndpoint, 0, len(endpoints))
+		rows := make([]domain.ListedEndpoint, 0, len(endpoints))
 		for _, e := range endpoints {
-			rows = append(rows, e.listed(now))
+			rows = append(rows, e.Listed(now))
 		}
 		writeJSON(w, r, http.StatusOK, rows)
 	})
@@ -50,26 +53,26 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 		}
 		var events []string
 		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
-			writeError(w, r, errInvalid("events must be an array of event types (%s)", strings.Join(webhookEventTypes, ", ")))
+			writeError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
 			return
 		}
 		terms, err := newEndpointTerms(url, events)
 		if err == nil {
-			if problem := d.webhookGuard.urlProblem(r.Context(), url); problem != "" {
-				err = errInvalid("%s", problem)
+			if problem := d.webhookGuard.URLProblem(r.Context(), url); problem != "" {
+				err = domain.Invalid("%s", problem)
 			}
 		}
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.actor(), env)
+		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		w.Header().Set("Location", "/admin/v1/webhooks/"+strconv.FormatInt(e.ID, 10))
-		writeJSON(w, r, http.StatusCreated, createdEndpoint{e.listed(d.now()), e.Secret})
+		writeJSON(w, r, http.StatusCreated, createdEndpoint{e.Listed(d.now()), e.Secret})
 	})
 }
 
@@ -77,7 +80,7 @@ func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor(), env)
+			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -88,38 +91,23 @@ func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 }
 
 func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
-	fields := []string{"overlap"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := idParam(r, "a webhook endpoint")
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		overlap := defaultWebhookOverlap
-		if r.ContentLength != 0 {
-			body, err := decodeObject(w, r, fields, "a rotation has only overlap")
-			if err != nil {
-				writeError(w, r, err)
-				return
-			}
-			var s string
-			if _, ok := body["overlap"]; ok {
-				if err := jsonBody(body).str("overlap", &s); err != nil {
-					writeError(w, r, err)
-					return
-				}
-				if overlap, err = parseWebhookOverlap(s); err != nil {
-					writeError(w, r, errInvalid("overlap %v", err))
-					return
-				}
-			}
-		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, newWebhookSecret(), overlap, recordOf(w).admin.actor(), env)
+		overlap, err := overlapBody(w, r, defaultWebhookOverlap, "a rotation has only overlap", secretOverlapAtZero)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, createdEndpoint{e.listed(d.now()), e.Secret})
+		e, err := d.store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, recordOf(w).admin.Actor(), env)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, http.StatusOK, createdEndpoint{e.Listed(d.now()), e.Secret})
 	})
 }
 
@@ -130,12 +118,12 @@ func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.actor(), env)
+		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, e.listed(d.now()))
+		writeJSON(w, r, http.StatusOK, e.Listed(d.now()))
 	})
 }
 
@@ -152,7 +140,7 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.actor(), d.now())
+		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -168,7 +156,7 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		f := deliveryFilter{EndpointID: id, Limit: defaultPageSize}
+		f := domain.DeliveryFilter{EndpointID: id, Limit: defaultPageSize}
 		v := r.URL.Query()
 		if v.Has("limit") {
 			if f.Limit, err = pageLimit(v); err != nil {
@@ -181,7 +169,7 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 		case "true":
 			f.Failed = true
 		default:
-			writeError(w, r, errInvalid("failed must be true or false"))
+			writeError(w, r, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
@@ -193,26 +181,26 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		rows := make([]listedDelivery, 0, len(deliveries))
+		rows := make([]domain.ListedDelivery, 0, len(deliveries))
 		for _, dl := range deliveries {
-			rows = append(rows, dl.listed())
+			rows = append(rows, dl.Listed())
 		}
 		writeJSON(w, r, http.StatusOK, rows)
 	})
 }
 
 // findEndpoint is endpoint id; an unknown id is not_found.
-func findEndpoint(r *http.Request, d adminDeps, id int64) (webhookEndpoint, error) {
+func findEndpoint(r *http.Request, d adminDeps, id int64) (domain.WebhookEndpoint, error) {
 	endpoints, err := d.store.WebhookEndpoints(r.Context())
 	if err != nil {
-		return webhookEndpoint{}, err
+		return domain.WebhookEndpoint{}, err
 	}
 	for _, e := range endpoints {
 		if e.ID == id {
 			return e, nil
 		}
 	}
-	return webhookEndpoint{}, errNotFound("no webhook endpoint has id %d", id)
+	return domain.WebhookEndpoint{}, domain.NotFound("no webhook endpoint has id %d", id)
 }
 
 // resent answers a resend: how many deliveries were queued again.
@@ -233,17 +221,17 @@ func handleAdminResendWebhook(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		f := deliveryFilter{EndpointID: id}
+		f := domain.DeliveryFilter{EndpointID: id}
 		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
 			writeError(w, r, err)
 			return
 		}
 		if raw, ok := body["failed"]; ok && json.Unmarshal(raw, &f.Failed) != nil {
-			writeError(w, r, errInvalid("failed must be true or false"))
+			writeError(w, r, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if (f.EventID == "") == !f.Failed {
-			writeError(w, r, errInvalid("give eventId (msg_...) or \"failed\": true, one of them"))
+			writeError(w, r, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
@@ -256,7 +244,7 @@ func handleAdminResendWebhook(d adminDeps) http.Handler {
 			return
 		}
 		if n == 0 && f.EventID != "" {
-			writeError(w, r, errNotFound("endpoint %d has no delivery of event %s", id, f.EventID))
+			writeError(w, r, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
 			return
 		}
 		writeJSON(w, r, http.StatusOK, resent{n})

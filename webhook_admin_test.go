@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/testkit"
 )
 
 // TestAdminWebhooks: the webhook routes of the admin API do what the
@@ -15,28 +18,28 @@ import (
 func TestAdminWebhooks(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		token := s.mustCreateAdmin("portal", scopeWebhooks)
-		rc := newReceiver(t)
+		token := s.mustCreateAdmin("portal", domain.ScopeWebhooks)
+		rc := testkit.NewReceiver(t)
 
 		for _, tc := range []struct{ body, says string }{
 			{`{"url":"ftp://hooks.example.com/"}`, "url"},
 			{`{}`, "url"},
-			{`{"url":"` + rc.url() + `","events":["pet.sold"]}`, "events"},
-			{`{"url":"` + rc.url() + `","events":"key.created"}`, "events"},
-			{`{"url":"` + rc.url() + `","events":[""]}`, "events"},
-			{`{"url":"` + rc.url() + `","events":["key.created",""]}`, "events"},
-			{`{"url":"` + rc.url() + `","events":["key.created,"]}`, "events"},
-			{`{"url":"` + rc.url() + `","secret":"whsec_x"}`, "secret"},
+			{`{"url":"` + rc.URL() + `","events":["pet.sold"]}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":"key.created"}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":[""]}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":["key.created",""]}`, "events"},
+			{`{"url":"` + rc.URL() + `","events":["key.created,"]}`, "events"},
+			{`{"url":"` + rc.URL() + `","secret":"whsec_x"}`, "secret"},
 		} {
 			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, codeInvalidRequest, tc.says)
 		}
-		var listed []listedEndpoint
+		var listed []domain.ListedEndpoint
 		decodeJSON(t, s.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 		if len(listed) != 0 {
 			t.Fatalf("refused creates left %+v", listed)
 		}
 
-		w := s.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.url()+`","events":["webhook.test","key.created"]}`)
+		w := s.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.URL()+`","events":["webhook.test","key.created"]}`)
 		if w.Code != http.StatusCreated {
 			t.Fatalf("POST /admin/v1/webhooks: %d %s", w.Code, w.Body)
 		}
@@ -46,7 +49,7 @@ func TestAdminWebhooks(t *testing.T) {
 		if w.Header().Get("Location") != path || !cliWebhookSecret.MatchString(created.Secret) || !created.Enabled {
 			t.Fatalf("created %+v, Location %q", created, w.Header().Get("Location"))
 		}
-		rc.trust(created.Secret)
+		rc.Trust(created.Secret)
 		w = s.admin("GET", "/admin/v1/webhooks", token, "")
 		if strings.Contains(w.Body.String(), "whsec_") {
 			t.Fatalf("the list shows a secret: %s", w.Body)
@@ -59,12 +62,12 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("test: %d %s", w.Code, w.Body)
 		}
 		s.deliverDue()
-		if got := rc.wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != webhookTestEvent {
+		if got := rc.Wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != domain.WebhookTestEvent {
 			t.Fatalf("the test event: %+v", got)
 		}
-		var deliveries []listedDelivery
+		var deliveries []domain.ListedDelivery
 		decodeJSON(t, s.admin("GET", path+"/deliveries", token, ""), &deliveries)
-		if len(deliveries) != 1 || deliveries[0].State != deliveryDelivered || deliveries[0].EventID != queued.EventID {
+		if len(deliveries) != 1 || deliveries[0].State != domain.DeliveryDelivered || deliveries[0].EventID != queued.EventID {
 			t.Fatalf("deliveries %+v", deliveries)
 		}
 		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, codeInvalidRequest, "eventId")
@@ -73,7 +76,7 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("resend: %d %s", w.Code, w.Body)
 		}
 		s.deliverDue()
-		if got := rc.wait(2, 5*time.Second); got[1].ID != queued.EventID {
+		if got := rc.Wait(2, 5*time.Second); got[1].ID != queued.EventID {
 			t.Fatalf("resent as %s", got[1].ID)
 		}
 
@@ -93,7 +96,7 @@ func TestAdminWebhooks(t *testing.T) {
 		wantError(t, s.admin("DELETE", path, token, ""), 404, codeNotFound)
 		wantError(t, s.admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, codeInvalidRequest, "id")
 
-		events, _ := s.store.AuditEvents(t.Context(), auditFilter{})
+		events, _ := s.store.AuditEvents(t.Context(), domain.AuditFilter{})
 		var actions []string
 		for _, e := range events {
 			if strings.HasPrefix(e.Action, "webhook.") {
@@ -112,15 +115,15 @@ func TestAdminWebhooks(t *testing.T) {
 // transaction of its audit event.
 func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 	s := webhookServer(t, testOptions{})
-	rc := newReceiver(t)
+	rc := testkit.NewReceiver(t)
 	s.addEndpoint(rc, "key.updated")
-	token := s.mustCreateAdmin("portal", scopeKeysWrite)
+	token := s.mustCreateAdmin("portal", domain.ScopeKeysWrite)
 	k, _ := s.mustCreate(s.keyTerms("free"))
 	if w := s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(k.ID, 10), token, `{"plan":"pro"}`); w.Code != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", w.Code, w.Body)
 	}
 	s.deliverDue()
-	d := rc.wait(1, 5*time.Second)[0]
+	d := rc.Wait(1, 5*time.Second)[0]
 	before, _ := d.Event.Data["before"].(map[string]any)
 	after, _ := d.Event.Data["after"].(map[string]any)
 	if !d.Verified || d.Event.Type != "key.updated" || d.Event.Data["keyId"] != float64(k.ID) || d.Event.Data["keyName"] != "test" ||
@@ -136,7 +139,7 @@ func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 // them.
 func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 	strict := newTestServerWith(t, testOptions{})
-	token := strict.mustCreateAdmin("portal", scopeWebhooks)
+	token := strict.mustCreateAdmin("portal", domain.ScopeWebhooks)
 	local := []string{
 		"http://127.0.0.1:9000/in", "http://localhost:9000/in", "http://[::1]/in", "https://10.0.0.7/in",
 		"http://169.254.169.254/latest", "http://0.0.0.0:80/", "http://[64:ff9b::7f00:1]/in", "http://[::ffff:127.0.0.1]/in",
@@ -145,7 +148,7 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
 		wantError(t, w, 400, codeInvalidRequest, "url", "--webhook-allow-private")
 	}
-	var listed []listedEndpoint
+	var listed []domain.ListedEndpoint
 	decodeJSON(t, strict.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 	if len(listed) != 0 {
 		t.Fatalf("refused endpoints were stored: %+v", listed)
@@ -159,7 +162,7 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 	}
 
 	allowing := webhookServer(t, testOptions{})
-	token = allowing.mustCreateAdmin("portal", scopeWebhooks)
+	token = allowing.mustCreateAdmin("portal", domain.ScopeWebhooks)
 	for _, url := range local {
 		if w := allowing.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
 			t.Errorf("with --webhook-allow-private, POST %s: %d %s", url, w.Code, w.Body)

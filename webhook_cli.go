@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The webhooks commands: endpoints, their secrets, test events, and the
@@ -16,7 +19,7 @@ import (
 func webhooksAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("webhooks add", getenv, stdout).withDB()
 	var events []string
-	c.fs.Func("events", "the event types the endpoint takes, comma-separated or repeated: "+strings.Join(webhookEventTypes, ", ")+" (default all)",
+	c.fs.Func("events", "the event types the endpoint takes, comma-separated or repeated: "+strings.Join(domain.WebhookEventTypes, ", ")+" (default all)",
 		func(v string) error {
 			events = append(events, v)
 			return nil
@@ -32,7 +35,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return usagef("webhooks add: %s", errorMessage(err))
 	}
-	if problem := newAddressGuard(false).urlProblem(ctx, terms.URL); problem != "" {
+	if problem := webhook.NewAddressGuard(false).URLProblem(ctx, terms.URL); problem != "" {
 		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
 	}
 	store, err := c.db.open(ctx, true)
@@ -45,7 +48,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return fmt.Errorf("add webhook endpoint: %w", err)
 	}
 	fmt.Fprintf(stderr, "added webhook endpoint %d for %s (%s) in %s.\nIts id, then its signing secret, shown only now:\n",
-		e.ID, shownURL(e.URL), eventsShown(e.Events), c.db.shown())
+		e.ID, domain.ShownURL(e.URL), eventsShown(e.Events), c.db.shown())
 	fmt.Fprintln(stdout, e.ID)
 	fmt.Fprintln(stdout, e.Secret)
 	return nil
@@ -67,11 +70,11 @@ func webhooksList(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("list webhook endpoints: %w", err)
 	}
 	now := time.Now()
-	rows := make([]listedEndpoint, 0, len(endpoints))
+	rows := make([]domain.ListedEndpoint, 0, len(endpoints))
 	for _, e := range endpoints {
-		rows = append(rows, e.listed(now))
+		rows = append(rows, e.Listed(now))
 	}
-	return writeRows(stdout, *asJSON, rows, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e listedEndpoint) {
+	return writeRows(stdout, *asJSON, rows, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
 		last := "-"
 		if e.LastStatus != nil {
 			last = strconv.Itoa(*e.LastStatus)
@@ -92,9 +95,9 @@ func eventsShown(events []string) string {
 
 // errorMessage is err's message as a user reads it: a domain error's own.
 func errorMessage(err error) string {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return e.message
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return e.Message
 	}
 	return err.Error()
 }
@@ -129,9 +132,9 @@ func endpointCommand(ctx context.Context, name string, args []string, getenv fun
 
 // endpointError is a store's refusal about endpoint id as one line.
 func endpointError(verb string, id int64, err error) error {
-	var e *domainError
-	if errors.As(err, &e) && e.kind != kindUnavailable {
-		return errors.New(e.message)
+	var e *domain.Error
+	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
+		return errors.New(e.Message)
 	}
 	return fmt.Errorf("%s webhook endpoint %d: %w", verb, id, err)
 }
@@ -155,18 +158,15 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 	id, store, env, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
 		c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old secret signs beside the new one: a duration (24h, 30m, 7d); 0 drops it at once")
 		return func() (err error) {
-			overlap, err = parseWebhookOverlap(overlapFlag)
-			if err != nil {
-				return usagef("--overlap %v", err)
-			}
-			return nil
+			overlap, err = parseOverlap(overlapFlag, secretOverlapAtZero)
+			return err
 		}
 	})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	e, err := store.RotateWebhookSecret(ctx, id, newWebhookSecret(), overlap, commandActor(), env)
+	e, err := store.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, commandActor(), env)
 	if err != nil {
 		return endpointError("rotate the secret of", id, err)
 	}
@@ -209,7 +209,7 @@ func webhooksTest(ctx context.Context, args []string, getenv func(string) string
 
 func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks deliveries", getenv, stdout).withDB()
-	var f deliveryFilter
+	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
 	c.fs.BoolVar(&f.Failed, "failed", false, "only the deliveries that failed (every attempt, or a 410)")
 	c.fs.IntVar(&f.Limit, "limit", 100, "at most this many, newest first")
@@ -232,12 +232,12 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	rows := make([]listedDelivery, 0, len(deliveries))
+	rows := make([]domain.ListedDelivery, 0, len(deliveries))
 	for _, d := range deliveries {
-		rows = append(rows, d.listed())
+		rows = append(rows, d.Listed())
 	}
 	const header = "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR"
-	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d listedDelivery) {
+	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d domain.ListedDelivery) {
 		status := "-"
 		if d.LastStatus != nil {
 			status = strconv.Itoa(*d.LastStatus)
@@ -253,7 +253,7 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 
 func webhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks resend", getenv, stdout).withDB()
-	var f deliveryFilter
+	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
 	c.fs.BoolVar(&f.Failed, "failed", false, "send again every delivery that failed (instead of one EVENT_ID)")
 	rest, err := c.parseArgs(args)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
@@ -53,9 +54,9 @@ func TestWebhooksCommands(t *testing.T) {
 			t.Fatalf("webhooks test: %d %q %s", res.code, res.stdout, res.stderr)
 		}
 		res = petstore(t, nil, "webhooks", "deliveries", "--db", db, "--json")
-		var deliveries []listedDelivery
+		var deliveries []domain.ListedDelivery
 		if err := json.Unmarshal([]byte(res.stdout), &deliveries); err != nil || len(deliveries) != 1 ||
-			deliveries[0].EventID != eventID || deliveries[0].State != deliveryPending {
+			deliveries[0].EventID != eventID || deliveries[0].State != domain.DeliveryPending {
 			t.Fatalf("webhooks deliveries --json: %v %s", err, res.stdout)
 		}
 		if res := petstore(t, nil, "webhooks", "resend", "--db", db, eventID); res.code != 0 {
@@ -78,7 +79,7 @@ func TestWebhooksCommands(t *testing.T) {
 		for _, e := range audited {
 			actions = append(actions, e.Action+" "+e.Env)
 		}
-		for _, action := range []string{auditWebhookAdded, auditWebhookRotated} {
+		for _, action := range []string{domain.AuditWebhookAdded, domain.AuditWebhookRotated} {
 			if !slices.Contains(actions, action+" production") {
 				t.Errorf("the audit trail lacks %s of env production: %q", action, actions)
 			}
@@ -118,11 +119,11 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 			}
 		}
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
-		var listed []listedEndpoint
+		var listed []domain.ListedEndpoint
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 || listed[0].RotationEnds != nil {
 			t.Errorf("after the refusals: %v %s", err, res.stdout)
 		}
-		if res := petstore(t, nil, "audit", "--db", db, "--action", auditWebhookRotated, "--json"); strings.TrimSpace(res.stdout) != "[]" {
+		if res := petstore(t, nil, "audit", "--db", db, "--action", domain.AuditWebhookRotated, "--json"); strings.TrimSpace(res.stdout) != "[]" {
 			t.Errorf("a refused rotation left %s", res.stdout)
 		}
 	})
@@ -135,37 +136,37 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 func TestWebhooksSurviveKill9(t *testing.T) {
 	t.Parallel()
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
-		rc := newReceiver(t)
-		rc.answerWith(func(int, delivery) int { return http.StatusServiceUnavailable })
-		rc.retryAfter = "10" // the retries wait past the kill
-		_, secret := addWebhookCLI(t, viaBinary, db, rc.url())
-		rc.trust(secret)
+		rc := testkit.NewReceiver(t)
+		rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusServiceUnavailable })
+		rc.RetryAfter = "10" // the retries wait past the kill
+		_, secret := addWebhookCLI(t, viaBinary, db, rc.URL())
+		rc.Trust(secret)
 		// Queued while no server runs.
 		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "first")
 		mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "free", "--name", "second")
 
 		s := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
 		testkit.Eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
-			var deliveries []listedDelivery
+			var deliveries []domain.ListedDelivery
 			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").stdout), &deliveries)
 			return len(deliveries) == 2 && deliveries[0].Attempts > 0 && deliveries[1].Attempts > 0
 		})
 		s.kill9()
 
-		rc.answerWith(nil)
-		if n := len(rc.deliveries()); n != 2 {
+		rc.AnswerWith(nil)
+		if n := len(rc.Deliveries()); n != 2 {
 			t.Fatalf("%d attempts before the kill, want 2 (one an event)", n)
 		}
-		before := len(rc.deliveries())
+		before := len(rc.Deliveries())
 		again := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
 		defer func() {
 			if t.Failed() {
 				t.Logf("deliveries:\n%s\nlog:\n%s", petstoreCmd(t, "webhooks", "deliveries", "--db", db).stdout, again.stderr)
 			}
 		}()
-		var got []delivery
+		var got []testkit.Delivery
 		testkit.Eventually(t, 20*time.Second, "both key.created delivered after the restart", func() bool {
-			got = rc.deliveries()[before:]
+			got = rc.Deliveries()[before:]
 			names := map[any]bool{}
 			for _, d := range got {
 				if d.Verified {
@@ -175,7 +176,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 			return names["first"] && names["second"]
 		})
 		ids := map[string]bool{}
-		for _, d := range rc.deliveries() {
+		for _, d := range rc.Deliveries() {
 			ids[d.ID] = true
 		}
 		if len(ids) != 2 {
@@ -207,7 +208,7 @@ func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
 			}
 		}
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
-		var listed []listedEndpoint
+		var listed []domain.ListedEndpoint
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
 			t.Errorf("after the adds: %v %s", err, res.stdout)
 		}

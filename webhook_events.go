@@ -2,139 +2,18 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
-// The events webhooks send (DESIGN.md "Notices: signed webhooks"): their
+// The events webhooks send (docs/webhooks.md, "What is sent"): their
 // types, their bodies, and the notices the server decides on its own: a
 // budget's day quota crossing 80% and 100%, a key about to expire or
 // expired.
-
-// Webhook event types besides the audit actions sent as they are.
-const (
-	webhookQuotaThreshold = "key.quota.threshold"
-	webhookKeyExpiring    = "key.expiring"
-	webhookKeyExpired     = "key.expired"
-	webhookTestEvent      = "webhook.test"
-)
-
-// webhookEventTypes are the types an endpoint may take (--events), in the
-// order the docs list them. The key.* audit actions among them are sent
-// for each audit event of a key, in the transaction that writes it.
-var webhookEventTypes = []string{
-	"key.created", "key.updated", "key.revoked", "key.rolled", "key.banned", "ban.lifted",
-	webhookQuotaThreshold, webhookKeyExpiring, webhookKeyExpired, webhookTestEvent,
-}
-
-// auditActionsSent are the audit actions that are also webhook events.
-var auditActionsSent = []string{"key.created", "key.updated", "key.revoked", "key.rolled", "key.banned", "ban.lifted"}
-
-// webhookEvent is one event as it waits in the outbox: its id (the
-// webhook-id of every attempt), type, time and body.
-type webhookEvent struct {
-	ID   string
-	Type string
-	At   time.Time
-	Body []byte // {"type", "timestamp", "data"}
-}
-
-// newWebhookEvent is an event of typ at at with data, which never holds a
-// key, a token or a hash.
-func newWebhookEvent(typ string, at time.Time, data any) (webhookEvent, error) {
-	at = at.UTC().Truncate(time.Millisecond)
-	body, err := json.Marshal(struct {
-		Type      string    `json:"type"`
-		Timestamp time.Time `json:"timestamp"`
-		Data      any       `json:"data"`
-	}{typ, at, data})
-	if err != nil {
-		return webhookEvent{}, fmt.Errorf("webhook event %s: %w", typ, err)
-	}
-	return webhookEvent{ID: newWebhookEventID(), Type: typ, At: at, Body: body}, nil
-}
-
-// newWebhookEventID is a fresh event id: msg_ and 24 random base62
-// characters, unique across databases, so that a receiver fed by two
-// deployments never takes one event for another.
-func newWebhookEventID() string {
-	b := []byte("msg_")
-	var buf [32]byte
-	for n := 0; n < 24; {
-		rand.Read(buf[:])
-		for _, c := range buf {
-			if c < 248 && n < 24 {
-				b = append(b, base62[c%62])
-				n++
-			}
-		}
-	}
-	return string(b)
-}
-
-// auditWebhookEvent is the webhook event of audit event e, when its action
-// is one that is sent and it is about a key (the ban of a client address is
-// not: an address is personal data a receiver need not hold). keyName is
-// the key's name, for events whose details lack it.
-func auditWebhookEvent(e auditEvent, keyName string) (webhookEvent, bool, error) {
-	if !sentAsWebhook(e) {
-		return webhookEvent{}, false, nil
-	}
-	// The details are the audit trail's camelCase object, which never
-	// holds a key or a hash; the event names the key first.
-	var data map[string]any
-	details, err := json.Marshal(e.Details)
-	if err == nil {
-		err = json.Unmarshal(details, &data)
-	}
-	if err != nil {
-		return webhookEvent{}, false, err
-	}
-	if name, ok := data["name"].(string); ok && name != "" {
-		keyName = name
-	}
-	delete(data, "name")
-	data["keyId"], data["keyName"] = e.KeyID, keyName
-	if e.NewKeyID != 0 {
-		data["newKeyId"] = e.NewKeyID
-	}
-	data["actor"] = e.Actor
-	ev, err := newWebhookEvent(e.Action, e.At, data)
-	return ev, err == nil, err
-}
-
-// sentAsWebhook tells whether audit event e is also a webhook event: an
-// action that is sent, about a key.
-func sentAsWebhook(e auditEvent) bool {
-	return slices.Contains(auditActionsSent, e.Action) && e.KeyID != 0 && e.Address == ""
-}
-
-// parseEventTypes reads --events (or an admin body's events): known types,
-// comma-separated; none means all, but an empty type is refused, not taken
-// for all.
-func parseEventTypes(list []string) ([]string, error) {
-	var types []string
-	for _, item := range list {
-		for t := range strings.SplitSeq(item, ",") {
-			t = strings.TrimSpace(t)
-			if t == "" {
-				return nil, fmt.Errorf("events: %q holds an empty event type; name types (%s), or none for all", item, strings.Join(webhookEventTypes, ", "))
-			}
-			if !slices.Contains(webhookEventTypes, t) {
-				return nil, fmt.Errorf("events: %q is not an event type (%s)", t, strings.Join(webhookEventTypes, ", "))
-			}
-			if !slices.Contains(types, t) {
-				types = append(types, t)
-			}
-		}
-	}
-	return types, nil
-}
 
 // quotaThresholds are the shares of a day quota whose crossing is sent, in
 // percent.
@@ -161,23 +40,12 @@ func (n quotaNotice) mark() string {
 }
 
 // notice is n as the store keeps it.
-func (n quotaNotice) notice() (webhookNotice, error) {
-	ev, err := newWebhookEvent(webhookQuotaThreshold, n.At, map[string]any{
+func (n quotaNotice) notice() (domain.WebhookNotice, error) {
+	ev, err := domain.NewWebhookEvent(domain.WebhookQuotaThreshold, n.At, map[string]any{
 		"keyId": n.KeyID, "keyName": n.KeyName, "plan": n.Plan, "threshold": n.Threshold,
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
 	})
-	return webhookNotice{Mark: n.mark(), Event: ev, ForgetAt: n.At.Add(keepQuotaMarks)}, err
-}
-
-// webhookNotice is an event the server decides on its own, sent once for
-// its mark (a budget's day and threshold, a key's expiry): the first
-// server to store the mark sends the event, any other finds it stored.
-// The mark is kept until ForgetAt, when no server would make the notice
-// again.
-type webhookNotice struct {
-	Mark     string
-	Event    webhookEvent
-	ForgetAt time.Time
+	return domain.WebhookNotice{Mark: n.mark(), Event: ev, ForgetAt: n.At.Add(keepQuotaMarks)}, err
 }
 
 // How long the marks of notices are kept: a quota mark past its day (and
@@ -190,8 +58,8 @@ const (
 )
 
 // quotaNotices are notices as the store takes them.
-func quotaNotices(ns []quotaNotice) ([]webhookNotice, error) {
-	out := make([]webhookNotice, 0, len(ns))
+func quotaNotices(ns []quotaNotice) ([]domain.WebhookNotice, error) {
+	out := make([]domain.WebhookNotice, 0, len(ns))
 	for _, n := range ns {
 		wn, err := n.notice()
 		if err != nil {
@@ -226,36 +94,36 @@ func newQuotaWatch(now func() time.Time) *quotaWatch {
 
 // observe looks at the day count d reports for key, whose budget has
 // limit lim.
-func (q *quotaWatch) observe(key *apiKey, lim limits, d decision) {
-	if q == nil || key == nil || d.dayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
+func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d limits.Decision) {
+	if q == nil || key == nil || d.DayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
 		return
 	}
 	now := q.now()
-	today := unixDay(now)
+	today := limits.UnixDay(now)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.day != today {
 		q.day, q.seen = today, make(map[quotaSeen]bool)
 	}
 	for _, t := range quotaThresholds {
-		if d.dayCount*100 < lim.PerDay*int64(t) {
+		if d.DayCount*100 < lim.PerDay*int64(t) {
 			break
 		}
 		seen := quotaSeen{key.BudgetID, t}
-		if q.seen[seen] || len(q.pending) >= maxPendingAuditEvents {
+		if q.seen[seen] || len(q.pending) >= domain.MaxPendingAuditEvents {
 			continue
 		}
 		q.seen[seen] = true
 		q.pending = append(q.pending, quotaNotice{
 			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Plan: key.Plan, Threshold: t,
-			Used: d.dayCount, Limit: lim.PerDay, Day: dayString(today), At: now,
+			Used: d.DayCount, Limit: lim.PerDay, Day: limits.DayString(today), At: now,
 		})
 	}
 }
 
 // flush stores the notices seen since the last flush through add; what
 // fails stays for the next.
-func (q *quotaWatch) flush(ctx context.Context, add func(context.Context, []webhookNotice) error) error {
+func (q *quotaWatch) flush(ctx context.Context, add func(context.Context, []domain.WebhookNotice) error) error {
 	if q == nil {
 		return nil
 	}
@@ -294,8 +162,8 @@ const staleExpiry = 7 * 24 * time.Hour
 // nearest mark passed while the expiry is ahead (a mark already past when
 // the key was made is skipped), key.expired once it passed. Revoked keys
 // and the old keys of a roll (whose end key.rolled announced) get none.
-func expiryNotices(keys []apiKey, now time.Time) ([]webhookNotice, error) {
-	var notices []webhookNotice
+func expiryNotices(keys []domain.Key, now time.Time) ([]domain.WebhookNotice, error) {
+	var notices []domain.WebhookNotice
 	for _, k := range keys {
 		if k.ExpiresAt.IsZero() || !k.RevokedAt.IsZero() || k.RolledTo != 0 {
 			continue
@@ -306,12 +174,12 @@ func expiryNotices(keys []apiKey, now time.Time) ([]webhookNotice, error) {
 			if now.Sub(k.ExpiresAt) > staleExpiry {
 				continue
 			}
-			typ, mark = webhookKeyExpired, fmt.Sprintf("expired:%d:%d", k.ID, k.ExpiresAt.Unix())
+			typ, mark = domain.WebhookKeyExpired, fmt.Sprintf("expired:%d:%d", k.ID, k.ExpiresAt.Unix())
 		} else {
 			for _, m := range expiryMarks {
 				at := k.ExpiresAt.Add(-m.before)
 				if !now.Before(at) && k.CreatedAt.Before(at) {
-					typ, mark = webhookKeyExpiring, fmt.Sprintf("expiring:%d:%d:%d", k.ID, k.ExpiresAt.Unix(), m.days)
+					typ, mark = domain.WebhookKeyExpiring, fmt.Sprintf("expiring:%d:%d:%d", k.ID, k.ExpiresAt.Unix(), m.days)
 					data["daysBefore"] = m.days
 					break
 				}
@@ -320,11 +188,11 @@ func expiryNotices(keys []apiKey, now time.Time) ([]webhookNotice, error) {
 		if typ == "" {
 			continue
 		}
-		ev, err := newWebhookEvent(typ, now, data)
+		ev, err := domain.NewWebhookEvent(typ, now, data)
 		if err != nil {
 			return nil, err
 		}
-		notices = append(notices, webhookNotice{Mark: mark, Event: ev, ForgetAt: k.ExpiresAt.Add(keepExpiryMarks)})
+		notices = append(notices, domain.WebhookNotice{Mark: mark, Event: ev, ForgetAt: k.ExpiresAt.Add(keepExpiryMarks)})
 	}
 	return notices, nil
 }

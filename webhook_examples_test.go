@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
+	"petstore/internal/webhook"
 )
 
 // The receivers docs/webhooks.md shows, held to what the tests run: the
@@ -40,8 +42,8 @@ func TestDocsWebhookExamplesAreTheTestedOnes(t *testing.T) {
 	}
 	goBlock := docBlock(t, page, "go")
 	fn := goBlock[strings.Index(goBlock, "func verifyWebhook("):]
-	if !strings.HasPrefix(fn, "func verifyWebhook(") || !strings.Contains(readFile(t, "webhook_receiver_test.go"), fn) {
-		t.Errorf("the Go example of docs/webhooks.md is not verifyWebhook of webhook_receiver_test.go, word for word:\n%s", fn)
+	if !strings.HasPrefix(fn, "func verifyWebhook(") || !strings.Contains(readFile(t, "internal/testkit/receiver.go"), fn) {
+		t.Errorf("the Go example of docs/webhooks.md is not verifyWebhook of internal/testkit/receiver.go, word for word:\n%s", fn)
 	}
 }
 
@@ -92,13 +94,13 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 	}
 	s.deliverDue()
 	wantLine(t, lines, "verified "+sent.ID+" webhook.test")
-	if d := s.deliveryOf(sent.ID); d.State != deliveryDelivered || d.LastStatus != http.StatusNoContent {
+	if d := s.deliveryOf(sent.ID); d.State != domain.DeliveryDelivered || d.LastStatus != http.StatusNoContent {
 		t.Fatalf("the delivery to the Node receiver: %+v", d)
 	}
 
 	// During a rotation's overlap the receiver still knows only the old
 	// secret: one of the two signatures matches.
-	if _, err := s.store.RotateWebhookSecret(ctx, e.ID, newWebhookSecret(), time.Hour, testActor, s.opts.env); err != nil {
+	if _, err := s.store.RotateWebhookSecret(ctx, e.ID, webhook.NewSecret(), time.Hour, testActor, s.opts.env); err != nil {
 		t.Fatal(err)
 	}
 	s.mustCreate(s.keyTerms("pro"))
@@ -106,9 +108,9 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 	wantLine(t, lines, " key.created ")
 
 	// A delivery signed with a secret the receiver does not know.
-	forged := newWebhookSender(nil, time.Now)
-	key, _ := webhookSecretKey(newWebhookSecret())
-	r := forged.send(ctx, webhookAttempt{URL: "http://" + addr + "/petstore", ID: "msg_forged", Body: []byte(`{"type":"webhook.test"}`), Keys: [][]byte{key}})
+	forged := webhook.NewSender(nil, "petstore/test", time.Now)
+	key, _ := domain.WebhookSecretKey(webhook.NewSecret())
+	r := forged.Send(ctx, webhook.Attempt{URL: "http://" + addr + "/petstore", ID: "msg_forged", Body: []byte(`{"type":"webhook.test"}`), Keys: [][]byte{key}})
 	if r.Status != http.StatusBadRequest {
 		t.Fatalf("a forged delivery: %+v, want 400", r)
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
+	"petstore/internal/webhook"
 )
 
 // The outbox's upkeep: how deliveries are claimed (a slow endpoint holds
@@ -19,7 +21,7 @@ import (
 func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
+		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
 		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
 		if err != nil {
@@ -31,12 +33,12 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 			t.Fatalf("claim: %+v, %v", claimed, err)
 		}
 		s.deliverDue()
-		if n := len(rc.deliveries()); n != 0 {
+		if n := len(rc.Deliveries()); n != 0 {
 			t.Fatalf("a claimed delivery was sent by another: %d", n)
 		}
 		s.clock.advance(webhookClaimFor)
 		s.deliverDue()
-		if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+		if got := rc.Wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
 			t.Fatalf("after the claim expired: %+v", got)
 		}
 	})
@@ -47,9 +49,9 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 // endpoints' deliveries and the requests go on.
 func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	s := webhookServer(t, testOptions{})
-	hanging, fine := newReceiver(t), newReceiver(t)
+	hanging, fine := testkit.NewReceiver(t), testkit.NewReceiver(t)
 	release := make(chan struct{})
-	hanging.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
+	hanging.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
 	defer close(release)
 	h := s.addEndpoint(hanging)
 	f := s.addEndpoint(fine)
@@ -67,13 +69,13 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	for range 3 {
 		s.webhooks.dispatch(ctx, &attempts)
 	}
-	fine.wait(1, 5*time.Second)
+	fine.Wait(1, 5*time.Second)
 	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
-		return len(hanging.deliveries()) == maxInFlightPerEndpoint
+		return len(hanging.Deliveries()) == webhook.MaxInFlightPerEndpoint
 	})
 	time.Sleep(50 * time.Millisecond)
-	if n := len(hanging.deliveries()); n != maxInFlightPerEndpoint {
-		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, maxInFlightPerEndpoint)
+	if n := len(hanging.Deliveries()); n != webhook.MaxInFlightPerEndpoint {
+		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, webhook.MaxInFlightPerEndpoint)
 	}
 	key := s.mustCreateKey("free")
 	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
@@ -84,35 +86,35 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
+		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
 		ctx := context.Background()
 		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
-		notice := func() webhookNotice {
+		notice := func() domain.WebhookNotice {
 			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
 		s.deliverDue()
-		rc.wait(2, 5*time.Second)
+		rc.Wait(2, 5*time.Second)
 		waiting, _ := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
 		s.clock.advance(31 * 24 * time.Hour)
 		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
-		left, err := s.store.WebhookDeliveries(ctx, deliveryFilter{})
+		left, err := s.store.WebhookDeliveries(ctx, domain.DeliveryFilter{})
 		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
 			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
 		}
 		// The day's mark is gone with its day.
-		if err := s.store.AddWebhookNotices(ctx, []webhookNotice{notice()}); err != nil {
+		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
 		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
@@ -128,12 +130,12 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 	s := webhookServer(t, testOptions{})
 	release := make(chan struct{})
 	defer close(release)
-	var hanging []*receiver
+	var hanging []*testkit.Receiver
 	for range 4 {
-		rc := newReceiver(t)
-		rc.answerWith(func(int, delivery) int { <-release; return http.StatusOK })
+		rc := testkit.NewReceiver(t)
+		rc.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
 		e := s.addEndpoint(rc)
-		for range 2 * maxInFlightPerEndpoint {
+		for range 2 * webhook.MaxInFlightPerEndpoint {
 			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +148,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 	go func() { s.webhooks.run(ctx); close(done) }()
 	held := func() (n int) {
 		for _, rc := range hanging {
-			n += len(rc.deliveries())
+			n += len(rc.Deliveries())
 		}
 		return n
 	}
@@ -158,13 +160,13 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 		t.Fatalf("the hanging receivers hold %d attempts: every place", n)
 	}
 
-	fast := newReceiver(t)
+	fast := testkit.NewReceiver(t)
 	e := s.addEndpoint(fast)
 	if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 		t.Fatal(err)
 	}
 	s.webhooks.poke()
-	fast.wait(1, 3*time.Second)
+	fast.Wait(1, 3*time.Second)
 }
 
 // TestWebhookTwoServersKeepTheCapOfOneEndpoint: the cap of attempts at
@@ -173,10 +175,10 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	s := webhookServer(t, testOptions{postgres: true})
 	servers := []*testServer{s, s.anotherServer()}
-	slow := newReceiver(t)
+	slow := testkit.NewReceiver(t)
 	var mu sync.Mutex
 	var now, most int
-	slow.answerWith(func(int, delivery) int {
+	slow.AnswerWith(func(int, testkit.Delivery) int {
 		mu.Lock()
 		now++
 		most = max(most, now)
@@ -188,7 +190,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 		return http.StatusNoContent
 	})
 	e := s.addEndpoint(slow)
-	const events = 3 * maxInFlightPerEndpoint
+	const events = 3 * webhook.MaxInFlightPerEndpoint
 	for range events {
 		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
@@ -200,14 +202,14 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	for _, srv := range servers {
 		running.Go(func() { srv.webhooks.run(ctx) })
 	}
-	slow.wait(events, 20*time.Second)
+	slow.Wait(events, 20*time.Second)
 	mu.Lock()
 	m := most
 	mu.Unlock()
-	if m > maxInFlightPerEndpoint || m < 2 {
-		t.Fatalf("two servers made %d attempts at once to one endpoint, want at most %d", m, maxInFlightPerEndpoint)
+	if m > webhook.MaxInFlightPerEndpoint || m < 2 {
+		t.Fatalf("two servers made %d attempts at once to one endpoint, want at most %d", m, webhook.MaxInFlightPerEndpoint)
 	}
-	if got := slow.deliveries(); len(got) != events {
+	if got := slow.Deliveries(); len(got) != events {
 		t.Fatalf("%d deliveries of %d events: one was sent twice", len(got), events)
 	}
 }
@@ -219,8 +221,8 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
-		s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+		rc := testkit.NewReceiver(t)
+		s.addEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
 		terms := s.keyTerms("pro")
 		terms.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour)
 		s.mustCreate(terms)
@@ -249,7 +251,7 @@ func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 			t.Fatalf("%s after the expiry: marks %q, want none", keepExpiryMarks+time.Hour, marks)
 		}
 		s.deliverDue()
-		if got := rc.wait(2, 5*time.Second); len(got) != 2 {
+		if got := rc.Wait(2, 5*time.Second); len(got) != 2 {
 			t.Fatalf("the key was announced %d times, want twice: %+v", len(got), got)
 		}
 		if plan := s.queryPlan(`SELECT mark FROM webhook_notices WHERE forget_at < 5`); !strings.Contains(plan, "webhook_notices_forget") {

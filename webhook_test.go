@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
+	"petstore/internal/webhook"
 )
 
 // webhookServer is a test server whose webhooks may go to the test's
@@ -25,9 +28,9 @@ func webhookServer(t *testing.T, opts testOptions) *testServer {
 
 // addEndpoint adds an endpoint for rc taking events (none: all), and has
 // rc trust its secret.
-func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint {
+func (s *testServer) addEndpoint(rc *testkit.Receiver, events ...string) domain.WebhookEndpoint {
 	s.t.Helper()
-	terms, err := newEndpointTerms(rc.url(), events)
+	terms, err := newEndpointTerms(rc.URL(), events)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -35,7 +38,7 @@ func (s *testServer) addEndpoint(rc *receiver, events ...string) webhookEndpoint
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	rc.trust(e.Secret)
+	rc.Trust(e.Secret)
 	return e
 }
 
@@ -53,9 +56,9 @@ func (s *testServer) deliverDue() {
 }
 
 // deliveryOf is the one delivery of event id.
-func (s *testServer) deliveryOf(eventID string) webhookDelivery {
+func (s *testServer) deliveryOf(eventID string) domain.WebhookDelivery {
 	s.t.Helper()
-	ds, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{EventID: eventID})
+	ds, err := s.store.WebhookDeliveries(context.Background(), domain.DeliveryFilter{EventID: eventID})
 	if err != nil || len(ds) != 1 {
 		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
 	}
@@ -65,8 +68,8 @@ func (s *testServer) deliveryOf(eventID string) webhookDelivery {
 func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
-		only := newReceiver(t)
+		rc := testkit.NewReceiver(t)
+		only := testkit.NewReceiver(t)
 		s.addEndpoint(rc)
 		s.addEndpoint(only, "key.revoked")
 
@@ -76,7 +79,7 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A key's ban is sent; a client address's is not.
-		_, banned := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1, PerDay: 100}))
+		_, banned := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
 		s.banOf(banned, 20)
 		s.banOf("", 200)
 		s.flushAudit()
@@ -85,7 +88,7 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 		}
 		s.deliverDue()
 
-		got := rc.wait(5, 5*time.Second)
+		got := rc.Wait(5, 5*time.Second)
 		var types []string
 		for _, d := range got {
 			if !d.Verified {
@@ -105,7 +108,7 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 		if want := []string{"key.banned", "key.created", "key.created", "key.revoked", "key.rolled"}; !slices.Equal(types, want) {
 			t.Errorf("events %v, want %v", types, want)
 		}
-		if o := only.wait(1, 5*time.Second); len(o) != 1 || o[0].Event.Type != "key.revoked" || !o[0].Verified {
+		if o := only.Wait(1, 5*time.Second); len(o) != 1 || o[0].Event.Type != "key.revoked" || !o[0].Verified {
 			t.Errorf("the endpoint of key.revoked alone got %+v", o)
 		}
 	})
@@ -116,9 +119,9 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
+		rc := testkit.NewReceiver(t)
 		s.addEndpoint(rc, "key.banned", "ban.lifted")
-		admin := s.mustCreateAdmin("portal", allAdminScopes)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 		k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
 		s.banOf(key, 20)
 		s.banOf("", 200) // the address of httptest's requests
@@ -131,16 +134,16 @@ func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
 		if n := len(s.banEvents()); n != 2 {
 			t.Errorf("%d bans audited, want the key's and the address's", n)
 		}
-		if lifts, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditBanLifted}); len(lifts) != 2 {
+		if lifts, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditBanLifted}); len(lifts) != 2 {
 			t.Errorf("%d lifts audited, want the key's and the address's", len(lifts))
 		}
 		s.deliverDue()
 
-		got := rc.wait(2, 5*time.Second)
+		got := rc.Wait(2, 5*time.Second)
 		if len(got) != 2 {
 			t.Fatalf("deliveries %+v, want key.banned and ban.lifted of the key alone", got)
 		}
-		byType := make(map[string]delivery)
+		byType := make(map[string]testkit.Delivery)
 		for _, d := range got {
 			byType[d.Event.Type] = d
 		}
@@ -168,8 +171,8 @@ func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
 func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
-		rc.answerWith(func(n int, _ delivery) int {
+		rc := testkit.NewReceiver(t)
+		rc.AnswerWith(func(n int, _ testkit.Delivery) int {
 			if n == 0 {
 				return http.StatusServiceUnavailable
 			}
@@ -181,9 +184,9 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.deliverDue()
-		rc.wait(1, 5*time.Second)
+		rc.Wait(1, 5*time.Second)
 		d := s.deliveryOf(ev.ID)
-		if d.State != deliveryPending || d.Attempts != 1 || d.LastStatus != 503 {
+		if d.State != domain.DeliveryPending || d.Attempts != 1 || d.LastStatus != 503 {
 			t.Fatalf("after a 503: %+v", d)
 		}
 		if wait := d.NextAt.Sub(s.clock.now()); wait < 4500*time.Millisecond || wait > 5500*time.Millisecond {
@@ -192,14 +195,14 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 		s.deliverDue() // not due yet
 		s.clock.advance(6 * time.Second)
 		s.deliverDue()
-		got := rc.wait(2, 5*time.Second)
+		got := rc.Wait(2, 5*time.Second)
 		if len(got) != 2 || got[0].ID != ev.ID || got[1].ID != ev.ID || !got[1].Verified {
 			t.Fatalf("deliveries %+v, want two of %s", got, ev.ID)
 		}
 		if got[0].Timestamp == 0 || got[0].Signatures[0] == "" {
 			t.Fatalf("first attempt %+v", got[0])
 		}
-		if d := s.deliveryOf(ev.ID); d.State != deliveryDelivered || d.Attempts != 2 || d.LastStatus != 200 {
+		if d := s.deliveryOf(ev.ID); d.State != domain.DeliveryDelivered || d.Attempts != 2 || d.LastStatus != 200 {
 			t.Fatalf("after a 200: %+v", d)
 		}
 	})
@@ -209,54 +212,54 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		opts.env = "staging"
 		s := webhookServer(t, opts)
-		failing := newReceiver(t)
-		failing.answerWith(func(int, delivery) int { return http.StatusInternalServerError })
+		failing := testkit.NewReceiver(t)
+		failing.AnswerWith(func(int, testkit.Delivery) int { return http.StatusInternalServerError })
 		e := s.addEndpoint(failing)
 		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range len(webhookRetryDelays) + 1 {
+		for i := range len(webhook.RetryDelays) + 1 {
 			s.deliverDue()
-			failing.wait(i+1, 5*time.Second)
-			if d := s.deliveryOf(ev.ID); d.State == deliveryPending {
+			failing.Wait(i+1, 5*time.Second)
+			if d := s.deliveryOf(ev.ID); d.State == domain.DeliveryPending {
 				s.clock.advance(d.NextAt.Sub(s.clock.now()))
 			}
 		}
 		d := s.deliveryOf(ev.ID)
-		if d.State != deliveryFailed || d.Attempts != len(webhookRetryDelays)+1 {
+		if d.State != domain.DeliveryFailed || d.Attempts != len(webhook.RetryDelays)+1 {
 			t.Fatalf("after the schedule: %+v", d)
 		}
-		failed, err := s.store.WebhookDeliveries(context.Background(), deliveryFilter{Failed: true})
+		failed, err := s.store.WebhookDeliveries(context.Background(), domain.DeliveryFilter{Failed: true})
 		if err != nil || len(failed) != 1 {
 			t.Fatalf("failed deliveries %+v, %v", failed, err)
 		}
 		// Resent, it keeps its id.
-		if n, err := s.store.ResendWebhookDeliveries(context.Background(), deliveryFilter{Failed: true}, s.clock.now()); n != 1 || err != nil {
+		if n, err := s.store.ResendWebhookDeliveries(context.Background(), domain.DeliveryFilter{Failed: true}, s.clock.now()); n != 1 || err != nil {
 			t.Fatalf("resend: %d, %v", n, err)
 		}
-		failing.answerWith(nil)
+		failing.AnswerWith(nil)
 		s.deliverDue()
-		if got := failing.wait(len(webhookRetryDelays)+2, 5*time.Second); got[len(got)-1].ID != ev.ID {
+		if got := failing.Wait(len(webhook.RetryDelays)+2, 5*time.Second); got[len(got)-1].ID != ev.ID {
 			t.Fatalf("resent as %s, want %s", got[len(got)-1].ID, ev.ID)
 		}
 
-		gone := newReceiver(t)
-		gone.answerWith(func(int, delivery) int { return http.StatusGone })
+		gone := testkit.NewReceiver(t)
+		gone.AnswerWith(func(int, testkit.Delivery) int { return http.StatusGone })
 		g := s.addEndpoint(gone)
 		s.mustCreate(s.keyTerms("free"))
 		s.deliverDue()
-		gone.wait(1, 5*time.Second)
+		gone.Wait(1, 5*time.Second)
 		if ep := s.endpoint(g.ID); ep.Enabled {
 			t.Fatalf("after a 410 the endpoint is %+v, want disabled", ep)
 		}
-		events, err := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookDisabled})
-		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != serverActor || events[0].Env != "staging" {
+		events, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditWebhookDisabled})
+		if err != nil || len(events) != 1 || events[0].Details.WebhookID != g.ID || events[0].Actor != domain.ServerActor || events[0].Env != "staging" {
 			t.Fatalf("webhook.disabled events %+v, %v", events, err)
 		}
 		s.mustCreate(s.keyTerms("free"))
 		s.deliverDue()
-		if n := len(gone.deliveries()); n != 1 {
+		if n := len(gone.Deliveries()); n != 1 {
 			t.Fatalf("a disabled endpoint got %d deliveries", n)
 		}
 		if _, err := s.store.EnableWebhookEndpoint(context.Background(), g.ID, testActor, s.opts.env); err != nil {
@@ -270,15 +273,15 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 
 func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
 	s := webhookServer(t, testOptions{})
-	rc := newReceiver(t)
-	rc.answerWith(func(int, delivery) int { return http.StatusBadGateway })
+	rc := testkit.NewReceiver(t)
+	rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusBadGateway })
 	e := s.addEndpoint(rc)
 	for day := range 4 {
 		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 		s.deliverDue()
-		rc.wait(day+1, 5*time.Second)
+		rc.Wait(day+1, 5*time.Second)
 		if enabled := s.endpoint(e.ID).Enabled; enabled != (day < 3) {
 			t.Fatalf("after failing for %d days: enabled %v", day, enabled)
 		}
@@ -286,7 +289,7 @@ func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
 	}
 }
 
-func (s *testServer) endpoint(id int64) webhookEndpoint {
+func (s *testServer) endpoint(id int64) domain.WebhookEndpoint {
 	s.t.Helper()
 	endpoints, err := s.store.WebhookEndpoints(context.Background())
 	if err != nil {
@@ -298,26 +301,26 @@ func (s *testServer) endpoint(id int64) webhookEndpoint {
 		}
 	}
 	s.t.Fatalf("no endpoint %d", id)
-	return webhookEndpoint{}
+	return domain.WebhookEndpoint{}
 }
 
 func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
+		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
-		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, newWebhookSecret(), time.Hour, testActor, s.opts.env)
+		rotated, err := s.store.RotateWebhookSecret(context.Background(), e.ID, webhook.NewSecret(), time.Hour, testActor, s.opts.env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		test := func(n int, trusted string) delivery {
+		test := func(n int, trusted string) testkit.Delivery {
 			t.Helper()
-			rc.trust(trusted)
+			rc.Trust(trusted)
 			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 			s.deliverDue()
-			return rc.wait(n, 5*time.Second)[n-1]
+			return rc.Wait(n, 5*time.Second)[n-1]
 		}
 		if d := test(1, e.Secret); !d.Verified || len(d.Signatures) != 2 {
 			t.Errorf("during the overlap, a receiver with the old secret: %+v", d)
@@ -332,7 +335,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		if d := test(4, rotated.Secret); !d.Verified {
 			t.Errorf("after the overlap, the new secret: %+v", d)
 		}
-		events, _ := s.store.AuditEvents(context.Background(), auditFilter{Action: auditWebhookRotated})
+		events, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditWebhookRotated})
 		for _, ev := range events {
 			b, _ := json.Marshal(ev)
 			if strings.Contains(string(b), strings.TrimPrefix(rotated.Secret, "whsec_")) || strings.Contains(string(b), "whsec_") {
@@ -347,8 +350,8 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 
 func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
 	s := webhookServer(t, testOptions{})
-	rc := newReceiver(t)
-	s.addEndpoint(rc, webhookKeyExpiring, webhookKeyExpired)
+	rc := testkit.NewReceiver(t)
+	s.addEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
 	terms := s.keyTerms("pro")
 	terms.ExpiresAt = s.clock.now().Add(10 * 24 * time.Hour)
 	k, _ := s.mustCreate(terms)
@@ -366,7 +369,7 @@ func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
 		s.webhooks.noticeExpiries(context.Background()) // a second server, or a second look, adds nothing
 		s.deliverDue()
 		var got []string
-		for _, d := range rc.deliveries() {
+		for _, d := range rc.Deliveries() {
 			got = append(got, d.Event.Type+" "+jsonString(d.Event.Data["keyId"])+" "+jsonString(d.Event.Data["daysBefore"]))
 		}
 		return got
@@ -422,9 +425,9 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			if tc.opts.postgres {
 				servers = append(servers, s.anotherServer())
 			}
-			rc := newReceiver(t)
-			s.addEndpoint(rc, webhookQuotaThreshold)
-			k, key := s.mustCreate(s.keyTerms("enterprise", limits{PerMinute: 1000, PerDay: 10}))
+			rc := testkit.NewReceiver(t)
+			s.addEndpoint(rc, domain.WebhookQuotaThreshold)
+			k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10}))
 			settle := func() {
 				for _, srv := range servers {
 					if err := srv.quota.flush(context.Background(), srv.store.AddWebhookNotices); err != nil {
@@ -445,16 +448,16 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 				}
 			}
 			settle()
-			rc.wait(2, 5*time.Second)
+			rc.Wait(2, 5*time.Second)
 			time.Sleep(100 * time.Millisecond)
 			settle()
-			got := rc.deliveries()
+			got := rc.Deliveries()
 			if len(got) != 2 {
 				t.Fatalf("%d quota events, want 2 (80%% and 100%%): %+v", len(got), got)
 			}
 			thresholds := map[float64]map[string]any{}
 			for _, d := range got {
-				if !d.Verified || d.Event.Type != webhookQuotaThreshold {
+				if !d.Verified || d.Event.Type != domain.WebhookQuotaThreshold {
 					t.Fatalf("delivery %+v", d)
 				}
 				thresholds[d.Event.Data["threshold"].(float64)] = d.Event.Data
@@ -474,7 +477,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 				servers[i%len(servers)].do("GET", "/v1/pets", key, "")
 			}
 			settle()
-			if got := rc.wait(3, 5*time.Second); got[2].Event.Data["day"] != "2026-03-11" || got[2].Event.Data["threshold"] != float64(80) {
+			if got := rc.Wait(3, 5*time.Second); got[2].Event.Data["day"] != "2026-03-11" || got[2].Event.Data["threshold"] != float64(80) {
 				t.Errorf("the next day: %+v", got[2].Event)
 			}
 		})
@@ -486,8 +489,8 @@ func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 		m := newMetrics()
 		opts.metrics = m
 		s := webhookServer(t, opts)
-		rc := newReceiver(t)
-		rc.answerWith(func(n int, _ delivery) int { return map[bool]int{true: 500, false: 200}[n == 0] })
+		rc := testkit.NewReceiver(t)
+		rc.AnswerWith(func(n int, _ testkit.Delivery) int { return map[bool]int{true: 500, false: 200}[n == 0] })
 		e := s.addEndpoint(rc)
 		gauge := func(name string) float64 {
 			t.Helper()
@@ -507,7 +510,7 @@ func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 			t.Fatalf("waiting %v, oldest %v s; want 2 and 90", w, age)
 		}
 		s.deliverDue()
-		rc.wait(2, 5*time.Second)
+		rc.Wait(2, 5*time.Second)
 		want := map[string]float64{"delivered": 1, "retried": 1, "failed": 0}
 		if got := counterValues(t, scrape(t, m), "petstore_webhook_deliveries_total", "outcome"); !maps.Equal(got, want) {
 			t.Errorf("deliveries %v, want %v", got, want)
@@ -523,7 +526,7 @@ func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 // PostgreSQL then makes with the same webhook-id.
 func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	src := webhookServer(t, testOptions{})
-	rc := newReceiver(t)
+	rc := testkit.NewReceiver(t)
 	e := src.addEndpoint(rc)
 	ev, err := queueTest(context.Background(), src.store, e.ID, testActor, src.clock.now())
 	if err != nil {
@@ -538,11 +541,11 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	dst := webhookServer(t, testOptions{postgres: true, db: to, redis: true})
 	dst.clock.t = src.clock.now()
 	dst.deliverDue()
-	if got := rc.wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+	if got := rc.Wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
 		t.Fatalf("after the copy: %+v", got)
 	}
 	// The endpoint's id is never given again.
-	next := dst.addEndpoint(newReceiver(t))
+	next := dst.addEndpoint(testkit.NewReceiver(t))
 	if next.ID <= e.ID {
 		t.Errorf("a new endpoint after the copy has id %d, the copied one %d", next.ID, e.ID)
 	}
@@ -553,13 +556,13 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 func TestQuotaWatchCostsARequestNothing(t *testing.T) {
 	clock := newFakeClock()
 	q := newQuotaWatch(clock.now)
-	key := &apiKey{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
-	lim := limits{PerMinute: 60, PerDay: 1000}
-	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 500}) }); n != 0 {
+	key := &domain.Key{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
+	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, limits.Decision{DayCount: 500}) }); n != 0 {
 		t.Errorf("below 80%%: %v allocations a request", n)
 	}
-	q.observe(key, lim, decision{dayCount: 1000})
-	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, decision{dayCount: 1000}) }); n != 0 {
+	q.observe(key, lim, limits.Decision{DayCount: 1000})
+	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, limits.Decision{DayCount: 1000}) }); n != 0 {
 		t.Errorf("at 100%%, noticed already: %v allocations a request", n)
 	}
 	if len(q.pending) != 2 || q.pending[0].Threshold != 80 || q.pending[1].Threshold != 100 {

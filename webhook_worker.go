@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // The delivery worker: each server takes due deliveries from the outbox,
@@ -27,30 +30,20 @@ const (
 	// webhookClaimFor is how long a claimed attempt is this server's: past
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
-	webhookClaimFor = webhookTimeout + 45*time.Second
+	webhookClaimFor = webhook.Timeout + 45*time.Second
 	// expiryScanEvery is how often a server looks for keys to announce
 	// as expiring or expired.
 	expiryScanEvery = time.Minute
 	// webhookPruneEvery is how often a server forgets what the outbox no
 	// longer needs.
 	webhookPruneEvery = time.Hour
-	// failingDisableAfter: an endpoint that has failed every delivery for
-	// this long is disabled.
-	failingDisableAfter = 72 * time.Hour
-)
-
-// Delivery states.
-const (
-	deliveryPending   = "pending"
-	deliveryDelivered = "delivered"
-	deliveryFailed    = "failed"
 )
 
 // webhookWorker sends the outbox's due deliveries.
 type webhookWorker struct {
-	store   webhookStorage
-	keys    func(context.Context) ([]apiKey, error)
-	sender  *webhookSender
+	store   domain.WebhookStorage
+	keys    func(context.Context) ([]domain.Key, error)
+	sender  *webhook.Sender
 	now     func() time.Time
 	logger  *slog.Logger
 	metrics *metrics
@@ -62,7 +55,7 @@ type webhookWorker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func newWebhookWorker(store webhookStorage, keys func(context.Context) ([]apiKey, error), sender *webhookSender,
+func newWebhookWorker(store domain.WebhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhook.Sender,
 	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
 	return &webhookWorker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
@@ -114,7 +107,7 @@ func (w *webhookWorker) poke() {
 // with w.mu held.
 func (w *webhookWorker) mayStart(endpointID int64) bool {
 	free, n := webhookAttemptsAtOnce-w.running, w.inFlight[endpointID]
-	return free > 0 && n < maxInFlightPerEndpoint && (n == 0 || free > webhookPlacesForOthers)
+	return free > 0 && n < webhook.MaxInFlightPerEndpoint && (n == 0 || free > webhookPlacesForOthers)
 }
 
 // dispatch claims as many due deliveries as there is room for and starts
@@ -182,36 +175,36 @@ func (w *webhookWorker) release(endpointID int64) {
 // attempt sends c once and records what came of it. An attempt cut short
 // by the server's stop is not recorded: its claim expires and it is made
 // again.
-func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
-	r := w.sender.send(ctx, webhookAttempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+func (w *webhookWorker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
+	r := w.sender.Send(ctx, webhook.Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
 	if ctx.Err() != nil {
 		return
 	}
 	now := w.now()
-	o := deliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
+	o := domain.DeliveryOutcome{EventID: c.EventID, EndpointID: c.EndpointID, Attempts: c.Attempts + 1, At: now, Status: r.Status, Err: r.Err}
 	switch {
-	case r.delivered():
-		o.State = deliveryDelivered
+	case r.Delivered():
+		o.State = domain.DeliveryDelivered
 	case r.Status == 410:
-		o.State, o.Disable = deliveryFailed, "the receiver answered 410 Gone"
+		o.State, o.Disable = domain.DeliveryFailed, "the receiver answered 410 Gone"
 	default:
-		next, ok := nextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
-		o.State, o.NextAt = deliveryPending, next
+		next, ok := webhook.NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
+		o.State, o.NextAt = domain.DeliveryPending, next
 		if !ok {
-			o.State = deliveryFailed
+			o.State = domain.DeliveryFailed
 		}
 	}
-	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", shownURL(c.URL), "attempt", o.Attempts)
+	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", domain.ShownURL(c.URL), "attempt", o.Attempts)
 	switch o.State {
-	case deliveryDelivered:
+	case domain.DeliveryDelivered:
 		log.Info("webhook delivered", "status", r.Status)
-	case deliveryPending:
+	case domain.DeliveryPending:
 		log.Warn("webhook attempt failed; will retry", "err", r.Err, "retry_at", o.NextAt.UTC().Format(time.RFC3339))
 	default:
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
 	w.metrics.countDelivery(o.State)
-	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, serverActor, w.env)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, domain.ServerActor, w.env)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
 		return
@@ -226,7 +219,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c claimedDelivery) {
 func (w *webhookWorker) noticeExpiries(ctx context.Context) {
 	keys, err := w.keys(ctx)
 	if err == nil {
-		var notices []webhookNotice
+		var notices []domain.WebhookNotice
 		if notices, err = expiryNotices(keys, w.now()); err == nil && len(notices) > 0 {
 			err = w.store.AddWebhookNotices(ctx, notices)
 		}
@@ -239,5 +232,5 @@ func (w *webhookWorker) noticeExpiries(ctx context.Context) {
 // deliveryOutcomeNames are the outcome labels of
 // petstore_webhook_deliveries_total, by the state an attempt left.
 var deliveryOutcomeNames = map[string]string{
-	deliveryDelivered: "delivered", deliveryPending: "retried", deliveryFailed: "failed",
+	domain.DeliveryDelivered: "delivered", domain.DeliveryPending: "retried", domain.DeliveryFailed: "failed",
 }

@@ -2,125 +2,38 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/webhook"
 )
 
 // What the webhooks commands and the admin API share: the rules of an
 // endpoint's terms, and how endpoints and deliveries are shown (--json and
 // the admin API's bodies alike).
 
-// Webhook audit actions (with webhookId in their details).
-const (
-	auditWebhookAdded    = "webhook.added"
-	auditWebhookRemoved  = "webhook.removed"
-	auditWebhookRotated  = "webhook.rotated"
-	auditWebhookEnabled  = "webhook.enabled"
-	auditWebhookDisabled = "webhook.disabled"
-)
-
 // defaultWebhookOverlap is how long the old secret signs beside the new
 // one after a rotation, unless told otherwise.
 const defaultWebhookOverlap = 24 * time.Hour
 
-// parseWebhookOverlap reads a rotation's overlap: a duration of 0 or more.
-func parseWebhookOverlap(s string) (time.Duration, error) {
-	d, err := parseLifetime(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("must be a duration of 0 or more (24h, 30m, 7d; 0 drops the old secret at once), not %q", s)
-	}
-	return d, nil
-}
-
 // newEndpointTerms checks an endpoint's URL and event types; a problem is
 // invalid, naming the field (url, events).
-func newEndpointTerms(url string, events []string) (webhookEndpoint, error) {
-	if problem := webhookURLProblem(url); problem != "" {
-		return webhookEndpoint{}, errInvalid("%s", problem)
+func newEndpointTerms(url string, events []string) (domain.WebhookEndpoint, error) {
+	if problem := webhook.URLProblem(url); problem != "" {
+		return domain.WebhookEndpoint{}, domain.Invalid("%s", problem)
 	}
-	types, err := parseEventTypes(events)
+	types, err := domain.ParseEventTypes(events)
 	if err != nil {
-		return webhookEndpoint{}, errInvalid("%v", err)
+		return domain.WebhookEndpoint{}, domain.Invalid("%v", err)
 	}
-	return webhookEndpoint{URL: url, Events: types, Secret: newWebhookSecret(), Enabled: true}, nil
-}
-
-// webhookAuditEvent is the audit event of action on endpoint e, by actor
-// of env.
-func webhookAuditEvent(action string, e webhookEndpoint, actor, env string, at time.Time, why string) auditEvent {
-	return auditEvent{At: auditTime(at), Action: action, Actor: actor, Env: env, Details: auditDetails{
-		WebhookID: e.ID, URL: shownURL(e.URL), Events: e.Events, Reason: why,
-	}}
+	return domain.WebhookEndpoint{URL: url, Events: types, Secret: webhook.NewSecret(), Enabled: true}, nil
 }
 
 // queueTest queues a webhook.test event for endpoint id and returns it.
-func queueTest(ctx context.Context, store webhookStorage, id int64, actor string, now time.Time) (webhookEvent, error) {
-	ev, err := newWebhookEvent(webhookTestEvent, now, map[string]any{"webhookId": id, "actor": actor})
+func queueTest(ctx context.Context, store domain.WebhookStorage, id int64, actor string, now time.Time) (domain.WebhookEvent, error) {
+	ev, err := domain.NewWebhookEvent(domain.WebhookTestEvent, now, map[string]any{"webhookId": id, "actor": actor})
 	if err != nil {
 		return ev, err
 	}
 	return ev, store.AddWebhookEvent(ctx, ev, id)
-}
-
-// listedEndpoint is an endpoint as webhooks list and the admin API show
-// it: never its secret.
-type listedEndpoint struct {
-	ID          int64      `json:"id"`
-	URL         string     `json:"url"`
-	Events      []string   `json:"events"` // empty: every type
-	Enabled     bool       `json:"enabled"`
-	Created     time.Time  `json:"created"`
-	LastAttempt *time.Time `json:"lastAttempt"`
-	LastStatus  *int       `json:"lastStatus"` // the last answer's HTTP status; null: never tried, 0: no answer
-	LastError   string     `json:"lastError,omitempty"`
-	// RotationEnds: while the previous secret still signs, until when.
-	RotationEnds *time.Time `json:"rotationEnds,omitempty"`
-}
-
-func (e webhookEndpoint) listed(now time.Time) listedEndpoint {
-	l := listedEndpoint{
-		ID: e.ID, URL: e.URL, Events: e.Events, Enabled: e.Enabled, Created: e.CreatedAt,
-		LastAttempt: timeOrNil(e.LastAttempt), LastError: e.LastError,
-	}
-	if l.Events == nil {
-		l.Events = []string{}
-	}
-	if !e.LastAttempt.IsZero() {
-		status := e.LastStatus
-		l.LastStatus = &status
-	}
-	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
-		l.RotationEnds = timeOrNil(e.PreviousUntil)
-	}
-	return l
-}
-
-// listedDelivery is a delivery as webhooks deliveries and the admin API
-// show it.
-type listedDelivery struct {
-	EventID     string     `json:"eventId"`
-	Type        string     `json:"type"`
-	EndpointID  int64      `json:"endpointId"`
-	At          time.Time  `json:"at"`
-	State       string     `json:"state"`
-	Attempts    int        `json:"attempts"`
-	NextAttempt *time.Time `json:"nextAttempt"`
-	LastAttempt *time.Time `json:"lastAttempt"`
-	LastStatus  *int       `json:"lastStatus"`
-	LastError   string     `json:"lastError,omitempty"`
-}
-
-func (d webhookDelivery) listed() listedDelivery {
-	l := listedDelivery{
-		EventID: d.EventID, Type: d.Type, EndpointID: d.EndpointID, At: d.At, State: d.State, Attempts: d.Attempts,
-		LastAttempt: timeOrNil(d.LastAttempt), LastError: d.LastError,
-	}
-	if d.State == deliveryPending {
-		l.NextAttempt = timeOrNil(d.NextAt)
-	}
-	if !d.LastAttempt.IsZero() {
-		status := d.LastStatus
-		l.LastStatus = &status
-	}
-	return l
 }

@@ -1,8 +1,10 @@
-package main
+package limits
 
 import (
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // Leases: a server takes several tokens of a caller's minute bucket and day
@@ -14,16 +16,16 @@ import (
 // what is left; its unspent tokens go back when it ages out or the server
 // stops.
 const (
-	leaseTraffic = 100 * time.Millisecond // a lease holds about this much of a caller's traffic here
-	leaseLife    = 500 * time.Millisecond // its unspent tokens go back after this
+	LeaseTraffic = 100 * time.Millisecond // a lease holds about this much of a caller's traffic here
+	LeaseLife    = 500 * time.Millisecond // its unspent tokens go back after this
 	// leaseKeep is how long Redis holds a lease as out. A server that
 	// stopped without settling it (killed) loses its unspent tokens then,
 	// as if spent: they refill with the bucket, never sooner.
-	leaseKeep = leaseLife + time.Second
+	leaseKeep = LeaseLife + time.Second
 	// leaseShare: a lease takes at most 1/leaseShare of what is left, so
 	// near the limit it falls to one token (a round trip a request), and
 	// the last requests go to whoever asks first.
-	leaseShare  = 16
+	LeaseShare  = 16
 	returnEvery = 100 * time.Millisecond // how often aged leases are looked for
 	// forgetAfter: a caller with nothing leased is forgotten after this
 	// long without a request, so that one seen now and then is not made
@@ -36,35 +38,35 @@ const (
 	spentUnknown = 1 << 53
 )
 
-// rateCount estimates a caller's requests on this server in the last
+// RateCount estimates a caller's requests on this server in the last
 // leaseTraffic from two counts: the current period's and the one before,
 // the older weighted by the part of it still in the window.
-type rateCount struct {
+type RateCount struct {
 	start     time.Time // of the current period
 	cur, prev int64
 	last      time.Time // of the last request
 }
 
-func (c *rateCount) add(now time.Time) {
+func (c *RateCount) Add(now time.Time) {
 	c.roll(now)
 	c.cur++
 	c.last = now
 }
 
-// recent is the estimate of the requests in the leaseTraffic before now,
+// Recent is the estimate of the requests in the leaseTraffic before now,
 // rounded up.
-func (c *rateCount) recent(now time.Time) int64 {
+func (c *RateCount) Recent(now time.Time) int64 {
 	c.roll(now)
-	older := int64(leaseTraffic - now.Sub(c.start))
-	return c.cur + (c.prev*older+int64(leaseTraffic)-1)/int64(leaseTraffic)
+	older := int64(LeaseTraffic - now.Sub(c.start))
+	return c.cur + (c.prev*older+int64(LeaseTraffic)-1)/int64(LeaseTraffic)
 }
 
-func (c *rateCount) roll(now time.Time) {
+func (c *RateCount) roll(now time.Time) {
 	switch since := now.Sub(c.start); {
-	case since >= 2*leaseTraffic || since < 0:
+	case since >= 2*LeaseTraffic || since < 0:
 		c.start, c.cur, c.prev = now, 0, 0
-	case since >= leaseTraffic:
-		c.start, c.cur, c.prev = c.start.Add(leaseTraffic), 0, c.cur
+	case since >= LeaseTraffic:
+		c.start, c.cur, c.prev = c.start.Add(LeaseTraffic), 0, c.cur
 	}
 }
 
@@ -91,11 +93,11 @@ type leaseAsk struct {
 // holding it as out, and before Redis's midnight.
 type lease struct {
 	key     any // the Redis key of the caller's state, boxed for the script
-	mu      sync.Mutex
+	Mu      sync.Mutex
 	evicted bool // forgotten by toSettle: look the caller up again
-	rate    rateCount
-	lim     limits // the figures the tokens were taken under
-	left    int64  // tokens not spent yet
+	rate    RateCount
+	lim     domain.Limits // the figures the tokens were taken under
+	Left    int64         // tokens not spent yet
 	// out: Redis holds this server's lease of the caller as out, until a
 	// run settles it (or it expires there).
 	out       bool
@@ -112,11 +114,11 @@ type lease struct {
 
 // spend takes a token for a request at now under lim, if a live one is
 // left, and returns the caller's state as this server sees it then.
-func (l *lease) spend(now time.Time, lim limits) (scriptAnswer, bool) {
-	if l.left == 0 || !now.Before(l.until) || l.lim != lim {
+func (l *lease) spend(now time.Time, lim domain.Limits) (scriptAnswer, bool) {
+	if l.Left == 0 || !now.Before(l.until) || l.lim != lim {
 		return scriptAnswer{}, false
 	}
-	l.left--
+	l.Left--
 	l.lastSpent = now
 	return l.view(now), true
 }
@@ -127,42 +129,42 @@ func (l *lease) spend(now time.Time, lim limits) (scriptAnswer, bool) {
 // server may have taken it.
 func (l *lease) view(now time.Time) scriptAnswer {
 	a := l.answer
-	a.nowMs += now.Sub(l.sent).Milliseconds()
-	a.leased = l.left
+	a.NowMs += now.Sub(l.sent).Milliseconds()
+	a.leased = l.Left
 	return a
 }
 
 // live is how many tokens of the lease a request at now could spend.
-func (l *lease) live(now time.Time, lim limits) int64 {
+func (l *lease) live(now time.Time, lim domain.Limits) int64 {
 	if !now.Before(l.until) || l.lim != lim {
 		return 0
 	}
-	return l.left
+	return l.Left
 }
 
 // settle starts a run, sent at now, that settles the lease: its unspent
 // tokens go back, and want tokens are asked for. It returns the run's part;
 // the caller reports how it ended through settled.
 func (l *lease) settle(owner string, want int64, now time.Time) leaseAsk {
-	ask := leaseAsk{owner: owner, giveBack: l.left, spentBy: spentUnknown, want: want}
+	ask := leaseAsk{owner: owner, giveBack: l.Left, spentBy: spentUnknown, want: want}
 	switch {
 	case l.out && l.lastSpent.IsZero():
-		ask.spentBy = l.answer.nowMs
+		ask.spentBy = l.answer.NowMs
 	case l.out:
-		ask.spentBy = l.answer.nowMs + 1 + ceilMilliseconds(l.lastSpent.Sub(l.sent))
+		ask.spentBy = l.answer.NowMs + 1 + ceilMilliseconds(l.lastSpent.Sub(l.sent))
 	}
-	l.left, l.out, l.lastSpent, l.sent = 0, false, time.Time{}, now
+	l.Left, l.out, l.lastSpent, l.sent = 0, false, time.Time{}, now
 	l.renewing = true
 	return ask
 }
 
 // settled ends the run settle started: a is its answer under lim when
 // Redis answered it, and the tokens it leased are this server's.
-func (l *lease) settled(a scriptAnswer, answered bool, lim limits) {
-	if answered && a.status == scriptAllowed && a.leased > 0 {
-		toMidnight := time.Duration((a.day+1)*86_400_000-a.nowMs-1) * time.Millisecond
-		l.answer, l.lim, l.left, l.out = a, lim, a.leased, true
-		l.until = l.sent.Add(min(leaseLife, toMidnight))
+func (l *lease) settled(a scriptAnswer, answered bool, lim domain.Limits) {
+	if answered && a.Status == ScriptAllowed && a.leased > 0 {
+		toMidnight := time.Duration((a.Day+1)*86_400_000-a.NowMs-1) * time.Millisecond
+		l.answer, l.lim, l.Left, l.out = a, lim, a.leased, true
+		l.until = l.sent.Add(min(LeaseLife, toMidnight))
 	}
 	l.renewing = false
 	l.settledRuns++
@@ -183,23 +185,23 @@ func ceilMilliseconds(d time.Duration) int64 {
 
 // leases are this server's leases, one a caller.
 type leases struct {
-	owner string                   // this server's name in the lease records in Redis
-	key   func(id callerID) string // the Redis key of a caller's state
-	mu    sync.Mutex
-	m     map[callerID]*lease
+	owner string                          // this server's name in the lease records in Redis
+	key   func(id domain.CallerID) string // the Redis key of a caller's state
+	Mu    sync.Mutex
+	M     map[domain.CallerID]*lease
 	peak  int // most leases held since the map was last made anew
 }
 
 // get returns id's lease, a new empty one the first time.
-func (ls *leases) get(id callerID) *lease {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	l := ls.m[id]
+func (ls *leases) get(id domain.CallerID) *lease {
+	ls.Mu.Lock()
+	defer ls.Mu.Unlock()
+	l := ls.M[id]
 	if l == nil {
 		l = &lease{key: ls.key(id)}
-		l.runEnded.L = &l.mu
-		ls.m[id] = l
-		ls.peak = max(ls.peak, len(ls.m))
+		l.runEnded.L = &l.Mu
+		ls.M[id] = l
+		ls.peak = max(ls.peak, len(ls.M))
 	}
 	return l
 }
@@ -208,15 +210,15 @@ func (ls *leases) get(id callerID) *lease {
 // server's live lease of the caller, the caller's to spend; or it starts
 // settling a lease that aged out, in the look's run: held is that lease, to
 // be told how the run ended (settled).
-func (ls *leases) look(id callerID, now time.Time, lim limits) (live int64, held *lease, ask leaseAsk) {
-	ls.mu.Lock()
-	l := ls.m[id]
-	ls.mu.Unlock()
+func (ls *leases) look(id domain.CallerID, now time.Time, lim domain.Limits) (live int64, held *lease, ask leaseAsk) {
+	ls.Mu.Lock()
+	l := ls.M[id]
+	ls.Mu.Unlock()
 	if l == nil {
 		return 0, nil, leaseAsk{}
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
 	if live = l.live(now, lim); live > 0 || !l.out || l.renewing {
 		return live, nil, leaseAsk{}
 	}
@@ -225,7 +227,7 @@ func (ls *leases) look(id callerID, now time.Time, lim limits) (live int64, held
 
 // heldLease is a lease being settled, with its caller and the run's part.
 type heldLease struct {
-	id  callerID
+	id  domain.CallerID
 	l   *lease
 	ask leaseAsk
 }
@@ -235,20 +237,20 @@ type heldLease struct {
 // leased and no request lately.
 func (ls *leases) toSettle(now time.Time, all bool) []heldLease {
 	var held []heldLease
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	for id, l := range ls.m {
-		l.mu.Lock()
+	ls.Mu.Lock()
+	defer ls.Mu.Unlock()
+	for id, l := range ls.M {
+		l.Mu.Lock()
 		switch {
 		case l.renewing:
 		case l.out && (all || !now.Before(l.until)):
 			held = append(held, heldLease{id, l, l.settle(ls.owner, 0, now)})
 		case !l.out && now.Sub(l.rate.last) >= forgetAfter:
 			l.evicted = true
-			delete(ls.m, id)
+			delete(ls.M, id)
 		}
-		l.mu.Unlock()
+		l.Mu.Unlock()
 	}
-	shrink(&ls.m, &ls.peak)
+	shrink(&ls.M, &ls.peak)
 	return held
 }

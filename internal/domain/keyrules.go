@@ -1,45 +1,45 @@
 // The rules of a key's life that hold whoever changes it (the CLI, the
 // admin API) and whichever engine stores it.
 
-package main
+package domain
 
 import (
 	"strings"
 	"time"
 )
 
-// rollable refuses to roll a key that no longer works, or that was rolled
+// Rollable refuses to roll a key that no longer works, or that was rolled
 // already (its successor is the one to roll).
-func rollable(k apiKey, now time.Time) error {
+func Rollable(k Key, now time.Time) error {
 	switch {
 	case !k.RevokedAt.IsZero():
-		return errInvalid("key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
+		return Invalid("key %d was revoked at %s: a revoked key cannot be rolled; create a new one",
 			k.ID, k.RevokedAt.Format(time.RFC3339))
-	case k.expiredAt(now):
-		return errInvalid("key %d expired at %s: an expired key cannot be rolled; create a new one",
+	case k.ExpiredAt(now):
+		return Invalid("key %d expired at %s: an expired key cannot be rolled; create a new one",
 			k.ID, k.ExpiresAt.Format(time.RFC3339))
 	case k.RolledTo != 0:
-		return errInvalid("key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
+		return Invalid("key %d was rolled to key %d already: roll key %d instead", k.ID, k.RolledTo, k.RolledTo)
 	}
 	return nil
 }
 
-// successor is the key that replaces old in a roll: the same name, plan,
+// Successor is the key that replaces old in a roll: the same name, plan,
 // figures, environment, scopes and expiry (a roll changes the secret, not
 // the terms), spending old's rate-limit budget.
-func successor(old apiKey, hash []byte) apiKey {
-	return apiKey{
+func Successor(old Key, hash []byte) Key {
+	return Key{
 		Hash: hash, Name: old.Name, Plan: old.Plan, PerMinute: old.PerMinute, PerDay: old.PerDay, Env: old.Env,
 		Scopes: old.Scopes, ExpiresAt: old.ExpiresAt, BudgetID: old.BudgetID,
 	}
 }
 
-// rollEnd is when the old key of a roll stops: overlap from now, rounded up
+// RollEnd is when the old key of a roll stops: overlap from now, rounded up
 // to a second, or at once for no overlap; its own expiry when that is sooner.
-func rollEnd(old apiKey, now time.Time, overlap time.Duration) time.Time {
+func RollEnd(old Key, now time.Time, overlap time.Duration) time.Time {
 	end := now.UTC().Truncate(time.Second)
 	if overlap > 0 {
-		end = ceilSecond(now.Add(overlap)).UTC()
+		end = CeilSecond(now.Add(overlap)).UTC()
 	}
 	if !old.ExpiresAt.IsZero() && old.ExpiresAt.Before(end) {
 		return old.ExpiresAt
@@ -52,69 +52,69 @@ func rollEnd(old apiKey, now time.Time, overlap time.Duration) time.Time {
 type keyFields struct{ plan, perMinute, perDay string }
 
 var (
-	flagFields = keyFields{"--plan", "--rpm", "--rpd"}
-	jsonFields = keyFields{"plan", "perMinute", "perDay"}
+	FlagFields = keyFields{"--plan", "--rpm", "--rpd"}
+	JSONFields = keyFields{"plan", "perMinute", "perDay"}
 )
 
-// maxLimit caps an enterprise key's requests per minute and per day (README.md,
-// "Plans and limits"): far above any plan, and low enough that every figure
+// MaxLimit caps an enterprise key's requests per minute and per day (README.md,
+// "Plans and Limits"): far above any plan, and low enough that every figure
 // the limiters work out from it (tokens in 1/60000 parts, in a double in
 // Redis's script) stays exact and every header stays a count of 0 or more.
-const maxLimit = 1_000_000_000
+const MaxLimit = 1_000_000_000
 
-// limitsOf are the limits of plan: its published figures, or for
+// LimitsOf are the Limits of plan: its published figures, or for
 // enterprise perMinute and perDay, which only enterprise takes (0: not
 // given). A refusal is invalid_request naming the field by f.
-func limitsOf(plan string, perMinute, perDay int64, f keyFields) (limits, error) {
+func LimitsOf(plan string, perMinute, perDay int64, f keyFields) (Limits, error) {
 	if plan == "enterprise" {
 		switch {
 		case perMinute < 1 || perDay < 1:
-			return limits{}, errInvalid("the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
-		case perMinute > maxLimit:
-			return limits{}, errInvalid("%s must be at most %d, not %d", f.perMinute, maxLimit, perMinute)
-		case perDay > maxLimit:
-			return limits{}, errInvalid("%s must be at most %d, not %d", f.perDay, maxLimit, perDay)
+			return Limits{}, Invalid("the enterprise plan needs %s and %s, each 1 or more", f.perMinute, f.perDay)
+		case perMinute > MaxLimit:
+			return Limits{}, Invalid("%s must be at most %d, not %d", f.perMinute, MaxLimit, perMinute)
+		case perDay > MaxLimit:
+			return Limits{}, Invalid("%s must be at most %d, not %d", f.perDay, MaxLimit, perDay)
 		}
-		return limits{PerMinute: perMinute, PerDay: perDay}, nil
+		return Limits{PerMinute: perMinute, PerDay: perDay}, nil
 	}
-	lim, ok := plans[plan]
+	lim, ok := Plans[plan]
 	switch {
 	case plan == "":
-		return limits{}, errInvalid("%s is required: free, pro, business or enterprise", f.plan)
+		return Limits{}, Invalid("%s is required: free, pro, business or enterprise", f.plan)
 	case !ok:
-		return limits{}, errInvalid("unknown plan %q: choose free, pro, business or enterprise", plan)
+		return Limits{}, Invalid("unknown plan %q: choose free, pro, business or enterprise", plan)
 	case perMinute != 0 || perDay != 0:
-		return limits{}, errInvalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
+		return Limits{}, Invalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
 	}
 	return lim, nil
 }
 
-// planName is the plan a client or operator wrote, in any case (the
+// PlanName is the plan a client or operator wrote, in any case (the
 // README's table writes "Pro"), as it is kept.
-func planName(written string) string { return strings.ToLower(written) }
+func PlanName(written string) string { return strings.ToLower(written) }
 
-// knownPlan tells whether plan is one: those of plans, and enterprise.
-func knownPlan(plan string) bool {
-	_, ok := plans[plan]
+// KnownPlan tells whether plan is one: those of plans, and enterprise.
+func KnownPlan(plan string) bool {
+	_, ok := Plans[plan]
 	return ok || plan == "enterprise"
 }
 
-// keyChange is a change of a key in place (PATCH /admin/v1/keys/{id}, keys
+// KeyChange is a change of a key in place (PATCH /admin/v1/keys/{id}, keys
 // update): each field set is changed, the others kept.
-type keyChange struct {
+type KeyChange struct {
 	Plan              *string
 	PerMinute, PerDay *int64
 	Name              *string
-	Scopes            *scopeSet
+	Scopes            *ScopeSet
 	Expires           *time.Time // the zero time: never
 	ExternalID        *string    // "": none
 }
 
-// apply is k changed at now; a revoked key, or terms that break the rules
+// Apply is k changed at now; a revoked key, or terms that break the rules
 // of keys create, are refused, naming the field by f.
-func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
+func (c KeyChange) Apply(k Key, now time.Time, f keyFields) (Key, error) {
 	if !k.RevokedAt.IsZero() {
-		return k, errInvalid("key %d was revoked at %s: a revoked key cannot be changed", k.ID, k.RevokedAt.Format(time.RFC3339))
+		return k, Invalid("key %d was revoked at %s: a revoked key cannot be changed", k.ID, k.RevokedAt.Format(time.RFC3339))
 	}
 	plan := k.Plan
 	if c.Plan != nil {
@@ -133,9 +133,9 @@ func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 			perDay = *c.PerDay
 		}
 	} else if c.PerMinute != nil || c.PerDay != nil {
-		return k, errInvalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
+		return k, Invalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
 	}
-	lim, err := limitsOf(plan, perMinute, perDay, f)
+	lim, err := LimitsOf(plan, perMinute, perDay, f)
 	if err != nil {
 		return k, err
 	}
@@ -148,7 +148,7 @@ func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 	}
 	if c.Expires != nil {
 		if !c.Expires.IsZero() && !c.Expires.After(now) {
-			return k, errInvalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
+			return k, Invalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
 		}
 		k.ExpiresAt = *c.Expires
 	}
@@ -158,9 +158,9 @@ func (c keyChange) apply(k apiKey, now time.Time, f keyFields) (apiKey, error) {
 	return k, nil
 }
 
-// keyFilter picks the keys of a report (keys list --idle --expiring, GET
+// KeyFilter picks the keys of a report (keys list --idle --expiring, GET
 // /admin/v1/keys): each field set narrows it.
-type keyFilter struct {
+type KeyFilter struct {
 	Plan       string
 	Idle       time.Duration // not used for at least this long; a key never used counts from its creation
 	Expiring   time.Duration // not yet expired, and expires within this long
@@ -171,8 +171,8 @@ type keyFilter struct {
 	Search string
 }
 
-// picks tells whether f picks k at now.
-func (f keyFilter) picks(k apiKey, now time.Time) bool {
+// Picks tells whether f picks k at now.
+func (f KeyFilter) Picks(k Key, now time.Time) bool {
 	switch {
 	case f.Plan != "" && k.Plan != f.Plan:
 		return false
@@ -182,7 +182,7 @@ func (f keyFilter) picks(k apiKey, now time.Time) bool {
 		return false
 	case f.Revoked != nil && *f.Revoked == k.RevokedAt.IsZero():
 		return false
-	case f.Expiring > 0 && (k.ExpiresAt.IsZero() || k.expiredAt(now) || k.ExpiresAt.After(now.Add(f.Expiring))):
+	case f.Expiring > 0 && (k.ExpiresAt.IsZero() || k.ExpiredAt(now) || k.ExpiresAt.After(now.Add(f.Expiring))):
 		return false
 	}
 	if f.Idle > 0 {
@@ -197,27 +197,27 @@ func (f keyFilter) picks(k apiKey, now time.Time) bool {
 	return true
 }
 
-// pick is the keys f picks at now, in their order.
-func (f keyFilter) pick(keys []apiKey, now time.Time) []apiKey {
-	var picked []apiKey
+// Pick is the keys f picks at now, in their order.
+func (f KeyFilter) Pick(keys []Key, now time.Time) []Key {
+	var picked []Key
 	for _, k := range keys {
-		if f.picks(k, now) {
+		if f.Picks(k, now) {
 			picked = append(picked, k)
 		}
 	}
 	return picked
 }
 
-// reportSpan reads a duration of a report's filter (--idle, idle=): a
+// ReportSpan reads a duration of a report's filter (--idle, idle=): a
 // duration above zero (30d, 12h); "" not given is none. A refusal is
 // invalid_request naming field.
-func reportSpan(field, value string, given bool) (time.Duration, error) {
+func ReportSpan(field, value string, given bool) (time.Duration, error) {
 	if value == "" && !given {
 		return 0, nil
 	}
-	d, err := parseLifetime(value)
+	d, err := ParseLifetime(value)
 	if err != nil || d <= 0 || strings.TrimSpace(value) != value {
-		return 0, errInvalid("%s must be a duration above zero (30d, 7d, 12h), not %q", field, value)
+		return 0, Invalid("%s must be a duration above zero (30d, 7d, 12h), not %q", field, value)
 	}
 	return d, nil
 }

@@ -1,4 +1,4 @@
-package main
+package domain
 
 import (
 	"fmt"
@@ -16,12 +16,12 @@ const maxNameLen = 64
 // another) and the line and paragraph separators.
 var hiddenCharacters = []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp}
 
-// checkName is the rule for a name a person gives something (field says
+// CheckName is the rule for a name a person gives something (field says
 // where it came from, such as "--name"): printable text, valid UTF-8, at
 // most 64 characters, so that keys list, the audit trail and a terminal
 // show it as it is. The error names the rule; callers make it a usage
 // error or a 400.
-func checkName(field, value string) error {
+func CheckName(field, value string) error {
 	const rule = "printable text of at most %d characters (valid UTF-8, no control, format or line-separator characters)"
 	// encoding/json turns invalid UTF-8 and lone surrogates into U+FFFD
 	// without a word, as /v1 refuses in a pet's name: refused alike.

@@ -1,4 +1,4 @@
-package main
+package webhook
 
 import (
 	"context"
@@ -19,21 +19,21 @@ import (
 var errLocalNetwork = errors.New("the receiver's address is on this host or a local network " +
 	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
 
-// addressGuard refuses the addresses a webhook may not reach. A nil
+// AddressGuard refuses the addresses a webhook may not reach. A nil
 // *addressGuard, a server's with --webhook-allow-private, refuses none.
-type addressGuard struct {
+type AddressGuard struct {
 	// own lists the host's own addresses, asked at each check: a public
 	// address of this host is this host all the same.
 	own func() []netip.Addr
 }
 
-// newAddressGuard is the guard of a server started with allowPrivate
+// NewAddressGuard is the guard of a server started with allowPrivate
 // (nil) or without it.
-func newAddressGuard(allowPrivate bool) *addressGuard {
+func NewAddressGuard(allowPrivate bool) *AddressGuard {
 	if allowPrivate {
 		return nil
 	}
-	return &addressGuard{own: interfaceAddrs}
+	return &AddressGuard{own: interfaceAddrs}
 }
 
 // interfaceAddrs are the addresses of this host's interfaces.
@@ -64,7 +64,7 @@ var (
 // private (RFC 1918 and IPv6 unique-local), shared, link-local,
 // unspecified or multicast, in 0.0.0.0/8, one of the host's own, or NAT64
 // of any of these.
-func (g *addressGuard) refused(addr netip.Addr) bool {
+func (g *AddressGuard) refused(addr netip.Addr) bool {
 	if g == nil {
 		return false
 	}
@@ -89,7 +89,7 @@ func (g *addressGuard) refused(addr netip.Addr) bool {
 // control is the dialer's check of each address it connects to, after
 // DNS: a name that resolves to a refused address is refused too. The error
 // does not name the address.
-func (g *addressGuard) control(network, address string, _ syscall.RawConn) error {
+func (g *AddressGuard) control(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil || g.refused(ap.Addr()) {
 		return fmt.Errorf("dial %s: %w", network, errLocalNetwork)
@@ -97,11 +97,11 @@ func (g *addressGuard) control(network, address string, _ syscall.RawConn) error
 	return nil
 }
 
-// urlProblem says why a server with this guard would refuse every delivery
+// URLProblem says why a server with this guard would refuse every delivery
 // to raw (an endpoint URL webhookURLProblem accepts): its host is, or
 // resolves to, a refused address. A name that does not resolve now is no
 // problem: the sender checks again at each attempt.
-func (g *addressGuard) urlProblem(ctx context.Context, raw string) string {
+func (g *AddressGuard) URLProblem(ctx context.Context, raw string) string {
 	u, err := url.Parse(raw)
 	if g == nil || err != nil {
 		return ""

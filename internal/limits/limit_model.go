@@ -1,8 +1,17 @@
-package main
+package limits
 
 import (
 	"math"
 	"time"
+
+	"petstore/internal/domain"
+)
+
+// The codes of a refusal, as the Error shape names them (errors.go's
+// table takes them from here): the limiter's answer carries one.
+const (
+	CodeRateLimited       = "rate_limited"
+	CodeTemporarilyBanned = "temporarily_banned"
 )
 
 // The limit rules, written once: limitRules decides one run (a request or a
@@ -15,16 +24,16 @@ import (
 
 // The status of a run, the script's answer's first number.
 const (
-	scriptAllowed  = 0 // allowed, or a look at a caller that is not banned
+	ScriptAllowed  = 0 // allowed, or a look at a caller that is not banned
 	scriptLimited  = 1 // refused for a while (retryAfter)
 	scriptBanned   = 2 // refused during a ban
-	scriptNeedSeed = 3 // the day count is missing: run again with a seed
+	ScriptNeedSeed = 3 // the day count is missing: run again with a seed
 	scriptBanStart = 4 // this very run started the ban
 )
 
 // limitFigures are a caller's allowances and the ban settings.
 type limitFigures struct {
-	limits
+	domain.Limits
 	banAfter int64         // requests allowed during a wait before a ban
 	banFor   time.Duration // how long a ban lasts
 	// durable: an API key, whose day count is also stored in the database:
@@ -92,7 +101,7 @@ type limitAnswer struct {
 // the caller's state after it.
 func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
 	now := run.now
-	today := unixDay(now)
+	today := UnixDay(now)
 	a := limitAnswer{now: now, day: today}
 	if !run.lift.IsZero() {
 		if !s.bannedUntil.After(run.lift) {
@@ -110,7 +119,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		case !f.durable:
 			s.dayCount = 0
 		case run.seed < 0:
-			a.status = scriptNeedSeed
+			a.status = ScriptNeedSeed
 			return s, a
 		default:
 			s.dayCount = run.seed // set only while the count is missing: the first seed wins
@@ -166,7 +175,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		take := int64(1)
 		if run.lease.owner != "" && run.lease.want > 1 {
 			left := min(int64(math.Floor(tokens)), f.PerDay-s.dayCount)
-			take = max(1, min(run.lease.want, left/leaseShare))
+			take = max(1, min(run.lease.want, left/LeaseShare))
 		}
 		tokens -= float64(take)
 		s.dayCount += take
@@ -178,7 +187,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		a.write = true
 		var wait time.Duration
 		if s.dayCount >= f.PerDay {
-			wait = nextMidnight(now).Sub(now)
+			wait = NextMidnight(now).Sub(now)
 		} else {
 			wait = time.Duration(math.Ceil((1 - tokens) / run.perSecond * float64(time.Second)))
 		}
@@ -225,30 +234,30 @@ func settleLeases(leases []leaseOut, owner string, nowMs, tokens, until int64) [
 // standing is what a run's answer tells the caller, under lim with the
 // RateLimit-Policy header policy, with both windows when asked: the tokens
 // leased to the asking server are the caller's to spend.
-func (a limitAnswer) standing(lim limits, policy string, perSecond float64, both bool) standing {
-	s := standing{decision: a.decision(lim, policy, perSecond)}
+func (a limitAnswer) standing(lim domain.Limits, policy string, perSecond float64, both bool) Standing {
+	s := Standing{Decision: a.decision(lim, policy, perSecond)}
 	if both {
-		s.minute, s.day = windows(a.now, lim, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
+		s.Minute, s.Day = windows(a.now, lim, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
 	}
 	return s
 }
 
 // decision is the part of standing a request is answered with: allow runs
 // on every request, and needs neither window apart.
-func (a limitAnswer) decision(lim limits, policy string, perSecond float64) decision {
+func (a limitAnswer) decision(lim domain.Limits, policy string, perSecond float64) Decision {
 	d := report(a.now, lim, policy, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
-	d.today = unixDay(a.now)
+	d.Today = UnixDay(a.now)
 	switch a.status {
-	case scriptAllowed:
-		d.allowed = true
+	case ScriptAllowed:
+		d.Allowed = true
 	case scriptLimited:
-		d.code, d.retryAfter = codeRateLimited, a.retryAfter
+		d.Code, d.RetryAfter = CodeRateLimited, a.retryAfter
 		// The rules refuse for the day once its count, every lease out
 		// included, has reached the quota.
-		d.overQuota = a.dayCount >= lim.PerDay
+		d.OverQuota = a.dayCount >= lim.PerDay
 	case scriptBanned, scriptBanStart:
 		d = reportBan(d, a.now, a.bannedUntil)
-		d.banStarted = a.status == scriptBanStart
+		d.BanStarted = a.status == scriptBanStart
 	}
 	return d
 }
@@ -258,36 +267,36 @@ func (a limitAnswer) decision(lim limits, policy string, perSecond float64) deci
 // today: the window with fewer requests left, or on a tie the one that is
 // full again sooner. Both limiters describe their callers through it, so
 // that their headers agree.
-func report(now time.Time, lim limits, policy string, tokens, perSecond float64, dayCount int64) decision {
+func report(now time.Time, lim domain.Limits, policy string, tokens, perSecond float64, dayCount int64) Decision {
 	minute, day := windows(now, lim, tokens, perSecond, dayCount)
-	d := decision{policy: policy, window: "day", limit: day.limit, remaining: day.remaining, reset: day.reset, resetIn: day.resetIn,
-		dayCount: dayCount}
-	if minute.remaining < day.remaining || (minute.remaining == day.remaining && !minute.reset.After(day.reset)) {
-		d.window, d.limit, d.remaining, d.reset, d.resetIn = "minute", minute.limit, minute.remaining, minute.reset, minute.resetIn
+	d := Decision{Policy: policy, Window: "day", Limit: day.Limit, Remaining: day.Remaining, Reset: day.Reset, ResetIn: day.resetIn,
+		DayCount: dayCount}
+	if minute.Remaining < day.Remaining || (minute.Remaining == day.Remaining && !minute.Reset.After(day.Reset)) {
+		d.Window, d.Limit, d.Remaining, d.Reset, d.ResetIn = "minute", minute.Limit, minute.Remaining, minute.Reset, minute.resetIn
 	}
 	return d
 }
 
 // windows are both windows of a caller, as report sees them.
-func windows(now time.Time, lim limits, tokens, perSecond float64, dayCount int64) (minute, day window) {
+func windows(now time.Time, lim domain.Limits, tokens, perSecond float64, dayCount int64) (minute, day Window) {
 	refill := refillTime(lim, tokens, perSecond)
-	minute = window{lim.PerMinute, int64(math.Floor(tokens)), ceilSecond(now.Add(refill)), roundUpSecond(refill)}
-	dayReset := nextMidnight(now)
+	minute = Window{lim.PerMinute, int64(math.Floor(tokens)), domain.CeilSecond(now.Add(refill)), roundUpSecond(refill)}
+	dayReset := NextMidnight(now)
 	// roundUpSecond(dayReset.Sub(now)) in whole seconds, as dayReset is
 	// one: without Sub's work on a time with a monotonic reading.
-	day = window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, time.Duration(dayReset.Unix()-now.Unix()) * time.Second}
+	day = Window{lim.PerDay, max(0, lim.PerDay-dayCount), dayReset, time.Duration(dayReset.Unix()-now.Unix()) * time.Second}
 	return minute, day
 }
 
 // refillTime is how long a minute bucket holding tokens takes to be full.
-func refillTime(lim limits, tokens, perSecond float64) time.Duration {
+func refillTime(lim domain.Limits, tokens, perSecond float64) time.Duration {
 	return time.Duration(math.Ceil((float64(lim.PerMinute) - tokens) / perSecond * float64(time.Second)))
 }
 
 // reportBan turns d into the answer during a ban that lasts until until:
 // nothing left until it ends.
-func reportBan(d decision, now, until time.Time) decision {
-	d.code, d.retryAfter, d.bannedUntil = codeTemporarilyBanned, wholeSeconds(until.Sub(now)), until
-	d.remaining, d.reset, d.resetIn = 0, ceilSecond(until), d.retryAfter
+func reportBan(d Decision, now, until time.Time) Decision {
+	d.Code, d.RetryAfter, d.BannedUntil = CodeTemporarilyBanned, wholeSeconds(until.Sub(now)), until
+	d.Remaining, d.Reset, d.ResetIn = 0, domain.CeilSecond(until), d.RetryAfter
 	return d
 }

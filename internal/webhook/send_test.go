@@ -1,4 +1,4 @@
-package main
+package webhook
 
 import (
 	"bufio"
@@ -11,15 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 )
 
 func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
-	rc := newReceiver(t)
-	old, current := newWebhookSecret(), newWebhookSecret()
-	oldKey, _ := webhookSecretKey(old)
-	currentKey, _ := webhookSecretKey(current)
-	sender := newWebhookSender(nil, time.Now)
+	rc := testkit.NewReceiver(t)
+	old, current := NewSecret(), NewSecret()
+	oldKey, _ := domain.WebhookSecretKey(old)
+	currentKey, _ := domain.WebhookSecretKey(current)
+	sender := NewSender(nil, "petstore/test", time.Now)
 	body := []byte(`{"type":"webhook.test","timestamp":"2026-11-25T12:00:00Z","data":{}}`)
 
 	tests := []struct {
@@ -33,12 +34,12 @@ func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc.trust(tt.trusted...)
-			r := sender.send(context.Background(), webhookAttempt{URL: rc.url(), ID: "msg_test", Body: body, Keys: tt.keys})
-			if !r.delivered() || r.Status != http.StatusNoContent {
+			rc.Trust(tt.trusted...)
+			r := sender.Send(context.Background(), Attempt{URL: rc.URL(), ID: "msg_test", Body: body, Keys: tt.keys})
+			if !r.Delivered() || r.Status != http.StatusNoContent {
 				t.Fatalf("attempt = %+v, want delivered with 204", r)
 			}
-			d := rc.wait(i+1, 5*time.Second)[i]
+			d := rc.Wait(i+1, 5*time.Second)[i]
 			if !d.Verified {
 				t.Fatalf("the receiver could not verify %+v", d)
 			}
@@ -51,9 +52,9 @@ func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 		})
 	}
 	t.Run("a secret the receiver does not know fails its check", func(t *testing.T) {
-		rc.trust(newWebhookSecret())
-		sender.send(context.Background(), webhookAttempt{URL: rc.url(), ID: "msg_x", Body: body, Keys: [][]byte{currentKey}})
-		got := rc.wait(len(tests)+1, 5*time.Second)
+		rc.Trust(NewSecret())
+		sender.Send(context.Background(), Attempt{URL: rc.URL(), ID: "msg_x", Body: body, Keys: [][]byte{currentKey}})
+		got := rc.Wait(len(tests)+1, 5*time.Second)
 		if got[len(got)-1].Verified {
 			t.Fatal("a delivery signed with another secret was verified: the receiver's check is not a check")
 		}
@@ -61,12 +62,12 @@ func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 }
 
 func TestWebhookSecretShape(t *testing.T) {
-	s := newWebhookSecret()
-	key, err := webhookSecretKey(s)
+	s := NewSecret()
+	key, err := domain.WebhookSecretKey(s)
 	if !strings.HasPrefix(s, "whsec_") || err != nil || len(key) != 32 {
 		t.Fatalf("secret %q: %d bytes, %v", s, len(key), err)
 	}
-	if s == newWebhookSecret() {
+	if s == NewSecret() {
 		t.Fatal("two secrets are equal")
 	}
 }
@@ -103,8 +104,8 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(tt.handler)
 			defer srv.Close()
-			r := fastSender().send(context.Background(), webhookAttempt{URL: srv.URL + "/?token=hidden", ID: "msg_1", Body: []byte(`{}`)})
-			if r.delivered() || r.Status != tt.status || !strings.Contains(r.Err, tt.errHas) {
+			r := fastSender().Send(context.Background(), Attempt{URL: srv.URL + "/?token=hidden", ID: "msg_1", Body: []byte(`{}`)})
+			if r.Delivered() || r.Status != tt.status || !strings.Contains(r.Err, tt.errHas) {
 				t.Fatalf("attempt = %+v, want status %d and an error with %q", r, tt.status, tt.errHas)
 			}
 		})
@@ -112,8 +113,8 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 
 	t.Run("garbage instead of HTTP", func(t *testing.T) {
 		addr := rawServer(t, func(c net.Conn) { c.Write([]byte("this is not HTTP at all\r\n\r\n")) })
-		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://user:pw@" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
-		if r.delivered() || r.Status != 0 {
+		r := fastSender().Send(context.Background(), Attempt{URL: "http://user:pw@" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
+		if r.Delivered() || r.Status != 0 {
 			t.Fatalf("attempt = %+v", r)
 		}
 		for _, secret := range []string{"hidden", "pw", "token"} {
@@ -125,8 +126,8 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 	t.Run("a connection that never answers", func(t *testing.T) {
 		addr := rawServer(t, func(c net.Conn) { bufio.NewReader(c).ReadString(0) })
 		start := time.Now()
-		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
-		if r.delivered() || !strings.Contains(r.Err, "no answer within") || time.Since(start) > 5*time.Second {
+		r := fastSender().Send(context.Background(), Attempt{URL: "http://" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
+		if r.Delivered() || !strings.Contains(r.Err, "no answer within") || time.Since(start) > 5*time.Second {
 			t.Fatalf("attempt = %+v after %s", r, time.Since(start))
 		}
 		if strings.Contains(r.Err, "hidden") {
@@ -136,8 +137,8 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 }
 
 // fastSender is a sender whose timeout a test can wait out.
-func fastSender() *webhookSender {
-	s := newWebhookSender(nil, time.Now)
+func fastSender() *Sender {
+	s := NewSender(nil, "petstore/test", time.Now)
 	s.client.Timeout = 500 * time.Millisecond
 	return s
 }
@@ -166,15 +167,15 @@ func rawServer(t *testing.T, handle func(net.Conn)) string {
 }
 
 func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
-	rc := newReceiver(t)
-	sender := newWebhookSender(newAddressGuard(false), time.Now)
+	rc := testkit.NewReceiver(t)
+	sender := NewSender(NewAddressGuard(false), "petstore/test", time.Now)
 	// localhost resolves to loopback: refused after DNS, not by its name.
-	url := strings.Replace(rc.url(), "127.0.0.1", "localhost", 1)
-	r := sender.send(context.Background(), webhookAttempt{URL: url, ID: "m", Body: []byte(`{}`)})
-	if r.delivered() || !strings.Contains(r.Err, "--webhook-allow-private") || strings.Contains(r.Err, "127.0.0.1") {
+	url := strings.Replace(rc.URL(), "127.0.0.1", "localhost", 1)
+	r := sender.Send(context.Background(), Attempt{URL: url, ID: "m", Body: []byte(`{}`)})
+	if r.Delivered() || !strings.Contains(r.Err, "--webhook-allow-private") || strings.Contains(r.Err, "127.0.0.1") {
 		t.Fatalf("attempt = %+v, want refused without naming the address", r)
 	}
-	if len(rc.deliveries()) != 0 {
+	if len(rc.Deliveries()) != 0 {
 		t.Fatal("the receiver on loopback got the delivery")
 	}
 }
@@ -184,7 +185,7 @@ func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
 // a local network, however it is written; with the flag it refuses none.
 func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
 	// 198.51.100.7 stands for a public address of this host's own.
-	guard := &addressGuard{own: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.51.100.7")} }}
+	guard := &AddressGuard{own: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.51.100.7")} }}
 	for _, tt := range []struct {
 		name, addr string
 		refused    bool
@@ -227,7 +228,7 @@ func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
 			if (err != nil) != tt.refused || (err != nil && strings.Contains(err.Error(), tt.addr)) {
 				t.Errorf("the dialer's check of %s: %v", tt.addr, err)
 			}
-			var allowed *addressGuard // --webhook-allow-private
+			var allowed *AddressGuard // --webhook-allow-private
 			if allowed.refused(addr) || allowed.control("tcp", netip.AddrPortFrom(addr, 443).String(), nil) != nil {
 				t.Errorf("with --webhook-allow-private, %s is refused", tt.addr)
 			}
@@ -235,7 +236,7 @@ func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
 	}
 	// The host's real addresses are its own.
 	for _, own := range interfaceAddrs() {
-		if !newAddressGuard(false).refused(own) {
+		if !NewAddressGuard(false).refused(own) {
 			t.Errorf("this host's address %s is not refused", own)
 		}
 	}
@@ -246,7 +247,7 @@ func TestWebhookRetrySchedule(t *testing.T) {
 	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 	for i, w := range want {
 		for _, jitter := range []float64{-1, 0, 1} {
-			at, ok := nextRetry(i+1, now, 0, jitter)
+			at, ok := NextRetry(i+1, now, 0, jitter)
 			got := at.Sub(now)
 			exact := w + time.Duration(float64(w)*0.1*jitter)
 			if !ok || got != exact {
@@ -254,13 +255,13 @@ func TestWebhookRetrySchedule(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := nextRetry(len(want)+1, now, 0, 0); ok {
+	if _, ok := NextRetry(len(want)+1, now, 0, 0); ok {
 		t.Error("an eighth failure is retried; want the delivery failed")
 	}
-	if at, _ := nextRetry(1, now, time.Hour, 0); at.Sub(now) != time.Hour {
+	if at, _ := NextRetry(1, now, time.Hour, 0); at.Sub(now) != time.Hour {
 		t.Errorf("Retry-After of an hour after the first attempt: retried after %s", at.Sub(now))
 	}
-	if at, _ := nextRetry(5, now, time.Minute, 0); at.Sub(now) != 5*time.Hour {
+	if at, _ := NextRetry(5, now, time.Minute, 0); at.Sub(now) != 5*time.Hour {
 		t.Errorf("a Retry-After shorter than the schedule moved it: %s", at.Sub(now))
 	}
 
@@ -291,12 +292,12 @@ func TestWebhookURLs(t *testing.T) {
 		{"mailto:a@example.com", "absolute"},
 		{"https://example.com/" + strings.Repeat("a", 2100), "at most"},
 	} {
-		got := webhookURLProblem(tt.url)
+		got := URLProblem(tt.url)
 		if (tt.problem == "") != (got == "") || !strings.Contains(got, tt.problem) {
 			t.Errorf("webhookURLProblem(%q) = %q, want %q", tt.url, got, tt.problem)
 		}
 	}
-	if got := shownURL("https://user:secret@example.com:8443/a/b?token=s3cret#x"); got != "https://example.com:8443/a/b" {
+	if got := domain.ShownURL("https://user:secret@example.com:8443/a/b?token=s3cret#x"); got != "https://example.com:8443/a/b" {
 		t.Errorf("shownURL = %q", got)
 	}
 }
@@ -327,8 +328,8 @@ func TestWebhookAttemptErrorKeepsNothingOfTheReceiver(t *testing.T) {
 				c.Write([]byte(tt.answer))
 			})
 			_, port, _ := net.SplitHostPort(addr)
-			r := fastSender().send(context.Background(), webhookAttempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
-			if r.delivered() || r.Status != tt.status || !strings.Contains(r.Err, tt.says) {
+			r := fastSender().Send(context.Background(), Attempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
+			if r.Delivered() || r.Status != tt.status || !strings.Contains(r.Err, tt.says) {
 				t.Fatalf("attempt = %+v, want status %d and an error that says %q", r, tt.status, tt.says)
 			}
 			for _, echoed := range []string{"banner", "XYZ", "SSH", "127.0.0.1", "::1", port} {
@@ -340,8 +341,8 @@ func TestWebhookAttemptErrorKeepsNothingOfTheReceiver(t *testing.T) {
 	}
 	t.Run("a connection refused at the address a name resolved to", func(t *testing.T) {
 		_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
-		r := fastSender().send(context.Background(), webhookAttempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
-		if r.delivered() || r.Err != "the receiver refused the connection" {
+		r := fastSender().Send(context.Background(), Attempt{URL: "http://localhost:" + port + "/in", ID: "m", Body: []byte(`{}`)})
+		if r.Delivered() || r.Err != "the receiver refused the connection" {
 			t.Fatalf("attempt = %+v, want refused, without the address", r)
 		}
 	})

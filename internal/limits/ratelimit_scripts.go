@@ -1,4 +1,4 @@
-package main
+package limits
 
 import (
 	"context"
@@ -18,14 +18,14 @@ type scriptRunner struct {
 	client *redis.Client
 	// call is told when each round trip began, once it has ended (may be nil).
 	call  func(start time.Time)
-	batch batch.Batcher[scriptRun]
+	batch batch.Batcher[ScriptRun]
 }
 
-// scriptRun is one run of limit.lua in a pipeline, with its answer.
-type scriptRun struct {
-	cmd    []any // scriptArgs.encode
-	answer scriptAnswer
-	err    error
+// ScriptRun is one run of limit.lua in a pipeline, with its answer.
+type ScriptRun struct {
+	Cmd    []any // scriptArgs.encode
+	Answer scriptAnswer
+	Err    error
 }
 
 // maxPipeline bounds the script runs sent in one round trip.
@@ -33,32 +33,32 @@ const maxPipeline = 128
 
 func newScriptRunner(client *redis.Client, call func(start time.Time)) *scriptRunner {
 	s := &scriptRunner{client: client, call: call}
-	s.batch = batch.Batcher[scriptRun]{Max: maxPipeline, Run: s.runBatch}
+	s.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: s.RunBatch}
 	return s
 }
 
-// run runs the script once, in a shared round trip.
-func (s *scriptRunner) run(args scriptArgs) (scriptAnswer, error) {
-	done, err := s.batch.Do(context.Background(), scriptRun{cmd: args.encode()})
+// Run runs the script once, in a shared round trip.
+func (s *scriptRunner) Run(args scriptArgs) (scriptAnswer, error) {
+	done, err := s.batch.Do(context.Background(), ScriptRun{Cmd: args.Encode()})
 	if err != nil {
 		return scriptAnswer{}, err
 	}
-	return done.answer, done.err
+	return done.Answer, done.Err
 }
 
-// runBatch sends a batch of script runs in one round trip. A Redis that
+// RunBatch sends a batch of script runs in one round trip. A Redis that
 // lost the script (restarted, flushed) is sent its text with the runs that
 // it refused, in a second one.
-func (s *scriptRunner) runBatch(ctx context.Context, batch []scriptRun) error {
+func (s *scriptRunner) RunBatch(ctx context.Context, batch []ScriptRun) error {
 	cmds := make([]*redis.Cmd, len(batch))
 	s.send(ctx, batch, cmds, func(int) bool { return true }, false)
 	s.send(ctx, batch, cmds, func(i int) bool { return cmds[i].Err() != nil && redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }, true)
 	for i, cmd := range cmds {
 		v, err := cmd.Int64Slice()
 		if err == nil {
-			batch[i].answer, err = decodeScriptAnswer(v)
+			batch[i].Answer, err = decodeScriptAnswer(v)
 		}
-		batch[i].err = err
+		batch[i].Err = err
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (s *scriptRunner) runBatch(ctx context.Context, batch []scriptRun) error {
 // their places in cmds: by the script's hash, or withText by its text. One
 // run goes alone, as a plain command: a pipeline would try a refused
 // connection twice, which the probe of a Redis that is away must not.
-func (s *scriptRunner) send(ctx context.Context, batch []scriptRun, cmds []*redis.Cmd, pick func(i int) bool, withText bool) {
+func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redis.Cmd, pick func(i int) bool, withText bool) {
 	var start time.Time
 	if s.call != nil {
 		start = time.Now()
@@ -99,11 +99,11 @@ func (s *scriptRunner) send(ctx context.Context, batch []scriptRun, cmds []*redi
 }
 
 // command is the run's command: EVALSHA, or withText EVAL with the text.
-func (sr scriptRun) command(withText bool) []any {
+func (sr ScriptRun) command(withText bool) []any {
 	if !withText {
-		return sr.cmd
+		return sr.Cmd
 	}
-	cmd := slices.Clone(sr.cmd)
+	cmd := slices.Clone(sr.Cmd)
 	cmd[0], cmd[1] = "eval", limitScriptText
 	return cmd
 }

@@ -1,150 +1,127 @@
-package main
+package limits
 
 import (
 	"context"
 	"maps"
-	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"petstore/internal/domain"
+
 	"golang.org/x/time/rate"
 )
-
-// limits are the request allowances of one caller.
-type limits struct {
-	PerMinute int64
-	PerDay    int64
-}
-
-// plans are the published figures (SPEC.md §8). Enterprise has none: each
-// Enterprise key carries its own.
-var plans = map[string]limits{
-	"free":     {PerMinute: 60, PerDay: 1_000},
-	"pro":      {PerMinute: 300, PerDay: 10_000},
-	"business": {PerMinute: 1_000, PerDay: 100_000},
-}
-
-// anonymousLimits throttle requests without a valid key, per client address.
-var anonymousLimits = plans["free"]
-
-// callerID names whom a request is counted against: an API key, or for a
-// request without a valid key, the client's address.
-type callerID struct {
-	keyID int64
-	addr  netip.Addr
-}
 
 // caller is the rate-limit state of one caller. A fresh caller is equal to
 // one whose bucket has filled up again, so such callers are forgotten
 // (sweep); only an API key's daily count outlives that, in the database.
 type caller struct {
 	mu        sync.Mutex
-	evicted   bool     // removed by sweep: look the caller up again
-	id        callerID // an API key's budget, whose count is stored, or a client address
-	limits    limits
+	evicted   bool            // removed by sweep: look the caller up again
+	id        domain.CallerID // an API key's budget, whose count is stored, or a client address
+	limits    domain.Limits
 	minute    *rate.Limiter
 	policy    string     // the RateLimit-Policy header, fixed by limits
 	state     limitState // the day, the wait and the ban (limitRules)
 	unflushed []dayCount // requests not yet in the database, by day (keys only)
 }
 
-// decision is the limiter's answer for one request, with what the rate-limit
+// Decision is the limiter's answer for one request, with what the rate-limit
 // headers report: the window with fewer requests left.
-type decision struct {
-	allowed    bool
-	code       string        // why not: rate_limited or temporarily_banned
-	banStarted bool          // this request started the ban: the one to record
-	retryAfter time.Duration // how long until a request will be accepted
-	window     string        // "minute" or "day"
-	limit      int64
-	remaining  int64
-	reset      time.Time     // when the window is full again, rounded up to a second
-	resetIn    time.Duration // how long until then, rounded up to a second
-	policy     string
+type Decision struct {
+	Allowed    bool
+	Code       string        // why not: rate_limited or temporarily_banned
+	BanStarted bool          // this request started the ban: the one to record
+	RetryAfter time.Duration // how long until a request will be accepted
+	Window     string        // "minute" or "day"
+	Limit      int64
+	Remaining  int64
+	Reset      time.Time     // when the window is full again, rounded up to a second
+	ResetIn    time.Duration // how long until then, rounded up to a second
+	Policy     string
 	// bannedUntil: during a ban, its end.
-	bannedUntil time.Time
-	// today is the UTC day (since 1970-01-01) by the limiter's clock,
+	BannedUntil time.Time
+	// Today is the UTC day (since 1970-01-01) by the limiter's clock,
 	// the day the request counts on in the key's usage history.
-	today int64
+	Today int64
 	// overQuota: refused because the day's quota is spent (rate_limited
 	// only), not for the minute.
-	overQuota bool
-	dayCount  int64 // the caller's requests today, this one included when allowed
+	OverQuota bool
+	DayCount  int64 // the caller's requests today, this one included when allowed
 }
 
-// rateLimiter decides whether a caller's request may go ahead. *localLimiter
+// Limiter decides whether a caller's request may go ahead. *localLimiter
 // keeps every caller's state in this process; *redisLimiter keeps it in
 // Redis, shared by every server that names the same Redis. Both count the
 // API keys' requests towards the database through flush.
-type rateLimiter interface {
-	// allow counts one request of id against lim, unless it is over a
+type Limiter interface {
+	// Allow counts one request of id against lim, unless it is over a
 	// limit, in which case nothing is spent.
-	allow(ctx context.Context, id callerID, lim limits) (decision, error)
-	// peek reports id's two windows and what allow would report, without
+	Allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (Decision, error)
+	// Peek reports id's two windows and what allow would report, without
 	// counting a request.
-	peek(ctx context.Context, id callerID, lim limits) (standing, error)
-	// flush writes the API keys' requests not yet stored through add.
-	flush(ctx context.Context, add func(context.Context, []usageCount) error) error
-	// lift ends id's ban that ends at until or sooner, and its wait: a ban
+	Peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (Standing, error)
+	// Flush writes the API keys' requests not yet stored through add.
+	Flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error
+	// Lift ends id's ban that ends at until or sooner, and its wait: a ban
 	// lifted in the database.
-	lift(ctx context.Context, id callerID, until time.Time) error
-	// sweep forgets callers that are as good as new; it returns how many.
-	sweep() int
+	Lift(ctx context.Context, id domain.CallerID, until time.Time) error
+	// Sweep forgets callers that are as good as new; it returns how many.
+	Sweep() int
 }
 
-// window is one of a caller's two allowances at a moment.
-type window struct {
-	limit     int64
-	remaining int64
-	reset     time.Time     // when it is full again, rounded up to a second
+// Window is one of a caller's two allowances at a moment.
+type Window struct {
+	Limit     int64
+	Remaining int64
+	Reset     time.Time     // when it is full again, rounded up to a second
 	resetIn   time.Duration // how long until then, rounded up to a second
 }
 
-// standing is a caller's two windows at a moment, with what a request would
+// Standing is a caller's two windows at a moment, with what a request would
 // be told now (allowed unless the caller is banned): what GET /v1/rate_limit
 // shows, without spending anything.
-type standing struct {
-	decision
-	minute, day window
+type Standing struct {
+	Decision
+	Minute, Day Window
 }
 
 // policyHeader is the RateLimit-Policy header of lim.
-func policyHeader(lim limits) string {
+func policyHeader(lim domain.Limits) string {
 	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
 }
 
-// localLimiter is the limiter that keeps every caller's state in this
+// Local is the limiter that keeps every caller's state in this
 // process: per-minute token buckets and per-UTC-day quotas, 429s, and bans of
 // callers that keep knocking during a wait.
-type localLimiter struct {
+type Local struct {
 	now      func() time.Time
 	banAfter int
 	banFor   time.Duration
 	// usage returns a key's stored count for a day, so a restart or a
 	// forgotten caller never starts the day afresh.
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)
-	// bans are the bans the database knows, a floor under each caller's.
-	bans *banFloor
+	// Bans are the bans the database knows, a floor under each caller's.
+	Bans *BanFloor
 
 	mu      sync.Mutex
-	callers map[callerID]*caller
+	Callers map[domain.CallerID]*caller
 	peak    int // most callers held since the map was last made anew
 }
 
 // run runs the limit rules for c at now (cost 0: a look), with its bucket's
 // tokens, and spends what they grant; c.mu is held.
-func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
-	f := limitFigures{limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
+func (l *Local) run(c *caller, now time.Time, cost int64) limitAnswer {
+	f := limitFigures{Limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
 	state, a := limitRules(c.state, f, limitRun{
 		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
-		banFloor: l.bans.at(c.id),
+		banFloor: l.Bans.At(c.id),
 	})
 	c.state = state // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
 		c.minute.AllowN(now, int(a.take))
-		if c.id.keyID != 0 {
+		if c.id.KeyID != 0 {
 			c.addUnflushed(a.day)
 		}
 	}
@@ -153,22 +130,22 @@ func (l *localLimiter) run(c *caller, now time.Time, cost int64) limitAnswer {
 
 // perSecond is the refill of a minute bucket under lim: a caller's
 // c.minute.Limit(), known without taking the bucket's lock.
-func perSecond(lim limits) float64 { return float64(lim.PerMinute) / 60 }
+func perSecond(lim domain.Limits) float64 { return float64(lim.PerMinute) / 60 }
 
-func newLocalLimiter(now func() time.Time, banAfter int, banFor time.Duration,
-	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *localLimiter {
-	return &localLimiter{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[callerID]*caller)}
+func NewLocal(now func() time.Time, banAfter int, banFor time.Duration,
+	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *Local {
+	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, Callers: make(map[domain.CallerID]*caller)}
 }
 
-// allow counts one request of id against lim, unless it is over a limit, in
+// Allow counts one request of id against lim, unless it is over a limit, in
 // which case nothing is spent.
-func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (decision, error) {
+func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (Decision, error) {
 	now := l.now()
-	today := unixDay(now)
+	today := UnixDay(now)
 	for {
 		c, err := l.caller(ctx, id, lim, today)
 		if err != nil {
-			return decision{}, err
+			return Decision{}, err
 		}
 		c.mu.Lock()
 		if c.evicted {
@@ -184,13 +161,13 @@ func (l *localLimiter) allow(ctx context.Context, id callerID, lim limits) (deci
 	}
 }
 
-// peek reports id's windows as allow would, without counting a request.
-func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (standing, error) {
+// Peek reports id's windows as allow would, without counting a request.
+func (l *Local) Peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (Standing, error) {
 	now := l.now()
-	today := unixDay(now)
+	today := UnixDay(now)
 	c, err := l.caller(ctx, id, lim, today)
 	if err != nil {
-		return standing{}, err
+		return Standing{}, err
 	}
 	// A caller swept meanwhile is as good as new: it still reports what a
 	// fresh one would.
@@ -205,17 +182,17 @@ func (l *localLimiter) peek(ctx context.Context, id callerID, lim limits) (stand
 // retune gives c the figures lim, when its key was changed in place (keys
 // update, PATCH /admin/v1/keys/{id}): the bucket keeps the tokens it has,
 // up to the new burst, and refills at the new rate from now on.
-func (c *caller) retune(now time.Time, lim limits) {
+func (c *caller) retune(now time.Time, lim domain.Limits) {
 	c.limits, c.policy = lim, policyHeader(lim)
 	c.minute.SetLimitAt(now, rate.Limit(float64(lim.PerMinute)/60))
 	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
-// lift ends id's ban that ends at until or sooner, and its wait. A caller
+// Lift ends id's ban that ends at until or sooner, and its wait. A caller
 // this limiter does not hold has neither.
-func (l *localLimiter) lift(_ context.Context, id callerID, until time.Time) error {
+func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) error {
 	l.mu.Lock()
-	c := l.callers[id]
+	c := l.Callers[id]
 	l.mu.Unlock()
 	if c == nil {
 		return nil
@@ -228,9 +205,9 @@ func (l *localLimiter) lift(_ context.Context, id callerID, until time.Time) err
 
 // pending is how many of keyID's requests on day this limiter counted and
 // has not stored yet.
-func (l *localLimiter) pending(keyID, day int64) int64 {
+func (l *Local) pending(keyID, day int64) int64 {
 	l.mu.Lock()
-	c := l.callers[callerID{keyID: keyID}]
+	c := l.Callers[domain.CallerID{KeyID: keyID}]
 	l.mu.Unlock()
 	if c == nil {
 		return 0
@@ -246,17 +223,17 @@ func (l *localLimiter) pending(keyID, day int64) int64 {
 	return n
 }
 
-func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, today int64) (*caller, error) {
+func (l *Local) caller(ctx context.Context, id domain.CallerID, lim domain.Limits, today int64) (*caller, error) {
 	l.mu.Lock()
-	c := l.callers[id]
+	c := l.Callers[id]
 	l.mu.Unlock()
 	if c != nil {
 		return c, nil
 	}
 	var count int64
-	if id.keyID != 0 {
+	if id.KeyID != 0 {
 		var err error
-		if count, err = l.usage(ctx, id.keyID, dayString(today)); err != nil {
+		if count, err = l.usage(ctx, id.KeyID, DayString(today)); err != nil {
 			return nil, err
 		}
 	}
@@ -269,32 +246,23 @@ func (l *localLimiter) caller(ctx context.Context, id callerID, lim limits, toda
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if existing := l.callers[id]; existing != nil {
+	if existing := l.Callers[id]; existing != nil {
 		return existing, nil
 	}
-	l.callers[id] = c
-	l.peak = max(l.peak, len(l.callers))
+	l.Callers[id] = c
+	l.peak = max(l.peak, len(l.Callers))
 	return c, nil
 }
 
-func unixDay(t time.Time) int64 { return t.Unix() / 86400 }
+func UnixDay(t time.Time) int64 { return t.Unix() / 86400 }
 
-// ceilSecond rounds t up to a whole second: a Reset header must not name a
-// moment before the window is full again.
-func ceilSecond(t time.Time) time.Time {
-	if t.Nanosecond() == 0 {
-		return t
-	}
-	return time.Unix(t.Unix()+1, 0)
-}
+func DayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
 
-func dayString(day int64) string { return time.Unix(day*86400, 0).UTC().Format(time.DateOnly) }
-
-// nextMidnight is the UTC midnight after t, from its Unix day: every
+// NextMidnight is the UTC midnight after t, from its Unix day: every
 // request's day window asks for it, and t.UTC().Date() with time.Date cost
 // ten times as much.
-func nextMidnight(t time.Time) time.Time {
-	return time.Unix((unixDay(t)+1)*86400, 0).UTC()
+func NextMidnight(t time.Time) time.Time {
+	return time.Unix((UnixDay(t)+1)*86400, 0).UTC()
 }
 
 // wholeSeconds rounds d up to whole seconds, at least one: Retry-After
@@ -307,35 +275,35 @@ func roundUpSecond(d time.Duration) time.Duration {
 	return (d + time.Second - 1) / time.Second * time.Second
 }
 
-// sweep forgets callers that are as good as new: a full bucket, no wait, no
+// Sweep forgets callers that are as good as new: a full bucket, no wait, no
 // ban, nothing left to flush. It keeps memory bounded under many callers.
-func (l *localLimiter) sweep() int {
+func (l *Local) Sweep() int {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for id, c := range l.callers {
+	for id, c := range l.Callers {
 		c.mu.Lock()
 		if len(c.unflushed) == 0 && !now.Before(c.state.bannedUntil) && !now.Before(c.state.waitUntil) &&
 			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
 			c.evicted = true
-			delete(l.callers, id)
+			delete(l.Callers, id)
 			n++
 		}
 		c.mu.Unlock()
 	}
-	shrink(&l.callers, &l.peak)
+	shrink(&l.Callers, &l.peak)
 	return n
 }
 
 // shrink makes *m anew, of the size it holds, once that is under a quarter
 // of *peak, the most it held: a Go map keeps its size after deletes, and
 // after a crowd has gone only the few who stay are worth the memory.
-func shrink[V any](m *map[callerID]V, peak *int) {
+func shrink[V any](m *map[domain.CallerID]V, peak *int) {
 	if len(*m) >= *peak/4 {
 		return
 	}
-	fresh := make(map[callerID]V, len(*m))
+	fresh := make(map[domain.CallerID]V, len(*m))
 	maps.Copy(fresh, *m)
 	*m, *peak = fresh, len(fresh)
 }
@@ -354,28 +322,28 @@ func (c *caller) addUnflushed(day int64) {
 	c.unflushed = append(c.unflushed, dayCount{day: day, n: 1})
 }
 
-// flush writes the keys' uncounted requests to the database. Only once they
+// Flush writes the keys' uncounted requests to the database. Only once they
 // are written are they taken off the callers: until then a caller is not
 // forgotten (sweep), so a failed write loses no count and the next flush
 // tries again. flush and sweep take l.mu before a caller's lock, and
 // nothing takes them the other way round.
-func (l *localLimiter) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	type taken struct {
 		c      *caller
 		counts []dayCount
 	}
 	var written []taken
-	var counts []usageCount
+	var counts []domain.UsageCount
 	l.mu.Lock()
-	for id, c := range l.callers {
-		if id.keyID == 0 {
+	for id, c := range l.Callers {
+		if id.KeyID == 0 {
 			continue
 		}
 		c.mu.Lock()
 		if len(c.unflushed) > 0 {
 			written = append(written, taken{c, slices.Clone(c.unflushed)})
 			for _, u := range c.unflushed {
-				counts = append(counts, usageCount{KeyID: id.keyID, Day: dayString(u.day), Count: u.n})
+				counts = append(counts, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n})
 			}
 		}
 		c.mu.Unlock()
@@ -408,5 +376,5 @@ func (l *localLimiter) flush(ctx context.Context, add func(context.Context, []us
 	return nil
 }
 
-// usageFlushEvery bounds how far the stored daily usage may lag behind.
-const usageFlushEvery = 2 * time.Second
+// UsageFlushEvery bounds how far the stored daily usage may lag behind.
+const UsageFlushEvery = 2 * time.Second

@@ -1,4 +1,4 @@
-package main
+package limits
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/testkit"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +50,8 @@ const (
 
 // The values a sequence picks from: boundaries, mostly.
 var (
-	fuzzPerMinute = []int64{1, 3, 7, 60, 90, 300, 1000, maxLimit}
-	fuzzPerDay    = []int64{1, 2, 5, 20, 100, 1000, maxLimit, 50}
+	fuzzPerMinute = []int64{1, 3, 7, 60, 90, 300, 1000, domain.MaxLimit}
+	fuzzPerDay    = []int64{1, 2, 5, 20, 100, 1000, domain.MaxLimit, 50}
 	fuzzBanAfter  = []int64{0, 1, 2, 3, 10}
 	fuzzBanFor    = []time.Duration{time.Second, 5 * time.Second, 90 * time.Second, 15 * time.Minute}
 	// How long before a UTC midnight a sequence starts.
@@ -142,9 +143,9 @@ func compareLimitRules(ctx context.Context, client *redis.Client, script, key st
 		return nil
 	}
 	h := data[:headerSize]
-	lim := limits{PerMinute: fuzzPerMinute[h[0]&7], PerDay: fuzzPerDay[h[1]&7]}
+	lim := domain.Limits{PerMinute: fuzzPerMinute[h[0]&7], PerDay: fuzzPerDay[h[1]&7]}
 	p := &limitPair{ctx: ctx, client: client, script: script, rules: rules, key: key,
-		fig:       limitFigures{limits: lim, banAfter: fuzzBanAfter[h[2]%5], banFor: fuzzBanFor[h[3]&3], durable: h[4]&1 == 1},
+		fig:       limitFigures{Limits: lim, banAfter: fuzzBanAfter[h[2]%5], banFor: fuzzBanFor[h[3]&3], durable: h[4]&1 == 1},
 		perSecond: float64(lim.PerMinute) / 60,
 		now:       time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC).Add(-fuzzStart[h[5]%6]),
 	}
@@ -172,7 +173,7 @@ func (p *limitPair) step(st limitStep) error {
 		p.forget()
 	}
 	run := limitRun{now: p.now, cost: st.cost, tokens: float64(atGrain(p.bucket.TokensAt(p.now))) / tokenDebt, perSecond: p.perSecond,
-		seed: -1, floor: st.floor, floorDay: unixDay(p.now), lease: st.lease}
+		seed: -1, floor: st.floor, floorDay: UnixDay(p.now), lease: st.lease}
 	if st.floorYesterday {
 		run.floorDay--
 	}
@@ -188,9 +189,9 @@ func (p *limitPair) step(st limitStep) error {
 	if err != nil {
 		return err
 	}
-	if want.status == scriptNeedSeed || got.status == scriptNeedSeed {
-		if want.status != got.status || ttl.set() {
-			return fmt.Errorf("status: model %d, script %d (time to live %+v)", want.status, got.status, ttl)
+	if want.status == ScriptNeedSeed || got.Status == ScriptNeedSeed {
+		if want.status != got.Status || ttl.set() {
+			return fmt.Errorf("status: model %d, script %d (time to live %+v)", want.status, got.Status, ttl)
 		}
 		// As the Redis limiter does: a second run with the seed.
 		run.seed, run.floor, run.floorDay = st.seed, -1, 0
@@ -255,7 +256,7 @@ func (p *limitPair) lift(run limitRun) error {
 	if err != nil {
 		return err
 	}
-	if want.status != got.status || !want.write || !ttl.set() {
+	if want.status != got.Status || !want.write || !ttl.set() {
 		return fmt.Errorf("lift: model %+v, script %+v (time to live %+v)", want, got, ttl)
 	}
 	p.state = state
@@ -278,9 +279,9 @@ func (t scriptTTL) set() bool { return t.least >= 0 }
 // key's time to live, which it then removes: the key lives in Redis's
 // clock, the runs in the sequence's, whose expiry forget plays.
 func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
-	cmd := scriptArgs{key: p.key, nowMs: run.now.UnixMilli(), fig: p.args, cost: run.cost, durable: p.fig.durable,
-		seed: run.seed, floor: run.floor, floorDay: run.floorDay, owner: run.lease.owner, lease: run.lease,
-		banFloor: unixMilli(run.banFloor), lift: unixMilli(run.lift)}.encode()
+	cmd := scriptArgs{key: p.key, nowMs: run.now.UnixMilli(), fig: p.args, Cost: run.cost, durable: p.fig.durable,
+		Seed: run.seed, floor: run.floor, floorDay: run.floorDay, owner: run.lease.owner, lease: run.lease,
+		banFloor: unixMilli(run.banFloor), lift: unixMilli(run.lift)}.Encode()
 	cmd[0], cmd[1] = "eval", p.script
 	var before *redis.TimeCmd
 	var answer, expires, ttl *redis.Cmd
@@ -315,7 +316,7 @@ func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 // sameAnswer compares the model's answer with the script's, and what each
 // tells the caller. tolerated: the model's Retry-After is a second longer.
 func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) (tolerated bool, err error) {
-	got := script.limitAnswer(p.fig.limits)
+	got := script.limitAnswer(p.fig.Limits)
 	if want.retryAfter == got.retryAfter+time.Second && want.status == got.status {
 		want.retryAfter, tolerated = got.retryAfter, true
 	}
@@ -325,20 +326,20 @@ func (p *limitPair) sameAnswer(want limitAnswer, script scriptAnswer) (tolerated
 		return false, fmt.Errorf("answer: model %+v (tokens %.6f), script %+v", want, want.tokens, script)
 	}
 	policy := p.args.policy
-	w := want.standing(p.fig.limits, policy, p.perSecond, true)
-	g := got.standing(p.fig.limits, policy, p.perSecond, true)
+	w := want.standing(p.fig.Limits, policy, p.perSecond, true)
+	g := got.standing(p.fig.Limits, policy, p.perSecond, true)
 	near := func(a, b time.Duration) bool { return a-b <= time.Second && b-a <= time.Second }
-	for _, pair := range [][2]window{
-		{{w.limit, w.remaining, w.reset, w.resetIn}, {g.limit, g.remaining, g.reset, g.resetIn}},
-		{w.minute, g.minute}, {w.day, g.day},
+	for _, pair := range [][2]Window{
+		{{w.Limit, w.Remaining, w.Reset, w.ResetIn}, {g.Limit, g.Remaining, g.Reset, g.ResetIn}},
+		{w.Minute, g.Minute}, {w.Day, g.Day},
 	} {
 		a, b := pair[0], pair[1]
-		if a.limit != b.limit || a.remaining != b.remaining || !near(a.reset.Sub(b.reset), 0) || !near(a.resetIn, b.resetIn) {
+		if a.Limit != b.Limit || a.Remaining != b.Remaining || !near(a.Reset.Sub(b.Reset), 0) || !near(a.resetIn, b.resetIn) {
 			return false, fmt.Errorf("what the caller is told: model %+v, script %+v", w, g)
 		}
 	}
-	if w.allowed != g.allowed || w.code != g.code || w.banStarted != g.banStarted || w.window != g.window ||
-		w.policy != g.policy || w.retryAfter != g.retryAfter {
+	if w.Allowed != g.Allowed || w.Code != g.Code || w.BanStarted != g.BanStarted || w.Window != g.Window ||
+		w.Policy != g.Policy || w.RetryAfter != g.RetryAfter {
 		return false, fmt.Errorf("what the caller is told: model %+v, script %+v", w, g)
 	}
 	return tolerated, nil
@@ -450,7 +451,7 @@ func newLimitComparison(t testing.TB) *limitComparison {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &limitComparison{client: redis.NewClient(opts), prefix: testRedisPrefix(t)}
+	c := &limitComparison{client: redis.NewClient(opts), prefix: testkit.RedisPrefix(t)}
 	t.Cleanup(func() { c.client.Close() })
 	return c
 }

@@ -1,4 +1,4 @@
-package main
+package limits
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // usageLedger holds the API keys' requests the Redis limiter granted until
@@ -26,30 +28,30 @@ type usageLedger struct {
 	// request once: written or still here.
 	storing  chan struct{} // a lock whose wait known bounds
 	mu       sync.Mutex
-	unstored map[keyDay]int64 // granted through Redis, not yet in the database
+	unstored map[KeyDay]int64 // granted through Redis, not yet in the database
 	// unsure are the counts Redis may lack after an outage: of the keys this
 	// server granted requests to alone, or had not stored when Redis went.
-	unsure    map[keyDay]bool
+	unsure    map[KeyDay]bool
 	anyUnsure atomic.Bool
 }
 
-// keyDay names one API key's count of one UTC day.
-type keyDay struct{ keyID, day int64 }
+// KeyDay names one API key's count of one UTC day.
+type KeyDay struct{ KeyID, Day int64 }
 
 func newUsageLedger(now func() time.Time, dbTimeout time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error), pending func(keyID, day int64) int64) *usageLedger {
 	return &usageLedger{now: now, usage: usage, pending: pending, dbTimeout: dbTimeout,
-		storing: make(chan struct{}, 1), unstored: make(map[keyDay]int64), unsure: make(map[keyDay]bool)}
+		storing: make(chan struct{}, 1), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
 }
 
 // granted counts a request of id granted on day, to be written to the
 // database (API keys only).
-func (u *usageLedger) granted(id callerID, day int64) {
-	if id.keyID == 0 {
+func (u *usageLedger) granted(id domain.CallerID, day int64) {
+	if id.KeyID == 0 {
 		return
 	}
 	u.mu.Lock()
-	u.unstored[keyDay{id.keyID, day}]++
+	u.unstored[KeyDay{id.KeyID, day}]++
 	u.mu.Unlock()
 }
 
@@ -63,15 +65,15 @@ func (u *usageLedger) known(ctx context.Context, keyID, day int64) (int64, error
 	select {
 	case u.storing <- struct{}{}:
 	case <-ctx.Done():
-		return 0, errDatabase(dbTimeout, fmt.Errorf("wait for the stored usage: %w", ctx.Err()))
+		return 0, domain.Unavailable(domain.DBTimeout, fmt.Errorf("wait for the stored usage: %w", ctx.Err()))
 	}
 	defer func() { <-u.storing }()
-	n, err := u.usage(ctx, keyID, dayString(day))
+	n, err := u.usage(ctx, keyID, DayString(day))
 	if err != nil {
 		return 0, err
 	}
 	u.mu.Lock()
-	n += u.unstored[keyDay{keyID, day}]
+	n += u.unstored[KeyDay{keyID, day}]
 	u.mu.Unlock()
 	return n + u.pending(keyID, day), nil
 }
@@ -82,24 +84,24 @@ func (u *usageLedger) knownUsage(ctx context.Context, keyID int64, day string) (
 	if err != nil {
 		return 0, err
 	}
-	return u.known(ctx, keyID, unixDay(t))
+	return u.known(ctx, keyID, UnixDay(t))
 }
 
 // takeUnsure takes keyID's count today off the unsure ones, if it is one,
 // for one script run to raise; markUnsure puts it (back) on.
-func (u *usageLedger) takeUnsure(keyID int64) keyDay {
-	k := keyDay{keyID, unixDay(u.now())}
+func (u *usageLedger) takeUnsure(keyID int64) KeyDay {
+	k := KeyDay{keyID, UnixDay(u.now())}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !u.unsure[k] {
-		return keyDay{}
+		return KeyDay{}
 	}
 	delete(u.unsure, k)
 	return k
 }
 
-func (u *usageLedger) markUnsure(k keyDay) {
-	if k.keyID == 0 {
+func (u *usageLedger) markUnsure(k KeyDay) {
+	if k.KeyID == 0 {
 		return
 	}
 	u.mu.Lock()
@@ -121,21 +123,21 @@ func (u *usageLedger) redisWent() {
 
 // flush writes the requests granted through Redis. What fails to be
 // written stays for the next flush.
-func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []usageCount) error) error {
+func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	u.storing <- struct{}{}
 	defer func() { <-u.storing }()
 	u.mu.Lock()
 	taken := u.unstored
 	if len(taken) > 0 {
-		u.unstored = make(map[keyDay]int64, len(taken))
+		u.unstored = make(map[KeyDay]int64, len(taken))
 	}
 	u.mu.Unlock()
 	if len(taken) == 0 {
 		return nil
 	}
-	counts := make([]usageCount, 0, len(taken))
+	counts := make([]domain.UsageCount, 0, len(taken))
 	for k, n := range taken {
-		counts = append(counts, usageCount{KeyID: k.keyID, Day: dayString(k.day), Count: n})
+		counts = append(counts, domain.UsageCount{KeyID: k.KeyID, Day: DayString(k.Day), Count: n})
 	}
 	err := add(ctx, counts)
 	if err != nil {
@@ -150,10 +152,10 @@ func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []usa
 
 // forgetPastDays drops the unsure counts of days that are over.
 func (u *usageLedger) forgetPastDays() {
-	today := unixDay(u.now())
+	today := UnixDay(u.now())
 	u.mu.Lock()
 	for k := range u.unsure {
-		if k.day != today {
+		if k.Day != today {
 			delete(u.unsure, k)
 		}
 	}

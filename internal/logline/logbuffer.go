@@ -1,4 +1,4 @@
-package main
+package logline
 
 import (
 	"io"
@@ -6,43 +6,43 @@ import (
 	"time"
 )
 
-// logBuffer collects log lines and writes them out in batches: a write
+// Buffer collects log lines and writes them out in batches: a write
 // system call per request costs more than the rest of the log line. Lines
-// reach the destination within logFlushEvery, at once when the buffer
+// reach the destination within FlushEvery, at once when the buffer
 // fills, and on the last Flush at shutdown. A crash loses at most that much.
-type logBuffer struct {
+type Buffer struct {
 	mu  sync.Mutex
 	w   io.Writer
 	buf []byte
 }
 
 const (
-	logFlushEvery = 100 * time.Millisecond
-	logBufferSize = 32 << 10
+	FlushEvery = 100 * time.Millisecond
+	BufferSize = 32 << 10
 )
 
-func newLogBuffer(w io.Writer) *logBuffer {
-	return &logBuffer{w: w, buf: make([]byte, 0, logBufferSize)}
+func NewBuffer(w io.Writer) *Buffer {
+	return &Buffer{w: w, buf: make([]byte, 0, BufferSize)}
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.buf = append(b.buf, p...)
-	if len(b.buf) >= logBufferSize {
+	if len(b.buf) >= BufferSize {
 		b.flushLocked()
 	}
 	return len(p), nil
 }
 
 // Flush writes out what is buffered.
-func (b *logBuffer) Flush() {
+func (b *Buffer) Flush() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.flushLocked()
 }
 
-func (b *logBuffer) flushLocked() {
+func (b *Buffer) flushLocked() {
 	if len(b.buf) > 0 {
 		b.w.Write(b.buf) // a log that cannot be written has nowhere to report it
 		b.buf = b.buf[:0]

@@ -1,4 +1,4 @@
-package main
+package testkit
 
 import (
 	"crypto/hmac"
@@ -16,24 +16,24 @@ import (
 	"time"
 )
 
-// receiver is a webhook endpoint for the tests: a real HTTP server that
+// Receiver is a webhook endpoint for the tests: a real HTTP server that
 // checks every delivery with the Go example of docs/webhooks.md
 // (verifyWebhook), and keeps what it got. answer picks each answer's status (200 when nil).
-type receiver struct {
+type Receiver struct {
 	t      *testing.T
 	server *httptest.Server
 
 	mu      sync.Mutex
 	secrets []string // any one of them must have signed each delivery
-	got     []delivery
-	answer  func(n int, d delivery) int
+	got     []Delivery
+	answer  func(n int, d Delivery) int
 	// retryAfter, when set, is the Retry-After of every answer.
-	retryAfter string
+	RetryAfter string
 	arrived    chan struct{}
 }
 
-// delivery is one request the receiver got, and what it found of it.
-type delivery struct {
+// Delivery is one request the receiver got, and what it found of it.
+type Delivery struct {
 	ID         string
 	Timestamp  int64
 	Signatures []string
@@ -47,29 +47,29 @@ type delivery struct {
 	Body string
 }
 
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{t: t, arrived: make(chan struct{}, 1000)}
+func NewReceiver(t *testing.T) *Receiver {
+	rc := &Receiver{t: t, arrived: make(chan struct{}, 1000)}
 	rc.server = httptest.NewServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.server.Close)
 	return rc
 }
 
-// trust sets the secrets that may sign deliveries.
-func (rc *receiver) trust(secrets ...string) {
+// Trust sets the secrets that may sign deliveries.
+func (rc *Receiver) Trust(secrets ...string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.secrets = secrets
 }
 
-func (rc *receiver) answerWith(f func(n int, d delivery) int) {
+func (rc *Receiver) AnswerWith(f func(n int, d Delivery) int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.answer = f
 }
 
-func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	d := delivery{
+	d := Delivery{
 		ID: r.Header.Get("webhook-id"), Signatures: strings.Fields(r.Header.Get("webhook-signature")),
 		UserAgent: r.Header.Get("user-agent"), Body: string(body),
 	}
@@ -84,7 +84,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	n := len(rc.got)
 	rc.got = append(rc.got, d)
-	answer, retryAfter := rc.answer, rc.retryAfter
+	answer, retryAfter := rc.answer, rc.RetryAfter
 	rc.mu.Unlock()
 	status := http.StatusNoContent
 	if answer != nil {
@@ -125,29 +125,29 @@ func verifyWebhook(secret string, header http.Header, body []byte, now time.Time
 	return errors.New("no webhook-signature matches")
 }
 
-// wait waits until the receiver has got n deliveries in all, and returns
+// Wait waits until the receiver has got n deliveries in all, and returns
 // them.
-func (rc *receiver) wait(n int, within time.Duration) []delivery {
+func (rc *Receiver) Wait(n int, within time.Duration) []Delivery {
 	rc.t.Helper()
 	deadline := time.After(within)
 	for {
-		if got := rc.deliveries(); len(got) >= n {
+		if got := rc.Deliveries(); len(got) >= n {
 			return got
 		}
 		select {
 		case <-rc.arrived:
 		case <-deadline:
-			got := rc.deliveries()
+			got := rc.Deliveries()
 			rc.t.Fatalf("receiver got %d deliveries within %s, want %d: %+v", len(got), within, n, got)
 			return nil
 		}
 	}
 }
 
-func (rc *receiver) deliveries() []delivery {
+func (rc *Receiver) Deliveries() []Delivery {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	return append([]delivery(nil), rc.got...)
+	return append([]Delivery(nil), rc.got...)
 }
 
-func (rc *receiver) url() string { return rc.server.URL + "/hooks" }
+func (rc *Receiver) URL() string { return rc.server.URL + "/hooks" }

@@ -1,4 +1,4 @@
-package main
+package logline
 
 import (
 	"bytes"
@@ -14,22 +14,22 @@ import (
 // format, and fails unless the bytes are the same.
 func sameLine(t testing.TB, json bool, rec slog.Record) {
 	t.Helper()
-	sameBytes(t, json, rec, func(h *lineHandler) error { return h.Handle(context.Background(), rec.Clone()) })
+	sameBytes(t, json, rec, func(h *Handler) error { return h.Handle(context.Background(), rec.Clone()) })
 }
 
 // sameRequestLine is sameLine for the request line that lineHandler writes
 // without a record.
-func sameRequestLine(t testing.TB, json bool, line requestLine) {
+func sameRequestLine(t testing.TB, json bool, line RequestLine) {
 	t.Helper()
-	sameBytes(t, json, line.record(), func(h *lineHandler) error { return h.writeRequestLine(context.Background(), &line) })
+	sameBytes(t, json, line.Record(), func(h *Handler) error { return h.WriteRequestLine(context.Background(), &line) })
 }
 
 // sameBytes fails unless write, given a lineHandler, writes what slog's own
 // handler of the format writes for rec.
-func sameBytes(t testing.TB, json bool, rec slog.Record, write func(*lineHandler) error) {
+func sameBytes(t testing.TB, json bool, rec slog.Record, write func(*Handler) error) {
 	t.Helper()
 	var got, want bytes.Buffer
-	fast := newLineHandler(&got, json, slog.LevelDebug)
+	fast := NewHandler(&got, json, slog.LevelDebug)
 	var std slog.Handler = slog.NewTextHandler(&want, &slog.HandlerOptions{Level: slog.LevelDebug})
 	if json {
 		std = slog.NewJSONHandler(&want, &slog.HandlerOptions{Level: slog.LevelDebug})
@@ -88,18 +88,18 @@ func TestRequestLineIsWhatSlogWrites(t *testing.T) {
 	at := time.Date(2026, 11, 22, 9, 5, 7, 120_000_000, time.UTC)
 	tests := []struct {
 		name string
-		line requestLine
+		line RequestLine
 	}{
-		{"a read with a key", requestLine{time: at, level: slog.LevelInfo, method: "GET", path: "/v1/pets/7", status: 200,
-			duration: 12345 * time.Nanosecond, bytes: 58, requestID: "0a1b2c3d4e5f-1bxr", keyID: 7}},
-		{"a 401 without a key", requestLine{time: at, level: slog.LevelInfo, method: "GET", path: "/v1/pets", status: 401,
-			duration: time.Millisecond, bytes: 120, requestID: "client-chosen"}},
-		{"a 500 with a stack trace", requestLine{time: at, level: slog.LevelError, method: "POST", path: "/v1/pets", status: 500,
-			duration: 2 * time.Second, bytes: 99, requestID: "x", keyID: 1, err: errors.New("panic: boom\ngoroutine 1 [running]:\n\tmain.go:12")}},
-		{"a path and id that need quoting", requestLine{time: at.In(time.FixedZone("CET", 3600)), level: slog.LevelInfo,
-			method: "GET", path: "/v1/pets/a b=\"c\"\u00a0é", status: 404, requestID: `say"hi"`}},
-		{"a time slog writes itself", requestLine{time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), level: slog.LevelInfo,
-			method: "GET", path: "/", status: 200}},
+		{"a read with a key", RequestLine{Time: at, Level: slog.LevelInfo, Method: "GET", Path: "/v1/pets/7", Status: 200,
+			Duration: 12345 * time.Nanosecond, Bytes: 58, RequestID: "0a1b2c3d4e5f-1bxr", KeyID: 7}},
+		{"a 401 without a key", RequestLine{Time: at, Level: slog.LevelInfo, Method: "GET", Path: "/v1/pets", Status: 401,
+			Duration: time.Millisecond, Bytes: 120, RequestID: "client-chosen"}},
+		{"a 500 with a stack trace", RequestLine{Time: at, Level: slog.LevelError, Method: "POST", Path: "/v1/pets", Status: 500,
+			Duration: 2 * time.Second, Bytes: 99, RequestID: "x", KeyID: 1, Err: errors.New("panic: boom\ngoroutine 1 [running]:\n\tmain.go:12")}},
+		{"a path and id that need quoting", RequestLine{Time: at.In(time.FixedZone("CET", 3600)), Level: slog.LevelInfo,
+			Method: "GET", Path: "/v1/pets/a b=\"c\"\u00a0é", Status: 404, RequestID: `say"hi"`}},
+		{"a time slog writes itself", RequestLine{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Level: slog.LevelInfo,
+			Method: "GET", Path: "/", Status: 200}},
 	}
 	for _, tt := range tests {
 		for _, json := range []bool{false, true} {
@@ -125,7 +125,7 @@ func TestLineTimesAreWhatSlogWritesAcrossSecondsAndZones(t *testing.T) {
 	}
 	for _, json := range []bool{false, true} {
 		var got, want bytes.Buffer
-		fast := newLineHandler(&got, json, slog.LevelInfo)
+		fast := NewHandler(&got, json, slog.LevelInfo)
 		var std slog.Handler = slog.NewTextHandler(&want, nil)
 		if json {
 			std = slog.NewJSONHandler(&want, nil)
@@ -133,9 +133,9 @@ func TestLineTimesAreWhatSlogWritesAcrossSecondsAndZones(t *testing.T) {
 		for _, at := range times {
 			got.Reset()
 			want.Reset()
-			line := requestLine{time: at, level: slog.LevelInfo, method: "GET", path: "/v1/pets", status: 200}
-			fast.writeRequestLine(context.Background(), &line)
-			rec := line.record()
+			line := RequestLine{Time: at, Level: slog.LevelInfo, Method: "GET", Path: "/v1/pets", Status: 200}
+			fast.WriteRequestLine(context.Background(), &line)
+			rec := line.Record()
 			fast.Handle(context.Background(), rec)
 			std.Handle(context.Background(), rec)
 			std.Handle(context.Background(), rec)
@@ -149,7 +149,7 @@ func TestLineTimesAreWhatSlogWritesAcrossSecondsAndZones(t *testing.T) {
 func TestLineHandlerLeavesDerivedLoggersToSlog(t *testing.T) {
 	for _, json := range []bool{false, true} {
 		var got, want bytes.Buffer
-		slog.New(newLineHandler(&got, json, slog.LevelInfo)).With("env", "staging").WithGroup("g").Info("hi", "n", 1)
+		slog.New(NewHandler(&got, json, slog.LevelInfo)).With("env", "staging").WithGroup("g").Info("hi", "n", 1)
 		std := slog.Handler(slog.NewTextHandler(&want, nil))
 		if json {
 			std = slog.NewJSONHandler(&want, nil)
@@ -166,7 +166,7 @@ func TestLineHandlerLeavesDerivedLoggersToSlog(t *testing.T) {
 
 func TestLineHandlerHonoursTheLevel(t *testing.T) {
 	var logs bytes.Buffer
-	logger := slog.New(newLineHandler(&logs, false, slog.LevelWarn))
+	logger := slog.New(NewHandler(&logs, false, slog.LevelWarn))
 	logger.Info("dropped")
 	logger.Warn("kept")
 	if got := logs.String(); bytes.Contains(logs.Bytes(), []byte("dropped")) || !bytes.Contains(logs.Bytes(), []byte("kept")) {
@@ -183,10 +183,10 @@ func FuzzLogLine(f *testing.F) {
 		rec.AddAttrs(slog.String(key, value), slog.Int64("n", n), slog.Duration("d", time.Duration(n)))
 		sameLine(t, false, rec)
 		sameLine(t, true, rec)
-		line := requestLine{time: time.Unix(n, n), level: slog.Level(n % 16), method: key, path: value,
-			status: int(n % 600), duration: time.Duration(n), bytes: n, requestID: value, keyID: n % 3}
+		line := RequestLine{Time: time.Unix(n, n), Level: slog.Level(n % 16), Method: key, Path: value,
+			Status: int(n % 600), Duration: time.Duration(n), Bytes: n, RequestID: value, KeyID: n % 3}
 		if n%5 == 0 {
-			line.err = errors.New(value)
+			line.Err = errors.New(value)
 		}
 		sameRequestLine(t, false, line)
 		sameRequestLine(t, true, line)
@@ -197,27 +197,27 @@ func FuzzLogLine(f *testing.F) {
 // writes it: lineHandler straight from the requestLine, against slog's own
 // handler given the record.
 func BenchmarkRequestLine(b *testing.B) {
-	line := requestLine{level: slog.LevelInfo, method: "GET", path: "/v1/pets", status: 200,
-		duration: 12345 * time.Nanosecond, bytes: 1406, requestID: "0a1b2c3d4e5f-1bxr", keyID: 7}
+	line := RequestLine{Level: slog.LevelInfo, Method: "GET", Path: "/v1/pets", Status: 200,
+		Duration: 12345 * time.Nanosecond, Bytes: 1406, RequestID: "0a1b2c3d4e5f-1bxr", KeyID: 7}
 	for _, format := range []string{"text", "json"} {
 		json := format == "json"
 		std := slog.Handler(slog.NewTextHandler(io.Discard, nil))
 		if json {
 			std = slog.NewJSONHandler(io.Discard, nil)
 		}
-		fast := newLineHandler(io.Discard, json, slog.LevelInfo)
+		fast := NewHandler(io.Discard, json, slog.LevelInfo)
 		b.Run(format+"/lineHandler", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				line.time = time.Now()
-				fast.writeRequestLine(context.Background(), &line)
+				line.Time = time.Now()
+				fast.WriteRequestLine(context.Background(), &line)
 			}
 		})
 		b.Run(format+"/slog", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				line.time = time.Now()
-				std.Handle(context.Background(), line.record())
+				line.Time = time.Now()
+				std.Handle(context.Background(), line.Record())
 			}
 		})
 	}

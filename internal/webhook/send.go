@@ -1,4 +1,4 @@
-package main
+package webhook
 
 import (
 	"bytes"
@@ -18,17 +18,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"petstore/internal/domain"
 )
 
 // One attempt of a webhook delivery, as Standard Webhooks 1.0 has it
-// (DESIGN.md "Notices: signed webhooks"): the secret, the signature, the
+// (docs/webhooks.md, "Verifying a delivery"): the secret, the signature, the
 // bounded HTTP client that refuses the local network, and when to try again.
 
 const (
-	webhookSecretPrefix = "whsec_"
-	webhookSecretBytes  = 32
-	// webhookTimeout bounds an attempt from the dial to the last byte read.
-	webhookTimeout = 15 * time.Second
+	webhookSecretBytes = 32
+	// Timeout bounds an attempt from the dial to the last byte read.
+	Timeout = 15 * time.Second
 	// webhookMaxAnswer is the most of an answer read; a longer one fails
 	// the attempt, so a receiver cannot make a server read without end.
 	webhookMaxAnswer = 64 << 10
@@ -36,27 +37,18 @@ const (
 	maxRetryAfter = 24 * time.Hour
 )
 
-// webhookRetryDelays are the waits after each failed attempt: after the
+// RetryDelays are the waits after each failed attempt: after the
 // last, the delivery has failed.
-var webhookRetryDelays = []time.Duration{
+var RetryDelays = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour,
 }
 
-// newWebhookSecret is a fresh endpoint secret: whsec_ and the base64 of 32
+// NewSecret is a fresh endpoint secret: whsec_ and the base64 of 32
 // random bytes, the form Standard Webhooks libraries take.
-func newWebhookSecret() string {
+func NewSecret() string {
 	var b [webhookSecretBytes]byte
 	rand.Read(b[:])
-	return webhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
-}
-
-// webhookSecretKey is the HMAC key of secret: its decoded bytes.
-func webhookSecretKey(secret string) ([]byte, error) {
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, webhookSecretPrefix))
-	if err != nil || len(key) == 0 {
-		return nil, errors.New("a webhook secret is not whsec_ and base64")
-	}
-	return key, nil
+	return domain.WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
 }
 
 // webhookSignature is the webhook-signature header of a message: for each
@@ -79,8 +71,8 @@ func webhookSignature(id string, timestamp int64, body []byte, keys ...[]byte) s
 	return b.String()
 }
 
-// webhookAttempt is one POST of an event to an endpoint.
-type webhookAttempt struct {
+// Attempt is one POST of an event to an endpoint.
+type Attempt struct {
 	URL  string
 	ID   string // webhook-id: the event's, the same on every retry
 	Body []byte
@@ -96,41 +88,40 @@ type attemptResult struct {
 	RetryAfter time.Duration
 }
 
-func (r attemptResult) delivered() bool { return r.Err == "" }
+func (r attemptResult) Delivered() bool { return r.Err == "" }
 
-// webhookSender makes attempts with one client: no redirects, no proxy, and
+// Sender makes attempts with one client: no redirects, no proxy, and
 // each address it connects to checked by the guard, after DNS.
-type webhookSender struct {
+type Sender struct {
 	client    *http.Client
 	userAgent string
 	now       func() time.Time
 }
 
-func newWebhookSender(guard *addressGuard, now func() time.Time) *webhookSender {
-	dialer := &net.Dialer{Timeout: webhookTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
+func NewSender(guard *AddressGuard, userAgent string, now func() time.Time) *Sender {
+	dialer := &net.Dialer{Timeout: Timeout, KeepAlive: 30 * time.Second, Control: guard.control}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the check
 		DialContext:            dialer.DialContext,
 		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  webhookTimeout,
-		MaxIdleConnsPerHost:    maxInFlightPerEndpoint,
+		ResponseHeaderTimeout:  Timeout,
+		MaxIdleConnsPerHost:    MaxInFlightPerEndpoint,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 16 << 10,
 	}
 	client := &http.Client{
 		Transport: transport,
-		Timeout:   webhookTimeout,
+		Timeout:   Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
-	version := strings.Trim(readBuildInfo().version, "()")
-	return &webhookSender{client: client, userAgent: "petstore/" + version, now: now}
+	return &Sender{client: client, userAgent: userAgent, now: now}
 }
 
-// send makes one attempt. Its error never holds the URL's user info or
+// Send makes one attempt. Its error never holds the URL's user info or
 // query, nor anything of the secret.
-func (s *webhookSender) send(ctx context.Context, a webhookAttempt) attemptResult {
+func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Body))
 	if err != nil {
 		return attemptResult{Err: "not a URL this server can send to"}
@@ -174,7 +165,7 @@ func attemptError(err error) string {
 	case errors.Is(err, errLocalNetwork):
 		return errLocalNetwork.Error()
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return fmt.Sprintf("no answer within %s", webhookTimeout)
+		return fmt.Sprintf("no answer within %s", Timeout)
 	case errors.As(err, &dns):
 		return "the receiver's host name did not resolve"
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -212,15 +203,15 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return 0
 }
 
-// nextRetry is when to try again after attempts failed attempts, the last
+// NextRetry is when to try again after attempts failed attempts, the last
 // answered with a Retry-After of asked: the schedule's wait, moved by
 // jitter (from -1 to 1, for ±10%), or later when asked says so, up to 24 h.
 // ok is false when the schedule is over: the delivery has failed.
-func nextRetry(attempts int, now time.Time, asked time.Duration, jitter float64) (_ time.Time, ok bool) {
-	if attempts < 1 || attempts > len(webhookRetryDelays) {
+func NextRetry(attempts int, now time.Time, asked time.Duration, jitter float64) (_ time.Time, ok bool) {
+	if attempts < 1 || attempts > len(RetryDelays) {
 		return time.Time{}, false
 	}
-	wait := webhookRetryDelays[attempts-1]
+	wait := RetryDelays[attempts-1]
 	wait += time.Duration(float64(wait) * 0.1 * jitter)
 	if asked > wait {
 		wait = min(asked, maxRetryAfter)
@@ -228,8 +219,8 @@ func nextRetry(attempts int, now time.Time, asked time.Duration, jitter float64)
 	return now.Add(wait), true
 }
 
-// webhookURLProblem says what is wrong with an endpoint URL, or "".
-func webhookURLProblem(raw string) string {
+// URLProblem says what is wrong with an endpoint URL, or "".
+func URLProblem(raw string) string {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || u.Opaque != "":
@@ -248,18 +239,7 @@ func webhookURLProblem(raw string) string {
 
 const maxWebhookURL = 2048
 
-// shownURL is an endpoint URL as logs, errors and lists may show it: without
-// its user info and query, which may carry a receiver's own secrets.
-func shownURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
-	return shown.String()
-}
-
-// maxInFlightPerEndpoint bounds the attempts all the servers together make
+// MaxInFlightPerEndpoint bounds the attempts all the servers together make
 // to one endpoint at once (the claim counts them), so that a receiver that
 // hangs holds a few workers, not all of them.
-const maxInFlightPerEndpoint = 4
+const MaxInFlightPerEndpoint = 4

@@ -1,4 +1,4 @@
-package main
+package limits
 
 import (
 	"context"
@@ -18,30 +18,30 @@ import (
 // while it is gone at most one request in redisProbeEvery tries it again.
 const (
 	redisTimeout    = 100 * time.Millisecond // dial, read, write, waiting for a pooled connection
-	redisProbeEvery = 500 * time.Millisecond
+	RedisProbeEvery = 500 * time.Millisecond
 )
 
 // redisLink is the Redis limiter's connection, and whether Redis answers:
 // while it does not, requests go to the in-process fallback, and one in
 // redisProbeEvery tries Redis again.
 type redisLink struct {
-	client *redis.Client
+	Client *redis.Client
 	now    func() time.Time
 	logger *slog.Logger
 	// onFallback is told true when Redis stops answering, false when it
 	// answers again (may be nil).
 	onFallback func(active bool)
 
-	down      atomic.Bool
+	Down      atomic.Bool
 	downSince atomic.Int64 // UnixNano
 	probeAt   atomic.Int64 // while down: when (UnixNano) a request may try Redis again
-	outages   atomic.Int64
+	Outages   atomic.Int64
 }
 
-// redisOptions are the client options for a --redis URL: short timeouts and
+// RedisOptions are the client options for a --redis URL: short timeouts and
 // no retries (a retried script could count a request twice; the fallback
 // answers instead), and no maintenance notifications, which Valkey refuses.
-func redisOptions(rawURL string) (*redis.Options, error) {
+func RedisOptions(rawURL string) (*redis.Options, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// url.Error repeats the URL, password and all: keep only why.
@@ -70,33 +70,33 @@ func redisOptions(rawURL string) (*redis.Options, error) {
 	return opts, nil
 }
 
-// where names the Redis for a log line, without its password.
-func (l *redisLink) where() string {
-	opts := l.client.Options()
+// Where names the Redis for a log line, without its password.
+func (l *redisLink) Where() string {
+	opts := l.Client.Options()
 	return "redis://" + opts.Addr + "/" + strconv.Itoa(opts.DB)
 }
 
 // skip reports whether a request goes straight to the fallback: Redis is
 // down and another request tried it less than redisProbeEvery ago.
 func (l *redisLink) skip() bool {
-	if !l.down.Load() {
+	if !l.Down.Load() {
 		return false
 	}
 	now := l.now().UnixNano()
 	at := l.probeAt.Load()
-	return now < at || !l.probeAt.CompareAndSwap(at, now+int64(redisProbeEvery))
+	return now < at || !l.probeAt.CompareAndSwap(at, now+int64(RedisProbeEvery))
 }
 
 // failed notes that Redis did not answer. It reports whether that began an
 // outage, which is then logged, counted and told to onFallback.
 func (l *redisLink) failed(err error) bool {
 	now := l.now()
-	l.probeAt.Store(now.Add(redisProbeEvery).UnixNano())
-	if !l.down.CompareAndSwap(false, true) {
+	l.probeAt.Store(now.Add(RedisProbeEvery).UnixNano())
+	if !l.Down.CompareAndSwap(false, true) {
 		return false
 	}
 	l.downSince.Store(now.UnixNano())
-	l.outages.Add(1)
+	l.Outages.Add(1)
 	l.logger.Warn("Redis does not answer: this server limits requests on its own until it does", "err", err)
 	if l.onFallback != nil {
 		l.onFallback(true)
@@ -106,7 +106,7 @@ func (l *redisLink) failed(err error) bool {
 
 // answered notes that Redis answered, ending an outage.
 func (l *redisLink) answered() {
-	if !l.down.Load() || !l.down.CompareAndSwap(true, false) {
+	if !l.Down.Load() || !l.Down.CompareAndSwap(true, false) {
 		return
 	}
 	outage := l.now().Sub(time.Unix(0, l.downSince.Load()))
@@ -116,14 +116,14 @@ func (l *redisLink) answered() {
 	}
 }
 
-// redisLog passes go-redis's own log lines (a failed dial, say) on at
+// RedisLog passes go-redis's own log lines (a failed dial, say) on at
 // debug level: the limiter logs each outage once itself. go-redis has one
 // logger for the whole process, set by serve (redis.SetLogger).
-type redisLog struct{ logger *slog.Logger }
+type RedisLog struct{ Logger *slog.Logger }
 
-func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+func (l RedisLog) Printf(ctx context.Context, format string, v ...any) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	l.logger.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
+	l.Logger.DebugContext(ctx, fmt.Sprintf(format, v...), "from", "go-redis")
 }

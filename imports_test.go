@@ -1,0 +1,113 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The packages of the module and what each may import of it: the domain at
+// the bottom, the root at the top, never an edge upward or sideways
+// (docs/design.md). A package missing from this table fails the test, so
+// that a new one says where it stands.
+var allowedImports = map[string][]string{
+	".":                   {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits"},
+	"internal/domain":     nil,
+	"internal/batch":      nil,
+	"internal/appendjson": nil,
+	"internal/logline":    {"internal/appendjson"},
+	"internal/webhook":    {"internal/domain"},
+	"internal/limits":     {"internal/domain", "internal/batch"},
+	"internal/testkit":    nil,
+	"bench/ceiling":       nil,
+}
+
+// netHTTPAllowed are the packages whose code (not tests) may import
+// net/http: the root (the HTTP edge), the webhook sender, the tests'
+// support and the benchmark's yardstick server.
+var netHTTPAllowed = []string{".", "internal/webhook", "internal/testkit", "bench/ceiling"}
+
+const modulePath = "petstore"
+
+// moduleImports reads the import lines of every Go file below the module's
+// root, by package directory: those of its code and those of its tests.
+func moduleImports(t *testing.T) (code, tests map[string]map[string]bool) {
+	t.Helper()
+	code, tests = map[string]map[string]bool{}, map[string]map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		into := code
+		if strings.HasSuffix(path, "_test.go") {
+			into = tests
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if into[dir] == nil {
+			into[dir] = map[string]bool{}
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			into[dir][p] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, tests
+}
+
+// TestImportsRunOneWay holds every package to its row of allowedImports:
+// its code imports only the packages of the module listed there, and its
+// tests those and the tests' support.
+func TestImportsRunOneWay(t *testing.T) {
+	code, tests := moduleImports(t)
+	for dir, imports := range code {
+		allowed, known := allowedImports[dir]
+		if !known {
+			t.Errorf("package %s is not in allowedImports: say what it may import", dir)
+			continue
+		}
+		for p := range imports {
+			if inner, ok := strings.CutPrefix(p, modulePath+"/"); ok && !slices.Contains(allowed, inner) {
+				t.Errorf("package %s imports %s, which its row of allowedImports does not allow", dir, inner)
+			}
+		}
+	}
+	for dir, imports := range tests {
+		allowed := append(slices.Clone(allowedImports[dir]), "internal/testkit")
+		for p := range imports {
+			if inner, ok := strings.CutPrefix(p, modulePath+"/"); ok && !slices.Contains(allowed, inner) {
+				t.Errorf("the tests of %s import %s, which its row of allowedImports does not allow", dir, inner)
+			}
+		}
+	}
+}
+
+// TestNetHTTPOnlyAtTheEdges: outside tests, only the packages of
+// netHTTPAllowed speak HTTP.
+func TestNetHTTPOnlyAtTheEdges(t *testing.T) {
+	code, _ := moduleImports(t)
+	for dir, imports := range code {
+		if imports["net/http"] && !slices.Contains(netHTTPAllowed, dir) {
+			t.Errorf("package %s imports net/http, which only %v may", dir, netHTTPAllowed)
+		}
+	}
+}

@@ -1,0 +1,376 @@
+package domain
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// API keys look like psk_live_<32 random base62 chars><6-char checksum>
+// (psk_test_ on staging). The checksum is the CRC32 of everything before it,
+// in base62: a mistyped or made-up key is refused without a database look-up,
+// and secret scanners can tell a real leaked key from noise.
+const Base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// Webhook event types besides the audit actions sent as they are.
+const (
+	WebhookQuotaThreshold = "key.quota.threshold"
+	WebhookKeyExpiring    = "key.expiring"
+	WebhookKeyExpired     = "key.expired"
+	WebhookTestEvent      = "webhook.test"
+)
+
+// WebhookEventTypes are the types an endpoint may take (--events), in the
+// order the docs list them. The key.* audit actions among them are sent
+// for each audit event of a key, in the transaction that writes it.
+var WebhookEventTypes = []string{
+	"key.created", "key.updated", "key.revoked", "key.rolled", "key.banned", "ban.lifted",
+	WebhookQuotaThreshold, WebhookKeyExpiring, WebhookKeyExpired, WebhookTestEvent,
+}
+
+// auditActionsSent are the audit actions that are also webhook events.
+var auditActionsSent = []string{"key.created", "key.updated", "key.revoked", "key.rolled", "key.banned", "ban.lifted"}
+
+// WebhookEvent is one event as it waits in the outbox: its id (the
+// webhook-id of every attempt), type, time and body.
+type WebhookEvent struct {
+	ID   string
+	Type string
+	At   time.Time
+	Body []byte // {"type", "timestamp", "data"}
+}
+
+// NewWebhookEvent is an event of typ at at with data, which never holds a
+// key, a token or a hash.
+func NewWebhookEvent(typ string, at time.Time, data any) (WebhookEvent, error) {
+	at = at.UTC().Truncate(time.Millisecond)
+	body, err := json.Marshal(struct {
+		Type      string    `json:"type"`
+		Timestamp time.Time `json:"timestamp"`
+		Data      any       `json:"data"`
+	}{typ, at, data})
+	if err != nil {
+		return WebhookEvent{}, fmt.Errorf("webhook event %s: %w", typ, err)
+	}
+	return WebhookEvent{ID: newWebhookEventID(), Type: typ, At: at, Body: body}, nil
+}
+
+// newWebhookEventID is a fresh event id: msg_ and 24 random base62
+// characters, unique across databases, so that a receiver fed by two
+// deployments never takes one event for another.
+func newWebhookEventID() string { return string(AppendRandomBase62([]byte("msg_"), 24)) }
+
+// AuditWebhookEvent is the webhook event of audit event e, when its action
+// is one that is sent and it is about a key (the ban of a client address is
+// not: an address is personal data a receiver need not hold). keyName is
+// the key's name, for events whose details lack it.
+func AuditWebhookEvent(e AuditEvent, keyName string) (WebhookEvent, bool, error) {
+	if !SentAsWebhook(e) {
+		return WebhookEvent{}, false, nil
+	}
+	// The details are the audit trail's camelCase object, which never
+	// holds a key or a hash; the event names the key first.
+	var data map[string]any
+	details, err := json.Marshal(e.Details)
+	if err == nil {
+		err = json.Unmarshal(details, &data)
+	}
+	if err != nil {
+		return WebhookEvent{}, false, err
+	}
+	if name, ok := data["name"].(string); ok && name != "" {
+		keyName = name
+	}
+	delete(data, "name")
+	data["keyId"], data["keyName"] = e.KeyID, keyName
+	if e.NewKeyID != 0 {
+		data["newKeyId"] = e.NewKeyID
+	}
+	data["actor"] = e.Actor
+	ev, err := NewWebhookEvent(e.Action, e.At, data)
+	return ev, err == nil, err
+}
+
+// SentAsWebhook tells whether audit event e is also a webhook event: an
+// action that is sent, about a key.
+func SentAsWebhook(e AuditEvent) bool {
+	return slices.Contains(auditActionsSent, e.Action) && e.KeyID != 0 && e.Address == ""
+}
+
+// ParseEventTypes reads --events (or an admin body's events): known types,
+// comma-separated; none means all, but an empty type is refused, not taken
+// for all.
+func ParseEventTypes(list []string) ([]string, error) {
+	var types []string
+	for _, item := range list {
+		for t := range strings.SplitSeq(item, ",") {
+			t = strings.TrimSpace(t)
+			if t == "" {
+				return nil, fmt.Errorf("events: %q holds an empty event type; name types (%s), or none for all", item, strings.Join(WebhookEventTypes, ", "))
+			}
+			if !slices.Contains(WebhookEventTypes, t) {
+				return nil, fmt.Errorf("events: %q is not an event type (%s)", t, strings.Join(WebhookEventTypes, ", "))
+			}
+			if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	return types, nil
+}
+
+// WebhookNotice is an event the server decides on its own, sent once for
+// its mark (a budget's day and threshold, a key's expiry): the first
+// server to store the mark sends the event, any other finds it stored.
+// The mark is kept until ForgetAt, when no server would make the notice
+// again.
+type WebhookNotice struct {
+	Mark     string
+	Event    WebhookEvent
+	ForgetAt time.Time
+}
+
+// WebhookStorage is where webhooks live: the endpoints, the outbox of
+// events and their deliveries, and the marks that make each notice once.
+// Every change to an endpoint is stored with its audit event (by actor, of
+// env), as one change; an unknown endpoint id is not_found.
+type WebhookStorage interface {
+	// AddWebhookEndpoint stores e (URL, Events, Secret) enabled, with its
+	// webhook.added event, and returns it with its id.
+	AddWebhookEndpoint(ctx context.Context, e WebhookEndpoint, actor, env string) (WebhookEndpoint, error)
+	// WebhookEndpoints returns every endpoint, oldest first.
+	WebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error)
+	// RemoveWebhookEndpoint deletes endpoint id and its deliveries, with its
+	// webhook.removed event.
+	RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error
+	// RotateWebhookSecret gives endpoint id secret; the one it had signs
+	// beside it for overlap.
+	RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (WebhookEndpoint, error)
+	// EnableWebhookEndpoint enables endpoint id (webhook.enabled); enabling
+	// an enabled one changes nothing and writes no event.
+	EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (WebhookEndpoint, error)
+	// AddWebhookEvent queues ev for endpoint id alone (webhook.test), even
+	// when it is disabled.
+	AddWebhookEvent(ctx context.Context, ev WebhookEvent, endpointID int64) error
+	// AddWebhookNotices stores each notice's mark and queues its event for
+	// the endpoints that take it, unless the mark is stored already.
+	AddWebhookNotices(ctx context.Context, notices []WebhookNotice) error
+	// ClaimWebhookDeliveries claims, until now+claimFor, up to limit due
+	// deliveries of enabled endpoints not in skip that take accepts, the
+	// longest due first; no other server claims them meanwhile, and no
+	// endpoint has more than maxInFlightPerEndpoint live claims of all the
+	// servers'.
+	ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+		take func(endpointID int64) bool) ([]ClaimedDelivery, error)
+	// FinishWebhookDelivery records an attempt's outcome, and what it does
+	// to its endpoint: a 410 disables it, as does failing every delivery
+	// for failingDisableAfter (each with webhook.disabled by actor).
+	// disabled says why the endpoint was disabled, "" when it was not.
+	FinishWebhookDelivery(ctx context.Context, o DeliveryOutcome, actor, env string) (disabled string, err error)
+	// WebhookDeliveries returns the deliveries f picks, newest first.
+	WebhookDeliveries(ctx context.Context, f DeliveryFilter) ([]WebhookDelivery, error)
+	// ResendWebhookDeliveries queues again, at now, the deliveries f picks
+	// (those of f.EventID, or the failed ones); it returns how many.
+	ResendWebhookDeliveries(ctx context.Context, f DeliveryFilter, now time.Time) (int64, error)
+	// PruneWebhooks forgets, at now, what is no longer needed: the marks
+	// of past days' quota notices, and deliveries long over.
+	PruneWebhooks(ctx context.Context, now time.Time) error
+	// WebhookBacklog counts the deliveries waiting for enabled endpoints,
+	// and tells when the oldest of their events happened.
+	WebhookBacklog(ctx context.Context) (waiting int64, oldest time.Time, err error)
+}
+
+// WebhookEndpoint is a receiver of events. Its secrets sign; they are
+// never shown but when made.
+type WebhookEndpoint struct {
+	ID        int64
+	URL       string
+	Events    []string // the types it takes; empty: all
+	Enabled   bool
+	CreatedAt time.Time
+	Secret    string
+	// PreviousSecret signs beside Secret until PreviousUntil, after a
+	// rotation.
+	PreviousSecret string
+	PreviousUntil  time.Time
+	// LastStatus is the status of the last attempt's answer (0: none came),
+	// LastError why it failed; LastAttempt zero: never tried.
+	LastAttempt time.Time
+	LastStatus  int
+	LastError   string
+}
+
+// SigningKeys are the HMAC keys of e's secrets at now: the current one,
+// and the previous one during a rotation's overlap.
+func (e WebhookEndpoint) SigningKeys(now time.Time) ([][]byte, error) {
+	key, err := WebhookSecretKey(e.Secret)
+	if err != nil {
+		return nil, err
+	}
+	keys := [][]byte{key}
+	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
+		previous, err := WebhookSecretKey(e.PreviousSecret)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, previous)
+	}
+	return keys, nil
+}
+
+// WebhookDelivery is one event's delivery to one endpoint.
+type WebhookDelivery struct {
+	EventID     string
+	Type        string
+	EndpointID  int64
+	At          time.Time // when the event happened
+	State       string    // pending, delivered or failed
+	Attempts    int
+	NextAt      time.Time // pending: when the next attempt is due
+	LastAttempt time.Time // zero: none yet
+	LastStatus  int       // the last answer's status; 0: none came
+	LastError   string
+}
+
+// ClaimedDelivery is a delivery this server claimed, with what it takes to
+// send it.
+type ClaimedDelivery struct {
+	WebhookDelivery
+	URL  string
+	Keys [][]byte
+	Body []byte
+}
+
+// DeliveryOutcome is what an attempt came to.
+type DeliveryOutcome struct {
+	EventID    string
+	EndpointID int64
+	Attempts   int // made so far, this one included
+	At         time.Time
+	State      string    // pending (to be retried at NextAt), delivered or failed
+	NextAt     time.Time // pending only
+	Status     int
+	Err        string
+	Disable    string // why to disable the endpoint (a 410), or ""
+}
+
+// DeliveryFilter picks deliveries: of EndpointID (0: any), of EventID (""
+// any), only the failed ones.
+type DeliveryFilter struct {
+	EndpointID int64
+	EventID    string
+	Failed     bool
+	Limit      int // 0: no limit
+}
+
+// failingDisableAfter: an endpoint that has failed every delivery for
+// this long is disabled.
+const FailingDisableAfter = 72 * time.Hour
+
+// Delivery states.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// WebhookAuditEvent is the audit event of action on endpoint e, by actor
+// of env.
+func WebhookAuditEvent(action string, e WebhookEndpoint, actor, env string, at time.Time, why string) AuditEvent {
+	return AuditEvent{At: AuditTime(at), Action: action, Actor: actor, Env: env, Details: AuditDetails{
+		WebhookID: e.ID, URL: ShownURL(e.URL), Events: e.Events, Reason: why,
+	}}
+}
+
+func (e WebhookEndpoint) Listed(now time.Time) ListedEndpoint {
+	l := ListedEndpoint{
+		ID: e.ID, URL: e.URL, Events: e.Events, Enabled: e.Enabled, Created: e.CreatedAt,
+		LastAttempt: TimeOrNil(e.LastAttempt), LastError: e.LastError,
+	}
+	if l.Events == nil {
+		l.Events = []string{}
+	}
+	if !e.LastAttempt.IsZero() {
+		status := e.LastStatus
+		l.LastStatus = &status
+	}
+	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
+		l.RotationEnds = TimeOrNil(e.PreviousUntil)
+	}
+	return l
+}
+
+// WebhookSecretPrefix starts every endpoint secret, as Standard Webhooks
+// writes them: whsec_ and the key in base64.
+const WebhookSecretPrefix = "whsec_"
+
+// WebhookSecretKey is the HMAC key of secret: its decoded bytes.
+func WebhookSecretKey(secret string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, WebhookSecretPrefix))
+	if err != nil || len(key) == 0 {
+		return nil, errors.New("a webhook secret is not whsec_ and base64")
+	}
+	return key, nil
+}
+
+// ListedEndpoint is an endpoint as webhooks list and the admin API show
+// it: never its secret.
+type ListedEndpoint struct {
+	ID          int64      `json:"id"`
+	URL         string     `json:"url"`
+	Events      []string   `json:"events"` // empty: every type
+	Enabled     bool       `json:"enabled"`
+	Created     time.Time  `json:"created"`
+	LastAttempt *time.Time `json:"lastAttempt"`
+	LastStatus  *int       `json:"lastStatus"` // the last answer's HTTP status; null: never tried, 0: no answer
+	LastError   string     `json:"lastError,omitempty"`
+	// RotationEnds: while the previous secret still signs, until when.
+	RotationEnds *time.Time `json:"rotationEnds,omitempty"`
+}
+
+// ListedDelivery is a delivery as webhooks deliveries and the admin API
+// show it.
+type ListedDelivery struct {
+	EventID     string     `json:"eventId"`
+	Type        string     `json:"type"`
+	EndpointID  int64      `json:"endpointId"`
+	At          time.Time  `json:"at"`
+	State       string     `json:"state"`
+	Attempts    int        `json:"attempts"`
+	NextAttempt *time.Time `json:"nextAttempt"`
+	LastAttempt *time.Time `json:"lastAttempt"`
+	LastStatus  *int       `json:"lastStatus"`
+	LastError   string     `json:"lastError,omitempty"`
+}
+
+func (d WebhookDelivery) Listed() ListedDelivery {
+	l := ListedDelivery{
+		EventID: d.EventID, Type: d.Type, EndpointID: d.EndpointID, At: d.At, State: d.State, Attempts: d.Attempts,
+		LastAttempt: TimeOrNil(d.LastAttempt), LastError: d.LastError,
+	}
+	if d.State == DeliveryPending {
+		l.NextAttempt = TimeOrNil(d.NextAt)
+	}
+	if !d.LastAttempt.IsZero() {
+		status := d.LastStatus
+		l.LastStatus = &status
+	}
+	return l
+}
+
+// ShownURL is an endpoint URL as logs, errors and lists may show it: without
+// its user info and query, which may carry a receiver's own secrets.
+func ShownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return shown.String()
+}
