@@ -250,7 +250,7 @@ func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 		// port on loopback, so that anything reaching the proxy below is the
 		// page's doing.
 		"--gaia-url=http://127.0.0.1:9/", "--component-updater=url-source=http://127.0.0.1:9/",
-		"--user-data-dir="+t.TempDir(),
+		"--user-data-dir="+profileWithoutSpellcheck(t),
 		`--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
 		"--proxy-server="+proxy.URL, "--proxy-bypass-list=127.0.0.1",
 		"--remote-debugging-pipe", "about:blank")
@@ -276,6 +276,22 @@ func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 		}
 	})
 	return b
+}
+
+// profileWithoutSpellcheck is a fresh profile directory whose preferences
+// turn the spellchecker off: typing into a text field would otherwise have
+// Chromium fetch a dictionary from Google.
+func profileWithoutSpellcheck(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	prefs := `{"browser": {"enable_spellchecking": false}, "spellcheck": {"dictionaries": [], "use_spelling_service": false}}`
+	if err := os.MkdirAll(filepath.Join(dir, "Default"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Default", "Preferences"), []byte(prefs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func (b *browser) read(r io.Reader) {

@@ -42,10 +42,11 @@ func addConsoleRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /console/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := assets[r.PathValue("file")]
 		if !ok || r.PathValue("file") == "index.html" {
-			writeError(w, r, errorf(codeNotFound, "no resource at %s", r.URL.Path))
+			notFound().ServeHTTP(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
 	}))
+	mux.Handle("GET /console/", notFound())
 	mux.Handle("/console/", methodNotAllowed("GET, HEAD"))
 }

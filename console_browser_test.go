@@ -210,7 +210,15 @@ func (c *consoleSession) chartOf400Days(ctx context.Context, id int64) {
 	if !series["allowed"] || !series["rateLimited"] || !series["banned"] {
 		c.t.Errorf("the chart draws %v, want allowed, rate limited and banned requests", series)
 	}
+	// Today's numbers, pointed at with the mouse, then from the keyboard.
+	var at struct{ X, Y float64 }
+	page.eval(ctx, `(() => { const r = document.querySelector('.usage-chart').getBoundingClientRect(); return {x: r.right - 2, y: r.top + r.height / 2}; })()`, &at)
+	page.call(ctx, "Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": at.X, "y": at.Y})
+	if got := page.text(ctx, ".readout"); !strings.Contains(got, "allowed 60") {
+		c.t.Errorf("pointing at today the readout says %q, want allowed 60", got)
+	}
 	page.eval(ctx, `document.querySelector('.usage-chart').focus()`, nil)
+	page.press(ctx, "Home", 36)
 	page.press(ctx, "End", 35)
 	if got := page.text(ctx, ".readout"); !strings.Contains(got, "allowed 60") {
 		c.t.Errorf("the readout of today says %q, want allowed 60", got)

@@ -33,6 +33,7 @@ func TestConsoleIsOnTheAdminListenerOnly(t *testing.T) {
 		{"/console", 301, ""},
 		{"/console/index.html", 404, ""},
 		{"/console/nothing.js", 404, ""},
+		{"/console/a/b.js", 404, ""},
 	}
 	for _, tt := range tests {
 		w := s.admin("GET", tt.target, "", "", "Origin", "https://evil.example")

@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/webhook"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -123,7 +124,7 @@ func newMetrics() *metrics {
 		Help: "Webhook attempts by what came of them: delivered (a 2xx), retried (to be tried again), failed (the last attempt, or a 410).",
 	}, []string{"outcome"})
 	m.deliveries = make(map[string]prometheus.Counter)
-	for state, outcome := range deliveryOutcomeNames {
+	for state, outcome := range webhook.DeliveryOutcomeNames {
 		m.deliveries[state] = deliveries.WithLabelValues(outcome)
 	}
 
