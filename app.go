@@ -37,10 +37,10 @@ type app struct {
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  limits.Limiter
-	limitsIn string         // where the limits are kept, for the log
-	audit    *auditLog      // the bans this server saw start, until they are stored
-	quota    *quotaWatch    // the day quotas this server saw reach 80% and 100%, until they are stored
-	webhooks *webhookWorker // sends the outbox's webhooks
+	limitsIn string          // where the limits are kept, for the log
+	audit    *auditLog       // the bans this server saw start, until they are stored
+	quota    *quotaWatch     // the day quotas this server saw reach 80% and 100%, until they are stored
+	webhooks *webhook.Worker // sends the outbox's webhooks
 	// webhookGuard refuses the addresses webhooks may not reach (nil with
 	// --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard
@@ -115,7 +115,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
 	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = newWebhookWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics, cfg.env)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics.countDelivery, cfg.env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -196,11 +196,11 @@ func (a *app) startBackground() (stop func()) {
 			for _, f := range a.flushes() {
 				warn(f.what+"; will retry", f.write(ctx))
 			}
-			a.webhooks.poke()
+			a.webhooks.Poke()
 		})
 	})
 	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
-	wg.Go(func() { a.webhooks.run(ctx) })
+	wg.Go(func() { a.webhooks.Run(ctx) })
 	wg.Go(func() {
 		every(ctx, limiterSweepEvery, func() {
 			a.limiter.Sweep()

@@ -45,17 +45,8 @@ func (n quotaNotice) notice() (domain.WebhookNotice, error) {
 		"keyId": n.KeyID, "keyName": n.KeyName, "plan": n.Plan, "threshold": n.Threshold,
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
 	})
-	return domain.WebhookNotice{Mark: n.mark(), Event: ev, ForgetAt: n.At.Add(keepQuotaMarks)}, err
+	return domain.WebhookNotice{Mark: n.mark(), Event: ev, ForgetAt: n.At.Add(domain.KeepQuotaMarks)}, err
 }
-
-// How long the marks of notices are kept: a quota mark past its day (and
-// a day for the servers whose clocks differ), an expiry mark past the last
-// time its key's key.expired could be sent (staleExpiry after the expiry),
-// and a day more.
-const (
-	keepQuotaMarks  = 48 * time.Hour
-	keepExpiryMarks = staleExpiry + 24*time.Hour
-)
 
 // quotaNotices are notices as the store takes them.
 func quotaNotices(ns []quotaNotice) ([]domain.WebhookNotice, error) {
@@ -145,54 +136,4 @@ func (q *quotaWatch) flush(ctx context.Context, add func(context.Context, []doma
 		return err
 	}
 	return nil
-}
-
-// expiryMarks are how long before a key's expiry key.expiring is sent.
-var expiryMarks = []struct {
-	before time.Duration
-	days   int
-}{{24 * time.Hour, 1}, {7 * 24 * time.Hour, 7}}
-
-// staleExpiry is how long after a key expired its key.expired is still
-// sent: a server started on an old database does not announce ends long
-// past.
-const staleExpiry = 7 * 24 * time.Hour
-
-// expiryNotices are the notices due at now for keys: key.expiring at the
-// nearest mark passed while the expiry is ahead (a mark already past when
-// the key was made is skipped), key.expired once it passed. Revoked keys
-// and the old keys of a roll (whose end key.rolled announced) get none.
-func expiryNotices(keys []domain.Key, now time.Time) ([]domain.WebhookNotice, error) {
-	var notices []domain.WebhookNotice
-	for _, k := range keys {
-		if k.ExpiresAt.IsZero() || !k.RevokedAt.IsZero() || k.RolledTo != 0 {
-			continue
-		}
-		data := map[string]any{"keyId": k.ID, "keyName": k.Name, "plan": k.Plan, "expires": k.ExpiresAt}
-		var typ, mark string
-		if !now.Before(k.ExpiresAt) {
-			if now.Sub(k.ExpiresAt) > staleExpiry {
-				continue
-			}
-			typ, mark = domain.WebhookKeyExpired, fmt.Sprintf("expired:%d:%d", k.ID, k.ExpiresAt.Unix())
-		} else {
-			for _, m := range expiryMarks {
-				at := k.ExpiresAt.Add(-m.before)
-				if !now.Before(at) && k.CreatedAt.Before(at) {
-					typ, mark = domain.WebhookKeyExpiring, fmt.Sprintf("expiring:%d:%d:%d", k.ID, k.ExpiresAt.Unix(), m.days)
-					data["daysBefore"] = m.days
-					break
-				}
-			}
-		}
-		if typ == "" {
-			continue
-		}
-		ev, err := domain.NewWebhookEvent(typ, now, data)
-		if err != nil {
-			return nil, err
-		}
-		notices = append(notices, domain.WebhookNotice{Mark: mark, Event: ev, ForgetAt: k.ExpiresAt.Add(keepExpiryMarks)})
-	}
-	return notices, nil
 }

@@ -27,7 +27,7 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhookClaimFor, nil, 10,
+		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhook.ClaimFor, nil, 10,
 			func(int64) bool { return true })
 		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
 			t.Fatalf("claim: %+v, %v", claimed, err)
@@ -36,7 +36,7 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 		if n := len(rc.Deliveries()); n != 0 {
 			t.Fatalf("a claimed delivery was sent by another: %d", n)
 		}
-		s.clock.advance(webhookClaimFor)
+		s.clock.advance(webhook.ClaimFor)
 		s.deliverDue()
 		if got := rc.Wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
 			t.Fatalf("after the claim expired: %+v", got)
@@ -67,7 +67,7 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	var attempts sync.WaitGroup
 	defer func() { cancel(); attempts.Wait() }()
 	for range 3 {
-		s.webhooks.dispatch(ctx, &attempts)
+		s.webhooks.Dispatch(ctx, &attempts)
 	}
 	fine.Wait(1, 5*time.Second)
 	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
@@ -145,7 +145,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()
-	go func() { s.webhooks.run(ctx); close(done) }()
+	go func() { s.webhooks.Run(ctx); close(done) }()
 	held := func() (n int) {
 		for _, rc := range hanging {
 			n += len(rc.Deliveries())
@@ -153,10 +153,10 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 		return n
 	}
 	testkit.Eventually(t, 5*time.Second, "the hanging receivers hold their attempts", func() bool {
-		return held() >= webhookPlacesForOthers
+		return held() >= webhook.PlacesForOthers
 	})
 	time.Sleep(1500 * time.Millisecond) // a poll more: they take no more
-	if n := held(); n >= webhookAttemptsAtOnce {
+	if n := held(); n >= webhook.AttemptsAtOnce {
 		t.Fatalf("the hanging receivers hold %d attempts: every place", n)
 	}
 
@@ -165,7 +165,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 	if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 		t.Fatal(err)
 	}
-	s.webhooks.poke()
+	s.webhooks.Poke()
 	fast.Wait(1, 3*time.Second)
 }
 
@@ -200,7 +200,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	var running sync.WaitGroup
 	defer func() { cancel(); running.Wait() }()
 	for _, srv := range servers {
-		running.Go(func() { srv.webhooks.run(ctx) })
+		running.Go(func() { srv.webhooks.Run(ctx) })
 	}
 	slow.Wait(events, 20*time.Second)
 	mu.Lock()
@@ -230,7 +230,7 @@ func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 		step := func(advance time.Duration) []string {
 			t.Helper()
 			s.clock.advance(advance)
-			s.webhooks.noticeExpiries(ctx)
+			s.webhooks.NoticeExpiries(ctx)
 			if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
@@ -244,11 +244,11 @@ func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 		}
 		// key.expired could be sent until staleExpiry after the expiry: the
 		// marks stay until a day after that.
-		if marks := step(staleExpiry + 23*time.Hour); len(marks) != 2 {
-			t.Fatalf("%s after the expiry: marks %q, want both kept", staleExpiry+23*time.Hour, marks)
+		if marks := step(domain.StaleExpiry + 23*time.Hour); len(marks) != 2 {
+			t.Fatalf("%s after the expiry: marks %q, want both kept", domain.StaleExpiry+23*time.Hour, marks)
 		}
 		if marks := step(2 * time.Hour); len(marks) != 0 {
-			t.Fatalf("%s after the expiry: marks %q, want none", keepExpiryMarks+time.Hour, marks)
+			t.Fatalf("%s after the expiry: marks %q, want none", domain.KeepExpiryMarks+time.Hour, marks)
 		}
 		s.deliverDue()
 		if got := rc.Wait(2, 5*time.Second); len(got) != 2 {

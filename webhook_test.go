@@ -47,7 +47,7 @@ func (s *testServer) addEndpoint(rc *testkit.Receiver, events ...string) domain.
 func (s *testServer) deliverDue() {
 	for {
 		var attempts sync.WaitGroup
-		n := s.webhooks.dispatch(context.Background(), &attempts)
+		n := s.webhooks.Dispatch(context.Background(), &attempts)
 		attempts.Wait()
 		if n == 0 {
 			return
@@ -365,8 +365,8 @@ func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
 
 	notice := func() []string {
 		t.Helper()
-		s.webhooks.noticeExpiries(context.Background())
-		s.webhooks.noticeExpiries(context.Background()) // a second server, or a second look, adds nothing
+		s.webhooks.NoticeExpiries(context.Background())
+		s.webhooks.NoticeExpiries(context.Background()) // a second server, or a second look, adds nothing
 		s.deliverDue()
 		var got []string
 		for _, d := range rc.Deliveries() {

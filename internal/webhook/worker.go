@@ -1,4 +1,4 @@
-package main
+package webhook
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/webhook"
 )
 
 // The delivery worker: each server takes due deliveries from the outbox,
@@ -21,16 +20,16 @@ const (
 	// nothing woke it: an event queued by a command or another server
 	// goes out within it.
 	webhookPollEvery = time.Second
-	// webhookAttemptsAtOnce bounds a server's attempts in flight.
-	webhookAttemptsAtOnce = 16
+	// AttemptsAtOnce bounds a server's attempts in flight.
+	AttemptsAtOnce = 16
 	// webhookPlacesForOthers: an endpoint with an attempt in flight starts
 	// another only while more places than this are free, so that slow
 	// endpoints never hold them all: each other endpoint finds one.
-	webhookPlacesForOthers = webhookAttemptsAtOnce / 2
-	// webhookClaimFor is how long a claimed attempt is this server's: past
+	PlacesForOthers = AttemptsAtOnce / 2
+	// ClaimFor is how long a claimed attempt is this server's: past
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
-	webhookClaimFor = webhook.Timeout + 45*time.Second
+	ClaimFor = Timeout + 45*time.Second
 	// expiryScanEvery is how often a server looks for keys to announce
 	// as expiring or expired.
 	expiryScanEvery = time.Minute
@@ -39,15 +38,15 @@ const (
 	webhookPruneEvery = time.Hour
 )
 
-// webhookWorker sends the outbox's due deliveries.
-type webhookWorker struct {
+// Worker sends the outbox's due deliveries.
+type Worker struct {
 	store   domain.WebhookStorage
 	keys    func(context.Context) ([]domain.Key, error)
-	sender  *webhook.Sender
+	sender  *Sender
 	now     func() time.Time
 	logger  *slog.Logger
-	metrics *metrics
-	env     string // of the audit events of the endpoints it disables
+	counted func(state string) // counts an attempt that left its delivery in state
+	env     string             // of the audit events of the endpoints it disables
 	wake    chan struct{}
 
 	mu       sync.Mutex
@@ -55,18 +54,18 @@ type webhookWorker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func newWebhookWorker(store domain.WebhookStorage, keys func(context.Context) ([]domain.Key, error), sender *webhook.Sender,
-	now func() time.Time, logger *slog.Logger, m *metrics, env string) *webhookWorker {
-	return &webhookWorker{
-		store: store, keys: keys, sender: sender, now: now, logger: logger, metrics: m, env: env,
+func NewWorker(store domain.WebhookStorage, keys func(context.Context) ([]domain.Key, error), sender *Sender,
+	now func() time.Time, logger *slog.Logger, counted func(state string), env string) *Worker {
+	return &Worker{
+		store: store, keys: keys, sender: sender, now: now, logger: logger, counted: counted, env: env,
 		wake: make(chan struct{}, 1), inFlight: make(map[int64]int),
 	}
 }
 
-// run sends due deliveries until ctx ends, then waits for the attempts in
+// Run sends due deliveries until ctx ends, then waits for the attempts in
 // flight (which ctx ends too: their claims expire and another attempt
 // follows).
-func (w *webhookWorker) run(ctx context.Context) {
+func (w *Worker) Run(ctx context.Context) {
 	var attempts sync.WaitGroup
 	defer attempts.Wait()
 	poll := time.NewTicker(webhookPollEvery)
@@ -75,14 +74,14 @@ func (w *webhookWorker) run(ctx context.Context) {
 	defer scan.Stop()
 	prune := time.NewTicker(webhookPruneEvery)
 	defer prune.Stop()
-	w.noticeExpiries(ctx)
+	w.NoticeExpiries(ctx)
 	for {
-		w.dispatch(ctx, &attempts)
+		w.Dispatch(ctx, &attempts)
 		select {
 		case <-ctx.Done():
 			return
 		case <-scan.C:
-			w.noticeExpiries(ctx)
+			w.NoticeExpiries(ctx)
 		case <-prune.C:
 			if err := w.store.PruneWebhooks(ctx, w.now()); err != nil && ctx.Err() == nil {
 				w.logger.Warn("prune the webhook outbox; will retry", "err", err)
@@ -93,8 +92,8 @@ func (w *webhookWorker) run(ctx context.Context) {
 	}
 }
 
-// poke wakes the worker: an attempt ended, or this server queued an event.
-func (w *webhookWorker) poke() {
+// Poke wakes the worker: an attempt ended, or this server queued an event.
+func (w *Worker) Poke() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -105,16 +104,16 @@ func (w *webhookWorker) poke() {
 // is free, the endpoint is under its cap, and an endpoint with an attempt
 // in flight leaves webhookPlacesForOthers places to the others. Called
 // with w.mu held.
-func (w *webhookWorker) mayStart(endpointID int64) bool {
-	free, n := webhookAttemptsAtOnce-w.running, w.inFlight[endpointID]
-	return free > 0 && n < webhook.MaxInFlightPerEndpoint && (n == 0 || free > webhookPlacesForOthers)
+func (w *Worker) mayStart(endpointID int64) bool {
+	free, n := AttemptsAtOnce-w.running, w.inFlight[endpointID]
+	return free > 0 && n < MaxInFlightPerEndpoint && (n == 0 || free > PlacesForOthers)
 }
 
-// dispatch claims as many due deliveries as there is room for and starts
+// Dispatch claims as many due deliveries as there is room for and starts
 // their attempts; it returns how many.
-func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) int {
+func (w *Worker) Dispatch(ctx context.Context, attempts *sync.WaitGroup) int {
 	w.mu.Lock()
-	free := webhookAttemptsAtOnce - w.running
+	free := AttemptsAtOnce - w.running
 	var busy []int64
 	for id := range w.inFlight {
 		if !w.mayStart(id) {
@@ -140,7 +139,7 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 		reserved[endpointID]++
 		return true
 	}
-	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), webhookClaimFor, busy, free, take)
+	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), ClaimFor, busy, free, take)
 	for _, c := range claimed {
 		reserved[c.EndpointID]--
 	}
@@ -162,21 +161,21 @@ func (w *webhookWorker) dispatch(ctx context.Context, attempts *sync.WaitGroup) 
 }
 
 // release gives back the place of an attempt that ended.
-func (w *webhookWorker) release(endpointID int64) {
+func (w *Worker) release(endpointID int64) {
 	w.mu.Lock()
 	w.running--
 	if w.inFlight[endpointID]--; w.inFlight[endpointID] <= 0 {
 		delete(w.inFlight, endpointID)
 	}
 	w.mu.Unlock()
-	w.poke()
+	w.Poke()
 }
 
 // attempt sends c once and records what came of it. An attempt cut short
 // by the server's stop is not recorded: its claim expires and it is made
 // again.
-func (w *webhookWorker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
-	r := w.sender.Send(ctx, webhook.Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+func (w *Worker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
+	r := w.sender.Send(ctx, Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
 	if ctx.Err() != nil {
 		return
 	}
@@ -188,7 +187,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 	case r.Status == 410:
 		o.State, o.Disable = domain.DeliveryFailed, "the receiver answered 410 Gone"
 	default:
-		next, ok := webhook.NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
+		next, ok := NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
 		o.State, o.NextAt = domain.DeliveryPending, next
 		if !ok {
 			o.State = domain.DeliveryFailed
@@ -203,7 +202,7 @@ func (w *webhookWorker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 	default:
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
-	w.metrics.countDelivery(o.State)
+	w.counted(o.State)
 	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, domain.ServerActor, w.env)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
@@ -214,13 +213,13 @@ func (w *webhookWorker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 	}
 }
 
-// noticeExpiries queues key.expiring and key.expired for the keys due
+// NoticeExpiries queues key.expiring and key.expired for the keys due
 // them, each once across servers.
-func (w *webhookWorker) noticeExpiries(ctx context.Context) {
+func (w *Worker) NoticeExpiries(ctx context.Context) {
 	keys, err := w.keys(ctx)
 	if err == nil {
 		var notices []domain.WebhookNotice
-		if notices, err = expiryNotices(keys, w.now()); err == nil && len(notices) > 0 {
+		if notices, err = domain.ExpiryNotices(keys, w.now()); err == nil && len(notices) > 0 {
 			err = w.store.AddWebhookNotices(ctx, notices)
 		}
 	}
@@ -229,8 +228,8 @@ func (w *webhookWorker) noticeExpiries(ctx context.Context) {
 	}
 }
 
-// deliveryOutcomeNames are the outcome labels of
+// DeliveryOutcomeNames are the outcome labels of
 // petstore_webhook_deliveries_total, by the state an attempt left.
-var deliveryOutcomeNames = map[string]string{
+var DeliveryOutcomeNames = map[string]string{
 	domain.DeliveryDelivered: "delivered", domain.DeliveryPending: "retried", domain.DeliveryFailed: "failed",
 }

@@ -1,0 +1,466 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"petstore/internal/domain"
+)
+
+// The admin API's routes of keys (docs/admin.md, "The routes"): create,
+// list, get, change, roll and revoke a key, and read its usage.
+
+// createdKey is a key made by the admin API: the key object and, this once,
+// the key itself.
+type createdKey struct {
+	listedKey
+	Key string `json:"key"`
+}
+
+func handleAdminCreateKey(d adminDeps, env string) http.Handler {
+	fields := []string{"plan", "name", "perMinute", "perDay", "expires", "scopes", "externalId"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := decodeObject(w, r, fields, "a new key has only "+strings.Join(fields, ", "))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		terms, err := newKeyTerms(jsonBody(body), env, d.now())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.Actor())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		d.answerKey(w, r, http.StatusCreated, k.ID, token)
+	})
+}
+
+// newKeyTerms are the terms of a key that body asks for, by the rules of
+// keys create.
+func newKeyTerms(body jsonBody, env string, now time.Time) (domain.Key, error) {
+	k := domain.Key{Env: env, Scopes: domain.AllScopes}
+	var plan string
+	var perMinute, perDay int64
+	if err := body.str("plan", &plan); err != nil {
+		return k, err
+	}
+	plan = domain.PlanName(plan)
+	if err := body.int("perMinute", &perMinute); err != nil {
+		return k, err
+	}
+	if err := body.int("perDay", &perDay); err != nil {
+		return k, err
+	}
+	lim, err := domain.LimitsOf(plan, perMinute, perDay, domain.JSONFields)
+	if err != nil {
+		return k, err
+	}
+	k.Plan, k.PerMinute, k.PerDay = plan, lim.PerMinute, lim.PerDay
+	if err := body.name(&k.Name); err != nil {
+		return k, err
+	}
+	if err := body.scopes(&k.Scopes); err != nil {
+		return k, err
+	}
+	if err := body.expires(&k.ExpiresAt, now); err != nil {
+		return k, err
+	}
+	if err := body.externalID(&k.ExternalID, false); err != nil {
+		return k, err
+	}
+	return k, nil
+}
+
+// maxExternalIDLen bounds an externalId, in characters.
+const maxExternalIDLen = 255
+
+// checkText: field is 1 to 255 printable characters of valid UTF-8, as an
+// externalId and the keys' search q are.
+func checkText(field, s string) error {
+	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxExternalIDLen ||
+		strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return errorf(codeInvalidRequest, "%s must be 1 to %d printable characters", field, maxExternalIDLen)
+	}
+	return nil
+}
+
+// checkExternalID is the rule of a key's externalId given as field
+// (externalId, --external-id): checkText's, without U+FFFD (where
+// encoding/json put bytes that were not UTF-8), and never the text of a key
+// or token (refuseSecret). A refusal is invalid_request.
+func checkExternalID(field, id string) error {
+	if checkText(field, id) != nil || strings.ContainsRune(id, utf8.RuneError) {
+		return domain.Invalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
+	}
+	if err := refuseSecret(field, id); err != nil {
+		return domain.Invalid("%s", err.Error())
+	}
+	return nil
+}
+
+func handleAdminListKeys(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseAdminKeysQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		all, err := d.store.Keys(r.Context())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		now := d.now()
+		var page []domain.Key
+		more := false
+		for _, k := range all {
+			if k.ID <= q.after || !q.filter.Picks(k, now) {
+				continue
+			}
+			if len(page) == q.limit {
+				more = true
+				break
+			}
+			page = append(page, k)
+		}
+		rows, err := listedKeys(r.Context(), d.store, all, page, now)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if more {
+			w.Header().Set("Link", q.nextLink(page[len(page)-1].ID))
+		}
+		writeJSON(w, r, http.StatusOK, rows)
+	})
+}
+
+// adminKeysQuery is a validated query of GET /admin/v1/keys.
+type adminKeysQuery struct {
+	filter domain.KeyFilter
+	limit  int
+	after  int64
+	params url.Values // the filters as given, for the next page's Link
+}
+
+func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
+	q := adminKeysQuery{limit: defaultPageSize, params: url.Values{}}
+	for _, name := range []string{"plan", "idle", "expiring", "revoked", "externalId", "q", "limit", "cursor"} {
+		if len(v[name]) > 1 {
+			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
+		}
+	}
+	if plan := domain.PlanName(v.Get("plan")); v.Has("plan") {
+		if !domain.KnownPlan(plan) {
+			return q, errorf(codeInvalidRequest, "plan must be one of free, pro, business, enterprise, not %q", plan)
+		}
+		q.filter.Plan = plan
+		q.params.Set("plan", plan)
+	}
+	var err error
+	if q.filter.Idle, err = domain.ReportSpan("idle", v.Get("idle"), v.Has("idle")); err != nil {
+		return q, err
+	}
+	if q.filter.Expiring, err = domain.ReportSpan("expiring", v.Get("expiring"), v.Has("expiring")); err != nil {
+		return q, err
+	}
+	for _, name := range []string{"idle", "expiring"} {
+		if v.Has(name) {
+			q.params.Set(name, v.Get(name))
+		}
+	}
+	if v.Has("revoked") {
+		revoked, err := strconv.ParseBool(v.Get("revoked"))
+		if err != nil || (v.Get("revoked") != "true" && v.Get("revoked") != "false") {
+			return q, errorf(codeInvalidRequest, "revoked must be true or false, not %q", v.Get("revoked"))
+		}
+		q.filter.Revoked = &revoked
+		q.params.Set("revoked", v.Get("revoked"))
+	}
+	if v.Has("externalId") {
+		if err := checkText("externalId", v.Get("externalId")); err != nil {
+			return q, err
+		}
+		q.filter.ExternalID = v.Get("externalId")
+		q.params.Set("externalId", q.filter.ExternalID)
+	}
+	if v.Has("q") {
+		if err := checkText("q", v.Get("q")); err != nil {
+			return q, err
+		}
+		q.filter.Search = v.Get("q")
+		q.params.Set("q", q.filter.Search)
+	}
+	if q.limit, err = pageLimit(v); err != nil {
+		return q, err
+	}
+	q.after, err = pageCursor(v)
+	return q, err
+}
+
+func (q adminKeysQuery) nextLink(last int64) string {
+	return nextPageLink("/admin/v1/keys", q.params, q.limit, last)
+}
+
+func handleAdminGetKey(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := idParam(r, "a key")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		d.answerKey(w, r, http.StatusOK, id, "")
+	})
+}
+
+// answerKey answers with key id's object: with status 200, or 201 for a
+// key just made, with its Location and token.
+func (d adminDeps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) {
+	row, err := d.keyObject(r.Context(), id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if status != http.StatusCreated {
+		writeJSON(w, r, status, row)
+		return
+	}
+	w.Header().Set("Location", "/admin/v1/keys/"+strconv.FormatInt(id, 10))
+	writeJSON(w, r, status, createdKey{row, token})
+}
+
+// keyObject is key id as the admin API shows it; an unknown id is
+// not_found.
+func (d adminDeps) keyObject(ctx context.Context, id int64) (listedKey, error) {
+	k, all, err := findKey(ctx, d.store, id)
+	if err != nil {
+		return listedKey{}, err
+	}
+	rows, err := listedKeys(ctx, d.store, all, []domain.Key{k}, d.now())
+	if err != nil {
+		return listedKey{}, err
+	}
+	return rows[0], nil
+}
+
+// findKey is key id, with every key there is; an unknown id is not_found.
+func findKey(ctx context.Context, store storage, id int64) (domain.Key, []domain.Key, error) {
+	all, err := store.Keys(ctx)
+	if err != nil {
+		return domain.Key{}, nil, err
+	}
+	i := slices.IndexFunc(all, func(k domain.Key) bool { return k.ID == id })
+	if i < 0 {
+		return domain.Key{}, nil, domain.NotFound("no API key has id %d", id)
+	}
+	return all[i], all, nil
+}
+
+func handleAdminUpdateKey(d adminDeps) http.Handler {
+	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires", "externalId"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := idParam(r, "a key")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		body, err := decodeObject(w, r, fields, "a change of a key has only "+strings.Join(fields, ", "))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		now := d.now()
+		change, err := keyChangeOf(jsonBody(body), now)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
+		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.Actor()); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		d.answerKey(w, r, http.StatusOK, id, "")
+	})
+}
+
+// keyChangeOf is the change a PATCH body asks for: only its fields.
+func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
+	var c domain.KeyChange
+	if len(body) == 0 {
+		return c, errorf(codeInvalidRequest, "the body changes nothing: give at least one of plan, perMinute, perDay, name, scopes, expires, externalId")
+	}
+	if _, ok := body["plan"]; ok {
+		c.Plan = new(string)
+		if err := body.str("plan", c.Plan); err != nil {
+			return c, err
+		}
+		*c.Plan = domain.PlanName(*c.Plan)
+		if !domain.KnownPlan(*c.Plan) {
+			return c, errorf(codeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
+		}
+	}
+	for name, dst := range map[string]**int64{"perMinute": &c.PerMinute, "perDay": &c.PerDay} {
+		if _, ok := body[name]; ok {
+			*dst = new(int64)
+			if err := body.int(name, *dst); err != nil {
+				return c, err
+			}
+		}
+	}
+	if _, ok := body["name"]; ok {
+		c.Name = new(string)
+		if err := body.name(c.Name); err != nil {
+			return c, err
+		}
+	}
+	if _, ok := body["scopes"]; ok {
+		c.Scopes = new(domain.ScopeSet)
+		if err := body.scopes(c.Scopes); err != nil {
+			return c, err
+		}
+	}
+	if _, ok := body["expires"]; ok {
+		c.Expires = new(time.Time)
+		if err := body.expires(c.Expires, now); err != nil {
+			return c, err
+		}
+	}
+	if _, ok := body["externalId"]; ok {
+		c.ExternalID = new(string)
+		if err := body.externalID(c.ExternalID, true); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+func handleAdminRollKey(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := idParam(r, "a key")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", keyOverlapAtZero)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		// The new key is of the old one's environment, as keys roll makes it.
+		old, _, err := findKey(r.Context(), d.store, id)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		token := newKey(old.Env)
+		hash := hashKey(token)
+		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.Actor())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
+	})
+}
+
+// overlapBody reads the body of a roll or a rotation: none, or an object
+// with only overlap; def when it names none. A request has a body when it
+// says so, by its length or by its Content-Type.
+func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only, atZero string) (time.Duration, error) {
+	if r.ContentLength == 0 && firstHeader(r.Header, "Content-Type") == "" {
+		return def, nil
+	}
+	body, err := decodeObject(w, r, []string{"overlap"}, only)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := body["overlap"]; !ok {
+		return def, nil
+	}
+	var s string
+	if err := jsonBody(body).str("overlap", &s); err != nil {
+		return 0, err
+	}
+	return overlapOf("overlap", s, atZero)
+}
+
+// defaultRollOverlap is how long the old key of a roll works on beside the
+// new one when nobody says (keys roll --overlap's default).
+const defaultRollOverlap = 24 * time.Hour
+
+func handleAdminRevokeKey(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := idParam(r, "a key")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.Actor()); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		d.answerKey(w, r, http.StatusOK, id, "")
+	})
+}
+
+func handleAdminKeyUsage(d adminDeps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := idParam(r, "a key")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		v := r.URL.Query()
+		days := defaultUsageDays
+		if v.Has("days") {
+			if days, err = usageDays("days", v.Get("days")); err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		rows, err := keyUsage(r.Context(), d.store, id, days, d.now())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, r, http.StatusOK, rows)
+	})
+}
+
+// usageDays reads how many days a usage report covers, given as field: 1
+// to maxUsageDays.
+func usageDays(field, s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxUsageDays || !domain.IsDigits(s) {
+		return 0, domain.Invalid("%s must be an integer from 1 to %d", field, maxUsageDays)
+	}
+	return n, nil
+}
+
+// keyUsage is the usage history of key id's budget over the days days
+// ending today: one row a day, oldest first. An unknown id is not_found.
+func keyUsage(ctx context.Context, store storage, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
+	k, _, err := findKey(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
+	budget := k.BudgetID
+	history, err := store.UsageHistory(ctx, budget, firstUsageDay(days, now))
+	if err != nil {
+		return nil, err
+	}
+	return usageWindow(budget, history, days, now), nil
+}
