@@ -68,11 +68,7 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	read := func(ctx context.Context, store storage) ([]domain.ListedAdminToken, error) {
 		tokens, err := store.AdminTokens(ctx)
-		rows := make([]domain.ListedAdminToken, len(tokens))
-		for i := range tokens {
-			rows[i] = tokens[i].Listed()
-		}
-		return rows, err
+		return listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
 	}
 	return listCommand(ctx, "admin list", "admin tokens", args, getenv, stdout, read, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t domain.ListedAdminToken) {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))

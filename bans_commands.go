@@ -21,11 +21,9 @@ type listedBan struct {
 }
 
 func listedBans(bans []domain.Ban) []listedBan {
-	out := make([]listedBan, len(bans))
-	for i, b := range bans {
-		out[i] = listedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}
-	}
-	return out
+	return listed(bans, func(b domain.Ban) listedBan {
+		return listedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}
+	})
 }
 
 func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {

@@ -462,6 +462,15 @@ func writeJSONIndented(w io.Writer, v any) error {
 // writeRows prints what a list command lists: with --json (asJSON) a JSON
 // array of rows, or else a table of header and the line of each row,
 // which line writes.
+// listed is each of items as show shows it, for --json and the admin API.
+func listed[T, S any](items []T, show func(T) S) []S {
+	rows := make([]S, len(items))
+	for i, item := range items {
+		rows[i] = show(item)
+	}
+	return rows
+}
+
 // listCommand runs a list command, whose only flags are the database's and
 // --json: read gets its rows (of what, for an error) from the database, and
 // writeRows writes them.

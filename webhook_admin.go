@@ -29,12 +29,7 @@ func handleAdminListWebhooks(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		now := d.now()
-		rows := make([]domain.ListedEndpoint, 0, len(endpoints))
-		for _, e := range endpoints {
-			rows = append(rows, e.Listed(now))
-		}
-		writeJSON(w, r, http.StatusOK, rows)
+		writeJSON(w, r, http.StatusOK, listedEndpoints(endpoints, d.now()))
 	})
 }
 
@@ -132,14 +127,12 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 
 func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		f := domain.DeliveryFilter{EndpointID: id, Limit: defaultPageSize}
+		f := domain.DeliveryFilter{EndpointID: id}
 		v := r.URL.Query()
-		if v.Has("limit") {
-			var err error
-			if f.Limit, err = pageLimit(v); err != nil {
-				writeError(w, r, err)
-				return
-			}
+		var err error
+		if f.Limit, err = pageLimit(v); err != nil {
+			writeError(w, r, err)
+			return
 		}
 		switch v.Get("failed") {
 		case "", "false":
@@ -158,11 +151,7 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		rows := make([]domain.ListedDelivery, 0, len(deliveries))
-		for _, dl := range deliveries {
-			rows = append(rows, dl.Listed())
-		}
-		writeJSON(w, r, http.StatusOK, rows)
+		writeJSON(w, r, http.StatusOK, listed(deliveries, domain.WebhookDelivery.Listed))
 	})
 }
 

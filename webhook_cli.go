@@ -57,12 +57,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	read := func(ctx context.Context, store storage) ([]domain.ListedEndpoint, error) {
 		endpoints, err := store.WebhookEndpoints(ctx)
-		now := time.Now()
-		rows := make([]domain.ListedEndpoint, 0, len(endpoints))
-		for _, e := range endpoints {
-			rows = append(rows, e.Listed(now))
-		}
-		return rows, err
+		return listedEndpoints(endpoints, time.Now()), err
 	}
 	return listCommand(ctx, "webhooks list", "webhook endpoints", args, getenv, stdout, read, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
 		last := "-"
@@ -222,10 +217,7 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	rows := make([]domain.ListedDelivery, 0, len(deliveries))
-	for _, d := range deliveries {
-		rows = append(rows, d.Listed())
-	}
+	rows := listed(deliveries, domain.WebhookDelivery.Listed)
 	const header = "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR"
 	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d domain.ListedDelivery) {
 		status := "-"

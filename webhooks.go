@@ -37,3 +37,9 @@ func queueTest(ctx context.Context, store domain.WebhookStorage, id int64, actor
 	}
 	return ev, store.AddWebhookEvent(ctx, ev, id)
 }
+
+// listedEndpoints are endpoints as webhooks list --json and the admin API
+// show them.
+func listedEndpoints(endpoints []domain.WebhookEndpoint, now time.Time) []domain.ListedEndpoint {
+	return listed(endpoints, func(e domain.WebhookEndpoint) domain.ListedEndpoint { return e.Listed(now) })
+}
