@@ -58,11 +58,19 @@ func (s *testServer) flushUsage() {
 	}
 }
 
-// decodeJSON decodes a response's body into v.
-func decodeJSON(t testing.TB, w *httptest.ResponseRecorder, v any) {
+// decodeJSON decodes into v the JSON of a response's body or of a
+// command's output.
+func decodeJSON[B *httptest.ResponseRecorder | string](t testing.TB, body B, v any) {
 	t.Helper()
-	if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
-		t.Fatalf("the body is not the JSON expected: %v; body: %s", err, w.Body)
+	var b []byte
+	switch body := any(body).(type) {
+	case *httptest.ResponseRecorder:
+		b = body.Body.Bytes()
+	case string:
+		b = []byte(body)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("the body is not the JSON expected: %v; body: %s", err, b)
 	}
 }
 

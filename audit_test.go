@@ -360,12 +360,12 @@ func TestBansAreWrittenAtShutdown(t *testing.T) {
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
 		for i := 0; ; i++ {
-			resp, body := sendTo(t, client, "GET", p.url+"/v1/pets", "", "")
-			if strings.Contains(body, codeTemporarilyBanned) {
+			res := faultDo(client, "GET", p.url+"/v1/pets", "", "")
+			if strings.Contains(string(res.body), codeTemporarilyBanned) {
 				break
 			}
-			if i == 100 || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusTooManyRequests {
-				t.Fatalf("request %d: %d %s, want 401s, then 429s, then a ban", i+1, resp.StatusCode, body)
+			if i == 100 || res.status != http.StatusUnauthorized && res.status != http.StatusTooManyRequests {
+				t.Fatalf("request %d: %d %s %v, want 401s, then 429s, then a ban", i+1, res.status, res.body, res.err)
 			}
 		}
 		p.stop(t)
@@ -458,7 +458,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 					t.Errorf("audit %v: actions %q, want %q\n%s", tt.args, got, tt.actions, lines.stdout)
 				}
 				var events []auditJSONEvent
-				cliDecode(t, jsonOut.stdout, &events)
+				decodeJSON(t, jsonOut.stdout, &events)
 				if events == nil || len(events) != len(tt.actions) {
 					t.Fatalf("audit --json %v: %s, want an array of %d", tt.args, jsonOut.stdout, len(tt.actions))
 				}
@@ -486,7 +486,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 				}
 			}
 			var events []auditJSONEvent
-			cliDecode(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
+			decodeJSON(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
 			ban, rolled := events[0], events[4]
 			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(auditTimeFormat) ||
 				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != domain.ServerActor || ban.Env != "production" {

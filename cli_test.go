@@ -511,13 +511,6 @@ func (s *runningPetstore) kill9() {
 	<-s.exited
 }
 
-func cliDecode(t *testing.T, body string, v any) {
-	t.Helper()
-	if err := json.Unmarshal([]byte(body), v); err != nil {
-		t.Fatalf("decode %q: %v", body, err)
-	}
-}
-
 // keys create
 
 // keysCreateBothWays runs keys create with args on a new database, in this
@@ -768,7 +761,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
-				cliDecode(t, jsonOut.stdout, &raw)
+				decodeJSON(t, jsonOut.stdout, &raw)
 				wantFields := []string{"created", "expires", "externalId", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
 				for _, obj := range raw {
 					var got []string
@@ -1084,7 +1077,7 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 			body += "}"
 			_, got := s.wantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
 			var pet map[string]any
-			cliDecode(t, got, &pet)
+			decodeJSON(t, got, &pet)
 			want := map[string]any{"id": pet["id"], "name": fmt.Sprintf("pet %d", i), "categoryId": float64(i + 1)}
 			if st := statuses[i%len(statuses)]; st != "" {
 				want["status"] = st
@@ -1100,14 +1093,14 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 		for _, want := range acked {
 			_, got := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
 			var pet map[string]any
-			cliDecode(t, got, &pet)
+			decodeJSON(t, got, &pet)
 			if !reflect.DeepEqual(pet, want) {
 				t.Errorf("after kill -9: pet %s, want %v", got, want)
 			}
 		}
 		_, got := again.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 		var list []map[string]any
-		cliDecode(t, got, &list)
+		decodeJSON(t, got, &list)
 		if !reflect.DeepEqual(list, acked) {
 			t.Errorf("after kill -9, GET /v1/pets?limit=100 = %s\nwant the %d pets acknowledged", got, len(acked))
 		}
@@ -1194,7 +1187,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 				again := startPetstore(t, dir, "serve", "--db", db)
 				_, got := again.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 				var pets []struct{ Name string }
-				cliDecode(t, got, &pets)
+				decodeJSON(t, got, &pets)
 				if len(pets) != inFlight {
 					t.Errorf("after the shutdown the store holds %s, want the %d pets answered 201", got, inFlight)
 				}
@@ -1274,8 +1267,8 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	_, got := copied.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 	var want, have []map[string]any
-	cliDecode(t, before, &want)
-	cliDecode(t, got, &have)
+	decodeJSON(t, before, &want)
+	decodeJSON(t, got, &have)
 	if len(want) != 5 || !reflect.DeepEqual(have, want) {
 		t.Errorf("pets in the copy: %s\nwant those at the time of the backup: %s", got, before)
 	}

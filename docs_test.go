@@ -258,25 +258,8 @@ type sessionStep struct {
 // session with curl": indented blocks, one paragraph a command or an answer.
 func firstSession(t *testing.T, readme string) []sessionStep {
 	t.Helper()
-	_, section, ok := strings.Cut(readme, "## A first session with curl")
-	if !ok {
-		t.Fatal("README.md has no first session")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	var paragraphs []string
-	var cur []string
-	for _, line := range strings.Split(section, "\n") {
-		if code, ok := strings.CutPrefix(line, "    "); ok {
-			cur = append(cur, code)
-			continue
-		}
-		if len(cur) > 0 {
-			paragraphs = append(paragraphs, strings.Join(cur, "\n"))
-			cur = nil
-		}
-	}
 	var steps []sessionStep
-	for _, p := range paragraphs {
+	for _, p := range codeBlocks(t, "README.md", readme, "## A first session with curl") {
 		switch {
 		case strings.HasPrefix(p, "HTTP/1.1 "):
 			if len(steps) == 0 || steps[len(steps)-1].status != 0 {
@@ -294,13 +277,44 @@ func firstSession(t *testing.T, readme string) []sessionStep {
 		case strings.HasPrefix(p, "{") || strings.HasPrefix(p, "["):
 			steps[len(steps)-1].body = p
 		default:
-			joined := strings.ReplaceAll(p, "\\\n", " ")
-			for _, command := range strings.Split(joined, "\n") {
-				steps = append(steps, sessionStep{command: strings.TrimSpace(command)})
+			for _, command := range shellCommands(p) {
+				steps = append(steps, sessionStep{command: command})
 			}
 		}
 	}
 	return steps
+}
+
+// codeBlocks are the indented blocks of the section heading of page (called
+// name), up to the next "## " heading: each its lines, without the four
+// spaces of indentation.
+func codeBlocks(t *testing.T, name, page, heading string) []string {
+	t.Helper()
+	_, section, ok := strings.Cut(page, heading)
+	if !ok {
+		t.Fatalf("%s has no section %s", name, heading)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var blocks, cur []string
+	for _, line := range strings.Split(section+"\n", "\n") {
+		if code, ok := strings.CutPrefix(line, "    "); ok {
+			cur = append(cur, code)
+		} else if len(cur) > 0 {
+			blocks = append(blocks, strings.Join(cur, "\n"))
+			cur = nil
+		}
+	}
+	return blocks
+}
+
+// shellCommands are the commands of a block of shell, a line ending in \
+// joined to the next.
+func shellCommands(block string) []string {
+	var commands []string
+	for _, command := range strings.Split(strings.ReplaceAll(block, "\\\n", " "), "\n") {
+		commands = append(commands, strings.TrimSpace(command))
+	}
+	return commands
 }
 
 // shellWords splits a command line as sh would, for the quoting the README

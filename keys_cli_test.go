@@ -377,7 +377,7 @@ func TestRollAcrossServersSharesOneBudget(t *testing.T) {
 			var got struct {
 				Day struct{ Remaining int64 } `json:"day"`
 			}
-			cliDecode(t, body, &got)
+			decodeJSON(t, body, &got)
 			if peek.StatusCode != http.StatusOK || got.Day.Remaining != want ||
 				peek.Header.Get("X-RateLimit-Remaining") != resp.Header.Get("X-RateLimit-Remaining") ||
 				peek.Header.Get("X-RateLimit-Reset") != resp.Header.Get("X-RateLimit-Reset") {

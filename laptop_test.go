@@ -23,24 +23,9 @@ import (
 // every line of its indented blocks, a line ending in \ joined to the next.
 func laptopSession(t *testing.T) []string {
 	t.Helper()
-	_, section, ok := strings.Cut(docPages(t)["docs/replicas.md"], "## On a laptop")
-	if !ok {
-		t.Fatal("docs/replicas.md has no section On a laptop")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
 	var commands []string
-	joined := ""
-	for _, line := range strings.Split(section, "\n") {
-		code, ok := strings.CutPrefix(line, "    ")
-		if !ok {
-			continue
-		}
-		if rest, more := strings.CutSuffix(code, "\\"); more {
-			joined += rest
-			continue
-		}
-		commands = append(commands, strings.TrimSpace(joined+code))
-		joined = ""
+	for _, block := range codeBlocks(t, "docs/replicas.md", docPages(t)["docs/replicas.md"], "## On a laptop") {
+		commands = append(commands, shellCommands(block)...)
 	}
 	return commands
 }

@@ -167,15 +167,18 @@ type answered struct {
 }
 
 // observeRequest records one answered request: its duration, the rate
-// limiter's decision, the reason of a 401 and the cause of a 503.
-func (m *metrics) observeRequest(a answered) {
+// limiter's decision, the reason of a 401 and the cause of a 503. a is
+// read, never kept (it is taken by pointer only as its nine words and m
+// would not all go in registers).
+func (m *metrics) observeRequest(a *answered) {
 	if m == nil {
 		return
 	}
-	if a.code == 0 {
-		a.code = http.StatusOK // nothing written: net/http answers 200
+	code := a.code
+	if code == 0 {
+		code = http.StatusOK // nothing written: net/http answers 200
 	}
-	key := requestSeries{pattern: a.pattern, method: methodLabel(a.method), code: a.code}
+	key := requestSeries{pattern: a.pattern, method: methodLabel(a.method), code: code}
 	obs, ok := (*m.requests.Load())[key]
 	if !ok {
 		obs = m.resolve(key)
@@ -184,10 +187,10 @@ func (m *metrics) observeRequest(a answered) {
 	if a.decision != 0 {
 		m.decisions[a.decision].Inc()
 	}
-	if a.code == http.StatusUnauthorized && a.authFailure != 0 {
+	if code == http.StatusUnauthorized && a.authFailure != 0 {
 		m.authFailures[a.authFailure].Inc()
 	}
-	if a.code == http.StatusServiceUnavailable && a.dbFailure != 0 {
+	if code == http.StatusServiceUnavailable && a.dbFailure != 0 {
 		m.dbUnavailable[a.dbFailure].Inc()
 	}
 }

@@ -127,7 +127,7 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status := recordedStatus(r, sw.status)
 		info.finished()
 		if l.metrics != nil && !healthCheck(r) {
-			l.metrics.observeRequest(answered{
+			l.metrics.observeRequest(&answered{
 				pattern: r.Pattern, method: r.Method, code: status, took: end.Sub(start),
 				decision: info.rateLimit, authFailure: info.auth.reason, dbFailure: info.db,
 			})

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -174,17 +173,17 @@ func TestEachOperationWithEachScope(t *testing.T) {
 		for i, kind := range scopeKinds {
 			keys[i] = mustCreateKeyCLI(t, viaRun, append([]string{"--db", db, "--plan", "pro"}, kind.args...)...)
 		}
-		if resp, body := sendTo(t, client, "POST", p.url+"/v1/pets", keys[2], `{"name":"Bella","categoryId":1}`); resp.StatusCode != 201 {
-			t.Fatalf("create the first pet: %d %s", resp.StatusCode, body)
+		if res := faultDo(client, "POST", p.url+"/v1/pets", keys[2], `{"name":"Bella","categoryId":1}`); res.status != 201 {
+			t.Fatalf("create the first pet: %d %s %v", res.status, res.body, res.err)
 		}
 		for _, tt := range tests {
 			for i, want := range []int{tt.readOnly, tt.writeOnly, tt.full} {
 				t.Run(tt.name+" with a "+scopeKinds[i].name+" key", func(t *testing.T) {
-					resp, body := sendTo(t, client, tt.method, p.url+tt.path, keys[i], tt.body)
-					if resp.StatusCode != want {
-						t.Fatalf("%s %s: %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, want)
+					res := faultDo(client, tt.method, p.url+tt.path, keys[i], tt.body)
+					if res.status != want {
+						t.Fatalf("%s %s: %d %s %v, want %d", tt.method, tt.path, res.status, res.body, res.err, want)
 					}
-					challenge := resp.Header.Get("WWW-Authenticate")
+					challenge := res.header.Get("WWW-Authenticate")
 					if want != http.StatusForbidden {
 						if challenge != "" {
 							t.Errorf("a %d with WWW-Authenticate: %s", want, challenge)
@@ -196,41 +195,15 @@ func TestEachOperationWithEachScope(t *testing.T) {
 						t.Errorf("WWW-Authenticate: %s, want %s", challenge, wantChallenge)
 					}
 					if tt.method != "HEAD" {
-						wantError(t, recorded(resp, body), http.StatusForbidden, codeInsufficientScope, tt.scope)
+						wantError(t, recorded(&http.Response{StatusCode: res.status, Header: res.header}, string(res.body)), http.StatusForbidden, codeInsufficientScope, tt.scope)
 					}
-					if resp.Header.Get("X-RateLimit-Remaining") == "" {
+					if res.header.Get("X-RateLimit-Remaining") == "" {
 						t.Error("a 403 without the rate-limit headers")
 					}
 				})
 			}
 		}
 	})
-}
-
-// sendTo sends one request with key ("" for none) and returns the answer
-// with its body read.
-func sendTo(t *testing.T, client *http.Client, method, url, key, body string) (*http.Response, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(b)
 }
 
 // TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt: a 403 is an
