@@ -66,25 +66,15 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCommand("admin list", getenv, stdout).withDB()
-	asJSON := c.jsonFlag("a table")
-	if err := c.parse(args); err != nil {
-		return err
+	read := func(ctx context.Context, store storage) ([]domain.ListedAdminToken, error) {
+		tokens, err := store.AdminTokens(ctx)
+		rows := make([]domain.ListedAdminToken, len(tokens))
+		for i := range tokens {
+			rows[i] = tokens[i].Listed()
+		}
+		return rows, err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	tokens, err := store.AdminTokens(ctx)
-	if err != nil {
-		return fmt.Errorf("list admin tokens: %w", err)
-	}
-	rows := make([]domain.ListedAdminToken, len(tokens))
-	for i := range tokens {
-		rows[i] = tokens[i].Listed()
-	}
-	return writeRows(stdout, *asJSON, rows, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t domain.ListedAdminToken) {
+	return listCommand(ctx, "admin list", "admin tokens", args, getenv, stdout, read, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t domain.ListedAdminToken) {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))
 	})
 }

@@ -70,14 +70,18 @@ func nextPageLink(path string, params url.Values, limit int, last int64) string 
 	return "<" + path + "?" + p.Encode() + `>; rel="next"`
 }
 
-// idParam is the {id} of the path: the id of of (a key, a webhook
-// endpoint).
-func idParam(r *http.Request, of string) (int64, error) {
-	id, ok := parseID(r.PathValue("id"))
-	if !ok {
-		return 0, errorf(codeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of)
-	}
-	return id, nil
+// withPathID is the handler of a route with an {id}: an id that is not one
+// (of says what it is the id of: a key, a webhook endpoint) is refused, h
+// answers the rest.
+func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int64)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := parseID(r.PathValue("id"))
+		if !ok {
+			writeError(w, r, errorf(codeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
+			return
+		}
+		h(w, r, id)
+	})
 }
 
 // jsonBody is a request body's fields, raw, as decodeObject read them.

@@ -215,12 +215,7 @@ func (q adminKeysQuery) nextLink(last int64) string {
 }
 
 func handleAdminGetKey(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a key")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		d.answerKey(w, r, http.StatusOK, id, "")
 	})
 }
@@ -270,12 +265,7 @@ func findKey(ctx context.Context, store storage, id int64) (domain.Key, []domain
 
 func handleAdminUpdateKey(d adminDeps) http.Handler {
 	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires", "externalId"}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a key")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		body, err := decodeObject(w, r, fields, "a change of a key has only "+strings.Join(fields, ", "))
 		if err != nil {
 			writeError(w, r, err)
@@ -348,12 +338,7 @@ func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
 }
 
 func handleAdminRollKey(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a key")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", keyOverlapAtZero)
 		if err != nil {
 			writeError(w, r, err)
@@ -402,12 +387,7 @@ func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only
 const defaultRollOverlap = 24 * time.Hour
 
 func handleAdminRevokeKey(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a key")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.Actor()); err != nil {
 			writeError(w, r, err)
 			return
@@ -417,15 +397,11 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 }
 
 func handleAdminKeyUsage(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a key")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		v := r.URL.Query()
 		days := defaultUsageDays
 		if v.Has("days") {
+			var err error
 			if days, err = usageDays("days", v.Get("days")); err != nil {
 				writeError(w, r, err)
 				return

@@ -26,12 +26,7 @@ func handleAdminWhoami() http.Handler {
 // a roll share their windows. A banned key's windows are shown as they
 // are: the ban is in GET /admin/v1/bans.
 func handleAdminKeyLimits(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a key")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		k, _, err := findKey(r.Context(), d.store, id)
 		if err != nil {
 			writeError(w, r, err)

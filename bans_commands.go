@@ -29,21 +29,11 @@ func listedBans(bans []domain.Ban) []listedBan {
 }
 
 func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCommand("bans list", getenv, stdout).withDB()
-	asJSON := c.jsonFlag("a table")
-	if err := c.parse(args); err != nil {
-		return err
+	read := func(ctx context.Context, store storage) ([]listedBan, error) {
+		bans, err := store.Bans(ctx)
+		return listedBans(bans), err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	bans, err := store.Bans(ctx)
-	if err != nil {
-		return fmt.Errorf("list bans: %w", err)
-	}
-	return writeRows(stdout, *asJSON, listedBans(bans), "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b listedBan) {
+	return listCommand(ctx, "bans list", "bans", args, getenv, stdout, read, "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b listedBan) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", b.Subject, b.Since.Format(time.RFC3339), b.Until.Format(time.RFC3339))
 	})
 }

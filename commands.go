@@ -462,6 +462,28 @@ func writeJSONIndented(w io.Writer, v any) error {
 // writeRows prints what a list command lists: with --json (asJSON) a JSON
 // array of rows, or else a table of header and the line of each row,
 // which line writes.
+// listCommand runs a list command, whose only flags are the database's and
+// --json: read gets its rows (of what, for an error) from the database, and
+// writeRows writes them.
+func listCommand[T any](ctx context.Context, name, what string, args []string, getenv func(string) string, stdout io.Writer,
+	read func(context.Context, storage) ([]T, error), header string, line func(w io.Writer, row T)) error {
+	c := newCommand(name, getenv, stdout).withDB()
+	asJSON := c.jsonFlag("a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	store, err := c.db.open(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rows, err := read(ctx, store)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", what, err)
+	}
+	return writeRows(stdout, *asJSON, rows, header, line)
+}
+
 func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line func(w io.Writer, row T)) error {
 	if asJSON {
 		return writeJSONIndented(w, rows)

@@ -77,12 +77,8 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 }
 
 func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a webhook endpoint")
-		if err == nil {
-			err = d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
-		}
-		if err != nil {
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
+		if err := d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env); err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -91,12 +87,7 @@ func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 }
 
 func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a webhook endpoint")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		overlap, err := overlapBody(w, r, defaultWebhookOverlap, "a rotation has only overlap", secretOverlapAtZero)
 		if err != nil {
 			writeError(w, r, err)
@@ -112,12 +103,7 @@ func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 }
 
 func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a webhook endpoint")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
 		if err != nil {
 			writeError(w, r, err)
@@ -134,12 +120,7 @@ type queuedEvent struct {
 }
 
 func handleAdminTestWebhook(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a webhook endpoint")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
 		if err != nil {
 			writeError(w, r, err)
@@ -150,15 +131,11 @@ func handleAdminTestWebhook(d adminDeps) http.Handler {
 }
 
 func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a webhook endpoint")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		f := domain.DeliveryFilter{EndpointID: id, Limit: defaultPageSize}
 		v := r.URL.Query()
 		if v.Has("limit") {
+			var err error
 			if f.Limit, err = pageLimit(v); err != nil {
 				writeError(w, r, err)
 				return
@@ -210,12 +187,7 @@ type resent struct {
 
 func handleAdminResendWebhook(d adminDeps) http.Handler {
 	fields := []string{"eventId", "failed"}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := idParam(r, "a webhook endpoint")
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		body, err := decodeObject(w, r, fields, "a resend has only eventId or failed")
 		if err != nil {
 			writeError(w, r, err)

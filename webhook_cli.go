@@ -55,26 +55,16 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCommand("webhooks list", getenv, stdout).withDB()
-	asJSON := c.jsonFlag("a table")
-	if err := c.parse(args); err != nil {
-		return err
+	read := func(ctx context.Context, store storage) ([]domain.ListedEndpoint, error) {
+		endpoints, err := store.WebhookEndpoints(ctx)
+		now := time.Now()
+		rows := make([]domain.ListedEndpoint, 0, len(endpoints))
+		for _, e := range endpoints {
+			rows = append(rows, e.Listed(now))
+		}
+		return rows, err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	endpoints, err := store.WebhookEndpoints(ctx)
-	if err != nil {
-		return fmt.Errorf("list webhook endpoints: %w", err)
-	}
-	now := time.Now()
-	rows := make([]domain.ListedEndpoint, 0, len(endpoints))
-	for _, e := range endpoints {
-		rows = append(rows, e.Listed(now))
-	}
-	return writeRows(stdout, *asJSON, rows, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
+	return listCommand(ctx, "webhooks list", "webhook endpoints", args, getenv, stdout, read, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
 		last := "-"
 		if e.LastStatus != nil {
 			last = strconv.Itoa(*e.LastStatus)
