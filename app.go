@@ -37,14 +37,14 @@ type app struct {
 	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  limits.Limiter
-	limitsIn string          // where the limits are kept, for the log
-	audit    *auditLog       // the bans this server saw start, until they are stored
-	quota    *quotaWatch     // the day quotas this server saw reach 80% and 100%, until they are stored
-	webhooks *webhook.Worker // sends the outbox's webhooks
+	limitsIn string             // where the limits are kept, for the log
+	audit    *auditLog          // the bans this server saw start, until they are stored
+	quota    *limits.QuotaWatch // the day quotas this server saw reach 80% and 100%, until they are stored
+	webhooks *webhook.Worker    // sends the outbox's webhooks
 	// webhookGuard refuses the addresses webhooks may not reach (nil with
 	// --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard
-	bans         *banFollower // the database's bans and lifts, read into the limiter
+	bans         *limits.BanFollower // the database's bans and lifts, read into the limiter
 	pets         *petCache
 	idem         *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
@@ -93,7 +93,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a := &app{
 		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout, adminHosts: cfg.adminHosts,
 		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
-		audit: newAuditLog(cfg.env, d.now, d.logger), quota: newQuotaWatch(d.now), closeLimiter: func() error { return nil },
+		audit: newAuditLog(cfg.env, d.now, d.logger), quota: limits.NewQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}
 	defer func() {
 		if err != nil {
@@ -131,7 +131,7 @@ func (a *app) close() error {
 // database holds under it (bans follows them). where names it for the log;
 // close releases it.
 func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (
-	_ limits.Limiter, where string, close func() error, bans *banFollower, _ error) {
+	_ limits.Limiter, where string, close func() error, bans *limits.BanFollower, _ error) {
 	floor := limits.NewBanFloor()
 	var limiter limits.Limiter
 	if cfg.redis == "" {
@@ -153,8 +153,8 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 		limiter, where, close = shared, shared.Link.Where(), shared.Close
 	}
 	// The bans the database holds are known before the first request.
-	bans = &banFollower{store: store, floor: floor, limiter: limiter, now: d.now}
-	if err := bans.refresh(ctx); err != nil {
+	bans = &limits.BanFollower{Store: store, Floor: floor, Limiter: limiter, Now: d.now}
+	if err := bans.Refresh(ctx); err != nil {
 		close()
 		return nil, "", nil, nil, fmt.Errorf("load bans: %w", err)
 	}
@@ -189,7 +189,7 @@ func (a *app) startBackground() (stop func()) {
 		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
 	})
 	wg.Go(func() {
-		every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.refresh(ctx)) })
+		every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
 	})
 	wg.Go(func() {
 		every(ctx, limits.UsageFlushEvery, func() {
@@ -269,7 +269,7 @@ func (a *app) flushes() []flush {
 		{"store the usage history", func(ctx context.Context) error { return a.keys.flushUsage(ctx, a.store.AddUsageHistory) }},
 		{"store when keys were last used", a.keys.flushLastUsed},
 		{"store bans and their audit events", a.storeBans},
-		{"store quota notices", func(ctx context.Context) error { return a.quota.flush(ctx, a.store.AddWebhookNotices) }},
+		{"store quota notices", func(ctx context.Context) error { return a.quota.Flush(ctx, a.store.AddWebhookNotices) }},
 	}
 }
 

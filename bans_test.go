@@ -74,7 +74,7 @@ func (s *testServer) stored() []domain.Ban {
 // every keyRefreshEvery.
 func (s *testServer) refreshBans() {
 	s.t.Helper()
-	if err := s.bans.refresh(context.Background()); err != nil {
+	if err := s.bans.Refresh(context.Background()); err != nil {
 		s.t.Fatal(err)
 	}
 }

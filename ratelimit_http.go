@@ -19,7 +19,7 @@ import (
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit;
 // a key's day count is shown to quota, which notices 80% and 100%.
-func limit(limiter limits.Limiter, audit *auditLog, quota *quotaWatch, trustProxy bool) middleware {
+func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, trustProxy bool) middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := recordOf(w)
@@ -38,7 +38,7 @@ func limit(limiter limits.Limiter, audit *auditLog, quota *quotaWatch, trustProx
 			info.decided(&d)
 			setRateLimitHeaders(w.Header(), info, &d)
 			if key != nil {
-				quota.observe(key, lim, d)
+				quota.Observe(key, lim, d)
 			}
 			if !d.Allowed {
 				if d.BanStarted {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 )
@@ -93,7 +94,7 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 			t.Fatal(err)
 		}
 		notice := func() domain.WebhookNotice {
-			n, err := quotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.notice()
+			n, err := limits.QuotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.Notice()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -430,7 +430,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 			k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10}))
 			settle := func() {
 				for _, srv := range servers {
-					if err := srv.quota.flush(context.Background(), srv.store.AddWebhookNotices); err != nil {
+					if err := srv.quota.Flush(context.Background(), srv.store.AddWebhookNotices); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -555,17 +555,17 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 // count allocates nothing, below 80% and once a threshold is noticed.
 func TestQuotaWatchCostsARequestNothing(t *testing.T) {
 	clock := newFakeClock()
-	q := newQuotaWatch(clock.now)
+	q := limits.NewQuotaWatch(clock.now)
 	key := &domain.Key{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
 	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
-	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, limits.Decision{DayCount: 500}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { q.Observe(key, lim, limits.Decision{DayCount: 500}) }); n != 0 {
 		t.Errorf("below 80%%: %v allocations a request", n)
 	}
-	q.observe(key, lim, limits.Decision{DayCount: 1000})
-	if n := testing.AllocsPerRun(100, func() { q.observe(key, lim, limits.Decision{DayCount: 1000}) }); n != 0 {
+	q.Observe(key, lim, limits.Decision{DayCount: 1000})
+	if n := testing.AllocsPerRun(100, func() { q.Observe(key, lim, limits.Decision{DayCount: 1000}) }); n != 0 {
 		t.Errorf("at 100%%, noticed already: %v allocations a request", n)
 	}
-	if len(q.pending) != 2 || q.pending[0].Threshold != 80 || q.pending[1].Threshold != 100 {
-		t.Errorf("pending %+v, want 80 and 100 once each", q.pending)
+	if len(q.Pending) != 2 || q.Pending[0].Threshold != 80 || q.Pending[1].Threshold != 100 {
+		t.Errorf("pending %+v, want 80 and 100 once each", q.Pending)
 	}
 }

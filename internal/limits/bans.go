@@ -1,11 +1,10 @@
-package main
+package limits
 
 import (
 	"context"
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/limits"
 )
 
 // Bans in the database (docs/production.md, "Bans"): the server that
@@ -22,29 +21,29 @@ import (
 // each server takes it off its floor and runs it through the rules
 // (limitRun.lift), in process and in Redis.
 
-// banFollower keeps a server's limiter in step with the bans table: it
+// BanFollower keeps a server's limiter in step with the bans table: it
 // reads what changed since it last looked, raises or takes away floors,
 // and runs each lift through the limiter. A lift the limiter could not
 // apply (Redis away) is tried again at the next look, until its ban ends.
-type banFollower struct {
-	store    domain.BanStore
-	floor    *limits.BanFloor
-	limiter  limits.Limiter
-	now      func() time.Time
+type BanFollower struct {
+	Store    domain.BanStore
+	Floor    *BanFloor
+	Limiter  Limiter
+	Now      func() time.Time
 	version  int64
 	unlifted []domain.Ban
 }
 
-// refresh reads the changes and applies them: first to the floor, so that
+// Refresh reads the changes and applies them: first to the floor, so that
 // no run raises a lifted ban again, then the lifts to the limiter.
-func (f *banFollower) refresh(ctx context.Context) error {
-	changes, err := f.store.BanChanges(ctx, f.version)
+func (f *BanFollower) Refresh(ctx context.Context) error {
+	changes, err := f.Store.BanChanges(ctx, f.version)
 	if err != nil {
 		return err
 	}
-	now := f.now()
-	if len(changes) > 0 || f.floor.Held.Load() {
-		f.floor.Apply(changes, now) // floors that ended go too
+	now := f.Now()
+	if len(changes) > 0 || f.Floor.Held.Load() {
+		f.Floor.Apply(changes, now) // floors that ended go too
 	}
 	if len(changes) > 0 {
 		f.version = changes[len(changes)-1].Version
@@ -57,7 +56,7 @@ func (f *banFollower) refresh(ctx context.Context) error {
 		}
 	}
 	for _, b := range lifts {
-		if err := f.limiter.Lift(ctx, b.Subject, b.Until); err != nil && b.Until.After(now) {
+		if err := f.Limiter.Lift(ctx, b.Subject, b.Until); err != nil && b.Until.After(now) {
 			f.unlifted = append(f.unlifted, b) // Redis is away: its outage is logged once, by the limiter
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package limits
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/limits"
 )
 
 // The events webhooks send (docs/webhooks.md, "What is sent"): their
@@ -19,10 +18,10 @@ import (
 // percent.
 var quotaThresholds = []int{80, 100}
 
-// quotaNotice is a budget's day count reaching a threshold of its quota.
+// QuotaNotice is a budget's day count reaching a threshold of its quota.
 // The store keeps one per budget, day and threshold: the first server to
 // store it sends it, every other finds it there.
-type quotaNotice struct {
+type QuotaNotice struct {
 	BudgetID  int64
 	KeyID     int64 // the key whose request reached it
 	KeyName   string
@@ -35,12 +34,12 @@ type quotaNotice struct {
 }
 
 // mark is what makes a notice once: its budget, day and threshold.
-func (n quotaNotice) mark() string {
+func (n QuotaNotice) mark() string {
 	return fmt.Sprintf("quota:%d:%s:%d", n.BudgetID, n.Day, n.Threshold)
 }
 
-// notice is n as the store keeps it.
-func (n quotaNotice) notice() (domain.WebhookNotice, error) {
+// Notice is n as the store keeps it.
+func (n QuotaNotice) Notice() (domain.WebhookNotice, error) {
 	ev, err := domain.NewWebhookEvent(domain.WebhookQuotaThreshold, n.At, map[string]any{
 		"keyId": n.KeyID, "keyName": n.KeyName, "plan": n.Plan, "threshold": n.Threshold,
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
@@ -49,10 +48,10 @@ func (n quotaNotice) notice() (domain.WebhookNotice, error) {
 }
 
 // quotaNotices are notices as the store takes them.
-func quotaNotices(ns []quotaNotice) ([]domain.WebhookNotice, error) {
+func quotaNotices(ns []QuotaNotice) ([]domain.WebhookNotice, error) {
 	out := make([]domain.WebhookNotice, 0, len(ns))
 	for _, n := range ns {
-		wn, err := n.notice()
+		wn, err := n.Notice()
 		if err != nil {
 			return nil, err
 		}
@@ -61,16 +60,16 @@ func quotaNotices(ns []quotaNotice) ([]domain.WebhookNotice, error) {
 	return out, nil
 }
 
-// quotaWatch sees each request's day count as the limiter decided it and
+// QuotaWatch sees each request's day count as the limiter decided it and
 // keeps the thresholds reached, until the usage flush stores them. A budget
 // under 80% costs a request one comparison. A nil *quotaWatch sees nothing.
-type quotaWatch struct {
+type QuotaWatch struct {
 	now func() time.Time
 
 	mu      sync.Mutex
 	day     int64
 	seen    map[quotaSeen]bool // what this server has noticed today
-	pending []quotaNotice
+	Pending []QuotaNotice
 }
 
 // quotaSeen is a threshold of a budget's quota, noticed today.
@@ -79,18 +78,18 @@ type quotaSeen struct {
 	threshold int
 }
 
-func newQuotaWatch(now func() time.Time) *quotaWatch {
-	return &quotaWatch{now: now, seen: make(map[quotaSeen]bool)}
+func NewQuotaWatch(now func() time.Time) *QuotaWatch {
+	return &QuotaWatch{now: now, seen: make(map[quotaSeen]bool)}
 }
 
-// observe looks at the day count d reports for key, whose budget has
+// Observe looks at the day count d reports for key, whose budget has
 // limit lim.
-func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d limits.Decision) {
+func (q *QuotaWatch) Observe(key *domain.Key, lim domain.Limits, d Decision) {
 	if q == nil || key == nil || d.DayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
 		return
 	}
 	now := q.now()
-	today := limits.UnixDay(now)
+	today := UnixDay(now)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.day != today {
@@ -101,26 +100,26 @@ func (q *quotaWatch) observe(key *domain.Key, lim domain.Limits, d limits.Decisi
 			break
 		}
 		seen := quotaSeen{key.BudgetID, t}
-		if q.seen[seen] || len(q.pending) >= domain.MaxPendingAuditEvents {
+		if q.seen[seen] || len(q.Pending) >= domain.MaxPendingAuditEvents {
 			continue
 		}
 		q.seen[seen] = true
-		q.pending = append(q.pending, quotaNotice{
+		q.Pending = append(q.Pending, QuotaNotice{
 			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Plan: key.Plan, Threshold: t,
-			Used: d.DayCount, Limit: lim.PerDay, Day: limits.DayString(today), At: now,
+			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now,
 		})
 	}
 }
 
-// flush stores the notices seen since the last flush through add; what
+// Flush stores the notices seen since the last flush through add; what
 // fails stays for the next.
-func (q *quotaWatch) flush(ctx context.Context, add func(context.Context, []domain.WebhookNotice) error) error {
+func (q *QuotaWatch) Flush(ctx context.Context, add func(context.Context, []domain.WebhookNotice) error) error {
 	if q == nil {
 		return nil
 	}
 	q.mu.Lock()
-	taken := q.pending
-	q.pending = nil
+	taken := q.Pending
+	q.Pending = nil
 	q.mu.Unlock()
 	if len(taken) == 0 {
 		return nil
@@ -131,7 +130,7 @@ func (q *quotaWatch) flush(ctx context.Context, add func(context.Context, []doma
 	}
 	if err != nil {
 		q.mu.Lock()
-		q.pending = append(taken, q.pending...)
+		q.Pending = append(taken, q.Pending...)
 		q.mu.Unlock()
 		return err
 	}

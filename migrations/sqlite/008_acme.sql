@@ -1,0 +1,5 @@
+-- certmagic's storage on PostgreSQL (store_acme.go): the ACME account,
+-- the certificates and their keys, the challenges in progress, and the
+-- locks that let a fleet order once. On SQLite they are files in
+-- --acme-cache beside the database.
+-- nothing: on SQLite the ACME cache is a directory (--acme-cache)
