@@ -6,8 +6,7 @@ import (
 	"sync/atomic"
 
 	"petstore/internal/domain"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"petstore/internal/metrics"
 )
 
 // The whole HTTP surface in one place: every route of the public listener
@@ -221,9 +220,9 @@ func newAdminServer(a *app) http.Handler {
 
 // metricsHandler serves the metrics and the profiles. /debug/pprof/cmdline
 // is left out: the command line may hold a database URL with its password.
-func metricsHandler(m *metrics) http.Handler {
+func metricsHandler(m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
