@@ -14,7 +14,7 @@ import (
 	"petstore/internal/metrics"
 )
 
-// Admin tokens (DESIGN.md "The API's owner"): the credential of the admin
+// Admin tokens (docs/admin.md#admin-tokens): the credential of the admin
 // API, a second kind that is never a pet key. A token looks like a key with
 // another prefix (psa_live_, psa_test_ on staging: adminPrefixes), made and
 // checked by the same code (newSecret, secretProblem); the database keeps

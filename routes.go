@@ -25,8 +25,8 @@ func chain(h http.Handler, steps ...middleware) http.Handler {
 	return h
 }
 
-// access is the way into a route of the API. Each starts as DESIGN.md's
-// order of checks asks: look up the key, then count the request against it,
+// access is the way into a route of the API. Each starts as docs/api.md#errors
+// orders the checks: look up the key, then count the request against it,
 // or, without a valid key, against the client address.
 type access uint8
 
