@@ -40,7 +40,9 @@ var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
 
 // decodeNewPet reads and validates a createPet body: JSON content type, at
 // most maxBodyBytes, exactly one object, known fields only, valid values.
-// The error it returns is ready for writeError.
+// The error it returns is ready for writeError: a domain error, malformed
+// (not one JSON object) or invalid (its message names the field), or the
+// HTTP edge's own 415 and 413 for the request's Content-Type and size.
 func decodeNewPet(w http.ResponseWriter, r *http.Request) (domain.Pet, error) {
 	if err := checkContentType(firstHeader(r.Header, "Content-Type")); err != nil {
 		return domain.Pet{}, err
@@ -90,7 +92,7 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 		return nil, jsonError(err)
 	}
 	if tok != json.Delim('{') {
-		return nil, errorf(codeInvalidJSON, "the body must be a JSON object, not %s", jsonKind(tok))
+		return nil, domain.Malformed("the body must be a JSON object, not %s", jsonKind(tok))
 	}
 	// From here on the body has begun: an end is an unexpected one.
 	broken := func(err error) error {
@@ -115,9 +117,9 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 		switch {
 		case problem != nil:
 		case !slices.Contains(known, name):
-			problem = errorf(codeInvalidRequest, "unknown field %q: %s", name, has)
+			problem = domain.Invalid("unknown field %q: %s", name, has)
 		case seen[name]:
-			problem = errorf(codeInvalidRequest, "%s is given twice", name)
+			problem = domain.Invalid("%s is given twice", name)
 		default:
 			fields[name] = raw
 		}
@@ -130,7 +132,7 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 		if tooLarge(err) {
 			return nil, errTooLarge
 		}
-		return nil, errorf(codeInvalidJSON, "the body must hold exactly one JSON object, and it has more after the object")
+		return nil, domain.Malformed("the body must hold exactly one JSON object, and it has more after the object")
 	}
 	if problem != nil {
 		return nil, problem
@@ -317,53 +319,53 @@ func jsonError(err error) error {
 	case tooLarge(err):
 		return errTooLarge
 	case errors.Is(err, io.EOF):
-		return errorf(codeInvalidJSON, "the body is empty; it must be a JSON object")
+		return domain.Malformed("the body is empty; it must be a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return errorf(codeInvalidJSON, "the body ends in the middle of a JSON value")
+		return domain.Malformed("the body ends in the middle of a JSON value")
 	case errors.As(err, &syntax):
-		return errorf(codeInvalidJSON, "the body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
+		return domain.Malformed("the body is not valid JSON: %s (at byte %d)", strings.TrimPrefix(syntax.Error(), "json: "), syntax.Offset)
 	}
-	return errorf(codeInvalidJSON, "the body is not a valid JSON object")
+	return domain.Malformed("the body is not a valid JSON object")
 }
 
 func (in newPetBody) validate() (domain.Pet, error) {
 	var p domain.Pet
 	switch {
 	case in.Name == nil:
-		return p, errorf(codeInvalidRequest, "name is required")
+		return p, domain.Invalid("name is required")
 	case string(in.Name) == "null":
-		return p, errorf(codeInvalidRequest, "name must be a string, not null")
+		return p, domain.Invalid("name must be a string, not null")
 	case !unquote(in.Name, &p.Name):
-		return p, errorf(codeInvalidRequest, "name must be a string")
+		return p, domain.Invalid("name must be a string")
 	case strings.ContainsRune(p.Name, utf8.RuneError):
 		// encoding/json turns invalid UTF-8 and lone surrogates into U+FFFD
 		// without a word; a name is text, so say so instead.
-		return p, errorf(codeInvalidRequest, "name must be valid UTF-8 text (no invalid bytes, lone surrogates or U+FFFD)")
+		return p, domain.Invalid("name must be valid UTF-8 text (no invalid bytes, lone surrogates or U+FFFD)")
 	case strings.TrimSpace(p.Name) == "":
-		return p, errorf(codeInvalidRequest, "name must not be empty")
+		return p, domain.Invalid("name must not be empty")
 	case utf8.RuneCountInString(p.Name) > maxNameRunes:
-		return p, errorf(codeInvalidRequest, "name must be at most %d characters", maxNameRunes)
+		return p, domain.Invalid("name must be at most %d characters", maxNameRunes)
 	case strings.ContainsFunc(p.Name, isControl):
-		return p, errorf(codeInvalidRequest, "name must not contain control characters")
+		return p, domain.Invalid("name must not contain control characters")
 	}
 
 	var err error
 	switch {
 	case in.CategoryID == nil:
-		return p, errorf(codeInvalidRequest, "categoryId is required")
+		return p, domain.Invalid("categoryId is required")
 	case string(in.CategoryID) == "null":
-		return p, errorf(codeInvalidRequest, "categoryId must be an integer, not null")
+		return p, domain.Invalid("categoryId must be an integer, not null")
 	}
 	if p.CategoryID, err = strconv.ParseInt(string(in.CategoryID), 10, 64); err != nil || p.CategoryID < 1 {
-		return p, errorf(codeInvalidRequest, "categoryId must be an integer from 1 to %s", maxInt64String)
+		return p, domain.Invalid("categoryId must be an integer from 1 to %s", maxInt64String)
 	}
 
 	if in.Status != nil {
 		if string(in.Status) == "null" {
-			return p, errorf(codeInvalidRequest, "status must be one of available, pending, sold, not null; leave it out to give none")
+			return p, domain.Invalid("status must be one of available, pending, sold, not null; leave it out to give none")
 		}
 		if !unquote(in.Status, &p.Status) || !validStatus(p.Status) {
-			return p, errorf(codeInvalidRequest, "status must be one of available, pending, sold")
+			return p, domain.Invalid("status must be one of available, pending, sold")
 		}
 	}
 	return p, nil

@@ -71,7 +71,10 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // kindCodes are the codes of the domain's kinds of failure. A conflict
 // reaches only a client of the admin API (an externalId held): /v1's one
 // conflict, an Idempotency-Key taken, is settled by createOnce.
-var kindCodes = [...]string{domain.KindNotFound: codeNotFound, domain.KindInvalid: codeInvalidRequest, domain.KindConflict: codeConflict, domain.KindUnavailable: codeUnavailable}
+var kindCodes = [...]string{
+	domain.KindNotFound: codeNotFound, domain.KindInvalid: codeInvalidRequest, domain.KindMalformed: codeInvalidJSON,
+	domain.KindConflict: codeConflict, domain.KindUnavailable: codeUnavailable,
+}
 
 // dbFailureMessages say what each cause means to a client.
 var dbFailureMessages = [domain.DBFailures]string{

@@ -3,7 +3,7 @@
 // names, the key rules) and admin tokens, the audit trail's events and
 // action names, bans and the subjects they name, usage counts and days, and
 // the errors of the domain, which carry a kind (not found, invalid,
-// conflict, unavailable and why, unsure) and never an HTTP status: the root's
+// malformed, conflict, unavailable and why, unsure) and never an HTTP status: the root's
 // errors.go is the one table from kinds to statuses and client text.
 //
 // It also holds the interfaces of storage, one small one per aggregate, and

@@ -24,7 +24,8 @@ type Kind uint8
 
 const (
 	KindNotFound    Kind = iota + 1 // no such pet or key
-	KindInvalid                     // the rules refuse it: a revoked key cannot be rolled
+	KindInvalid                     // the rules refuse it: a revoked key cannot be rolled; a field of a body out of its range (the message names it)
+	KindMalformed                   // it cannot be read at all: a body that is not JSON, or not one object
 	KindConflict                    // it clashes with what is stored: an Idempotency-Key taken
 	KindUnavailable                 // the database cannot serve it now, for the reason in db
 )
@@ -48,6 +49,10 @@ func Conflict(format string, args ...any) error {
 
 func Invalid(format string, args ...any) error {
 	return &Error{Kind: KindInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+func Malformed(format string, args ...any) error {
+	return &Error{Kind: KindMalformed, Message: fmt.Sprintf(format, args...)}
 }
 
 // DBFailure is why the database could not serve a request: the cause label
