@@ -302,39 +302,29 @@ func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
 			return c, errorf(codeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
 		}
 	}
-	for name, dst := range map[string]**int64{"perMinute": &c.PerMinute, "perDay": &c.PerDay} {
-		if _, ok := body[name]; ok {
-			*dst = new(int64)
-			if err := body.int(name, *dst); err != nil {
-				return c, err
-			}
-		}
-	}
-	if _, ok := body["name"]; ok {
-		c.Name = new(string)
-		if err := body.name(c.Name); err != nil {
-			return c, err
-		}
-	}
-	if _, ok := body["scopes"]; ok {
-		c.Scopes = new(domain.ScopeSet)
-		if err := body.scopes(c.Scopes); err != nil {
-			return c, err
-		}
-	}
-	if _, ok := body["expires"]; ok {
-		c.Expires = new(time.Time)
-		if err := body.expires(c.Expires, now); err != nil {
-			return c, err
-		}
-	}
-	if _, ok := body["externalId"]; ok {
-		c.ExternalID = new(string)
-		if err := body.externalID(c.ExternalID, true); err != nil {
+	for _, err := range []error{
+		changed(body, "perMinute", &c.PerMinute, func(v *int64) error { return body.int("perMinute", v) }),
+		changed(body, "perDay", &c.PerDay, func(v *int64) error { return body.int("perDay", v) }),
+		changed(body, "name", &c.Name, body.name),
+		changed(body, "scopes", &c.Scopes, body.scopes),
+		changed(body, "expires", &c.Expires, func(v *time.Time) error { return body.expires(v, now) }),
+		changed(body, "externalId", &c.ExternalID, func(v *string) error { return body.externalID(v, true) }),
+	} {
+		if err != nil {
 			return c, err
 		}
 	}
 	return c, nil
+}
+
+// changed reads field name of a change with read into a new *dst, when the
+// body has it; absent leaves *dst nil: no change.
+func changed[T any](body jsonBody, name string, dst **T, read func(*T) error) error {
+	if _, ok := body[name]; !ok {
+		return nil
+	}
+	*dst = new(T)
+	return read(*dst)
 }
 
 func handleAdminRollKey(d adminDeps) http.Handler {
