@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"petstore/internal/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -125,7 +126,7 @@ type acmeManager struct {
 	roots   *x509.CertPool
 	files   certmagic.Storage // --acme-cache; nil when the database keeps them
 	logger  *slog.Logger
-	metrics *metrics
+	metrics *metrics.Metrics
 	magic   *certmagic.Config
 	issuer  *certmagic.ACMEIssuer
 	cache   *certmagic.Cache
@@ -138,7 +139,7 @@ type acmeManager struct {
 
 // newACME checks what certmagic will need: the CA's root, the cache
 // directory; start sets it up.
-func newACME(cfg serveConfig, logger *slog.Logger, m *metrics) (*acmeManager, error) {
+func newACME(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeManager, error) {
 	am := &acmeManager{cfg: cfg.https, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
 	var err error
 	if am.roots, err = caRoots(cfg.https.acmeCARoot); err != nil {
@@ -258,12 +259,12 @@ func (am *acmeManager) onEvent(_ context.Context, event string, data map[string]
 		if renewal {
 			outcome = "renewed"
 		}
-		am.metrics.countCertificateChange("acme", outcome)
+		am.metrics.CountCertificateChange("acme", outcome)
 		am.mu.Lock()
 		delete(am.lastErr, name)
 		am.mu.Unlock()
 	case "cert_failed":
-		am.metrics.countCertificateChange("acme", "failed")
+		am.metrics.CountCertificateChange("acme", "failed")
 		err, _ := data["error"].(error)
 		am.mu.Lock()
 		am.lastErr[name] = fmt.Sprint(err)
@@ -340,7 +341,7 @@ func (am *acmeManager) watch(ctx context.Context) {
 			if leaf == nil {
 				continue
 			}
-			am.metrics.certificateExpires(leaf)
+			am.metrics.CertificateExpires(leaf)
 			if nearExpiry(leaf, time.Now()) && time.Since(am.warned[d]) >= time.Hour {
 				am.warned[d] = time.Now()
 				am.logger.Warn("the certificate expires soon and is not renewed yet", "name", d,

@@ -11,9 +11,10 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/metrics"
 )
 
-// Admin tokens (DESIGN.md "The API's owner"): the credential of the admin
+// Admin tokens (docs/admin.md#admin-tokens): the credential of the admin
 // API, a second kind that is never a pet key. A token looks like a key with
 // another prefix (psa_live_, psa_test_ on staging: adminPrefixes), made and
 // checked by the same code (newSecret, secretProblem); the database keeps
@@ -116,7 +117,7 @@ type adminGate struct {
 	store    storage
 	env      string
 	failures limits.Limiter
-	metrics  *metrics
+	metrics  *metrics.Metrics
 }
 
 // caller is whom the failures of r are counted against: its TCP peer,
@@ -237,7 +238,7 @@ func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailu
 // refuse answers a failed authentication: counted, and spent from the
 // address's own allowance of failures; 401, or 429 past it.
 func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authFailure) {
-	g.metrics.adminAuthFailed(failure.reason)
+	g.metrics.AdminAuthFailed(uint8(failure.reason))
 	d, err := g.failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		writeError(w, r, err)

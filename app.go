@@ -13,6 +13,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/metrics"
 	"petstore/internal/webhook"
 )
 
@@ -28,7 +29,7 @@ const (
 // database and a fake clock.
 type app struct {
 	logger     *slog.Logger
-	metrics    *metrics // nil without an admin listener: nobody else could read them
+	metrics    *metrics.Metrics // nil without an admin listener: nobody else could read them
 	now        func() time.Time
 	trustProxy bool
 	env        string        // production or staging
@@ -69,7 +70,7 @@ type app struct {
 type appDeps struct {
 	now     func() time.Time
 	logger  *slog.Logger
-	metrics *metrics
+	metrics *metrics.Metrics
 
 	// For tests: wrapStore stands between the engine and the rest of the
 	// app (to count or fail calls); redisPrefix, when set, keeps a test's
@@ -107,15 +108,15 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		return nil, err
 	}
 	a.pets = newPetCache(a.store, cfg.dbTimeout)
-	a.metrics.countPets(a.pets.size)
-	a.metrics.countAuditEvents(a.store.AuditCounts)
+	a.metrics.CountPets(a.pets.size)
+	a.metrics.CountAuditEvents(domain.AuditActions, a.store.AuditCounts)
 	// Counted by address: never a key's, so no stored usage to read.
 	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, nil)
-	a.metrics.countWebhookBacklog(a.store.WebhookBacklog, d.now)
+	a.metrics.CountWebhookBacklog(a.store.WebhookBacklog, d.now)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
 	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics.countDelivery, cfg.env)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics.CountDelivery, cfg.env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -145,7 +146,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 		}
 		shared, err := limits.NewRedis(ctx, limits.RedisConfig{
 			URL: cfg.redis, Prefix: prefix, BanAfter: cfg.banAfter, BanFor: cfg.banFor, Bans: floor,
-			Now: d.now, Usage: store.Usage, DBTimeout: cfg.dbTimeout, Logger: d.logger, Hooks: d.metrics.redisHooks(), ScriptNow: d.scriptNow,
+			Now: d.now, Usage: store.Usage, DBTimeout: cfg.dbTimeout, Logger: d.logger, Hooks: redisHooks(d.metrics), ScriptNow: d.scriptNow,
 		})
 		if err != nil {
 			return nil, "", nil, nil, err

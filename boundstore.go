@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/metrics"
 )
 
 // boundStorage is the storage as the server uses it. Each call ends by the
@@ -24,22 +25,22 @@ type boundStorage struct {
 	s       storage
 	timeout time.Duration
 	health  *dbHealth
-	metrics *metrics
-	timers  sync.Map // method name → callTimer, made at its first call
+	metrics *metrics.Metrics
+	timers  sync.Map // method name → metrics.CallTimer, made at its first call
 }
 
 // newBoundStorage returns s bounded by timeout, timed into m (nil: not
 // timed), its outages logged to logger.
-func newBoundStorage(s storage, timeout time.Duration, m *metrics, logger *slog.Logger) *boundStorage {
-	ping := m.databaseCall("Ping")
+func newBoundStorage(s storage, timeout time.Duration, m *metrics.Metrics, logger *slog.Logger) *boundStorage {
+	ping := m.DatabaseCall("Ping")
 	return &boundStorage{
 		s:       s,
 		timeout: timeout,
 		metrics: m,
 		health: newDBHealth(func(ctx context.Context) error {
-			defer ping.since(time.Now())
+			defer ping.Since(time.Now())
 			return s.Ping(ctx)
-		}, min(timeout, readyTimeout), logger, m.setDatabaseDown),
+		}, min(timeout, readyTimeout), logger, m.SetDatabaseDown),
 	}
 }
 
@@ -54,7 +55,7 @@ func (b *boundStorage) bounded(ctx context.Context, name string, call func(conte
 		defer cancel()
 	}
 	err := call(ctx)
-	b.timer(name).since(start)
+	b.timer(name).Since(start)
 	if err != nil && domain.DBFailureOf(err) == 0 && errors.Is(err, context.DeadlineExceeded) {
 		err = domain.Unavailable(domain.DBTimeout, err)
 	}
@@ -62,12 +63,12 @@ func (b *boundStorage) bounded(ctx context.Context, name string, call func(conte
 	return err
 }
 
-func (b *boundStorage) timer(name string) callTimer {
+func (b *boundStorage) timer(name string) metrics.CallTimer {
 	if t, ok := b.timers.Load(name); ok {
-		return t.(callTimer)
+		return t.(metrics.CallTimer)
 	}
-	t, _ := b.timers.LoadOrStore(name, b.metrics.databaseCall(name))
-	return t.(callTimer)
+	t, _ := b.timers.LoadOrStore(name, b.metrics.DatabaseCall(name))
+	return t.(metrics.CallTimer)
 }
 
 func (b *boundStorage) CreatePets(ctx context.Context, batch []domain.PetInsert) error {

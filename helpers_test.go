@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/metrics"
 	"petstore/internal/testkit"
 )
 
@@ -86,7 +87,7 @@ type testOptions struct {
 	// may count or fail its calls.
 	wrapStore func(storage) storage
 	// metrics, when set, records what the server does.
-	metrics *metrics
+	metrics *metrics.Metrics
 	// dbTimeout is --db-timeout; 0: its default.
 	dbTimeout time.Duration
 	// webhookAllowPrivate is --webhook-allow-private: webhooks may go to

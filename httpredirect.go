@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"petstore/internal/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,7 @@ type challenger interface {
 // plainHandler is the --http-addr listener's handler: health is the API's
 // handler (for /healthz and /readyz, which logs them), challenges
 // certmagic's issuer (nil without ACME), httpsPort the port of --addr.
-func plainHandler(health http.Handler, challenges challenger, httpsPort int, logger *slog.Logger, m *metrics) http.Handler {
+func plainHandler(health http.Handler, challenges challenger, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
 	logged := logRequests(logger, m)
 	own := logged(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {

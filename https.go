@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"petstore/internal/metrics"
 	"strings"
 	"time"
 
@@ -111,7 +112,7 @@ type transport struct {
 // newTransport reads the certificates the flags name; a file that is
 // missing, unreadable, expired or does not match its pair is an error
 // naming the flag and the file (exit 1).
-func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics) (*transport, error) {
+func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*transport, error) {
 	h := cfg.https
 	tr := &transport{wrap: func(next http.Handler) http.Handler { return next }}
 	switch {

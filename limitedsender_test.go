@@ -2,11 +2,12 @@ package main
 
 import (
 	"net/http"
+	"petstore/internal/metrics"
 	"testing"
 )
 
 // databaseCalls counts m's database calls by operation.
-func databaseCalls(t *testing.T, m *metrics) map[string]uint64 {
+func databaseCalls(t *testing.T, m *metrics.Metrics) map[string]uint64 {
 	t.Helper()
 	calls := map[string]uint64{}
 	for _, metric := range scrape(t, m)["petstore_database_call_duration_seconds"].GetMetric() {

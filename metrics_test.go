@@ -16,6 +16,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/metrics"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -24,7 +25,7 @@ import (
 
 // scrape reads GET /metrics of m's admin handler with Prometheus's own
 // text-format parser.
-func scrape(t testing.TB, m *metrics) map[string]*dto.MetricFamily {
+func scrape(t testing.TB, m *metrics.Metrics) map[string]*dto.MetricFamily {
 	t.Helper()
 	w := httptest.NewRecorder()
 	metricsHandler(m).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
@@ -238,8 +239,8 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 
 func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 	m := newMetrics()
-	m.databaseCall("GetPet").since(time.Now())
-	m.redisCall("allow").since(time.Now())
+	m.DatabaseCall("GetPet").Since(time.Now())
+	m.RedisCall("allow").Since(time.Now())
 	s := newTestServerWith(t, testOptions{metrics: m})
 	key := s.mustCreateKey("free")
 	s.do("GET", "/v1/pets", key, "")
@@ -298,8 +299,8 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 	for _, b := range families["petstore_http_request_duration_seconds"].GetMetric()[0].GetHistogram().GetBucket() {
 		bounds = append(bounds, b.GetUpperBound())
 	}
-	if !slices.Equal(bounds[:len(bounds)-1], requestBuckets) {
-		t.Errorf("request duration buckets %v, want OpenTelemetry's %v", bounds, requestBuckets)
+	if !slices.Equal(bounds[:len(bounds)-1], metrics.RequestBuckets) {
+		t.Errorf("request duration buckets %v, want OpenTelemetry's %v", bounds, metrics.RequestBuckets)
 	}
 
 	build := labelsOf(families["petstore_build_info"].GetMetric()[0])
@@ -310,16 +311,16 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 		t.Errorf("petstore_ratelimit_fallback = %v without Redis, want 0", v)
 	}
 	for _, on := range []bool{true, false} {
-		m.setRateLimitFallback(on)
+		m.SetRateLimitFallback(on)
 		v := scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()
 		if want := map[bool]float64{true: 1, false: 0}[on]; v != want {
 			t.Errorf("after setRateLimitFallback(%v): petstore_ratelimit_fallback = %v, want %v", on, v, want)
 		}
 	}
-	var none *metrics // a server without --admin-addr
-	none.setRateLimitFallback(true)
-	none.redisCall("allow").since(time.Now())
-	none.databaseCall("GetPet").since(time.Now())
+	var none *metrics.Metrics // a server without --admin-addr
+	none.SetRateLimitFallback(true)
+	none.RedisCall("allow").Since(time.Now())
+	none.DatabaseCall("GetPet").Since(time.Now())
 }
 
 func TestRouteLabelIsTheServeMuxPatternNeverThePath(t *testing.T) {
@@ -357,26 +358,11 @@ func TestRouteLabelIsTheServeMuxPatternNeverThePath(t *testing.T) {
 	}
 }
 
-func TestRecordingARequestAllocatesNothing(t *testing.T) {
-	m := newMetrics()
-	ok := answered{pattern: "GET /v1/pets/{petId}", method: "GET", code: 200, took: time.Millisecond, decision: limitAllowed}
-	m.observeRequest(&ok) // the first resolves the series
-	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(&ok) }); n != 0 {
-		t.Errorf("recording a request allocates %v times, want 0", n)
-	}
-	refused := answered{pattern: "GET /v1/pets/{petId}", method: "GET", code: 401, took: time.Millisecond,
-		decision: limitAllowed, authFailure: authUnknownKey.reason}
-	m.observeRequest(&refused)
-	if n := testing.AllocsPerRun(1000, func() { m.observeRequest(&refused) }); n != 0 {
-		t.Errorf("recording a 401 allocates %v times, want 0", n)
-	}
-}
-
 func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures allocations of whole requests")
 	}
-	allocs := func(m *metrics, target string) float64 {
+	allocs := func(m *metrics.Metrics, target string) float64 {
 		s := newTestServerWith(t, testOptions{metrics: m})
 		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1e12, PerDay: 1e15})
 		s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`)
@@ -395,16 +381,6 @@ func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 		if with != without {
 			t.Errorf("GET %s: %v allocations a request with metrics, %v without", target, with, without)
 		}
-	}
-}
-
-// BenchmarkRecordRequest is what the metrics add to a request.
-func BenchmarkRecordRequest(b *testing.B) {
-	m := newMetrics()
-	a := answered{pattern: "GET /v1/pets/{petId}", method: "GET", code: 200, took: time.Millisecond, decision: limitAllowed}
-	b.ReportAllocs()
-	for b.Loop() {
-		m.observeRequest(&a)
 	}
 }
 
@@ -586,8 +562,8 @@ func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
 
 	// Every metric the server can export, each series resolved once.
 	m := newMetrics()
-	m.databaseCall("GetPet").since(time.Now())
-	m.redisCall("allow").since(time.Now())
+	m.DatabaseCall("GetPet").Since(time.Now())
+	m.RedisCall("allow").Since(time.Now())
 	s := newTestServerWith(t, testOptions{metrics: m})
 	s.do("GET", "/v1/pets", s.mustCreateKey("free"), "")
 	s.do("GET", "/v1/pets", "", "")
@@ -649,7 +625,7 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 				name = bc.name + "/with"
 			}
 			b.Run(name, func(b *testing.B) {
-				var m *metrics
+				var m *metrics.Metrics
 				if withMetrics {
 					m = newMetrics()
 				}
@@ -676,7 +652,7 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 	proxy, redisURL := startRedisProxy(t)
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{redis: true, metrics: m})
-	s.useRedisThrough(t, redisURL, io.Discard, m.redisHooks())
+	s.useRedisThrough(t, redisURL, io.Discard, redisHooks(m))
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return scrape(t, m)["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/internal/logline"
+	"petstore/internal/metrics"
 )
 
 // statusWriter records what was written, for the log line and for the panic
@@ -86,7 +87,7 @@ func validRequestID(s string) bool {
 // logRequests gives each request its record, an id echoed in
 // X-Request-Id, a 500 Error for a panic, one log line, and its place in the
 // metrics (m may be nil: none).
-func logRequests(logger *slog.Logger, m *metrics) middleware {
+func logRequests(logger *slog.Logger, m *metrics.Metrics) middleware {
 	ids := newRequestIDs()
 	return func(next http.Handler) http.Handler {
 		return &requestLogger{logger: logger, metrics: m, ids: ids, next: next}
@@ -96,7 +97,7 @@ func logRequests(logger *slog.Logger, m *metrics) middleware {
 // requestLogger is the step logRequests adds.
 type requestLogger struct {
 	logger  *slog.Logger
-	metrics *metrics
+	metrics *metrics.Metrics
 	ids     *requestIDs
 	next    http.Handler
 }
@@ -127,9 +128,9 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status := recordedStatus(r, sw.status)
 		info.finished()
 		if l.metrics != nil && !healthCheck(r) {
-			l.metrics.observeRequest(&answered{
-				pattern: r.Pattern, method: r.Method, code: status, took: end.Sub(start),
-				decision: info.rateLimit, authFailure: info.auth.reason, dbFailure: info.db,
+			l.metrics.ObserveRequest(&metrics.Answered{
+				Pattern: r.Pattern, Method: r.Method, Code: status, Took: end.Sub(start),
+				Decision: info.rateLimit, AuthFailure: uint8(info.auth.reason), DBFailure: uint8(info.db),
 			})
 		}
 		logRequest(l.logger, r, info, status, sw, start, end)

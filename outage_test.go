@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/metrics"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -412,7 +413,7 @@ func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 
 // dbMetrics reads what m counts of the database: the 503s by cause, the
 // health probe's gauge, and how many probes ran.
-func dbMetrics(t *testing.T, m *metrics) (unavailable map[string]float64, down float64, probes uint64) {
+func dbMetrics(t *testing.T, m *metrics.Metrics) (unavailable map[string]float64, down float64, probes uint64) {
 	t.Helper()
 	families := scrape(t, m)
 	unavailable = counterValues(t, families, "petstore_database_unavailable_total", "cause")

@@ -10,10 +10,21 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/metrics"
 )
 
 // The limiter's HTTP side: the middleware that asks it about each request,
 // the rate-limit headers, and the 429.
+
+// redisHooks are what the Redis limiter tells the metrics: each run of its
+// script, timed, and when it falls back to limiting in process and back.
+// Without metrics, nothing.
+func redisHooks(m *metrics.Metrics) limits.RedisHooks {
+	if m == nil {
+		return limits.RedisHooks{}
+	}
+	return limits.RedisHooks{Fallback: m.SetRateLimitFallback, Call: m.RedisCall("limit_script").Since}
+}
 
 // limit counts the request against its key, or without a valid key against
 // its client address, sets the rate-limit headers and answers 429 when a

@@ -7,6 +7,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/metrics"
 )
 
 // The request's record: what the steps of a request learn about it, for the
@@ -76,7 +77,7 @@ type requestInfo struct {
 	// rateLimit is the limiter's decision (0: not limited, as /healthz);
 	// today and usage, the day and column of the key's usage history it is
 	// counted in at the end.
-	rateLimit limitOutcome
+	rateLimit metrics.Decision
 	today     int64
 	usage     domain.UsageOutcome
 	// err is an internal error or panic, for the log; db, why the database
@@ -182,10 +183,21 @@ func (info *requestInfo) limiting() *domain.Key {
 // decided (limit, handleRateLimit) notes the limiter's decision on the
 // request, and the day and column of the usage history it is counted in.
 func (info *requestInfo) decided(d *limits.Decision) {
-	info.rateLimit, info.today, info.usage = limitOutcomeOf(d), d.Today, domain.UsageAllowed
+	info.rateLimit, info.today, info.usage = decisionOf(d), d.Today, domain.UsageAllowed
 	if !d.Allowed {
 		info.usage = outcomeOf(d)
 	}
+}
+
+// decisionOf is how d counts in petstore_ratelimit_decisions_total.
+func decisionOf(d *limits.Decision) metrics.Decision {
+	switch {
+	case d.Allowed:
+		return metrics.Allowed
+	case d.Code == codeTemporarilyBanned:
+		return metrics.Banned
+	}
+	return metrics.Limited
 }
 
 // keyed (requireKey) is the request's valid key, or nil when it has none.

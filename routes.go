@@ -6,8 +6,7 @@ import (
 	"sync/atomic"
 
 	"petstore/internal/domain"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"petstore/internal/metrics"
 )
 
 // The whole HTTP surface in one place: every route of the public listener
@@ -26,8 +25,8 @@ func chain(h http.Handler, steps ...middleware) http.Handler {
 	return h
 }
 
-// access is the way into a route of the API. Each starts as DESIGN.md's
-// order of checks asks: look up the key, then count the request against it,
+// access is the way into a route of the API. Each starts as docs/api.md#errors
+// orders the checks: look up the key, then count the request against it,
 // or, without a valid key, against the client address.
 type access uint8
 
@@ -221,9 +220,9 @@ func newAdminServer(a *app) http.Handler {
 
 // metricsHandler serves the metrics and the profiles. /debug/pprof/cmdline
 // is left out: the command line may hold a database URL with its password.
-func metricsHandler(m *metrics) http.Handler {
+func metricsHandler(m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)

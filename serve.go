@@ -20,6 +20,8 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/logline"
+	"petstore/internal/metrics"
+	"petstore/internal/webhook"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -210,11 +212,21 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, usagef("--log-format must be text or json, not %q", format)
 }
 
+// newMetrics makes a server's metrics (docs/observing.md), told the build
+// and the names of the series it counts by index: the 401s' reasons, the
+// 503s' causes, the webhook deliveries' outcomes.
+func newMetrics() *metrics.Metrics {
+	b := readBuildInfo()
+	return metrics.New(metrics.Build{Version: b.version, GoVersion: b.goVersion, Revision: b.revision}, metrics.Names{
+		AuthReasons: authReasonNames[:], DBCauses: domain.DBFailureNames[:], Deliveries: webhook.DeliveryOutcomeNames,
+	})
+}
+
 // serve runs the server until ctx ends, then shuts down gracefully: no new
 // connections, requests in flight finish (up to shutdownTimeout), usage is
 // flushed and the database closed.
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
-	var m *metrics // only with an admin listener: nobody else could read them
+	var m *metrics.Metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
 		m = newMetrics()
 	}

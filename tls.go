@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"petstore/internal/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func unwrapPath(err error) error {
 type certFiles struct {
 	certFlag, certFile, keyFlag, keyFile string
 	logger                               *slog.Logger
-	metrics                              *metrics
+	metrics                              *metrics.Metrics
 	now                                  func() time.Time
 
 	mu      sync.Mutex
@@ -105,7 +106,7 @@ type certFiles struct {
 }
 
 // openCertFiles reads the pair at start: an error ends the server.
-func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics) (*certFiles, error) {
+func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics.Metrics) (*certFiles, error) {
 	c := &certFiles{certFlag: certFlag, certFile: certFile, keyFlag: keyFlag, keyFile: keyFile, logger: logger, metrics: m, now: time.Now}
 	c.stamp = c.filesStamp()
 	pair, err := loadCertPair(certFlag, certFile, keyFlag, keyFile, c.now())
@@ -113,7 +114,7 @@ func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Log
 		return nil, err
 	}
 	c.current = pair
-	m.certificateExpires(pair.leaf)
+	m.CertificateExpires(pair.leaf)
 	return c, nil
 }
 
@@ -178,15 +179,15 @@ func (c *certFiles) check(force bool) {
 		if !c.told && (force || now.Sub(c.failing) >= certMismatchGrace) {
 			c.told = true
 			c.logger.Error("the certificate files do not load; the previous certificate keeps serving", "err", err)
-			c.metrics.countCertificateChange("files", "failed")
+			c.metrics.CountCertificateChange("files", "failed")
 		}
 		return
 	}
 	c.current, c.stamp, c.failing, c.told = pair, stamp, time.Time{}, false
 	c.logger.Info("certificate reloaded", "cert", c.certFile, "names", strings.Join(pair.leaf.DNSNames, ","),
 		"expires", pair.leaf.NotAfter.UTC().Format(time.RFC3339))
-	c.metrics.countCertificateChange("files", "reloaded")
-	c.metrics.certificateExpires(pair.leaf)
+	c.metrics.CountCertificateChange("files", "reloaded")
+	c.metrics.CertificateExpires(pair.leaf)
 }
 
 // warnNearExpiry logs a WARN, at most once an hour, while the current

@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"crypto/x509"
@@ -29,8 +29,8 @@ func newTLSMetrics(r *prometheus.Registry) *tlsMetrics {
 	return t
 }
 
-// certificateExpires sets the expiry gauge of leaf's first name.
-func (m *metrics) certificateExpires(leaf *x509.Certificate) {
+// CertificateExpires sets the expiry gauge of leaf's first name.
+func (m *Metrics) CertificateExpires(leaf *x509.Certificate) {
 	if m == nil || leaf == nil {
 		return
 	}
@@ -41,8 +41,8 @@ func (m *metrics) certificateExpires(leaf *x509.Certificate) {
 	m.tls.expiry.WithLabelValues(name).Set(float64(leaf.NotAfter.Unix()))
 }
 
-// countCertificateChange counts a certificate taken up, or a change that failed.
-func (m *metrics) countCertificateChange(source, outcome string) {
+// CountCertificateChange counts a certificate taken up, or a change that failed.
+func (m *Metrics) CountCertificateChange(source, outcome string) {
 	if m == nil {
 		return
 	}

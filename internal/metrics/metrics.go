@@ -1,0 +1,173 @@
+// Package metrics is what the admin listener's GET /metrics reports
+// (docs/observing.md): the Prometheus registry of one server, its
+// collectors, and the handler that serves them. A leaf: it imports nothing
+// of the project, and it is told plain values (a status, a route, a
+// duration, an index into the names it was given), never a request's
+// record; the root turns its records into them.
+//
+// Each server has its own Metrics, with its own registry: no package
+// globals. A server started without --admin-addr has none, and every method
+// of a nil *Metrics does nothing.
+package metrics
+
+import (
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are one server's. Recording a request allocates nothing: its
+// series (route, method, status) is resolved once, the first time that
+// combination is seen, and kept.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	requestDuration *prometheus.HistogramVec
+	// requests holds the resolved series of requestDuration. It is copied
+	// on write: a request reads it without a lock, and only a combination
+	// never seen before (a few dozen in a server's life) takes mu.
+	requests atomic.Pointer[map[requestSeries]prometheus.Observer]
+	mu       sync.Mutex
+
+	decisions     [numDecisions]prometheus.Counter
+	authFailures  []prometheus.Counter // by reason, as Names.AuthReasons
+	adminFailures []prometheus.Counter
+	dbUnavailable []prometheus.Counter // by cause, as Names.DBCauses
+	fallback      prometheus.Gauge
+	dbDown        prometheus.Gauge
+	dbCalls       *prometheus.HistogramVec
+	redisCalls    *prometheus.HistogramVec
+	deliveries    map[string]prometheus.Counter // webhook deliveries by state
+	tls           *tlsMetrics
+}
+
+// Build is what petstore_build_info's labels say of the running binary.
+type Build struct{ Version, GoVersion, Revision string }
+
+// Names are the label values of the counters whose series are fixed. The
+// index of a name (from 1; index 0 is none) is the plain value the caller
+// passes for it: Answered.AuthFailure, AdminAuthFailed, Answered.DBFailure.
+type Names struct {
+	AuthReasons []string          // the reason of petstore_auth_failures_total (and the admin API's)
+	DBCauses    []string          // the cause of petstore_database_unavailable_total
+	Deliveries  map[string]string // a webhook delivery's state → the outcome of petstore_webhook_deliveries_total
+}
+
+// RequestBuckets are OpenTelemetry's default histogram boundaries (in
+// milliseconds there), in seconds.
+var RequestBuckets = []float64{0, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
+// callBuckets time database and Redis calls, most of which take well under
+// OpenTelemetry's first 5 ms: 100 µs to 5 s.
+var callBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
+// unmatchedRoute is the route of a request that no ServeMux pattern took
+// (OPTIONS *, answered by ServeMux itself); an unclean path that ServeMux
+// redirects has the pattern of its clean form.
+const unmatchedRoute = "unmatched"
+
+// New makes a server's metrics, registered in a registry of their own.
+func New(build Build, names Names) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "petstore_http_request_duration_seconds",
+			Help:    "Time from a request's arrival at the service to its answer, by method, route (the ServeMux pattern's path) and HTTP status.",
+			Buckets: RequestBuckets,
+		}, []string{"method", "route", "code"}),
+		fallback: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_ratelimit_fallback",
+			Help: "1 while Redis is unreachable and each server limits on its own, else 0.",
+		}),
+		dbDown: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_database_down",
+			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0.",
+		}),
+		dbCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "petstore_database_call_duration_seconds",
+			Help:    "Duration of the calls to the database, by operation.",
+			Buckets: callBuckets,
+		}, []string{"operation"}),
+		redisCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "petstore_redis_call_duration_seconds",
+			Help:    "Duration of the calls to Redis, by operation.",
+			Buckets: callBuckets,
+		}, []string{"operation"}),
+	}
+	m.requests.Store(&map[requestSeries]prometheus.Observer{})
+	counted := m.newCounters(names)
+	m.tls = newTLSMetrics(m.registry)
+	m.registry.MustRegister(counted...)
+	m.registry.MustRegister(
+		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "petstore_build_info",
+			Help: "Always 1; the labels say which build is running.",
+			ConstLabels: prometheus.Labels{
+				"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision,
+			},
+		}, func() float64 { return 1 }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// newCounters makes the counters of a fixed set of series, resolved once:
+// the rate limiter's decisions, the 401s by reason, the 503s by cause, the
+// webhook deliveries by outcome. It returns them to be registered.
+func (m *Metrics) newCounters(names Names) []prometheus.Collector {
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_ratelimit_decisions_total",
+		Help: "Rate-limit decisions: allowed, limited (429 rate_limited) or banned (429 temporarily_banned).",
+	}, []string{"decision"})
+	for d := Allowed; d < numDecisions; d++ {
+		m.decisions[d] = decisions.WithLabelValues(decisionNames[d])
+	}
+	authFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_auth_failures_total",
+		Help: "Requests answered 401, by reason: missing, malformed, invalid, revoked, wrong_environment, expired.",
+	}, []string{"reason"})
+	m.authFailures = resolveAll(authFailures, names.AuthReasons)
+	adminFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_admin_auth_failures_total",
+		Help: "Requests to the admin API answered 401 (or 429 once their client address is limited), by reason: missing, malformed, invalid, revoked, wrong_environment.",
+	}, []string{"reason"})
+	m.adminFailures = resolveAll(adminFailures, names.AuthReasons)
+	dbUnavailable := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_database_unavailable_total",
+		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
+			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).",
+	}, []string{"cause"})
+	m.dbUnavailable = resolveAll(dbUnavailable, names.DBCauses)
+	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "petstore_webhook_deliveries_total",
+		Help: "Webhook attempts by what came of them: delivered (a 2xx), retried (to be tried again), failed (the last attempt, or a 410).",
+	}, []string{"outcome"})
+	m.deliveries = make(map[string]prometheus.Counter)
+	for state, outcome := range names.Deliveries {
+		m.deliveries[state] = deliveries.WithLabelValues(outcome)
+	}
+	return []prometheus.Collector{deliveries, decisions, authFailures, adminFailures, dbUnavailable}
+}
+
+// resolveAll is v's series of each name, by the name's index; index 0 (and
+// any name left empty) has none.
+func resolveAll(v *prometheus.CounterVec, names []string) []prometheus.Counter {
+	counters := make([]prometheus.Counter, len(names))
+	for i, name := range names {
+		if i > 0 && name != "" {
+			counters[i] = v.WithLabelValues(name)
+		}
+	}
+	return counters
+}
+
+// Handler serves the registry in Prometheus's text format: GET /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
