@@ -25,7 +25,7 @@ func (s sqlKeys) CreateAdminToken(ctx context.Context, t domain.AdminToken, acto
 			return err
 		}
 		t.ID = id
-		return insertAuditEvents(ctx, tx, domain.AdminEvent(domain.AuditAdminCreated, t, actor, now))
+		return recordActions(ctx, tx, domain.AdminEvent(domain.AuditAdminCreated, t, actor, now))
 	})
 	return t, err
 }
@@ -80,7 +80,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 			return err
 		}
 		revoked = true
-		return insertAuditEvents(ctx, tx, domain.AdminEvent(domain.AuditAdminRevoked, t, actor, now))
+		return recordActions(ctx, tx, domain.AdminEvent(domain.AuditAdminRevoked, t, actor, now))
 	})
 	return revoked && err == nil, err
 }
@@ -107,7 +107,7 @@ func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(domain.Key
 			after.Name, after.Plan, after.PerMinute, after.PerDay, after.Scopes.String(), nullUnix(after.ExpiresAt), nullText(after.ExternalID), id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.UpdateEvent(before, after, actor, now))
+		return recordActions(ctx, tx, domain.UpdateEvent(before, after, actor, now))
 	})
 	return before, after, err
 }

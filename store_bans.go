@@ -45,7 +45,7 @@ func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error
 				return err
 			}
 			addresses = addresses || b.Ban.Subject.KeyID == 0
-			if err := insertAuditEvents(ctx, tx, b.Event); err != nil {
+			if err := recordActions(ctx, tx, b.Event); err != nil {
 				return err
 			}
 		}
@@ -99,7 +99,7 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 		if _, err := tx.Exec(ctx, `UPDATE bans SET lifted_at = ?, version = ? WHERE subject = ?`, b.LiftedAt.UnixMilli(), version, subject.String()); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.LiftEvent(b, named, actor, env, now))
+		return recordActions(ctx, tx, domain.LiftEvent(b, named, actor, env, now))
 	})
 	return b, err
 }

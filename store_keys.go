@@ -78,7 +78,7 @@ func (s sqlKeys) RollKey(ctx context.Context, id int64, hash []byte, overlap tim
 		if _, err = tx.Exec(ctx, `UPDATE api_keys SET expires_at = ?, rolled_to = ? WHERE id = ?`, old.ExpiresAt.Unix(), old.RolledTo, old.ID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.RollEvent(old, rolled, overlap, actor, now))
+		return recordActions(ctx, tx, domain.RollEvent(old, rolled, overlap, actor, now))
 	})
 	return old, rolled, err
 }
@@ -97,7 +97,7 @@ func (s sqlKeys) RevokeKey(ctx context.Context, id int64, actor string) (revoked
 			return err
 		}
 		revoked = true
-		return insertAuditEvents(ctx, tx, domain.KeyEvent(domain.AuditKeyRevoked, k, actor, now))
+		return recordActions(ctx, tx, domain.KeyEvent(domain.AuditKeyRevoked, k, actor, now))
 	})
 	return revoked && err == nil, err
 }
@@ -139,7 +139,7 @@ func insertCreatedKey(ctx context.Context, tx dbTx, k domain.Key, actor string, 
 	if err != nil {
 		return k, err
 	}
-	return k, insertAuditEvents(ctx, tx, domain.KeyEvent(domain.AuditKeyCreated, k, actor, now))
+	return k, recordActions(ctx, tx, domain.KeyEvent(domain.AuditKeyCreated, k, actor, now))
 }
 
 func insertKey(ctx context.Context, tx dbTx, k domain.Key, now time.Time) (domain.Key, error) {
@@ -156,22 +156,6 @@ func insertKey(ctx context.Context, tx dbTx, k domain.Key, now time.Time) (domai
 		k.BudgetID = k.ID
 	}
 	return k, nil
-}
-
-// insertAuditEvents appends events in tx: every change that is audited
-// writes its events through here, in its own transaction. The events that
-// are webhooks too (key.created, key.banned ...) are queued with them.
-func insertAuditEvents(ctx context.Context, tx dbTx, events ...domain.AuditEvent) error {
-	for _, e := range events {
-		row, err := auditRow(e)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, row...); err != nil {
-			return err
-		}
-	}
-	return queueAuditWebhookEvents(ctx, tx, events)
 }
 
 // AuditEvents returns the events filter picks, oldest first.

@@ -712,7 +712,7 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent domain
 		}
 		counts := n
 		copiedEvent.At, copiedEvent.Details.Copied = domain.AuditTime(s.now()), &counts
-		return insertAuditEvents(ctx, pgTx{tx}, copiedEvent)
+		return recordActions(ctx, pgTx{tx}, copiedEvent)
 	})
 	return n, s.pgError(err)
 }

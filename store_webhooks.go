@@ -1,6 +1,6 @@
 // The webhooks' endpoints, outbox and notices, written once for both
 // engines over sqlEngine. Each event is queued in the transaction of what it
-// reports: an audited key change (through insertAuditEvents), a notice's
+// reports: an audited change (through recordActions, store_actions.go), a notice's
 // mark, a test.
 
 package main
@@ -60,7 +60,7 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEnd
 		if err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookAdded, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookAdded, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -93,7 +93,7 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor,
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, e, actor, env, now, ""))
 	})
 }
 
@@ -114,7 +114,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 		}
 		ev := domain.WebhookAuditEvent(domain.AuditWebhookRotated, e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
-		return insertAuditEvents(ctx, tx, ev)
+		return recordActions(ctx, tx, ev)
 	})
 	return e, err
 }
@@ -132,7 +132,7 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, e, actor, env, now, ""))
 	})
 	return e, err
 }
@@ -174,31 +174,6 @@ func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) err
 		SELECT CAST(? AS text), id, 'pending', CAST(? AS bigint) `+takers,
 		ev.ID, ev.At.UnixMilli(), pattern)
 	return err
-}
-
-// queueAuditWebhookEvents queues the webhook events of audit events, in the
-// transaction that writes them.
-func queueAuditWebhookEvents(ctx context.Context, tx dbTx, events []domain.AuditEvent) error {
-	for _, e := range events {
-		if !domain.SentAsWebhook(e) {
-			continue
-		}
-		var name string
-		if e.Details.Name == "" {
-			// A ban's or a lift's event may not name the key.
-			if err := tx.QueryRow(ctx, `SELECT name FROM api_keys WHERE id = ?`, e.KeyID).Scan(&name); err != nil && !errors.Is(err, errNoRows) {
-				return err
-			}
-		}
-		ev, ok, err := domain.AuditWebhookEvent(e, name)
-		if err != nil || !ok {
-			return err
-		}
-		if err := queueWebhookEvent(ctx, tx, ev); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // AddWebhookNotices stores each notice's mark and, when it is new, queues
@@ -406,7 +381,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return insertAuditEvents(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, e, actor, env, o.At, disabled))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, e, actor, env, o.At, disabled))
 	})
 	return disabled, err
 }

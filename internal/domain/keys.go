@@ -60,7 +60,8 @@ type UsageStore interface {
 }
 
 // AuditStore reads the audit trail, which is append only: each change
-// writes its events in its own transaction (insertAuditEvents).
+// writes its events, and queues their webhooks, in its own transaction
+// (recordActions, in the store).
 type AuditStore interface {
 	// AuditEvents returns the events filter picks, oldest first.
 	AuditEvents(ctx context.Context, filter AuditFilter) ([]AuditEvent, error)

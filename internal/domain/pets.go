@@ -13,7 +13,12 @@ type Pet struct {
 	Status     string
 }
 
-// PetStore keeps the pets.
+// PetStore keeps the pets. No committed pet is ever changed or deleted:
+// pets are only added, each with an id above all others. The pet copy, the
+// page cache ("needs no invalidation"), the PostgreSQL id ordering and the
+// keyset cursors rely on it. The one exception is inside a create's own
+// transaction: a pet whose Idempotency-Key another request holds is deleted
+// again before the commit (docs/design.md#what-no-code-may-do).
 type PetStore interface {
 	// CreatePets stores a batch of pets in one transaction, in id order.
 	// An error returned means none was stored; otherwise each insert has

@@ -1,0 +1,54 @@
+// The one way an audited change is recorded (docs/design.md#what-no-code-may-do).
+
+package main
+
+import (
+	"context"
+	"errors"
+
+	"petstore/internal/domain"
+)
+
+// recordActions writes the audit trail of a change and queues its webhooks,
+// in tx, the change's own transaction: each event is appended to
+// audit_events, and those that are webhooks too (key.created, key.banned
+// ...) are queued for every endpoint that takes them. It is the only writer
+// of audit_events (store_invariants_test.go checks it), so no change can be
+// audited and its webhook forgotten, nor the other way round.
+func recordActions(ctx context.Context, tx dbTx, events ...domain.AuditEvent) error {
+	for _, e := range events {
+		row, err := auditRow(e)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_events (`+auditColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, row...); err != nil {
+			return err
+		}
+		ev, ok, err := auditWebhookEvent(ctx, tx, e)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := queueWebhookEvent(ctx, tx, ev); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// auditWebhookEvent returns the webhook event of an audit event, or
+// ok=false when it is not sent as one.
+func auditWebhookEvent(ctx context.Context, tx dbTx, e domain.AuditEvent) (ev domain.WebhookEvent, ok bool, err error) {
+	if !domain.SentAsWebhook(e) {
+		return ev, false, nil
+	}
+	var name string
+	if e.Details.Name == "" {
+		// A ban's or a lift's event may not name the key.
+		if err := tx.QueryRow(ctx, `SELECT name FROM api_keys WHERE id = ?`, e.KeyID).Scan(&name); err != nil && !errors.Is(err, errNoRows) {
+			return ev, false, err
+		}
+	}
+	return domain.AuditWebhookEvent(e, name)
+}
