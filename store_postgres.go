@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net"
 	"runtime"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"petstore/internal/batch"
@@ -283,6 +280,14 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []domain.PetInsert) erro
 	if len(ids) != n {
 		return fmt.Errorf("stored %d pets of a batch of %d", len(ids), n)
 	}
+	s.stored(ctx, batch, ids, taken)
+	return nil
+}
+
+// stored tells the other servers of a committed batch, and gives each pet
+// of it its id, in the batch's order, or ErrIdempotencyTaken when another
+// request's Idempotency-Key took it back.
+func (s *pgStore) stored(ctx context.Context, batch []domain.PetInsert, ids, taken []int64) {
 	go func() {
 		// The notice outlives the create that asked for it, but not
 		// without bound when the database stalls.
@@ -297,7 +302,6 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []domain.PetInsert) erro
 			batch[i].Err = domain.ErrIdempotencyTaken
 		}
 	}
-	return nil
 }
 
 // createError is pgError for a batch of creates, which also tells when the
@@ -347,122 +351,6 @@ func petArraysOf(batch []domain.PetInsert) petArrays {
 		}
 	}
 	return a
-}
-
-// noticeGap is the least time between two notices of one store: each
-// costs every other server a query (its tail), so a busy server sends at
-// most a hundred a second, however many batches it stores.
-const noticeGap = 10 * time.Millisecond
-
-// noticeTimeout bounds a notice's wait for a connection and its answer.
-const noticeTimeout = 5 * time.Second
-
-// sendNotice tells the other servers that pets were stored: they tail
-// their copies of the pets on it. It is not part of the insert's
-// transaction, as a NOTIFY holds a lock of the whole PostgreSQL server
-// from its commit until the commit is on disk: every transaction that
-// notifies, in any database, waits for the one before it. Sent after the
-// commit, on its own, it needs no flush to disk (a notice lost in a crash
-// costs only freshness: the poll makes up for it), and no create waits for
-// it or for another application's notices.
-func (s *pgStore) sendNotice(ctx context.Context, _ []struct{}) error {
-	_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.petsChannel(), s.notice)
-	time.Sleep(noticeGap)
-	return err
-}
-
-// petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
-// schema.
-func (s *pgStore) petsChannel() string { return fmt.Sprintf("petstore_pets_%x", uint32(s.lockSpace)) }
-
-// Shared: every server of a deployment writes to its PostgreSQL database.
-func (s *pgStore) Shared() bool { return true }
-
-// Namespace names the database and schema, as the advisory locks do.
-func (s *pgStore) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpace)) }
-
-// petsPollEvery backs the notices of new pets, which a listening connection
-// that broke has missed.
-const petsPollEvery = time.Second
-
-// Maintain follows the pets other servers store: PetsAdded receives on
-// each of their notices and on a poll for the notices a broken connection
-// missed. The listening connection's steps end within timeout.
-func (s *pgStore) Maintain(ctx context.Context, timeout time.Duration, _ *slog.Logger) {
-	var wg sync.WaitGroup
-	wg.Go(func() { s.ListenPets(ctx, timeout, s.petsAdded) })
-	wg.Go(func() { every(ctx, petsPollEvery, s.petsAdded) })
-	wg.Wait()
-}
-
-func (s *pgStore) PetsAdded() <-chan struct{} { return s.added }
-
-// petsAdded tells the reader of PetsAdded, unless a notice waits for it
-// already.
-func (s *pgStore) petsAdded() {
-	select {
-	case s.added <- struct{}{}:
-	default:
-	}
-}
-
-// ListenPets calls fn each time pets were stored, by any server, until ctx
-// ends. It listens on a connection of its own, which it makes anew when it
-// breaks; notices sent while it was down are missed, so a poll must back it.
-// Connecting, LISTEN and the check of a quiet connection each end within
-// timeout (--db-timeout), so a connection that stalled is found and made
-// anew.
-func (s *pgStore) ListenPets(ctx context.Context, timeout time.Duration, fn func()) {
-	for ctx.Err() == nil {
-		s.listen(ctx, timeout, fn)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// listenCheckEvery is how long the listening connection may stay quiet
-// before it is asked whether it still answers.
-const listenCheckEvery = 5 * time.Second
-
-// listen is one connection of ListenPets, until it fails.
-func (s *pgStore) listen(ctx context.Context, timeout time.Duration, fn func()) error {
-	bounded, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	conn, err := pgx.ConnectConfig(bounded, s.pool.Config().ConnConfig)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		defer cancel()
-		conn.Close(closing)
-	}()
-	if _, err := conn.Exec(bounded, "LISTEN "+pgx.Identifier{s.petsChannel()}.Sanitize()); err != nil {
-		return err
-	}
-	for {
-		quiet, cancel := context.WithTimeout(ctx, listenCheckEvery)
-		n, err := conn.WaitForNotification(quiet)
-		cancel()
-		switch {
-		case err == nil:
-			if n.Payload != s.notice { // this store's own pets are in its copy already
-				fn()
-			}
-		case ctx.Err() == nil && pgconn.Timeout(err):
-			// A quiet timeout leaves the connection usable.
-			check, cancel := context.WithTimeout(ctx, timeout)
-			err = conn.Ping(check)
-			cancel()
-			if err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
 }
 
 const petColumns = `id, name, category_id, status`
@@ -652,135 +540,3 @@ func (s *pgStore) pgError(err error) error {
 	}
 	return err
 }
-
-// openCopyTarget opens the PostgreSQL database at url for petstore copy.
-func openCopyTarget(ctx context.Context, url string) (copyTarget, error) {
-	return openPostgres(ctx, url, time.Now)
-}
-
-// CopyFrom moves everything src holds into this database, which must be
-// empty, in one transaction: pets with their ids (the id sequences moved
-// past every id the source ever gave), keys as their hashes, daily usage,
-// idempotency records and the audit trail, to which it adds the copy's own
-// keys.copied event, given its counts, at the time of the copy. It checks
-// before it commits that each table holds as many rows as src's.
-func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent domain.AuditEvent) (domain.Copied, error) {
-	var n domain.Copied
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// No server may write while the copy runs.
-		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history,
-			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices, bans IN EXCLUSIVE MODE`); err != nil {
-			return err
-		}
-		var there domain.Copied
-		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
-			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events),
-			(SELECT count(*) FROM admin_tokens), (SELECT count(*) FROM usage_history), (SELECT count(*) FROM bans)`).Scan(
-			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.AdminTokens, &there.UsageHistory, &there.Bans); err != nil {
-			return err
-		}
-		if there != (domain.Copied{}) {
-			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
-				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.AdminTokens, there.UsageHistory, there.Bans)
-		}
-		for _, table := range copyTables {
-			moved, err := copyTable(ctx, tx, src, table.name, table.columns)
-			if err != nil {
-				return err
-			}
-			*table.count(&n) = moved
-		}
-		// Ids are never reused: each sequence goes on after the highest id
-		// the source gave, even one whose row is gone.
-		for _, table := range []string{"pets", "api_keys", "audit_events", "admin_tokens", "webhook_endpoints"} {
-			last, err := src.LastID(ctx, table)
-			if err != nil {
-				return err
-			}
-			if last > 0 {
-				if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), $2)`, table, last); err != nil {
-					return err
-				}
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
-			return err
-		}
-		// The bans keep their versions: later writes go on after them.
-		if _, err := tx.Exec(ctx, `UPDATE meta SET value = (SELECT coalesce(max(version), 0) FROM bans) WHERE name = 'bans_version'`); err != nil {
-			return err
-		}
-		counts := n
-		copiedEvent.At, copiedEvent.Details.Copied = domain.AuditTime(s.now()), &counts
-		return recordActions(ctx, pgTx{tx}, copiedEvent)
-	})
-	return n, s.pgError(err)
-}
-
-// copyTable moves one table of src in with COPY and checks that as many
-// rows arrived as src holds.
-func copyTable(ctx context.Context, tx pgx.Tx, src snapshot, table string, columns []string) (int64, error) {
-	rows, err := src.Rows(ctx, table, columns)
-	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", table, err)
-	}
-	moved, err := tx.CopyFrom(ctx, pgx.Identifier{table}, columns, rows)
-	rows.Close()
-	if err != nil {
-		return 0, fmt.Errorf("copy %s: %w", table, err)
-	}
-	want, err := src.Count(ctx, table)
-	if err != nil {
-		return 0, err
-	}
-	var got int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&got); err != nil {
-		return 0, err
-	}
-	if got != want || moved != want {
-		return 0, fmt.Errorf("copy %s: %d rows in SQLite, %d copied, %d in PostgreSQL", table, want, moved, got)
-	}
-	return moved, nil
-}
-
-// Snapshot reads the database in one repeatable-read transaction.
-func (s *pgStore) Snapshot(ctx context.Context) (snapshot, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, err
-	}
-	// The transaction sees the database as of its first statement, not its
-	// BEGIN.
-	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
-		tx.Rollback(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	return pgSnapshot{tx}, nil
-}
-
-type pgSnapshot struct{ tx pgx.Tx }
-
-func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (rowStream, error) {
-	rows, err := p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
-}
-
-func (p pgSnapshot) Count(ctx context.Context, table string) (int64, error) {
-	var n int64
-	err := p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
-	return n, err
-}
-
-// LastID reads the id sequence as well as the ids: a sequence is outside
-// transactions, so it may have moved since the snapshot began, never back.
-func (p pgSnapshot) LastID(ctx context.Context, table string) (int64, error) {
-	var last int64
-	err := p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
-		coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last)
-	return last, err
-}
-
-func (p pgSnapshot) Close() error { return p.tx.Rollback(context.Background()) }

@@ -138,9 +138,16 @@ type WebhookNotice struct {
 
 // WebhookStorage is where webhooks live: the endpoints, the outbox of
 // events and their deliveries, and the marks that make each notice once.
-// Every change to an endpoint is stored with its audit event (by actor, of
-// env), as one change; an unknown endpoint id is not_found.
 type WebhookStorage interface {
+	WebhookEndpointStore
+	WebhookOutbox
+}
+
+// WebhookEndpointStore is the owner's side of the webhooks: the endpoints
+// and what is shown and resent of their deliveries. Every change to an
+// endpoint is stored with its audit event (by actor, of env), as one
+// change; an unknown endpoint id is not_found.
+type WebhookEndpointStore interface {
 	// AddWebhookEndpoint stores e (URL, Events, Secret) enabled, with its
 	// webhook.added event, and returns it with its id.
 	AddWebhookEndpoint(ctx context.Context, e WebhookEndpoint, actor, env string) (WebhookEndpoint, error)
@@ -158,6 +165,16 @@ type WebhookStorage interface {
 	// AddWebhookEvent queues ev for endpoint id alone (webhook.test), even
 	// when it is disabled.
 	AddWebhookEvent(ctx context.Context, ev WebhookEvent, endpointID int64) error
+	// WebhookDeliveries returns the deliveries f picks, newest first.
+	WebhookDeliveries(ctx context.Context, f DeliveryFilter) ([]WebhookDelivery, error)
+	// ResendWebhookDeliveries queues again, at now, the deliveries f picks
+	// (those of f.EventID, or the failed ones); it returns how many.
+	ResendWebhookDeliveries(ctx context.Context, f DeliveryFilter, now time.Time) (int64, error)
+}
+
+// WebhookOutbox is the delivery worker's side: the notices it queues, the
+// deliveries it claims and finishes, and what is pruned and counted.
+type WebhookOutbox interface {
 	// AddWebhookNotices stores each notice's mark and queues its event for
 	// the endpoints that take it, unless the mark is stored already.
 	AddWebhookNotices(ctx context.Context, notices []WebhookNotice) error
@@ -173,11 +190,6 @@ type WebhookStorage interface {
 	// for failingDisableAfter (each with webhook.disabled by actor).
 	// disabled says why the endpoint was disabled, "" when it was not.
 	FinishWebhookDelivery(ctx context.Context, o DeliveryOutcome, actor, env string) (disabled string, err error)
-	// WebhookDeliveries returns the deliveries f picks, newest first.
-	WebhookDeliveries(ctx context.Context, f DeliveryFilter) ([]WebhookDelivery, error)
-	// ResendWebhookDeliveries queues again, at now, the deliveries f picks
-	// (those of f.EventID, or the failed ones); it returns how many.
-	ResendWebhookDeliveries(ctx context.Context, f DeliveryFilter, now time.Time) (int64, error)
 	// PruneWebhooks forgets, at now, what is no longer needed: the marks
 	// of past days' quota notices, and deliveries long over.
 	PruneWebhooks(ctx context.Context, now time.Time) error

@@ -6,6 +6,6 @@
 // notices.
 //
 // Of the project it imports only the domain: the outbox is the domain's
-// WebhookStorage, which the store implements, and the metrics reach it as a
+// WebhookOutbox, which the store implements, and the metrics reach it as a
 // plain function.
 package webhook

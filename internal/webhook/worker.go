@@ -40,7 +40,7 @@ const (
 
 // Worker sends the outbox's due deliveries.
 type Worker struct {
-	store   domain.WebhookStorage
+	store   domain.WebhookOutbox
 	keys    func(context.Context) ([]domain.Key, error)
 	sender  *Sender
 	now     func() time.Time
@@ -54,7 +54,7 @@ type Worker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
-func NewWorker(store domain.WebhookStorage, keys func(context.Context) ([]domain.Key, error), sender *Sender,
+func NewWorker(store domain.WebhookOutbox, keys func(context.Context) ([]domain.Key, error), sender *Sender,
 	now func() time.Time, logger *slog.Logger, counted func(state string), env string) *Worker {
 	return &Worker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, counted: counted, env: env,

@@ -1,0 +1,147 @@
+package main
+
+// petstore copy into PostgreSQL, and PostgreSQL as its source
+// (docs/production.md).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"petstore/internal/domain"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// openCopyTarget opens the PostgreSQL database at url for petstore copy.
+func openCopyTarget(ctx context.Context, url string) (copyTarget, error) {
+	return openPostgres(ctx, url, time.Now)
+}
+
+// CopyFrom moves everything src holds into this database, which must be
+// empty, in one transaction: pets with their ids (the id sequences moved
+// past every id the source ever gave), keys as their hashes, daily usage,
+// idempotency records and the audit trail, to which it adds the copy's own
+// keys.copied event, given its counts, at the time of the copy. It checks
+// before it commits that each table holds as many rows as src's.
+func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent domain.AuditEvent) (domain.Copied, error) {
+	var n domain.Copied
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// No server may write while the copy runs.
+		if _, err := tx.Exec(ctx, `LOCK TABLE pets, api_keys, usage, idempotency, audit_events, meta, admin_tokens, usage_history,
+			webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices, bans IN EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		var there domain.Copied
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pets), (SELECT count(*) FROM api_keys),
+			(SELECT count(*) FROM usage), (SELECT count(*) FROM idempotency), (SELECT count(*) FROM audit_events),
+			(SELECT count(*) FROM admin_tokens), (SELECT count(*) FROM usage_history), (SELECT count(*) FROM bans)`).Scan(
+			&there.Pets, &there.Keys, &there.Usage, &there.Idempotency, &there.AuditEvents, &there.AdminTokens, &there.UsageHistory, &there.Bans); err != nil {
+			return err
+		}
+		if there != (domain.Copied{}) {
+			return fmt.Errorf("the target database is not empty (%d pets, %d keys, %d usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history, %d bans): copy moves a SQLite database into an empty PostgreSQL database only",
+				there.Pets, there.Keys, there.Usage, there.Idempotency, there.AuditEvents, there.AdminTokens, there.UsageHistory, there.Bans)
+		}
+		for _, table := range copyTables {
+			moved, err := copyTable(ctx, tx, src, table.name, table.columns)
+			if err != nil {
+				return err
+			}
+			*table.count(&n) = moved
+		}
+		// Ids are never reused: each sequence goes on after the highest id
+		// the source gave, even one whose row is gone.
+		for _, table := range []string{"pets", "api_keys", "audit_events", "admin_tokens", "webhook_endpoints"} {
+			last, err := src.LastID(ctx, table)
+			if err != nil {
+				return err
+			}
+			if last > 0 {
+				if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), $2)`, table, last); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'keys_version'`); err != nil {
+			return err
+		}
+		// The bans keep their versions: later writes go on after them.
+		if _, err := tx.Exec(ctx, `UPDATE meta SET value = (SELECT coalesce(max(version), 0) FROM bans) WHERE name = 'bans_version'`); err != nil {
+			return err
+		}
+		counts := n
+		copiedEvent.At, copiedEvent.Details.Copied = domain.AuditTime(s.now()), &counts
+		return recordActions(ctx, pgTx{tx}, copiedEvent)
+	})
+	return n, s.pgError(err)
+}
+
+// copyTable moves one table of src in with COPY and checks that as many
+// rows arrived as src holds.
+func copyTable(ctx context.Context, tx pgx.Tx, src snapshot, table string, columns []string) (int64, error) {
+	rows, err := src.Rows(ctx, table, columns)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", table, err)
+	}
+	moved, err := tx.CopyFrom(ctx, pgx.Identifier{table}, columns, rows)
+	rows.Close()
+	if err != nil {
+		return 0, fmt.Errorf("copy %s: %w", table, err)
+	}
+	want, err := src.Count(ctx, table)
+	if err != nil {
+		return 0, err
+	}
+	var got int64
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&got); err != nil {
+		return 0, err
+	}
+	if got != want || moved != want {
+		return 0, fmt.Errorf("copy %s: %d rows in SQLite, %d copied, %d in PostgreSQL", table, want, moved, got)
+	}
+	return moved, nil
+}
+
+// Snapshot reads the database in one repeatable-read transaction.
+func (s *pgStore) Snapshot(ctx context.Context) (snapshot, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, err
+	}
+	// The transaction sees the database as of its first statement, not its
+	// BEGIN.
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return pgSnapshot{tx}, nil
+}
+
+type pgSnapshot struct{ tx pgx.Tx }
+
+func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (rowStream, error) {
+	rows, err := p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (p pgSnapshot) Count(ctx context.Context, table string) (int64, error) {
+	var n int64
+	err := p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+	return n, err
+}
+
+// LastID reads the id sequence as well as the ids: a sequence is outside
+// transactions, so it may have moved since the snapshot began, never back.
+func (p pgSnapshot) LastID(ctx context.Context, table string) (int64, error) {
+	var last int64
+	err := p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
+		coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last)
+	return last, err
+}
+
+func (p pgSnapshot) Close() error { return p.tx.Rollback(context.Background()) }
