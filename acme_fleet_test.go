@@ -20,37 +20,23 @@ import (
 // hands each connection to the address pick names, once that answers.
 func challengeRelay(t *testing.T, addr string, pick func() string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
+	testkit.ServeTCP(t, addr, func(c net.Conn) {
+		var up net.Conn
+		for deadline := time.Now().Add(5 * time.Second); up == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if target := pick(); target != "" {
+				up, _ = net.Dial("tcp", target)
 			}
-			go func() {
-				defer c.Close()
-				var up net.Conn
-				for deadline := time.Now().Add(5 * time.Second); up == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-					if target := pick(); target != "" {
-						up, _ = net.Dial("tcp", target)
-					}
-				}
-				if up == nil {
-					return
-				}
-				defer up.Close()
-				var wg sync.WaitGroup
-				wg.Go(func() { io.Copy(up, c) })
-				io.Copy(c, up)
-				up.Close()
-				wg.Wait()
-			}()
 		}
-	}()
+		if up == nil {
+			return
+		}
+		defer up.Close()
+		var wg sync.WaitGroup
+		wg.Go(func() { io.Copy(up, c) })
+		io.Copy(c, up)
+		up.Close()
+		wg.Wait()
+	})
 }
 
 // Two servers on one PostgreSQL with --acme-domain: one of them orders,

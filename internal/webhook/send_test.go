@@ -112,7 +112,7 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 	}
 
 	t.Run("garbage instead of HTTP", func(t *testing.T) {
-		addr := rawServer(t, func(c net.Conn) { c.Write([]byte("this is not HTTP at all\r\n\r\n")) })
+		addr := testkit.ServeTCP(t, "127.0.0.1:0", func(c net.Conn) { c.Write([]byte("this is not HTTP at all\r\n\r\n")) })
 		r := fastSender().Send(context.Background(), Attempt{URL: "http://user:pw@" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
 		if r.Delivered() || r.Status != 0 {
 			t.Fatalf("attempt = %+v", r)
@@ -124,7 +124,7 @@ func TestWebhookReceiversThatMisbehave(t *testing.T) {
 		}
 	})
 	t.Run("a connection that never answers", func(t *testing.T) {
-		addr := rawServer(t, func(c net.Conn) { bufio.NewReader(c).ReadString(0) })
+		addr := testkit.ServeTCP(t, "127.0.0.1:0", func(c net.Conn) { bufio.NewReader(c).ReadString(0) })
 		start := time.Now()
 		r := fastSender().Send(context.Background(), Attempt{URL: "http://" + addr + "/?token=hidden", ID: "m", Body: []byte(`{}`)})
 		if r.Delivered() || !strings.Contains(r.Err, "no answer within") || time.Since(start) > 5*time.Second {
@@ -141,29 +141,6 @@ func fastSender() *Sender {
 	s := NewSender(nil, "petstore/test", time.Now)
 	s.client.Timeout = 500 * time.Millisecond
 	return s
-}
-
-// rawServer serves each connection with handle, over bare TCP.
-func rawServer(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
@@ -323,7 +300,7 @@ func TestWebhookAttemptErrorKeepsNothingOfTheReceiver(t *testing.T) {
 		{"nothing at all", "", 0, "closed the connection"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := rawServer(t, func(c net.Conn) {
+			addr := testkit.ServeTCP(t, "127.0.0.1:0", func(c net.Conn) {
 				bufio.NewReader(c).ReadString('\n')
 				c.Write([]byte(tt.answer))
 			})
