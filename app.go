@@ -187,13 +187,13 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, a.logger) })
 	wg.Go(func() { a.pets.follow(ctx, a.store.PetsAdded()) })
 	wg.Go(func() {
-		every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
+		domain.Every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
 	})
 	wg.Go(func() {
-		every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
+		domain.Every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
 	})
 	wg.Go(func() {
-		every(ctx, limits.UsageFlushEvery, func() {
+		domain.Every(ctx, limits.UsageFlushEvery, func() {
 			for _, f := range a.flushes() {
 				warn(f.what+"; will retry", f.write(ctx))
 			}
@@ -203,20 +203,20 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.Run(ctx) })
 	wg.Go(func() {
-		every(ctx, limiterSweepEvery, func() {
+		domain.Every(ctx, limiterSweepEvery, func() {
 			a.limiter.Sweep()
 			a.adminFailures.Sweep()
 		})
 	})
 	wg.Go(func() {
-		every(ctx, usageHistoryPruneEvery, func() {
+		domain.Every(ctx, usageHistoryPruneEvery, func() {
 			_, err := a.store.PruneUsageHistory(ctx, usageHistoryCutoff(a.now()))
 			warn("prune the usage history", err)
 		})
 	})
 	wg.Go(func() {
-		every(ctx, idempotencyPruneEvery, func() {
-			_, err := a.store.PruneIdempotency(ctx, a.now().Add(-idempotencyTTL))
+		domain.Every(ctx, idempotencyPruneEvery, func() {
+			_, err := a.store.PruneIdempotency(ctx, a.now().Add(-domain.IdempotencyTTL))
 			warn("prune idempotency records", err)
 		})
 	})
@@ -278,18 +278,4 @@ func (a *app) flushes() []flush {
 // each with its key.banned event.
 func (a *app) storeBans(ctx context.Context) error {
 	return a.audit.flush(ctx, a.store.AddBans)
-}
-
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
 }

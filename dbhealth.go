@@ -57,7 +57,7 @@ func newDBHealth(ping func(ctx context.Context) error, timeout time.Duration, lo
 
 // watch probes every dbProbeEvery until ctx ends.
 func (h *dbHealth) watch(ctx context.Context) {
-	every(ctx, dbProbeEvery, func() { h.check(ctx, false) })
+	domain.Every(ctx, dbProbeEvery, func() { h.check(ctx, false) })
 }
 
 // ready tells whether the database answers, from the last probe when it is

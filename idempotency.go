@@ -13,12 +13,10 @@ import (
 )
 
 // An Idempotency-Key (IETF draft-ietf-httpapi-idempotency-key-header) makes a
-// createPet safe to retry: the first response is kept for idempotencyTTL and
-// replayed to any retry with the same key and body from the same API key.
-const (
-	idempotencyTTL       = 24 * time.Hour
-	maxIdempotencyKeyLen = 255
-)
+// createPet safe to retry: the first response is kept for
+// domain.IdempotencyTTL and replayed to any retry with the same key and body
+// from the same API key.
+const maxIdempotencyKeyLen = 255
 
 // idempotencyKey returns the request's Idempotency-Key, bare or as a quoted
 // structured-field string, or ok=false when there is none.
@@ -126,7 +124,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 // replay returns the pet that a live record of the Idempotency-Key created,
 // with found=true, when there is one for the same body.
 func replay(ctx context.Context, store petCacheStore, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet domain.Pet, found bool, err error) {
-	rec, found, err := store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-idempotencyTTL))
+	rec, found, err := store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-domain.IdempotencyTTL))
 	if err != nil || !found {
 		return domain.Pet{}, false, err
 	}

@@ -23,7 +23,7 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 	// Categories beyond int32 widen their chunk's column.
 	for i, name := range []string{"quote \" backslash \\", "tab\there", "émoji 🐈", "\u2028"} {
 		category := []int64{7, 1 << 31, 1 << 62, math.MaxInt64}[i]
-		if _, err := s.sqlite.CreatePet(ctx, domain.Pet{Name: name, CategoryID: category}); err != nil {
+		if _, err := storePet(ctx, s.store, domain.Pet{Name: name, CategoryID: category}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -307,7 +307,7 @@ func TestACheckpointHeldBackByAReaderIsTriedAgain(t *testing.T) {
 	ctx := context.Background()
 	create := func() {
 		t.Helper()
-		if _, err := s.sqlite.CreatePet(ctx, domain.Pet{Name: "Rex", CategoryID: 1}); err != nil {
+		if _, err := storePet(ctx, s.store, domain.Pet{Name: "Rex", CategoryID: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -350,4 +350,13 @@ func TestACheckpointHeldBackByAReaderIsTriedAgain(t *testing.T) {
 	if err != nil || after.frames >= before.frames {
 		t.Errorf("the WAL held %d frames, then %d after one more commit (%v): it did not start over", before.frames, after.frames, err)
 	}
+}
+
+// storePet stores p as a create does, through the store's batch insert.
+func storePet(ctx context.Context, store domain.PetStore, p domain.Pet) (domain.Pet, error) {
+	batch := []domain.PetInsert{{Pet: p}}
+	if err := store.CreatePets(ctx, batch); err != nil {
+		return domain.Pet{}, err
+	}
+	return batch[0].Pet, batch[0].Err
 }

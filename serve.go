@@ -128,7 +128,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
 	flushed := make(chan struct{})
 	go func() {
-		every(flushCtx, logline.FlushEvery, logs.Flush)
+		domain.Every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
 		close(flushed)
 	}()

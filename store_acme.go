@@ -1,6 +1,8 @@
 package main
 
 import (
+	"petstore/internal/domain"
+
 	"context"
 	"crypto/rand"
 	"errors"
@@ -150,7 +152,7 @@ func (p *pgACMEStorage) Lock(ctx context.Context, name string) error {
 	p.mu.Lock()
 	p.held[name] = heldLock{owner: owner, stop: stop}
 	p.mu.Unlock()
-	go every(keep, p.ttl/3, func() { p.extend(keep, name, owner) })
+	go domain.Every(keep, p.ttl/3, func() { p.extend(keep, name, owner) })
 	return nil
 }
 

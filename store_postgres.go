@@ -264,7 +264,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []domain.PetInsert) erro
 				RETURNING pet_id
 			)
 			DELETE FROM pets WHERE id IN (SELECT pet_id FROM wanted EXCEPT SELECT pet_id FROM kept) RETURNING id`,
-				a.idemKeyIDs, a.idemKeys, a.idemHashes, n, now.Unix(), now.Add(-idempotencyTTL).Unix()).Query(func(rows pgx.Rows) error {
+				a.idemKeyIDs, a.idemKeys, a.idemHashes, n, now.Unix(), now.Add(-domain.IdempotencyTTL).Unix()).Query(func(rows pgx.Rows) error {
 				var err error
 				taken, err = pgx.AppendRows(taken, rows, pgx.RowTo[int64])
 				return err

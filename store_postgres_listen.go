@@ -4,6 +4,8 @@ package main
 // the LISTEN that tail them (docs/replicas.md).
 
 import (
+	"petstore/internal/domain"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -56,7 +58,7 @@ const petsPollEvery = time.Second
 func (s *pgStore) Maintain(ctx context.Context, timeout time.Duration, _ *slog.Logger) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.ListenPets(ctx, timeout, s.petsAdded) })
-	wg.Go(func() { every(ctx, petsPollEvery, s.petsAdded) })
+	wg.Go(func() { domain.Every(ctx, petsPollEvery, s.petsAdded) })
 	wg.Wait()
 }
 

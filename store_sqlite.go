@@ -205,7 +205,7 @@ func (s *sqliteStore) Namespace() string { return "" }
 // stays copied, so it is not cut short by timeout.
 func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, logger *slog.Logger) {
 	policy := checkpointPolicy{doneAt: s.now()}
-	every(ctx, checkpointLookEvery, func() {
+	domain.Every(ctx, checkpointLookEvery, func() {
 		if err := s.checkpointIfDue(ctx, &policy, s.now()); err != nil && ctx.Err() == nil {
 			logger.Warn("checkpoint the WAL into the database file", "err", err)
 		}
@@ -292,15 +292,6 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 	return storeError(tx.Rollback())
 }
 
-// CreatePet stores a new pet and returns it with its id.
-func (s *sqliteStore) CreatePet(ctx context.Context, p domain.Pet) (domain.Pet, error) {
-	batch := []domain.PetInsert{{Pet: p}}
-	if err := s.CreatePets(ctx, batch); err != nil {
-		return domain.Pet{}, err
-	}
-	return batch[0].Pet, batch[0].Err
-}
-
 // CreatePets stores a batch of pets in one transaction: one commit, one
 // write of each changed page, however many pets. A pet and its idempotency
 // record are stored together or not at all. An error returned means none
@@ -338,7 +329,7 @@ func (s *sqliteStore) CreatePets(ctx context.Context, batch []domain.PetInsert) 
 			return err
 		}
 		res, err := insertIdempotency.ExecContext(ctx,
-			in.Idem.KeyID, in.Idem.Key, in.Idem.RequestHash, in.Pet.ID, now.Unix(), now.Add(-idempotencyTTL).Unix())
+			in.Idem.KeyID, in.Idem.Key, in.Idem.RequestHash, in.Pet.ID, now.Unix(), now.Add(-domain.IdempotencyTTL).Unix())
 		if err != nil {
 			return storeError(err)
 		}

@@ -44,6 +44,11 @@ type IdempotencyStore interface {
 	PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
+// IdempotencyTTL is how long an Idempotency-Key is kept: a retry within it
+// with the same key and body gets the first response again
+// (docs/api.md).
+const IdempotencyTTL = 24 * time.Hour
+
 // IdempotencyRecord ties an Idempotency-Key of one API key to the pet its
 // first request created.
 type IdempotencyRecord struct {
