@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 		return usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
 			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
 	}
-	if h.acmeCache == "" && !isPostgresURL(cfg.db) {
+	if h.acmeCache == "" && !store.IsPostgresURL(cfg.db) {
 		h.acmeCache = strings.TrimSuffix(cfg.db, filepath.Ext(cfg.db)) + "-acme"
 	}
 	return nil
@@ -153,14 +154,14 @@ func newACME(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeMan
 	return am, nil
 }
 
-// start sets certmagic up on its storage (the cache directory, or store's
+// start sets certmagic up on its storage (the cache directory, or db's
 // database), answering the challenges on the listeners at apiAddr and
 // httpAddr (nil when off), and manages the names until ctx ends: it loads
 // the certificates stored, orders the others in the background, renews.
-func (am *acmeManager) start(ctx context.Context, store lifecycle, apiAddr, httpAddr net.Addr) error {
+func (am *acmeManager) start(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) error {
 	storage := am.files
-	if db, ok := store.(acmeStorer); ok && storage == nil {
-		storage = db.ACMEStorage()
+	if keeper, ok := db.(store.ACMEStorer); ok && storage == nil {
+		storage = keeper.ACMEStorage()
 	}
 	if storage == nil {
 		return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
@@ -190,12 +191,6 @@ func (am *acmeManager) start(ctx context.Context, store lifecycle, apiAddr, http
 		return fmt.Errorf("--acme-domain: %w", err)
 	}
 	return nil
-}
-
-// acmeStorer is a store that keeps certmagic's files in its database,
-// shared by every server on it.
-type acmeStorer interface {
-	ACMEStorage() certmagic.Storage
 }
 
 // HandleHTTPChallenge answers an HTTP-01 challenge of the CA, this

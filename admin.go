@@ -12,6 +12,7 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
 )
 
 // Admin tokens (docs/admin.md#admin-tokens): the credential of the admin
@@ -67,7 +68,7 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	read := func(ctx context.Context, store storage) ([]domain.ListedAdminToken, error) {
+	read := func(ctx context.Context, store store.Storage) ([]domain.ListedAdminToken, error) {
 		tokens, err := store.AdminTokens(ctx)
 		return listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
 	}
@@ -114,7 +115,7 @@ func adminRevoke(ctx context.Context, args []string, getenv func(string) string,
 // limiter of their own, never the /v1 one: a portal with a wrong token
 // never bans its address from /v1, nor /v1 traffic its admin access.
 type adminGate struct {
-	store    storage
+	store    store.Storage
 	env      string
 	failures limits.Limiter
 	metrics  *metrics.Metrics

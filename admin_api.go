@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
 
@@ -26,7 +27,7 @@ var adminOpenAPIYAML []byte
 
 // adminDeps is what the admin API's handlers need.
 type adminDeps struct {
-	store   storage
+	store   store.Storage
 	now     func() time.Time
 	limiter limits.Limiter // read, never spent: a key's limits
 	// webhookGuard refuses the endpoint URLs this server would never send

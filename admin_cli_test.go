@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -256,7 +257,7 @@ func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 	eachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
 		id := keyIDByNameVia(t, viaRun, db, "acme")
-		store, err := openStorage(context.Background(), db, false, time.Now)
+		store, err := store.Open(context.Background(), db, false, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 )
 
 // The admin API's routes of keys (docs/admin.md, "The routes"): create,
@@ -251,7 +252,7 @@ func (d adminDeps) keyObject(ctx context.Context, id int64) (listedKey, error) {
 }
 
 // findKey is key id, with every key there is; an unknown id is not_found.
-func findKey(ctx context.Context, store storage, id int64) (domain.Key, []domain.Key, error) {
+func findKey(ctx context.Context, store store.Storage, id int64) (domain.Key, []domain.Key, error) {
 	all, err := store.Keys(ctx)
 	if err != nil {
 		return domain.Key{}, nil, err
@@ -418,7 +419,7 @@ func usageDays(field, s string) (int, error) {
 
 // keyUsage is the usage history of key id's budget over the days days
 // ending today: one row a day, oldest first. An unknown id is not_found.
-func keyUsage(ctx context.Context, store storage, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
+func keyUsage(ctx context.Context, store store.Storage, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
 	k, _, err := findKey(ctx, store, id)
 	if err != nil {
 		return nil, err

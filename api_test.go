@@ -1229,7 +1229,7 @@ func TestABodyCutShortIsCalledCutShort(t *testing.T) {
 // writeBody: every answer has one, none is chunked.
 func TestEveryResponseHasAContentLength(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
-	seedPets(t, s.sqlite.write, 300)
+	seedPets(t, s.sqlite.Writer(), 300)
 	if err := s.pets.load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

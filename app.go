@@ -14,6 +14,8 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
+	"petstore/internal/store/bounded"
 	"petstore/internal/webhook"
 )
 
@@ -35,7 +37,7 @@ type app struct {
 	env        string        // production or staging
 	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
-	store    storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
+	store    store.Storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
 	keys     *keyring
 	limiter  limits.Limiter
 	limitsIn string             // where the limits are kept, for the log
@@ -76,7 +78,7 @@ type appDeps struct {
 	// app (to count or fail calls); redisPrefix, when set, keeps a test's
 	// Redis keys apart from every other's; scriptNow is the Redis script's
 	// clock instead of Redis TIME.
-	wrapStore   func(storage) storage
+	wrapStore   func(store.Storage) store.Storage
 	redisPrefix string
 	scriptNow   func() time.Time
 }
@@ -84,16 +86,16 @@ type appDeps struct {
 // newApp opens the database cfg names and builds the server on it. The
 // copy of the pets is still empty: startBackground (or a test) loads it.
 func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error) {
-	store, err := openFlagged(ctx, "--db", cfg.db, true, d.now)
+	db, err := openFlagged(ctx, "--db", cfg.db, true, d.now)
 	if err != nil {
 		return nil, err
 	}
 	if d.wrapStore != nil {
-		store = d.wrapStore(store)
+		db = d.wrapStore(db)
 	}
 	a := &app{
 		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout, adminHosts: cfg.adminHosts,
-		store: newBoundStorage(store, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
+		store: bounded.New(db, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
 		audit: newAuditLog(cfg.env, d.now, d.logger), quota: limits.NewQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}
 	defer func() {
@@ -131,7 +133,7 @@ func (a *app) close() error {
 // Redis --redis names, shared by every server naming it, with the bans the
 // database holds under it (bans follows them). where names it for the log;
 // close releases it.
-func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store storage) (
+func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store store.Storage) (
 	_ limits.Limiter, where string, close func() error, bans *limits.BanFollower, _ error) {
 	floor := limits.NewBanFloor()
 	var limiter limits.Limiter
@@ -165,7 +167,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store stora
 // redisPrefix begins the Redis keys of the servers of one deployment: its
 // environment and, on PostgreSQL, its database and schema, so that two
 // deployments sharing a Redis never share a key's limits.
-func redisPrefix(env string, store lifecycle) string {
+func redisPrefix(env string, store store.Lifecycle) string {
 	if ns := store.Namespace(); ns != "" {
 		return "petstore:" + env + ":" + ns
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -32,7 +33,7 @@ import (
 // oldest first, read as the audit command reads them.
 func storedEvents(t *testing.T, db string, filter domain.AuditFilter) []domain.AuditEvent {
 	t.Helper()
-	store, err := openStorage(context.Background(), db, false, time.Now)
+	store, err := store.Open(context.Background(), db, false, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func sameEvent(a, b domain.AuditEvent) bool { return eventString(a) == eventStri
 
 // eventString is e with its details as the table holds them.
 func eventString(e domain.AuditEvent) string {
-	row, err := auditRow(e)
+	row, err := store.AuditRow(e)
 	if err != nil {
 		return err.Error()
 	}
@@ -211,7 +212,7 @@ func TestAuditEventsAreAppendOnly(t *testing.T) {
 // auditWrites is a store that counts the server's writes of bans and
 // their audit events, and fails them when told to.
 type auditWrites struct {
-	storage
+	store.Storage
 	calls atomic.Int32
 	fail  atomic.Bool
 }
@@ -221,13 +222,13 @@ func (w *auditWrites) AddBans(ctx context.Context, started []domain.StartedBan) 
 	if w.fail.Load() {
 		return errors.New("disk full")
 	}
-	return w.storage.AddBans(ctx, started)
+	return w.Storage.AddBans(ctx, started)
 }
 
 // withAuditWrites is opts with a store that counts the audit writes; the
 // server's wrapped store is then the *auditWrites.
 func withAuditWrites(opts testOptions) testOptions {
-	opts.wrapStore = func(st storage) storage { return &auditWrites{storage: st} }
+	opts.wrapStore = func(st store.Storage) store.Storage { return &auditWrites{Storage: st} }
 	return opts
 }
 
@@ -399,7 +400,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 			}
 		}
 		// Two bans two days ago: an address's and key 2's.
-		store, err := openStorage(context.Background(), db, false, time.Now)
+		store, err := store.Open(context.Background(), db, false, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 )
 
 // petstore bans list|lift: the bans in force, and a lift that every running
@@ -27,7 +28,7 @@ func listedBans(bans []domain.Ban) []listedBan {
 }
 
 func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	read := func(ctx context.Context, store storage) ([]listedBan, error) {
+	read := func(ctx context.Context, store store.Storage) ([]listedBan, error) {
 		bans, err := store.Bans(ctx)
 		return listedBans(bans), err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -227,7 +228,7 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		var many []domain.StartedBan
-		for i := range maxStoredAddressBans + 1 {
+		for i := range store.MaxStoredAddressBans + 1 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 			many = append(many, banned(domain.CallerID{Addr: addr}, now, now.Add(15*time.Minute+time.Duration(i)*time.Second)))
 		}
@@ -236,8 +237,8 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 		}
 		got := s.stored()
 		addresses := slices.DeleteFunc(slices.Clone(got), func(b domain.Ban) bool { return b.Subject.KeyID != 0 })
-		if len(addresses) != maxStoredAddressBans || len(got) != maxStoredAddressBans+1 {
-			t.Fatalf("%d bans stored, %d of addresses; want the cap, %d, and the key's", len(got), len(addresses), maxStoredAddressBans)
+		if len(addresses) != store.MaxStoredAddressBans || len(got) != store.MaxStoredAddressBans+1 {
+			t.Fatalf("%d bans stored, %d of addresses; want the cap, %d, and the key's", len(got), len(addresses), store.MaxStoredAddressBans)
 		}
 		for _, dropped := range []domain.CallerID{early.Ban.Subject, many[0].Ban.Subject} {
 			if slices.ContainsFunc(got, func(b domain.Ban) bool { return b.Subject == dropped }) {

@@ -46,7 +46,7 @@ func benchServerWith(b *testing.B, pets int, opts testOptions) (*testServer, str
 	opts.petsFromDatabase = true // until seeded
 	s := newTestServerWith(&testing.T{}, opts)
 	b.Cleanup(func() { s.store.Close() })
-	seedPets(b, s.sqlite.write, pets)
+	seedPets(b, s.sqlite.Writer(), pets)
 	if err := s.pets.load(context.Background()); err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 
 	"golang.org/x/term"
 )
@@ -71,7 +72,7 @@ func bootstrapKeyPath(cfg serveConfig) string {
 	switch {
 	case cfg.bootstrapKeyFile != "":
 		return cfg.bootstrapKeyFile
-	case isPostgresURL(cfg.db):
+	case store.IsPostgresURL(cfg.db):
 		return "petstore.bootstrap-key"
 	}
 	return cfg.db + ".bootstrap-key"
@@ -123,7 +124,7 @@ func keysCreateHint(cfg serveConfig) string {
 // its user part and a password parameter; a file path stays as it is.
 func withoutPassword(db string) string {
 	u, err := url.Parse(db)
-	if !isPostgresURL(db) || err != nil {
+	if !store.IsPostgresURL(db) || err != nil {
 		return db
 	}
 	_, inUser := u.User.Password()

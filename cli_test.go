@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -139,7 +140,7 @@ func withTestRedis(t *testing.T, args []string) []string {
 	t.Helper()
 	i := slices.Index(args, "--db")
 	serve := len(args) > 0 && (args[0] == "serve" || strings.HasPrefix(args[0], "-"))
-	if !serve || i < 0 || i+1 == len(args) || !isPostgresURL(args[i+1]) || slices.Contains(args, "--redis") {
+	if !serve || i < 0 || i+1 == len(args) || !store.IsPostgresURL(args[i+1]) || slices.Contains(args, "--redis") {
 		return args
 	}
 	return append(slices.Clone(args), "--redis", testkit.RedisURL(t))

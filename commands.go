@@ -23,6 +23,7 @@ import (
 	"unicode"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 )
 
 // command is the preamble of a command: its flag set, whose flags may also
@@ -163,15 +164,15 @@ func (d *dbFlags) check() error {
 
 // shown is the database as output may name it: a URL without its password.
 func (d *dbFlags) shown() string {
-	if isPostgresURL(d.db) {
-		return redactURL(d.db)
+	if store.IsPostgresURL(d.db) {
+		return store.RedactURL(d.db)
 	}
 	return d.db
 }
 
 // open checks the flags and opens the database, creating it only when
 // create is set.
-func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
+func (d *dbFlags) open(ctx context.Context, create bool) (store.Storage, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
@@ -182,12 +183,12 @@ func (d *dbFlags) open(ctx context.Context, create bool) (storage, error) {
 // creates a SQLite file that is not there, and then says so on stderr with
 // its absolute path, so that a key made in the wrong folder, for a database
 // no server uses, is noticed at once.
-func (d *dbFlags) create(ctx context.Context, stderr io.Writer) (storage, error) {
+func (d *dbFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
 	_, statErr := os.Stat(d.db)
-	isNew := !isPostgresURL(d.db) && errors.Is(statErr, os.ErrNotExist)
+	isNew := !store.IsPostgresURL(d.db) && errors.Is(statErr, os.ErrNotExist)
 	store, err := openFlagged(ctx, "--db", d.db, true, time.Now)
 	if err == nil && isNew {
 		abs, absErr := filepath.Abs(d.db)
@@ -201,8 +202,8 @@ func (d *dbFlags) create(ctx context.Context, stderr io.Writer) (storage, error)
 
 // openFlagged opens the database the command-line flag names; a URL that
 // no engine can read is a mistake on the command line (exit status 2).
-func openFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (storage, error) {
-	store, err := openStorage(ctx, db, create, now)
+func openFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (store.Storage, error) {
+	store, err := store.Open(ctx, db, create, now)
 	if err != nil {
 		return nil, flagError(flag, err)
 	}
@@ -212,7 +213,7 @@ func openFlagged(ctx context.Context, flag, db string, create bool, now func() t
 // flagError is err, or a usage error naming flag when it is a URL that
 // no engine can read.
 func flagError(flag string, err error) error {
-	if errors.Is(err, errBadURL) {
+	if errors.Is(err, store.ErrBadURL) {
 		return usagef("%s %v", flag, err)
 	}
 	return err
@@ -227,12 +228,12 @@ func migrateCommand(ctx context.Context, args []string, getenv func(string) stri
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	store, err := c.db.create(ctx, stderr)
+	db, err := c.db.create(ctx, stderr)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.shown(), len(migrations))
+	defer db.Close()
+	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.shown(), len(store.Migrations))
 	return nil
 }
 
@@ -251,10 +252,10 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if err := c.db.check(); err != nil {
 		return err
 	}
-	if isPostgresURL(c.db.db) {
+	if store.IsPostgresURL(c.db.db) {
 		return usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see docs/replicas.md)")
 	}
-	if err := backupSQLite(ctx, c.db.db, out); err != nil {
+	if err := store.BackupSQLite(ctx, c.db.db, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "backed up %s to %s\n", c.db.db, out)
@@ -274,9 +275,9 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 	switch {
 	case from == "" || to == "":
 		return usagef("copy needs --from FILE and --to postgres://...")
-	case isPostgresURL(from):
+	case store.IsPostgresURL(from):
 		return usagef("--from must be a SQLite database file, not a URL")
-	case !isPostgresURL(to):
+	case !store.IsPostgresURL(to):
 		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
 	case keyPrefixes[env] == "":
 		return usagef("--env must be production or staging, not %q", env)
@@ -286,23 +287,23 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer src.Close()
-	dst, err := openCopyTarget(ctx, to)
+	dst, err := store.OpenCopyTarget(ctx, to)
 	if err != nil {
 		return flagError("--to", err)
 	}
 	defer dst.Close()
 	n, err := copyAll(ctx, src, dst, domain.AuditEvent{Action: domain.AuditKeysCopied, Actor: commandActor(), Env: env, Details: domain.AuditDetails{From: from}})
 	if err != nil {
-		return fmt.Errorf("copy %s to %s: %s", from, redactURL(to), oneLine(redactPassword(err.Error(), to)))
+		return fmt.Errorf("copy %s to %s: %s", from, store.RedactURL(to), store.OneLine(store.RedactPassword(err.Error(), to)))
 	}
 	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history and %d bans from %s to %s; counts verified\n",
-		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.AdminTokens, n.UsageHistory, n.Bans, from, redactURL(to))
+		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.AdminTokens, n.UsageHistory, n.Bans, from, store.RedactURL(to))
 	return nil
 }
 
 // copyAll moves what src holds into dst, reading src in one snapshot, and
 // adds copiedEvent.
-func copyAll(ctx context.Context, src lifecycle, dst copyTarget, copiedEvent domain.AuditEvent) (domain.Copied, error) {
+func copyAll(ctx context.Context, src store.Lifecycle, dst store.CopyTarget, copiedEvent domain.AuditEvent) (domain.Copied, error) {
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		return domain.Copied{}, err
@@ -475,7 +476,7 @@ func listed[T, S any](items []T, show func(T) S) []S {
 // --json: read gets its rows (of what, for an error) from the database, and
 // writeRows writes them.
 func listCommand[T any](ctx context.Context, name, what string, args []string, getenv func(string) string, stdout io.Writer,
-	read func(context.Context, storage) ([]T, error), header string, line func(w io.Writer, row T)) error {
+	read func(context.Context, store.Storage) ([]T, error), header string, line func(w io.Writer, row T)) error {
 	c := newCommand(name, getenv, stdout).withDB()
 	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 )
 
 //go:embed openapi.yaml
@@ -304,7 +305,7 @@ func handleHealth() http.Handler {
 	})
 }
 
-func handleReady(store lifecycle, draining *atomic.Bool) http.Handler {
+func handleReady(store store.Lifecycle, draining *atomic.Bool) http.Handler {
 	body := []byte(`{"status":"ready"}` + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {

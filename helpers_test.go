@@ -15,6 +15,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -47,11 +48,11 @@ func (c *fakeClock) advance(d time.Duration) {
 type testServer struct {
 	*app
 	t      testing.TB
-	sqlite *sqliteStore // nil on PostgreSQL
-	pg     *pgStore     // nil on SQLite
+	sqlite *store.SQLite   // nil on PostgreSQL
+	pg     *store.Postgres // nil on SQLite
 	// wrapped is the store under the deadline and the timing: the engine,
 	// or what opts.wrapStore made of it.
-	wrapped storage
+	wrapped store.Storage
 	clock   *fakeClock
 	dbPath  string
 	opts    testOptions
@@ -85,7 +86,7 @@ type testOptions struct {
 	redisURL string
 	// wrapStore, when set, is what the server sees of the store: a test
 	// may count or fail its calls.
-	wrapStore func(storage) storage
+	wrapStore func(store.Storage) store.Storage
 	// metrics, when set, records what the server does.
 	metrics *metrics.Metrics
 	// dbTimeout is --db-timeout; 0: its default.
@@ -128,9 +129,9 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	}
 	s.deps = appDeps{now: s.clock.now, logger: s.opts.logger, metrics: opts.metrics,
 		redisPrefix: s.redisPrefix, scriptNow: s.clock.now,
-		wrapStore: func(st storage) storage {
-			s.sqlite, _ = st.(*sqliteStore)
-			s.pg, _ = st.(*pgStore)
+		wrapStore: func(st store.Storage) store.Storage {
+			s.sqlite, _ = st.(*store.SQLite)
+			s.pg, _ = st.(*store.Postgres)
 			s.wrapped = st
 			if opts.wrapStore != nil {
 				s.wrapped = opts.wrapStore(st)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
 	"strings"
 	"time"
 
@@ -152,7 +153,7 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 // watchers, and certmagic (on store's database when it has one), whose
 // challenges come to the listeners at apiAddr and httpAddr (nil when off).
 // stop ends it all.
-func (tr *transport) start(ctx context.Context, store lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
+func (tr *transport) start(ctx context.Context, store store.Lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	follow := tr.follow
 	if tr.acme != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -271,7 +272,7 @@ func TestRolledKeysShareOneBudget(t *testing.T) {
 
 // writeCounter is a store that counts the calls that write.
 type writeCounter struct {
-	storage
+	store.Storage
 	mu     sync.Mutex
 	writes map[string]int
 	uses   [][]domain.LastUse
@@ -298,23 +299,23 @@ func (c *writeCounter) SetLastUsed(ctx context.Context, uses []domain.LastUse) e
 	c.mu.Lock()
 	c.uses = append(c.uses, uses)
 	c.mu.Unlock()
-	return c.storage.SetLastUsed(ctx, uses)
+	return c.Storage.SetLastUsed(ctx, uses)
 }
 
 func (c *writeCounter) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	c.count("AddUsage")
-	return c.storage.AddUsage(ctx, counts)
+	return c.Storage.AddUsage(ctx, counts)
 }
 
 func (c *writeCounter) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	c.count("CreatePets")
-	return c.storage.CreatePets(ctx, batch)
+	return c.Storage.CreatePets(ctx, batch)
 }
 
 func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		counter := &writeCounter{writes: make(map[string]int)}
-		opts.wrapStore = func(st storage) storage { counter.storage = st; return counter }
+		opts.wrapStore = func(st store.Storage) store.Storage { counter.Storage = st; return counter }
 		s := newTestServerWith(t, opts)
 		ctx := context.Background()
 		used, token := s.mustCreateKeyOf("pro")
@@ -406,7 +407,7 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 
 // A store that cannot write keeps the note: the next flush writes it.
 type failingLastUse struct {
-	storage
+	store.Storage
 	fail bool
 }
 
@@ -414,12 +415,12 @@ func (f *failingLastUse) SetLastUsed(ctx context.Context, uses []domain.LastUse)
 	if f.fail {
 		return errors.New("disk full")
 	}
-	return f.storage.SetLastUsed(ctx, uses)
+	return f.Storage.SetLastUsed(ctx, uses)
 }
 
 func TestFailedLastUseWriteIsRetried(t *testing.T) {
 	failing := &failingLastUse{fail: true}
-	s := newTestServerWith(t, testOptions{wrapStore: func(st storage) storage { failing.storage = st; return failing }})
+	s := newTestServerWith(t, testOptions{wrapStore: func(st store.Storage) store.Storage { failing.Storage = st; return failing }})
 	k, token := s.mustCreateKeyOf("free")
 	s.do("GET", "/v1/pets", token, "")
 	if err := s.keys.flushLastUsed(context.Background()); err == nil {
@@ -666,7 +667,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 // and TestPostgresDatabaseOfTheLastReleaseOpens.
 
 func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
-	for version := 1; version < len(migrations); version++ {
+	for version := 1; version < len(store.Migrations); version++ {
 		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
 			path := t.TempDir() + "/old.db"
 			db, err := sql.Open("sqlite", "file:"+path)
@@ -675,7 +676,7 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			}
 			token := newKey("production")
 			hash := hashKey(token)
-			for _, q := range append(migrationsOf(func(m migration) string { return m.sqlite })[:version], fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
+			for _, q := range append(migrationsOf(func(m store.Migration) string { return m.SQLite })[:version], fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
 				}
@@ -690,22 +691,22 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			db.Close()
 
 			clock := newFakeClock()
-			store, err := openSQLite(context.Background(), path, false, clock.now)
+			opened, err := store.OpenSQLite(context.Background(), path, false, clock.now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer store.Close()
+			defer opened.Close()
 			var got int
-			if err := store.read.QueryRow(`PRAGMA user_version`).Scan(&got); err != nil || got != len(migrations) {
-				t.Errorf("user_version %d (%v), want %d", got, err, len(migrations))
+			if err := opened.Writer().QueryRow(`PRAGMA user_version`).Scan(&got); err != nil || got != len(store.Migrations) {
+				t.Errorf("user_version %d (%v), want %d", got, err, len(store.Migrations))
 			}
-			wantOldKeysKept(t, store, clock, token)
+			wantOldKeysKept(t, opened, clock, token)
 		})
 	}
 }
 
 func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
-	for version := 1; version < len(migrations); version++ {
+	for version := 1; version < len(store.Migrations); version++ {
 		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
 			url := testkit.PostgresURL(t)
 			ctx := context.Background()
@@ -718,7 +719,7 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			for _, q := range append([]string{
 				`CREATE TABLE petstore_schema (version integer NOT NULL)`,
 				fmt.Sprintf(`INSERT INTO petstore_schema (version) VALUES (%d)`, version),
-			}, migrationsOf(func(m migration) string { return m.postgres })[:version]...) {
+			}, migrationsOf(func(m store.Migration) string { return m.Postgres })[:version]...) {
 				if _, err := conn.Exec(ctx, q); err != nil {
 					t.Fatal(err)
 				}
@@ -733,16 +734,16 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			conn.Close(ctx)
 
 			clock := newFakeClock()
-			store, err := openPostgres(ctx, url, clock.now)
+			opened, err := store.OpenPostgres(ctx, url, clock.now)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer store.Close()
+			defer opened.Close()
 			var got int
-			if err := store.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&got); err != nil || got != len(migrations) {
-				t.Errorf("schema version %d (%v), want %d", got, err, len(migrations))
+			if err := opened.Pool().QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&got); err != nil || got != len(store.Migrations) {
+				t.Errorf("schema version %d (%v), want %d", got, err, len(store.Migrations))
 			}
-			wantOldKeysKept(t, store, clock, token)
+			wantOldKeysKept(t, opened, clock, token)
 		})
 	}
 }
@@ -750,7 +751,7 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 // wantOldKeysKept checks the two keys and the usage of the last release's
 // database, with the new fields at their defaults, and that the new ones
 // work on them.
-func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string) {
+func wantOldKeysKept(t *testing.T, store store.Storage, clock *fakeClock, token string) {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := store.Keys(ctx)
@@ -791,9 +792,9 @@ func wantOldKeysKept(t *testing.T, store storage, clock *fakeClock, token string
 }
 
 // migrationsOf is one engine's SQL of each migration, in order.
-func migrationsOf(engine func(migration) string) []string {
+func migrationsOf(engine func(store.Migration) string) []string {
 	var sqls []string
-	for _, m := range migrations {
+	for _, m := range store.Migrations {
 		sqls = append(sqls, engine(m))
 	}
 	return sqls

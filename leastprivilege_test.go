@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -182,7 +183,7 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	} {
 		_, err := appConn.Exec(ctx, sql)
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != pgInsufficientPrivilege {
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" /* insufficient_privilege */ {
 			t.Errorf("%s as the servers' role: %v, want permission denied", sql, err)
 		}
 	}
@@ -193,7 +194,7 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 
 	// The ACME cache of a fleet (--acme-domain on PostgreSQL): kept,
 	// read, locked and cleared as the servers' role.
-	appStore, err := openPostgres(ctx, as(app), time.Now)
+	appStore, err := store.OpenPostgres(ctx, as(app), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

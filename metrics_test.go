@@ -17,6 +17,8 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
+	"petstore/internal/store/bounded"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -541,7 +543,7 @@ func TestReadinessWhileDrainingIsRefusedOutsideTheRequestMetrics(t *testing.T) {
 	}
 }
 
-var _ storage = (*boundStorage)(nil)
+var _ store.Storage = (*bounded.Store)(nil)
 
 func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
 	raw, err := os.ReadFile("deploy/grafana-dashboard.json")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 )
 
 // nameCases are names a person might give a key or an admin token: printable
@@ -87,7 +88,7 @@ func TestKeysCreateNames(t *testing.T) {
 func TestKeysListQuotesAnOldHiddenName(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "keys.db")
-	store, err := openSQLite(t.Context(), db, true, time.Now)
+	store, err := store.OpenSQLite(t.Context(), db, true, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

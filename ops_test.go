@@ -31,10 +31,10 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 			if tc.name == "full disk" {
 				// Fill the file to its last page so the next insert needs a new one.
 				var pages int
-				s.sqlite.write.QueryRow("PRAGMA page_count").Scan(&pages)
+				s.sqlite.Writer().QueryRow("PRAGMA page_count").Scan(&pages)
 				tc.break_ = "PRAGMA max_page_count = " + itoa(pages)
 			}
-			if _, err := s.sqlite.write.Exec(tc.break_); err != nil {
+			if _, err := s.sqlite.Writer().Exec(tc.break_); err != nil {
 				t.Fatal(err)
 			}
 			for i := range 3 {
@@ -55,7 +55,7 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 				t.Fatalf("get during the outage: %d", w.Code)
 			}
 
-			if _, err := s.sqlite.write.Exec(tc.repair); err != nil {
+			if _, err := s.sqlite.Writer().Exec(tc.repair); err != nil {
 				t.Fatal(err)
 			}
 			w = s.do("POST", "/v1/pets", key, `{"name":"After","categoryId":1}`)

@@ -22,6 +22,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -131,7 +132,7 @@ func TestSQLiteWriteLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
 }
 
 // holdPetsLock locks the pets table of the PostgreSQL database at url, as a
-// migration or a long report would, until release is called.
+// Migration or a long report would, until release is called.
 func holdPetsLock(t *testing.T, url string) (release func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -149,23 +150,15 @@ func holdPetsLock(t *testing.T, url string) (release func()) {
 	return releaseOnce(t, func() error { return errors.Join(tx.Rollback(ctx), conn.Close(ctx)) })
 }
 
-// holdPetsOrderLock takes the lock that orders the ids of pets (lockPets),
+// holdPetsOrderLock takes the lock that orders the ids of pets,
 // as a batch of another server would that stalls, until release is called.
-func holdPetsOrderLock(t *testing.T, pg *pgStore) (release func()) {
+func holdPetsOrderLock(t *testing.T, pg *store.Postgres) (release func()) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pg.pool.Acquire(ctx)
+	unlock, err := pg.HoldPetsOrderLock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, lockPets, pg.lockSpace); err != nil {
-		t.Fatal(err)
-	}
-	return releaseOnce(t, func() error {
-		_, err := conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, lockPets, pg.lockSpace)
-		conn.Release()
-		return err
-	})
+	return releaseOnce(t, unlock)
 }
 
 // A lock on PostgreSQL's pets held past the deadline: what needs the table
@@ -251,7 +244,7 @@ func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
 
 // storedByName reads every pet the database holds: the ids stored under
 // each name.
-func storedByName(t *testing.T, store storage) map[string][]int64 {
+func storedByName(t *testing.T, store store.Storage) map[string][]int64 {
 	t.Helper()
 	stored := map[string][]int64{}
 	for after := int64(0); ; {
@@ -307,7 +300,7 @@ func wantOnePetFor(t *testing.T, body, idemKey, key string, servers ...*testServ
 
 // wantOnePet wants every answer to be a 201 with the same pet, the only one
 // stored under its name.
-func wantOnePet(t *testing.T, store storage, ws []*httptest.ResponseRecorder) {
+func wantOnePet(t *testing.T, store store.Storage, ws []*httptest.ResponseRecorder) {
 	t.Helper()
 	var ids []int64
 	var name string
@@ -451,11 +444,11 @@ func TestDatabase503sAreCountedByCause(t *testing.T) {
 	release()
 	readyWithin(t, s, http.StatusOK)
 
-	if _, err := s.sqlite.write.Exec("PRAGMA query_only = 1"); err != nil {
+	if _, err := s.sqlite.Writer().Exec("PRAGMA query_only = 1"); err != nil {
 		t.Fatal(err)
 	}
 	wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, codeUnavailable)
-	if _, err := s.sqlite.write.Exec("PRAGMA query_only = 0"); err != nil {
+	if _, err := s.sqlite.Writer().Exec("PRAGMA query_only = 0"); err != nil {
 		t.Fatal(err)
 	}
 	s.do("GET", "/readyz", "", "") // a 503 the database did not cause: not counted
@@ -476,8 +469,8 @@ func TestPostgresPoolExhaustedAnswers503InTime(t *testing.T) {
 	apiAddPets(s, key, "sold")
 	ctx := context.Background()
 	var taken []*pgxpool.Conn
-	for range s.pg.pool.Config().MaxConns {
-		conn, err := s.pg.pool.Acquire(ctx)
+	for range s.pg.Pool().Config().MaxConns {
+		conn, err := s.pg.Pool().Acquire(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"petstore/internal/store"
 	"slices"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 // The grants a server checks at start are those docs/production.md gives.
 func TestTheGrantsCheckedAreTheDocumentedOnes(t *testing.T) {
 	documented := leastPrivilegeGrants(t, "petstore", "public")
-	if checked := serverGrants("petstore", "public"); !slices.Equal(checked, documented) {
+	if checked := store.ServerGrants("petstore", "public"); !slices.Equal(checked, documented) {
 		t.Errorf("the grants checked at start:\n%s\nthe grants of docs/production.md:\n%s",
 			strings.Join(checked, "\n"), strings.Join(documented, "\n"))
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 
 	"github.com/jackc/pgx/v5"
@@ -50,10 +51,10 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	// A roll's keys keep their expiry, their link and their shared budget.
 	_, _, rolled := src.roll(keys[0].ID, time.Hour)
 	// The last pet goes: its id must not be given again after the copy.
-	if _, err := src.sqlite.write.Exec(`INSERT INTO pets (name, category_id) VALUES ('Gone', 1)`); err != nil {
+	if _, err := src.sqlite.Writer().Exec(`INSERT INTO pets (name, category_id) VALUES ('Gone', 1)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.sqlite.write.Exec(`DELETE FROM pets WHERE name = 'Gone'`); err != nil {
+	if _, err := src.sqlite.Writer().Exec(`DELETE FROM pets WHERE name = 'Gone'`); err != nil {
 		t.Fatal(err)
 	}
 	// A ban in force comes over, and holds on the copy.
@@ -255,7 +256,7 @@ func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
 	errs := make([]error, 4)
 	for i := range errs {
 		wg.Go(func() {
-			s, err := openPostgres(context.Background(), db, time.Now)
+			s, err := store.OpenPostgres(context.Background(), db, time.Now)
 			if err == nil {
 				s.Close()
 			}
@@ -268,8 +269,8 @@ func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
 	}
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	var version int
-	if err := s.pg.pool.QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(migrations) {
-		t.Errorf("schema version %d (%v), want %d", version, err, len(migrations))
+	if err := s.pg.Pool().QueryRow(context.Background(), `SELECT version FROM petstore_schema`).Scan(&version); err != nil || version != len(store.Migrations) {
+		t.Errorf("schema version %d (%v), want %d", version, err, len(store.Migrations))
 	}
 }
 
@@ -329,7 +330,7 @@ func TestPostgresWithoutRedisIsRefused(t *testing.T) {
 // id order.
 func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 	lists := &listCounter{}
-	a := newTestServerWith(t, testOptions{postgres: true, wrapStore: func(st storage) storage { lists.storage = st; return lists }})
+	a := newTestServerWith(t, testOptions{postgres: true, wrapStore: func(st store.Storage) store.Storage { lists.Storage = st; return lists }})
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
 	ctx := context.Background()
 	create := func(s *testServer, name string) domain.Pet {
@@ -398,13 +399,13 @@ func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 
 // listCounter is a store that counts the pages of pets read.
 type listCounter struct {
-	storage
+	store.Storage
 	count atomic.Int64
 }
 
 func (c *listCounter) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	c.count.Add(1)
-	return c.storage.ListPets(ctx, status, after, limit)
+	return c.Storage.ListPets(ctx, status, after, limit)
 }
 
 // copyIDs is the ids the copy of the pets holds, in order.
@@ -427,10 +428,10 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	stores := make([]*pgStore, 2)
+	stores := make([]*store.Postgres, 2)
 	heard := make([]atomic.Int64, 2)
 	for i := range stores {
-		s, err := openPostgres(ctx, url, time.Now)
+		s, err := store.OpenPostgres(ctx, url, time.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -438,10 +439,10 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 		stores[i] = s
 		wg.Go(func() { s.ListenPets(ctx, 3*time.Second, func() { heard[i].Add(1) }) })
 	}
-	listen := "LISTEN " + pgx.Identifier{stores[0].petsChannel()}.Sanitize()
+	listen := "LISTEN " + pgx.Identifier{stores[0].PetsChannel()}.Sanitize()
 	testkit.Eventually(t, 5*time.Second, "both stores listen", func() bool {
 		var n int
-		err := stores[0].pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1`, listen).Scan(&n)
+		err := stores[0].Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query = $1`, listen).Scan(&n)
 		return err == nil && n == len(stores)
 	})
 
@@ -454,7 +455,7 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 	// Each store heard the other's notice, so both were sent. Notices reach
 	// a listener in the order they were committed: once a notice sent now
 	// is heard, a store that heard its own would have heard it before.
-	if _, err := stores[0].pool.Exec(ctx, `SELECT pg_notify($1, 'after both creates')`, stores[0].petsChannel()); err != nil {
+	if _, err := stores[0].Pool().Exec(ctx, `SELECT pg_notify($1, 'after both creates')`, stores[0].PetsChannel()); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 5*time.Second, "each store hears of the other's pet and the last notice", func() bool {

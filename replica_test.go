@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -578,7 +579,7 @@ func TestBalancedRedisRestartKeepsTheDayAndNeverFails(t *testing.T) {
 func (b *balancedSet) waitUsage(key string, n int64) {
 	b.t.Helper()
 	ctx := context.Background()
-	store, err := openStorage(ctx, b.db, false, time.Now)
+	store, err := store.Open(ctx, b.db, false, time.Now)
 	if err != nil {
 		b.t.Fatal(err)
 	}

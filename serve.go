@@ -21,6 +21,7 @@ import (
 	"petstore/internal/limits"
 	"petstore/internal/logline"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
 	"petstore/internal/webhook"
 
 	"github.com/redis/go-redis/v9"
@@ -193,7 +194,7 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 			return usagef("%v", err)
 		}
 	}
-	if isPostgresURL(cfg.db) && cfg.redis == "" {
+	if store.IsPostgresURL(cfg.db) && cfg.redis == "" {
 		return usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
 			"the rate limits too, or N servers would each grant a key its whole limit")
 	}

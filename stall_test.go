@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -305,7 +306,7 @@ func (l *stallLoad) retryTheUnsettled() {
 // checkStored reads the database itself: each pet acknowledged is stored
 // once, with the id its 201 gave, and nothing else is.
 func (l *stallLoad) checkStored(db string) {
-	store, err := openPostgres(context.Background(), db, time.Now)
+	store, err := store.OpenPostgres(context.Background(), db, time.Now)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -373,7 +374,7 @@ func TestShutdownDuringAStallEndsInTimeAndLosesNothing(t *testing.T) {
 	}
 
 	dbProxy.set("pass")
-	store, err := openPostgres(context.Background(), db, time.Now)
+	store, err := store.OpenPostgres(context.Background(), db, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ var (
 )
 
 // sqlFinding is one statement of the rules: where it is (a function, or a
-// migration's file), what it does ("change" or "insert") and to which table
+// Migration's file), what it does ("change" or "insert") and to which table
 // ("?" when the table is named at run time).
 type sqlFinding struct{ where, what, table string }
 
@@ -83,13 +83,13 @@ func TestSQLRulesFindWhatTheyShould(t *testing.T) {
 var allowedSQL = []sqlFinding{
 	// A create takes back, in its own transaction, the pet whose
 	// Idempotency-Key another request holds, and replaces an expired record.
-	{"(*sqliteStore).CreatePets", "change", "pets"},
-	{"(*sqliteStore).prepare", "change", "idempotency"}, // the insert CreatePets runs
-	{"(*pgStore).CreatePets", "change", "pets"},
-	{"(*pgStore).CreatePets", "change", "idempotency"},
+	{"(*SQLite).CreatePets", "change", "pets"},
+	{"(*SQLite).prepare", "change", "idempotency"}, // the insert CreatePets runs
+	{"(*Postgres).CreatePets", "change", "pets"},
+	{"(*Postgres).CreatePets", "change", "idempotency"},
 	// Expired idempotency records are pruned.
-	{"(*sqliteStore).PruneIdempotency", "change", "idempotency"},
-	{"(*pgStore).PruneIdempotency", "change", "idempotency"},
+	{"(*SQLite).PruneIdempotency", "change", "idempotency"},
+	{"(*Postgres).PruneIdempotency", "change", "idempotency"},
 	// The audit trail is written, and its webhooks queued, by one function.
 	{"recordActions", "insert", "audit_events"},
 }
@@ -110,7 +110,7 @@ func TestNoCommittedPetIsChangedAndAuditsAreWrittenByRecordActions(t *testing.T)
 
 // sourceSQL returns the findings of the module's non-test Go sources under
 // dir, each string constant expression folded into one text, and of the
-// migrations' .sql files.
+// Migrations' .sql files.
 func sourceSQL(t *testing.T, dir string) []sqlFinding {
 	t.Helper()
 	var found []sqlFinding

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
 
@@ -55,7 +56,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	read := func(ctx context.Context, store storage) ([]domain.ListedEndpoint, error) {
+	read := func(ctx context.Context, store store.Storage) ([]domain.ListedEndpoint, error) {
 		endpoints, err := store.WebhookEndpoints(ctx)
 		return listedEndpoints(endpoints, time.Now()), err
 	}
@@ -91,7 +92,7 @@ func errorMessage(err error) string {
 // (besides --env and --db, those flags adds, whose check runs after
 // parsing), its ID argument, the database and the environment.
 func endpointCommand(ctx context.Context, name string, args []string, getenv func(string) string, stdout io.Writer,
-	flags func(*command) (check func() error)) (_ int64, _ storage, env string, _ error) {
+	flags func(*command) (check func() error)) (_ int64, _ store.Storage, env string, _ error) {
 	c := newCommand(name, getenv, stdout).withDB()
 	check := func() error { return nil }
 	if flags != nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +14,8 @@ import (
 	"petstore/internal/limits"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // The outbox's upkeep: how deliveries are claimed (a slow endpoint holds
@@ -72,11 +76,11 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	}
 	fine.Wait(1, 5*time.Second)
 	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
-		return len(hanging.Deliveries()) == webhook.MaxInFlightPerEndpoint
+		return len(hanging.Deliveries()) == domain.MaxInFlightPerEndpoint
 	})
 	time.Sleep(50 * time.Millisecond)
-	if n := len(hanging.Deliveries()); n != webhook.MaxInFlightPerEndpoint {
-		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, webhook.MaxInFlightPerEndpoint)
+	if n := len(hanging.Deliveries()); n != domain.MaxInFlightPerEndpoint {
+		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, domain.MaxInFlightPerEndpoint)
 	}
 	key := s.mustCreateKey("free")
 	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
@@ -136,7 +140,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
 		e := s.addEndpoint(rc)
-		for range 2 * webhook.MaxInFlightPerEndpoint {
+		for range 2 * domain.MaxInFlightPerEndpoint {
 			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +195,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 		return http.StatusNoContent
 	})
 	e := s.addEndpoint(slow)
-	const events = 3 * webhook.MaxInFlightPerEndpoint
+	const events = 3 * domain.MaxInFlightPerEndpoint
 	for range events {
 		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
@@ -207,8 +211,8 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	mu.Lock()
 	m := most
 	mu.Unlock()
-	if m > webhook.MaxInFlightPerEndpoint || m < 2 {
-		t.Fatalf("two servers made %d attempts at once to one endpoint, want at most %d", m, webhook.MaxInFlightPerEndpoint)
+	if m > domain.MaxInFlightPerEndpoint || m < 2 {
+		t.Fatalf("two servers made %d attempts at once to one endpoint, want at most %d", m, domain.MaxInFlightPerEndpoint)
 	}
 	if got := slow.Deliveries(); len(got) != events {
 		t.Fatalf("%d deliveries of %d events: one was sent twice", len(got), events)
@@ -261,59 +265,71 @@ func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 	})
 }
 
-// engine is the test server's store as the SQL written once sees it.
-func (s *testServer) engine() sqlEngine {
-	if s.pg != nil {
-		return s.pg.sqlWebhooks.db
-	}
-	return s.sqlite.sqlWebhooks.db
-}
-
 // noticeMarks are the marks of notices stored, in order.
 func (s *testServer) noticeMarks() []string {
-	s.t.Helper()
-	marks, err := queryRows(context.Background(), s.engine(), func(scan func(...any) error) (m string, err error) {
-		return m, scan(&m)
-	}, `SELECT mark FROM webhook_notices ORDER BY mark`)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return marks
+	return s.lastColumn(`SELECT mark FROM webhook_notices ORDER BY mark`)
 }
 
 // queryPlan is the engine's plan of query, as it would run it on a table
 // of any size (PostgreSQL is told to avoid a sequential scan, which it
 // prefers on a table of a few rows).
 func (s *testServer) queryPlan(query string) string {
-	s.t.Helper()
-	explain := `EXPLAIN QUERY PLAN `
 	if s.pg != nil {
-		explain = `EXPLAIN `
+		return strings.Join(s.lastColumn(`EXPLAIN `+query, `SET LOCAL enable_seqscan = off`), "\n")
 	}
-	var plan []string
-	err := s.engine().update(context.Background(), func(tx dbTx) error {
-		if s.pg != nil {
-			if _, err := tx.Exec(context.Background(), `SET LOCAL enable_seqscan = off`); err != nil {
-				return err
+	return strings.Join(s.lastColumn(`EXPLAIN QUERY PLAN `+query), "\n")
+}
+
+// lastColumn is the last column of each row query gives, as text, read in
+// one transaction of the test server's database after the setup statements.
+func (s *testServer) lastColumn(query string, setup ...string) []string {
+	s.t.Helper()
+	ctx := context.Background()
+	var col []string
+	var err error
+	if s.pg != nil {
+		err = pgx.BeginFunc(ctx, s.pg.Pool(), func(tx pgx.Tx) error {
+			for _, q := range setup {
+				if _, err := tx.Exec(ctx, q); err != nil {
+					return err
+				}
 			}
-		}
-		rows, err := tx.Query(context.Background(), explain+query)
-		return each(rows, err, func(scan func(...any) error) error {
-			var cols []any
-			var line string
-			if s.pg != nil {
-				cols = []any{&line}
-			} else {
-				var id, parent, unused int64
-				cols = []any{&id, &parent, &unused, &line}
-			}
-			err := scan(cols...)
-			plan = append(plan, line)
+			rows, _ := tx.Query(ctx, query)
+			col, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
+				values, err := row.Values()
+				return fmt.Sprint(values[len(values)-1]), err
+			})
 			return err
 		})
-	})
+	} else {
+		col, err = sqliteLastColumn(s.sqlite.Writer(), query)
+	}
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	return strings.Join(plan, "\n")
+	return col
+}
+
+func sqliteLastColumn(db *sql.DB, query string) ([]string, error) {
+	rows, err := db.Query(query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var col []string
+	for rows.Next() {
+		values := make([]any, len(names))
+		for i := range values {
+			values[i] = new(any)
+		}
+		if err := rows.Scan(values...); err != nil {
+			return nil, err
+		}
+		col = append(col, fmt.Sprint(*values[len(values)-1].(*any)))
+	}
+	return col, rows.Err()
 }

@@ -105,7 +105,7 @@ func NewSender(guard *AddressGuard, userAgent string, now func() time.Time) *Sen
 		DialContext:            dialer.DialContext,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  Timeout,
-		MaxIdleConnsPerHost:    MaxInFlightPerEndpoint,
+		MaxIdleConnsPerHost:    domain.MaxInFlightPerEndpoint,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 16 << 10,
 	}
@@ -238,8 +238,3 @@ func URLProblem(raw string) string {
 }
 
 const maxWebhookURL = 2048
-
-// MaxInFlightPerEndpoint bounds the attempts all the servers together make
-// to one endpoint at once (the claim counts them), so that a receiver that
-// hangs holds a few workers, not all of them.
-const MaxInFlightPerEndpoint = 4

@@ -106,7 +106,7 @@ func (w *Worker) Poke() {
 // with w.mu held.
 func (w *Worker) mayStart(endpointID int64) bool {
 	free, n := AttemptsAtOnce-w.running, w.inFlight[endpointID]
-	return free > 0 && n < MaxInFlightPerEndpoint && (n == 0 || free > PlacesForOthers)
+	return free > 0 && n < domain.MaxInFlightPerEndpoint && (n == 0 || free > PlacesForOthers)
 }
 
 // Dispatch claims as many due deliveries as there is room for and starts

@@ -4,7 +4,7 @@
 // (its dialect). The key, audit and migration code below the store files
 // uses only this.
 
-package main
+package store
 
 import (
 	"context"
@@ -23,9 +23,9 @@ import (
 // engines embed them, and so implement their interfaces (store.go) with the
 // same code. A new aggregate is a type over sqlEngine added here.
 type sqlAggregates struct {
-	sqlKeys     // the keys and the audit trail (store_keys.go)
-	sqlWebhooks // the webhooks' endpoints, outbox and notices (store_webhooks.go)
-	sqlBans     // the bans (store_bans.go)
+	sqlKeys     // the keys and the audit trail (keys.go)
+	sqlWebhooks // the webhooks' endpoints, outbox and notices (webhooks.go)
+	sqlBans     // the bans (bans.go)
 }
 
 func newSQLAggregates(db sqlEngine) sqlAggregates {

@@ -1,4 +1,4 @@
-package main
+package bounded
 
 import (
 	"context"
@@ -9,9 +9,12 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/metrics"
+	"petstore/internal/store"
+
+	"github.com/caddyserver/certmagic"
 )
 
-// boundStorage is the storage as the server uses it. Each call ends by the
+// Store is the storage as the server uses it. Each call ends by the
 // database deadline (--db-timeout), sooner when its context says so, and a
 // call whose deadline passed is answered 503 unavailable (cause timeout)
 // whatever the engine made of it. Each call is timed into
@@ -21,19 +24,19 @@ import (
 // method (one line through bounded) rather than embedding the storage, so
 // that a method added to the interface fails to compile here until it is
 // bounded too.
-type boundStorage struct {
-	s       storage
+type Store struct {
+	s       store.Storage
 	timeout time.Duration
 	health  *dbHealth
 	metrics *metrics.Metrics
 	timers  sync.Map // method name → metrics.CallTimer, made at its first call
 }
 
-// newBoundStorage returns s bounded by timeout, timed into m (nil: not
+// New returns s bounded by timeout, timed into m (nil: not
 // timed), its outages logged to logger.
-func newBoundStorage(s storage, timeout time.Duration, m *metrics.Metrics, logger *slog.Logger) *boundStorage {
+func New(s store.Storage, timeout time.Duration, m *metrics.Metrics, logger *slog.Logger) *Store {
 	ping := m.DatabaseCall("Ping")
-	return &boundStorage{
+	return &Store{
 		s:       s,
 		timeout: timeout,
 		metrics: m,
@@ -47,7 +50,7 @@ func newBoundStorage(s storage, timeout time.Duration, m *metrics.Metrics, logge
 // bounded runs call, the storage's method name: its context ends by the
 // deadline unless it ends sooner, it is timed, and what it returns tells
 // the health probe.
-func (b *boundStorage) bounded(ctx context.Context, name string, call func(context.Context) error) error {
+func (b *Store) bounded(ctx context.Context, name string, call func(context.Context) error) error {
 	start := time.Now()
 	if d, ok := ctx.Deadline(); !ok || d.Sub(start) > b.timeout {
 		var cancel context.CancelFunc
@@ -63,7 +66,7 @@ func (b *boundStorage) bounded(ctx context.Context, name string, call func(conte
 	return err
 }
 
-func (b *boundStorage) timer(name string) metrics.CallTimer {
+func (b *Store) timer(name string) metrics.CallTimer {
 	if t, ok := b.timers.Load(name); ok {
 		return t.(metrics.CallTimer)
 	}
@@ -71,26 +74,26 @@ func (b *boundStorage) timer(name string) metrics.CallTimer {
 	return t.(metrics.CallTimer)
 }
 
-func (b *boundStorage) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
+func (b *Store) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	return b.bounded(ctx, "CreatePets", func(ctx context.Context) error { return b.s.CreatePets(ctx, batch) })
 }
 
-func (b *boundStorage) GetPet(ctx context.Context, id int64) (v domain.Pet, err error) {
+func (b *Store) GetPet(ctx context.Context, id int64) (v domain.Pet, err error) {
 	err = b.bounded(ctx, "GetPet", func(ctx context.Context) (err error) { v, err = b.s.GetPet(ctx, id); return err })
 	return v, err
 }
 
-func (b *boundStorage) ListPets(ctx context.Context, status string, after int64, limit int) (v []domain.Pet, err error) {
+func (b *Store) ListPets(ctx context.Context, status string, after int64, limit int) (v []domain.Pet, err error) {
 	err = b.bounded(ctx, "ListPets", func(ctx context.Context) (err error) { v, err = b.s.ListPets(ctx, status, after, limit); return err })
 	return v, err
 }
 
-func (b *boundStorage) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (v int, err error) {
+func (b *Store) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (v int, err error) {
 	err = b.bounded(ctx, "ScanPets", func(ctx context.Context) (err error) { v, err = b.s.ScanPets(ctx, after, limit, fn); return err })
 	return v, err
 }
 
-func (b *boundStorage) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (v0 domain.IdempotencyRecord, v1 bool, err error) {
+func (b *Store) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (v0 domain.IdempotencyRecord, v1 bool, err error) {
 	err = b.bounded(ctx, "IdempotencyRecord", func(ctx context.Context) (err error) {
 		v0, v1, err = b.s.IdempotencyRecord(ctx, keyID, key, since)
 		return err
@@ -98,27 +101,27 @@ func (b *boundStorage) IdempotencyRecord(ctx context.Context, keyID int64, key s
 	return v0, v1, err
 }
 
-func (b *boundStorage) PruneIdempotency(ctx context.Context, cutoff time.Time) (v int64, err error) {
+func (b *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (v int64, err error) {
 	err = b.bounded(ctx, "PruneIdempotency", func(ctx context.Context) (err error) { v, err = b.s.PruneIdempotency(ctx, cutoff); return err })
 	return v, err
 }
 
-func (b *boundStorage) CreateKey(ctx context.Context, k domain.Key, actor string) (v domain.Key, err error) {
+func (b *Store) CreateKey(ctx context.Context, k domain.Key, actor string) (v domain.Key, err error) {
 	err = b.bounded(ctx, "CreateKey", func(ctx context.Context) (err error) { v, err = b.s.CreateKey(ctx, k, actor); return err })
 	return v, err
 }
 
-func (b *boundStorage) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (v0 domain.Key, v1 bool, err error) {
+func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (v0 domain.Key, v1 bool, err error) {
 	err = b.bounded(ctx, "CreateFirstKey", func(ctx context.Context) (err error) { v0, v1, err = b.s.CreateFirstKey(ctx, k, actor); return err })
 	return v0, v1, err
 }
 
-func (b *boundStorage) RevokeKey(ctx context.Context, id int64, actor string) (v bool, err error) {
+func (b *Store) RevokeKey(ctx context.Context, id int64, actor string) (v bool, err error) {
 	err = b.bounded(ctx, "RevokeKey", func(ctx context.Context) (err error) { v, err = b.s.RevokeKey(ctx, id, actor); return err })
 	return v, err
 }
 
-func (b *boundStorage) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (v0 domain.Key, v1 domain.Key, err error) {
+func (b *Store) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (v0 domain.Key, v1 domain.Key, err error) {
 	err = b.bounded(ctx, "RollKey", func(ctx context.Context) (err error) {
 		v0, v1, err = b.s.RollKey(ctx, id, hash, overlap, actor)
 		return err
@@ -126,91 +129,91 @@ func (b *boundStorage) RollKey(ctx context.Context, id int64, hash []byte, overl
 	return v0, v1, err
 }
 
-func (b *boundStorage) Keys(ctx context.Context) (v []domain.Key, err error) {
+func (b *Store) Keys(ctx context.Context) (v []domain.Key, err error) {
 	err = b.bounded(ctx, "Keys", func(ctx context.Context) (err error) { v, err = b.s.Keys(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) KeyByHash(ctx context.Context, hash []byte) (v0 domain.Key, v1 bool, err error) {
+func (b *Store) KeyByHash(ctx context.Context, hash []byte) (v0 domain.Key, v1 bool, err error) {
 	err = b.bounded(ctx, "KeyByHash", func(ctx context.Context) (err error) { v0, v1, err = b.s.KeyByHash(ctx, hash); return err })
 	return v0, v1, err
 }
 
-func (b *boundStorage) KeysVersion(ctx context.Context) (v int64, err error) {
+func (b *Store) KeysVersion(ctx context.Context) (v int64, err error) {
 	err = b.bounded(ctx, "KeysVersion", func(ctx context.Context) (err error) { v, err = b.s.KeysVersion(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
+func (b *Store) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	return b.bounded(ctx, "SetLastUsed", func(ctx context.Context) error { return b.s.SetLastUsed(ctx, uses) })
 }
 
-func (b *boundStorage) Usage(ctx context.Context, keyID int64, day string) (v int64, err error) {
+func (b *Store) Usage(ctx context.Context, keyID int64, day string) (v int64, err error) {
 	err = b.bounded(ctx, "Usage", func(ctx context.Context) (err error) { v, err = b.s.Usage(ctx, keyID, day); return err })
 	return v, err
 }
 
-func (b *boundStorage) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
+func (b *Store) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	return b.bounded(ctx, "AddUsage", func(ctx context.Context) error { return b.s.AddUsage(ctx, counts) })
 }
 
-func (b *boundStorage) AuditEvents(ctx context.Context, filter domain.AuditFilter) (v []domain.AuditEvent, err error) {
+func (b *Store) AuditEvents(ctx context.Context, filter domain.AuditFilter) (v []domain.AuditEvent, err error) {
 	err = b.bounded(ctx, "AuditEvents", func(ctx context.Context) (err error) { v, err = b.s.AuditEvents(ctx, filter); return err })
 	return v, err
 }
 
-func (b *boundStorage) AuditCounts(ctx context.Context) (v map[string]int64, err error) {
+func (b *Store) AuditCounts(ctx context.Context) (v map[string]int64, err error) {
 	err = b.bounded(ctx, "AuditCounts", func(ctx context.Context) (err error) { v, err = b.s.AuditCounts(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) AddBans(ctx context.Context, started []domain.StartedBan) error {
+func (b *Store) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	return b.bounded(ctx, "AddBans", func(ctx context.Context) error { return b.s.AddBans(ctx, started) })
 }
 
-func (b *boundStorage) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (v domain.Ban, err error) {
+func (b *Store) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (v domain.Ban, err error) {
 	err = b.bounded(ctx, "LiftBan", func(ctx context.Context) (err error) { v, err = b.s.LiftBan(ctx, subject, actor, env); return err })
 	return v, err
 }
 
-func (b *boundStorage) Bans(ctx context.Context) (v []domain.Ban, err error) {
+func (b *Store) Bans(ctx context.Context) (v []domain.Ban, err error) {
 	err = b.bounded(ctx, "Bans", func(ctx context.Context) (err error) { v, err = b.s.Bans(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) BanChanges(ctx context.Context, version int64) (v []domain.Ban, err error) {
+func (b *Store) BanChanges(ctx context.Context, version int64) (v []domain.Ban, err error) {
 	err = b.bounded(ctx, "BanChanges", func(ctx context.Context) (err error) { v, err = b.s.BanChanges(ctx, version); return err })
 	return v, err
 }
 
 // Ping tells whether the database is ready, from the health probe.
-func (b *boundStorage) Ping(ctx context.Context) error { return b.health.ready(ctx) }
+func (b *Store) Ping(ctx context.Context) error { return b.health.ready(ctx) }
 
 // What the engine is, its background work and its snapshots are not calls
 // a request waits for: they are passed on untimed, as Close is. The
 // engine's background work bounds each of its steps by the deadline; the
 // health probe runs beside it.
 
-func (b *boundStorage) Shared() bool { return b.s.Shared() }
+func (b *Store) Shared() bool { return b.s.Shared() }
 
-func (b *boundStorage) Namespace() string { return b.s.Namespace() }
+func (b *Store) Namespace() string { return b.s.Namespace() }
 
-func (b *boundStorage) Maintain(ctx context.Context, timeout time.Duration, logger *slog.Logger) {
+func (b *Store) Maintain(ctx context.Context, timeout time.Duration, logger *slog.Logger) {
 	var wg sync.WaitGroup
 	wg.Go(func() { b.health.watch(ctx) })
 	b.s.Maintain(ctx, timeout, logger)
 	wg.Wait()
 }
 
-func (b *boundStorage) PetsAdded() <-chan struct{} { return b.s.PetsAdded() }
+func (b *Store) PetsAdded() <-chan struct{} { return b.s.PetsAdded() }
 
-func (b *boundStorage) Snapshot(ctx context.Context) (snapshot, error) { return b.s.Snapshot(ctx) }
+func (b *Store) Snapshot(ctx context.Context) (store.Snapshot, error) { return b.s.Snapshot(ctx) }
 
 // Close closes the engine, waiting for it no longer than the deadline: the
 // connections of a database that stalls may each wait far longer to say
 // goodbye (pgx gives its cancel request 15 s), which a stopping server
 // need not wait for.
-func (b *boundStorage) Close() error {
+func (b *Store) Close() error {
 	closed := make(chan error, 1)
 	go func() { closed <- b.s.Close() }()
 	select {
@@ -221,7 +224,7 @@ func (b *boundStorage) Close() error {
 	}
 }
 
-func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
+func (b *Store) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
 	err = b.bounded(ctx, "UpdateKey", func(ctx context.Context) (err error) {
 		before, after, err = b.s.UpdateKey(ctx, id, change, actor)
 		return err
@@ -229,36 +232,45 @@ func (b *boundStorage) UpdateKey(ctx context.Context, id int64, change func(doma
 	return before, after, err
 }
 
-func (b *boundStorage) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
+func (b *Store) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
 	return b.bounded(ctx, "AddUsageHistory", func(ctx context.Context) error { return b.s.AddUsageHistory(ctx, rows) })
 }
 
-func (b *boundStorage) UsageHistory(ctx context.Context, budgetID int64, from string) (v []domain.UsageDay, err error) {
+func (b *Store) UsageHistory(ctx context.Context, budgetID int64, from string) (v []domain.UsageDay, err error) {
 	err = b.bounded(ctx, "UsageHistory", func(ctx context.Context) (err error) { v, err = b.s.UsageHistory(ctx, budgetID, from); return err })
 	return v, err
 }
 
-func (b *boundStorage) PruneUsageHistory(ctx context.Context, before string) (v int64, err error) {
+func (b *Store) PruneUsageHistory(ctx context.Context, before string) (v int64, err error) {
 	err = b.bounded(ctx, "PruneUsageHistory", func(ctx context.Context) (err error) { v, err = b.s.PruneUsageHistory(ctx, before); return err })
 	return v, err
 }
 
-func (b *boundStorage) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (v domain.AdminToken, err error) {
+func (b *Store) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (v domain.AdminToken, err error) {
 	err = b.bounded(ctx, "CreateAdminToken", func(ctx context.Context) (err error) { v, err = b.s.CreateAdminToken(ctx, t, actor); return err })
 	return v, err
 }
 
-func (b *boundStorage) AdminTokens(ctx context.Context) (v []domain.AdminToken, err error) {
+func (b *Store) AdminTokens(ctx context.Context) (v []domain.AdminToken, err error) {
 	err = b.bounded(ctx, "AdminTokens", func(ctx context.Context) (err error) { v, err = b.s.AdminTokens(ctx); return err })
 	return v, err
 }
 
-func (b *boundStorage) AdminTokenByHash(ctx context.Context, hash []byte) (v domain.AdminToken, ok bool, err error) {
+func (b *Store) AdminTokenByHash(ctx context.Context, hash []byte) (v domain.AdminToken, ok bool, err error) {
 	err = b.bounded(ctx, "AdminTokenByHash", func(ctx context.Context) (err error) { v, ok, err = b.s.AdminTokenByHash(ctx, hash); return err })
 	return v, ok, err
 }
 
-func (b *boundStorage) RevokeAdminToken(ctx context.Context, id int64, actor string) (v bool, err error) {
+func (b *Store) RevokeAdminToken(ctx context.Context, id int64, actor string) (v bool, err error) {
 	err = b.bounded(ctx, "RevokeAdminToken", func(ctx context.Context) (err error) { v, err = b.s.RevokeAdminToken(ctx, id, actor); return err })
 	return v, err
+}
+
+// ACMEStorage is the engine's certmagic storage, nil for one that keeps
+// none (SQLite: the --acme-cache directory beside the file does).
+func (b *Store) ACMEStorage() certmagic.Storage {
+	if s, ok := b.s.(store.ACMEStorer); ok {
+		return s.ACMEStorage()
+	}
+	return nil
 }

@@ -1,9 +1,9 @@
 // The webhooks' endpoints, outbox and notices, written once for both
 // engines over sqlEngine. Each event is queued in the transaction of what it
-// reports: an audited change (through recordActions, store_actions.go), a notice's
+// reports: an audited change (through recordActions, actions.go), a notice's
 // mark, a test.
 
-package main
+package store
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/webhook"
 )
 
 // sqlWebhooks is the webhooks aggregate of a store; both engines embed it.
@@ -259,7 +258,7 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 	if err == nil {
 		err = tx.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = ? AND claimed_until > ?`, id, now.UnixMilli()).Scan(&live)
 	}
-	room := min(webhook.MaxInFlightPerEndpoint-live, limit)
+	room := min(domain.MaxInFlightPerEndpoint-live, limit)
 	if err != nil || room <= 0 {
 		return nil, err
 	}

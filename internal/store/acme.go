@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"petstore/internal/domain"
@@ -25,7 +25,7 @@ import (
 // extends it: a server that dies mid-order frees it within a minute,
 // and an order that takes minutes holds no connection or transaction.
 
-// pgACMEStorage is certmagic.Storage over a pgStore's pool.
+// pgACMEStorage is certmagic.Storage over a Postgres's pool.
 type pgACMEStorage struct {
 	pool *pgxpool.Pool
 	// ttl is how long a lock row holds without being extended (its holder
@@ -42,17 +42,14 @@ type heldLock struct {
 }
 
 // ACMEStorage is this database as certmagic's storage.
-func (s *pgStore) ACMEStorage() certmagic.Storage {
+func (s *Postgres) ACMEStorage() certmagic.Storage {
 	return &pgACMEStorage{pool: s.pool, ttl: time.Minute, poll: time.Second, held: map[string]heldLock{}}
 }
 
-// ACMEStorage is the engine's certmagic storage, nil for one that keeps
-// none (SQLite: the --acme-cache directory beside the file does).
-func (b *boundStorage) ACMEStorage() certmagic.Storage {
-	if s, ok := b.s.(acmeStorer); ok {
-		return s.ACMEStorage()
-	}
-	return nil
+// ACMEStorer is a store that keeps certmagic's files in its database,
+// shared by every server on it.
+type ACMEStorer interface {
+	ACMEStorage() certmagic.Storage
 }
 
 // dbNowMillis is the database's clock in Unix milliseconds: every server

@@ -3,7 +3,7 @@
 // later as an odd error (docs/production.md, "Least privilege on
 // PostgreSQL", lists the same grants; a test holds the two equal).
 
-package main
+package store
 
 import (
 	"context"
@@ -28,9 +28,9 @@ var serverTableGrants = []tableGrant{
 	{"SELECT, INSERT, UPDATE, DELETE", "acme_storage, acme_locks"}, // --acme-domain's cache (store_acme.go)
 }
 
-// serverGrants are every GRANT the servers' role needs on schema, in the
+// ServerGrants are every GRANT the servers' role needs on schema, in the
 // docs' order and words.
-func serverGrants(role, schema string) []string {
+func ServerGrants(role, schema string) []string {
 	out := []string{fmt.Sprintf("GRANT USAGE ON SCHEMA %s TO %s;", schema, role)}
 	for _, g := range serverTableGrants {
 		out = append(out, fmt.Sprintf("GRANT %s ON %s TO %s;", g.privileges, g.tables, role))
@@ -43,7 +43,7 @@ func serverGrants(role, schema string) []string {
 // checkSchemaUsage refuses a search_path whose schema the role may not use:
 // PostgreSQL skips such a schema without a word, so that the tables would
 // be looked for, or made, elsewhere, or nowhere.
-func (s *pgStore) checkSchemaUsage(ctx context.Context) error {
+func (s *Postgres) checkSchemaUsage(ctx context.Context) error {
 	var role, user, path string
 	var current *string
 	if err := s.pool.QueryRow(ctx, `SELECT quote_ident(current_user), current_user, current_setting('search_path'), current_schema()`).
@@ -92,11 +92,11 @@ func searchPathSchemas(path, user string) []string {
 	return names
 }
 
-// checkGrants names each grant of serverGrants the role lacks, with the
+// checkGrants names each grant of ServerGrants the role lacks, with the
 // statements that give them: once the schema is current, or when the role
 // may not read its version, on the tables there are (an older schema
 // lacks the newer ones).
-func (s *pgStore) checkGrants(ctx context.Context) error {
+func (s *Postgres) checkGrants(ctx context.Context) error {
 	var tables, privileges []string
 	for _, g := range serverTableGrants {
 		for table := range strings.SplitSeq(g.tables, ", ") {
@@ -137,7 +137,7 @@ func (s *pgStore) checkGrants(ctx context.Context) error {
 
 // sequenceGrants are the grants on sequences the role lacks, each with %s
 // for the schema and then the role.
-func (s *pgStore) sequenceGrants(ctx context.Context) ([]string, error) {
+func (s *Postgres) sequenceGrants(ctx context.Context) ([]string, error) {
 	var usage, update bool
 	err := s.pool.QueryRow(ctx, `SELECT
 		NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace

@@ -2,7 +2,7 @@
 // admin tokens with their audit events, changes of a key in place, and the
 // usage history.
 
-package main
+package store
 
 import (
 	"context"

@@ -2,7 +2,7 @@
 // with its key.banned event, and lifted with its ban.lifted event, each as
 // one transaction.
 
-package main
+package store
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 // sqlBans is the bans aggregate of a store; both engines embed it.
 type sqlBans struct{ db sqlEngine }
 
-// maxStoredAddressBans bounds the address bans the table keeps: an address
+// MaxStoredAddressBans bounds the address bans the table keeps: an address
 // ban beyond it drops the one that ends soonest, so that a client rotating
 // its addresses cannot grow the table without bound.
-const maxStoredAddressBans = 10_000
+const MaxStoredAddressBans = 10_000
 
 // banColumns are the columns scanBan reads, in its order.
 const banColumns = `subject, started_at, ends_at, lifted_at, version`
@@ -28,7 +28,7 @@ const banColumns = `subject, started_at, ends_at, lifted_at, version`
 // event, in one transaction. A stored ban of the same subject gives way
 // only to one that ends later and, when it was lifted, began after the
 // lift. Bans that have ended go, and address bans beyond
-// maxStoredAddressBans drop those that end soonest.
+// MaxStoredAddressBans drop those that end soonest.
 func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	now := s.db.clock().UnixMilli()
 	return s.db.update(ctx, func(tx dbTx) error {
@@ -56,11 +56,11 @@ func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM bans WHERE kind = 'address'`).Scan(&n); err != nil {
 			return err
 		}
-		if n <= maxStoredAddressBans {
+		if n <= MaxStoredAddressBans {
 			return nil
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM bans WHERE subject IN (
-			SELECT subject FROM bans WHERE kind = 'address' ORDER BY ends_at, subject LIMIT ?)`, n-maxStoredAddressBans)
+			SELECT subject FROM bans WHERE kind = 'address' ORDER BY ends_at, subject LIMIT ?)`, n-MaxStoredAddressBans)
 		return err
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -20,10 +20,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pgStore keeps what sqliteStore keeps in a PostgreSQL database, which
+// Postgres keeps what SQLite keeps in a PostgreSQL database, which
 // several servers share. It holds no state of its own beyond the pool: every
 // answer comes from the database, so a server sees another's writes at once.
-type pgStore struct {
+type Postgres struct {
 	sqlAggregates
 	pool *pgxpool.Pool
 	now  func() time.Time
@@ -56,14 +56,14 @@ const (
 	pgMinMaxConns    = 8
 )
 
-// openPostgres connects to the database at rawURL and brings its schema up
+// OpenPostgres connects to the database at rawURL and brings its schema up
 // to date. Several servers may start at once: the migration runs under an
 // advisory lock.
-func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pgStore, error) {
-	shown := redactURL(rawURL)
+func OpenPostgres(ctx context.Context, rawURL string, now func() time.Time) (*Postgres, error) {
+	shown := RedactURL(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%s is %w: %s", shown, errBadURL, oneLine(redactPassword(err.Error(), rawURL)))
+		return nil, fmt.Errorf("%s is %w: %s", shown, ErrBadURL, OneLine(RedactPassword(err.Error(), rawURL)))
 	}
 	q := parseQuery(rawURL)
 	if !q.Has("connect_timeout") {
@@ -74,19 +74,19 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time) (*pg
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
+		return nil, fmt.Errorf("open database %s: %s", shown, OneLine(RedactPassword(err.Error(), rawURL)))
 	}
-	s := &pgStore{pool: pool, now: now, notice: rand.Text(), added: make(chan struct{}, 1)}
+	s := &Postgres{pool: pool, now: now, notice: rand.Text(), added: make(chan struct{}, 1)}
 	s.sqlAggregates = newSQLAggregates(s)
 	s.notices = batch.Batcher[struct{}]{Max: math.MaxInt, Run: s.sendNotice}
 	if err := s.setUp(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("open database %s: %s", shown, oneLine(redactPassword(err.Error(), rawURL)))
+		return nil, fmt.Errorf("open database %s: %s", shown, OneLine(RedactPassword(err.Error(), rawURL)))
 	}
 	return s, nil
 }
 
-func (s *pgStore) setUp(ctx context.Context) error {
+func (s *Postgres) setUp(ctx context.Context) error {
 	if err := s.checkSchemaUsage(ctx); err != nil {
 		return err
 	}
@@ -111,9 +111,9 @@ func (s *pgStore) setUp(ctx context.Context) error {
 // the version: a server whose role has no right beyond its grants starts
 // (docs/production.md, "Least privilege on PostgreSQL"). When it is behind
 // and the role may not change it, the error says to run petstore migrate.
-func (s *pgStore) migrate(ctx context.Context) error {
+func (s *Postgres) migrate(ctx context.Context) error {
 	version, err := s.schemaVersion(ctx)
-	if err != nil || version == len(migrations) {
+	if err != nil || version == len(Migrations) {
 		return err
 	}
 	err = s.applyMigrations(ctx)
@@ -122,7 +122,7 @@ func (s *pgStore) migrate(ctx context.Context) error {
 		var role string
 		s.pool.QueryRow(ctx, `SELECT current_user`).Scan(&role)
 		return fmt.Errorf("the schema is at version %d and this petstore needs %d, which role %s may not make: "+
-			"run petstore migrate --db URL as the role that owns the tables (%s)", version, len(migrations), role, pgErr.Message)
+			"run petstore migrate --db URL as the role that owns the tables (%s)", version, len(Migrations), role, pgErr.Message)
 	}
 	return err
 }
@@ -136,22 +136,22 @@ const (
 
 // schemaVersion is the version petstore_schema records: 0 before the
 // first migration.
-func (s *pgStore) schemaVersion(ctx context.Context) (int, error) {
+func (s *Postgres) schemaVersion(ctx context.Context) (int, error) {
 	var version int
 	err := s.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&version)
 	var pgErr *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && pgErr.Code == pgUndefinedTable) {
 		return 0, nil
 	}
-	if err == nil && version > len(migrations) {
-		return 0, fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
+	if err == nil && version > len(Migrations) {
+		return 0, fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
 	}
 	return version, err
 }
 
 // applyMigrations runs the migrations the schema lacks, under an advisory
 // lock, so that servers starting at once migrate once.
-func (s *pgStore) applyMigrations(ctx context.Context) error {
+func (s *Postgres) applyMigrations(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -175,41 +175,41 @@ func (s *pgStore) applyMigrations(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if version > len(migrations) {
-			return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
+		if version > len(Migrations) {
+			return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
 		}
-		for i := version; i < len(migrations); i++ {
-			if _, err := tx.Exec(ctx, migrations[i].postgres); err != nil {
+		for i := version; i < len(Migrations); i++ {
+			if _, err := tx.Exec(ctx, Migrations[i].Postgres); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE petstore_schema SET version = $1`, len(migrations))
+		_, err = tx.Exec(ctx, `UPDATE petstore_schema SET version = $1`, len(Migrations))
 		return err
 	})
 }
 
-func (s *pgStore) Close() error {
+func (s *Postgres) Close() error {
 	s.pool.Close()
 	return nil
 }
 
-func (s *pgStore) Ping(ctx context.Context) error {
+func (s *Postgres) Ping(ctx context.Context) error {
 	return s.pgError(s.pool.Ping(ctx))
 }
 
-func (s *pgStore) update(ctx context.Context, fn func(dbTx) error) error {
+func (s *Postgres) update(ctx context.Context, fn func(dbTx) error) error {
 	return s.pgError(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(pgTx{tx}) }))
 }
 
-func (s *pgStore) view(ctx context.Context, fn func(dbTx) error) error {
+func (s *Postgres) view(ctx context.Context, fn func(dbTx) error) error {
 	return s.retry(func() error { return fn(pgTx{s.pool}) })
 }
 
-func (s *pgStore) clock() time.Time { return s.now() }
+func (s *Postgres) clock() time.Time { return s.now() }
 
 // retry runs fn again, once, when it failed before anything reached the
 // server: a pooled connection that a database restart left dead.
-func (s *pgStore) retry(fn func() error) error {
+func (s *Postgres) retry(fn func() error) error {
 	return s.pgError(retrySafe(fn))
 }
 
@@ -228,7 +228,7 @@ func retrySafe(fn func() error) error {
 // keyset pagination never skips one that commits late. The lock, the insert
 // and the idempotency records go in one pipeline: one round trip. The other
 // servers are told once it is committed (sendNotice).
-func (s *pgStore) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
+func (s *Postgres) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	n := len(batch)
 	a := petArraysOf(batch)
 	now := s.now()
@@ -287,7 +287,7 @@ func (s *pgStore) CreatePets(ctx context.Context, batch []domain.PetInsert) erro
 // stored tells the other servers of a committed batch, and gives each pet
 // of it its id, in the batch's order, or ErrIdempotencyTaken when another
 // request's Idempotency-Key took it back.
-func (s *pgStore) stored(ctx context.Context, batch []domain.PetInsert, ids, taken []int64) {
+func (s *Postgres) stored(ctx context.Context, batch []domain.PetInsert, ids, taken []int64) {
 	go func() {
 		// The notice outlives the create that asked for it, but not
 		// without bound when the database stalls.
@@ -309,7 +309,7 @@ func (s *pgStore) stored(ctx context.Context, batch []domain.PetInsert, ids, tak
 // failed or the deadline passed before PostgreSQL answered. A batch never
 // sent (no connection was had, or a dead one failed before anything reached
 // the server) or that PostgreSQL answered with an error is not stored.
-func (s *pgStore) createError(err error) error {
+func (s *Postgres) createError(err error) error {
 	failed := s.pgError(err)
 	var pgErr *pgconn.PgError
 	var connectErr *pgconn.ConnectError
@@ -355,7 +355,7 @@ func petArraysOf(batch []domain.PetInsert) petArrays {
 
 const petColumns = `id, name, category_id, status`
 
-func (s *pgStore) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
+func (s *Postgres) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	var p domain.Pet
 	var status *string
 	err := s.retry(func() error {
@@ -373,7 +373,7 @@ func (s *pgStore) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	return p, nil
 }
 
-func (s *pgStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
+func (s *Postgres) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	pets := make([]domain.Pet, 0, limit)
 	_, err := s.scanPets(ctx, status, after, limit, func(id int64, name []byte, categoryID int64, st []byte) {
 		pets = append(pets, domain.Pet{ID: id, Name: string(name), CategoryID: categoryID, Status: string(st)})
@@ -381,11 +381,11 @@ func (s *pgStore) ListPets(ctx context.Context, status string, after int64, limi
 	return pets, err
 }
 
-func (s *pgStore) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
+func (s *Postgres) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
 	return s.scanPets(ctx, "", after, limit, fn)
 }
 
-func (s *pgStore) scanPets(ctx context.Context, status string, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
+func (s *Postgres) scanPets(ctx context.Context, status string, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
 	query, args := `SELECT `+petColumns+` FROM pets WHERE id > $1 ORDER BY id LIMIT $2`, []any{after, limit}
 	if status != "" {
 		query, args = `SELECT `+petColumns+` FROM pets WHERE status = $3 AND id > $1 ORDER BY id LIMIT $2`, append(args, status)
@@ -409,7 +409,7 @@ func (s *pgStore) scanPets(ctx context.Context, status string, after int64, limi
 	return n, err
 }
 
-func (s *pgStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec domain.IdempotencyRecord, ok bool, err error) {
+func (s *Postgres) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec domain.IdempotencyRecord, ok bool, err error) {
 	var created int64
 	err = s.retry(func() error {
 		return s.pool.QueryRow(ctx,
@@ -426,12 +426,12 @@ func (s *pgStore) IdempotencyRecord(ctx context.Context, keyID int64, key string
 	return rec, true, nil
 }
 
-func (s *pgStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *Postgres) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency WHERE created_at < $1`, cutoff.Unix())
 	return tag.RowsAffected(), s.pgError(err)
 }
 
-func (s *pgStore) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
+func (s *Postgres) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
 	err = s.retry(func() error {
 		k, err = scanKey(s.pool.QueryRow(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = $1`, hash).Scan)
 		return err
@@ -445,7 +445,7 @@ func (s *pgStore) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok 
 	return k, true, nil
 }
 
-func (s *pgStore) KeysVersion(ctx context.Context) (int64, error) {
+func (s *Postgres) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.retry(func() error {
 		return s.pool.QueryRow(ctx, `SELECT value FROM meta WHERE name = 'keys_version'`).Scan(&v)
@@ -455,7 +455,7 @@ func (s *pgStore) KeysVersion(ctx context.Context) (int64, error) {
 
 // SetLastUsed records the minute each key was last used in, in one
 // statement; another server may have seen a later use already.
-func (s *pgStore) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
+func (s *Postgres) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	ids := make([]int64, len(uses))
 	minutes := make([]int64, len(uses))
 	for i, u := range uses {
@@ -468,7 +468,7 @@ func (s *pgStore) SetLastUsed(ctx context.Context, uses []domain.LastUse) error 
 	})
 }
 
-func (s *pgStore) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
+func (s *Postgres) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
 	var n int64
 	err := s.retry(func() error {
 		return s.pool.QueryRow(ctx, `SELECT count FROM usage WHERE key_id = $1 AND day = $2`, keyID, day).Scan(&n)
@@ -481,7 +481,7 @@ func (s *pgStore) Usage(ctx context.Context, keyID int64, day string) (int64, er
 
 // AddUsage adds the counts to the stored totals, which other servers add
 // to as well, and forgets days older than a week, in one transaction.
-func (s *pgStore) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
+func (s *Postgres) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	keyIDs := make([]int64, len(counts))
 	days := make([]string, len(counts))
 	ns := make([]int64, len(counts))
@@ -506,7 +506,7 @@ func (s *pgStore) AddUsage(ctx context.Context, counts []domain.UsageCount) erro
 // of a pool whose every connection is taken (pool_exhausted); a connection
 // refused or cut, a server shutting down or out of connections (refused).
 // Errors the database answered otherwise are returned as they are (500).
-func (s *pgStore) pgError(err error) error {
+func (s *Postgres) pgError(err error) error {
 	if err == nil || errors.Is(err, pgx.ErrNoRows) || errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -1,7 +1,7 @@
 // The SQL both engines speak alike: the columns of a key and how its
 // nullable times and ids travel, and the tables petstore copy moves.
 
-package main
+package store
 
 import (
 	"database/sql"
@@ -92,13 +92,13 @@ var copyTables = []struct {
 	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *domain.Copied) *int64 { return &c.Bans }},
 }
 
-// auditColumns are the columns of an event as auditRow gives them and
+// auditColumns are the columns of an event as AuditRow gives them and
 // scanAuditEvent reads them (after id), in their order.
 const auditColumns = `at, action, actor, key_id, new_key_id, address, env, details`
 
-// auditRow is e's values for auditColumns: times in Unix milliseconds, the
+// AuditRow is e's values for auditColumns: times in Unix milliseconds, the
 // details as a JSON object.
-func auditRow(e domain.AuditEvent) ([]any, error) {
+func AuditRow(e domain.AuditEvent) ([]any, error) {
 	details, err := json.Marshal(e.Details)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 // The keys and their audit trail, written once for both engines over
 // sqlEngine: each change of a key and its audit event are one transaction.
 
-package main
+package store
 
 import (
 	"context"

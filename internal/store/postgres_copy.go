@@ -1,4 +1,4 @@
-package main
+package store
 
 // petstore copy into PostgreSQL, and PostgreSQL as its source
 // (docs/production.md).
@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// openCopyTarget opens the PostgreSQL database at url for petstore copy.
-func openCopyTarget(ctx context.Context, url string) (copyTarget, error) {
-	return openPostgres(ctx, url, time.Now)
+// OpenCopyTarget opens the PostgreSQL database at url for petstore copy.
+func OpenCopyTarget(ctx context.Context, url string) (CopyTarget, error) {
+	return OpenPostgres(ctx, url, time.Now)
 }
 
 // CopyFrom moves everything src holds into this database, which must be
@@ -25,7 +25,7 @@ func openCopyTarget(ctx context.Context, url string) (copyTarget, error) {
 // idempotency records and the audit trail, to which it adds the copy's own
 // keys.copied event, given its counts, at the time of the copy. It checks
 // before it commits that each table holds as many rows as src's.
-func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent domain.AuditEvent) (domain.Copied, error) {
+func (s *Postgres) CopyFrom(ctx context.Context, src Snapshot, copiedEvent domain.AuditEvent) (domain.Copied, error) {
 	var n domain.Copied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// No server may write while the copy runs.
@@ -80,7 +80,7 @@ func (s *pgStore) CopyFrom(ctx context.Context, src snapshot, copiedEvent domain
 
 // copyTable moves one table of src in with COPY and checks that as many
 // rows arrived as src holds.
-func copyTable(ctx context.Context, tx pgx.Tx, src snapshot, table string, columns []string) (int64, error) {
+func copyTable(ctx context.Context, tx pgx.Tx, src Snapshot, table string, columns []string) (int64, error) {
 	rows, err := src.Rows(ctx, table, columns)
 	if err != nil {
 		return 0, fmt.Errorf("read %s: %w", table, err)
@@ -105,7 +105,7 @@ func copyTable(ctx context.Context, tx pgx.Tx, src snapshot, table string, colum
 }
 
 // Snapshot reads the database in one repeatable-read transaction.
-func (s *pgStore) Snapshot(ctx context.Context) (snapshot, error) {
+func (s *Postgres) Snapshot(ctx context.Context) (Snapshot, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (s *pgStore) Snapshot(ctx context.Context) (snapshot, error) {
 
 type pgSnapshot struct{ tx pgx.Tx }
 
-func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (rowStream, error) {
+func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (RowStream, error) {
 	rows, err := p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
 	if err != nil {
 		return nil, err

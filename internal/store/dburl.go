@@ -1,7 +1,7 @@
 // Database URLs as they may be shown: which engine a --db names, and a
 // URL or an error message without its password.
 
-package main
+package store
 
 import (
 	"errors"
@@ -10,19 +10,19 @@ import (
 	"strings"
 )
 
-// errBadURL: a database URL the engine cannot read, a mistake on the
+// ErrBadURL: a database URL the engine cannot read, a mistake on the
 // command line rather than in the database. The command that took the URL
 // says which flag gave it.
-var errBadURL = errors.New("not a PostgreSQL URL this petstore can use")
+var ErrBadURL = errors.New("not a PostgreSQL URL this petstore can use")
 
-// isPostgresURL tells a PostgreSQL URL from a SQLite file path in --db.
-func isPostgresURL(db string) bool {
+// IsPostgresURL tells a PostgreSQL URL from a SQLite file path in --db.
+func IsPostgresURL(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// oneLine is a message of pgx's, which puts each address it tried on a
+// OneLine is a message of pgx's, which puts each address it tried on a
 // line of its own, as one line, each distinct part once.
-func oneLine(msg string) string {
+func OneLine(msg string) string {
 	var parts []string
 	for _, part := range strings.Split(msg, "\n") {
 		if part = strings.TrimSpace(part); part != "" && !slices.Contains(parts, part) {
@@ -32,8 +32,8 @@ func oneLine(msg string) string {
 	return strings.Join(parts, " ")
 }
 
-// redactURL is rawURL as it may be shown: without its password.
-func redactURL(rawURL string) string {
+// RedactURL is rawURL as it may be shown: without its password.
+func RedactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(an unparsable URL)"
@@ -41,9 +41,9 @@ func redactURL(rawURL string) string {
 	return u.Redacted()
 }
 
-// redactPassword removes rawURL's password from msg, should a library
+// RedactPassword removes rawURL's password from msg, should a library
 // quote it.
-func redactPassword(msg, rawURL string) string {
+func RedactPassword(msg, rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.User == nil {
 		return msg

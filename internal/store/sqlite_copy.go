@@ -1,4 +1,4 @@
-package main
+package store
 
 // The SQLite file as a whole: its backup, and its snapshot as the source
 // of petstore copy (docs/production.md).
@@ -12,12 +12,12 @@ import (
 	"time"
 )
 
-// backupSQLite writes a consistent copy of the live database at path to
+// BackupSQLite writes a consistent copy of the live database at path to
 // out, which must not exist yet. It runs on the write connection (VACUUM
 // INTO writes a file), which in the backup command's own process is
 // otherwise idle; WAL lets it read a snapshot while a server keeps writing.
-func backupSQLite(ctx context.Context, path, out string) error {
-	s, err := openSQLite(ctx, path, false, time.Now)
+func BackupSQLite(ctx context.Context, path, out string) error {
+	s, err := OpenSQLite(ctx, path, false, time.Now)
 	if err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func backupSQLite(ctx context.Context, path, out string) error {
 
 // Snapshot reads the database in one read transaction, which WAL keeps
 // as it was when the snapshot began while a server goes on writing.
-func (s *sqliteStore) Snapshot(ctx context.Context) (snapshot, error) {
+func (s *SQLite) Snapshot(ctx context.Context) (Snapshot, error) {
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (s *sqliteStore) Snapshot(ctx context.Context) (snapshot, error) {
 
 type sqliteSnapshot struct{ tx *sql.Tx }
 
-func (p sqliteSnapshot) Rows(ctx context.Context, table string, columns []string) (rowStream, error) {
+func (p sqliteSnapshot) Rows(ctx context.Context, table string, columns []string) (RowStream, error) {
 	rows, err := p.tx.QueryContext(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (p sqliteSnapshot) LastID(ctx context.Context, table string) (int64, error)
 
 func (p sqliteSnapshot) Close() error { return p.tx.Rollback() }
 
-// sqlRowStream is database/sql rows as a rowStream.
+// sqlRowStream is database/sql rows as a RowStream.
 type sqlRowStream struct {
 	rows   *sql.Rows
 	values []any

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestMigrationsComeInPairs(t *testing.T) {
 		"migrations/postgres/002_b.sql": file("B pg"),
 	}
 	got := readMigrations(pair)
-	want := []migration{{sqlite: "A lite", postgres: "A pg"}, {sqlite: "B lite", postgres: "B pg"}}
+	want := []Migration{{SQLite: "A lite", Postgres: "A pg"}, {SQLite: "B lite", Postgres: "B pg"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("readMigrations = %q, want %q", got, want)
 	}
@@ -37,8 +37,8 @@ func TestMigrationsComeInPairs(t *testing.T) {
 			readMigrations(tt.files)
 		})
 	}
-	for i, m := range migrations {
-		if m.sqlite == "" || m.postgres == "" {
+	for i, m := range Migrations {
+		if m.SQLite == "" || m.Postgres == "" {
 			t.Errorf("migration %d is empty on an engine: %+v", i+1, m)
 		}
 	}

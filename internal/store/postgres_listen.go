@@ -1,4 +1,4 @@
-package main
+package store
 
 // The pets stored by other servers: notices after a commit, the poll and
 // the LISTEN that tail them (docs/replicas.md).
@@ -32,21 +32,21 @@ const noticeTimeout = 5 * time.Second
 // commit, on its own, it needs no flush to disk (a notice lost in a crash
 // costs only freshness: the poll makes up for it), and no create waits for
 // it or for another application's notices.
-func (s *pgStore) sendNotice(ctx context.Context, _ []struct{}) error {
-	_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.petsChannel(), s.notice)
+func (s *Postgres) sendNotice(ctx context.Context, _ []struct{}) error {
+	_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.PetsChannel(), s.notice)
 	time.Sleep(noticeGap)
 	return err
 }
 
-// petsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
+// PetsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
 // schema.
-func (s *pgStore) petsChannel() string { return fmt.Sprintf("petstore_pets_%x", uint32(s.lockSpace)) }
+func (s *Postgres) PetsChannel() string { return fmt.Sprintf("petstore_pets_%x", uint32(s.lockSpace)) }
 
 // Shared: every server of a deployment writes to its PostgreSQL database.
-func (s *pgStore) Shared() bool { return true }
+func (s *Postgres) Shared() bool { return true }
 
 // Namespace names the database and schema, as the advisory locks do.
-func (s *pgStore) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpace)) }
+func (s *Postgres) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpace)) }
 
 // petsPollEvery backs the notices of new pets, which a listening connection
 // that broke has missed.
@@ -55,18 +55,18 @@ const petsPollEvery = time.Second
 // Maintain follows the pets other servers store: PetsAdded receives on
 // each of their notices and on a poll for the notices a broken connection
 // missed. The listening connection's steps end within timeout.
-func (s *pgStore) Maintain(ctx context.Context, timeout time.Duration, _ *slog.Logger) {
+func (s *Postgres) Maintain(ctx context.Context, timeout time.Duration, _ *slog.Logger) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.ListenPets(ctx, timeout, s.petsAdded) })
 	wg.Go(func() { domain.Every(ctx, petsPollEvery, s.petsAdded) })
 	wg.Wait()
 }
 
-func (s *pgStore) PetsAdded() <-chan struct{} { return s.added }
+func (s *Postgres) PetsAdded() <-chan struct{} { return s.added }
 
 // petsAdded tells the reader of PetsAdded, unless a notice waits for it
 // already.
-func (s *pgStore) petsAdded() {
+func (s *Postgres) petsAdded() {
 	select {
 	case s.added <- struct{}{}:
 	default:
@@ -79,7 +79,7 @@ func (s *pgStore) petsAdded() {
 // Connecting, LISTEN and the check of a quiet connection each end within
 // timeout (--db-timeout), so a connection that stalled is found and made
 // anew.
-func (s *pgStore) ListenPets(ctx context.Context, timeout time.Duration, fn func()) {
+func (s *Postgres) ListenPets(ctx context.Context, timeout time.Duration, fn func()) {
 	for ctx.Err() == nil {
 		s.listen(ctx, timeout, fn)
 		select {
@@ -94,7 +94,7 @@ func (s *pgStore) ListenPets(ctx context.Context, timeout time.Duration, fn func
 const listenCheckEvery = 5 * time.Second
 
 // listen is one connection of ListenPets, until it fails.
-func (s *pgStore) listen(ctx context.Context, timeout time.Duration, fn func()) error {
+func (s *Postgres) listen(ctx context.Context, timeout time.Duration, fn func()) error {
 	bounded, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(bounded, s.pool.Config().ConnConfig)
@@ -106,7 +106,7 @@ func (s *pgStore) listen(ctx context.Context, timeout time.Duration, fn func()) 
 		defer cancel()
 		conn.Close(closing)
 	}()
-	if _, err := conn.Exec(bounded, "LISTEN "+pgx.Identifier{s.petsChannel()}.Sanitize()); err != nil {
+	if _, err := conn.Exec(bounded, "LISTEN "+pgx.Identifier{s.PetsChannel()}.Sanitize()); err != nil {
 		return err
 	}
 	for {

@@ -1,4 +1,4 @@
-package main
+package store
 
 import (
 	"context"
@@ -22,11 +22,11 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// sqliteStore keeps pets, API keys, daily usage and idempotency records in one
+// SQLite keeps pets, API keys, daily usage and idempotency records in one
 // SQLite file. SQLite has one writer at a time, so writes go through a pool
 // of one connection and never wait on each other for the lock; reads use a
 // pool of their own, which WAL lets run beside the writer.
-type sqliteStore struct {
+type SQLite struct {
 	sqlAggregates
 	write *sql.DB
 	read  *sql.DB
@@ -50,9 +50,9 @@ const insertPetsSizes = 9
 // backup) found no file.
 var errNoDatabase = errors.New("no such database file")
 
-// openSQLite opens (creating when create is set) the database at path and
+// OpenSQLite opens (creating when create is set) the database at path and
 // brings its schema up to date. A missing directory is an error, not made.
-func openSQLite(ctx context.Context, path string, create bool, now func() time.Time) (*sqliteStore, error) {
+func OpenSQLite(ctx context.Context, path string, create bool, now func() time.Time) (*SQLite, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return nil, fmt.Errorf("open database %s: directory %s does not exist", path, dir)
@@ -95,7 +95,7 @@ func openSQLite(ctx context.Context, path string, create bool, now func() time.T
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &sqliteStore{write: write, read: read, now: now}
+	s := &SQLite{write: write, read: read, now: now}
 	s.sqlAggregates = newSQLAggregates(s)
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
@@ -108,7 +108,7 @@ func openSQLite(ctx context.Context, path string, create bool, now func() time.T
 	return s, nil
 }
 
-func (s *sqliteStore) migrate(ctx context.Context) error {
+func (s *SQLite) migrate(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -118,21 +118,21 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
-	if version > len(migrations) {
-		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(migrations))
+	if version > len(Migrations) {
+		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
 	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i].sqlite); err != nil {
+	for i := version; i < len(Migrations); i++ {
+		if _, err := tx.ExecContext(ctx, Migrations[i].SQLite); err != nil {
 			return fmt.Errorf("migration %d: %w", i+1, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(Migrations))); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-func (s *sqliteStore) prepare(ctx context.Context) error {
+func (s *SQLite) prepare(ctx context.Context) error {
 	for _, p := range []struct {
 		db   *sql.DB
 		stmt **sql.Stmt
@@ -195,15 +195,15 @@ func (p *checkpointPolicy) due(now time.Time, commits int64) bool {
 }
 
 // Shared: one server alone writes to a SQLite file.
-func (s *sqliteStore) Shared() bool { return false }
+func (s *SQLite) Shared() bool { return false }
 
 // Namespace is empty: the one server of a file needs no name for it.
-func (s *sqliteStore) Namespace() string { return "" }
+func (s *SQLite) Namespace() string { return "" }
 
 // Maintain checkpoints the WAL into the database file when checkpointPolicy
 // says it is time. A checkpoint waits for no lock, and what it copied
 // stays copied, so it is not cut short by timeout.
-func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, logger *slog.Logger) {
+func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Logger) {
 	policy := checkpointPolicy{doneAt: s.now()}
 	domain.Every(ctx, checkpointLookEvery, func() {
 		if err := s.checkpointIfDue(ctx, &policy, s.now()); err != nil && ctx.Err() == nil {
@@ -213,10 +213,10 @@ func (s *sqliteStore) Maintain(ctx context.Context, _ time.Duration, logger *slo
 }
 
 // PetsAdded never receives: no other server stores pets here.
-func (s *sqliteStore) PetsAdded() <-chan struct{} { return nil }
+func (s *SQLite) PetsAdded() <-chan struct{} { return nil }
 
 // checkpointIfDue checkpoints when policy says it is time.
-func (s *sqliteStore) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
+func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
 	commits := s.commits.Load()
 	if !policy.due(now, commits) {
 		return nil
@@ -241,7 +241,7 @@ func (s *sqliteStore) checkpointIfDue(ctx context.Context, policy *checkpointPol
 //
 // A reader of another process (a backup) can hold the copy back; the
 // checkpoint is then not complete, and the WAL is not started over.
-func (s *sqliteStore) Checkpoint(ctx context.Context) (checkpoint, error) {
+func (s *SQLite) Checkpoint(ctx context.Context) (checkpoint, error) {
 	var c checkpoint
 	for _, db := range []*sql.DB{s.read, s.write} {
 		var busy, copied int
@@ -262,7 +262,7 @@ type checkpoint struct {
 }
 
 // commit commits a write transaction and counts it.
-func (s *sqliteStore) commit(tx *sql.Tx) error {
+func (s *SQLite) commit(tx *sql.Tx) error {
 	if err := tx.Commit(); err != nil {
 		return storeError(err)
 	}
@@ -272,7 +272,7 @@ func (s *sqliteStore) commit(tx *sql.Tx) error {
 
 // Close closes the database; the WAL is checkpointed when the last
 // connection goes.
-func (s *sqliteStore) Close() error {
+func (s *SQLite) Close() error {
 	for _, stmt := range append(s.insertPets[:], s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion) {
 		if stmt != nil {
 			stmt.Close()
@@ -284,7 +284,7 @@ func (s *sqliteStore) Close() error {
 // Ping tells whether the database takes writes: it takes the write lock, as
 // a create does, and lets it go at once. Reads would answer while another
 // process holds the lock and every create waits.
-func (s *sqliteStore) Ping(ctx context.Context) error {
+func (s *SQLite) Ping(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -296,7 +296,7 @@ func (s *sqliteStore) Ping(ctx context.Context) error {
 // write of each changed page, however many pets. A pet and its idempotency
 // record are stored together or not at all. An error returned means none
 // was stored; otherwise each insert has its id or its own Err.
-func (s *sqliteStore) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
+func (s *SQLite) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -348,7 +348,7 @@ func (s *sqliteStore) CreatePets(ctx context.Context, batch []domain.PetInsert) 
 
 // insertPetRows inserts the 1<<k pets of rows with insertPets[k] and sets
 // their ids.
-func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []domain.PetInsert) error {
+func (s *SQLite) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []domain.PetInsert) error {
 	args := make([]any, 0, 3*len(rows))
 	for i := range rows {
 		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullString(rows[i].Pet.Status))
@@ -373,7 +373,7 @@ func (s *sqliteStore) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows
 
 // IdempotencyRecord returns the record for an API key's Idempotency-Key made
 // at or after since, or ok=false when there is none.
-func (s *sqliteStore) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec domain.IdempotencyRecord, ok bool, err error) {
+func (s *SQLite) IdempotencyRecord(ctx context.Context, keyID int64, key string, since time.Time) (rec domain.IdempotencyRecord, ok bool, err error) {
 	var created int64
 	err = s.read.QueryRowContext(ctx,
 		`SELECT request_hash, pet_id, created_at FROM idempotency WHERE key_id = ? AND idem_key = ? AND created_at >= ?`,
@@ -389,7 +389,7 @@ func (s *sqliteStore) IdempotencyRecord(ctx context.Context, keyID int64, key st
 }
 
 // PruneIdempotency deletes records made before cutoff.
-func (s *sqliteStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *SQLite) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
 	if err != nil {
 		return 0, storeError(err)
@@ -399,7 +399,7 @@ func (s *sqliteStore) PruneIdempotency(ctx context.Context, cutoff time.Time) (i
 }
 
 // GetPet returns the pet with the given id, or a not_found Error.
-func (s *sqliteStore) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
+func (s *SQLite) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	var p domain.Pet
 	var status sql.NullString
 	err := s.getPet.QueryRowContext(ctx, id).Scan(&p.ID, &p.Name, &p.CategoryID, &status)
@@ -415,7 +415,7 @@ func (s *sqliteStore) GetPet(ctx context.Context, id int64) (domain.Pet, error) 
 
 // ListPets returns up to limit pets with ids above after, in ascending id
 // order, only those with the given status when it is not empty.
-func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
+func (s *SQLite) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	var rows *sql.Rows
 	var err error
 	if status == "" {
@@ -446,7 +446,7 @@ func (s *sqliteStore) ListPets(ctx context.Context, status string, after int64, 
 // ScanPets calls fn for up to limit pets with ids above after, in id order,
 // and returns how many it saw. The name and status bytes are valid only
 // during the call: loading a million pets this way makes no garbage.
-func (s *sqliteStore) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
+func (s *SQLite) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
 	rows, err := s.listPets.QueryContext(ctx, after, limit)
 	if err != nil {
 		return 0, storeError(err)
@@ -493,19 +493,19 @@ func storeError(err error) error {
 	return err
 }
 
-func (s *sqliteStore) update(ctx context.Context, fn func(dbTx) error) error {
+func (s *SQLite) update(ctx context.Context, fn func(dbTx) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
 }
 
 // view reads through the read pool, beside the writer.
-func (s *sqliteStore) view(ctx context.Context, fn func(dbTx) error) error {
+func (s *SQLite) view(ctx context.Context, fn func(dbTx) error) error {
 	return storeError(fn(sqliteTx{s.read}))
 }
 
-func (s *sqliteStore) clock() time.Time { return s.now() }
+func (s *SQLite) clock() time.Time { return s.now() }
 
 // inTx runs fn in a write transaction and commits it when fn succeeds.
-func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -518,7 +518,7 @@ func (s *sqliteStore) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // KeyByHash returns the key with the given hash, or ok=false.
-func (s *sqliteStore) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
+func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
 	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Key{}, false, nil
@@ -530,7 +530,7 @@ func (s *sqliteStore) KeyByHash(ctx context.Context, hash []byte) (k domain.Key,
 }
 
 // KeysVersion changes whenever a key is created or revoked.
-func (s *sqliteStore) KeysVersion(ctx context.Context) (int64, error) {
+func (s *SQLite) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
 	return v, storeError(err)
@@ -538,7 +538,7 @@ func (s *sqliteStore) KeysVersion(ctx context.Context) (int64, error) {
 
 // SetLastUsed records the minute each key was last used in, in one
 // transaction, never moving one back.
-func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
+func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, u := range uses {
 			_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
@@ -551,7 +551,7 @@ func (s *sqliteStore) SetLastUsed(ctx context.Context, uses []domain.LastUse) er
 }
 
 // Usage returns how many requests key made on day.
-func (s *sqliteStore) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
+func (s *SQLite) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
 	var n int64
 	err := s.read.QueryRowContext(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -562,7 +562,7 @@ func (s *sqliteStore) Usage(ctx context.Context, keyID int64, day string) (int64
 
 // AddUsage adds each count to the stored total of its key and day, in one
 // transaction, and forgets days older than a week.
-func (s *sqliteStore) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
+func (s *SQLite) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range counts {

@@ -1,6 +1,6 @@
 // The one way an audited change is recorded (docs/design.md#what-no-code-may-do).
 
-package main
+package store
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // audited and its webhook forgotten, nor the other way round.
 func recordActions(ctx context.Context, tx dbTx, events ...domain.AuditEvent) error {
 	for _, e := range events {
-		row, err := auditRow(e)
+		row, err := AuditRow(e)
 		if err != nil {
 			return err
 		}
