@@ -56,8 +56,8 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	token := newSecret(adminPrefixes[c.db.env])
-	hash := hashKey(token)
+	token := domain.NewSecret(domain.AdminPrefixes[c.db.env])
+	hash := domain.HashKey(token)
 	t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.env}, commandActor())
 	if err != nil {
 		return fmt.Errorf("create admin token: %w", err)
@@ -174,7 +174,7 @@ func adminCredential(header, env string) (string, authFailure) {
 	if strings.HasPrefix(token, "psk_") {
 		return "", adminPetKey
 	}
-	switch problem := secretProblem(token, env, adminPrefixes); problem.reason {
+	switch problem := secretProblem(token, env, domain.AdminPrefixes); problem.reason {
 	case 0:
 		return token, authFailure{}
 	case authWrongEnvironment:
@@ -223,7 +223,7 @@ func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailu
 	if !s.Allowed {
 		return nil, adminUnknown, nil // banned: the token is not even looked up
 	}
-	hash := hashKey(token)
+	hash := domain.HashKey(token)
 	t, ok, err := g.store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
 	switch {
 	case err != nil:

@@ -37,8 +37,8 @@ func TestAdminCommands(t *testing.T) {
 			t.Fatalf("admin create: exit status %d\n%s", res.code, res.stderr)
 		}
 		token := strings.TrimSpace(res.stdout)
-		if strings.Count(res.stdout, "\n") != 1 || len(token) != len("psa_live_")+keyRandomLen+keyChecksumLn ||
-			secretProblem(token, "production", adminPrefixes).reason != 0 {
+		if strings.Count(res.stdout, "\n") != 1 || len(token) != len("psa_live_")+domain.KeyRandomLen+domain.KeyChecksumLen ||
+			secretProblem(token, "production", domain.AdminPrefixes).reason != 0 {
 			t.Errorf("admin create printed %q, want one psa_live_ token alone", res.stdout)
 		}
 		if strings.Contains(res.stderr, token) {

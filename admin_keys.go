@@ -341,8 +341,8 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		token := newKey(old.Env)
-		hash := hashKey(token)
+		token := domain.NewKeyToken(old.Env)
+		hash := domain.HashKey(token)
 		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)

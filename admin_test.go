@@ -21,8 +21,8 @@ import (
 // returns it.
 func (s *testServer) mustCreateAdmin(name string, scopes domain.ScopeSet) string {
 	s.t.Helper()
-	token := newSecret(adminPrefixes[s.cfg.env])
-	hash := hashKey(token)
+	token := domain.NewSecret(domain.AdminPrefixes[s.cfg.env])
+	hash := domain.HashKey(token)
 	if _, err := s.store.CreateAdminToken(context.Background(), domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.env}, testActor); err != nil {
 		s.t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{metrics: m, banAfter: 2})
 	key := s.mustCreateKey("free")
-	wrong := newSecret(adminPrefixes["production"]) // the shape of a token, and no such token
+	wrong := domain.NewSecret(domain.AdminPrefixes["production"]) // the shape of a token, and no such token
 	send := func(token string) *httptest.ResponseRecorder { return s.adminFrom("198.51.100.7:4000", token) }
 	for i := range domain.AnonymousLimits.PerMinute {
 		if w := send(wrong); w.Code != 401 {
@@ -211,7 +211,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
 		for i := range 300 {
 			forged := fmt.Sprintf("203.0.113.%d, 10.0.0.1", i%250+1)
-			w := s.adminFrom("198.51.100.7:4000", newSecret(adminPrefixes["production"]), "X-Forwarded-For", forged)
+			w := s.adminFrom("198.51.100.7:4000", domain.NewSecret(domain.AdminPrefixes["production"]), "X-Forwarded-For", forged)
 			if i < int(domain.AnonymousLimits.PerMinute) {
 				wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
 				continue
@@ -222,7 +222,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 	t.Run("a forged X-Forwarded-For bans nobody else", func(t *testing.T) {
 		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
 		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-		wrong := newSecret(adminPrefixes["production"])
+		wrong := domain.NewSecret(domain.AdminPrefixes["production"])
 		for range domain.AnonymousLimits.PerMinute + 5 {
 			s.adminFrom("198.51.100.7:4000", wrong, "X-Forwarded-For", "192.0.2.50")
 		}

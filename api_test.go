@@ -771,7 +771,7 @@ func TestAuthentication(t *testing.T) {
 		key := s.mustCreateKey("business")
 
 		revoked := s.mustCreateKey("free")
-		hash := hashKey(revoked)
+		hash := domain.HashKey(revoked)
 		rk, ok, err := s.store.KeyByHash(ctx, hash[:])
 		if err != nil || !ok {
 			t.Fatalf("find the key to revoke: ok=%v err=%v", ok, err)
@@ -810,7 +810,7 @@ func TestAuthentication(t *testing.T) {
 			{"Basic scheme carrying a real key", "Basic " + key, 401, realm},
 			{"Bearer with nothing after it", "Bearer", 401, realm},
 			{"Bearer followed by spaces only", "Bearer    ", 401, realm},
-			{"unknown key", "Bearer " + newKey("production"), 401, invalidToken},
+			{"unknown key", "Bearer " + domain.NewKeyToken("production"), 401, invalidToken},
 			{"malformed key", "Bearer hello", 401, invalidToken},
 			{"key with a wrong checksum", "Bearer " + wrongChecksum, 401, invalidToken},
 			{"key cut short", "Bearer " + key[:len(key)-1], 401, invalidToken},

@@ -600,7 +600,7 @@ func TestNoEventHoldsAKeyOrItsHash(t *testing.T) {
 // secretForms are the ways a key could leak: its text, and its hash in hex
 // and base64.
 func secretForms(token string) []string {
-	hash := hashKey(token)
+	hash := domain.HashKey(token)
 	return []string{token, hex.EncodeToString(hash[:]), base64.StdEncoding.EncodeToString(hash[:]),
 		base64.RawURLEncoding.EncodeToString(hash[:]), string(hash[:])}
 }

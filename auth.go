@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"hash/crc32"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -17,49 +16,13 @@ import (
 	"petstore/internal/limits"
 )
 
-// API keys look like psk_live_<32 random base62 chars><6-char checksum>
-// (psk_test_ on staging). The checksum is the CRC32 of everything before it,
-// in base62: a mistyped or made-up key is refused without a database look-up,
-// and secret scanners can tell a real leaked key from noise.
-const (
-	keyRandomLen  = 32
-	keyChecksumLn = 6
-)
-
-var keyPrefixes = map[string]string{"production": "psk_live_", "staging": "psk_test_"}
-
-// adminPrefixes begin admin tokens (admin.go): the same shape as a key,
-// another prefix, so that neither is ever taken for the other.
-var adminPrefixes = map[string]string{"production": "psa_live_", "staging": "psa_test_"}
-
-// newKey returns a fresh random key for env.
-func newKey(env string) string { return newSecret(keyPrefixes[env]) }
-
-// newSecret returns a fresh random secret that begins with prefix: a key,
-// or an admin token.
-func newSecret(prefix string) string {
-	b := make([]byte, 0, len(prefix)+keyRandomLen+keyChecksumLn)
-	b = domain.AppendRandomBase62(append(b, prefix...), keyRandomLen)
-	return string(appendChecksum(b, b))
-}
-
-func appendChecksum(dst, body []byte) []byte {
-	sum := crc32.ChecksumIEEE(body)
-	var c [keyChecksumLn]byte
-	for i := keyChecksumLn - 1; i >= 0; i-- {
-		c[i] = domain.Base62[sum%62]
-		sum /= 62
-	}
-	return append(dst, c[:]...)
-}
-
 // keyProblem says why a token cannot be a key of env, or nothing (the zero
 // authFailure) when its shape and checksum are right.
 func keyProblem(token, env string) authFailure {
 	if strings.HasPrefix(token, "psa_") {
 		return authAdminToken
 	}
-	return secretProblem(token, env, keyPrefixes)
+	return secretProblem(token, env, domain.KeyPrefixes)
 }
 
 // secretProblem says why token cannot be a secret of env with one of
@@ -76,35 +39,21 @@ func secretProblem(token, env string, prefixes map[string]string) authFailure {
 		}
 		return authNotAKey
 	}
-	if len(token) != len(prefix)+keyRandomLen+keyChecksumLn {
+	if len(token) != len(prefix)+domain.KeyRandomLen+domain.KeyChecksumLen {
 		return authNotAKey
 	}
 	for i := len(prefix); i < len(token); i++ {
-		if !isBase62[token[i]] {
+		if !domain.IsBase62[token[i]] {
 			return authNotAKey
 		}
 	}
-	var sum [keyChecksumLn]byte
+	var sum [domain.KeyChecksumLen]byte
 	var buf [64]byte // the key's body, without a heap copy
-	body := token[:len(token)-keyChecksumLn]
-	if string(appendChecksum(sum[:0], append(buf[:0], body...))) != token[len(body):] {
+	body := token[:len(token)-domain.KeyChecksumLen]
+	if string(domain.AppendChecksum(sum[:0], append(buf[:0], body...))) != token[len(body):] {
 		return authNotAKey
 	}
 	return authFailure{}
-}
-
-var isBase62 = func() (table [256]bool) {
-	for i := range len(domain.Base62) {
-		table[domain.Base62[i]] = true
-	}
-	return table
-}()
-
-func hashKey(token string) [sha256.Size]byte {
-	// A key is longer than the 32 bytes Go converts a string into on the
-	// stack: copy it into a larger stack buffer instead of the heap.
-	var buf [64]byte
-	return sha256.Sum256(append(buf[:0], token...))
 }
 
 // keyring answers "which key is this?" from memory, so a request costs no
@@ -215,7 +164,7 @@ func (k *keyring) useOf(key *domain.Key) *keyUse {
 // up: made-up keys with a valid checksum cost the database nothing once
 // their sender is limited, and a key made a moment ago still works.
 func (k *keyring) lookup(ctx context.Context, token string, senderLimited func(context.Context) bool) (*heldKey, authFailure, error) {
-	hash := hashKey(token)
+	hash := domain.HashKey(token)
 	k.mu.RLock()
 	h, known := k.byHash[hash]
 	loaded := k.version

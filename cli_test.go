@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -1209,7 +1210,7 @@ func startWithDefaultDB(t *testing.T, env, file, other string, args ...string) (
 	}
 	wantNoFile(t, filepath.Join(dir, other))
 	if !cliKeyPattern[env].MatchString(s.bootstrap) {
-		t.Errorf("%s bootstrap key %q, want a %s key", env, s.bootstrap, keyPrefixes[env])
+		t.Errorf("%s bootstrap key %q, want a %s key", env, s.bootstrap, domain.KeyPrefixes[env])
 	}
 	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 	return dir, s

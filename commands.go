@@ -150,7 +150,7 @@ func (d *dbFlags) register(fs *flag.FlagSet) {
 }
 
 func (d *dbFlags) check() error {
-	if _, ok := keyPrefixes[d.env]; !ok {
+	if _, ok := domain.KeyPrefixes[d.env]; !ok {
 		return usagef("--env must be production or staging, not %q", d.env)
 	}
 	if d.db == "" {
@@ -279,7 +279,7 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return usagef("--from must be a SQLite database file, not a URL")
 	case !store.IsPostgresURL(to):
 		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
-	case keyPrefixes[env] == "":
+	case domain.KeyPrefixes[env] == "":
 		return usagef("--env must be production or staging, not %q", env)
 	}
 	src, err := openFlagged(ctx, "--from", from, false, time.Now)

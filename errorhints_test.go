@@ -31,8 +31,8 @@ func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
 		{"another scheme", "Token " + admin, authMalformed, "Bearer scheme"},
 		{"a mistyped token", "Bearer " + mistyped, authMalformed, "mistyped"},
 		{"a token cut short", "Bearer " + admin[:20], authMalformed, "cut short"},
-		{"a staging token on production", "Bearer " + newSecret(adminPrefixes["staging"]), authWrongEnvironment, "other environment"},
-		{"a token of the right shape that does not exist", "Bearer " + newSecret(adminPrefixes["production"]), authInvalid, "no such token"},
+		{"a staging token on production", "Bearer " + domain.NewSecret(domain.AdminPrefixes["staging"]), authWrongEnvironment, "other environment"},
+		{"a token of the right shape that does not exist", "Bearer " + domain.NewSecret(domain.AdminPrefixes["production"]), authInvalid, "no such token"},
 		{"a pet key", "Bearer " + key, authMalformed, "psk_"},
 		{"a pet key without Bearer", key, authMalformed, "psk_"},
 	}

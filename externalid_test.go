@@ -81,10 +81,10 @@ func TestAnExternalIDHoldingAKeyOrTokenIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	values := map[string]string{
-		"a live key":          newKey("production"),
-		"a staging key":       newKey("staging"),
-		"an admin token":      newSecret(adminPrefixes["production"]),
-		"a key inside a text": "customer " + newKey("production") + " (pasted)",
+		"a live key":          domain.NewKeyToken("production"),
+		"a staging key":       domain.NewKeyToken("staging"),
+		"an admin token":      domain.NewSecret(domain.AdminPrefixes["production"]),
+		"a key inside a text": "customer " + domain.NewKeyToken("production") + " (pasted)",
 		"a key's prefix":      "psk_live_",
 	}
 	for name, v := range values {

@@ -44,7 +44,9 @@ var (
 	fuzzStagingToken = checksummed("psk_test_FuzzFuzzFuzzFuzzFuzzFuzzFuzzFuzz")
 )
 
-func checksummed(body string) string { return string(appendChecksum([]byte(body), []byte(body))) }
+func checksummed(body string) string {
+	return string(domain.AppendChecksum([]byte(body), []byte(body)))
+}
 
 // fuzzServer is the real handler on a real SQLite file, made once per fuzz
 // target. The same service is built twice over one store: handler
@@ -69,7 +71,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	log := &syncBuffer{}
 	s := newTestServerWith(f, testOptions{logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
-		hash := hashKey(token)
+		hash := domain.HashKey(token)
 		k, err := s.store.CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
 			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, testActor)
 		if err != nil {
@@ -689,7 +691,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 		if pos%2 == 1 {
 			env = "staging"
 		}
-		key := newKey(env)
+		key := domain.NewKeyToken(env)
 		if problem := keyProblem(key, env); problem.reason != 0 {
 			t.Fatalf("new key %q of %s: %s", key, env, problem.message)
 		}

@@ -27,8 +27,8 @@ func createKey(ctx context.Context, store domain.KeyStore, terms domain.Key, act
 // newAPIKey is a new token for a key on terms, and the record of it that is
 // stored: the token's hash, never the token.
 func newAPIKey(terms domain.Key) (domain.Key, string) {
-	token := newKey(terms.Env)
-	hash := hashKey(token)
+	token := domain.NewKeyToken(terms.Env)
+	hash := domain.HashKey(token)
 	terms.Hash = hash[:]
 	return terms, token
 }
@@ -245,8 +245,8 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if i < 0 {
 		return fmt.Errorf("no API key has id %d (see petstore keys list)", id)
 	}
-	token := newKey(keys[i].Env)
-	hash := hashKey(token)
+	token := domain.NewKeyToken(keys[i].Env)
+	hash := domain.HashKey(token)
 	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, commandActor())
 	if err != nil {
 		return keyCommandError("roll", id, err)

@@ -58,8 +58,8 @@ func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled domain.K
 
 func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
 	ctx := context.Background()
-	token = newKey(s.keys.env)
-	hash := hashKey(token)
+	token = domain.NewKeyToken(s.keys.env)
+	hash := domain.HashKey(token)
 	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
 	if err != nil {
 		return old, rolled, "", err
@@ -674,8 +674,8 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			token := newKey("production")
-			hash := hashKey(token)
+			token := domain.NewKeyToken("production")
+			hash := domain.HashKey(token)
 			for _, q := range append(migrationsOf(func(m store.Migration) string { return m.SQLite })[:version], fmt.Sprintf(`PRAGMA user_version = %d`, version)) {
 				if _, err := db.Exec(q); err != nil {
 					t.Fatal(err)
@@ -714,8 +714,8 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			token := newKey("production")
-			hash := hashKey(token)
+			token := domain.NewKeyToken("production")
+			hash := domain.HashKey(token)
 			for _, q := range append([]string{
 				`CREATE TABLE petstore_schema (version integer NOT NULL)`,
 				fmt.Sprintf(`INSERT INTO petstore_schema (version) VALUES (%d)`, version),
@@ -783,8 +783,8 @@ func wantOldKeysKept(t *testing.T, store store.Storage, clock *fakeClock, token 
 	if err := ring.flushLastUsed(ctx); err != nil {
 		t.Fatal(err)
 	}
-	next := newKey("production")
-	hash := hashKey(next)
+	next := domain.NewKeyToken("production")
+	hash := domain.HashKey(next)
 	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour, testActor)
 	if err != nil || rolled.BudgetID != 1 || old.RolledTo != rolled.ID {
 		t.Errorf("roll the old key: %+v %+v %v", old, rolled, err)

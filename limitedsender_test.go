@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"petstore/internal/domain"
 	"petstore/internal/metrics"
 	"testing"
 )
@@ -35,7 +36,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 		answered := map[int]int{}
 		before := databaseCalls(t, m)["KeyByHash"]
 		for range flood {
-			answered[s.do("GET", "/v1/pets", newKey("production"), "").Code]++
+			answered[s.do("GET", "/v1/pets", domain.NewKeyToken("production"), "").Code]++
 		}
 		lookups := databaseCalls(t, m)["KeyByHash"] - before
 		// The Free plan's minute for the address: 60 401s, then 429s.
@@ -64,7 +65,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 		}
 		versions := databaseCalls(t, m)["KeysVersion"]
 		for range 100 {
-			s.do("GET", "/v1/pets", newKey("production"), "")
+			s.do("GET", "/v1/pets", domain.NewKeyToken("production"), "")
 		}
 		if n := databaseCalls(t, m)["KeysVersion"] - versions; n != 0 {
 			t.Errorf("100 more made-up keys within %v read the keys' version %d times, want 0", sharedRefreshAge, n)

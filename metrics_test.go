@@ -95,7 +95,7 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 		pro := s.mustCreateKey("pro")
 		free := s.mustCreateKey("free")
 		revoked := s.mustCreateKey("free")
-		hash := hashKey(revoked)
+		hash := domain.HashKey(revoked)
 		rk, _, err := s.store.KeyByHash(ctx, hash[:])
 		if err != nil {
 			t.Fatal(err)
@@ -164,9 +164,9 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 			{"nothing after Bearer", "GET", "/v1/pets", "/v1/pets", "Bearer ", "", 1, 401},
 			{"another scheme", "GET", "/v1/pets", "/v1/pets", "Basic dXNlcjpwYXNz", "", 1, 401},
 			{"not a key", "GET", "/v1/pets", "/v1/pets", "Bearer psk_live_abc", "", 1, 401},
-			{"unknown key", "GET", "/v1/pets", "/v1/pets", bearer(newKey("production")), "", 3, 401},
+			{"unknown key", "GET", "/v1/pets", "/v1/pets", bearer(domain.NewKeyToken("production")), "", 3, 401},
 			{"revoked key", "GET", "/v1/pets/1", "/v1/pets/{petId}", bearer(revoked), "", 1, 401},
-			{"staging key", "GET", "/v1/pets", "/v1/pets", bearer(newKey("staging")), "", 1, 401},
+			{"staging key", "GET", "/v1/pets", "/v1/pets", bearer(domain.NewKeyToken("staging")), "", 1, 401},
 			{"expired key", "GET", "/v1/pets", "/v1/pets", bearer(expired), "", 2, 401},
 			{"own limits, spending nothing", "GET", "/v1/rate_limit", "/v1/rate_limit", bearer(pro), "", 2, 200},
 			{"document without a key", "GET", "/v1/openapi.yaml", "/v1/openapi.yaml", "", "", 1, 200},
@@ -388,7 +388,7 @@ func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 
 func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
 	failures := []authFailure{authNoHeader, authNoToken, authNotBearer, authNotAKey, authUnknownKey, authRevokedKey, authExpiredKey,
-		keyProblem(newKey("staging"), "production")}
+		keyProblem(domain.NewKeyToken("staging"), "production")}
 	seen := map[authReason]bool{}
 	for _, f := range failures {
 		if f.reason == 0 || int(f.reason) >= len(authReasonNames) || authReasonNames[f.reason] == "" || f.message == "" {
@@ -511,7 +511,7 @@ func TestDatabaseCallsAreTimedByOperation(t *testing.T) {
 		key := s.mustCreateKey("pro")
 		s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`)
 		s.do("GET", "/readyz", "", "")
-		s.do("GET", "/v1/pets", newKey("production"), "")
+		s.do("GET", "/v1/pets", domain.NewKeyToken("production"), "")
 
 		calls := map[string]uint64{}
 		for _, metric := range scrape(t, m)["petstore_database_call_duration_seconds"].GetMetric() {

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/domain"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -584,7 +585,7 @@ func (b *balancedSet) waitUsage(key string, n int64) {
 		b.t.Fatal(err)
 	}
 	defer store.Close()
-	hash := hashKey(key)
+	hash := domain.HashKey(key)
 	k, ok, err := store.KeyByHash(ctx, hash[:])
 	if err != nil || !ok {
 		b.t.Fatalf("key not found (%v)", err)
