@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
@@ -20,92 +17,6 @@ import (
 // another prefix (psa_live_, psa_test_ on staging: adminPrefixes), made and
 // checked by the same code (newSecret, secretProblem); the database keeps
 // its SHA-256 hash. Its scopes are the admin scopes of scope.go.
-
-// parseAdminScopes reads --scope of admin create: admin scopes separated by
-// commas, repeatable. None given: every admin scope.
-func parseAdminScopes(flags []string) (domain.ScopeSet, error) {
-	return parseScopeFlags(flags, domain.AllAdminScopes, func(_, name string) error {
-		return usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
-	})
-}
-
-func adminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	c := newCommand("admin create", getenv, stdout).withDB()
-	var name string
-	var scopeFlags []string
-	c.fs.StringVar(&name, "name", "", "who holds the token, shown in admin list and as the actor admin:NAME of every change it makes (required)")
-	c.fs.Func("scope", "what the token may do: keys:read, keys:write, audit:read, webhooks; repeat the flag or separate scopes by commas (default all four)", func(v string) error {
-		scopeFlags = append(scopeFlags, v)
-		return nil
-	})
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if name == "" {
-		return usagef("admin create needs --name NAME: the actor admin:NAME of every change the token makes")
-	}
-	if err := checkLabel("--name", name); err != nil {
-		return usagef("%v", err)
-	}
-	scopes, err := parseAdminScopes(scopeFlags)
-	if err != nil {
-		return err
-	}
-	store, err := c.db.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	token := domain.NewSecret(domain.AdminPrefixes[c.db.env])
-	hash := domain.HashKey(token)
-	t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.env}, commandActor())
-	if err != nil {
-		return fmt.Errorf("create admin token: %w", err)
-	}
-	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.Described(), c.db.shown())
-	fmt.Fprintln(stdout, token)
-	return nil
-}
-
-func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	read := func(ctx context.Context, store store.Storage) ([]domain.ListedAdminToken, error) {
-		tokens, err := store.AdminTokens(ctx)
-		return listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
-	}
-	return listCommand(ctx, "admin list", "admin tokens", args, getenv, stdout, read, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t domain.ListedAdminToken) {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Name, strings.Join(t.Scopes, ","), t.Created.Format(time.RFC3339), timeOrDash(t.Revoked))
-	})
-}
-
-func adminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCommand("admin revoke", getenv, stdout).withDB()
-	rest, err := c.parseArgs(args)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 {
-		return usagef("admin revoke takes one ID (see petstore admin list)")
-	}
-	id, ok := parseID(rest[0])
-	if !ok {
-		return usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
-	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	revoked, err := store.RevokeAdminToken(ctx, id, commandActor())
-	if err != nil {
-		return keyCommandError("revoke admin token", id, err)
-	}
-	if !revoked {
-		fmt.Fprintf(stdout, "admin token %d was revoked already; nothing changed\n", id)
-		return nil
-	}
-	fmt.Fprintf(stdout, "revoked admin token %d; the admin API refuses it at once\n", id)
-	return nil
-}
 
 // adminGate lets a request into the admin API with a valid admin token that
 // holds the scope its route needs. The token is looked up in the database

@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
@@ -76,7 +77,7 @@ func nextPageLink(path string, params url.Values, limit int, last int64) string 
 // answers the rest.
 func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int64)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := parseID(r.PathValue("id"))
+		id, ok := domain.ParseID(r.PathValue("id"))
 		if !ok {
 			writeError(w, r, errorf(codeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
 			return
@@ -126,7 +127,7 @@ func (b jsonBody) externalID(dst *string, clear bool) error {
 	if err := b.str("externalId", dst); err != nil || (clear && *dst == "") {
 		return err
 	}
-	return checkExternalID("externalId", *dst)
+	return manage.CheckExternalID("externalId", *dst)
 }
 
 // name reads the name of a key.
@@ -134,7 +135,7 @@ func (b jsonBody) name(dst *string) error {
 	if err := b.str("name", dst); err != nil {
 		return err
 	}
-	if err := checkLabel("name", *dst); err != nil {
+	if err := manage.CheckLabel("name", *dst); err != nil {
 		return errorf(codeInvalidRequest, "%s", err.Error())
 	}
 	return nil
@@ -174,7 +175,7 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	if err := b.str("expires", &s); err != nil {
 		return errorf(codeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
 	}
-	at, err := expiresOf("expires", s, "null (never)", now)
+	at, err := manage.ExpiresOf("expires", s, "null (never)", now)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 )
 
 // The admin API's route of the audit trail (docs/admin.md, "The routes").
@@ -30,7 +31,7 @@ func handleAdminAudit(d adminDeps) http.Handler {
 			events = events[:limit]
 			w.Header().Set("Link", nextPageLink("/admin/v1/audit", params, limit, events[limit-1].ID))
 		}
-		writeJSON(w, r, http.StatusOK, auditJSONOf(events))
+		writeJSON(w, r, http.StatusOK, manage.AuditJSONOf(events))
 	})
 }
 
@@ -45,7 +46,7 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 		}
 	}
 	var err error
-	if f.Since, err = auditSince("since", v.Get("since"), v.Has("since"), now); err != nil {
+	if f.Since, err = manage.AuditSince("since", v.Get("since"), v.Has("since"), now); err != nil {
 		return f, nil, err
 	}
 	if v.Has("since") {
@@ -56,13 +57,13 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 	if v.Has("key") {
 		s := v.Get("key")
 		var ok bool
-		if f.KeyID, ok = parseID(s); !ok {
+		if f.KeyID, ok = domain.ParseID(s); !ok {
 			return f, nil, errorf(codeInvalidRequest, "key must be a key's id, an integer from 1 to 9223372036854775807")
 		}
 		params.Set("key", s)
 	}
 	f.Action = v.Get("action")
-	if err := checkAuditAction("action", f.Action); err != nil {
+	if err := manage.CheckAuditAction("action", f.Action); err != nil {
 		return f, nil, err
 	}
 	if f.Action != "" {

@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -61,7 +62,7 @@ func TestAdminCommands(t *testing.T) {
 		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.code != 0 || !strings.Contains(res.stdout, "revoked already") {
 			t.Errorf("admin revoke again: %q", res.stdout)
 		}
-		var events []auditJSON
+		var events []manage.AuditJSON
 		cliJSON(t, &events, "audit", "--db", db, "--json")
 		if len(events) != 2 || events[0].Action != domain.AuditAdminCreated || events[1].Action != domain.AuditAdminRevoked ||
 			events[1].Details.AdminID != tokens[0].ID {
@@ -102,7 +103,7 @@ func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
 		if k := listKeysJSON(t, viaRun, db)[0]; k.Expires != nil {
 			t.Errorf("expires %v after --expires never", k.Expires)
 		}
-		var events []auditJSON
+		var events []manage.AuditJSON
 		cliJSON(t, &events, "audit", "--db", db, "--action", domain.AuditKeyUpdated, "--json")
 		if len(events) != 2 || events[0].Details.Before.Plan != "free" || events[0].Details.After.PerMinute != 500 {
 			t.Errorf("key.updated events: %+v", events)
@@ -126,7 +127,7 @@ func TestKeysListReportsIdleAndExpiringKeys(t *testing.T) {
 	mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "never")
 	names := func(args ...string) string {
 		t.Helper()
-		var keys []listedKey
+		var keys []manage.ListedKey
 		cliJSON(t, &keys, append([]string{"keys", "list", "--db", db, "--json"}, args...)...)
 		var n []string
 		for _, k := range keys {

@@ -5,15 +5,12 @@ import (
 	_ "embed"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"petstore/internal/domain"
-	"petstore/internal/store"
+	"petstore/internal/manage"
 )
 
 // The admin API's routes of keys (docs/admin.md, "The routes"): create,
@@ -22,7 +19,7 @@ import (
 // createdKey is a key made by the admin API: the key object and, this once,
 // the key itself.
 type createdKey struct {
-	listedKey
+	manage.ListedKey
 	Key string `json:"key"`
 }
 
@@ -39,7 +36,7 @@ func handleAdminCreateKey(d adminDeps, env string) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		k, token, err := createKey(r.Context(), d.store, terms, recordOf(w).admin.Actor())
+		k, token, err := manage.CreateKey(r.Context(), d.store, terms, recordOf(w).admin.Actor())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -84,33 +81,6 @@ func newKeyTerms(body jsonBody, env string, now time.Time) (domain.Key, error) {
 	return k, nil
 }
 
-// maxExternalIDLen bounds an externalId, in characters.
-const maxExternalIDLen = 255
-
-// checkText: field is 1 to 255 printable characters of valid UTF-8, as an
-// externalId and the keys' search q are.
-func checkText(field, s string) error {
-	if s == "" || !utf8.ValidString(s) || utf8.RuneCountInString(s) > maxExternalIDLen ||
-		strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
-		return errorf(codeInvalidRequest, "%s must be 1 to %d printable characters", field, maxExternalIDLen)
-	}
-	return nil
-}
-
-// checkExternalID is the rule of a key's externalId given as field
-// (externalId, --external-id): checkText's, without U+FFFD (where
-// encoding/json put bytes that were not UTF-8), and never the text of a key
-// or token (refuseSecret). A refusal is invalid_request.
-func checkExternalID(field, id string) error {
-	if checkText(field, id) != nil || strings.ContainsRune(id, utf8.RuneError) {
-		return domain.Invalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
-	}
-	if err := refuseSecret(field, id); err != nil {
-		return domain.Invalid("%s", err.Error())
-	}
-	return nil
-}
-
 func handleAdminListKeys(d adminDeps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseAdminKeysQuery(r.URL.Query())
@@ -136,7 +106,7 @@ func handleAdminListKeys(d adminDeps) http.Handler {
 			}
 			page = append(page, k)
 		}
-		rows, err := listedKeys(r.Context(), d.store, all, page, now)
+		rows, err := manage.ListedKeys(r.Context(), d.store, all, page, now)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -191,14 +161,14 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 		q.params.Set("revoked", v.Get("revoked"))
 	}
 	if v.Has("externalId") {
-		if err := checkText("externalId", v.Get("externalId")); err != nil {
+		if err := manage.CheckText("externalId", v.Get("externalId")); err != nil {
 			return q, err
 		}
 		q.filter.ExternalID = v.Get("externalId")
 		q.params.Set("externalId", q.filter.ExternalID)
 	}
 	if v.Has("q") {
-		if err := checkText("q", v.Get("q")); err != nil {
+		if err := manage.CheckText("q", v.Get("q")); err != nil {
 			return q, err
 		}
 		q.filter.Search = v.Get("q")
@@ -239,29 +209,16 @@ func (d adminDeps) answerKey(w http.ResponseWriter, r *http.Request, status int,
 
 // keyObject is key id as the admin API shows it; an unknown id is
 // not_found.
-func (d adminDeps) keyObject(ctx context.Context, id int64) (listedKey, error) {
-	k, all, err := findKey(ctx, d.store, id)
+func (d adminDeps) keyObject(ctx context.Context, id int64) (manage.ListedKey, error) {
+	k, all, err := manage.FindKey(ctx, d.store, id)
 	if err != nil {
-		return listedKey{}, err
+		return manage.ListedKey{}, err
 	}
-	rows, err := listedKeys(ctx, d.store, all, []domain.Key{k}, d.now())
+	rows, err := manage.ListedKeys(ctx, d.store, all, []domain.Key{k}, d.now())
 	if err != nil {
-		return listedKey{}, err
+		return manage.ListedKey{}, err
 	}
 	return rows[0], nil
-}
-
-// findKey is key id, with every key there is; an unknown id is not_found.
-func findKey(ctx context.Context, store store.Storage, id int64) (domain.Key, []domain.Key, error) {
-	all, err := store.Keys(ctx)
-	if err != nil {
-		return domain.Key{}, nil, err
-	}
-	i := slices.IndexFunc(all, func(k domain.Key) bool { return k.ID == id })
-	if i < 0 {
-		return domain.Key{}, nil, domain.NotFound("no API key has id %d", id)
-	}
-	return all[i], all, nil
 }
 
 func handleAdminUpdateKey(d adminDeps) http.Handler {
@@ -330,13 +287,13 @@ func changed[T any](body jsonBody, name string, dst **T, read func(*T) error) er
 
 func handleAdminRollKey(d adminDeps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
-		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", keyOverlapAtZero)
+		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", manage.KeyOverlapAtZero)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
-		old, _, err := findKey(r.Context(), d.store, id)
+		old, _, err := manage.FindKey(r.Context(), d.store, id)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -370,7 +327,7 @@ func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only
 	if err := jsonBody(body).str("overlap", &s); err != nil {
 		return 0, err
 	}
-	return overlapOf("overlap", s, atZero)
+	return manage.OverlapOf("overlap", s, atZero)
 }
 
 // defaultRollOverlap is how long the old key of a roll works on beside the
@@ -390,44 +347,19 @@ func handleAdminRevokeKey(d adminDeps) http.Handler {
 func handleAdminKeyUsage(d adminDeps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		v := r.URL.Query()
-		days := defaultUsageDays
+		days := manage.DefaultUsageDays
 		if v.Has("days") {
 			var err error
-			if days, err = usageDays("days", v.Get("days")); err != nil {
+			if days, err = manage.UsageDays("days", v.Get("days")); err != nil {
 				writeError(w, r, err)
 				return
 			}
 		}
-		rows, err := keyUsage(r.Context(), d.store, id, days, d.now())
+		rows, err := manage.KeyUsage(r.Context(), d.store, id, days, d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
 		writeJSON(w, r, http.StatusOK, rows)
 	})
-}
-
-// usageDays reads how many days a usage report covers, given as field: 1
-// to maxUsageDays.
-func usageDays(field, s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxUsageDays || !domain.IsDigits(s) {
-		return 0, domain.Invalid("%s must be an integer from 1 to %d", field, maxUsageDays)
-	}
-	return n, nil
-}
-
-// keyUsage is the usage history of key id's budget over the days days
-// ending today: one row a day, oldest first. An unknown id is not_found.
-func keyUsage(ctx context.Context, store store.Storage, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
-	k, _, err := findKey(ctx, store, id)
-	if err != nil {
-		return nil, err
-	}
-	budget := k.BudgetID
-	history, err := store.UsageHistory(ctx, budget, firstUsageDay(days, now))
-	if err != nil {
-		return nil, err
-	}
-	return usageWindow(budget, history, days, now), nil
 }

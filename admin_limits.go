@@ -1,6 +1,9 @@
 package main
 
-import "net/http"
+import (
+	"net/http"
+	"petstore/internal/manage"
+)
 
 // What the owner's console (docs/admin.md "Console") asks of the admin API
 // beyond the CLI's objects: who the token is, and a key's limits now.
@@ -27,7 +30,7 @@ func handleAdminWhoami() http.Handler {
 // are: the ban is in GET /admin/v1/bans.
 func handleAdminKeyLimits(d adminDeps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
-		k, _, err := findKey(r.Context(), d.store, id)
+		k, _, err := manage.FindKey(r.Context(), d.store, id)
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 )
 
 // The admin API's additions for the owner's console: whoami, the keys'
@@ -68,7 +69,7 @@ func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status %d: %s", w.Code, w.Body)
 			}
-			var rows []listedKey
+			var rows []manage.ListedKey
 			decodeJSON(t, w, &rows)
 			var names []string
 			for _, k := range rows {
@@ -125,7 +126,7 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 			t.Errorf("GET /v1/rate_limit: %s, want 7 and 97 remaining as the admin saw", w.Body)
 		}
 		s.flushUsage()
-		rows, err := keyUsage(t.Context(), s.store, k.ID, 1, s.clock.now())
+		rows, err := manage.KeyUsage(t.Context(), s.store, k.ID, 1, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}

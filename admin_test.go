@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/manage"
 	"petstore/internal/testkit"
 )
 
@@ -260,7 +261,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		wantError(t, w, 409, codeConflict, "key "+strconv.FormatInt(created.ID, 10))
 
 		// The same object from a get and from the CLI's list.
-		var got listedKey
+		var got manage.ListedKey
 		decodeJSON(t, s.admin("GET", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, ""), &got)
 		if got.ID != created.ID || got.Name != "acme" {
 			t.Errorf("get: %+v", got)
@@ -320,7 +321,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		for range 2 {
 			w = s.admin("POST", rolledPath+"/revoke", admin, "")
 			decodeJSON(t, w, &got)
-			if w.Code != 200 || got.State != stateRevoked {
+			if w.Code != 200 || got.State != manage.StateRevoked {
 				t.Errorf("revoke: HTTP status %d, %+v", w.Code, got)
 			}
 		}
@@ -426,7 +427,7 @@ func TestAdminListsPagesAndFilters(t *testing.T) {
 	next := "/admin/v1/keys?limit=2&plan=free"
 	for next != "" {
 		w := s.admin("GET", next, admin, "")
-		var page []listedKey
+		var page []manage.ListedKey
 		decodeJSON(t, w, &page)
 		for _, k := range page {
 			if k.Plan != "free" {
@@ -449,18 +450,18 @@ func TestAdminListsPagesAndFilters(t *testing.T) {
 	if _, err := s.store.RevokeKey(ctx, ids[1], testActor); err != nil {
 		t.Fatal(err)
 	}
-	var revoked []listedKey
+	var revoked []manage.ListedKey
 	decodeJSON(t, s.admin("GET", "/admin/v1/keys?revoked=true", admin, ""), &revoked)
 	if len(revoked) != 1 || revoked[0].ID != ids[1] {
 		t.Errorf("revoked=true: %+v", revoked)
 	}
 
 	// The audit trail, a page at a time, oldest first.
-	var events []auditJSON
+	var events []manage.AuditJSON
 	next = "/admin/v1/audit?action=key.created&limit=2"
 	for next != "" {
 		w := s.admin("GET", next, admin, "")
-		var page []auditJSON
+		var page []manage.AuditJSON
 		decodeJSON(t, w, &page)
 		events = append(events, page...)
 		next = ""
@@ -499,7 +500,7 @@ func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
 			if w.Code != 200 {
 				t.Fatalf("%s: HTTP status %d; body: %s", query, w.Code, w.Body)
 			}
-			var rows []listedKey
+			var rows []manage.ListedKey
 			decodeJSON(t, w, &rows)
 			var ids []int64
 			for _, r := range rows {
@@ -609,13 +610,13 @@ func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
 		ctx := context.Background()
 		now := s.clock.now()
 		rows := []domain.UsageDay{
-			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - usageHistoryDays), Allowed: 1},
-			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - usageHistoryDays + 1), Allowed: 2},
+			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - manage.UsageHistoryDays), Allowed: 1},
+			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - manage.UsageHistoryDays + 1), Allowed: 2},
 		}
 		if err := s.store.AddUsageHistory(ctx, rows); err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.store.PruneUsageHistory(ctx, usageHistoryCutoff(now))
+		n, err := s.store.PruneUsageHistory(ctx, manage.UsageHistoryCutoff(now))
 		if err != nil || n != 1 {
 			t.Errorf("pruned %d (%v), want the one day older than 400", n, err)
 		}
@@ -718,13 +719,13 @@ func TestAdminTakesThePlanInAnyCase(t *testing.T) {
 	if created.Plan != "pro" || created.PerMinute != 300 {
 		t.Errorf("created %+v, want a pro key (300 a minute)", created)
 	}
-	var listed []listedKey
+	var listed []manage.ListedKey
 	decodeJSON(t, s.admin("GET", "/admin/v1/keys?plan=PRO", admin, ""), &listed)
 	if len(listed) != 1 || listed[0].ID != created.ID {
 		t.Errorf("plan=PRO listed %+v, want the pro key", listed)
 	}
 	w = s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, `{"plan":"Business"}`)
-	var got listedKey
+	var got manage.ListedKey
 	decodeJSON(t, w, &got)
 	if w.Code != 200 || got.Plan != "business" {
 		t.Errorf("patch to Business: HTTP status %d, %+v", w.Code, got)

@@ -13,6 +13,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/manage"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
@@ -211,8 +212,8 @@ func (a *app) startBackground() (stop func()) {
 		})
 	})
 	wg.Go(func() {
-		domain.Every(ctx, usageHistoryPruneEvery, func() {
-			_, err := a.store.PruneUsageHistory(ctx, usageHistoryCutoff(a.now()))
+		domain.Every(ctx, manage.UsageHistoryPruneEvery, func() {
+			_, err := a.store.PruneUsageHistory(ctx, manage.UsageHistoryCutoff(a.now()))
 			warn("prune the usage history", err)
 		})
 	})

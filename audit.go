@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
-	"os/user"
 	"sync"
 	"time"
 
@@ -16,20 +14,6 @@ import (
 // change to a key is an event kept in the database, append only, with who
 // made it and when. The commands write theirs in the transaction of the
 // change itself; the server writes the start of each ban, in batches.
-
-// commandActor is who runs a command, for its events: the operating-system
-// user and the host, user@host.
-func commandActor() string {
-	name := "unknown"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	return name + "@" + host
-}
 
 // auditLog keeps the bans the server starts, each with its key.banned
 // event, until a flush stores them in one batch: at once in the

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 
 	"github.com/jackc/pgx/v5"
@@ -449,7 +450,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 				if lines.stdout != "" {
 					for _, line := range strings.Split(strings.TrimSuffix(lines.stdout, "\n"), "\n") {
 						f := strings.Fields(line)
-						if _, err := time.Parse(auditTimeFormat, f[0]); err != nil || !strings.HasSuffix(f[0], "Z") || len(f) < 4 {
+						if _, err := time.Parse(manage.AuditTimeFormat, f[0]); err != nil || !strings.HasSuffix(f[0], "Z") || len(f) < 4 {
 							t.Errorf("line %q does not start with a time in UTC to the millisecond, then the action and its fields", line)
 						}
 						got = append(got, f[1])
@@ -489,7 +490,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 			var events []auditJSONEvent
 			decodeJSON(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
 			ban, rolled := events[0], events[4]
-			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(auditTimeFormat) ||
+			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(manage.AuditTimeFormat) ||
 				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != domain.ServerActor || ban.Env != "production" {
 				t.Errorf("the address's ban: %+v", ban)
 			}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 )
 
 // The admin API's bans (docs/admin.md, "The routes"): GET /admin/v1/bans
@@ -23,7 +24,7 @@ func handleAdminListBans(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, listedBans(bans))
+		writeJSON(w, r, http.StatusOK, manage.ListedBans(bans))
 	})
 }
 

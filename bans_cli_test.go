@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/manage"
 	"petstore/internal/testkit"
 
 	"github.com/redis/go-redis/v9"
@@ -130,7 +131,7 @@ func TestABanOnSQLiteSurvivesARestartAndALiftEndsItWithinASecond(t *testing.T) {
 		}
 	}
 	res := petstoreCmd(t, "audit", "--db", db, "--action", "ban.lifted", "--json")
-	var events []auditJSON
+	var events []manage.AuditJSON
 	if err := json.Unmarshal([]byte(res.stdout), &events); err != nil || len(events) != 1 || events[0].KeyID == nil ||
 		"key:"+strconv.FormatInt(*events[0].KeyID, 10) != subject {
 		t.Errorf("audit --action ban.lifted: %v %s, want the one lift of %s", err, res.stdout, subject)

@@ -8,31 +8,19 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 )
 
 // petstore bans list|lift: the bans in force, and a lift that every running
 // server applies within a second.
 
-// listedBan is a ban as bans list --json and GET /admin/v1/bans show it.
-type listedBan struct {
-	Subject string    `json:"subject"`
-	Since   time.Time `json:"since"`
-	Until   time.Time `json:"until"`
-}
-
-func listedBans(bans []domain.Ban) []listedBan {
-	return listed(bans, func(b domain.Ban) listedBan {
-		return listedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}
-	})
-}
-
 func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	read := func(ctx context.Context, store store.Storage) ([]listedBan, error) {
+	read := func(ctx context.Context, store store.Storage) ([]manage.ListedBan, error) {
 		bans, err := store.Bans(ctx)
-		return listedBans(bans), err
+		return manage.ListedBans(bans), err
 	}
-	return listCommand(ctx, "bans list", "bans", args, getenv, stdout, read, "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b listedBan) {
+	return listCommand(ctx, "bans list", "bans", args, getenv, stdout, read, "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b manage.ListedBan) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", b.Subject, b.Since.Format(time.RFC3339), b.Until.Format(time.RFC3339))
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 
 	"golang.org/x/term"
@@ -27,7 +28,7 @@ import (
 // alone is logged (README.md, "A first session").
 func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
 	free := domain.Plans["free"]
-	key, token := newAPIKey(domain.Key{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
+	key, token := manage.NewAPIKey(domain.Key{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
 	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -227,13 +228,13 @@ var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "cr
 
 // listKeysJSON runs keys list --json (its fields are pinned by
 // TestKeysListNeverShowsKeys).
-func listKeysJSON(t *testing.T, petstore cliRunner, db string) []listedKey {
+func listKeysJSON(t *testing.T, petstore cliRunner, db string) []manage.ListedKey {
 	t.Helper()
 	res := petstore(t, nil, "keys", "list", "--db", db, "--json")
 	if res.code != 0 {
 		t.Fatalf("keys list --json: exit status %d\n%s", res.code, res.stderr)
 	}
-	var keys []listedKey
+	var keys []manage.ListedKey
 	if err := json.Unmarshal([]byte(res.stdout), &keys); err != nil {
 		t.Fatalf("keys list --json: %v\n%s", err, res.stdout)
 	}
@@ -630,7 +631,7 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 			}
 			return strings.TrimSpace(res.stdout)
 		}
-		onlyKey := func(db string) listedKey {
+		onlyKey := func(db string) manage.ListedKey {
 			t.Helper()
 			keys := listKeysJSON(t, petstore, db)
 			if len(keys) != 1 {

@@ -14,8 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +23,7 @@ import (
 	"unicode"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 )
 
@@ -351,50 +352,22 @@ func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, n
 	if given(fs, "key") && keyID < 1 {
 		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
 	}
-	if err := checkAuditAction("--action", action); err != nil {
+	if err := manage.CheckAuditAction("--action", action); err != nil {
 		return f, usagef("%s", err.Error())
 	}
 	var err error
-	if f.Since, err = auditSince("--since", since, given(fs, "since"), now); err != nil {
+	if f.Since, err = manage.AuditSince("--since", since, given(fs, "since"), now); err != nil {
 		return f, usagef("%s", err.Error())
 	}
 	return f, nil
 }
-
-// checkAuditAction refuses an action the trail does not know, given as
-// field ("": any).
-func checkAuditAction(field, action string) error {
-	if action != "" && !slices.Contains(domain.AuditActions, action) {
-		return domain.Invalid("%s: unknown action %q; the actions are %s", field, action, strings.Join(domain.AuditActions, ", "))
-	}
-	return nil
-}
-
-// auditSince reads since, given as field: a duration back from now or an
-// RFC 3339 time; the zero time when not given.
-func auditSince(field, since string, given bool, now time.Time) (time.Time, error) {
-	if since == "" && !given {
-		return time.Time{}, nil
-	}
-	if at, err := time.Parse(time.RFC3339, since); err == nil {
-		return at, nil
-	}
-	d, err := domain.ParseLifetime(since)
-	if err != nil || d <= 0 {
-		return time.Time{}, domain.Invalid("%s must be a duration back from now (24h, 7d, 30m) or an RFC 3339 time (2026-03-01T00:00:00Z), not %q", field, since)
-	}
-	return now.Add(-d), nil
-}
-
-// auditTimeFormat shows an event's time: UTC, to the millisecond.
-const auditTimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // writeAuditLines prints each event on a line: its time and action, then
 // name=value pairs.
 func writeAuditLines(w io.Writer, events []domain.AuditEvent) error {
 	bw := bufio.NewWriter(w)
 	for _, e := range events {
-		bw.WriteString(e.At.Format(auditTimeFormat))
+		bw.WriteString(e.At.Format(manage.AuditTimeFormat))
 		bw.WriteString(" " + e.Action)
 		for _, p := range e.Pairs() {
 			bw.WriteString(" " + p[0] + "=" + logfmtValue(p[1]))
@@ -413,44 +386,9 @@ func logfmtValue(v string) string {
 	return v
 }
 
-// auditJSON is an event as audit --json shows it.
-type auditJSON struct {
-	ID       int64               `json:"id"`
-	Time     string              `json:"time"` // UTC, to the millisecond
-	Action   string              `json:"action"`
-	Actor    string              `json:"actor"`
-	KeyID    *int64              `json:"keyId"`    // null for an address's ban and a copy
-	NewKeyID *int64              `json:"newKeyId"` // key.rolled: the new key
-	Address  *string             `json:"address"`  // key.banned of a client address
-	Env      string              `json:"env"`
-	Details  domain.AuditDetails `json:"details"`
-}
-
 // writeAuditJSON prints the events as a JSON array, [] for none.
 func writeAuditJSON(w io.Writer, events []domain.AuditEvent) error {
-	return writeJSONIndented(w, auditJSONOf(events))
-}
-
-// auditJSONOf is events as audit --json and GET /admin/v1/audit show them.
-func auditJSONOf(events []domain.AuditEvent) []auditJSON {
-	out := make([]auditJSON, len(events))
-	for i, e := range events {
-		out[i] = auditJSON{
-			ID: e.ID, Time: e.At.Format(auditTimeFormat), Action: e.Action, Actor: e.Actor,
-			KeyID: idOrNil(e.KeyID), NewKeyID: idOrNil(e.NewKeyID), Env: e.Env, Details: e.Details,
-		}
-		if e.Address != "" {
-			out[i].Address = &e.Address
-		}
-	}
-	return out
-}
-
-func idOrNil(id int64) *int64 {
-	if id == 0 {
-		return nil
-	}
-	return &id
+	return writeJSONIndented(w, manage.AuditJSONOf(events))
 }
 
 // writeJSONIndented prints v as the commands' --json do.
@@ -458,18 +396,6 @@ func writeJSONIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// writeRows prints what a list command lists: with --json (asJSON) a JSON
-// array of rows, or else a table of header and the line of each row,
-// which line writes.
-// listed is each of items as show shows it, for --json and the admin API.
-func listed[T, S any](items []T, show func(T) S) []S {
-	rows := make([]S, len(items))
-	for i, item := range items {
-		rows[i] = show(item)
-	}
-	return rows
 }
 
 // listCommand runs a list command, whose only flags are the database's and
@@ -504,4 +430,27 @@ func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line fu
 		line(tw, row)
 	}
 	return tw.Flush()
+}
+
+// commandActor is who runs a command, for its events: the operating-system
+// user and the host, user@host.
+func commandActor() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return name + "@" + host
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
 }

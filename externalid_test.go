@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 )
 
 // keyExternalID is the externalId the admin API shows for key id ("" for
 // none, as null).
 func (s *testServer) keyExternalID(t *testing.T, admin string, id int64) string {
 	t.Helper()
-	var k listedKey
+	var k manage.ListedKey
 	decodeJSON(t, s.admin("GET", "/admin/v1/keys/"+strconv.FormatInt(id, 10), admin, ""), &k)
 	if k.ExternalID == nil {
 		return ""
@@ -57,7 +58,7 @@ func TestPatchSetsChangesAndClearsAnExternalIDWithTheConflictOfCreate(t *testing
 				t.Errorf("after PATCH %s %s: externalId %q, want %q", st.path, st.body, got, st.want)
 			}
 		}
-		var events []auditJSON
+		var events []manage.AuditJSON
 		decodeJSON(t, s.admin("GET", fmt.Sprintf("/admin/v1/audit?action=key.updated&key=%d", a.ID), admin, ""), &events)
 		found := false
 		for _, e := range events {
@@ -187,7 +188,7 @@ func TestNamesAndExternalIDsThatAreNotUTF8AreRefused(t *testing.T) {
 			})
 		}
 	}
-	var got listedKey
+	var got manage.ListedKey
 	decodeJSON(t, s.admin("GET", path, admin, ""), &got)
 	if got.Name != "test" || got.ExternalID != nil {
 		t.Errorf("the key after the refusals: name %q, externalId %v", got.Name, got.ExternalID)

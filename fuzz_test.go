@@ -580,7 +580,7 @@ func FuzzPetID(f *testing.F) {
 		"Link":        `</v1/pets>; rel="successor-version"`,
 	}
 	f.Fuzz(func(t *testing.T, seg string) {
-		id, ok := parseID(seg)
+		id, ok := domain.ParseID(seg)
 		wantID, wantOK := positiveInt64(seg)
 		if ok != wantOK || (ok && id != wantID) {
 			t.Fatalf("parseID(%q) = %d, %v; want %d, %v", seg, id, ok, wantID, wantOK)

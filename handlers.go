@@ -169,7 +169,7 @@ func decodeCursor(s string) (int64, bool) {
 	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
 		return 0, false
 	}
-	return parseID(string(b[len(cursorPrefix):]))
+	return domain.ParseID(string(b[len(cursorPrefix):]))
 }
 
 // nextLink is the RFC 8288 Link to the page after the one that ended at id,
@@ -223,7 +223,7 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 
 func handleGetPet(pets *petCache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := parseID(r.PathValue("petId"))
+		id, ok := domain.ParseID(r.PathValue("petId"))
 		if !ok {
 			writeError(w, r, errorf(codeInvalidRequest, "petId must be an integer from 1 to 9223372036854775807"))
 			return
@@ -235,13 +235,6 @@ func handleGetPet(pets *petCache) http.Handler {
 		}
 		writeBody(w, http.StatusOK, body)
 	})
-}
-
-// parseID reads an id as paths, queries and cursors give it: decimal
-// digits only (no sign, no spaces), 1 to 9223372036854775807.
-func parseID(s string) (int64, bool) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil && id >= 1 && domain.IsDigits(s)
 }
 
 // deprecated marks every response of a deprecated operation (RFC 9745 and

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -240,7 +241,7 @@ func (s *testServer) keyTerms(plan string, lim ...domain.Limits) domain.Key {
 // mustCreate stores a key on terms and returns it with its token.
 func (s *testServer) mustCreate(terms domain.Key) (domain.Key, string) {
 	s.t.Helper()
-	k, token, err := createKey(context.Background(), s.store, terms, testActor)
+	k, token, err := manage.CreateKey(context.Background(), s.store, terms, testActor)
 	if err != nil {
 		s.t.Fatal(err)
 	}

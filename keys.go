@@ -12,62 +12,17 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 )
-
-// createKey stores a new key on terms (its environment, name, plan,
-// figures, scopes and expiry; a zero ExpiresAt never expires), made by
-// actor, and returns it with its token, which exists only here: the
-// database keeps its hash.
-func createKey(ctx context.Context, store domain.KeyStore, terms domain.Key, actor string) (domain.Key, string, error) {
-	k, token := newAPIKey(terms)
-	k, err := store.CreateKey(ctx, k, actor)
-	return k, token, err
-}
-
-// newAPIKey is a new token for a key on terms, and the record of it that is
-// stored: the token's hash, never the token.
-func newAPIKey(terms domain.Key) (domain.Key, string) {
-	token := domain.NewKeyToken(terms.Env)
-	hash := domain.HashKey(token)
-	terms.Hash = hash[:]
-	return terms, token
-}
 
 // parseExpires reads --expires: an RFC 3339 time or a duration from now,
 // which must end after now. The expiry is rounded up to a whole second.
 // never is the word for no expiry where the command takes one ("" where
 // it does not), for the message of a refusal.
 func parseExpires(s, never string, now time.Time) (time.Time, error) {
-	at, err := expiresOf("--expires", s, never, now)
+	at, err := manage.ExpiresOf("--expires", s, never, now)
 	if err != nil {
 		return time.Time{}, usagef("%s", err.Error())
-	}
-	return at, nil
-}
-
-// expiresOf reads an expiry given as field (--expires, expires): an RFC
-// 3339 time or a duration from now, which must end after now, rounded up
-// to a whole second. A refusal is invalid_request naming field, and every
-// form it takes: never too, when it is not "".
-func expiresOf(field, s, never string, now time.Time) (time.Time, error) {
-	want := "an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m)"
-	if never != "" {
-		want = "an RFC 3339 time (2027-01-31T00:00:00Z), a duration from now (90d, 12h, 30m) or " + never
-	}
-	at, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		d, err := domain.ParseLifetime(s)
-		if err != nil {
-			return time.Time{}, domain.Invalid("%s must be %s, not %q", field, want, s)
-		}
-		if d <= 0 {
-			return time.Time{}, domain.Invalid("%s must be a duration above zero, not %q", field, s)
-		}
-		at = now.Add(d)
-	}
-	at = domain.CeilSecond(at).UTC()
-	if !at.After(now) {
-		return time.Time{}, domain.Invalid("%s %s is not in the future", field, s)
 	}
 	return at, nil
 }
@@ -75,29 +30,12 @@ func expiresOf(field, s, never string, now time.Time) (time.Time, error) {
 // parseOverlap reads --overlap of keys roll or webhooks rotate: a duration
 // of 0 or more; atZero says what 0 does.
 func parseOverlap(s, atZero string) (time.Duration, error) {
-	d, err := overlapOf("--overlap", s, atZero)
+	d, err := manage.OverlapOf("--overlap", s, atZero)
 	if err != nil {
 		return 0, usagef("%s", err.Error())
 	}
 	return d, nil
 }
-
-// overlapOf reads the overlap of a key's roll or a webhook secret's
-// rotation given as field: a duration of 0 or more. A refusal is
-// invalid_request naming field and saying what 0 does (atZero).
-func overlapOf(field, s, atZero string) (time.Duration, error) {
-	d, err := domain.ParseLifetime(s)
-	if err != nil || d < 0 {
-		return 0, domain.Invalid("%s must be a duration of 0 or more (24h, 30m, 7d; %s), not %q", field, atZero, s)
-	}
-	return d, nil
-}
-
-// What an overlap of 0 does, for the refusal of a bad overlap.
-const (
-	keyOverlapAtZero    = "0 stops the old key at once"
-	secretOverlapAtZero = "0 drops the old secret at once"
-)
 
 func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys create", getenv, stdout).withDB()
@@ -127,7 +65,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	if err := checkLabel("--name", name); err != nil {
+	if err := manage.CheckLabel("--name", name); err != nil {
 		return usagef("%v", err)
 	}
 	if err := externalID.check(fs, false); err != nil {
@@ -144,7 +82,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	k, token, err := createKey(ctx, store, domain.Key{
+	k, token, err := manage.CreateKey(ctx, store, domain.Key{
 		Env: c.db.env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
 		ExternalID: *externalID.value,
 	}, commandActor())
@@ -154,26 +92,6 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day, %s%s) in %s; it is shown only now:\n",
 		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.Described(), expiryNote(k.ExpiresAt), c.db.shown())
 	fmt.Fprintln(stdout, token)
-	return nil
-}
-
-// checkLabel is checkName for the name of a key or an admin token, which
-// is shown in lists and kept in the audit trail: it must not be where the
-// text of a key or token ends up either.
-func checkLabel(field, name string) error {
-	if err := domain.CheckName(field, name); err != nil {
-		return err
-	}
-	return refuseSecret(field, name)
-}
-
-// refuseSecret refuses a value (a name, an externalId) that holds the text
-// of an API key or an admin token, or looks as if it might: it is shown in
-// lists, kept in the append-only audit trail and sent in key.* webhooks.
-func refuseSecret(field, value string) error {
-	if strings.Contains(value, "psk_") || strings.Contains(value, "psa_") {
-		return fmt.Errorf("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
-	}
 	return nil
 }
 
@@ -190,7 +108,7 @@ func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
 	if !given(fs, "external-id") || (clear && *o.value == "") {
 		return nil
 	}
-	if err := checkExternalID("--external-id", *o.value); err != nil {
+	if err := manage.CheckExternalID("--external-id", *o.value); err != nil {
 		return usagef("%s", errorMessage(err))
 	}
 	return nil
@@ -226,7 +144,7 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	overlap, err := parseOverlap(overlapFlag, keyOverlapAtZero)
+	overlap, err := parseOverlap(overlapFlag, manage.KeyOverlapAtZero)
 	if err != nil {
 		return err
 	}
@@ -316,12 +234,12 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("list keys: %w", err)
 	}
 	now := time.Now()
-	rows, err := listedKeys(ctx, store, keys, filter.Pick(keys, now), now)
+	rows, err := manage.ListedKeys(ctx, store, keys, filter.Pick(keys, now), now)
 	if err != nil {
 		return fmt.Errorf("list keys: %w", err)
 	}
 	const header = "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES"
-	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, k listedKey) {
+	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, k manage.ListedKey) {
 		name := k.Name
 		switch {
 		case name == "":
@@ -338,84 +256,6 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
 			k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State, scopes)
 	})
-}
-
-// listedKey is a key as keys list shows it (--json: these fields).
-type listedKey struct {
-	ID        int64      `json:"id"`
-	Name      string     `json:"name"`
-	Plan      string     `json:"plan"`
-	PerMinute int64      `json:"perMinute"`
-	PerDay    int64      `json:"perDay"`
-	Created   time.Time  `json:"created"`
-	Revoked   *time.Time `json:"revoked"`
-	Expires   *time.Time `json:"expires"`
-	LastUsed  *time.Time `json:"lastUsed"` // to the minute
-	// Today counts the requests of this UTC day against the key's budget,
-	// which the keys of one roll share.
-	Today      int64    `json:"today"`
-	State      string   `json:"state"` // active, rolled, expired or revoked
-	RolledTo   *int64   `json:"rolledTo"`
-	RolledFrom *int64   `json:"rolledFrom"`
-	Scopes     []string `json:"scopes"`
-	ExternalID *string  `json:"externalId"` // a portal's reference (admin API); null when none
-}
-
-// Key states in keys list.
-const (
-	stateActive  = "active"
-	stateRolled  = "rolled" // still working until it expires, the end of the roll's overlap
-	stateExpired = "expired"
-	stateRevoked = "revoked"
-)
-
-// listedKeys are the keys shown, of all the keys there are, as keys list
-// shows them at now, with today's usage of each budget.
-func listedKeys(ctx context.Context, store domain.UsageStore, all, shown []domain.Key, now time.Time) ([]listedKey, error) {
-	today := now.UTC().Format(time.DateOnly)
-	usage := make(map[int64]int64)
-	rolledFrom := make(map[int64]int64)
-	for _, k := range all {
-		if k.RolledTo != 0 {
-			rolledFrom[k.RolledTo] = k.ID
-		}
-	}
-	for _, k := range shown {
-		if _, ok := usage[k.BudgetID]; !ok {
-			n, err := store.Usage(ctx, k.BudgetID, today)
-			if err != nil {
-				return nil, err
-			}
-			usage[k.BudgetID] = n
-		}
-	}
-	rows := make([]listedKey, 0, len(shown))
-	for _, k := range shown {
-		row := listedKey{
-			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
-			Revoked: domain.TimeOrNil(k.RevokedAt), Expires: domain.TimeOrNil(k.ExpiresAt), LastUsed: domain.TimeOrNil(k.LastUsedAt),
-			Today: usage[k.BudgetID], State: stateActive, Scopes: k.Scopes.Names(),
-		}
-		if k.ExternalID != "" {
-			row.ExternalID = &k.ExternalID
-		}
-		switch {
-		case !k.RevokedAt.IsZero():
-			row.State = stateRevoked
-		case k.ExpiredAt(now):
-			row.State = stateExpired
-		case k.RolledTo != 0:
-			row.State = stateRolled
-		}
-		if k.RolledTo != 0 {
-			row.RolledTo = &k.RolledTo
-		}
-		if from, ok := rolledFrom[k.ID]; ok {
-			row.RolledFrom = &from
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
 }
 
 func timeOrDash(t *time.Time) string {
@@ -513,7 +353,7 @@ func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, e
 		return change, err
 	}
 	if given(fs, "name") {
-		if err := checkLabel("--name", u.name); err != nil {
+		if err := manage.CheckLabel("--name", u.name); err != nil {
 			return change, usagef("%v", err)
 		}
 		change.Name = &u.name

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 
@@ -637,7 +638,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			wg.Go(func() {
 				terms := s.keyTerms("free")
 				terms.Name = fmt.Sprintf("bootstrap-%d", i)
-				k, _ := newAPIKey(terms)
+				k, _ := manage.NewAPIKey(terms)
 				_, ok, err := s.store.CreateFirstKey(context.Background(), k, testActor)
 				if err != nil {
 					t.Error(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 )
 
@@ -92,7 +93,7 @@ func TestKeysListQuotesAnOldHiddenName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := createKey(t.Context(), store, domain.Key{Env: "production", Name: "evil\u202Etxt\x1b[2J", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: domain.AllScopes}, "test"); err != nil {
+	if _, _, err := manage.CreateKey(t.Context(), store, domain.Key{Env: "production", Name: "evil\u202Etxt\x1b[2J", Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: domain.AllScopes}, "test"); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

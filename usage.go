@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"strconv"
 	"sync/atomic"
-	"time"
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
@@ -19,13 +15,6 @@ import (
 // counts of every key, summed by budget and day, in one batch, where each
 // server's counts are added to what the others wrote. Days older than
 // usageHistoryDays are pruned hourly.
-
-const (
-	usageHistoryDays       = 400 // days kept
-	maxUsageDays           = 400 // the most a report asks for: those kept
-	defaultUsageDays       = 30
-	usageHistoryPruneEvery = time.Hour
-)
 
 // outcomeOf is the column of a request the limiter refused with d.
 func outcomeOf(d *limits.Decision) domain.UsageOutcome {
@@ -112,67 +101,4 @@ func (k *keyring) flushUsage(ctx context.Context, add func(context.Context, []do
 		return err
 	}
 	return nil
-}
-
-// usageWindow is the days of a report of days days ending today, oldest
-// first: one row each, zeros where history has none.
-func usageWindow(budgetID int64, history []domain.UsageDay, days int, now time.Time) []domain.UsageDay {
-	byDay := make(map[string]domain.UsageDay, len(history))
-	for _, h := range history {
-		byDay[h.Day] = h
-	}
-	today := limits.UnixDay(now)
-	rows := make([]domain.UsageDay, days)
-	for i := range rows {
-		day := limits.DayString(today - int64(days-1-i))
-		row, ok := byDay[day]
-		if !ok {
-			row = domain.UsageDay{BudgetID: budgetID, Day: day}
-		}
-		rows[i] = row
-	}
-	return rows
-}
-
-// firstUsageDay is the first day of a report of days days ending at now.
-func firstUsageDay(days int, now time.Time) string {
-	return limits.DayString(limits.UnixDay(now) - int64(days-1))
-}
-
-// usageHistoryCutoff is the first day the history keeps at now.
-func usageHistoryCutoff(now time.Time) string {
-	return limits.DayString(limits.UnixDay(now) - usageHistoryDays + 1)
-}
-
-// usageCommand is petstore usage: a key's usage history, a day a line or a
-// JSON array, oldest first.
-func usageCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	c := newCommand("usage", getenv, stdout).withDB()
-	var keyID int64
-	var daysFlag string
-	c.fs.Int64Var(&keyID, "key", 0, "the key whose usage to show, by id (a roll's keys share theirs) (required)")
-	c.fs.StringVar(&daysFlag, "days", strconv.Itoa(defaultUsageDays), "how many days back, today included: 1 to 400")
-	asJSON := c.jsonFlag("a table")
-	if err := c.parse(args); err != nil {
-		return err
-	}
-	if keyID < 1 {
-		return usagef("usage needs --key ID, a key's numeric id from petstore keys list")
-	}
-	days, err := usageDays("--days", daysFlag)
-	if err != nil {
-		return usagef("%s", err.Error())
-	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	rows, err := keyUsage(ctx, store, keyID, days, time.Now())
-	if err != nil {
-		return keyCommandError("read the usage of", keyID, err)
-	}
-	return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r domain.UsageDay) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
-	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/webhook"
 )
 
@@ -29,7 +30,7 @@ func handleAdminListWebhooks(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, listedEndpoints(endpoints, d.now()))
+		writeJSON(w, r, http.StatusOK, manage.ListedEndpoints(endpoints, d.now()))
 	})
 }
 
@@ -51,7 +52,7 @@ func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
 			writeError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
 			return
 		}
-		terms, err := newEndpointTerms(url, events)
+		terms, err := manage.NewEndpointTerms(url, events)
 		if err == nil {
 			if problem := d.webhookGuard.URLProblem(r.Context(), url); problem != "" {
 				err = domain.Invalid("%s", problem)
@@ -83,7 +84,7 @@ func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
 
 func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		overlap, err := overlapBody(w, r, defaultWebhookOverlap, "a rotation has only overlap", secretOverlapAtZero)
+		overlap, err := overlapBody(w, r, manage.DefaultWebhookOverlap, "a rotation has only overlap", manage.SecretOverlapAtZero)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -116,7 +117,7 @@ type queuedEvent struct {
 
 func handleAdminTestWebhook(d adminDeps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		ev, err := queueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
+		ev, err := manage.QueueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -151,7 +152,7 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 			writeError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, listed(deliveries, domain.WebhookDelivery.Listed))
+		writeJSON(w, r, http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed))
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
@@ -32,7 +33,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if len(rest) != 1 {
 		return usagef("webhooks add takes one URL, the endpoint's http or https address")
 	}
-	terms, err := newEndpointTerms(rest[0], events)
+	terms, err := manage.NewEndpointTerms(rest[0], events)
 	if err != nil {
 		return usagef("webhooks add: %s", errorMessage(err))
 	}
@@ -58,7 +59,7 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]domain.ListedEndpoint, error) {
 		endpoints, err := store.WebhookEndpoints(ctx)
-		return listedEndpoints(endpoints, time.Now()), err
+		return manage.ListedEndpoints(endpoints, time.Now()), err
 	}
 	return listCommand(ctx, "webhooks list", "webhook endpoints", args, getenv, stdout, read, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
 		last := "-"
@@ -144,7 +145,7 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 	id, store, env, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
 		c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old secret signs beside the new one: a duration (24h, 30m, 7d); 0 drops it at once")
 		return func() (err error) {
-			overlap, err = parseOverlap(overlapFlag, secretOverlapAtZero)
+			overlap, err = parseOverlap(overlapFlag, manage.SecretOverlapAtZero)
 			return err
 		}
 	})
@@ -184,7 +185,7 @@ func webhooksTest(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer store.Close()
-	ev, err := queueTest(ctx, store, id, commandActor(), time.Now())
+	ev, err := manage.QueueTest(ctx, store, id, commandActor(), time.Now())
 	if err != nil {
 		return endpointError("test", id, err)
 	}
@@ -218,7 +219,7 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
 	}
-	rows := listed(deliveries, domain.WebhookDelivery.Listed)
+	rows := manage.Listed(deliveries, domain.WebhookDelivery.Listed)
 	const header = "EVENT\tTYPE\tENDPOINT\tAT\tSTATE\tATTEMPTS\tNEXT\tLAST_STATUS\tLAST_ERROR"
 	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, d domain.ListedDelivery) {
 		status := "-"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/manage"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 )
@@ -78,7 +79,7 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 
 	s := webhookServer(t, testOptions{})
 	addr := testkit.FreeAddr(t)
-	terms, err := newEndpointTerms("http://"+addr+"/petstore", nil)
+	terms, err := manage.NewEndpointTerms("http://"+addr+"/petstore", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 	}
 	lines := startNodeReceiver(t, node, dir, addr, e.Secret)
 
-	sent, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+	sent, err := manage.QueueTest(ctx, s.store, e.ID, testActor, s.clock.now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/manage"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 
@@ -28,7 +29,7 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
-		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		ev, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,11 +62,11 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	h := s.addEndpoint(hanging)
 	f := s.addEndpoint(fine)
 	for range 10 {
-		if _, err := queueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := queueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
+	if _, err := manage.QueueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -94,7 +95,7 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
 		ctx := context.Background()
-		if _, err := queueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 		notice := func() domain.WebhookNotice {
@@ -109,7 +110,7 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		}
 		s.deliverDue()
 		rc.Wait(2, 5*time.Second)
-		waiting, _ := queueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+		waiting, _ := manage.QueueTest(ctx, s.store, e.ID, testActor, s.clock.now())
 		s.clock.advance(31 * 24 * time.Hour)
 		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
 			t.Fatal(err)
@@ -141,7 +142,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 		rc.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
 		e := s.addEndpoint(rc)
 		for range 2 * domain.MaxInFlightPerEndpoint {
-			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -167,7 +168,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 
 	fast := testkit.NewReceiver(t)
 	e := s.addEndpoint(fast)
-	if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+	if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 		t.Fatal(err)
 	}
 	s.webhooks.Poke()
@@ -197,7 +198,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	e := s.addEndpoint(slow)
 	const events = 3 * domain.MaxInFlightPerEndpoint
 	for range events {
-		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 	}

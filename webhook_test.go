@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/limits"
+	"petstore/internal/manage"
 	"petstore/internal/testkit"
 	"petstore/internal/webhook"
 )
@@ -30,7 +31,7 @@ func webhookServer(t *testing.T, opts testOptions) *testServer {
 // rc trust its secret.
 func (s *testServer) addEndpoint(rc *testkit.Receiver, events ...string) domain.WebhookEndpoint {
 	s.t.Helper()
-	terms, err := newEndpointTerms(rc.URL(), events)
+	terms, err := manage.NewEndpointTerms(rc.URL(), events)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 			return http.StatusOK
 		})
 		e := s.addEndpoint(rc)
-		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		ev, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +216,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		failing := testkit.NewReceiver(t)
 		failing.AnswerWith(func(int, testkit.Delivery) int { return http.StatusInternalServerError })
 		e := s.addEndpoint(failing)
-		ev, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		ev, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -277,7 +278,7 @@ func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
 	rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusBadGateway })
 	e := s.addEndpoint(rc)
 	for day := range 4 {
-		if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 		s.deliverDue()
@@ -316,7 +317,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		test := func(n int, trusted string) testkit.Delivery {
 			t.Helper()
 			rc.Trust(trusted)
-			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 			s.deliverDue()
@@ -501,7 +502,7 @@ func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 			return f.GetMetric()[0].GetGauge().GetValue()
 		}
 		for range 2 {
-			if _, err := queueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -528,7 +529,7 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	src := webhookServer(t, testOptions{})
 	rc := testkit.NewReceiver(t)
 	e := src.addEndpoint(rc)
-	ev, err := queueTest(context.Background(), src.store, e.ID, testActor, src.clock.now())
+	ev, err := manage.QueueTest(context.Background(), src.store, e.ID, testActor, src.clock.now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// errIdempotencyTaken: a live record holds the Idempotency-Key already.
+// ErrIdempotencyTaken: a live record holds the Idempotency-Key already.
 var ErrIdempotencyTaken = &Error{Kind: KindConflict, Message: "idempotency key already used"}
 
 // Error is what went wrong, in the domain's terms and free of HTTP.

@@ -411,3 +411,10 @@ func AppendRandomBase62(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// ParseID reads an id as paths, queries, cursors and the command line give
+// it: decimal digits only (no sign, no spaces), 1 to 9223372036854775807.
+func ParseID(s string) (int64, bool) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil && id >= 1 && IsDigits(s)
+}

@@ -281,7 +281,7 @@ type DeliveryFilter struct {
 	Limit      int // 0: no limit
 }
 
-// failingDisableAfter: an endpoint that has failed every delivery for
+// FailingDisableAfter: an endpoint that has failed every delivery for
 // this long is disabled.
 const FailingDisableAfter = 72 * time.Hour
 
