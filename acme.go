@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"petstore/internal/cli"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"strconv"
@@ -54,13 +55,13 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 	if h.acmeDomain == "" {
 		for _, f := range []string{"acme-email", "acme-ca", "acme-ca-root", "acme-cache"} {
 			if set[f] {
-				return usagef("--%s needs --acme-domain", f)
+				return cli.Usagef("--%s needs --acme-domain", f)
 			}
 		}
 		return nil
 	}
 	if h.tlsCert != "" {
-		return usagef("--acme-domain and --tls-cert both give the certificate: choose one")
+		return cli.Usagef("--acme-domain and --tls-cert both give the certificate: choose one")
 	}
 	for name := range strings.SplitSeq(h.acmeDomain, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
@@ -70,7 +71,7 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 		h.domains = append(h.domains, name)
 	}
 	if u, err := url.Parse(h.acmeCA); err != nil || u.Scheme != "https" || u.Host == "" {
-		return usagef("--acme-ca %q must be the https:// URL of an ACME directory", h.acmeCA)
+		return cli.Usagef("--acme-ca %q must be the https:// URL of an ACME directory", h.acmeCA)
 	}
 	if !set["addr"] {
 		cfg.addr = ":443"
@@ -79,11 +80,11 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 		h.httpAddr = ":80"
 	}
 	if _, port, _ := net.SplitHostPort(cfg.addr); (h.httpAddr == "" || h.httpAddr == "off") && port != "443" {
-		return usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
+		return cli.Usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
 			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
 	}
-	if h.acmeCache == "" && !store.IsPostgresURL(cfg.db) {
-		h.acmeCache = strings.TrimSuffix(cfg.db, filepath.Ext(cfg.db)) + "-acme"
+	if h.acmeCache == "" && !store.IsPostgresURL(cfg.DB) {
+		h.acmeCache = strings.TrimSuffix(cfg.DB, filepath.Ext(cfg.DB)) + "-acme"
 	}
 	return nil
 }
@@ -91,7 +92,7 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 // checkDomain refuses what is not a bare DNS name a CA could validate
 // over HTTP-01 or TLS-ALPN-01.
 func checkDomain(name string) error {
-	bad := func(why string) error { return usagef("--acme-domain %q: %s", name, why) }
+	bad := func(why string) error { return cli.Usagef("--acme-domain %q: %s", name, why) }
 	switch {
 	case name == "":
 		return bad("an empty name: give NAME[,NAME...]")

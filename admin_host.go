@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"petstore/internal/cli"
 	"slices"
 	"strings"
 )
@@ -23,7 +24,7 @@ func parseAdminHosts(v string) ([]string, error) {
 	for name := range strings.SplitSeq(v, ",") {
 		name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 		if name == "" || strings.ContainsAny(name, ":/[]@%? \t") {
-			return nil, usagef("--admin-host takes host names separated by commas, without a port or a scheme, such as admin.internal,petstore-admin; not %q", v)
+			return nil, cli.Usagef("--admin-host takes host names separated by commas, without a port or a scheme, such as admin.internal,petstore-admin; not %q", v)
 		}
 		names = append(names, name)
 	}

@@ -22,9 +22,9 @@ import (
 // returns it.
 func (s *testServer) mustCreateAdmin(name string, scopes domain.ScopeSet) string {
 	s.t.Helper()
-	token := domain.NewSecret(domain.AdminPrefixes[s.cfg.env])
+	token := domain.NewSecret(domain.AdminPrefixes[s.cfg.Env])
 	hash := domain.HashKey(token)
-	if _, err := s.store.CreateAdminToken(context.Background(), domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.env}, testActor); err != nil {
+	if _, err := s.store.CreateAdminToken(context.Background(), domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.Env}, testActor); err != nil {
 		s.t.Fatal(err)
 	}
 	return token

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
@@ -87,7 +88,7 @@ type appDeps struct {
 // newApp opens the database cfg names and builds the server on it. The
 // copy of the pets is still empty: startBackground (or a test) loads it.
 func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error) {
-	db, err := openFlagged(ctx, "--db", cfg.db, true, d.now)
+	db, err := cli.OpenFlagged(ctx, "--db", cfg.DB, true, d.now)
 	if err != nil {
 		return nil, err
 	}
@@ -95,16 +96,16 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 		db = d.wrapStore(db)
 	}
 	a := &app{
-		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.env, dbTimeout: cfg.dbTimeout, adminHosts: cfg.adminHosts,
+		logger: d.logger, metrics: d.metrics, now: d.now, trustProxy: cfg.trustProxy, env: cfg.Env, dbTimeout: cfg.dbTimeout, adminHosts: cfg.adminHosts,
 		store: bounded.New(db, cfg.dbTimeout, d.metrics, d.logger), idem: newInflight(), draining: new(atomic.Bool),
-		audit: newAuditLog(cfg.env, d.now, d.logger), quota: limits.NewQuotaWatch(d.now), closeLimiter: func() error { return nil },
+		audit: newAuditLog(cfg.Env, d.now, d.logger), quota: limits.NewQuotaWatch(d.now), closeLimiter: func() error { return nil },
 	}
 	defer func() {
 		if err != nil {
 			a.close()
 		}
 	}()
-	if a.keys, err = newKeyring(ctx, a.store, cfg.env, d.now); err != nil {
+	if a.keys, err = newKeyring(ctx, a.store, cfg.Env, d.now); err != nil {
 		return nil, fmt.Errorf("load API keys: %w", err)
 	}
 	if a.limiter, a.limitsIn, a.closeLimiter, a.bans, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
@@ -119,7 +120,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
 	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
-	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics.CountDelivery, cfg.env)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics.CountDelivery, cfg.Env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -145,7 +146,7 @@ func newRateLimiter(ctx context.Context, cfg serveConfig, d appDeps, store store
 	} else {
 		prefix := d.redisPrefix
 		if prefix == "" {
-			prefix = redisPrefix(cfg.env, store)
+			prefix = redisPrefix(cfg.Env, store)
 		}
 		shared, err := limits.NewRedis(ctx, limits.RedisConfig{
 			URL: cfg.redis, Prefix: prefix, BanAfter: cfg.banAfter, BanFor: cfg.banFor, Bans: floor,

@@ -23,6 +23,7 @@ import (
 	"testing/quick"
 	"time"
 
+	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/manage"
 	"petstore/internal/store"
@@ -98,7 +99,7 @@ func eventString(e domain.AuditEvent) string {
 
 func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
 	t.Parallel()
-	actor := commandActor()
+	actor := cli.CommandActor()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		bothWays(t, func(t *testing.T, petstore cliRunner) {
 			db := opts.dbAt(t, filepath.Join(t.TempDir(), "keys.db"))
@@ -474,7 +475,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 
 		t.Run("the fields of each line and each JSON object", func(t *testing.T) {
 			lines := strings.Split(viaRun(t, nil, "audit", "--db", db).stdout, "\n")
-			actor := commandActor()
+			actor := cli.CommandActor()
 			for i, want := range []string{
 				" key.banned address=2001:db8::1 actor=server env=production perMinute=60 perDay=1000 bannedUntil=" + until.Format(time.RFC3339) + " banFor=15m0s",
 				" key.banned key=2 actor=server env=production plan=pro perMinute=300 perDay=10000 bannedUntil=",
@@ -619,10 +620,10 @@ func auditViews(t *testing.T, s *testServer) []string {
 		rows.WriteString(eventString(e) + "\n")
 	}
 	var lines, jsonOut strings.Builder
-	if err := writeAuditLines(&lines, events); err != nil {
+	if err := cli.WriteAuditLines(&lines, events); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeAuditJSON(&jsonOut, events); err != nil {
+	if err := cli.WriteAuditJSON(&jsonOut, events); err != nil {
 		t.Fatal(err)
 	}
 	return []string{rows.String(), lines.String(), jsonOut.String()}

@@ -28,7 +28,7 @@ import (
 // alone is logged (README.md, "A first session").
 func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
 	free := domain.Plans["free"]
-	key, token := manage.NewAPIKey(domain.Key{Env: cfg.env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
+	key, token := manage.NewAPIKey(domain.Key{Env: cfg.Env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
 	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
@@ -55,7 +55,7 @@ It is shown only this once: keep it.
 Try it:  curl -H 'Authorization: Bearer %s' %s/v1/pets
 More:    %s
 
-`, cfg.shown(), key.ID, token, token, url, keysCreateHint(cfg))
+`, cfg.Shown(), key.ID, token, token, url, keysCreateHint(cfg))
 	return nil
 }
 
@@ -73,10 +73,10 @@ func bootstrapKeyPath(cfg serveConfig) string {
 	switch {
 	case cfg.bootstrapKeyFile != "":
 		return cfg.bootstrapKeyFile
-	case store.IsPostgresURL(cfg.db):
+	case store.IsPostgresURL(cfg.DB):
 		return "petstore.bootstrap-key"
 	}
-	return cfg.db + ".bootstrap-key"
+	return cfg.DB + ".bootstrap-key"
 }
 
 // writeBootstrapKey writes token to path, readable and writable by this
@@ -109,13 +109,13 @@ func writeBootstrapKey(path, token string) (string, error) {
 // works as printed: the --db as given, but a URL without its password, which
 // libpq's PGPASSWORD or ~/.pgpass then supplies.
 func keysCreateHint(cfg serveConfig) string {
-	db := withoutPassword(cfg.db)
+	db := withoutPassword(cfg.DB)
 	hint := "petstore keys create --db " + shellWord(db)
-	if cfg.env != "production" {
-		hint += " --env " + cfg.env
+	if cfg.Env != "production" {
+		hint += " --env " + cfg.Env
 	}
 	hint += " --plan pro --name my-app"
-	if db != cfg.db {
+	if db != cfg.DB {
 		hint += "\n         (the password is left out: give it in PGPASSWORD or ~/.pgpass)"
 	}
 	return hint

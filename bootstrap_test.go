@@ -3,6 +3,7 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"petstore/internal/cli"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,17 +16,17 @@ func TestKeysCreateHintWorksAsPrinted(t *testing.T) {
 		cfg  serveConfig
 		want string
 	}{
-		{"a SQLite file", serveConfig{dbFlags: dbFlags{env: "production", db: "petstore.db"}},
+		{"a SQLite file", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "petstore.db"}},
 			"petstore keys create --db petstore.db --plan pro --name my-app"},
-		{"a file with a space, on staging", serveConfig{dbFlags: dbFlags{env: "staging", db: "/srv/pet store/s.db"}},
+		{"a file with a space, on staging", serveConfig{DBFlags: cli.DBFlags{Env: "staging", DB: "/srv/pet store/s.db"}},
 			"petstore keys create --db '/srv/pet store/s.db' --env staging --plan pro --name my-app"},
-		{"a URL with a user only", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app@db:5432/pets"}},
+		{"a URL with a user only", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app@db:5432/pets"}},
 			"petstore keys create --db postgres://app@db:5432/pets --plan pro --name my-app"},
-		{"a URL with a password", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app:s3cret@db:5432/pets?sslmode=require&search_path=shop"}},
+		{"a URL with a password", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app:s3cret@db:5432/pets?sslmode=require&search_path=shop"}},
 			"petstore keys create --db 'postgres://app@db:5432/pets?sslmode=require&search_path=shop' --plan pro --name my-app"},
-		{"a password as a parameter", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://app@db/pets?password=s3cret"}},
+		{"a password as a parameter", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app@db/pets?password=s3cret"}},
 			"petstore keys create --db postgres://app@db/pets --plan pro --name my-app"},
-		{"a password as a parameter, no user", serveConfig{dbFlags: dbFlags{env: "production", db: "postgres://db/pets?password=s3cret&user=app"}},
+		{"a password as a parameter, no user", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://db/pets?password=s3cret&user=app"}},
 			"petstore keys create --db 'postgres://db/pets?user=app' --plan pro --name my-app"},
 	} {
 		got, _, _ := strings.Cut(keysCreateHint(c.cfg), "\n")

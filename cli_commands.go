@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"petstore/internal/cli"
 	"strings"
 )
 
@@ -27,29 +28,29 @@ type cliCommand struct {
 func cliCommands() []cliCommand {
 	return []cliCommand{
 		{"serve", "[--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]", serveCommand},
-		{"keys create", "[--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...] [--external-id TEXT]", keysCreate},
-		{"keys list", "[--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]", toStdout(keysList)},
-		{"keys update", "[--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never] [--external-id TEXT|\"\"]", toStdout(keysUpdate)},
-		{"keys roll", "[--db FILE|URL] KEY_ID [--overlap DURATION]", keysRoll},
-		{"keys revoke", "[--db FILE|URL] KEY_ID", toStdout(keysRevoke)},
-		{"admin create", "[--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]", adminCreate},
-		{"admin list", "[--db FILE|URL] [--json]", toStdout(adminList)},
-		{"admin revoke", "[--db FILE|URL] ID", toStdout(adminRevoke)},
-		{"usage", "[--db FILE|URL] --key ID [--days N] [--json]", toStdout(usageCommand)},
-		{"audit", "[--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]", toStdout(auditCommand)},
-		{"webhooks add", "[--db FILE|URL] URL [--events TYPE,...]", webhooksAdd},
-		{"webhooks list", "[--db FILE|URL] [--json]", toStdout(webhooksList)},
-		{"webhooks remove", "[--db FILE|URL] ID", toStdout(webhooksRemove)},
-		{"webhooks rotate", "[--db FILE|URL] ID [--overlap 24h]", webhooksRotate},
-		{"webhooks enable", "[--db FILE|URL] ID", toStdout(webhooksEnable)},
-		{"webhooks test", "[--db FILE|URL] ID", webhooksTest},
-		{"webhooks deliveries", "[--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]", toStdout(webhooksDeliveries)},
-		{"webhooks resend", "[--db FILE|URL] EVENT_ID|--failed [--endpoint ID]", toStdout(webhooksResend)},
-		{"bans list", "[--db FILE|URL] [--json]", toStdout(bansList)},
-		{"bans lift", "[--db FILE|URL] key:ID|address:IP", toStdout(bansLift)},
-		{"migrate", "[--db FILE|URL]   (as the role that owns the tables)", migrateCommand},
-		{"backup", "[--db FILE] --out FILE", toStderr(backupCommand)},
-		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", copyCommand},
+		{"keys create", "[--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...] [--external-id TEXT]", cli.KeysCreate},
+		{"keys list", "[--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]", toStdout(cli.KeysList)},
+		{"keys update", "[--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never] [--external-id TEXT|\"\"]", toStdout(cli.KeysUpdate)},
+		{"keys roll", "[--db FILE|URL] KEY_ID [--overlap DURATION]", cli.KeysRoll},
+		{"keys revoke", "[--db FILE|URL] KEY_ID", toStdout(cli.KeysRevoke)},
+		{"admin create", "[--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]", cli.AdminCreate},
+		{"admin list", "[--db FILE|URL] [--json]", toStdout(cli.AdminList)},
+		{"admin revoke", "[--db FILE|URL] ID", toStdout(cli.AdminRevoke)},
+		{"usage", "[--db FILE|URL] --key ID [--days N] [--json]", toStdout(cli.Usage)},
+		{"audit", "[--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]", toStdout(cli.Audit)},
+		{"webhooks add", "[--db FILE|URL] URL [--events TYPE,...]", cli.WebhooksAdd},
+		{"webhooks list", "[--db FILE|URL] [--json]", toStdout(cli.WebhooksList)},
+		{"webhooks remove", "[--db FILE|URL] ID", toStdout(cli.WebhooksRemove)},
+		{"webhooks rotate", "[--db FILE|URL] ID [--overlap 24h]", cli.WebhooksRotate},
+		{"webhooks enable", "[--db FILE|URL] ID", toStdout(cli.WebhooksEnable)},
+		{"webhooks test", "[--db FILE|URL] ID", cli.WebhooksTest},
+		{"webhooks deliveries", "[--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]", toStdout(cli.WebhooksDeliveries)},
+		{"webhooks resend", "[--db FILE|URL] EVENT_ID|--failed [--endpoint ID]", toStdout(cli.WebhooksResend)},
+		{"bans list", "[--db FILE|URL] [--json]", toStdout(cli.BansList)},
+		{"bans lift", "[--db FILE|URL] key:ID|address:IP", toStdout(cli.BansLift)},
+		{"migrate", "[--db FILE|URL]   (as the role that owns the tables)", cli.Migrate},
+		{"backup", "[--db FILE] --out FILE", toStderr(cli.Backup)},
+		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", cli.Copy},
 		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", toStdout(healthcheckCommand)},
 		{"version", "(or petstore --version)", versionCommand},
 	}
@@ -93,11 +94,11 @@ func findCommand(args []string) (cliCommand, []string, error) {
 	}
 	switch {
 	case len(inGroup) > 0 && len(args) == 1:
-		return cliCommand{}, nil, usagef("%s needs a command: %s", args[0], orList(inGroup))
+		return cliCommand{}, nil, cli.Usagef("%s needs a command: %s", args[0], orList(inGroup))
 	case len(inGroup) > 0:
-		return cliCommand{}, nil, usagef("unknown %s command %q: use %s", args[0], args[1], orList(inGroup))
+		return cliCommand{}, nil, cli.Usagef("unknown %s command %q: use %s", args[0], args[1], orList(inGroup))
 	}
-	return cliCommand{}, nil, usagef("unknown command %q: use %s (petstore help lists them)", args[0], orList(commandGroups()))
+	return cliCommand{}, nil, cli.Usagef("unknown command %q: use %s (petstore help lists them)", args[0], orList(commandGroups()))
 }
 
 // commandGroups are the first words of the commands, each once.

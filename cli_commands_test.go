@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"petstore/internal/cli"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ func TestHelpListsEveryCommandAndTheServeFlags(t *testing.T) {
 		t.Run(arg, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			err := run(context.Background(), []string{"petstore", arg}, func(string) string { return "" }, nil, &stdout, &stderr)
-			if err != nil && err != errHelp {
+			if err != nil && err != cli.ErrHelp {
 				t.Fatalf("petstore %s: %v", arg, err)
 			}
 			for _, line := range commandLines() {

@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/manage"
 	"petstore/internal/store"
@@ -1343,7 +1344,7 @@ func TestPetstoreVersionInTheEnvironmentIsNotTheVersionFlag(t *testing.T) {
 		}
 		return ""
 	}
-	if _, err := parseFlags(fs, nil, getenv, io.Discard); err != nil || version {
+	if _, err := cli.ParseFlags(fs, nil, getenv, io.Discard); err != nil || version {
 		t.Fatalf("PETSTORE_VERSION=2.1.0 gave err %v, version %v; want it ignored", err, version)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"petstore/internal/cli"
 	"regexp"
 	"slices"
 	"strconv"
@@ -156,7 +157,7 @@ func helpFlags(t *testing.T) map[string][]string {
 		words := strings.Fields(c.name)
 		var stdout, stderr bytes.Buffer
 		args := append(append([]string{"petstore"}, words...), "-h")
-		if err := run(context.Background(), args, func(string) string { return "" }, nil, &stdout, &stderr); err != nil && err != errHelp {
+		if err := run(context.Background(), args, func(string) string { return "" }, nil, &stdout, &stderr); err != nil && err != cli.ErrHelp {
 			t.Fatalf("petstore %s -h: %v", c.name, err)
 		}
 		found := flagLine.FindAllStringSubmatch(stdout.String()+stderr.String(), -1)

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"petstore/internal/cli"
 	"strings"
 	"syscall"
 	"time"
@@ -34,12 +35,12 @@ func healthcheckCommand(ctx context.Context, args []string, getenv func(string) 
 	fs.StringVar(&hc.tlsCert, "tls-cert", "", "the server's --tls-cert (so PETSTORE_TLS_CERT serves both): check over https, trusting that certificate")
 	fs.StringVar(&hc.serverName, "server-name", "", "the name to ask for (SNI) and verify over https (default: the first --acme-domain, or the URL's host)")
 	fs.StringVar(&hc.caRoot, "ca-root", "", "a PEM file of roots to trust over https, besides the system's")
-	rest, err := parseFlags(fs, args, getenv, stdout)
+	rest, err := cli.ParseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
-		return usagef("healthcheck takes no arguments, got %q (use --url)", rest[0])
+		return cli.Usagef("healthcheck takes no arguments, got %q (use --url)", rest[0])
 	}
 	if hc.acmeDomain != "" && !setFlags(fs)["addr"] {
 		*addr = ":443"
@@ -97,7 +98,7 @@ func healthcheckURL(rawURL, addr string, overTLS bool) (string, error) {
 	if rawURL == "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return "", usagef("--addr %q is not HOST:PORT: %v", addr, err)
+			return "", cli.Usagef("--addr %q is not HOST:PORT: %v", addr, err)
 		}
 		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
 			host = "localhost"
@@ -113,7 +114,7 @@ func healthcheckURL(rawURL, addr string, overTLS bool) (string, error) {
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", usagef("--url %q must be an http:// or https:// URL, such as http://localhost:8080/readyz", rawURL)
+		return "", cli.Usagef("--url %q must be an http:// or https:// URL, such as http://localhost:8080/readyz", rawURL)
 	}
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/readyz"

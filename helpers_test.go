@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
@@ -123,7 +124,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	t.Helper()
 	s := &testServer{t: t, clock: newFakeClock(), opts: opts.withDefaults()}
 	s.cfg = s.opts.serveConfig(t)
-	s.dbPath = s.cfg.db
+	s.dbPath = s.cfg.DB
 	if opts.redis {
 		s.redisPrefix = testkit.RedisPrefix(t)
 		s.cfg.redis = cmp.Or(opts.redisURL, testkit.RedisURL(t))
@@ -171,7 +172,7 @@ func (o testOptions) serveConfig(t testing.TB) serveConfig {
 	if db == "" {
 		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
-	return serveConfig{dbFlags: dbFlags{env: o.env, db: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout,
+	return serveConfig{DBFlags: cli.DBFlags{Env: o.env, DB: db}, trustProxy: o.trustProxy, banAfter: o.banAfter, banFor: o.banFor, dbTimeout: o.dbTimeout,
 		webhookAllowPrivate: o.webhookAllowPrivate}
 }
 
@@ -189,7 +190,7 @@ func (s *testServer) restartLimiter() {
 	s.t.Cleanup(func() { closeLimiter() })
 	restarted := *s.app
 	restarted.limiter, restarted.bans = limiter, bans
-	restarted.audit = newAuditLog(s.cfg.env, s.clock.now, s.opts.logger)
+	restarted.audit = newAuditLog(s.cfg.Env, s.clock.now, s.opts.logger)
 	restarted.handler = newServer(&restarted)
 	restarted.adminHandler = newAdminServer(&restarted)
 	s.app = &restarted

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"petstore/internal/cli"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"strings"
@@ -71,7 +72,7 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 	}
 	if h.httpAddr != "" {
 		if !h.on() {
-			return usagef("--http-addr redirects to HTTPS: it needs --tls-cert or --acme-domain")
+			return cli.Usagef("--http-addr redirects to HTTPS: it needs --tls-cert or --acme-domain")
 		}
 		if err := checkListenAddr("--http-addr", h.httpAddr); err != nil {
 			return err
@@ -82,10 +83,10 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 		return err
 	}
 	if h.adminTLSCert != "" && adminAddr == "" {
-		return usagef("--admin-tls-cert needs --admin-addr: there is no admin listener without it")
+		return cli.Usagef("--admin-tls-cert needs --admin-addr: there is no admin listener without it")
 	}
 	if h.hsts < 0 {
-		return usagef("--hsts must be 0 (no header) or more, such as 8760h for a year")
+		return cli.Usagef("--hsts must be 0 (no header) or more, such as 8760h for a year")
 	}
 	return nil
 }
@@ -94,9 +95,9 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 func pairGiven(certFlag, cert, keyFlag, key string) error {
 	switch {
 	case cert != "" && key == "":
-		return usagef("%s needs %s, the file of its private key", certFlag, keyFlag)
+		return cli.Usagef("%s needs %s, the file of its private key", certFlag, keyFlag)
 	case cert == "" && key != "":
-		return usagef("%s needs %s, the file of its certificate", keyFlag, certFlag)
+		return cli.Usagef("%s needs %s, the file of its certificate", keyFlag, certFlag)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"petstore/internal/cli"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -25,11 +26,11 @@ func main() {
 // exitCode reports err on stderr and picks the exit status: 2 for a usage
 // mistake, 1 for anything that went wrong while running.
 func exitCode(err error, stderr io.Writer) int {
-	if err == nil || errors.Is(err, errHelp) {
+	if err == nil || errors.Is(err, cli.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "petstore: %v\n", err)
-	var usage *usageError
+	var usage *cli.UsageError
 	if errors.As(err, &usage) {
 		return 2
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -79,7 +80,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	}
 	// The events come over as they were, and the copy adds its own.
 	wantNewEvents(t, to, wantEvents, domain.AuditEvent{
-		Action: domain.AuditKeysCopied, Actor: commandActor(), Env: "production",
+		Action: domain.AuditKeysCopied, Actor: cli.CommandActor(), Env: "production",
 		Details: domain.AuditDetails{From: src.dbPath, Copied: &domain.Copied{Pets: 6, Keys: 4, Usage: 1, Idempotency: 1, AuditEvents: 7, AdminTokens: 1, UsageHistory: 1, Bans: 1}},
 	})
 

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/logline"
@@ -62,7 +63,7 @@ func (l serverLimits) admin() serverLimits {
 }
 
 type serveConfig struct {
-	dbFlags
+	cli.DBFlags
 	addr      string
 	adminAddr string
 	// adminHosts are the names the admin listener answers to besides IP
@@ -100,7 +101,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	var cfg serveConfig
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg.registerFlags(fs)
-	rest, err := parseFlags(fs, args, getenv, stdout)
+	rest, err := cli.ParseFlags(fs, args, getenv, stdout)
 	if err != nil {
 		return err
 	}
@@ -109,7 +110,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return nil
 	}
 	if len(rest) > 0 {
-		return usagef("serve takes no arguments, got %q", rest[0])
+		return cli.Usagef("serve takes no arguments, got %q", rest[0])
 	}
 	if err := cfg.checkFlags(fs); err != nil {
 		return err
@@ -139,7 +140,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 
 // registerFlags defines serve's flags on fs, each setting its part of cfg.
 func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
-	cfg.dbFlags.register(fs)
+	cfg.DBFlags.Register(fs)
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
 	fs.Func("admin-host", "host names the admin listener answers to besides IP addresses and localhost, NAME[,NAME...]; another Host is refused 421 (a DNS-rebinding page)", func(v string) error {
@@ -164,7 +165,7 @@ func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 // checkFlags refuses, as a usage mistake naming them, the flags of serve
 // that cannot work alone or together.
 func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
-	if err := cfg.dbFlags.check(); err != nil {
+	if err := cfg.DBFlags.Check(); err != nil {
 		return err
 	}
 	if err := cfg.https.check(cfg, setFlags(fs)); err != nil {
@@ -178,24 +179,24 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 			return err
 		}
 	} else if len(cfg.adminHosts) > 0 {
-		return usagef("--admin-host needs --admin-addr: there is no admin listener without it")
+		return cli.Usagef("--admin-host needs --admin-addr: there is no admin listener without it")
 	}
 	if cfg.shutdownDelay < 0 {
-		return usagef("--shutdown-delay must be 0 or more")
+		return cli.Usagef("--shutdown-delay must be 0 or more")
 	}
 	if cfg.dbTimeout <= 0 {
-		return usagef("--db-timeout must be above 0")
+		return cli.Usagef("--db-timeout must be above 0")
 	}
 	if cfg.banAfter < 0 || cfg.banFor <= 0 {
-		return usagef("--ban-after must be 0 or more and --ban-for above 0")
+		return cli.Usagef("--ban-after must be 0 or more and --ban-for above 0")
 	}
 	if cfg.redis != "" {
 		if _, err := limits.RedisOptions(cfg.redis); err != nil {
-			return usagef("%v", err)
+			return cli.Usagef("%v", err)
 		}
 	}
-	if store.IsPostgresURL(cfg.db) && cfg.redis == "" {
-		return usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
+	if store.IsPostgresURL(cfg.DB) && cfg.redis == "" {
+		return cli.Usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
 			"the rate limits too, or N servers would each grant a key its whole limit")
 	}
 	return nil
@@ -204,13 +205,13 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, usagef("--log-level must be debug, info, warn or error, not %q", level)
+		return nil, cli.Usagef("--log-level must be debug, info, warn or error, not %q", level)
 	}
 	switch format {
 	case "text", "json":
 		return slog.New(logline.NewHandler(w, format == "json", lvl)), nil
 	}
-	return nil, usagef("--log-format must be text or json, not %q", format)
+	return nil, cli.Usagef("--log-format must be text or json, not %q", format)
 }
 
 // newMetrics makes a server's metrics (docs/observing.md), told the build
@@ -281,7 +282,7 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 		return nil, nil, err
 	}
 	ports = append(ports, api)
-	serving = []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.env, "db", cfg.shown(), "limits", a.limitsIn}
+	serving = []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn}
 	if cfg.adminAddr != "" {
 		admin, err := listen(cfg.adminAddr, " (--admin-addr)", withTLS(httpServer(a.adminHandler, apiLimits.admin(), logger), logger, tr.admin))
 		if err != nil {
@@ -308,9 +309,9 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 func checkListenAddr(flag, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		if domain.IsDigits(addr) {
-			return usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
+			return cli.Usagef("%s %s is a port without a host: give :%s (every interface) or localhost:%s", flag, addr, addr, addr)
 		}
-		return usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
+		return cli.Usagef("%s %q must be HOST:PORT, such as localhost:8080 or :8080", flag, addr)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // The webhooks commands: endpoints, their secrets, test events, and the
 // deliveries a running server makes.
 
-func webhooksAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func WebhooksAdd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("webhooks add", getenv, stdout).withDB()
 	var events []string
 	c.fs.Func("events", "the event types the endpoint takes, comma-separated or repeated: "+strings.Join(domain.WebhookEventTypes, ", ")+" (default all)",
@@ -31,11 +31,11 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	if len(rest) != 1 {
-		return usagef("webhooks add takes one URL, the endpoint's http or https address")
+		return Usagef("webhooks add takes one URL, the endpoint's http or https address")
 	}
 	terms, err := manage.NewEndpointTerms(rest[0], events)
 	if err != nil {
-		return usagef("webhooks add: %s", errorMessage(err))
+		return Usagef("webhooks add: %s", errorMessage(err))
 	}
 	if problem := webhook.NewAddressGuard(false).URLProblem(ctx, terms.URL); problem != "" {
 		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
@@ -45,18 +45,18 @@ func webhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	e, err := store.AddWebhookEndpoint(ctx, terms, commandActor(), c.db.env)
+	e, err := store.AddWebhookEndpoint(ctx, terms, CommandActor(), c.db.Env)
 	if err != nil {
 		return fmt.Errorf("add webhook endpoint: %w", err)
 	}
 	fmt.Fprintf(stderr, "added webhook endpoint %d for %s (%s) in %s.\nIts id, then its signing secret, shown only now:\n",
-		e.ID, domain.ShownURL(e.URL), eventsShown(e.Events), c.db.shown())
+		e.ID, domain.ShownURL(e.URL), eventsShown(e.Events), c.db.Shown())
 	fmt.Fprintln(stdout, e.ID)
 	fmt.Fprintln(stdout, e.Secret)
 	return nil
 }
 
-func webhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]domain.ListedEndpoint, error) {
 		endpoints, err := store.WebhookEndpoints(ctx)
 		return manage.ListedEndpoints(endpoints, time.Now()), err
@@ -107,14 +107,14 @@ func endpointCommand(ctx context.Context, name string, args []string, getenv fun
 		return 0, nil, "", err
 	}
 	if len(rest) != 1 {
-		return 0, nil, "", usagef("%s takes one ID, an endpoint's id from petstore webhooks list", name)
+		return 0, nil, "", Usagef("%s takes one ID, an endpoint's id from petstore webhooks list", name)
 	}
 	id, err := strconv.ParseInt(rest[0], 10, 64)
 	if err != nil || id < 1 {
-		return 0, nil, "", usagef("ID must be an endpoint's numeric id from petstore webhooks list, not %q", rest[0])
+		return 0, nil, "", Usagef("ID must be an endpoint's numeric id from petstore webhooks list, not %q", rest[0])
 	}
 	store, err := c.db.open(ctx, false)
-	return id, store, c.db.env, err
+	return id, store, c.db.Env, err
 }
 
 // endpointError is a store's refusal about endpoint id as one line.
@@ -126,20 +126,20 @@ func endpointError(verb string, id int64, err error) error {
 	return fmt.Errorf("%s webhook endpoint %d: %w", verb, id, err)
 }
 
-func webhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	id, store, env, err := endpointCommand(ctx, "webhooks remove", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := store.RemoveWebhookEndpoint(ctx, id, commandActor(), env); err != nil {
+	if err := store.RemoveWebhookEndpoint(ctx, id, CommandActor(), env); err != nil {
 		return endpointError("remove", id, err)
 	}
 	fmt.Fprintf(stdout, "removed webhook endpoint %d and its deliveries\n", id)
 	return nil
 }
 
-func webhooksRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func WebhooksRotate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var overlapFlag string
 	var overlap time.Duration
 	id, store, env, err := endpointCommand(ctx, "webhooks rotate", args, getenv, stdout, func(c *command) func() error {
@@ -153,7 +153,7 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer store.Close()
-	e, err := store.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, commandActor(), env)
+	e, err := store.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, CommandActor(), env)
 	if err != nil {
 		return endpointError("rotate the secret of", id, err)
 	}
@@ -166,26 +166,26 @@ func webhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 	return nil
 }
 
-func webhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	id, store, env, err := endpointCommand(ctx, "webhooks enable", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if _, err := store.EnableWebhookEndpoint(ctx, id, commandActor(), env); err != nil {
+	if _, err := store.EnableWebhookEndpoint(ctx, id, CommandActor(), env); err != nil {
 		return endpointError("enable", id, err)
 	}
 	fmt.Fprintf(stdout, "webhook endpoint %d is enabled; its waiting deliveries go out again\n", id)
 	return nil
 }
 
-func webhooksTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func WebhooksTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	id, store, _, err := endpointCommand(ctx, "webhooks test", args, getenv, stdout, nil)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	ev, err := manage.QueueTest(ctx, store, id, commandActor(), time.Now())
+	ev, err := manage.QueueTest(ctx, store, id, CommandActor(), time.Now())
 	if err != nil {
 		return endpointError("test", id, err)
 	}
@@ -194,7 +194,7 @@ func webhooksTest(ctx context.Context, args []string, getenv func(string) string
 	return nil
 }
 
-func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks deliveries", getenv, stdout).withDB()
 	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
@@ -205,10 +205,10 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 		return err
 	}
 	if given(c.fs, "endpoint") && f.EndpointID < 1 {
-		return usagef("--endpoint must be an endpoint's numeric id from petstore webhooks list")
+		return Usagef("--endpoint must be an endpoint's numeric id from petstore webhooks list")
 	}
 	if f.Limit < 1 {
-		return usagef("--limit must be 1 or more")
+		return Usagef("--limit must be 1 or more")
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
@@ -235,7 +235,7 @@ func webhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	})
 }
 
-func webhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("webhooks resend", getenv, stdout).withDB()
 	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
@@ -246,13 +246,13 @@ func webhooksResend(ctx context.Context, args []string, getenv func(string) stri
 	}
 	switch {
 	case given(c.fs, "endpoint") && f.EndpointID < 1:
-		return usagef("--endpoint must be an endpoint's numeric id from petstore webhooks list")
+		return Usagef("--endpoint must be an endpoint's numeric id from petstore webhooks list")
 	case f.Failed && len(rest) > 0:
-		return usagef("webhooks resend takes one EVENT_ID or --failed, not both")
+		return Usagef("webhooks resend takes one EVENT_ID or --failed, not both")
 	case !f.Failed && len(rest) != 1:
-		return usagef("webhooks resend takes one EVENT_ID (msg_..., from petstore webhooks deliveries) or --failed")
+		return Usagef("webhooks resend takes one EVENT_ID (msg_..., from petstore webhooks deliveries) or --failed")
 	case !f.Failed && !strings.HasPrefix(rest[0], "msg_"):
-		return usagef("EVENT_ID must be an event's id, msg_..., from petstore webhooks deliveries, not %q", rest[0])
+		return Usagef("EVENT_ID must be an event's id, msg_..., from petstore webhooks deliveries, not %q", rest[0])
 	}
 	if !f.Failed {
 		f.EventID = rest[0]

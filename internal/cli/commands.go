@@ -3,7 +3,7 @@
 // line and then from the environment, --env and --db, and opening the
 // database they name.
 
-package main
+package cli
 
 import (
 	"bufio"
@@ -32,7 +32,7 @@ import (
 // --env and --db of the database it works on.
 type command struct {
 	fs     *flag.FlagSet
-	db     dbFlags
+	db     DBFlags
 	getenv func(string) string
 	help   io.Writer // where -h prints the flags
 }
@@ -43,7 +43,7 @@ func newCommand(name string, getenv func(string) string, help io.Writer) *comman
 
 // withDB gives the command --env and --db.
 func (c *command) withDB() *command {
-	c.db.register(c.fs)
+	c.db.Register(c.fs)
 	return c
 }
 
@@ -58,20 +58,20 @@ func (c *command) jsonFlag(instead string) *bool {
 func (c *command) parse(args []string) error {
 	rest, err := c.parseArgs(args)
 	if err == nil && len(rest) > 0 {
-		err = usagef("%s takes no arguments, got %q", c.fs.Name(), rest[0])
+		err = Usagef("%s takes no arguments, got %q", c.fs.Name(), rest[0])
 	}
 	return err
 }
 
 // parseArgs is parse for a command that takes arguments: it returns them.
 func (c *command) parseArgs(args []string) ([]string, error) {
-	return parseFlags(c.fs, args, c.getenv, c.help)
+	return ParseFlags(c.fs, args, c.getenv, c.help)
 }
 
-// parseFlags parses args into fs, allowing flags and arguments in any order,
+// ParseFlags parses args into fs, allowing flags and arguments in any order,
 // then fills every flag not on the command line from PETSTORE_<FLAG>.
 // It returns the positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stdout io.Writer) ([]string, error) {
+func ParseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, stdout io.Writer) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
@@ -80,9 +80,9 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 				fs.SetOutput(stdout)
 				fmt.Fprintf(stdout, "usage of petstore %s:\n", fs.Name())
 				fs.PrintDefaults()
-				return nil, errHelp
+				return nil, ErrHelp
 			}
-			return nil, usagef("%s: %v (see petstore %s -h)", fs.Name(), err, fs.Name())
+			return nil, Usagef("%s: %v (see petstore %s -h)", fs.Name(), err, fs.Name())
 		}
 		if fs.NArg() == 0 {
 			break
@@ -100,15 +100,15 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 		}
 		if v := getenv(env); v != "" && !set[f.Name] && err == nil {
 			if e := fs.Set(f.Name, v); e != nil {
-				err = usagef("%s=%q: %v", env, v, e)
+				err = Usagef("%s=%q: %v", env, v, e)
 			}
 		}
 	})
 	return positional, err
 }
 
-// errHelp ends a command that printed its help.
-var errHelp = errors.New("help shown")
+// ErrHelp ends a command that printed its help.
+var ErrHelp = errors.New("help shown")
 
 // given tells whether the flag name was set, even to "".
 func given(fs *flag.FlagSet, name string) bool {
@@ -140,70 +140,70 @@ func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, 
 }
 
 // dbFlags are the flags every command has: which environment, which file.
-type dbFlags struct {
-	env string
-	db  string
+type DBFlags struct {
+	Env string
+	DB  string
 }
 
-func (d *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&d.env, "env", "production", "environment: production or staging (each has its own database and key prefix)")
-	fs.StringVar(&d.db, "db", "", "SQLite database file (default petstore.db, or petstore-staging.db on staging), or a postgres:// URL")
+func (d *DBFlags) Register(fs *flag.FlagSet) {
+	fs.StringVar(&d.Env, "env", "production", "environment: production or staging (each has its own database and key prefix)")
+	fs.StringVar(&d.DB, "db", "", "SQLite database file (default petstore.db, or petstore-staging.db on staging), or a postgres:// URL")
 }
 
-func (d *dbFlags) check() error {
-	if _, ok := domain.KeyPrefixes[d.env]; !ok {
-		return usagef("--env must be production or staging, not %q", d.env)
+func (d *DBFlags) Check() error {
+	if _, ok := domain.KeyPrefixes[d.Env]; !ok {
+		return Usagef("--env must be production or staging, not %q", d.Env)
 	}
-	if d.db == "" {
-		d.db = "petstore.db"
-		if d.env == "staging" {
-			d.db = "petstore-staging.db"
+	if d.DB == "" {
+		d.DB = "petstore.db"
+		if d.Env == "staging" {
+			d.DB = "petstore-staging.db"
 		}
 	}
 	return nil
 }
 
-// shown is the database as output may name it: a URL without its password.
-func (d *dbFlags) shown() string {
-	if store.IsPostgresURL(d.db) {
-		return store.RedactURL(d.db)
+// Shown is the database as output may name it: a URL without its password.
+func (d *DBFlags) Shown() string {
+	if store.IsPostgresURL(d.DB) {
+		return store.RedactURL(d.DB)
 	}
-	return d.db
+	return d.DB
 }
 
 // open checks the flags and opens the database, creating it only when
 // create is set.
-func (d *dbFlags) open(ctx context.Context, create bool) (store.Storage, error) {
-	if err := d.check(); err != nil {
+func (d *DBFlags) open(ctx context.Context, create bool) (store.Storage, error) {
+	if err := d.Check(); err != nil {
 		return nil, err
 	}
-	return openFlagged(ctx, "--db", d.db, create, time.Now)
+	return OpenFlagged(ctx, "--db", d.DB, create, time.Now)
 }
 
 // create is open for a command that makes something (keys create): it
 // creates a SQLite file that is not there, and then says so on stderr with
 // its absolute path, so that a key made in the wrong folder, for a database
 // no server uses, is noticed at once.
-func (d *dbFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, error) {
-	if err := d.check(); err != nil {
+func (d *DBFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, error) {
+	if err := d.Check(); err != nil {
 		return nil, err
 	}
-	_, statErr := os.Stat(d.db)
-	isNew := !store.IsPostgresURL(d.db) && errors.Is(statErr, os.ErrNotExist)
-	store, err := openFlagged(ctx, "--db", d.db, true, time.Now)
+	_, statErr := os.Stat(d.DB)
+	isNew := !store.IsPostgresURL(d.DB) && errors.Is(statErr, os.ErrNotExist)
+	store, err := OpenFlagged(ctx, "--db", d.DB, true, time.Now)
 	if err == nil && isNew {
-		abs, absErr := filepath.Abs(d.db)
+		abs, absErr := filepath.Abs(d.DB)
 		if absErr != nil {
-			abs = d.db
+			abs = d.DB
 		}
 		fmt.Fprintf(stderr, "petstore: created a new, empty database at %s\n", abs)
 	}
 	return store, err
 }
 
-// openFlagged opens the database the command-line flag names; a URL that
+// OpenFlagged opens the database the command-line flag names; a URL that
 // no engine can read is a mistake on the command line (exit status 2).
-func openFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (store.Storage, error) {
+func OpenFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (store.Storage, error) {
 	store, err := store.Open(ctx, db, create, now)
 	if err != nil {
 		return nil, flagError(flag, err)
@@ -215,7 +215,7 @@ func openFlagged(ctx context.Context, flag, db string, create bool, now func() t
 // no engine can read.
 func flagError(flag string, err error) error {
 	if errors.Is(err, store.ErrBadURL) {
-		return usagef("%s %v", flag, err)
+		return Usagef("%s %v", flag, err)
 	}
 	return err
 }
@@ -224,7 +224,7 @@ func flagError(flag string, err error) error {
 // run by the role that owns the tables, so that the servers may run as a
 // role with only the grants they need (docs/production.md, "Least
 // privilege on PostgreSQL").
-func migrateCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("migrate", getenv, stdout).withDB()
 	if err := c.parse(args); err != nil {
 		return err
@@ -234,13 +234,13 @@ func migrateCommand(ctx context.Context, args []string, getenv func(string) stri
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.shown(), len(store.Migrations))
+	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.Shown(), len(store.Migrations))
 	return nil
 }
 
 // backupCommand writes a copy of a SQLite database, made while servers go
 // on writing to it.
-func backupCommand(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func Backup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	c := newCommand("backup", getenv, stderr).withDB()
 	var out string
 	c.fs.StringVar(&out, "out", "", "file to write the copy to; must not exist (required)")
@@ -248,23 +248,23 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	if out == "" {
-		return usagef("backup needs --out FILE")
+		return Usagef("backup needs --out FILE")
 	}
-	if err := c.db.check(); err != nil {
+	if err := c.db.Check(); err != nil {
 		return err
 	}
-	if store.IsPostgresURL(c.db.db) {
-		return usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see docs/replicas.md)")
+	if store.IsPostgresURL(c.db.DB) {
+		return Usagef("backup copies a SQLite file; for PostgreSQL use pg_dump (see docs/replicas.md)")
 	}
-	if err := store.BackupSQLite(ctx, c.db.db, out); err != nil {
+	if err := store.BackupSQLite(ctx, c.db.DB, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "backed up %s to %s\n", c.db.db, out)
+	fmt.Fprintf(stderr, "backed up %s to %s\n", c.db.DB, out)
 	return nil
 }
 
 // copyCommand moves a SQLite database into an empty PostgreSQL one.
-func copyCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func Copy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("copy", getenv, stdout)
 	var from, to, env string
 	c.fs.StringVar(&env, "env", "production", "the environment the database serves, production or staging, for the copy's audit event")
@@ -275,15 +275,15 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	switch {
 	case from == "" || to == "":
-		return usagef("copy needs --from FILE and --to postgres://...")
+		return Usagef("copy needs --from FILE and --to postgres://...")
 	case store.IsPostgresURL(from):
-		return usagef("--from must be a SQLite database file, not a URL")
+		return Usagef("--from must be a SQLite database file, not a URL")
 	case !store.IsPostgresURL(to):
-		return usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
+		return Usagef("--to must be a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE), not %q", to)
 	case domain.KeyPrefixes[env] == "":
-		return usagef("--env must be production or staging, not %q", env)
+		return Usagef("--env must be production or staging, not %q", env)
 	}
-	src, err := openFlagged(ctx, "--from", from, false, time.Now)
+	src, err := OpenFlagged(ctx, "--from", from, false, time.Now)
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func copyCommand(ctx context.Context, args []string, getenv func(string) string,
 		return flagError("--to", err)
 	}
 	defer dst.Close()
-	n, err := copyAll(ctx, src, dst, domain.AuditEvent{Action: domain.AuditKeysCopied, Actor: commandActor(), Env: env, Details: domain.AuditDetails{From: from}})
+	n, err := copyAll(ctx, src, dst, domain.AuditEvent{Action: domain.AuditKeysCopied, Actor: CommandActor(), Env: env, Details: domain.AuditDetails{From: from}})
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, store.RedactURL(to), store.OneLine(store.RedactPassword(err.Error(), to)))
 	}
@@ -315,7 +315,7 @@ func copyAll(ctx context.Context, src store.Lifecycle, dst store.CopyTarget, cop
 
 // auditCommand is petstore audit: the events of the trail, oldest first, a
 // line each or a JSON array.
-func auditCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func Audit(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("audit", getenv, stdout).withDB()
 	var since, action string
 	var keyID int64
@@ -340,9 +340,9 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("read the audit trail: %w", err)
 	}
 	if *asJSON {
-		return writeAuditJSON(stdout, events)
+		return WriteAuditJSON(stdout, events)
 	}
-	return writeAuditLines(stdout, events)
+	return WriteAuditLines(stdout, events)
 }
 
 // auditFilterOf checks audit's flags, and picks the events they ask for at
@@ -350,21 +350,21 @@ func auditCommand(ctx context.Context, args []string, getenv func(string) string
 func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, now time.Time) (domain.AuditFilter, error) {
 	f := domain.AuditFilter{KeyID: keyID, Action: action}
 	if given(fs, "key") && keyID < 1 {
-		return f, usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
+		return f, Usagef("--key must be a key's numeric id from petstore keys list, not %d", keyID)
 	}
 	if err := manage.CheckAuditAction("--action", action); err != nil {
-		return f, usagef("%s", err.Error())
+		return f, Usagef("%s", err.Error())
 	}
 	var err error
 	if f.Since, err = manage.AuditSince("--since", since, given(fs, "since"), now); err != nil {
-		return f, usagef("%s", err.Error())
+		return f, Usagef("%s", err.Error())
 	}
 	return f, nil
 }
 
-// writeAuditLines prints each event on a line: its time and action, then
+// WriteAuditLines prints each event on a line: its time and action, then
 // name=value pairs.
-func writeAuditLines(w io.Writer, events []domain.AuditEvent) error {
+func WriteAuditLines(w io.Writer, events []domain.AuditEvent) error {
 	bw := bufio.NewWriter(w)
 	for _, e := range events {
 		bw.WriteString(e.At.Format(manage.AuditTimeFormat))
@@ -386,8 +386,8 @@ func logfmtValue(v string) string {
 	return v
 }
 
-// writeAuditJSON prints the events as a JSON array, [] for none.
-func writeAuditJSON(w io.Writer, events []domain.AuditEvent) error {
+// WriteAuditJSON prints the events as a JSON array, [] for none.
+func WriteAuditJSON(w io.Writer, events []domain.AuditEvent) error {
 	return writeJSONIndented(w, manage.AuditJSONOf(events))
 }
 
@@ -432,9 +432,9 @@ func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line fu
 	return tw.Flush()
 }
 
-// commandActor is who runs a command, for its events: the operating-system
+// CommandActor is who runs a command, for its events: the operating-system
 // user and the host, user@host.
-func commandActor() string {
+func CommandActor() string {
 	name := "unknown"
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -446,11 +446,11 @@ func commandActor() string {
 	return name + "@" + host
 }
 
-// usageError is a mistake in the command line.
-type usageError struct{ msg string }
+// UsageError is a mistake in the command line.
+type UsageError struct{ msg string }
 
-func (e *usageError) Error() string { return e.msg }
+func (e *UsageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+func Usagef(format string, args ...any) error {
+	return &UsageError{fmt.Sprintf(format, args...)}
 }

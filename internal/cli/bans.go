@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // petstore bans list|lift: the bans in force, and a lift that every running
 // server applies within a second.
 
-func bansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func BansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]manage.ListedBan, error) {
 		bans, err := store.Bans(ctx)
 		return manage.ListedBans(bans), err
@@ -25,25 +25,25 @@ func bansList(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
-func bansLift(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func BansLift(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("bans lift", getenv, stdout).withDB()
 	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return usagef("bans lift takes one subject, key:ID or address:IP (see petstore bans list)")
+		return Usagef("bans lift takes one subject, key:ID or address:IP (see petstore bans list)")
 	}
 	subject, err := domain.ParseBanSubject(rest[0])
 	if err != nil {
-		return usagef("bans lift: %v", err)
+		return Usagef("bans lift: %v", err)
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	b, err := store.LiftBan(ctx, subject, commandActor(), c.db.env)
+	b, err := store.LiftBan(ctx, subject, CommandActor(), c.db.Env)
 	var notFound *domain.Error
 	if errors.As(err, &notFound) && notFound.Kind == domain.KindNotFound {
 		return notFound

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 func parseExpires(s, never string, now time.Time) (time.Time, error) {
 	at, err := manage.ExpiresOf("--expires", s, never, now)
 	if err != nil {
-		return time.Time{}, usagef("%s", err.Error())
+		return time.Time{}, Usagef("%s", err.Error())
 	}
 	return at, nil
 }
@@ -32,12 +32,12 @@ func parseExpires(s, never string, now time.Time) (time.Time, error) {
 func parseOverlap(s, atZero string) (time.Duration, error) {
 	d, err := manage.OverlapOf("--overlap", s, atZero)
 	if err != nil {
-		return 0, usagef("%s", err.Error())
+		return 0, Usagef("%s", err.Error())
 	}
 	return d, nil
 }
 
-func keysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func KeysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys create", getenv, stdout).withDB()
 	var plan, name, expiresFlag string
 	var rpm, rpd int64
@@ -66,7 +66,7 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	if err := manage.CheckLabel("--name", name); err != nil {
-		return usagef("%v", err)
+		return Usagef("%v", err)
 	}
 	if err := externalID.check(fs, false); err != nil {
 		return err
@@ -83,14 +83,14 @@ func keysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer store.Close()
 	k, token, err := manage.CreateKey(ctx, store, domain.Key{
-		Env: c.db.env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
+		Env: c.db.Env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
 		ExternalID: *externalID.value,
-	}, commandActor())
+	}, CommandActor())
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
 	}
 	fmt.Fprintf(stderr, "created key %d (%s plan, %d/minute, %d/day, %s%s) in %s; it is shown only now:\n",
-		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.Described(), expiryNote(k.ExpiresAt), c.db.shown())
+		k.ID, plan, lim.PerMinute, lim.PerDay, k.Scopes.Described(), expiryNote(k.ExpiresAt), c.db.Shown())
 	fmt.Fprintln(stdout, token)
 	return nil
 }
@@ -109,7 +109,7 @@ func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
 		return nil
 	}
 	if err := manage.CheckExternalID("--external-id", *o.value); err != nil {
-		return usagef("%s", errorMessage(err))
+		return Usagef("%s", errorMessage(err))
 	}
 	return nil
 }
@@ -118,9 +118,9 @@ func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
 func parseScopes(flags []string) (domain.ScopeSet, error) {
 	return parseScopeFlags(flags, domain.AllScopes, func(flag, name string) error {
 		if name == "" {
-			return usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
+			return Usagef("--scope %q names no scope: give pets:read, pets:write or both (pets:read,pets:write)", flag)
 		}
-		return usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
+		return Usagef("--scope: unknown scope %q; the scopes are %s", name, domain.KnownScopes)
 	})
 }
 
@@ -132,7 +132,7 @@ func expiryNote(expires time.Time) string {
 	return ", expires at " + expires.Format(time.RFC3339)
 }
 
-func keysRoll(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func KeysRoll(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys roll", getenv, stdout).withDB()
 	var overlapFlag string
 	c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old key keeps working beside the new one: a duration (24h, 30m, 7d); 0 stops it at once")
@@ -165,12 +165,12 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	token := domain.NewKeyToken(keys[i].Env)
 	hash := domain.HashKey(token)
-	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, commandActor())
+	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, CommandActor())
 	if err != nil {
 		return keyCommandError("roll", id, err)
 	}
 	fmt.Fprintf(stderr, "rolled key %d to key %d (%s plan, %d/minute, %d/day%s) in %s; key %d stops at %s.\nThe new key is shown only now:\n",
-		old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), c.db.shown(),
+		old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), c.db.Shown(),
 		old.ID, old.ExpiresAt.Format(time.RFC3339))
 	fmt.Fprintln(stdout, token)
 	return nil
@@ -179,11 +179,11 @@ func keysRoll(ctx context.Context, args []string, getenv func(string) string, st
 // keyIDArgument is the one KEY_ID argument of command.
 func keyIDArgument(command string, args []string) (int64, error) {
 	if len(args) != 1 {
-		return 0, usagef("%s takes one KEY_ID (see petstore keys list)", command)
+		return 0, Usagef("%s takes one KEY_ID (see petstore keys list)", command)
 	}
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id < 1 {
-		return 0, usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", args[0])
+		return 0, Usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", args[0])
 	}
 	return id, nil
 }
@@ -202,12 +202,12 @@ func keyCommandError(verb string, id int64, err error) error {
 func planLimits(plan string, rpm, rpd int64) (domain.Limits, error) {
 	lim, err := domain.LimitsOf(plan, rpm, rpd, domain.FlagFields)
 	if err != nil {
-		return domain.Limits{}, usagef("%s", err.Error())
+		return domain.Limits{}, Usagef("%s", err.Error())
 	}
 	return lim, nil
 }
 
-func keysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys list", getenv, stdout).withDB()
 	var idle, expiring string
 	asJSON := c.jsonFlag("a table")
@@ -219,10 +219,10 @@ func keysList(ctx context.Context, args []string, getenv func(string) string, st
 	var filter domain.KeyFilter
 	var err error
 	if filter.Idle, err = domain.ReportSpan("--idle", idle, given(c.fs, "idle")); err != nil {
-		return usagef("%s", err.Error())
+		return Usagef("%s", err.Error())
 	}
 	if filter.Expiring, err = domain.ReportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
-		return usagef("%s", err.Error())
+		return Usagef("%s", err.Error())
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
@@ -265,7 +265,7 @@ func timeOrDash(t *time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-func keysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys revoke", getenv, stdout).withDB()
 	rest, err := c.parseArgs(args)
 	if err != nil {
@@ -280,7 +280,7 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
-	revoked, err := store.RevokeKey(ctx, id, commandActor())
+	revoked, err := store.RevokeKey(ctx, id, CommandActor())
 	if err != nil {
 		return keyCommandError("revoke", id, err)
 	}
@@ -292,7 +292,7 @@ func keysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-func keysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("keys update", getenv, stdout).withDB()
 	var u keyUpdate
 	u.register(c.fs)
@@ -315,7 +315,7 @@ func keysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer store.Close()
 	apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
-	_, after, err := store.UpdateKey(ctx, id, apply, commandActor())
+	_, after, err := store.UpdateKey(ctx, id, apply, CommandActor())
 	if err != nil {
 		return keyCommandError("update", id, err)
 	}
@@ -354,7 +354,7 @@ func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, e
 	}
 	if given(fs, "name") {
 		if err := manage.CheckLabel("--name", u.name); err != nil {
-			return change, usagef("%v", err)
+			return change, Usagef("%v", err)
 		}
 		change.Name = &u.name
 	}
@@ -382,7 +382,7 @@ func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, e
 		change.ExternalID = u.externalID.value
 	}
 	if change == (domain.KeyChange{}) {
-		return change, usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
+		return change, Usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
 	}
 	return change, nil
 }
@@ -392,10 +392,10 @@ func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) err
 	if given(fs, "plan") {
 		u.plan = domain.PlanName(u.plan)
 		if !domain.KnownPlan(u.plan) {
-			return usagef("unknown plan %q: choose free, pro, business or enterprise", u.plan)
+			return Usagef("unknown plan %q: choose free, pro, business or enterprise", u.plan)
 		}
 		if u.plan != "enterprise" && (given(fs, "rpm") || given(fs, "rpd")) {
-			return usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", u.plan)
+			return Usagef("--rpm and --rpd are for the enterprise plan only; %s has fixed limits", u.plan)
 		}
 		change.Plan = &u.plan
 	}
@@ -406,10 +406,10 @@ func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) err
 	}{{"rpm", &u.rpm, &change.PerMinute}, {"rpd", &u.rpd, &change.PerDay}} {
 		if given(fs, f.flag) {
 			if *f.v < 1 {
-				return usagef("--%s must be 1 or more", f.flag)
+				return Usagef("--%s must be 1 or more", f.flag)
 			}
 			if *f.v > domain.MaxLimit {
-				return usagef("--%s must be at most %d, not %d", f.flag, domain.MaxLimit, *f.v)
+				return Usagef("--%s must be at most %d, not %d", f.flag, domain.MaxLimit, *f.v)
 			}
 			*f.dst = f.v
 		}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -16,11 +16,11 @@ import (
 // commas, repeatable. None given: every admin scope.
 func parseAdminScopes(flags []string) (domain.ScopeSet, error) {
 	return parseScopeFlags(flags, domain.AllAdminScopes, func(_, name string) error {
-		return usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
+		return Usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
 	})
 }
 
-func adminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func AdminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("admin create", getenv, stdout).withDB()
 	var name string
 	var scopeFlags []string
@@ -33,10 +33,10 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	if name == "" {
-		return usagef("admin create needs --name NAME: the actor admin:NAME of every change the token makes")
+		return Usagef("admin create needs --name NAME: the actor admin:NAME of every change the token makes")
 	}
 	if err := manage.CheckLabel("--name", name); err != nil {
-		return usagef("%v", err)
+		return Usagef("%v", err)
 	}
 	scopes, err := parseAdminScopes(scopeFlags)
 	if err != nil {
@@ -47,18 +47,18 @@ func adminCreate(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer store.Close()
-	token := domain.NewSecret(domain.AdminPrefixes[c.db.env])
+	token := domain.NewSecret(domain.AdminPrefixes[c.db.Env])
 	hash := domain.HashKey(token)
-	t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.env}, commandActor())
+	t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.Env}, CommandActor())
 	if err != nil {
 		return fmt.Errorf("create admin token: %w", err)
 	}
-	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.Described(), c.db.shown())
+	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.Described(), c.db.Shown())
 	fmt.Fprintln(stdout, token)
 	return nil
 }
 
-func adminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func AdminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]domain.ListedAdminToken, error) {
 		tokens, err := store.AdminTokens(ctx)
 		return manage.Listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
@@ -68,25 +68,25 @@ func adminList(ctx context.Context, args []string, getenv func(string) string, s
 	})
 }
 
-func adminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func AdminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("admin revoke", getenv, stdout).withDB()
 	rest, err := c.parseArgs(args)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 {
-		return usagef("admin revoke takes one ID (see petstore admin list)")
+		return Usagef("admin revoke takes one ID (see petstore admin list)")
 	}
 	id, ok := domain.ParseID(rest[0])
 	if !ok {
-		return usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
+		return Usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	revoked, err := store.RevokeAdminToken(ctx, id, commandActor())
+	revoked, err := store.RevokeAdminToken(ctx, id, CommandActor())
 	if err != nil {
 		return keyCommandError("revoke admin token", id, err)
 	}

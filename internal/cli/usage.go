@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // usageCommand is petstore usage: a key's usage history, a day a line or a
 // JSON array, oldest first.
-func usageCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func Usage(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("usage", getenv, stdout).withDB()
 	var keyID int64
 	var daysFlag string
@@ -24,11 +24,11 @@ func usageCommand(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	if keyID < 1 {
-		return usagef("usage needs --key ID, a key's numeric id from petstore keys list")
+		return Usagef("usage needs --key ID, a key's numeric id from petstore keys list")
 	}
 	days, err := manage.UsageDays("--days", daysFlag)
 	if err != nil {
-		return usagef("%s", err.Error())
+		return Usagef("%s", err.Error())
 	}
 	store, err := c.db.open(ctx, false)
 	if err != nil {
