@@ -5,17 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
 	"petstore/internal/metrics"
-	"petstore/internal/store"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,57 +35,24 @@ var (
 	acmeRefuseEvery = time.Minute // the most often a refused handshake is a WARN
 )
 
-// setFlags are the names of the flags given, on the command line or in
-// the environment.
-func setFlags(fs *flag.FlagSet) map[string]bool {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	return set
-}
-
-// checkACME checks the ACME flags and sets the defaults they move.
-func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
-	if h.acmeDomain == "" {
-		for _, f := range []string{"acme-email", "acme-ca", "acme-ca-root", "acme-cache"} {
-			if set[f] {
-				return usagef("--%s needs --acme-domain", f)
-			}
-		}
-		return nil
-	}
-	if h.tlsCert != "" {
-		return usagef("--acme-domain and --tls-cert both give the certificate: choose one")
-	}
-	for name := range strings.SplitSeq(h.acmeDomain, ",") {
+// ParseDomains is --acme-domain's list of names, lower-cased, each a bare
+// DNS name a CA could validate.
+func ParseDomains(list string) ([]string, error) {
+	var names []string
+	for name := range strings.SplitSeq(list, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
 		if err := checkDomain(name); err != nil {
-			return err
+			return nil, err
 		}
-		h.domains = append(h.domains, name)
+		names = append(names, name)
 	}
-	if u, err := url.Parse(h.acmeCA); err != nil || u.Scheme != "https" || u.Host == "" {
-		return usagef("--acme-ca %q must be the https:// URL of an ACME directory", h.acmeCA)
-	}
-	if !set["addr"] {
-		cfg.addr = ":443"
-	}
-	if !set["http-addr"] {
-		h.httpAddr = ":80"
-	}
-	if _, port, _ := net.SplitHostPort(cfg.addr); (h.httpAddr == "" || h.httpAddr == "off") && port != "443" {
-		return usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
-			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
-	}
-	if h.acmeCache == "" && !store.IsPostgresURL(cfg.db) {
-		h.acmeCache = strings.TrimSuffix(cfg.db, filepath.Ext(cfg.db)) + "-acme"
-	}
-	return nil
+	return names, nil
 }
 
 // checkDomain refuses what is not a bare DNS name a CA could validate
 // over HTTP-01 or TLS-ALPN-01.
 func checkDomain(name string) error {
-	bad := func(why string) error { return usagef("--acme-domain %q: %s", name, why) }
+	bad := func(why string) error { return fmt.Errorf("--acme-domain %q: %s", name, why) }
 	switch {
 	case name == "":
 		return bad("an empty name: give NAME[,NAME...]")
@@ -121,9 +82,18 @@ func checkDomain(name string) error {
 	return nil
 }
 
+// ACMEConfig is what the manager is told: the names, the account's e-mail,
+// the CA's directory URL and the root that CA's HTTPS is trusted by ("":
+// the system's), and the cache directory ("": the database keeps them).
+type ACMEConfig struct {
+	Domains           []string
+	Email, CA, CARoot string
+	Cache             string
+}
+
 // acmeManager keeps the certificates of --acme-domain.
 type acmeManager struct {
-	cfg     httpsConfig
+	cfg     ACMEConfig
 	roots   *x509.CertPool
 	files   certmagic.Storage // --acme-cache; nil when the database keeps them
 	logger  *slog.Logger
@@ -140,28 +110,29 @@ type acmeManager struct {
 
 // newACME checks what certmagic will need: the CA's root, the cache
 // directory; start sets it up.
-func newACME(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeManager, error) {
-	am := &acmeManager{cfg: cfg.https, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
+func newACME(cfg ACMEConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeManager, error) {
+	am := &acmeManager{cfg: cfg, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
 	var err error
-	if am.roots, err = caRoots(cfg.https.acmeCARoot); err != nil {
+	if am.roots, err = caRoots(cfg.CARoot); err != nil {
 		return nil, err
 	}
-	if cfg.https.acmeCache != "" {
-		if am.files, err = fileStorage(cfg.https.acmeCache); err != nil {
+	if cfg.Cache != "" {
+		if am.files, err = fileStorage(cfg.Cache); err != nil {
 			return nil, err
 		}
 	}
 	return am, nil
 }
 
-// start sets certmagic up on its storage (the cache directory, or db's
-// database), answering the challenges on the listeners at apiAddr and
-// httpAddr (nil when off), and manages the names until ctx ends: it loads
+// start sets certmagic up on its storage (the cache directory, or kept,
+// the database's when it keeps certificates), answering the challenges on
+// this server's own listeners: TLS-ALPN-01 at host:tlsPort, HTTP-01 at
+// httpPort (0 when off). It manages the names until ctx ends: it loads
 // the certificates stored, orders the others in the background, renews.
-func (am *acmeManager) start(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) error {
+func (am *acmeManager) start(ctx context.Context, kept certmagic.Storage, host string, tlsPort, httpPort int) error {
 	storage := am.files
-	if keeper, ok := db.(store.ACMEStorer); ok && storage == nil {
-		storage = keeper.ACMEStorage()
+	if storage == nil {
+		storage = kept
 	}
 	if storage == nil {
 		return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
@@ -174,29 +145,24 @@ func (am *acmeManager) start(ctx context.Context, db store.Lifecycle, apiAddr, h
 	})
 	// A client that names no server (SNI), such as a load balancer's
 	// check by address, gets the first name's certificate.
-	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent, DefaultServerName: am.cfg.domains[0]})
-	host, tlsPort := splitPort(apiAddr.String())
-	httpPort := 0
-	if httpAddr != nil {
-		_, httpPort = splitPort(httpAddr.String())
-	}
+	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent, DefaultServerName: am.cfg.Domains[0]})
 	am.issuer = certmagic.NewACMEIssuer(am.magic, certmagic.ACMEIssuer{
-		CA: am.cfg.acmeCA, Email: am.cfg.acmeEmail, Agreed: true, TrustedRoots: am.roots, Logger: zl,
+		CA: am.cfg.CA, Email: am.cfg.Email, Agreed: true, TrustedRoots: am.roots, Logger: zl,
 		// The challenges are answered by this server's own listeners:
 		// certmagic finds these ports taken, by us, and starts none.
-		ListenHost: host, AltTLSALPNPort: tlsPort, AltHTTPPort: httpPort, DisableHTTPChallenge: httpAddr == nil,
+		ListenHost: host, AltTLSALPNPort: tlsPort, AltHTTPPort: httpPort, DisableHTTPChallenge: httpPort == 0,
 	})
 	am.magic.Issuers = []certmagic.Issuer{am.issuer}
-	if err := am.magic.ManageAsync(ctx, am.cfg.domains); err != nil {
+	if err := am.magic.ManageAsync(ctx, am.cfg.Domains); err != nil {
 		return fmt.Errorf("--acme-domain: %w", err)
 	}
 	return nil
 }
 
-// HandleHTTPChallenge answers an HTTP-01 challenge of the CA, this
-// server's or another's on the same storage.
-func (am *acmeManager) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
-	return am.issuer != nil && am.issuer.HandleHTTPChallenge(w, r)
+// Issuer is certmagic's ACME issuer, whose HandleHTTPChallenge answers
+// the CA's HTTP-01 challenges; nil until start.
+func (am *acmeManager) Issuer() *certmagic.ACMEIssuer {
+	return am.issuer
 }
 
 // caRoots reads --acme-ca-root: nil (the system's roots) without one.
@@ -204,22 +170,11 @@ func caRoots(file string) (*x509.CertPool, error) {
 	if file == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("--acme-ca-root %s: %w", file, unwrapPath(err))
-	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("--acme-ca-root %s holds no PEM certificate", file)
+	if err := AppendRoots(pool, "--acme-ca-root", file); err != nil {
+		return nil, err
 	}
 	return pool, nil
-}
-
-// splitPort is addr's host and port number (0 when there is none).
-func splitPort(addr string) (string, int) {
-	host, port, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(port)
-	return host, n
 }
 
 // tlsConfig is the API listener's: the managed certificates, and the
@@ -290,7 +245,7 @@ func (am *acmeManager) awaitFirst(ctx context.Context) {
 	reported := start
 	for {
 		var missing []string
-		for _, d := range am.cfg.domains {
+		for _, d := range am.cfg.Domains {
 			if am.current(d) == nil {
 				missing = append(missing, d)
 			}
@@ -331,7 +286,7 @@ func (am *acmeManager) lastFailure(names []string) string {
 // one is near its end (renewal has been failing), until ctx ends.
 func (am *acmeManager) watch(ctx context.Context) {
 	for {
-		for _, d := range am.cfg.domains {
+		for _, d := range am.cfg.Domains {
 			leaf := am.current(d)
 			if leaf == nil {
 				continue

@@ -106,6 +106,14 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string, std
 	return positional, err
 }
 
+// setFlags are the names of the flags given, on the command line or in
+// the environment.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
 // errHelp ends a command that printed its help.
 var errHelp = errors.New("help shown")
 

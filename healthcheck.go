@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -74,12 +73,8 @@ func (hc healthcheckTLS) config() (*tls.Config, error) {
 		if f.file == "" {
 			continue
 		}
-		b, err := os.ReadFile(f.file)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", f.flag, f.file, unwrapPath(err))
-		}
-		if !roots.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("%s %s holds no PEM certificate", f.flag, f.file)
+		if err := AppendRoots(roots, f.flag, f.file); err != nil {
+			return nil, err
 		}
 	}
 	name := hc.serverName

@@ -315,6 +315,13 @@ func checkListenAddr(flag, addr string) error {
 	return nil
 }
 
+// splitPort is addr's host and port number (0 when there is none).
+func splitPort(addr string) (string, int) {
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return host, n
+}
+
 // port is an HTTP server and the listener it serves, over TLS when the
 // server has a TLSConfig.
 type port struct {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"petstore/internal/metrics"
@@ -81,6 +80,18 @@ func loadCertPair(certFlag, certFile, keyFlag, keyFile string, now time.Time) (c
 	return certPair{cert: &cert, leaf: leaf}, nil
 }
 
+// AppendRoots adds the PEM certificates in file, which flag names, to pool.
+func AppendRoots(pool *x509.CertPool, flag, file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, file, unwrapPath(err))
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return fmt.Errorf("%s %s holds no PEM certificate", flag, file)
+	}
+	return nil
+}
+
 // unwrapPath drops the path an *os.PathError repeats: the caller names it.
 func unwrapPath(err error) error {
 	var pathErr *os.PathError
@@ -116,6 +127,11 @@ func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Log
 	c.current = pair
 	m.CertificateExpires(pair.leaf)
 	return c, nil
+}
+
+// TLSConfig is the TLS of a listener serving the current pair.
+func (c *certFiles) TLSConfig() *tls.Config {
+	return serverTLS(c.getCertificate)
 }
 
 // getCertificate is the handshake's: the current pair.
@@ -214,59 +230,8 @@ func serverTLS(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), nextPro
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: nextProtos}
 }
 
-// http2Limits bound what one HTTP/2 connection may hold: streams at once,
-// buffered request bodies, the header table; a peer that stops answering
-// pings is dropped.
-func http2Limits() *http.HTTP2Config {
-	return &http.HTTP2Config{
-		MaxConcurrentStreams:          100,
-		MaxDecoderHeaderTableSize:     4 << 10,
-		MaxEncoderHeaderTableSize:     4 << 10,
-		MaxReadFrameSize:              64 << 10,
-		MaxReceiveBufferPerConnection: 1 << 20,
-		MaxReceiveBufferPerStream:     256 << 10,
-		SendPingTimeout:               apiLimits.idle / 2,
-		PingTimeout:                   15 * time.Second,
-		WriteByteTimeout:              apiLimits.write,
-	}
-}
-
-// h2HeaderPadding is what Go's HTTP/2 server adds to MaxHeaderBytes for
-// its limit on a request's header list.
-const h2HeaderPadding = 10 * 32
-
-// http1HeaderLimit answers 431 to an HTTP/1.x request whose line and
-// headers are above headerLimit: over TLS, MaxHeaderBytes is set for
-// HTTP/2's count, which lets HTTP/1.1 read more.
-func http1HeaderLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 {
-			n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len("  \r\n\r\n") + len("Host: \r\n") + len(r.Host)
-			for k, vs := range r.Header {
-				for _, v := range vs {
-					n += len(k) + len(v) + len(": \r\n")
-				}
-			}
-			if n > headerLimit {
-				w.Header().Set("Connection", "close")
-				http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// strictTransport adds Strict-Transport-Security to every answer over TLS,
-// so a browser never again asks this name over plain HTTP for maxAge.
-func strictTransport(maxAge time.Duration) middleware {
-	value := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.TLS != nil {
-				w.Header().Set("Strict-Transport-Security", value)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+// HSTS is the value of Strict-Transport-Security for maxAge: a browser
+// never again asks this name over plain HTTP for that long.
+func HSTS(maxAge time.Duration) string {
+	return "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
 }
