@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"petstore/internal/certs"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +74,7 @@ func (hc healthcheckTLS) config() (*tls.Config, error) {
 		if f.file == "" {
 			continue
 		}
-		if err := AppendRoots(roots, f.flag, f.file); err != nil {
+		if err := certs.AppendRoots(roots, f.flag, f.file); err != nil {
 			return nil, err
 		}
 	}

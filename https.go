@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"petstore/internal/certs"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"strings"
@@ -105,7 +106,7 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 	if h.tlsCert != "" {
 		return usagef("--acme-domain and --tls-cert both give the certificate: choose one")
 	}
-	domains, err := ParseDomains(h.acmeDomain)
+	domains, err := certs.ParseDomains(h.acmeDomain)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -146,7 +147,7 @@ type transport struct {
 	api, admin *tls.Config
 	wrap       middleware
 	follow     []func(ctx context.Context)
-	acme       *acmeManager // nil without --acme-domain
+	acme       *certs.ACME // nil without --acme-domain
 }
 
 // newTransport reads the certificates the flags name; a file that is
@@ -157,29 +158,29 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 	tr := &transport{wrap: func(next http.Handler) http.Handler { return next }}
 	switch {
 	case h.tlsCert != "":
-		files, err := openCertFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
+		files, err := certs.OpenFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
 		if err != nil {
 			return nil, err
 		}
 		tr.api = files.TLSConfig()
-		tr.follow = append(tr.follow, files.follow)
+		tr.follow = append(tr.follow, files.Follow)
 	case h.acmeDomain != "":
-		am, err := newACME(ACMEConfig{Domains: h.domains, Email: h.acmeEmail, CA: h.acmeCA, CARoot: h.acmeCARoot, Cache: h.acmeCache}, logger, m)
+		am, err := certs.NewACME(certs.ACMEConfig{Domains: h.domains, Email: h.acmeEmail, CA: h.acmeCA, CARoot: h.acmeCARoot, Cache: h.acmeCache}, logger, m)
 		if err != nil {
 			return nil, err
 		}
-		tr.acme, tr.api = am, am.tlsConfig()
+		tr.acme, tr.api = am, am.TLSConfig()
 	}
 	if h.on() && h.hsts > 0 {
 		tr.wrap = strictTransport(h.hsts)
 	}
 	if h.adminTLSCert != "" {
-		files, err := openCertFiles("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey, logger, m)
+		files, err := certs.OpenFiles("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey, logger, m)
 		if err != nil {
 			return nil, err
 		}
 		tr.admin = files.TLSConfig()
-		tr.follow = append(tr.follow, files.follow)
+		tr.follow = append(tr.follow, files.Follow)
 	}
 	if cfg.adminAddr != "" && tr.admin == nil && !loopbackAddr(cfg.adminAddr) {
 		logger.Warn("the admin listener is on a non-loopback address without TLS: its admin tokens cross the network in clear text; "+
@@ -200,7 +201,7 @@ func (tr *transport) start(ctx context.Context, db store.Lifecycle, apiAddr, htt
 			cancel()
 			return nil, err
 		}
-		follow = append(follow, tr.acme.watch)
+		follow = append(follow, tr.acme.Watch)
 	}
 	done := make(chan struct{}, len(follow))
 	for _, f := range follow {
@@ -227,13 +228,13 @@ func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, apiAddr,
 	if httpAddr != nil {
 		_, httpPort = splitPort(httpAddr.String())
 	}
-	return tr.acme.start(ctx, kept, host, tlsPort, httpPort)
+	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
 }
 
 // awaitFirst waits, for a bounded time, for the first ACME certificates.
 func (tr *transport) awaitFirst(ctx context.Context) {
 	if tr.acme != nil {
-		tr.acme.awaitFirst(ctx)
+		tr.acme.AwaitFirst(ctx)
 	}
 }
 
@@ -248,7 +249,7 @@ func (tr *transport) challenges() challenger {
 
 // acmeChallenges answers the CA's HTTP-01 challenges, this server's or
 // another's on the same storage, with certmagic's issuer once it started.
-type acmeChallenges struct{ acme *acmeManager }
+type acmeChallenges struct{ acme *certs.ACME }
 
 func (c acmeChallenges) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
 	issuer := c.acme.Issuer()
@@ -312,7 +313,7 @@ func http1HeaderLimit(next http.Handler) http.Handler {
 // strictTransport adds Strict-Transport-Security to every answer over TLS,
 // so a browser never again asks this name over plain HTTP for maxAge.
 func strictTransport(maxAge time.Duration) middleware {
-	value := HSTS(maxAge)
+	value := certs.HSTS(maxAge)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.TLS != nil {

@@ -1,4 +1,4 @@
-package main
+package certs
 
 import (
 	"context"
@@ -26,12 +26,12 @@ import (
 
 // How long serve waits for the first certificates before it says it
 // serves, and how often it says what it is waiting for; how often the
-// served certificates' expiry is looked at.
+// served certificates' expiry is looked at. Tests shorten the exported ones.
 var (
-	acmeFirstWait   = 2 * time.Minute
+	ACMEFirstWait   = 2 * time.Minute
 	acmeWaitReport  = 10 * time.Second
-	acmeWatchEvery  = time.Minute
-	acmeRenewCheck  = certmagic.DefaultRenewCheckInterval
+	ACMEWatchEvery  = time.Minute
+	ACMERenewCheck  = certmagic.DefaultRenewCheckInterval
 	acmeRefuseEvery = time.Minute // the most often a refused handshake is a WARN
 )
 
@@ -91,8 +91,8 @@ type ACMEConfig struct {
 	Cache             string
 }
 
-// acmeManager keeps the certificates of --acme-domain.
-type acmeManager struct {
+// ACME keeps the certificates of --acme-domain.
+type ACME struct {
 	cfg     ACMEConfig
 	roots   *x509.CertPool
 	files   certmagic.Storage // --acme-cache; nil when the database keeps them
@@ -108,10 +108,10 @@ type acmeManager struct {
 	warned  map[string]time.Time // the last WARN of each name's near expiry
 }
 
-// newACME checks what certmagic will need: the CA's root, the cache
-// directory; start sets it up.
-func newACME(cfg ACMEConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeManager, error) {
-	am := &acmeManager{cfg: cfg, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
+// NewACME checks what certmagic will need: the CA's root, the cache
+// directory; Start sets it up.
+func NewACME(cfg ACMEConfig, logger *slog.Logger, m *metrics.Metrics) (*ACME, error) {
+	am := &ACME{cfg: cfg, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
 	var err error
 	if am.roots, err = caRoots(cfg.CARoot); err != nil {
 		return nil, err
@@ -124,12 +124,12 @@ func newACME(cfg ACMEConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeMana
 	return am, nil
 }
 
-// start sets certmagic up on its storage (the cache directory, or kept,
+// Start sets certmagic up on its storage (the cache directory, or kept,
 // the database's when it keeps certificates), answering the challenges on
 // this server's own listeners: TLS-ALPN-01 at host:tlsPort, HTTP-01 at
 // httpPort (0 when off). It manages the names until ctx ends: it loads
 // the certificates stored, orders the others in the background, renews.
-func (am *acmeManager) start(ctx context.Context, kept certmagic.Storage, host string, tlsPort, httpPort int) error {
+func (am *ACME) Start(ctx context.Context, kept certmagic.Storage, host string, tlsPort, httpPort int) error {
 	storage := am.files
 	if storage == nil {
 		storage = kept
@@ -140,7 +140,7 @@ func (am *acmeManager) start(ctx context.Context, kept certmagic.Storage, host s
 	zl := acmeLogger(am.logger)
 	am.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return am.magic, nil },
-		RenewCheckInterval: acmeRenewCheck,
+		RenewCheckInterval: ACMERenewCheck,
 		Logger:             zl,
 	})
 	// A client that names no server (SNI), such as a load balancer's
@@ -160,8 +160,8 @@ func (am *acmeManager) start(ctx context.Context, kept certmagic.Storage, host s
 }
 
 // Issuer is certmagic's ACME issuer, whose HandleHTTPChallenge answers
-// the CA's HTTP-01 challenges; nil until start.
-func (am *acmeManager) Issuer() *certmagic.ACMEIssuer {
+// the CA's HTTP-01 challenges; nil until Start.
+func (am *ACME) Issuer() *certmagic.ACMEIssuer {
 	return am.issuer
 }
 
@@ -177,15 +177,15 @@ func caRoots(file string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-// tlsConfig is the API listener's: the managed certificates, and the
+// TLSConfig is the API listener's: the managed certificates, and the
 // acme-tls/1 protocol of the TLS-ALPN-01 challenge.
-func (am *acmeManager) tlsConfig() *tls.Config {
+func (am *ACME) TLSConfig() *tls.Config {
 	return serverTLS(am.getCertificate, "h2", "http/1.1", "acme-tls/1")
 }
 
 // getCertificate is certmagic's, with a WARN (at most once a minute) when
 // a handshake is refused because there is no certificate yet.
-func (am *acmeManager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (am *ACME) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	cert, err := am.magic.GetCertificate(hello)
 	if err != nil {
 		am.mu.Lock()
@@ -200,7 +200,7 @@ func (am *acmeManager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certific
 }
 
 // onEvent logs and counts what certmagic reports.
-func (am *acmeManager) onEvent(_ context.Context, event string, data map[string]any) error {
+func (am *ACME) onEvent(_ context.Context, event string, data map[string]any) error {
 	name, _ := data["identifier"].(string)
 	renewal, _ := data["renewal"].(bool)
 	switch event {
@@ -226,7 +226,7 @@ func (am *acmeManager) onEvent(_ context.Context, event string, data map[string]
 }
 
 // current is the certificate held for name, nil when there is none yet.
-func (am *acmeManager) current(name string) *x509.Certificate {
+func (am *ACME) current(name string) *x509.Certificate {
 	var newest *x509.Certificate
 	for _, c := range am.cache.AllMatchingCertificates(name) {
 		if c.Leaf != nil && (newest == nil || c.Leaf.NotAfter.After(newest.NotAfter)) {
@@ -236,9 +236,9 @@ func (am *acmeManager) current(name string) *x509.Certificate {
 	return newest
 }
 
-// awaitFirst waits, up to acmeFirstWait, for a certificate for every
+// AwaitFirst waits, up to ACMEFirstWait, for a certificate for every
 // name, saying every acmeWaitReport what it waits for.
-func (am *acmeManager) awaitFirst(ctx context.Context) {
+func (am *ACME) AwaitFirst(ctx context.Context) {
 	start := time.Now()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -253,9 +253,9 @@ func (am *acmeManager) awaitFirst(ctx context.Context) {
 		switch {
 		case len(missing) == 0:
 			return
-		case time.Since(start) >= acmeFirstWait:
+		case time.Since(start) >= ACMEFirstWait:
 			am.logger.Error("no certificate yet: HTTPS handshakes for these names fail until the CA issues one; still trying",
-				"names", strings.Join(missing, ","), "waited", acmeFirstWait.String(), "last_failure", am.lastFailure(missing))
+				"names", strings.Join(missing, ","), "waited", ACMEFirstWait.String(), "last_failure", am.lastFailure(missing))
 			return
 		case time.Since(reported) >= acmeWaitReport:
 			reported = time.Now()
@@ -271,7 +271,7 @@ func (am *acmeManager) awaitFirst(ctx context.Context) {
 }
 
 // lastFailure is the last error of getting any of names' certificates.
-func (am *acmeManager) lastFailure(names []string) string {
+func (am *ACME) lastFailure(names []string) string {
 	am.mu.Lock()
 	defer am.mu.Unlock()
 	for _, n := range names {
@@ -282,9 +282,9 @@ func (am *acmeManager) lastFailure(names []string) string {
 	return "none yet"
 }
 
-// watch sets the expiry gauge of each name's certificate and warns while
+// Watch sets the expiry gauge of each name's certificate and warns while
 // one is near its end (renewal has been failing), until ctx ends.
-func (am *acmeManager) watch(ctx context.Context) {
+func (am *ACME) Watch(ctx context.Context) {
 	for {
 		for _, d := range am.cfg.Domains {
 			leaf := am.current(d)
@@ -302,7 +302,7 @@ func (am *acmeManager) watch(ctx context.Context) {
 		case <-ctx.Done():
 			am.cache.Stop()
 			return
-		case <-time.After(acmeWatchEvery):
+		case <-time.After(ACMEWatchEvery):
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package certs
 
 import (
 	"bytes"
@@ -24,12 +24,13 @@ import (
 // then polled and reloaded when it changes or on SIGHUP. A handshake takes
 // whichever pair is current; open connections keep theirs.
 
-// certPollEvery is how often the certificate files are looked at, and
-// certMismatchGrace how long a pair that does not load is taken for a
+// PollEvery is how often the certificate files are looked at, and
+// MismatchGrace how long a pair that does not load is taken for a
 // renewal tool still writing one file after the other, before an ERROR.
+// Tests shorten them.
 var (
-	certPollEvery     = 2 * time.Second
-	certMismatchGrace = 10 * time.Second
+	PollEvery     = 2 * time.Second
+	MismatchGrace = 10 * time.Second
 )
 
 // certNearExpiry: a certificate with less than this share of its life left
@@ -101,8 +102,8 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// certFiles serves the pair from two files and follows their changes.
-type certFiles struct {
+// Files serves the pair from two files and follows their changes.
+type Files struct {
 	certFlag, certFile, keyFlag, keyFile string
 	logger                               *slog.Logger
 	metrics                              *metrics.Metrics
@@ -116,9 +117,9 @@ type certFiles struct {
 	warned  time.Time // the last WARN of a near expiry
 }
 
-// openCertFiles reads the pair at start: an error ends the server.
-func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics.Metrics) (*certFiles, error) {
-	c := &certFiles{certFlag: certFlag, certFile: certFile, keyFlag: keyFlag, keyFile: keyFile, logger: logger, metrics: m, now: time.Now}
+// OpenFiles reads the pair at start: an error ends the server.
+func OpenFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics.Metrics) (*Files, error) {
+	c := &Files{certFlag: certFlag, certFile: certFile, keyFlag: keyFlag, keyFile: keyFile, logger: logger, metrics: m, now: time.Now}
 	c.stamp = c.filesStamp()
 	pair, err := loadCertPair(certFlag, certFile, keyFlag, keyFile, c.now())
 	if err != nil {
@@ -130,19 +131,19 @@ func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Log
 }
 
 // TLSConfig is the TLS of a listener serving the current pair.
-func (c *certFiles) TLSConfig() *tls.Config {
+func (c *Files) TLSConfig() *tls.Config {
 	return serverTLS(c.getCertificate)
 }
 
 // getCertificate is the handshake's: the current pair.
-func (c *certFiles) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (c *Files) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.current.cert, nil
 }
 
 // filesStamp changes whenever either file is written, renamed over or removed.
-func (c *certFiles) filesStamp() string {
+func (c *Files) filesStamp() string {
 	var b strings.Builder
 	for _, name := range []string{c.certFile, c.keyFile} {
 		if fi, err := os.Stat(name); err == nil {
@@ -154,13 +155,13 @@ func (c *certFiles) filesStamp() string {
 	return b.String()
 }
 
-// follow looks at the files every certPollEvery, and at once on SIGHUP,
+// Follow looks at the files every PollEvery, and at once on SIGHUP,
 // until ctx ends.
-func (c *certFiles) follow(ctx context.Context) {
+func (c *Files) Follow(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	t := time.NewTicker(certPollEvery)
+	t := time.NewTicker(PollEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -177,8 +178,8 @@ func (c *certFiles) follow(ctx context.Context) {
 
 // check reloads the pair when the files changed (or when forced); a pair
 // that does not load keeps the current one serving, and after
-// certMismatchGrace an ERROR says which file is at fault.
-func (c *certFiles) check(force bool) {
+// MismatchGrace an ERROR says which file is at fault.
+func (c *Files) check(force bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -192,7 +193,7 @@ func (c *certFiles) check(force bool) {
 		if c.failing.IsZero() || force {
 			c.failing, c.told = now, false
 		}
-		if !c.told && (force || now.Sub(c.failing) >= certMismatchGrace) {
+		if !c.told && (force || now.Sub(c.failing) >= MismatchGrace) {
 			c.told = true
 			c.logger.Error("the certificate files do not load; the previous certificate keeps serving", "err", err)
 			c.metrics.CountCertificateChange("files", "failed")
@@ -209,7 +210,7 @@ func (c *certFiles) check(force bool) {
 // warnNearExpiry logs a WARN, at most once an hour, while the current
 // certificate has less than a certNearExpiry-th of its life left; c.mu is
 // held.
-func (c *certFiles) warnNearExpiry(now time.Time) {
+func (c *Files) warnNearExpiry(now time.Time) {
 	if nearExpiry(c.current.leaf, now) && now.Sub(c.warned) >= time.Hour {
 		c.warned = now
 		c.logger.Warn("the certificate expires soon: put a renewed pair in its files", "cert", c.certFile,
