@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/certs"
 	"petstore/internal/testkit"
 )
 
@@ -132,7 +133,7 @@ func init() {
 	// In tests, certmagic looks for certificates to renew every second,
 	// the first certificate is awaited 5 seconds, and the served ones'
 	// expiry is looked at every second.
-	acmeRenewCheck, acmeFirstWait, acmeWatchEvery = time.Second, 5*time.Second, time.Second
+	certs.ACMERenewCheck, certs.ACMEFirstWait, certs.ACMEWatchEvery = time.Second, 5*time.Second, time.Second
 }
 
 // servedCert is the serial number of the certificate a new connection to

@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"os"
+	"petstore/internal/certs"
 	"petstore/internal/cli"
 	"strings"
 	"syscall"
@@ -75,12 +75,8 @@ func (hc healthcheckTLS) config() (*tls.Config, error) {
 		if f.file == "" {
 			continue
 		}
-		b, err := os.ReadFile(f.file)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", f.flag, f.file, unwrapPath(err))
-		}
-		if !roots.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("%s %s holds no PEM certificate", f.flag, f.file)
+		if err := certs.AppendRoots(roots, f.flag, f.file); err != nil {
+			return nil, err
 		}
 	}
 	name := hc.serverName

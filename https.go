@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"petstore/internal/certs"
 	"petstore/internal/cli"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
@@ -91,6 +94,43 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 	return nil
 }
 
+// checkACME checks the ACME flags and sets the defaults they move.
+func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
+	if h.acmeDomain == "" {
+		for _, f := range []string{"acme-email", "acme-ca", "acme-ca-root", "acme-cache"} {
+			if set[f] {
+				return cli.Usagef("--%s needs --acme-domain", f)
+			}
+		}
+		return nil
+	}
+	if h.tlsCert != "" {
+		return cli.Usagef("--acme-domain and --tls-cert both give the certificate: choose one")
+	}
+	domains, err := certs.ParseDomains(h.acmeDomain)
+	if err != nil {
+		return cli.Usagef("%v", err)
+	}
+	h.domains = domains
+	if u, err := url.Parse(h.acmeCA); err != nil || u.Scheme != "https" || u.Host == "" {
+		return cli.Usagef("--acme-ca %q must be the https:// URL of an ACME directory", h.acmeCA)
+	}
+	if !set["addr"] {
+		cfg.addr = ":443"
+	}
+	if !set["http-addr"] {
+		h.httpAddr = ":80"
+	}
+	if _, port, _ := net.SplitHostPort(cfg.addr); (h.httpAddr == "" || h.httpAddr == "off") && port != "443" {
+		return cli.Usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
+			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
+	}
+	if h.acmeCache == "" && !store.IsPostgresURL(cfg.DB) {
+		h.acmeCache = strings.TrimSuffix(cfg.DB, filepath.Ext(cfg.DB)) + "-acme"
+	}
+	return nil
+}
+
 // pairGiven wants both of a certificate and its key, or neither.
 func pairGiven(certFlag, cert, keyFlag, key string) error {
 	switch {
@@ -108,7 +148,7 @@ type transport struct {
 	api, admin *tls.Config
 	wrap       middleware
 	follow     []func(ctx context.Context)
-	acme       *acmeManager // nil without --acme-domain
+	acme       *certs.ACME // nil without --acme-domain
 }
 
 // newTransport reads the certificates the flags name; a file that is
@@ -119,29 +159,29 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 	tr := &transport{wrap: func(next http.Handler) http.Handler { return next }}
 	switch {
 	case h.tlsCert != "":
-		files, err := openCertFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
+		files, err := certs.OpenFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
 		if err != nil {
 			return nil, err
 		}
-		tr.api = serverTLS(files.getCertificate)
-		tr.follow = append(tr.follow, files.follow)
+		tr.api = files.TLSConfig()
+		tr.follow = append(tr.follow, files.Follow)
 	case h.acmeDomain != "":
-		am, err := newACME(cfg, logger, m)
+		am, err := certs.NewACME(certs.ACMEConfig{Domains: h.domains, Email: h.acmeEmail, CA: h.acmeCA, CARoot: h.acmeCARoot, Cache: h.acmeCache}, logger, m)
 		if err != nil {
 			return nil, err
 		}
-		tr.acme, tr.api = am, am.tlsConfig()
+		tr.acme, tr.api = am, am.TLSConfig()
 	}
 	if h.on() && h.hsts > 0 {
 		tr.wrap = strictTransport(h.hsts)
 	}
 	if h.adminTLSCert != "" {
-		files, err := openCertFiles("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey, logger, m)
+		files, err := certs.OpenFiles("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey, logger, m)
 		if err != nil {
 			return nil, err
 		}
-		tr.admin = serverTLS(files.getCertificate)
-		tr.follow = append(tr.follow, files.follow)
+		tr.admin = files.TLSConfig()
+		tr.follow = append(tr.follow, files.Follow)
 	}
 	if cfg.adminAddr != "" && tr.admin == nil && !loopbackAddr(cfg.adminAddr) {
 		logger.Warn("the admin listener is on a non-loopback address without TLS: its admin tokens cross the network in clear text; "+
@@ -151,18 +191,18 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 }
 
 // start runs what follows the certificates until ctx ends: the files'
-// watchers, and certmagic (on store's database when it has one), whose
-// challenges come to the listeners at apiAddr and httpAddr (nil when off).
-// stop ends it all.
-func (tr *transport) start(ctx context.Context, store store.Lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
+// watchers, and certmagic (on db's database when it keeps certificates),
+// whose challenges come to the listeners at apiAddr and httpAddr (nil when
+// off). stop ends it all.
+func (tr *transport) start(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	follow := tr.follow
 	if tr.acme != nil {
-		if err := tr.acme.start(ctx, store, apiAddr, httpAddr); err != nil {
+		if err := tr.startACME(ctx, db, apiAddr, httpAddr); err != nil {
 			cancel()
 			return nil, err
 		}
-		follow = append(follow, tr.acme.watch)
+		follow = append(follow, tr.acme.Watch)
 	}
 	done := make(chan struct{}, len(follow))
 	for _, f := range follow {
@@ -176,10 +216,26 @@ func (tr *transport) start(ctx context.Context, store store.Lifecycle, apiAddr, 
 	}, nil
 }
 
+// startACME starts certmagic, on db's storage when it keeps certificates
+// (PostgreSQL), answering TLS-ALPN-01 on the API's port and HTTP-01 on
+// the --http-addr one.
+func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) error {
+	var kept certmagic.Storage
+	if keeper, ok := db.(store.ACMEStorer); ok {
+		kept = keeper.ACMEStorage()
+	}
+	host, tlsPort := splitPort(apiAddr.String())
+	httpPort := 0
+	if httpAddr != nil {
+		_, httpPort = splitPort(httpAddr.String())
+	}
+	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
+}
+
 // awaitFirst waits, for a bounded time, for the first ACME certificates.
 func (tr *transport) awaitFirst(ctx context.Context) {
 	if tr.acme != nil {
-		tr.acme.awaitFirst(ctx)
+		tr.acme.AwaitFirst(ctx)
 	}
 }
 
@@ -189,7 +245,16 @@ func (tr *transport) challenges() challenger {
 	if tr.acme == nil {
 		return nil
 	}
-	return tr.acme
+	return acmeChallenges{tr.acme}
+}
+
+// acmeChallenges answers the CA's HTTP-01 challenges, this server's or
+// another's on the same storage, with certmagic's issuer once it started.
+type acmeChallenges struct{ acme *certs.ACME }
+
+func (c acmeChallenges) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
+	issuer := c.acme.Issuer()
+	return issuer != nil && issuer.HandleHTTPChallenge(w, r)
 }
 
 // plainAddr is the address of the --http-addr listener among ports, nil
@@ -201,6 +266,63 @@ func (tr *transport) plainAddr(ports []port) net.Addr {
 		}
 	}
 	return nil
+}
+
+// http2Limits bound what one HTTP/2 connection may hold: streams at once,
+// buffered request bodies, the header table; a peer that stops answering
+// pings is dropped.
+func http2Limits() *http.HTTP2Config {
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          100,
+		MaxDecoderHeaderTableSize:     4 << 10,
+		MaxEncoderHeaderTableSize:     4 << 10,
+		MaxReadFrameSize:              64 << 10,
+		MaxReceiveBufferPerConnection: 1 << 20,
+		MaxReceiveBufferPerStream:     256 << 10,
+		SendPingTimeout:               apiLimits.idle / 2,
+		PingTimeout:                   15 * time.Second,
+		WriteByteTimeout:              apiLimits.write,
+	}
+}
+
+// h2HeaderPadding is what Go's HTTP/2 server adds to MaxHeaderBytes for
+// its limit on a request's header list.
+const h2HeaderPadding = 10 * 32
+
+// http1HeaderLimit answers 431 to an HTTP/1.x request whose line and
+// headers are above headerLimit: over TLS, MaxHeaderBytes is set for
+// HTTP/2's count, which lets HTTP/1.1 read more.
+func http1HeaderLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 1 {
+			n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len("  \r\n\r\n") + len("Host: \r\n") + len(r.Host)
+			for k, vs := range r.Header {
+				for _, v := range vs {
+					n += len(k) + len(v) + len(": \r\n")
+				}
+			}
+			if n > headerLimit {
+				w.Header().Set("Connection", "close")
+				http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// strictTransport adds Strict-Transport-Security to every answer over TLS,
+// so a browser never again asks this name over plain HTTP for maxAge.
+func strictTransport(maxAge time.Duration) middleware {
+	value := certs.HSTS(maxAge)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.TLS != nil {
+				w.Header().Set("Strict-Transport-Security", value)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // scheme is http or https, as a URL to the listener begins.

@@ -316,6 +316,13 @@ func checkListenAddr(flag, addr string) error {
 	return nil
 }
 
+// splitPort is addr's host and port number (0 when there is none).
+func splitPort(addr string) (string, int) {
+	host, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return host, n
+}
+
 // port is an HTTP server and the listener it serves, over TLS when the
 // server has a TLSConfig.
 type port struct {
@@ -425,4 +432,12 @@ func baseURL(scheme string, addr net.Addr) string {
 		return scheme + "://localhost:" + strconv.Itoa(int(ap.Port()))
 	}
 	return scheme + "://" + ap.String()
+}
+
+// setFlags are the names of the flags given, on the command line or in
+// the environment.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
 }

@@ -19,13 +19,14 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/certs"
 	"petstore/internal/testkit"
 )
 
 func init() {
 	// The files are looked at four times a second in tests, and a pair
 	// that does not load is reported after a second.
-	certPollEvery, certMismatchGrace = 250*time.Millisecond, time.Second
+	certs.PollEvery, certs.MismatchGrace = 250*time.Millisecond, time.Second
 }
 
 // Each bad certificate pair at start ends the server with one line naming
@@ -274,7 +275,7 @@ func TestSIGHUPReloadsTheCertificate(t *testing.T) {
 	}
 	os.Chtimes(certFile, info.ModTime(), info.ModTime())
 	os.Chtimes(keyFile, keyInfo.ModTime(), keyInfo.ModTime())
-	time.Sleep(3 * certPollEvery)
+	time.Sleep(3 * certs.PollEvery)
 	if got := servedSerial(t, ca, s.url); got.Cmp(serial) == 0 {
 		t.Fatal("the new pair was served before SIGHUP: the test cannot tell SIGHUP did it")
 	}

@@ -1,22 +1,15 @@
-package main
+package certs
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
-	"path/filepath"
-	"petstore/internal/cli"
 	"petstore/internal/metrics"
-	"petstore/internal/store"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,66 +26,33 @@ import (
 
 // How long serve waits for the first certificates before it says it
 // serves, and how often it says what it is waiting for; how often the
-// served certificates' expiry is looked at.
+// served certificates' expiry is looked at. Tests shorten the exported ones.
 var (
-	acmeFirstWait   = 2 * time.Minute
+	ACMEFirstWait   = 2 * time.Minute
 	acmeWaitReport  = 10 * time.Second
-	acmeWatchEvery  = time.Minute
-	acmeRenewCheck  = certmagic.DefaultRenewCheckInterval
+	ACMEWatchEvery  = time.Minute
+	ACMERenewCheck  = certmagic.DefaultRenewCheckInterval
 	acmeRefuseEvery = time.Minute // the most often a refused handshake is a WARN
 )
 
-// setFlags are the names of the flags given, on the command line or in
-// the environment.
-func setFlags(fs *flag.FlagSet) map[string]bool {
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	return set
-}
-
-// checkACME checks the ACME flags and sets the defaults they move.
-func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
-	if h.acmeDomain == "" {
-		for _, f := range []string{"acme-email", "acme-ca", "acme-ca-root", "acme-cache"} {
-			if set[f] {
-				return cli.Usagef("--%s needs --acme-domain", f)
-			}
-		}
-		return nil
-	}
-	if h.tlsCert != "" {
-		return cli.Usagef("--acme-domain and --tls-cert both give the certificate: choose one")
-	}
-	for name := range strings.SplitSeq(h.acmeDomain, ",") {
+// ParseDomains is --acme-domain's list of names, lower-cased, each a bare
+// DNS name a CA could validate.
+func ParseDomains(list string) ([]string, error) {
+	var names []string
+	for name := range strings.SplitSeq(list, ",") {
 		name = strings.ToLower(strings.TrimSpace(name))
 		if err := checkDomain(name); err != nil {
-			return err
+			return nil, err
 		}
-		h.domains = append(h.domains, name)
+		names = append(names, name)
 	}
-	if u, err := url.Parse(h.acmeCA); err != nil || u.Scheme != "https" || u.Host == "" {
-		return cli.Usagef("--acme-ca %q must be the https:// URL of an ACME directory", h.acmeCA)
-	}
-	if !set["addr"] {
-		cfg.addr = ":443"
-	}
-	if !set["http-addr"] {
-		h.httpAddr = ":80"
-	}
-	if _, port, _ := net.SplitHostPort(cfg.addr); (h.httpAddr == "" || h.httpAddr == "off") && port != "443" {
-		return cli.Usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
-			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
-	}
-	if h.acmeCache == "" && !store.IsPostgresURL(cfg.DB) {
-		h.acmeCache = strings.TrimSuffix(cfg.DB, filepath.Ext(cfg.DB)) + "-acme"
-	}
-	return nil
+	return names, nil
 }
 
 // checkDomain refuses what is not a bare DNS name a CA could validate
 // over HTTP-01 or TLS-ALPN-01.
 func checkDomain(name string) error {
-	bad := func(why string) error { return cli.Usagef("--acme-domain %q: %s", name, why) }
+	bad := func(why string) error { return fmt.Errorf("--acme-domain %q: %s", name, why) }
 	switch {
 	case name == "":
 		return bad("an empty name: give NAME[,NAME...]")
@@ -122,9 +82,18 @@ func checkDomain(name string) error {
 	return nil
 }
 
-// acmeManager keeps the certificates of --acme-domain.
-type acmeManager struct {
-	cfg     httpsConfig
+// ACMEConfig is what the manager is told: the names, the account's e-mail,
+// the CA's directory URL and the root that CA's HTTPS is trusted by ("":
+// the system's), and the cache directory ("": the database keeps them).
+type ACMEConfig struct {
+	Domains           []string
+	Email, CA, CARoot string
+	Cache             string
+}
+
+// ACME keeps the certificates of --acme-domain.
+type ACME struct {
+	cfg     ACMEConfig
 	roots   *x509.CertPool
 	files   certmagic.Storage // --acme-cache; nil when the database keeps them
 	logger  *slog.Logger
@@ -139,30 +108,31 @@ type acmeManager struct {
 	warned  map[string]time.Time // the last WARN of each name's near expiry
 }
 
-// newACME checks what certmagic will need: the CA's root, the cache
-// directory; start sets it up.
-func newACME(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*acmeManager, error) {
-	am := &acmeManager{cfg: cfg.https, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
+// NewACME checks what certmagic will need: the CA's root, the cache
+// directory; Start sets it up.
+func NewACME(cfg ACMEConfig, logger *slog.Logger, m *metrics.Metrics) (*ACME, error) {
+	am := &ACME{cfg: cfg, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
 	var err error
-	if am.roots, err = caRoots(cfg.https.acmeCARoot); err != nil {
+	if am.roots, err = caRoots(cfg.CARoot); err != nil {
 		return nil, err
 	}
-	if cfg.https.acmeCache != "" {
-		if am.files, err = fileStorage(cfg.https.acmeCache); err != nil {
+	if cfg.Cache != "" {
+		if am.files, err = fileStorage(cfg.Cache); err != nil {
 			return nil, err
 		}
 	}
 	return am, nil
 }
 
-// start sets certmagic up on its storage (the cache directory, or db's
-// database), answering the challenges on the listeners at apiAddr and
-// httpAddr (nil when off), and manages the names until ctx ends: it loads
+// Start sets certmagic up on its storage (the cache directory, or kept,
+// the database's when it keeps certificates), answering the challenges on
+// this server's own listeners: TLS-ALPN-01 at host:tlsPort, HTTP-01 at
+// httpPort (0 when off). It manages the names until ctx ends: it loads
 // the certificates stored, orders the others in the background, renews.
-func (am *acmeManager) start(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) error {
+func (am *ACME) Start(ctx context.Context, kept certmagic.Storage, host string, tlsPort, httpPort int) error {
 	storage := am.files
-	if keeper, ok := db.(store.ACMEStorer); ok && storage == nil {
-		storage = keeper.ACMEStorage()
+	if storage == nil {
+		storage = kept
 	}
 	if storage == nil {
 		return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
@@ -170,34 +140,29 @@ func (am *acmeManager) start(ctx context.Context, db store.Lifecycle, apiAddr, h
 	zl := acmeLogger(am.logger)
 	am.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return am.magic, nil },
-		RenewCheckInterval: acmeRenewCheck,
+		RenewCheckInterval: ACMERenewCheck,
 		Logger:             zl,
 	})
 	// A client that names no server (SNI), such as a load balancer's
 	// check by address, gets the first name's certificate.
-	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent, DefaultServerName: am.cfg.domains[0]})
-	host, tlsPort := splitPort(apiAddr.String())
-	httpPort := 0
-	if httpAddr != nil {
-		_, httpPort = splitPort(httpAddr.String())
-	}
+	am.magic = certmagic.New(am.cache, certmagic.Config{Storage: storage, Logger: zl, OnEvent: am.onEvent, DefaultServerName: am.cfg.Domains[0]})
 	am.issuer = certmagic.NewACMEIssuer(am.magic, certmagic.ACMEIssuer{
-		CA: am.cfg.acmeCA, Email: am.cfg.acmeEmail, Agreed: true, TrustedRoots: am.roots, Logger: zl,
+		CA: am.cfg.CA, Email: am.cfg.Email, Agreed: true, TrustedRoots: am.roots, Logger: zl,
 		// The challenges are answered by this server's own listeners:
 		// certmagic finds these ports taken, by us, and starts none.
-		ListenHost: host, AltTLSALPNPort: tlsPort, AltHTTPPort: httpPort, DisableHTTPChallenge: httpAddr == nil,
+		ListenHost: host, AltTLSALPNPort: tlsPort, AltHTTPPort: httpPort, DisableHTTPChallenge: httpPort == 0,
 	})
 	am.magic.Issuers = []certmagic.Issuer{am.issuer}
-	if err := am.magic.ManageAsync(ctx, am.cfg.domains); err != nil {
+	if err := am.magic.ManageAsync(ctx, am.cfg.Domains); err != nil {
 		return fmt.Errorf("--acme-domain: %w", err)
 	}
 	return nil
 }
 
-// HandleHTTPChallenge answers an HTTP-01 challenge of the CA, this
-// server's or another's on the same storage.
-func (am *acmeManager) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
-	return am.issuer != nil && am.issuer.HandleHTTPChallenge(w, r)
+// Issuer is certmagic's ACME issuer, whose HandleHTTPChallenge answers
+// the CA's HTTP-01 challenges; nil until Start.
+func (am *ACME) Issuer() *certmagic.ACMEIssuer {
+	return am.issuer
 }
 
 // caRoots reads --acme-ca-root: nil (the system's roots) without one.
@@ -205,33 +170,22 @@ func caRoots(file string) (*x509.CertPool, error) {
 	if file == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("--acme-ca-root %s: %w", file, unwrapPath(err))
-	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("--acme-ca-root %s holds no PEM certificate", file)
+	if err := AppendRoots(pool, "--acme-ca-root", file); err != nil {
+		return nil, err
 	}
 	return pool, nil
 }
 
-// splitPort is addr's host and port number (0 when there is none).
-func splitPort(addr string) (string, int) {
-	host, port, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(port)
-	return host, n
-}
-
-// tlsConfig is the API listener's: the managed certificates, and the
+// TLSConfig is the API listener's: the managed certificates, and the
 // acme-tls/1 protocol of the TLS-ALPN-01 challenge.
-func (am *acmeManager) tlsConfig() *tls.Config {
+func (am *ACME) TLSConfig() *tls.Config {
 	return serverTLS(am.getCertificate, "h2", "http/1.1", "acme-tls/1")
 }
 
 // getCertificate is certmagic's, with a WARN (at most once a minute) when
 // a handshake is refused because there is no certificate yet.
-func (am *acmeManager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (am *ACME) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	cert, err := am.magic.GetCertificate(hello)
 	if err != nil {
 		am.mu.Lock()
@@ -246,7 +200,7 @@ func (am *acmeManager) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certific
 }
 
 // onEvent logs and counts what certmagic reports.
-func (am *acmeManager) onEvent(_ context.Context, event string, data map[string]any) error {
+func (am *ACME) onEvent(_ context.Context, event string, data map[string]any) error {
 	name, _ := data["identifier"].(string)
 	renewal, _ := data["renewal"].(bool)
 	switch event {
@@ -272,7 +226,7 @@ func (am *acmeManager) onEvent(_ context.Context, event string, data map[string]
 }
 
 // current is the certificate held for name, nil when there is none yet.
-func (am *acmeManager) current(name string) *x509.Certificate {
+func (am *ACME) current(name string) *x509.Certificate {
 	var newest *x509.Certificate
 	for _, c := range am.cache.AllMatchingCertificates(name) {
 		if c.Leaf != nil && (newest == nil || c.Leaf.NotAfter.After(newest.NotAfter)) {
@@ -282,16 +236,16 @@ func (am *acmeManager) current(name string) *x509.Certificate {
 	return newest
 }
 
-// awaitFirst waits, up to acmeFirstWait, for a certificate for every
+// AwaitFirst waits, up to ACMEFirstWait, for a certificate for every
 // name, saying every acmeWaitReport what it waits for.
-func (am *acmeManager) awaitFirst(ctx context.Context) {
+func (am *ACME) AwaitFirst(ctx context.Context) {
 	start := time.Now()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	reported := start
 	for {
 		var missing []string
-		for _, d := range am.cfg.domains {
+		for _, d := range am.cfg.Domains {
 			if am.current(d) == nil {
 				missing = append(missing, d)
 			}
@@ -299,9 +253,9 @@ func (am *acmeManager) awaitFirst(ctx context.Context) {
 		switch {
 		case len(missing) == 0:
 			return
-		case time.Since(start) >= acmeFirstWait:
+		case time.Since(start) >= ACMEFirstWait:
 			am.logger.Error("no certificate yet: HTTPS handshakes for these names fail until the CA issues one; still trying",
-				"names", strings.Join(missing, ","), "waited", acmeFirstWait.String(), "last_failure", am.lastFailure(missing))
+				"names", strings.Join(missing, ","), "waited", ACMEFirstWait.String(), "last_failure", am.lastFailure(missing))
 			return
 		case time.Since(reported) >= acmeWaitReport:
 			reported = time.Now()
@@ -317,7 +271,7 @@ func (am *acmeManager) awaitFirst(ctx context.Context) {
 }
 
 // lastFailure is the last error of getting any of names' certificates.
-func (am *acmeManager) lastFailure(names []string) string {
+func (am *ACME) lastFailure(names []string) string {
 	am.mu.Lock()
 	defer am.mu.Unlock()
 	for _, n := range names {
@@ -328,11 +282,11 @@ func (am *acmeManager) lastFailure(names []string) string {
 	return "none yet"
 }
 
-// watch sets the expiry gauge of each name's certificate and warns while
+// Watch sets the expiry gauge of each name's certificate and warns while
 // one is near its end (renewal has been failing), until ctx ends.
-func (am *acmeManager) watch(ctx context.Context) {
+func (am *ACME) Watch(ctx context.Context) {
 	for {
-		for _, d := range am.cfg.domains {
+		for _, d := range am.cfg.Domains {
 			leaf := am.current(d)
 			if leaf == nil {
 				continue
@@ -348,7 +302,7 @@ func (am *acmeManager) watch(ctx context.Context) {
 		case <-ctx.Done():
 			am.cache.Stop()
 			return
-		case <-time.After(acmeWatchEvery):
+		case <-time.After(ACMEWatchEvery):
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package certs
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"petstore/internal/metrics"
@@ -25,12 +24,13 @@ import (
 // then polled and reloaded when it changes or on SIGHUP. A handshake takes
 // whichever pair is current; open connections keep theirs.
 
-// certPollEvery is how often the certificate files are looked at, and
-// certMismatchGrace how long a pair that does not load is taken for a
+// PollEvery is how often the certificate files are looked at, and
+// MismatchGrace how long a pair that does not load is taken for a
 // renewal tool still writing one file after the other, before an ERROR.
+// Tests shorten them.
 var (
-	certPollEvery     = 2 * time.Second
-	certMismatchGrace = 10 * time.Second
+	PollEvery     = 2 * time.Second
+	MismatchGrace = 10 * time.Second
 )
 
 // certNearExpiry: a certificate with less than this share of its life left
@@ -81,6 +81,18 @@ func loadCertPair(certFlag, certFile, keyFlag, keyFile string, now time.Time) (c
 	return certPair{cert: &cert, leaf: leaf}, nil
 }
 
+// AppendRoots adds the PEM certificates in file, which flag names, to pool.
+func AppendRoots(pool *x509.CertPool, flag, file string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", flag, file, unwrapPath(err))
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return fmt.Errorf("%s %s holds no PEM certificate", flag, file)
+	}
+	return nil
+}
+
 // unwrapPath drops the path an *os.PathError repeats: the caller names it.
 func unwrapPath(err error) error {
 	var pathErr *os.PathError
@@ -90,8 +102,8 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// certFiles serves the pair from two files and follows their changes.
-type certFiles struct {
+// Files serves the pair from two files and follows their changes.
+type Files struct {
 	certFlag, certFile, keyFlag, keyFile string
 	logger                               *slog.Logger
 	metrics                              *metrics.Metrics
@@ -105,9 +117,9 @@ type certFiles struct {
 	warned  time.Time // the last WARN of a near expiry
 }
 
-// openCertFiles reads the pair at start: an error ends the server.
-func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics.Metrics) (*certFiles, error) {
-	c := &certFiles{certFlag: certFlag, certFile: certFile, keyFlag: keyFlag, keyFile: keyFile, logger: logger, metrics: m, now: time.Now}
+// OpenFiles reads the pair at start: an error ends the server.
+func OpenFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger, m *metrics.Metrics) (*Files, error) {
+	c := &Files{certFlag: certFlag, certFile: certFile, keyFlag: keyFlag, keyFile: keyFile, logger: logger, metrics: m, now: time.Now}
 	c.stamp = c.filesStamp()
 	pair, err := loadCertPair(certFlag, certFile, keyFlag, keyFile, c.now())
 	if err != nil {
@@ -118,15 +130,20 @@ func openCertFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Log
 	return c, nil
 }
 
+// TLSConfig is the TLS of a listener serving the current pair.
+func (c *Files) TLSConfig() *tls.Config {
+	return serverTLS(c.getCertificate)
+}
+
 // getCertificate is the handshake's: the current pair.
-func (c *certFiles) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (c *Files) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.current.cert, nil
 }
 
 // filesStamp changes whenever either file is written, renamed over or removed.
-func (c *certFiles) filesStamp() string {
+func (c *Files) filesStamp() string {
 	var b strings.Builder
 	for _, name := range []string{c.certFile, c.keyFile} {
 		if fi, err := os.Stat(name); err == nil {
@@ -138,13 +155,13 @@ func (c *certFiles) filesStamp() string {
 	return b.String()
 }
 
-// follow looks at the files every certPollEvery, and at once on SIGHUP,
+// Follow looks at the files every PollEvery, and at once on SIGHUP,
 // until ctx ends.
-func (c *certFiles) follow(ctx context.Context) {
+func (c *Files) Follow(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	t := time.NewTicker(certPollEvery)
+	t := time.NewTicker(PollEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -161,8 +178,8 @@ func (c *certFiles) follow(ctx context.Context) {
 
 // check reloads the pair when the files changed (or when forced); a pair
 // that does not load keeps the current one serving, and after
-// certMismatchGrace an ERROR says which file is at fault.
-func (c *certFiles) check(force bool) {
+// MismatchGrace an ERROR says which file is at fault.
+func (c *Files) check(force bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -176,7 +193,7 @@ func (c *certFiles) check(force bool) {
 		if c.failing.IsZero() || force {
 			c.failing, c.told = now, false
 		}
-		if !c.told && (force || now.Sub(c.failing) >= certMismatchGrace) {
+		if !c.told && (force || now.Sub(c.failing) >= MismatchGrace) {
 			c.told = true
 			c.logger.Error("the certificate files do not load; the previous certificate keeps serving", "err", err)
 			c.metrics.CountCertificateChange("files", "failed")
@@ -193,7 +210,7 @@ func (c *certFiles) check(force bool) {
 // warnNearExpiry logs a WARN, at most once an hour, while the current
 // certificate has less than a certNearExpiry-th of its life left; c.mu is
 // held.
-func (c *certFiles) warnNearExpiry(now time.Time) {
+func (c *Files) warnNearExpiry(now time.Time) {
 	if nearExpiry(c.current.leaf, now) && now.Sub(c.warned) >= time.Hour {
 		c.warned = now
 		c.logger.Warn("the certificate expires soon: put a renewed pair in its files", "cert", c.certFile,
@@ -214,59 +231,8 @@ func serverTLS(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), nextPro
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: nextProtos}
 }
 
-// http2Limits bound what one HTTP/2 connection may hold: streams at once,
-// buffered request bodies, the header table; a peer that stops answering
-// pings is dropped.
-func http2Limits() *http.HTTP2Config {
-	return &http.HTTP2Config{
-		MaxConcurrentStreams:          100,
-		MaxDecoderHeaderTableSize:     4 << 10,
-		MaxEncoderHeaderTableSize:     4 << 10,
-		MaxReadFrameSize:              64 << 10,
-		MaxReceiveBufferPerConnection: 1 << 20,
-		MaxReceiveBufferPerStream:     256 << 10,
-		SendPingTimeout:               apiLimits.idle / 2,
-		PingTimeout:                   15 * time.Second,
-		WriteByteTimeout:              apiLimits.write,
-	}
-}
-
-// h2HeaderPadding is what Go's HTTP/2 server adds to MaxHeaderBytes for
-// its limit on a request's header list.
-const h2HeaderPadding = 10 * 32
-
-// http1HeaderLimit answers 431 to an HTTP/1.x request whose line and
-// headers are above headerLimit: over TLS, MaxHeaderBytes is set for
-// HTTP/2's count, which lets HTTP/1.1 read more.
-func http1HeaderLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 {
-			n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len("  \r\n\r\n") + len("Host: \r\n") + len(r.Host)
-			for k, vs := range r.Header {
-				for _, v := range vs {
-					n += len(k) + len(v) + len(": \r\n")
-				}
-			}
-			if n > headerLimit {
-				w.Header().Set("Connection", "close")
-				http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// strictTransport adds Strict-Transport-Security to every answer over TLS,
-// so a browser never again asks this name over plain HTTP for maxAge.
-func strictTransport(maxAge time.Duration) middleware {
-	value := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.TLS != nil {
-				w.Header().Set("Strict-Transport-Security", value)
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+// HSTS is the value of Strict-Transport-Security for maxAge: a browser
+// never again asks this name over plain HTTP for that long.
+func HSTS(maxAge time.Duration) string {
+	return "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
 }
