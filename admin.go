@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
@@ -48,21 +49,21 @@ const adminChallenge = `Bearer realm="petstore-admin"`
 // reason is the label of petstore_admin_auth_failures_total. Only a pet key
 // sent here is told about psk_.
 var (
-	adminNoHeader    = authFailure{authMissing, "the request has no admin token: send Authorization: Bearer psa_..."}
-	adminNoToken     = authFailure{authMissing, "the Authorization header has Bearer and no admin token after it: send Authorization: Bearer psa_..."}
-	adminNoBearer    = authFailure{authMalformed, "the Authorization header has the admin token without Bearer before it: send Authorization: Bearer psa_..."}
-	adminBareWord    = authFailure{authMalformed, "the Authorization header is one word, neither Bearer and a token nor an admin token: send Authorization: Bearer psa_..."}
-	adminBasic       = authFailure{authMalformed, "the admin API does not take Basic authentication (a user and a password): send Authorization: Bearer psa_..., an admin token made by petstore admin create"}
-	adminOtherScheme = authFailure{authMalformed, "the Authorization header must use the Bearer scheme: send Authorization: Bearer psa_..."}
-	adminPetKey      = authFailure{authMalformed, "this is an API key (psk_...), which works on /v1 only: the admin API takes an admin token (psa_...), made by petstore admin create"}
-	adminMistyped    = authFailure{authMalformed, "the admin token is not valid: it has not the length, the characters or the checksum of one (mistyped, or cut short when copied?)"}
-	adminUnknown     = authFailure{authInvalid, "the admin token is not valid: there is no such token (petstore admin list shows them)"}
-	adminRevoked     = authFailure{authRevoked, "the admin token has been revoked"}
+	adminNoHeader    = keyring.Failure{Reason: keyring.Missing, Message: "the request has no admin token: send Authorization: Bearer psa_..."}
+	adminNoToken     = keyring.Failure{Reason: keyring.Missing, Message: "the Authorization header has Bearer and no admin token after it: send Authorization: Bearer psa_..."}
+	adminNoBearer    = keyring.Failure{Reason: keyring.Malformed, Message: "the Authorization header has the admin token without Bearer before it: send Authorization: Bearer psa_..."}
+	adminBareWord    = keyring.Failure{Reason: keyring.Malformed, Message: "the Authorization header is one word, neither Bearer and a token nor an admin token: send Authorization: Bearer psa_..."}
+	adminBasic       = keyring.Failure{Reason: keyring.Malformed, Message: "the admin API does not take Basic authentication (a user and a password): send Authorization: Bearer psa_..., an admin token made by petstore admin create"}
+	adminOtherScheme = keyring.Failure{Reason: keyring.Malformed, Message: "the Authorization header must use the Bearer scheme: send Authorization: Bearer psa_..."}
+	adminPetKey      = keyring.Failure{Reason: keyring.Malformed, Message: "this is an API key (psk_...), which works on /v1 only: the admin API takes an admin token (psa_...), made by petstore admin create"}
+	adminMistyped    = keyring.Failure{Reason: keyring.Malformed, Message: "the admin token is not valid: it has not the length, the characters or the checksum of one (mistyped, or cut short when copied?)"}
+	adminUnknown     = keyring.Failure{Reason: keyring.Invalid, Message: "the admin token is not valid: there is no such token (petstore admin list shows them)"}
+	adminRevoked     = keyring.Failure{Reason: keyring.Revoked, Message: "the admin token has been revoked"}
 )
 
 // adminCredential is the admin token of an Authorization header, or the
 // mistake that keeps the header from holding one for env.
-func adminCredential(header, env string) (string, authFailure) {
+func adminCredential(header, env string) (string, keyring.Failure) {
 	token, isBearer := bearerToken(header)
 	scheme, _, spaced := strings.Cut(header, " ")
 	switch {
@@ -85,11 +86,11 @@ func adminCredential(header, env string) (string, authFailure) {
 	if strings.HasPrefix(token, "psk_") {
 		return "", adminPetKey
 	}
-	switch problem := secretProblem(token, env, domain.AdminPrefixes); problem.reason {
+	switch problem := keyring.SecretProblem(token, env, domain.AdminPrefixes); problem.Reason {
 	case 0:
-		return token, authFailure{}
-	case authWrongEnvironment:
-		return "", authFailure{authWrongEnvironment, fmt.Sprintf("the admin token belongs to the other environment (psa_live_ is production's, psa_test_ staging's), and this server is %s", env)}
+		return token, keyring.Failure{}
+	case keyring.WrongEnvironment:
+		return "", keyring.Failure{Reason: keyring.WrongEnvironment, Message: fmt.Sprintf("the admin token belongs to the other environment (psa_live_ is production's, psa_test_ staging's), and this server is %s", env)}
 	}
 	return "", adminMistyped
 }
@@ -122,14 +123,14 @@ func (g *adminGate) require(need domain.ScopeSet) middleware {
 
 // authenticate finds the request's admin token, or why it has none. An
 // address banned for its failures is not looked up.
-func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailure, error) {
+func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failure, error) {
 	token, failure := adminCredential(firstHeader(r.Header, "Authorization"), g.env)
-	if failure.reason != 0 {
+	if failure.Reason != 0 {
 		return nil, failure, nil
 	}
 	s, err := g.failures.Peek(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
-		return nil, authFailure{}, err
+		return nil, keyring.Failure{}, err
 	}
 	if !s.Allowed {
 		return nil, adminUnknown, nil // banned: the token is not even looked up
@@ -138,19 +139,19 @@ func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, authFailu
 	t, ok, err := g.store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
 	switch {
 	case err != nil:
-		return nil, authFailure{}, err
+		return nil, keyring.Failure{}, err
 	case !ok || t.Env != g.env:
 		return nil, adminUnknown, nil
 	case !t.RevokedAt.IsZero():
 		return nil, adminRevoked, nil
 	}
-	return &t, authFailure{}, nil
+	return &t, keyring.Failure{}, nil
 }
 
 // refuse answers a failed authentication: counted, and spent from the
 // address's own allowance of failures; 401, or 429 past it.
-func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authFailure) {
-	g.metrics.AdminAuthFailed(uint8(failure.reason))
+func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Failure) {
+	g.metrics.AdminAuthFailed(uint8(failure.Reason))
 	d, err := g.failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		writeError(w, r, err)
@@ -161,5 +162,5 @@ func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure authF
 		return
 	}
 	w.Header().Set("WWW-Authenticate", adminChallenge)
-	writeError(w, r, &Error{Code: codeUnauthorized, Message: failure.message})
+	writeError(w, r, &Error{Code: codeUnauthorized, Message: failure.Message})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
 	"petstore/internal/store"
@@ -39,7 +40,7 @@ func TestAdminCommands(t *testing.T) {
 		}
 		token := strings.TrimSpace(res.stdout)
 		if strings.Count(res.stdout, "\n") != 1 || len(token) != len("psa_live_")+domain.KeyRandomLen+domain.KeyChecksumLen ||
-			secretProblem(token, "production", domain.AdminPrefixes).reason != 0 {
+			keyring.SecretProblem(token, "production", domain.AdminPrefixes).Reason != 0 {
 			t.Errorf("admin create printed %q, want one psa_live_ token alone", res.stdout)
 		}
 		if strings.Contains(res.stderr, token) {

@@ -54,7 +54,7 @@ func (s *testServer) anotherServer() *testServer {
 // every usageFlushEvery does.
 func (s *testServer) flushUsage() {
 	s.t.Helper()
-	if err := s.keys.flushUsage(context.Background(), s.store.AddUsageHistory); err != nil {
+	if err := s.keys.FlushUsage(context.Background(), s.store.AddUsageHistory); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -279,7 +279,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if got.Plan != "pro" || got.PerMinute != 300 || len(got.Scopes) != 2 {
 			t.Errorf("patched: %+v", got)
 		}
-		if err := s.keys.refresh(context.Background()); err != nil {
+		if err := s.keys.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if w := s.do("POST", "/v1/pets", created.Key, `{"name":"Rex","categoryId":1}`); w.Code != 201 ||
@@ -305,7 +305,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if rolled.RolledFrom == nil || *rolled.RolledFrom != created.ID || rolled.Key == created.Key {
 			t.Errorf("rolled: %+v", rolled)
 		}
-		if err := s.keys.refresh(context.Background()); err != nil {
+		if err := s.keys.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 200 {
@@ -325,7 +325,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 				t.Errorf("revoke: HTTP status %d, %+v", w.Code, got)
 			}
 		}
-		if err := s.keys.refresh(context.Background()); err != nil {
+		if err := s.keys.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 401 {

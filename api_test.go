@@ -779,7 +779,7 @@ func TestAuthentication(t *testing.T) {
 		if _, err := s.store.RevokeKey(ctx, rk.ID, testActor); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.keys.refresh(ctx); err != nil {
+		if err := s.keys.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 
@@ -789,7 +789,7 @@ func TestAuthentication(t *testing.T) {
 		terms := s.keyTerms("free")
 		terms.Env = "staging"
 		_, stagingHere := s.mustCreate(terms)
-		if err := s.keys.refresh(ctx); err != nil {
+		if err := s.keys.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 		wrongChecksum := key[:len(key)-1] + "A"

@@ -13,6 +13,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
@@ -40,7 +41,7 @@ type app struct {
 	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
 	store    store.Storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
-	keys     *keyring
+	keys     *keyring.Ring
 	limiter  limits.Limiter
 	limitsIn string             // where the limits are kept, for the log
 	audit    *auditLog          // the bans this server saw start, until they are stored
@@ -105,7 +106,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 			a.close()
 		}
 	}()
-	if a.keys, err = newKeyring(ctx, a.store, cfg.Env, d.now); err != nil {
+	if a.keys, err = keyring.New(ctx, a.store, cfg.Env, d.now); err != nil {
 		return nil, fmt.Errorf("load API keys: %w", err)
 	}
 	if a.limiter, a.limitsIn, a.closeLimiter, a.bans, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
@@ -191,10 +192,10 @@ func (a *app) startBackground() (stop func()) {
 	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, a.logger) })
 	wg.Go(func() { a.pets.follow(ctx, a.store.PetsAdded()) })
 	wg.Go(func() {
-		domain.Every(ctx, keyRefreshEvery, func() { warn("reload API keys", a.keys.refresh(ctx)) })
+		domain.Every(ctx, keyring.RefreshEvery, func() { warn("reload API keys", a.keys.Refresh(ctx)) })
 	})
 	wg.Go(func() {
-		domain.Every(ctx, keyRefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
+		domain.Every(ctx, keyring.RefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
 	})
 	wg.Go(func() {
 		domain.Every(ctx, limits.UsageFlushEvery, func() {
@@ -271,8 +272,8 @@ type flush struct {
 func (a *app) flushes() []flush {
 	return []flush{
 		{"store daily usage", func(ctx context.Context) error { return a.limiter.Flush(ctx, a.store.AddUsage) }},
-		{"store the usage history", func(ctx context.Context) error { return a.keys.flushUsage(ctx, a.store.AddUsageHistory) }},
-		{"store when keys were last used", a.keys.flushLastUsed},
+		{"store the usage history", func(ctx context.Context) error { return a.keys.FlushUsage(ctx, a.store.AddUsageHistory) }},
+		{"store when keys were last used", a.keys.FlushLastUsed},
 		{"store bans and their audit events", a.storeBans},
 		{"store quota notices", func(ctx context.Context) error { return a.quota.Flush(ctx, a.store.AddWebhookNotices) }},
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/keyring"
 	"petstore/internal/manage"
 	"petstore/internal/testkit"
 
@@ -159,7 +160,7 @@ func TestBansOnTwoServersSurviveARedisRestartAndALiftReachesBoth(t *testing.T) {
 	waitStored(t, db, keySubject, addrSubject)
 	// Each server reads what changed in the bans table every
 	// keyRefreshEvery: a Redis lost before then loses the ban.
-	time.Sleep(2 * keyRefreshEvery)
+	time.Sleep(2 * keyring.RefreshEvery)
 
 	rp.stop()
 	rp.start() // empty: it keeps nothing on disk

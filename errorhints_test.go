@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 )
 
 func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
@@ -20,30 +21,30 @@ func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
 	mistyped := admin[:len(admin)-1] + string(admin[len(admin)-1]^1)
 	tests := []struct {
 		name, authorization string
-		reason              authReason
+		reason              keyring.Reason
 		mentions            string
 	}{
-		{"no Authorization header", "", authMissing, "has no admin token"},
-		{"Bearer and nothing after it", "Bearer ", authMissing, "no admin token after it"},
-		{"the token without Bearer", admin, authMalformed, "without Bearer"},
-		{"a bare word", "letmein", authMalformed, "one word"},
-		{"Basic authentication", "Basic cG9ydGFsOnNlY3JldA==", authMalformed, "Basic"},
-		{"another scheme", "Token " + admin, authMalformed, "Bearer scheme"},
-		{"a mistyped token", "Bearer " + mistyped, authMalformed, "mistyped"},
-		{"a token cut short", "Bearer " + admin[:20], authMalformed, "cut short"},
-		{"a staging token on production", "Bearer " + domain.NewSecret(domain.AdminPrefixes["staging"]), authWrongEnvironment, "other environment"},
-		{"a token of the right shape that does not exist", "Bearer " + domain.NewSecret(domain.AdminPrefixes["production"]), authInvalid, "no such token"},
-		{"a pet key", "Bearer " + key, authMalformed, "psk_"},
-		{"a pet key without Bearer", key, authMalformed, "psk_"},
+		{"no Authorization header", "", keyring.Missing, "has no admin token"},
+		{"Bearer and nothing after it", "Bearer ", keyring.Missing, "no admin token after it"},
+		{"the token without Bearer", admin, keyring.Malformed, "without Bearer"},
+		{"a bare word", "letmein", keyring.Malformed, "one word"},
+		{"Basic authentication", "Basic cG9ydGFsOnNlY3JldA==", keyring.Malformed, "Basic"},
+		{"another scheme", "Token " + admin, keyring.Malformed, "Bearer scheme"},
+		{"a mistyped token", "Bearer " + mistyped, keyring.Malformed, "mistyped"},
+		{"a token cut short", "Bearer " + admin[:20], keyring.Malformed, "cut short"},
+		{"a staging token on production", "Bearer " + domain.NewSecret(domain.AdminPrefixes["staging"]), keyring.WrongEnvironment, "other environment"},
+		{"a token of the right shape that does not exist", "Bearer " + domain.NewSecret(domain.AdminPrefixes["production"]), keyring.Invalid, "no such token"},
+		{"a pet key", "Bearer " + key, keyring.Malformed, "psk_"},
+		{"a pet key without Bearer", key, keyring.Malformed, "psk_"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, failure := adminCredential(tc.authorization, "production")
-			if tc.reason == authInvalid {
+			if tc.reason == keyring.Invalid {
 				failure = adminUnknown // only the database tells
 			}
-			if failure.reason != tc.reason {
-				t.Errorf("reason %s, want %s", authReasonNames[failure.reason], authReasonNames[tc.reason])
+			if failure.Reason != tc.reason {
+				t.Errorf("reason %s, want %s", keyring.ReasonNames[failure.Reason], keyring.ReasonNames[tc.reason])
 			}
 			w := s.admin("GET", "/admin/v1/keys", "", "", "Authorization", tc.authorization)
 			wantError(t, w, http.StatusUnauthorized, codeUnauthorized, tc.mentions)

@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 )
 
 // Fixed tokens, so that the seed corpus can hold them and the fuzzer can
@@ -64,8 +65,8 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	f.Helper()
 	ctx := context.Background()
 	for _, token := range []string{fuzzToken, fuzzRevokedToken, fuzzUnknownToken} {
-		if problem := keyProblem(token, "production"); problem.reason != 0 {
-			f.Fatalf("fixed fuzz token %s: %s", token, problem.message)
+		if problem := keyring.KeyProblem(token, "production"); problem.Reason != 0 {
+			f.Fatalf("fixed fuzz token %s: %s", token, problem.Message)
 		}
 	}
 	log := &syncBuffer{}
@@ -83,7 +84,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 			}
 		}
 	}
-	if err := s.keys.refresh(ctx); err != nil {
+	if err := s.keys.Refresh(ctx); err != nil {
 		f.Fatal(err)
 	}
 	// The same server with reads from the database, as while its copy of
@@ -692,17 +693,17 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			env = "staging"
 		}
 		key := domain.NewKeyToken(env)
-		if problem := keyProblem(key, env); problem.reason != 0 {
-			t.Fatalf("new key %q of %s: %s", key, env, problem.message)
+		if problem := keyring.KeyProblem(key, env); problem.Reason != 0 {
+			t.Fatalf("new key %q of %s: %s", key, env, problem.Message)
 		}
-		if keyProblem(key, map[string]string{"production": "staging", "staging": "production"}[env]).reason != authWrongEnvironment {
+		if keyring.KeyProblem(key, map[string]string{"production": "staging", "staging": "production"}[env]).Reason != keyring.WrongEnvironment {
 			t.Fatalf("key %q of %s is not refused as the other environment's", key, env)
 		}
 		i := int(pos) % len(key)
-		if changed := key[:i] + string([]byte{c}) + key[i+1:]; changed != key && keyProblem(changed, env).reason == 0 {
+		if changed := key[:i] + string([]byte{c}) + key[i+1:]; changed != key && keyring.KeyProblem(changed, env).Reason == 0 {
 			t.Fatalf("key %q with byte %d changed to %q passes: %q", key, i, c, changed)
 		}
-		if keyProblem(key[:i]+key[i+1:], env).reason == 0 || keyProblem(key[:i]+string([]byte{c})+key[i:], env).reason == 0 {
+		if keyring.KeyProblem(key[:i]+key[i+1:], env).Reason == 0 || keyring.KeyProblem(key[:i]+string([]byte{c})+key[i:], env).Reason == 0 {
 			t.Fatalf("key %q with byte %d deleted, or %q inserted there, passes", key, i, c)
 		}
 

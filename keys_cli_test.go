@@ -410,7 +410,7 @@ func TestEveryServerRefusesARolledKeyAfterTheOverlap(t *testing.T) {
 	_, _, newToken := a.roll(k.ID, 3*time.Second)
 	a.clock.advance(3*time.Second - time.Millisecond)
 	for _, s := range servers {
-		if err := s.keys.refresh(context.Background()); err != nil {
+		if err := s.keys.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		wantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the old key just before the overlap ends")

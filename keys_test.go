@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -59,13 +60,13 @@ func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled domain.K
 
 func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
 	ctx := context.Background()
-	token = domain.NewKeyToken(s.keys.env)
+	token = domain.NewKeyToken(s.keys.Env())
 	hash := domain.HashKey(token)
 	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
 	if err != nil {
 		return old, rolled, "", err
 	}
-	if err := s.keys.refresh(ctx); err != nil {
+	if err := s.keys.Refresh(ctx); err != nil {
 		s.t.Fatal(err)
 	}
 	return old, rolled, token, nil
@@ -103,7 +104,7 @@ func TestExpiredKeyIsRefusedFromItsExpiry(t *testing.T) {
 		// One key the keyring has loaded, one it finds in the database on
 		// its first use.
 		_, loaded := s.mustCreateKeyExpiring(expires)
-		if err := s.keys.refresh(context.Background()); err != nil {
+		if err := s.keys.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		_, found := s.mustCreateKeyExpiring(expires)
@@ -337,7 +338,7 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 		}
 		flush := func() {
 			t.Helper()
-			if err := s.keys.flushLastUsed(ctx); err != nil {
+			if err := s.keys.FlushLastUsed(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -394,7 +395,7 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 		// A reload of the keys (a key made elsewhere) loses no use.
 		s.do("GET", "/v1/pets", token, "")
 		s.mustCreateKeyOf("free")
-		if err := s.keys.refresh(ctx); err != nil {
+		if err := s.keys.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 		s.clock.advance(time.Minute)
@@ -424,11 +425,11 @@ func TestFailedLastUseWriteIsRetried(t *testing.T) {
 	s := newTestServerWith(t, testOptions{wrapStore: func(st store.Storage) store.Storage { failing.Storage = st; return failing }})
 	k, token := s.mustCreateKeyOf("free")
 	s.do("GET", "/v1/pets", token, "")
-	if err := s.keys.flushLastUsed(context.Background()); err == nil {
+	if err := s.keys.FlushLastUsed(context.Background()); err == nil {
 		t.Fatal("flush with a failing store: no error")
 	}
 	failing.fail = false
-	if err := s.keys.flushLastUsed(context.Background()); err != nil {
+	if err := s.keys.FlushLastUsed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	keys, err := s.store.Keys(context.Background())
@@ -442,12 +443,12 @@ func TestLookingUpAKeyAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	_, plain := s.mustCreateKeyOf("free")
 	_, expiring := s.mustCreateKeyExpiring(s.clock.now().Add(time.Hour))
-	if err := s.keys.refresh(ctx); err != nil {
+	if err := s.keys.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, token := range []string{plain, expiring} {
 		allocs := testing.AllocsPerRun(100, func() {
-			if k, problem, err := s.keys.lookup(ctx, token, nil); k == nil {
+			if k, problem, err := s.keys.Lookup(ctx, token, nil); k == nil {
 				t.Fatalf("lookup: %s %v", problem, err)
 			}
 		})
@@ -774,14 +775,14 @@ func wantOldKeysKept(t *testing.T, store store.Storage, clock *fakeClock, token 
 	if n, err := store.Usage(ctx, 1, "2026-03-10"); err != nil || n != 40 {
 		t.Errorf("usage %d (%v), want the 40 stored", n, err)
 	}
-	ring, err := newKeyring(ctx, store, "production", clock.now)
+	ring, err := keyring.New(ctx, store, "production", clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k, problem, err := ring.lookup(ctx, token, nil); k == nil || err != nil {
+	if k, problem, err := ring.Lookup(ctx, token, nil); k == nil || err != nil {
 		t.Fatalf("the old key: %s %v", problem, err)
 	}
-	if err := ring.flushLastUsed(ctx); err != nil {
+	if err := ring.FlushLastUsed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	next := domain.NewKeyToken("production")

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/metrics"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 		opts.metrics = m
 		s := newTestServerWith(t, opts)
 		known := s.mustCreateKey("business")
-		if err := s.keys.refresh(t.Context()); err != nil {
+		if err := s.keys.Refresh(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 
@@ -55,7 +56,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 		// at the version is older than sharedRefreshAge, one reload finds
 		// it, without a look-up.
 		fresh := s.mustCreateKey("pro")
-		s.clock.advance(sharedRefreshAge)
+		s.clock.advance(keyring.SharedRefreshAge)
 		before = databaseCalls(t, m)["KeyByHash"]
 		if w := s.do("GET", "/v1/pets", fresh, ""); w.Code != http.StatusOK {
 			t.Errorf("a key made since the last reload, from the banned address: %d %s, want 200", w.Code, w.Body)
@@ -68,7 +69,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 			s.do("GET", "/v1/pets", domain.NewKeyToken("production"), "")
 		}
 		if n := databaseCalls(t, m)["KeysVersion"] - versions; n != 0 {
-			t.Errorf("100 more made-up keys within %v read the keys' version %d times, want 0", sharedRefreshAge, n)
+			t.Errorf("100 more made-up keys within %v read the keys' version %d times, want 0", keyring.SharedRefreshAge, n)
 		}
 	})
 }

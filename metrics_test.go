@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
@@ -104,7 +105,7 @@ func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, expired := s.mustCreateKeyExpiring(s.clock.now().Add(-time.Second))
-		if err := s.keys.refresh(ctx); err != nil {
+		if err := s.keys.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 
@@ -387,18 +388,18 @@ func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 }
 
 func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
-	failures := []authFailure{authNoHeader, authNoToken, authNotBearer, authNotAKey, authUnknownKey, authRevokedKey, authExpiredKey,
-		keyProblem(domain.NewKeyToken("staging"), "production")}
-	seen := map[authReason]bool{}
+	failures := []keyring.Failure{keyring.NoHeader, keyring.NoToken, keyring.NotBearer, keyring.NotAKey, keyring.UnknownKey, keyring.RevokedKey, keyring.ExpiredKey,
+		keyring.KeyProblem(domain.NewKeyToken("staging"), "production")}
+	seen := map[keyring.Reason]bool{}
 	for _, f := range failures {
-		if f.reason == 0 || int(f.reason) >= len(authReasonNames) || authReasonNames[f.reason] == "" || f.message == "" {
+		if f.Reason == 0 || int(f.Reason) >= len(keyring.ReasonNames) || keyring.ReasonNames[f.Reason] == "" || f.Message == "" {
 			t.Errorf("failure %+v has no reason name or no message", f)
 		}
-		seen[f.reason] = true
+		seen[f.Reason] = true
 	}
-	for r := authMissing; r < authReasons; r++ {
+	for r := keyring.Missing; r < keyring.Reasons; r++ {
 		if !seen[r] {
-			t.Errorf("reason %q has no failure", authReasonNames[r])
+			t.Errorf("reason %q has no failure", keyring.ReasonNames[r])
 		}
 	}
 }

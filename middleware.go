@@ -130,7 +130,7 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if l.metrics != nil && !healthCheck(r) {
 			l.metrics.ObserveRequest(&metrics.Answered{
 				Pattern: r.Pattern, Method: r.Method, Code: status, Took: end.Sub(start),
-				Decision: info.rateLimit, AuthFailure: uint8(info.auth.reason), DBFailure: uint8(info.db),
+				Decision: info.rateLimit, AuthFailure: uint8(info.auth.Reason), DBFailure: uint8(info.db),
 			})
 		}
 		logRequest(l.logger, r, info, status, sw, start, end)

@@ -271,7 +271,7 @@ func TestACreateNotConfirmedInTimeIsSettledByItsIdempotencyKey(t *testing.T) {
 	a := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testDBTimeout})
 	b := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testDBTimeout, db: a.dbPath})
 	key := a.mustCreateKey("business")
-	if err := b.keys.refresh(context.Background()); err != nil {
+	if err := b.keys.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	const body = `{"name":"Late","categoryId":7}`
@@ -327,7 +327,7 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 		opts.db = a.dbPath
 		b := newTestServerWith(t, opts)
 		key := a.mustCreateKey("business")
-		if err := b.keys.refresh(context.Background()); err != nil {
+		if err := b.keys.Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		var release func()

@@ -40,7 +40,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if err := src.limiter.Flush(ctx, src.store.AddUsage); err != nil {
 		t.Fatal(err)
 	}
-	if err := src.keys.flushLastUsed(ctx); err != nil {
+	if err := src.keys.FlushLastUsed(ctx); err != nil {
 		t.Fatal(err)
 	}
 	src.flushUsage()
@@ -282,7 +282,7 @@ func TestReadYourWritesAcrossServers(t *testing.T) {
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
 	key := a.mustCreateKey("business")
 	apiAddPets(a, key, "available", "sold")
-	if err := b.keys.refresh(context.Background()); err != nil {
+	if err := b.keys.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
@@ -279,7 +280,7 @@ func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
 		key := s.mustCreateKey("free")
 		// Made a moment before: the server, which the limited address does
 		// not make look its key up, finds it in one reload.
-		s.clock.advance(sharedRefreshAge)
+		s.clock.advance(keyring.SharedRefreshAge)
 		if w := s.from("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
 			t.Fatalf("valid key from a throttled address: %d", w.Code)
 		}
@@ -530,7 +531,7 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 // caller for the sweep.
 func heldByTheKeyring(t *testing.T, s *testServer) {
 	t.Helper()
-	if err := s.keys.refresh(context.Background()); err != nil {
+	if err := s.keys.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }

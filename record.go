@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
 )
@@ -69,9 +70,9 @@ type requestInfo struct {
 	// The caller: an API key (and its note of use, where its usage history
 	// is counted) or an admin token; for a request without a key, why not.
 	key       *domain.Key
-	use       *keyUse
+	use       *keyring.Use
 	admin     *domain.AdminToken
-	auth      authFailure
+	auth      keyring.Failure
 	authErr   error // the key could not be looked up
 	sentToken bool
 	// rateLimit is the limiter's decision (0: not limited, as /healthz);
@@ -157,10 +158,10 @@ func (info *requestInfo) logged(id string) {
 // authenticated (authenticate) notes the request's key and its note of use
 // (h nil: none), or why it has none: auth, or authErr when the key could
 // not be looked up.
-func (info *requestInfo) authenticated(h *heldKey, sentToken bool, auth authFailure, authErr error) {
+func (info *requestInfo) authenticated(h *keyring.Held, sentToken bool, auth keyring.Failure, authErr error) {
 	info.reach(stageAuthenticated)
 	if h != nil {
-		info.key, info.use = &h.key, h.use
+		info.key, info.use = &h.Key, h.Use
 	}
 	info.sentToken, info.auth, info.authErr = sentToken, auth, authErr
 }
@@ -242,7 +243,7 @@ func (info *requestInfo) failed(cause error, db domain.DBFailure) {
 func (info *requestInfo) finished() {
 	info.stage = stageFinished
 	if info.use != nil && info.rateLimit != 0 {
-		info.use.count(info.today, info.usage)
+		info.use.Count(info.today, info.usage)
 	}
 }
 

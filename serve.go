@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/logline"
 	"petstore/internal/metrics"
@@ -220,7 +221,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 func newMetrics() *metrics.Metrics {
 	b := readBuildInfo()
 	return metrics.New(metrics.Build{Version: b.version, GoVersion: b.goVersion, Revision: b.revision}, metrics.Names{
-		AuthReasons: authReasonNames[:], DBCauses: domain.DBFailureNames[:], Deliveries: webhook.DeliveryOutcomeNames,
+		AuthReasons: keyring.ReasonNames[:], DBCauses: domain.DBFailureNames[:], Deliveries: webhook.DeliveryOutcomeNames,
 	})
 }
 
