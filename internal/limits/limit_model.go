@@ -22,13 +22,14 @@ const (
 // golang.org/x/time/rate and the script as a theoretical arrival time, and
 // either hands its tokens at now in (limitRun.tokens).
 
-// The status of a run, the script's answer's first number.
+// The status of a run, named for what it tells the caller: limit.lua
+// answers it as its first number.
 const (
-	ScriptAllowed  = 0 // allowed, or a look at a caller that is not banned
-	scriptLimited  = 1 // refused for a while (retryAfter)
-	scriptBanned   = 2 // refused during a ban
-	ScriptNeedSeed = 3 // the day count is missing: run again with a seed
-	scriptBanStart = 4 // this very run started the ban
+	Allowed    = 0 // allowed, or a look at a caller that is not banned
+	limited    = 1 // refused for a while (retryAfter)
+	banned     = 2 // refused during a ban
+	NeedSeed   = 3 // the day count is missing: run again with a seed
+	banStarted = 4 // refused: this very run started the ban
 )
 
 // limitFigures are a caller's allowances and the ban settings.
@@ -119,7 +120,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		case !f.durable:
 			s.dayCount = 0
 		case run.seed < 0:
-			a.status = ScriptNeedSeed
+			a.status = NeedSeed
 			return s, a
 		default:
 			s.dayCount = run.seed // set only while the count is missing: the first seed wins
@@ -168,7 +169,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 
 	switch {
 	case now.Before(s.bannedUntil):
-		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone || floored
+		a.status, a.bannedUntil, a.write = banned, s.bannedUntil, changed || gone || floored
 	case run.cost == 0:
 		a.write = (changed && f.durable) || gone
 	case tokens >= 1 && s.dayCount < f.PerDay:
@@ -195,16 +196,16 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		switch {
 		case !now.Before(s.waitUntil):
 			s.waitUntil, s.waitCount = now.Add(wait), 0
-			a.status, a.retryAfter = scriptLimited, wait
+			a.status, a.retryAfter = limited, wait
 		case s.waitCount+1 > f.banAfter:
 			// To the millisecond, as the bans table and Redis keep it: a
 			// lift names the stored end, and ends only a ban that ends
 			// then or sooner.
 			s.bannedUntil, s.waitUntil, s.waitCount = now.Add(f.banFor).Truncate(time.Millisecond), time.Time{}, 0
-			a.status, a.bannedUntil = scriptBanStart, s.bannedUntil
+			a.status, a.bannedUntil = banStarted, s.bannedUntil
 		default:
 			s.waitCount++
-			a.status, a.retryAfter = scriptLimited, wait
+			a.status, a.retryAfter = limited, wait
 		}
 	}
 	a.tokens, a.dayCount = tokens, s.dayCount
@@ -248,16 +249,16 @@ func (a limitAnswer) decision(lim domain.Limits, policy string, perSecond float6
 	d := report(a.now, lim, policy, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
 	d.Today = UnixDay(a.now)
 	switch a.status {
-	case ScriptAllowed:
+	case Allowed:
 		d.Allowed = true
-	case scriptLimited:
+	case limited:
 		d.Code, d.RetryAfter = CodeRateLimited, a.retryAfter
 		// The rules refuse for the day once its count, every lease out
 		// included, has reached the quota.
 		d.OverQuota = a.dayCount >= lim.PerDay
-	case scriptBanned, scriptBanStart:
+	case banned, banStarted:
 		d = reportBan(d, a.now, a.bannedUntil)
-		d.BanStarted = a.status == scriptBanStart
+		d.BanStarted = a.status == banStarted
 	}
 	return d
 }

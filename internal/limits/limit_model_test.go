@@ -189,7 +189,7 @@ func (p *limitPair) step(st limitStep) error {
 	if err != nil {
 		return err
 	}
-	if want.status == ScriptNeedSeed || got.Status == ScriptNeedSeed {
+	if want.status == NeedSeed || got.Status == NeedSeed {
 		if want.status != got.Status || ttl.set() {
 			return fmt.Errorf("status: model %d, script %d (time to live %+v)", want.status, got.Status, ttl)
 		}
