@@ -98,34 +98,34 @@ type limitAnswer struct {
 	write       bool          // the state changed: the script stores it
 }
 
-// limitRules decides run for a caller in state s with figures f, and returns
+// limitRules decides run for a caller in state s with figures f, and makes s
 // the caller's state after it. Its steps are limit.lua's, under the same
 // names and in the same order: a lift alone (liftBan), else the day's count
 // (turnDay), the tokens the leases leave (spendable), the database's ban
 // (floorBan), and the decision: banned, a look, a grant or a refusal.
-func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
+func limitRules(s *limitState, f *limitFigures, run *limitRun) limitAnswer {
 	a := limitAnswer{now: run.now, day: UnixDay(run.now)}
 	if !run.lift.IsZero() {
-		liftBan(&s, run.lift)
+		liftBan(s, run.lift)
 		a.tokens, a.write = run.tokens, true // the bucket, the leases and the day as they were
-		return s, a
+		return a
 	}
-	changed, seeded := turnDay(&s, &f, &run, a.day)
+	changed, seeded := turnDay(s, f, run, a.day)
 	if !seeded {
 		a.status = NeedSeed
-		return s, a
+		return a
 	}
-	tokens, gone := spendable(&s, &f, &run)
-	floored := floorBan(&s, &run)
+	tokens, gone := spendable(s, f, run)
+	floored := floorBan(s, run)
 	switch {
 	case run.now.Before(s.bannedUntil):
 		a.status, a.bannedUntil, a.write = banned, s.bannedUntil, changed || gone || floored
 	case run.cost == 0:
 		a.write = (changed && f.durable) || gone
 	case tokens >= 1 && s.dayCount < f.PerDay:
-		tokens = grant(&s, &f, &run, tokens, &a)
+		tokens = grant(s, f, run, tokens, &a)
 	default:
-		refuse(&s, &f, &run, tokens, &a)
+		refuse(s, f, run, tokens, &a)
 	}
 	a.tokens, a.dayCount = tokens, s.dayCount
 	if a.write && (gone || a.leased > 0) {
@@ -133,7 +133,7 @@ func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAn
 		until := min(nowMs+leaseKeep.Milliseconds(), (a.day+1)*86_400_000)
 		s.leases = settleLeases(s.leases, run.lease.owner, nowMs, a.leased, until)
 	}
-	return s, a
+	return a
 }
 
 // liftBan ends a ban that ends at lift or sooner (the ban lifted in the
