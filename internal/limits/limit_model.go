@@ -65,10 +65,9 @@ type leaseOut struct {
 
 // limitRun is what one run is asked.
 type limitRun struct {
-	now       time.Time
-	cost      int64   // 1 counts a request, 0 only looks
-	tokens    float64 // in the minute bucket at now, leased tokens not held back
-	perSecond float64 // the bucket's refill
+	now    time.Time
+	cost   int64   // 1 counts a request, 0 only looks
+	tokens float64 // in the minute bucket at now, leased tokens not held back
 	// seed is a durable caller's stored count of today, -1 when not read
 	// yet; floor a count the caller is known to have reached on floorDay
 	// (-1: none), which the day count is raised to (after an outage).
@@ -239,7 +238,7 @@ func refuse(s *limitState, f *limitFigures, run *limitRun, tokens float64, a *li
 	if s.dayCount >= f.PerDay {
 		wait = NextMidnight(now).Sub(now)
 	} else {
-		wait = time.Duration(math.Ceil((1 - tokens) / run.perSecond * float64(time.Second)))
+		wait = time.Duration(math.Ceil((1 - tokens) / perSecond(f.Limits) * float64(time.Second)))
 	}
 	wait = wholeSeconds(wait)
 	switch {

@@ -172,7 +172,7 @@ func (p *limitPair) step(st limitStep) error {
 	if !p.forgetAt.IsZero() && !p.now.Before(p.forgetAt) {
 		p.forget()
 	}
-	run := limitRun{now: p.now, cost: st.cost, tokens: float64(atGrain(p.bucket.TokensAt(p.now))) / tokenDebt, perSecond: p.perSecond,
+	run := limitRun{now: p.now, cost: st.cost, tokens: float64(atGrain(p.bucket.TokensAt(p.now))) / tokenDebt,
 		seed: -1, floor: st.floor, floorDay: UnixDay(p.now), lease: st.lease}
 	if st.floorYesterday {
 		run.floorDay--

@@ -114,10 +114,7 @@ type Local struct {
 // tokens, and spends what they grant; c.mu is held.
 func (l *Local) run(c *caller, now time.Time, cost int64) limitAnswer {
 	f := limitFigures{Limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
-	run := limitRun{
-		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
-		banFloor: l.Bans.At(c.id),
-	}
+	run := limitRun{now: now, cost: cost, tokens: c.minute.TokensAt(now), floor: -1, banFloor: l.Bans.At(c.id)}
 	a := limitRules(&c.state, &f, &run) // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
 		c.minute.AllowN(now, int(a.take))
