@@ -15,9 +15,11 @@
 -- The steps are limitRules' in limit_model.go, local functions under the
 -- same names and in the same order; the script's body at the end is
 -- limitRules itself, as Lua wants a function defined before it is called.
--- Each step reads the arguments only it needs (as the Go step reads them
--- from run) when it needs them: every local a step names is made anew as
--- an upvalue in every run, and every number read is a strtod.
+-- A step changes the state's locals below, as the Go step changes *s, and
+-- stores nothing: save does, and the body a lift. Each step reads the
+-- arguments only it needs, when it needs them, and is handed what the
+-- body has at hand: every local a step names is made anew as an upvalue
+-- in every run, and every number read is a strtod.
 local key = KEYS[1]
 local now = tonumber(ARGV[1]) -- 0: Redis TIME (only tests pass one)
 if now == 0 then
@@ -44,27 +46,22 @@ for i = 1, #s, 2 do
 end
 local t, r, n = f.t or 0, f.r or 0, f.n or 0
 local wu, wc, bu, lu = f.wu or 0, f.wc or 0, f.bu or 0, f.lu or 0
+-- The bucket's debt at now, what limitRun.tokens is to the Go rules.
+local debt = 0
+if t >= now then
+	debt = (t - now) * pm + r
+end
 
 -- The statuses, as limit_model.go names them.
 local allowed, limited, banned, needSeed, banStarted = 0, 1, 2, 3, 4
 
 -- liftBan: the ban that ends at lift or sooner ends, with its wait, and
--- lift is kept as the end of the last ban lifted. The key lives as save
--- would have it live, the bucket, the leases and the day as they were.
+-- lift is kept as the end of the last ban lifted.
 local function liftBan(lift)
 	if bu <= lift then
 		bu, wu, wc = 0, 0, 0
 	end
 	lu = math.max(lu, lift)
-	redis.call('HSET', key, 'bu', bu, 'wu', wu, 'wc', wc, 'lu', lu)
-	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
-	for _, u in pairs(outUntil) do
-		ttl = math.max(ttl, u - now)
-	end
-	if durable then
-		ttl = math.max(ttl, msPerDay - now % msPerDay)
-	end
-	redis.call('PEXPIRE', key, ttl)
 end
 
 -- turnDay: a new day's count starts at 0, or for a durable caller at the
@@ -84,8 +81,8 @@ local function turnDay()
 		end
 		return true, true
 	end
-	local floor, floorDay = tonumber(ARGV[9]), tonumber(ARGV[10])
-	if floor > n and floorDay == today then
+	local floor = tonumber(ARGV[9])
+	if floor > n and tonumber(ARGV[10]) == today then
 		n = floor
 		return true, true
 	end
@@ -97,11 +94,7 @@ end
 -- now, and their records go (gone). The lease this run settles was out
 -- whole until its spent tokens were spent (by spentBy), and its unspent
 -- ones (giveBack of them) until now, when they go back.
-local function spendable()
-	local debt = 0
-	if t >= now then
-		debt = (t - now) * pm + r
-	end
+local function spendable(debt)
 	local leasedOut, gone = 0, {}
 	for who, c in pairs(out) do
 		leasedOut = leasedOut + c
@@ -141,9 +134,9 @@ end
 local function grant(debt)
 	local take = 1
 	if owner ~= '' then
-		local want, share = tonumber(ARGV[14]), tonumber(ARGV[16])
+		local want = tonumber(ARGV[14])
 		if want > 1 then
-			local left = math.min(math.floor((pm * token - debt) / token), pd - n)
+			local left, share = math.min(math.floor((pm * token - debt) / token), pd - n), tonumber(ARGV[16])
 			take = math.max(1, math.min(want, math.floor(left / share)))
 		end
 	end
@@ -209,14 +202,26 @@ end
 -- a request, 0 a look): banned, a look, a grant or a refusal.
 local lift, cost = tonumber(ARGV[18]), tonumber(ARGV[4])
 if lift > 0 then
+	-- The key lives as save would have it live, the bucket, the leases
+	-- and the day as they were.
 	liftBan(lift)
+	redis.call('HSET', key, 'bu', bu, 'wu', wu, 'wc', wc, 'lu', lu)
+	local ttl = math.max(t - now + 1, wu - now, bu - now, lu - now, 1)
+	for _, u in pairs(outUntil) do
+		ttl = math.max(ttl, u - now)
+	end
+	if durable then
+		ttl = math.max(ttl, msPerDay - now % msPerDay)
+	end
+	redis.call('PEXPIRE', key, ttl)
 	return {allowed, now, 0, 0, today, 0, 0}
 end
 local changed, seeded = turnDay()
 if not seeded then
 	return {needSeed, now, 0, 0, today, 0, 0}
 end
-local debt, gone = spendable()
+local gone
+debt, gone = spendable(debt)
 local floored = floorBan()
 if now < bu then
 	if changed or #gone > 0 or floored then
