@@ -70,7 +70,7 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 		}
 		counts := make([]int64, len(runs))
 		for i, run := range runs {
-			if run.Err != nil || run.Answer.Status != limits.ScriptAllowed {
+			if run.Err != nil || run.Answer.Status != limits.Allowed {
 				t.Fatalf("%s: run %d: %+v, %v; want allowed", tc.name, i, run.Answer, run.Err)
 			}
 			counts[i] = run.Answer.Count
@@ -157,13 +157,13 @@ func TestRedisFirstSeedWins(t *testing.T) {
 	key := r.Key(id)
 	look := r.Args(key, id, lim)
 	a, err := r.Scripts.Run(look)
-	if err != nil || a.Status != limits.ScriptNeedSeed {
-		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, limits.ScriptNeedSeed)
+	if err != nil || a.Status != limits.NeedSeed {
+		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, limits.NeedSeed)
 	}
 	for _, seed := range []int64{5, 9} {
 		look.Seed = seed
 		a, err := r.Scripts.Run(look)
-		if err != nil || a.Status != limits.ScriptAllowed || a.Count != 5 {
+		if err != nil || a.Status != limits.Allowed || a.Count != 5 {
 			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
 		}
 	}

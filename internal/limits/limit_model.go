@@ -22,13 +22,14 @@ const (
 // golang.org/x/time/rate and the script as a theoretical arrival time, and
 // either hands its tokens at now in (limitRun.tokens).
 
-// The status of a run, the script's answer's first number.
+// The status of a run, named for what it tells the caller: limit.lua
+// answers it as its first number.
 const (
-	ScriptAllowed  = 0 // allowed, or a look at a caller that is not banned
-	scriptLimited  = 1 // refused for a while (retryAfter)
-	scriptBanned   = 2 // refused during a ban
-	ScriptNeedSeed = 3 // the day count is missing: run again with a seed
-	scriptBanStart = 4 // this very run started the ban
+	Allowed    = 0 // allowed, or a look at a caller that is not banned
+	limited    = 1 // refused for a while (retryAfter)
+	banned     = 2 // refused during a ban
+	NeedSeed   = 3 // the day count is missing: run again with a seed
+	banStarted = 4 // refused: this very run started the ban
 )
 
 // limitFigures are a caller's allowances and the ban settings.
@@ -64,10 +65,9 @@ type leaseOut struct {
 
 // limitRun is what one run is asked.
 type limitRun struct {
-	now       time.Time
-	cost      int64   // 1 counts a request, 0 only looks
-	tokens    float64 // in the minute bucket at now, leased tokens not held back
-	perSecond float64 // the bucket's refill
+	now    time.Time
+	cost   int64   // 1 counts a request, 0 only looks
+	tokens float64 // in the minute bucket at now, leased tokens not held back
 	// seed is a durable caller's stored count of today, -1 when not read
 	// yet; floor a count the caller is known to have reached on floorDay
 	// (-1: none), which the day count is raised to (after an outage).
@@ -97,122 +97,164 @@ type limitAnswer struct {
 	write       bool          // the state changed: the script stores it
 }
 
-// limitRules decides run for a caller in state s with figures f, and returns
-// the caller's state after it.
-func limitRules(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
-	now := run.now
-	today := UnixDay(now)
-	a := limitAnswer{now: now, day: today}
+// limitRules decides run for a caller in state s with figures f, and makes s
+// the caller's state after it. Its steps are limit.lua's, under the same
+// names and in the same order: a lift alone (liftBan), else the day's count
+// (turnDay), the tokens the leases leave (spendable), the database's ban
+// (floorBan), and the decision: banned, a look, a grant or a refusal.
+func limitRules(s *limitState, f *limitFigures, run *limitRun) limitAnswer {
+	a := limitAnswer{now: run.now, day: UnixDay(run.now)}
 	if !run.lift.IsZero() {
-		if !s.bannedUntil.After(run.lift) {
-			s.bannedUntil, s.waitUntil, s.waitCount = time.Time{}, time.Time{}, 0
-		}
-		if run.lift.After(s.liftedUntil) {
-			s.liftedUntil = run.lift
-		}
+		liftBan(s, run.lift)
 		a.tokens, a.write = run.tokens, true // the bucket, the leases and the day as they were
-		return s, a
+		return a
 	}
-	changed := false
+	changed, seeded := turnDay(s, f, run, a.day)
+	if !seeded {
+		a.status = NeedSeed
+		return a
+	}
+	tokens, gone := spendable(s, f, run)
+	floored := floorBan(s, run)
+	switch {
+	case run.now.Before(s.bannedUntil):
+		a.status, a.bannedUntil, a.write = banned, s.bannedUntil, changed || gone || floored
+	case run.cost == 0:
+		a.write = (changed && f.durable) || gone
+	case tokens >= 1 && s.dayCount < f.PerDay:
+		tokens = grant(s, f, run, tokens, &a)
+	default:
+		refuse(s, f, run, tokens, &a)
+	}
+	a.tokens, a.dayCount = tokens, s.dayCount
+	if a.write && (gone || a.leased > 0) {
+		nowMs := run.now.UnixMilli()
+		until := min(nowMs+leaseKeep.Milliseconds(), (a.day+1)*86_400_000)
+		s.leases = settleLeases(s.leases, run.lease.owner, nowMs, a.leased, until)
+	}
+	return a
+}
+
+// liftBan ends a ban that ends at lift or sooner (the ban lifted in the
+// database), with its wait, so that the next request is not banned again
+// at once; and keeps lift as the end of the last ban lifted.
+func liftBan(s *limitState, lift time.Time) {
+	if !s.bannedUntil.After(lift) {
+		s.bannedUntil, s.waitUntil, s.waitCount = time.Time{}, time.Time{}, 0
+	}
+	if lift.After(s.liftedUntil) {
+		s.liftedUntil = lift
+	}
+}
+
+// turnDay starts the count of a new day: at 0, or for a durable caller at
+// run's seed; or raises today's count to run's floor. changed: the day or
+// its count moved. seeded is false when a durable caller's count is
+// missing and run brings no seed: nothing else is decided then.
+func turnDay(s *limitState, f *limitFigures, run *limitRun, today int64) (changed, seeded bool) {
 	if s.day != today {
 		switch {
 		case !f.durable:
 			s.dayCount = 0
 		case run.seed < 0:
-			a.status = ScriptNeedSeed
-			return s, a
+			return false, false
 		default:
 			s.dayCount = run.seed // set only while the count is missing: the first seed wins
 		}
-		s.day, changed = today, true
-	} else if run.floor > s.dayCount && run.floorDay == today {
-		s.dayCount, changed = run.floor, true
+		s.day = today
+		return true, true
 	}
+	if run.floor > s.dayCount && run.floorDay == today {
+		s.dayCount = run.floor
+		return true, true
+	}
+	return false, true
+}
 
-	// At most the tokens not leased out: the bucket does not refill those
-	// while they are out. Leases that expired are held as spent now, and
-	// go. The lease this run settles was out whole until its spent tokens
-	// were spent (by spentBy), and its unspent ones until now, when they go
-	// back.
+// spendable is the tokens run may spend: at most those not leased out, as
+// the bucket does not refill those while they are out. Leases that expired
+// are held as spent now, and go. The lease this run settles was out whole
+// until its spent tokens were spent (by spentBy), and its unspent ones
+// until now, when they go back. gone: a lease goes.
+func spendable(s *limitState, f *limitFigures, run *limitRun) (tokens float64, gone bool) {
+	tokens = run.tokens
+	if len(s.leases) == 0 {
+		return tokens, false
+	}
 	pm := float64(f.PerMinute)
-	nowMs := now.UnixMilli()
-	tokens := run.tokens
-	var gone bool
-	if len(s.leases) > 0 {
-		var leasedOut, mine int64
-		var mineLive bool
-		for _, l := range s.leases {
-			leasedOut += l.tokens
-			if l.owner == run.lease.owner {
-				mine, mineLive = l.tokens, l.until > nowMs
-			}
-			gone = gone || l.owner == run.lease.owner || l.until <= nowMs
+	nowMs := run.now.UnixMilli()
+	var leasedOut, mine int64
+	var mineLive bool
+	for _, l := range s.leases {
+		leasedOut += l.tokens
+		if l.owner == run.lease.owner {
+			mine, mineLive = l.tokens, l.until > nowMs
 		}
-		if mineLive {
-			back := min(run.lease.giveBack, mine)
-			refilled := float64(max(0, nowMs-run.lease.spentBy)) * pm / tokenDebt
-			debt := max(pm-tokens, float64(leasedOut-mine+back), float64(leasedOut)-refilled)
-			tokens = pm - max(0, debt-float64(back))
-			s.dayCount = max(0, s.dayCount-back)
-		} else {
-			tokens = min(tokens, pm-float64(leasedOut))
-		}
+		gone = gone || l.owner == run.lease.owner || l.until <= nowMs
 	}
+	if mineLive {
+		back := min(run.lease.giveBack, mine)
+		refilled := float64(max(0, nowMs-run.lease.spentBy)) * pm / tokenDebt
+		debt := max(pm-tokens, float64(leasedOut-mine+back), float64(leasedOut)-refilled)
+		tokens = pm - max(0, debt-float64(back))
+		s.dayCount = max(0, s.dayCount-back)
+	} else {
+		tokens = min(tokens, pm-float64(leasedOut))
+	}
+	return tokens, gone
+}
 
-	// The database's ban raises one Redis lost (restarted empty), unless
-	// it was lifted.
-	floored := run.banFloor.After(now) && run.banFloor.After(s.bannedUntil) && run.banFloor.After(s.liftedUntil)
+// floorBan raises the ban to the database's, which a Redis lost (restarted
+// empty) forgot, unless it was lifted. floored: it did.
+func floorBan(s *limitState, run *limitRun) (floored bool) {
+	floored = run.banFloor.After(run.now) && run.banFloor.After(s.bannedUntil) && run.banFloor.After(s.liftedUntil)
 	if floored {
 		s.bannedUntil, s.waitUntil, s.waitCount = run.banFloor, time.Time{}, 0
 	}
+	return floored
+}
 
+// grant spends the request's token, and for a lease as many more as its
+// share of what the minute and the day have left, from tokens and the day;
+// it returns the tokens left.
+func grant(s *limitState, f *limitFigures, run *limitRun, tokens float64, a *limitAnswer) float64 {
+	take := int64(1)
+	if run.lease.owner != "" && run.lease.want > 1 {
+		left := min(int64(math.Floor(tokens)), f.PerDay-s.dayCount)
+		take = max(1, min(run.lease.want, left/LeaseShare))
+	}
+	s.dayCount += take
+	s.waitUntil, s.waitCount = time.Time{}, 0
+	a.take, a.leased, a.write = take, take-1, true
+	return tokens - float64(take)
+}
+
+// refuse spends nothing: it tells the caller how long to wait, and bans
+// one that keeps sending during the wait.
+func refuse(s *limitState, f *limitFigures, run *limitRun, tokens float64, a *limitAnswer) {
+	now := run.now
+	a.write = true
+	var wait time.Duration
+	if s.dayCount >= f.PerDay {
+		wait = NextMidnight(now).Sub(now)
+	} else {
+		wait = time.Duration(math.Ceil((1 - tokens) / perSecond(f.Limits) * float64(time.Second)))
+	}
+	wait = wholeSeconds(wait)
 	switch {
-	case now.Before(s.bannedUntil):
-		a.status, a.bannedUntil, a.write = scriptBanned, s.bannedUntil, changed || gone || floored
-	case run.cost == 0:
-		a.write = (changed && f.durable) || gone
-	case tokens >= 1 && s.dayCount < f.PerDay:
-		take := int64(1)
-		if run.lease.owner != "" && run.lease.want > 1 {
-			left := min(int64(math.Floor(tokens)), f.PerDay-s.dayCount)
-			take = max(1, min(run.lease.want, left/LeaseShare))
-		}
-		tokens -= float64(take)
-		s.dayCount += take
-		s.waitUntil, s.waitCount = time.Time{}, 0
-		a.take, a.leased, a.write = take, take-1, true
+	case !now.Before(s.waitUntil):
+		s.waitUntil, s.waitCount = now.Add(wait), 0
+		a.status, a.retryAfter = limited, wait
+	case s.waitCount+1 > f.banAfter:
+		// To the millisecond, as the bans table and Redis keep it: a
+		// lift names the stored end, and ends only a ban that ends
+		// then or sooner.
+		s.bannedUntil, s.waitUntil, s.waitCount = now.Add(f.banFor).Truncate(time.Millisecond), time.Time{}, 0
+		a.status, a.bannedUntil = banStarted, s.bannedUntil
 	default:
-		// Refused: nothing is spent. Tell the caller how long to wait, and
-		// ban one that keeps sending during the wait.
-		a.write = true
-		var wait time.Duration
-		if s.dayCount >= f.PerDay {
-			wait = NextMidnight(now).Sub(now)
-		} else {
-			wait = time.Duration(math.Ceil((1 - tokens) / run.perSecond * float64(time.Second)))
-		}
-		wait = wholeSeconds(wait)
-		switch {
-		case !now.Before(s.waitUntil):
-			s.waitUntil, s.waitCount = now.Add(wait), 0
-			a.status, a.retryAfter = scriptLimited, wait
-		case s.waitCount+1 > f.banAfter:
-			// To the millisecond, as the bans table and Redis keep it: a
-			// lift names the stored end, and ends only a ban that ends
-			// then or sooner.
-			s.bannedUntil, s.waitUntil, s.waitCount = now.Add(f.banFor).Truncate(time.Millisecond), time.Time{}, 0
-			a.status, a.bannedUntil = scriptBanStart, s.bannedUntil
-		default:
-			s.waitCount++
-			a.status, a.retryAfter = scriptLimited, wait
-		}
+		s.waitCount++
+		a.status, a.retryAfter = limited, wait
 	}
-	a.tokens, a.dayCount = tokens, s.dayCount
-	if a.write && (gone || a.leased > 0) {
-		until := min(nowMs+leaseKeep.Milliseconds(), (today+1)*86_400_000)
-		s.leases = settleLeases(s.leases, run.lease.owner, nowMs, a.leased, until)
-	}
-	return s, a
 }
 
 // settleLeases are leases without owner's and those held as spent by nowMs,
@@ -248,16 +290,16 @@ func (a limitAnswer) decision(lim domain.Limits, policy string, perSecond float6
 	d := report(a.now, lim, policy, a.tokens+float64(a.leased), perSecond, a.dayCount-a.leased)
 	d.Today = UnixDay(a.now)
 	switch a.status {
-	case ScriptAllowed:
+	case Allowed:
 		d.Allowed = true
-	case scriptLimited:
+	case limited:
 		d.Code, d.RetryAfter = CodeRateLimited, a.retryAfter
 		// The rules refuse for the day once its count, every lease out
 		// included, has reached the quota.
 		d.OverQuota = a.dayCount >= lim.PerDay
-	case scriptBanned, scriptBanStart:
+	case banned, banStarted:
 		d = reportBan(d, a.now, a.bannedUntil)
-		d.BanStarted = a.status == scriptBanStart
+		d.BanStarted = a.status == banStarted
 	}
 	return d
 }

@@ -84,7 +84,7 @@ func (a scriptArgs) Encode() []any {
 
 // scriptAnswer is what limit.lua answers.
 type scriptAnswer struct {
-	Status int64 // scriptAllowed ...
+	Status int64 // Allowed, limited, ... (limit_model.go)
 	NowMs  int64 // Redis's time of the run
 	debt   int64 // how far the bucket's TAT is ahead of now, in 1/pm ms (tokenDebt a request)
 	Count  int64 // the day count
@@ -108,9 +108,9 @@ func (a scriptAnswer) limitAnswer(lim domain.Limits) limitAnswer {
 		tokens: float64(lim.PerMinute) - float64(a.debt)/tokenDebt,
 	}
 	switch a.Status {
-	case scriptLimited:
+	case limited:
 		l.retryAfter = time.Duration(a.extra) * time.Second
-	case scriptBanned, scriptBanStart:
+	case banned, banStarted:
 		l.bannedUntil = time.UnixMilli(a.extra)
 	}
 	return l

@@ -114,11 +114,8 @@ type Local struct {
 // tokens, and spends what they grant; c.mu is held.
 func (l *Local) run(c *caller, now time.Time, cost int64) limitAnswer {
 	f := limitFigures{Limits: c.limits, banAfter: int64(l.banAfter), banFor: l.banFor}
-	state, a := limitRules(c.state, f, limitRun{
-		now: now, cost: cost, tokens: c.minute.TokensAt(now), perSecond: perSecond(c.limits), floor: -1,
-		banFloor: l.Bans.At(c.id),
-	})
-	c.state = state // yesterday's unflushed count stays, under its day
+	run := limitRun{now: now, cost: cost, tokens: c.minute.TokensAt(now), floor: -1, banFloor: l.Bans.At(c.id)}
+	a := limitRules(&c.state, &f, &run) // yesterday's unflushed count stays, under its day
 	if a.take > 0 {
 		c.minute.AllowN(now, int(a.take))
 		if c.id.KeyID != 0 {
@@ -199,7 +196,7 @@ func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.state, _ = limitRules(c.state, limitFigures{}, limitRun{now: l.now(), lift: until})
+	limitRules(&c.state, &limitFigures{}, &limitRun{now: l.now(), lift: until})
 	return nil
 }
 

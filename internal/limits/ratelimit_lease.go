@@ -161,7 +161,7 @@ func (l *lease) settle(owner string, want int64, now time.Time) leaseAsk {
 // settled ends the run settle started: a is its answer under lim when
 // Redis answered it, and the tokens it leased are this server's.
 func (l *lease) settled(a scriptAnswer, answered bool, lim domain.Limits) {
-	if answered && a.Status == ScriptAllowed && a.leased > 0 {
+	if answered && a.Status == Allowed && a.leased > 0 {
 		toMidnight := time.Duration((a.Day+1)*86_400_000-a.NowMs-1) * time.Millisecond
 		l.answer, l.lim, l.Left, l.out = a, lim, a.leased, true
 		l.until = l.sent.Add(min(LeaseLife, toMidnight))

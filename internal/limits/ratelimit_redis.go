@@ -201,9 +201,9 @@ func (r *Redis) answer(ctx context.Context, id domain.CallerID, lim domain.Limit
 		return Standing{}, err
 	}
 	switch {
-	case a.Status == ScriptAllowed && cost > 0:
+	case a.Status == Allowed && cost > 0:
 		r.ledger.granted(id, a.Day)
-	case a.Status == scriptBanned || a.Status == scriptBanStart:
+	case a.Status == banned || a.Status == banStarted:
 		// Held here at once, not only once stored and read back: the
 		// fallback keeps it should Redis go away now.
 		r.Bans.Hold(id, time.UnixMilli(a.extra), r.Now())
@@ -249,7 +249,7 @@ func (r *Redis) ask(ctx context.Context, id domain.CallerID, key any, lim domain
 		}
 	}
 	a, err := r.Scripts.Run(run)
-	if err == nil && a.Status == ScriptNeedSeed {
+	if err == nil && a.Status == NeedSeed {
 		if run.Seed, err = r.ledger.known(ctx, id.KeyID, a.Day); err != nil {
 			r.ledger.markUnsure(unsure)
 			return scriptAnswer{}, err
