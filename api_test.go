@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/testkit"
 )
 
 // These tests check the HTTP contract of docs/api.md, the README and openapi.yaml through the
@@ -1229,7 +1230,7 @@ func TestABodyCutShortIsCalledCutShort(t *testing.T) {
 // writeBody: every answer has one, none is chunked.
 func TestEveryResponseHasAContentLength(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
-	seedPets(t, s.sqlite.Writer(), 300)
+	testkit.SeedPets(t, s.sqlite.Writer(), 300)
 	if err := s.pets.load(context.Background()); err != nil {
 		t.Fatal(err)
 	}

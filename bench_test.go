@@ -2,39 +2,16 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/testkit"
 )
-
-// seedPets inserts n pets in one transaction, statuses in turn.
-func seedPets(tb testing.TB, db *sql.DB, n int) {
-	tb.Helper()
-	tx, err := db.Begin()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	stmt, err := tx.Prepare(`INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)`)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	statuses := []any{"available", "pending", "sold", nil}
-	for i := range n {
-		if _, err := stmt.Exec("pet-"+strconv.Itoa(i), i%50+1, statuses[i%4]); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		tb.Fatal(err)
-	}
-}
 
 // benchServer is a test server whose key no limit will stop.
 func benchServer(b *testing.B, pets int) (*testServer, string) {
@@ -46,7 +23,7 @@ func benchServerWith(b *testing.B, pets int, opts testOptions) (*testServer, str
 	opts.petsFromDatabase = true // until seeded
 	s := newTestServerWith(&testing.T{}, opts)
 	b.Cleanup(func() { s.store.Close() })
-	seedPets(b, s.sqlite.Writer(), pets)
+	testkit.SeedPets(b, s.sqlite.Writer(), pets)
 	if err := s.pets.load(context.Background()); err != nil {
 		b.Fatal(err)
 	}

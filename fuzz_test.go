@@ -127,11 +127,7 @@ func (s *fuzzServer) addPets(f *testing.F, statuses ...string) []domain.Pet {
 }
 
 // lastPetID is the id of the newest pet.
-func (s *fuzzServer) lastPetID() int64 {
-	s.pets.mu.RLock()
-	defer s.pets.mu.RUnlock()
-	return s.pets.lastID()
-}
+func (s *fuzzServer) lastPetID() int64 { return s.pets.LastID() }
 
 // send serves req on h and fails the input on any 5xx: no client bytes may
 // make the service fail.

@@ -104,7 +104,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 	}
 	defer done()
 	hash := requestHash(p)
-	if pet, found, err := replay(ctx, pets.store, now, apiKeyID, key, hash); found || err != nil {
+	if pet, found, err := replay(ctx, pets.Store(), now, apiKeyID, key, hash); found || err != nil {
 		return pet, found, err
 	}
 	pet, err = pets.create(ctx, p, &domain.IdempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
@@ -113,7 +113,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 		// an earlier try of this request whose answer was lost (a 503 that
 		// could not say whether it was stored) and that reached the
 		// database late: its pet is the one to answer with.
-		if pet, found, err := replay(ctx, pets.store, now, apiKeyID, key, hash); found || err != nil {
+		if pet, found, err := replay(ctx, pets.Store(), now, apiKeyID, key, hash); found || err != nil {
 			return pet, found, err
 		}
 		return domain.Pet{}, false, errIdempotencyInFlight

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,7 +73,7 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 	}
 }
 
-func itoa(n int) string { return string(appendInt(nil, int64(n))) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 	var logs syncBuffer

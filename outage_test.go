@@ -344,7 +344,7 @@ func TestOneIdempotencyKeyOnTwoServersAtOnceMakesOnePet(t *testing.T) {
 		}
 		// A batch runs once its create has looked for the key.
 		for _, s := range []*testServer{a, b} {
-			testkit.Eventually(t, 5*time.Second, "a commit runs", s.pets.commits.Busy)
+			testkit.Eventually(t, 5*time.Second, "a commit runs", s.pets.Committing)
 		}
 		release()
 		wg.Wait()

@@ -142,6 +142,10 @@ func newPetCache(store petCacheStore, timeout time.Duration) *petCache {
 	return c
 }
 
+// Store is the store the copy reads and writes, for the records that
+// replay a create (idempotency.go).
+func (c *petCache) Store() petCacheStore { return c.store }
+
 // page is one encoded page of listPets; next is the id its Link rel="next"
 // continues after, or 0 on the last page.
 type page struct {

@@ -349,7 +349,7 @@ func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held := copyIDs(a.pets)
+		held := a.pets.IDs()
 		last := held[len(held)-1]
 		var want []int64
 		for _, p := range stored {
@@ -407,17 +407,6 @@ type listCounter struct {
 func (c *listCounter) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	c.count.Add(1)
 	return c.Storage.ListPets(ctx, status, after, limit)
-}
-
-// copyIDs is the ids the copy of the pets holds, in order.
-func copyIDs(c *petCache) []int64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	ids := make([]int64, c.count)
-	for pos := range ids {
-		ids[pos] = c.idAt(pos)
-	}
-	return ids
 }
 
 // A server tails its copy of the pets on the notices of other servers'

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strconv"
 
 	"petstore/internal/appendjson"
 	"petstore/internal/domain"
@@ -64,11 +65,11 @@ func appendRateLimitStatus(b []byte, key *domain.Key, s limits.Standing) []byte 
 
 func appendWindow(b []byte, win limits.Window) []byte {
 	b = append(b, `{"limit":`...)
-	b = appendInt(b, win.Limit)
+	b = strconv.AppendInt(b, win.Limit, 10)
 	b = append(b, `,"remaining":`...)
-	b = appendInt(b, max(0, win.Remaining))
+	b = strconv.AppendInt(b, max(0, win.Remaining), 10)
 	b = append(b, `,"reset":`...)
-	b = appendInt(b, win.Reset.Unix())
+	b = strconv.AppendInt(b, win.Reset.Unix(), 10)
 	return append(b, '}')
 }
 
