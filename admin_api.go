@@ -13,6 +13,7 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
+	"petstore/internal/petcopy"
 	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
@@ -53,7 +54,7 @@ func pageCursor(v url.Values) (int64, error) {
 	if !v.Has("cursor") {
 		return 0, nil
 	}
-	after, ok := decodeCursor(v.Get("cursor"))
+	after, ok := petcopy.DecodeCursor(v.Get("cursor"))
 	if !ok {
 		return 0, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
 	}
@@ -68,7 +69,7 @@ func nextPageLink(path string, params url.Values, limit int, last int64) string 
 		p[name] = values
 	}
 	p.Set("limit", strconv.Itoa(limit))
-	p.Set("cursor", encodeCursor(last))
+	p.Set("cursor", petcopy.EncodeCursor(last))
 	return "<" + path + "?" + p.Encode() + `>; rel="next"`
 }
 

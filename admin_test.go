@@ -42,7 +42,7 @@ func (s *testServer) anotherServer() *testServer {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() { a.close() })
-	if err := a.pets.load(context.Background()); err != nil {
+	if err := a.pets.Load(context.Background()); err != nil {
 		s.t.Fatal(err)
 	}
 	other := *s

@@ -248,7 +248,7 @@ func apiEachReadMode(t *testing.T, statuses []string, test func(t *testing.T, s 
 			key := s.mustCreateKey("business")
 			pets := apiAddPets(s, key, statuses...)
 			if m.loadAfterSeed {
-				if err := s.pets.load(context.Background()); err != nil {
+				if err := s.pets.Load(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -1231,7 +1231,7 @@ func TestABodyCutShortIsCalledCutShort(t *testing.T) {
 func TestEveryResponseHasAContentLength(t *testing.T) {
 	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
 	testkit.SeedPets(t, s.sqlite.Writer(), 300)
-	if err := s.pets.load(context.Background()); err != nil {
+	if err := s.pets.Load(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})

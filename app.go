@@ -17,6 +17,7 @@ import (
 	"petstore/internal/limits"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
+	"petstore/internal/petcopy"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
 	"petstore/internal/webhook"
@@ -51,7 +52,7 @@ type app struct {
 	// --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard
 	bans         *limits.BanFollower // the database's bans and lifts, read into the limiter
-	pets         *petCache
+	pets         *petcopy.Cache
 	idem         *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
 	// load balancer see /readyz fail.
@@ -112,8 +113,8 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	if a.limiter, a.limitsIn, a.closeLimiter, a.bans, err = newRateLimiter(ctx, cfg, d, a.store); err != nil {
 		return nil, err
 	}
-	a.pets = newPetCache(a.store, cfg.dbTimeout)
-	a.metrics.CountPets(a.pets.size)
+	a.pets = petcopy.New(a.store, cfg.dbTimeout)
+	a.metrics.CountPets(a.pets.Size)
 	a.metrics.CountAuditEvents(domain.AuditActions, a.store.AuditCounts)
 	// Counted by address: never a key's, so no stored usage to read.
 	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, nil)
@@ -185,12 +186,12 @@ func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	warn := func(msg string, err error) { a.warn(ctx, msg, err) }
 	var wg sync.WaitGroup
-	wg.Go(func() { a.pets.loadInBackground(ctx, a.logger) })
+	wg.Go(func() { a.pets.LoadInBackground(ctx, a.logger) })
 	// The engine's upkeep, and the probe behind /readyz beside it. On a
 	// shared database the copy of the pets follows the other servers'
 	// creates.
 	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, a.logger) })
-	wg.Go(func() { a.pets.follow(ctx, a.store.PetsAdded()) })
+	wg.Go(func() { a.pets.Follow(ctx, a.store.PetsAdded()) })
 	wg.Go(func() {
 		domain.Every(ctx, keyring.RefreshEvery, func() { warn("reload API keys", a.keys.Refresh(ctx)) })
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/petcopy"
 	"petstore/internal/testkit"
 )
 
@@ -24,7 +25,7 @@ func benchServerWith(b *testing.B, pets int, opts testOptions) (*testServer, str
 	s := newTestServerWith(&testing.T{}, opts)
 	b.Cleanup(func() { s.store.Close() })
 	testkit.SeedPets(b, s.sqlite.Writer(), pets)
-	if err := s.pets.load(context.Background()); err != nil {
+	if err := s.pets.Load(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	return s, s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1 << 50, PerDay: 1 << 50})
@@ -118,12 +119,12 @@ func BenchmarkPage(b *testing.B) {
 	ctx := context.Background()
 	for _, bc := range []struct {
 		name string
-		pets *petCache
-	}{{"memory", s.pets}, {"sqlite", newPetCache(s.store, defaultDBTimeout)}} {
+		pets *petcopy.Cache
+	}{{"memory", s.pets}, {"sqlite", petcopy.New(s.store, defaultDBTimeout)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := bc.pets.list(ctx, "available", 40_000, 20); err != nil {
+				if _, err := bc.pets.List(ctx, "available", 40_000, 20); err != nil {
 					b.Fatal(err)
 				}
 			}

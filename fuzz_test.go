@@ -31,6 +31,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/keyring"
+	"petstore/internal/petcopy"
 )
 
 // Fixed tokens, so that the seed corpus can hold them and the fuzzer can
@@ -56,7 +57,7 @@ func checksummed(body string) string {
 type fuzzServer struct {
 	handler http.Handler
 	fromDB  http.Handler
-	pets    *petCache
+	pets    *petcopy.Cache
 	clock   *fakeClock
 	log     *syncBuffer // error log lines (a 500's cause), for the failure message
 }
@@ -90,7 +91,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	// The same server with reads from the database, as while its copy of
 	// the pets is being made.
 	fromDB := *s.app
-	fromDB.pets = newPetCache(s.store, defaultDBTimeout)
+	fromDB.pets = petcopy.New(s.store, defaultDBTimeout)
 	return &fuzzServer{
 		handler: s.handler,
 		fromDB:  newServer(&fromDB),
@@ -325,11 +326,11 @@ func FuzzListQuery(f *testing.F) {
 		"", "limit=1", "limit=5&status=available", "status=sold", "limit=100", "limit=0", "limit=101",
 		"limit=abc", "limit=1.5", "limit=+5", "limit=-1", "limit=007", "limit=", "limit", "limit=1&limit=2",
 		"status=lost", "status=", "status=available&status=sold", "status=avail%61ble", "status=Available",
-		"cursor=" + encodeCursor(3), "limit=2&status=available&cursor=" + encodeCursor(5),
-		"cursor=" + encodeCursor(1<<62), "cursor=", "cursor=abc", "cursor=YWZ0ZXI6MA", "cursor=YWZ0ZXI6LTE",
-		"cursor=" + encodeCursor(3) + "%0A", "cursor=" + encodeCursor(3) + "=",
+		"cursor=" + petcopy.EncodeCursor(3), "limit=2&status=available&cursor=" + petcopy.EncodeCursor(5),
+		"cursor=" + petcopy.EncodeCursor(1<<62), "cursor=", "cursor=abc", "cursor=YWZ0ZXI6MA", "cursor=YWZ0ZXI6LTE",
+		"cursor=" + petcopy.EncodeCursor(3) + "%0A", "cursor=" + petcopy.EncodeCursor(3) + "=",
 		"%zz=1", "limit=%zz", "limit=%31", "a=b&&&limit=2;x=y", "unknown=1&limit=3", "=", "&", "limit=3#frag",
-		"limit=2+", "status=sold+", "limit=1&cursor=" + encodeCursor(2) + "&cursor=" + encodeCursor(3),
+		"limit=2+", "status=sold+", "limit=1&cursor=" + petcopy.EncodeCursor(2) + "&cursor=" + petcopy.EncodeCursor(3),
 	} {
 		f.Add(raw)
 	}
@@ -358,12 +359,12 @@ func FuzzListQuery(f *testing.F) {
 
 		var want []domain.Pet
 		for _, p := range all {
-			if p.ID > q.after && (q.status == "" || p.Status == q.status) {
+			if p.ID > q.After && (q.Status == "" || p.Status == q.Status) {
 				want = append(want, p)
 			}
 		}
-		more := len(want) > q.limit
-		want = want[:min(len(want), q.limit)]
+		more := len(want) > q.Limit
+		want = want[:min(len(want), q.Limit)]
 		got := apiReadPets(t, w)
 		if len(got) != len(want) {
 			t.Fatalf("query %q: %d pets, want %d: %s", raw, len(got), len(want), w.Body)
@@ -394,7 +395,7 @@ func FuzzListQuery(f *testing.F) {
 		if err != nil {
 			t.Fatalf("query %q: the next link's query %q is refused: %v", raw, u.RawQuery, err)
 		}
-		if wantNext := (listQuery{limit: q.limit, status: q.status, after: want[len(want)-1].ID}); nq != wantNext {
+		if wantNext := (petcopy.Query{Limit: q.Limit, Status: q.Status, After: want[len(want)-1].ID}); nq != wantNext {
 			t.Fatalf("query %q: the next link %q reads as %+v, want %+v", raw, next, nq, wantNext)
 		}
 	})
@@ -403,33 +404,33 @@ func FuzzListQuery(f *testing.F) {
 // FuzzParseListQuery checks parseListQuery and the cursor on their own,
 // where they are cheap: eachQueryParam agrees with url.ParseQuery, a query is
 // refused exactly when docs/api.md says so, an accepted query re-encodes to
-// itself, and encodeCursor(n) decodes to n for every n >= 1 (and to nothing
+// itself, and petcopy.EncodeCursor(n) decodes to n for every n >= 1 (and to nothing
 // for n < 1).
 func FuzzParseListQuery(f *testing.F) {
 	for _, seed := range []struct {
 		raw string
 		n   int64
 	}{
-		{"", 1}, {"limit=5&status=available&cursor=" + encodeCursor(5), 5}, {"limit=0", 0},
+		{"", 1}, {"limit=5&status=available&cursor=" + petcopy.EncodeCursor(5), 5}, {"limit=0", 0},
 		{"limit=%zz", -1}, {"a;b=c", 1 << 62}, {"limit=1&limit=1", 9223372036854775807},
-		{"cursor=YWZ0ZXI6MDAx", 1}, {"cursor=" + encodeCursor(7) + "%0D%0A", 7}, {"status=pending&x=%", 2},
+		{"cursor=YWZ0ZXI6MDAx", 1}, {"cursor=" + petcopy.EncodeCursor(7) + "%0D%0A", 7}, {"status=pending&x=%", 2},
 		{"limit=0100", 100}, {"limit=00000000000000000000000000000000000000001", 1},
 	} {
 		f.Add(seed.raw, seed.n)
 	}
 	f.Fuzz(func(t *testing.T, raw string, n int64) {
-		c := encodeCursor(n)
+		c := petcopy.EncodeCursor(n)
 		if strings.ContainsFunc(c, func(r rune) bool { return !strings.ContainsRune(domain.Base62+"-_", r) }) {
-			t.Errorf("encodeCursor(%d) = %q needs escaping in a URL", n, c)
+			t.Errorf("EncodeCursor(%d) = %q needs escaping in a URL", n, c)
 		}
-		if after, ok := decodeCursor(c); ok != (n >= 1) || (ok && after != n) {
-			t.Errorf("decodeCursor(encodeCursor(%d)) = %d, %v", n, after, ok)
+		if after, ok := petcopy.DecodeCursor(c); ok != (n >= 1) || (ok && after != n) {
+			t.Errorf("DecodeCursor(EncodeCursor(%d)) = %d, %v", n, after, ok)
 		}
-		if after, ok := decodeCursor(raw); ok {
+		if after, ok := petcopy.DecodeCursor(raw); ok {
 			if after < 1 {
-				t.Errorf("decodeCursor(%q) = %d, want an id >= 1", raw, after)
+				t.Errorf("DecodeCursor(%q) = %d, want an id >= 1", raw, after)
 			}
-			if again, ok := decodeCursor(encodeCursor(after)); !ok || again != after {
+			if again, ok := petcopy.DecodeCursor(petcopy.EncodeCursor(after)); !ok || again != after {
 				t.Errorf("cursor %q decodes to %d, whose own cursor decodes to %d, %v", raw, after, again, ok)
 			}
 		}
@@ -455,7 +456,7 @@ func FuzzParseListQuery(f *testing.F) {
 			wantOK = false
 		}
 		if raw == "" {
-			want, wantOK = listQuery{limit: defaultPageSize}, true
+			want, wantOK = petcopy.Query{Limit: defaultPageSize}, true
 		}
 		if (err == nil) != wantOK || (wantOK && q != want) {
 			t.Fatalf("parseListQuery(%q) = %+v, %v; want %+v, ok=%v", raw, q, err, want, wantOK)
@@ -463,12 +464,12 @@ func FuzzParseListQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		canonical := "limit=" + strconv.Itoa(q.limit)
-		if q.status != "" {
-			canonical += "&status=" + q.status
+		canonical := "limit=" + strconv.Itoa(q.Limit)
+		if q.Status != "" {
+			canonical += "&status=" + q.Status
 		}
-		if q.after != 0 {
-			canonical += "&cursor=" + encodeCursor(q.after)
+		if q.After != 0 {
+			canonical += "&cursor=" + petcopy.EncodeCursor(q.After)
 		}
 		if again, err := parseListQuery(canonical); err != nil || again != q {
 			t.Fatalf("query %q reads as %+v, but its canonical form %q reads as %+v, %v", raw, q, canonical, again, err)
@@ -480,8 +481,8 @@ func FuzzParseListQuery(f *testing.F) {
 // of limit, status and cursor at most once; limit a decimal integer 1..100
 // (default 20); status one of the enum; cursor "after:<id>" in unpadded
 // base64url, id an int64 >= 1. Other parameters are ignored.
-func listQueryReference(values url.Values) (listQuery, bool) {
-	q := listQuery{limit: defaultPageSize}
+func listQueryReference(values url.Values) (petcopy.Query, bool) {
+	q := petcopy.Query{Limit: defaultPageSize}
 	for _, name := range []string{"limit", "status", "cursor"} {
 		if len(values[name]) > 1 {
 			return q, false
@@ -492,8 +493,8 @@ func listQueryReference(values url.Values) (listQuery, bool) {
 		if v[0] == "" || strings.Trim(v[0], "0123456789") != "" || digits == "" || len(digits) > 3 {
 			return q, false
 		}
-		q.limit, _ = strconv.Atoi(digits)
-		if q.limit > maxPageSize {
+		q.Limit, _ = strconv.Atoi(digits)
+		if q.Limit > maxPageSize {
 			return q, false
 		}
 	}
@@ -501,14 +502,14 @@ func listQueryReference(values url.Values) (listQuery, bool) {
 		if !slices.Contains([]string{"available", "pending", "sold"}, v[0]) {
 			return q, false
 		}
-		q.status = v[0]
+		q.Status = v[0]
 	}
 	if v, ok := values["cursor"]; ok {
 		id, ok := positiveInt64(strings.TrimPrefix(base64URLDecode(v[0]), "after:"))
 		if !ok || !strings.HasPrefix(base64URLDecode(v[0]), "after:") {
 			return q, false
 		}
-		q.after = id
+		q.After = id
 	}
 	return q, true
 }

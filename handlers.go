@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/petcopy"
 	"petstore/internal/store"
 )
 
@@ -39,30 +40,30 @@ func healthCheck(r *http.Request) bool {
 	return r.Pattern == "GET /readyz" || r.Pattern == "GET /healthz"
 }
 
-func handleListPets(pets *petCache, pages *pageCache) http.Handler {
+func handleListPets(pets *petcopy.Cache, pages *petcopy.Pages) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.RawQuery)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		answer, err := pages.answer(r.Context(), pets, q)
+		answer, err := pages.Answer(r.Context(), pets, q)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
-		if answer.link != nil {
-			w.Header()["Link"] = answer.link
+		if answer.Link != nil {
+			w.Header()["Link"] = answer.Link
 		}
-		writeBody(w, http.StatusOK, answer.body)
+		writeBody(w, http.StatusOK, answer.Body)
 	})
 }
 
 // parseListQuery validates limit, status and cursor. Other parameters are
 // ignored, as a later version may add some; a known one given twice is an
 // error, as it is ambiguous.
-func parseListQuery(raw string) (listQuery, error) {
-	q := listQuery{limit: defaultPageSize}
+func parseListQuery(raw string) (petcopy.Query, error) {
+	q := petcopy.Query{Limit: defaultPageSize}
 	names := [...]string{"limit", "status", "cursor"}
 	var given [len(names)]int
 	var values [len(names)]string
@@ -89,20 +90,20 @@ func parseListQuery(raw string) (listQuery, error) {
 		if err != nil {
 			return q, err
 		}
-		q.limit = n
+		q.Limit = n
 	}
 	if v := values[1]; given[1] == 1 {
 		if !validStatus(v) {
 			return q, errorf(codeInvalidRequest, "status must be one of available, pending, sold")
 		}
-		q.status = v
+		q.Status = v
 	}
 	if v := values[2]; given[2] == 1 {
-		after, ok := decodeCursor(v)
+		after, ok := petcopy.DecodeCursor(v)
 		if !ok {
 			return q, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
 		}
-		q.after = after
+		q.After = after
 	}
 	return q, nil
 }
@@ -145,7 +146,7 @@ func validStatus(s string) bool {
 	return s == "available" || s == "pending" || s == "sold"
 }
 
-func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.Handler {
+func handleCreatePet(pets *petcopy.Cache, idem *inflight, now func() time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, hasKey, err := idempotencyKey(r.Header)
 		if err != nil {
@@ -157,13 +158,13 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 			writeError(w, r, err)
 			return
 		}
-		ctx, cancel := pets.deadline(r.Context())
+		ctx, cancel := pets.Deadline(r.Context())
 		defer cancel()
 		replayed := false
 		if hasKey {
 			pet, replayed, err = createOnce(ctx, pets, idem, now, recordOf(w).key.ID, key, pet)
 		} else {
-			pet, err = pets.create(ctx, pet, nil)
+			pet, err = pets.Create(ctx, pet, nil)
 		}
 		if err != nil {
 			writeError(w, r, err)
@@ -174,18 +175,18 @@ func handleCreatePet(pets *petCache, idem *inflight, now func() time.Time) http.
 		if replayed {
 			h["Idempotent-Replayed"] = []string{"true"}
 		}
-		writeBody(w, http.StatusCreated, append(appendPet(nil, &pet), '\n'))
+		writeBody(w, http.StatusCreated, append(petcopy.AppendPet(nil, &pet), '\n'))
 	})
 }
 
-func handleGetPet(pets *petCache) http.Handler {
+func handleGetPet(pets *petcopy.Cache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := domain.ParseID(r.PathValue("petId"))
 		if !ok {
 			writeError(w, r, errorf(codeInvalidRequest, "petId must be an integer from 1 to 9223372036854775807"))
 			return
 		}
-		body, err := pets.get(r.Context(), id)
+		body, err := pets.Get(r.Context(), id)
 		if err != nil {
 			writeError(w, r, err)
 			return

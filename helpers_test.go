@@ -147,7 +147,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	t.Cleanup(func() { a.close() })
 	s.app = a
 	if !opts.petsFromDatabase {
-		if err := s.pets.load(context.Background()); err != nil {
+		if err := s.pets.Load(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

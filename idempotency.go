@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/petcopy"
 )
 
 // An Idempotency-Key (IETF draft-ietf-httpapi-idempotency-key-header) makes a
@@ -97,7 +98,7 @@ var errIdempotencyInFlight = errorf(codeIdempotencyConflict,
 
 // createOnce creates p unless this API key's Idempotency-Key already did,
 // in which case it returns that first pet and replayed=true.
-func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() time.Time, apiKeyID int64, key string, p domain.Pet) (pet domain.Pet, replayed bool, err error) {
+func createOnce(ctx context.Context, pets *petcopy.Cache, idem *inflight, now func() time.Time, apiKeyID int64, key string, p domain.Pet) (pet domain.Pet, replayed bool, err error) {
 	done, ok := idem.begin(inflightKey{apiKeyID, key})
 	if !ok {
 		return domain.Pet{}, false, errIdempotencyInFlight
@@ -107,7 +108,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 	if pet, found, err := replay(ctx, pets.Store(), now, apiKeyID, key, hash); found || err != nil {
 		return pet, found, err
 	}
-	pet, err = pets.create(ctx, p, &domain.IdempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
+	pet, err = pets.Create(ctx, p, &domain.IdempotencyRecord{KeyID: apiKeyID, Key: key, RequestHash: hash})
 	if errors.Is(err, domain.ErrIdempotencyTaken) {
 		// The key's record was committed first by another server, or by
 		// an earlier try of this request whose answer was lost (a 503 that
@@ -123,7 +124,7 @@ func createOnce(ctx context.Context, pets *petCache, idem *inflight, now func() 
 
 // replay returns the pet that a live record of the Idempotency-Key created,
 // with found=true, when there is one for the same body.
-func replay(ctx context.Context, store petCacheStore, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet domain.Pet, found bool, err error) {
+func replay(ctx context.Context, store petcopy.Store, now func() time.Time, apiKeyID int64, key string, hash []byte) (pet domain.Pet, found bool, err error) {
 	rec, found, err := store.IdempotencyRecord(ctx, apiKeyID, key, now().Add(-domain.IdempotencyTTL))
 	if err != nil || !found {
 		return domain.Pet{}, false, err

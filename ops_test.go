@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"petstore/internal/logline"
+	"petstore/internal/petcopy"
 )
 
 func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
@@ -64,10 +65,10 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 				t.Fatalf("after the disk is back: %d %s", w.Code, w.Body)
 			}
 			list := s.do("GET", "/v1/pets?limit=100", key, "")
-			database := newPetCache(s.store, defaultDBTimeout)
-			want, _ := database.list(context.Background(), "", 0, 100)
-			if list.Body.String() != string(want.body) {
-				t.Fatalf("memory and database disagree after the outage:\n%s\n%s", list.Body, want.body)
+			database := petcopy.New(s.store, defaultDBTimeout)
+			want, _ := database.List(context.Background(), "", 0, 100)
+			if list.Body.String() != string(want.Body) {
+				t.Fatalf("memory and database disagree after the outage:\n%s\n%s", list.Body, want.Body)
 			}
 		})
 	}

@@ -22,6 +22,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/metrics"
+	"petstore/internal/petcopy"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 
@@ -213,8 +214,8 @@ func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
 	s := newTestServerWith(t, testOptions{dbTimeout: timeout})
 	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1 << 20, PerDay: 1 << 30})
 	holdWriteLock(t, s.dbPath)
-	// A batch of up to maxBatch waits on the lock, and the queue behind it.
-	n := maxBatch + maxQueuedCreates + 100
+	// A batch of up to petcopy.MaxBatch waits on the lock, and the queue behind it.
+	n := petcopy.MaxBatch + petcopy.MaxQueuedCreates + 100
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var atOnce, inTime, late int
@@ -238,7 +239,7 @@ func TestCreatesPastTheQueueBoundAre503AtOnce(t *testing.T) {
 	wg.Wait()
 	if atOnce < 100 || late > 0 {
 		t.Errorf("of %d creates while the database stalls: %d answered at once, %d by the deadline, %d late; want at least 100 at once (past a batch and %d queued) and none late",
-			n, atOnce, inTime, late, maxQueuedCreates)
+			n, atOnce, inTime, late, petcopy.MaxQueuedCreates)
 	}
 }
 

@@ -293,7 +293,7 @@ func TestReadYourWritesAcrossServers(t *testing.T) {
 		pet := apiReadPet(t, created.Body.Bytes())
 		if i%2 == 1 {
 			// Half the time B's copy has caught up, as its LISTEN would.
-			if err := b.pets.tail(context.Background()); err != nil {
+			if err := b.pets.Tail(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -335,7 +335,7 @@ func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
 	ctx := context.Background()
 	create := func(s *testServer, name string) domain.Pet {
-		p, err := s.pets.create(ctx, domain.Pet{Name: name, CategoryID: 1, Status: "sold"}, nil)
+		p, err := s.pets.Create(ctx, domain.Pet{Name: name, CategoryID: 1, Status: "sold"}, nil)
 		if err != nil {
 			t.Error(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/metrics"
+	"petstore/internal/petcopy"
 )
 
 // The whole HTTP surface in one place: every route of the public listener
@@ -67,7 +68,7 @@ type route struct {
 // any valid key is told so (501), and their own scope will come with them.
 func apiRoutes(a *app) []route {
 	return []route{
-		{"GET /v1/pets", withKey, domain.ScopePetsRead, handleListPets(a.pets, &pageCache{})},
+		{"GET /v1/pets", withKey, domain.ScopePetsRead, handleListPets(a.pets, &petcopy.Pages{})},
 		{"POST /v1/pets", withKey, domain.ScopePetsWrite, handleCreatePet(a.pets, a.idem, a.now)},
 		{"GET /v1/pets/{petId}", withKey, domain.ScopePetsRead, deprecated(handleGetPet(a.pets))},
 		{"GET /v1/store/orders", withKey, domain.NoScope, handleNotImplemented()},

@@ -1,7 +1,8 @@
 // Package testkit is the tests' support, shared by the tests of every
 // package: the private PostgreSQL and Redis servers a test binary starts
 // for itself (or the ones PETSTORE_TEST_POSTGRES and PETSTORE_TEST_REDIS
-// name), one free-address finder, one Eventually, one HTTP sender, and a webhook receiver that checks
+// name), one free-address finder, one Eventually, one HTTP sender, one
+// seeder of many pets in a SQLite file, and a webhook receiver that checks
 // Standard Webhooks signatures with the algorithm written out on its own.
 //
 // It is ordinary code, not a _test file, so that tests of several packages

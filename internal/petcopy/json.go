@@ -1,4 +1,4 @@
-package main
+package petcopy
 
 import (
 	"strconv"
@@ -13,7 +13,8 @@ import (
 // would write with SetEscapeHTML(false); it differs only in spelling \b and
 // \f as \u0008 and \u000c.
 
-func appendPet(b []byte, p *domain.Pet) []byte {
+// AppendPet appends p as the API's JSON object.
+func AppendPet(b []byte, p *domain.Pet) []byte {
 	b = append(b, `{"id":`...)
 	b = appendInt(b, p.ID)
 	b = append(b, `,"name":`...)
@@ -33,7 +34,7 @@ func appendPets(b []byte, pets []domain.Pet) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendPet(b, &pets[i])
+		b = AppendPet(b, &pets[i])
 	}
 	return append(b, ']', '\n')
 }

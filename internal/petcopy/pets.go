@@ -1,4 +1,4 @@
-package main
+package petcopy
 
 import (
 	"context"
@@ -15,15 +15,15 @@ import (
 	"petstore/internal/domain"
 )
 
-// petCacheStore is what the pets' copy reads and writes: the pets, and the
+// Store is what the pets' copy reads and writes: the pets, and the
 // records that replay a create.
-type petCacheStore interface {
+type Store interface {
 	domain.PetStore
 	domain.IdempotencyStore
 	Shared() bool
 }
 
-// petCache holds a copy of every pet in memory and answers pet reads from it
+// Cache holds a copy of every pet in memory and answers pet reads from it
 // as encoded JSON; SQLite stays the source of truth. Pets are only ever
 // added, with ascending ids, so the copy is an append-only array: a write
 // appends to it before the write is acknowledged, and a read never sees a
@@ -42,8 +42,8 @@ type petCacheStore interface {
 // 201 that another server sent.
 //
 // Memory: about 13 bytes a pet plus its name (a million pets: ~25 MiB).
-type petCache struct {
-	store  petCacheStore
+type Cache struct {
+	store  Store
 	shared bool
 	// timeout bounds the database work of one create (--db-timeout).
 	timeout time.Duration
@@ -136,33 +136,36 @@ func (ch *petChunk) set(i int, id, category int64) {
 	}
 }
 
-func newPetCache(store petCacheStore, timeout time.Duration) *petCache {
-	c := &petCache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
-	c.commits = batch.Batcher[domain.PetInsert]{Max: maxBatch, MaxQueued: maxQueuedCreates, Run: c.write}
+// New makes an empty copy of the pets of store: Load or LoadInBackground
+// fills it, and reads go to store until it is complete. timeout bounds the
+// database work of one create (--db-timeout).
+func New(store Store, timeout time.Duration) *Cache {
+	c := &Cache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
+	c.commits = batch.Batcher[domain.PetInsert]{Max: MaxBatch, MaxQueued: MaxQueuedCreates, Run: c.write}
 	return c
 }
 
 // Store is the store the copy reads and writes, for the records that
-// replay a create (idempotency.go).
-func (c *petCache) Store() petCacheStore { return c.store }
+// replay a create under an Idempotency-Key.
+func (c *Cache) Store() Store { return c.store }
 
-// page is one encoded page of listPets; next is the id its Link rel="next"
-// continues after, or 0 on the last page.
-type page struct {
-	body []byte
-	next int64
+// Listing is one encoded page of listPets; Next is the id its Link
+// rel="next" continues after, or 0 on the last page.
+type Listing struct {
+	Body []byte
+	Next int64
 }
 
 // loadRetryEvery is the pause before a failed load is tried again.
 const loadRetryEvery = time.Second
 
-// loadBatch is how many pets load reads per query. A batch takes a
+// loadBatch is how many pets Load reads per query. A batch takes a
 // couple of milliseconds; between batches requests get the CPU, so that
 // on one core they are not held up while a large database loads.
 const loadBatch = 1_000
 
-// load copies every stored pet into memory, then serves reads from the copy.
-func (c *petCache) load(ctx context.Context) error {
+// Load copies every stored pet into memory, then serves reads from the copy.
+func (c *Cache) Load(ctx context.Context) error {
 	for {
 		n, err := c.loadBatch(ctx)
 		if err != nil {
@@ -189,7 +192,7 @@ func (c *petCache) load(ctx context.Context) error {
 }
 
 // loadBatch copies the next loadBatch pets after the last one held.
-func (c *petCache) loadBatch(ctx context.Context) (int, error) {
+func (c *Cache) loadBatch(ctx context.Context) (int, error) {
 	// Until the copy is complete no reader takes c.mu, so holding it for a
 	// batch delays nobody.
 	c.mu.Lock()
@@ -199,11 +202,11 @@ func (c *petCache) loadBatch(ctx context.Context) (int, error) {
 	})
 }
 
-// loadInBackground runs load, again after a pause while it fails (the
+// LoadInBackground runs Load, again after a pause while it fails (the
 // database away: reads go to it meanwhile), and logs how it went.
-func (c *petCache) loadInBackground(ctx context.Context, logger *slog.Logger) {
+func (c *Cache) LoadInBackground(ctx context.Context, logger *slog.Logger) {
 	for failures := 0; ; failures++ {
-		err := c.load(ctx)
+		err := c.Load(ctx)
 		if err == nil {
 			break
 		}
@@ -226,7 +229,7 @@ func (c *petCache) loadInBackground(ctx context.Context, logger *slog.Logger) {
 }
 
 // add appends a pet whose id is above every id held; c.mu is held.
-func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
+func (c *Cache) add(id int64, name []byte, categoryID int64, st int) {
 	pos := c.count
 	if pos%chunkSize == 0 {
 		// Size the names for what the last chunk needed, so that growing
@@ -251,9 +254,9 @@ func (c *petCache) add(id int64, name []byte, categoryID int64, st int) {
 	c.count++
 }
 
-// size is how many pets the store holds; ok is false until the copy is
+// Size is how many pets the store holds; ok is false until the copy is
 // complete.
-func (c *petCache) size() (n int, ok bool) {
+func (c *Cache) Size() (n int, ok bool) {
 	if !c.loaded.Load() {
 		return 0, false
 	}
@@ -262,13 +265,13 @@ func (c *petCache) size() (n int, ok bool) {
 	return c.count, true
 }
 
-func (c *petCache) idAt(pos int) int64 { return c.chunks[pos/chunkSize].id(pos % chunkSize) }
+func (c *Cache) idAt(pos int) int64 { return c.chunks[pos/chunkSize].id(pos % chunkSize) }
 
 // firstAbove returns the position of the first pet whose id is above id,
 // or c.count when there is none. Pets are never deleted, so ids are
 // usually dense and the position is found at once from the first id;
 // else, or when the guess is wrong, by binary search.
-func (c *petCache) firstAbove(id int64) int {
+func (c *Cache) firstAbove(id int64) int {
 	if c.count == 0 || id >= c.lastID() {
 		return c.count
 	}
@@ -282,15 +285,15 @@ func (c *petCache) firstAbove(id int64) int {
 	return sort.Search(c.count, func(pos int) bool { return c.idAt(pos) > id })
 }
 
-func (c *petCache) lastID() int64 {
+func (c *Cache) lastID() int64 {
 	if c.count == 0 {
 		return 0
 	}
 	return c.idAt(c.count - 1)
 }
 
-// appendPetAt encodes the pet at pos as appendPet does.
-func (c *petCache) appendPetAt(b []byte, pos int) []byte {
+// appendPetAt encodes the pet at pos as AppendPet does.
+func (c *Cache) appendPetAt(b []byte, pos int) []byte {
 	ch, i := c.chunks[pos/chunkSize], pos%chunkSize
 	start := uint32(0)
 	if i > 0 {
@@ -310,7 +313,10 @@ func (c *petCache) appendPetAt(b []byte, pos int) []byte {
 	return append(b, '}')
 }
 
-func (c *petCache) list(ctx context.Context, status string, after int64, limit int) (page, error) {
+// List encodes a page of listPets: up to limit pets whose id is above after,
+// of status (any when ""), from the copy when it can answer in full, else
+// from the database.
+func (c *Cache) List(ctx context.Context, status string, after int64, limit int) (Listing, error) {
 	if c.loaded.Load() {
 		if p, ok := c.listCopy(status, after, limit); ok {
 			return p, nil
@@ -319,10 +325,10 @@ func (c *petCache) list(ctx context.Context, status string, after int64, limit i
 	return c.listStored(ctx, status, after, limit)
 }
 
-// listCopy is list from the copy; ok is false when the copy cannot answer
+// listCopy is List from the copy; ok is false when the copy cannot answer
 // in full: on a shared database, a page that reaches the end of the prefix,
 // as pets past it may follow in the database.
-func (c *petCache) listCopy(status string, after int64, limit int) (p page, ok bool) {
+func (c *Cache) listCopy(status string, after int64, limit int) (p Listing, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	b := make([]byte, 0, 64*limit+4)
@@ -331,7 +337,7 @@ func (c *petCache) listCopy(status string, after int64, limit int) (p page, ok b
 		positions := c.byStatus[st-1]
 		from := sort.Search(len(positions), func(i int) bool { return c.idAt(int(positions[i])) > after })
 		if c.shared && len(positions)-from <= limit {
-			return page{}, false
+			return Listing{}, false
 		}
 		to := min(from+limit, len(positions))
 		for j, pos := range positions[from:to] {
@@ -341,12 +347,12 @@ func (c *petCache) listCopy(status string, after int64, limit int) (p page, ok b
 			b = c.appendPetAt(b, int(pos))
 		}
 		if to < len(positions) {
-			p.next = c.idAt(int(positions[to-1]))
+			p.Next = c.idAt(int(positions[to-1]))
 		}
 	} else {
 		from := c.firstAbove(after)
 		if c.shared && c.count-from <= limit {
-			return page{}, false
+			return Listing{}, false
 		}
 		to := min(from+limit, c.count)
 		for pos := from; pos < to; pos++ {
@@ -356,29 +362,31 @@ func (c *petCache) listCopy(status string, after int64, limit int) (p page, ok b
 			b = c.appendPetAt(b, pos)
 		}
 		if to < c.count {
-			p.next = c.idAt(to - 1)
+			p.Next = c.idAt(to - 1)
 		}
 	}
-	p.body = append(b, ']', '\n')
+	p.Body = append(b, ']', '\n')
 	return p, true
 }
 
-// listStored is list from the database, while the copy is being made.
-func (c *petCache) listStored(ctx context.Context, status string, after int64, limit int) (page, error) {
+// listStored is List from the database, while the copy is being made.
+func (c *Cache) listStored(ctx context.Context, status string, after int64, limit int) (Listing, error) {
 	pets, err := c.store.ListPets(ctx, status, after, limit+1)
 	if err != nil {
-		return page{}, err
+		return Listing{}, err
 	}
-	var p page
+	var p Listing
 	if len(pets) > limit {
 		pets = pets[:limit]
-		p.next = pets[limit-1].ID
+		p.Next = pets[limit-1].ID
 	}
-	p.body = appendPets(make([]byte, 0, 64*len(pets)+4), pets)
+	p.Body = appendPets(make([]byte, 0, 64*len(pets)+4), pets)
 	return p, nil
 }
 
-func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
+// Get encodes the pet with id, a line of JSON, from the copy when it can
+// answer, else from the database.
+func (c *Cache) Get(ctx context.Context, id int64) ([]byte, error) {
 	if c.loaded.Load() {
 		if body, ok, err := c.getCopy(id); ok {
 			return body, err
@@ -387,9 +395,9 @@ func (c *petCache) get(ctx context.Context, id int64) ([]byte, error) {
 	return c.getStored(ctx, id)
 }
 
-// getCopy is get from the copy; ok is false past the end of a shared
+// getCopy is Get from the copy; ok is false past the end of a shared
 // database's prefix, where another server may have stored the pet just now.
-func (c *petCache) getCopy(id int64) (body []byte, ok bool, err error) {
+func (c *Cache) getCopy(id int64) (body []byte, ok bool, err error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if c.shared && id > c.lastID() {
@@ -402,33 +410,33 @@ func (c *petCache) getCopy(id int64) (body []byte, ok bool, err error) {
 	return append(c.appendPetAt(make([]byte, 0, 96), pos), '\n'), true, nil
 }
 
-// getStored is get from the database.
-func (c *petCache) getStored(ctx context.Context, id int64) ([]byte, error) {
+// getStored is Get from the database.
+func (c *Cache) getStored(ctx context.Context, id int64) ([]byte, error) {
 	p, err := c.store.GetPet(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return append(appendPet(nil, &p), '\n'), nil
+	return append(AppendPet(nil, &p), '\n'), nil
 }
 
-// follow tails the copy each time added says other servers may have
+// Follow tails the copy each time added says other servers may have
 // stored pets, until ctx ends. A failed tail costs only speed: reads past
 // the copy go to the database.
-func (c *petCache) follow(ctx context.Context, added <-chan struct{}) {
+func (c *Cache) Follow(ctx context.Context, added <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-added:
-			c.tail(ctx)
+			c.Tail(ctx)
 		}
 	}
 }
 
-// tail appends the pets stored since the last one the prefix holds, by this
+// Tail appends the pets stored since the last one the prefix holds, by this
 // server or another. It reads them before it takes c.mu, so that readers
 // wait only for the appends.
-func (c *petCache) tail(ctx context.Context) error {
+func (c *Cache) Tail(ctx context.Context) error {
 	if !c.loaded.Load() {
 		return nil
 	}
@@ -441,7 +449,7 @@ func (c *petCache) tail(ctx context.Context) error {
 
 // holdTail makes this caller the one tail at a time, or gives up when ctx
 // ends first.
-func (c *petCache) holdTail(ctx context.Context) error {
+func (c *Cache) holdTail(ctx context.Context) error {
 	select {
 	case c.tailing <- struct{}{}:
 		return nil
@@ -450,10 +458,10 @@ func (c *petCache) holdTail(ctx context.Context) error {
 	}
 }
 
-func (c *petCache) releaseTail() { <-c.tailing }
+func (c *Cache) releaseTail() { <-c.tailing }
 
-// tailLocked is tail while holding the tail.
-func (c *petCache) tailLocked(ctx context.Context) error {
+// tailLocked is Tail while holding the tail.
+func (c *Cache) tailLocked(ctx context.Context) error {
 	for {
 		c.mu.RLock()
 		after := c.lastID()
@@ -474,18 +482,18 @@ func (c *petCache) tailLocked(ctx context.Context) error {
 	}
 }
 
-// deadline is the context of one create's database work, however many
+// Deadline is the context of one create's database work, however many
 // calls it makes: it ends after the timeout, and not when the client hangs
 // up, as the create may share a commit with others.
-func (c *petCache) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *Cache) Deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 }
 
-// create stores p (with rec, when the request had an Idempotency-Key) and
+// Create stores p (with rec, when the request had an Idempotency-Key) and
 // puts it in the copy before returning, so the 201 that follows is never
 // ahead of a list. Concurrent creates share commits (group commit). ctx is
 // the create's deadline.
-func (c *petCache) create(ctx context.Context, p domain.Pet, rec *domain.IdempotencyRecord) (domain.Pet, error) {
+func (c *Cache) Create(ctx context.Context, p domain.Pet, rec *domain.IdempotencyRecord) (domain.Pet, error) {
 	insert, err := c.commits.Do(ctx, domain.PetInsert{Pet: p, Idem: rec})
 	switch {
 	case errors.Is(err, batch.ErrQueueFull):
@@ -498,18 +506,18 @@ func (c *petCache) create(ctx context.Context, p domain.Pet, rec *domain.Idempot
 	return insert.Pet, insert.Err
 }
 
-// maxBatch bounds one commit, so that no create waits behind too many;
-// maxQueuedCreates bounds the creates waiting for a commit, so that while
+// MaxBatch bounds one commit, so that no create waits behind too many;
+// MaxQueuedCreates bounds the creates waiting for a commit, so that while
 // the database stalls the next ones are answered 503 at once rather than
 // at the deadline.
 const (
-	maxBatch         = 256
-	maxQueuedCreates = 4 * maxBatch
+	MaxBatch         = 256
+	MaxQueuedCreates = 4 * MaxBatch
 )
 
 // write stores a batch of creates in one transaction and adds them to the
 // copy.
-func (c *petCache) write(ctx context.Context, batch []domain.PetInsert) error {
+func (c *Cache) write(ctx context.Context, batch []domain.PetInsert) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if err := c.store.CreatePets(ctx, batch); err != nil {
@@ -529,7 +537,7 @@ func (c *petCache) write(ctx context.Context, batch []domain.PetInsert) error {
 
 // addBatch appends the pets of a stored batch, but those its idempotency
 // records turned away; c.mu is held.
-func (c *petCache) addBatch(batch []domain.PetInsert) {
+func (c *Cache) addBatch(batch []domain.PetInsert) {
 	for i := range batch {
 		if batch[i].Err == nil {
 			p := &batch[i].Pet
@@ -544,7 +552,7 @@ func (c *petCache) addBatch(batch []domain.PetInsert) {
 // other servers' pets may come before it: the copy is tailed, which takes
 // them all in order. A failed tail costs only speed: reads past the prefix
 // go to the database.
-func (c *petCache) appendStored(ctx context.Context, batch []domain.PetInsert) {
+func (c *Cache) appendStored(ctx context.Context, batch []domain.PetInsert) {
 	if !c.loaded.Load() {
 		return
 	}

@@ -1,18 +1,18 @@
-package main
+package petcopy
 
 // The hooks below are for the tests of a running server, which must see
 // what its copy of the pets holds or whether a commit runs. Nothing else
 // calls them.
 
 // LastID is the id of the newest pet the copy holds, 0 when it holds none.
-func (c *petCache) LastID() int64 {
+func (c *Cache) LastID() int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.lastID()
 }
 
 // IDs is the ids the copy holds, in order.
-func (c *petCache) IDs() []int64 {
+func (c *Cache) IDs() []int64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	ids := make([]int64, c.count)
@@ -23,4 +23,4 @@ func (c *petCache) IDs() []int64 {
 }
 
 // Committing tells whether a batch of creates is being committed.
-func (c *petCache) Committing() bool { return c.commits.Busy() }
+func (c *Cache) Committing() bool { return c.commits.Busy() }

@@ -1,4 +1,4 @@
-package main
+package petcopy
 
 import (
 	"bytes"
@@ -48,11 +48,11 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 	if _, err := s.Writer().Exec(`DELETE FROM pets WHERE (id < 5000 AND id % 7 = 0) OR id BETWEEN 3000 AND 3500 OR id < 3`); err != nil {
 		t.Fatal(err)
 	}
-	memory := newPetCache(s, timeout)
-	if err := memory.load(ctx); err != nil {
+	memory := New(s, timeout)
+	if err := memory.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	database := newPetCache(s, timeout) // never loaded: reads go to SQLite
+	database := New(s, timeout) // never loaded: reads go to SQLite
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 2_000 {
@@ -62,22 +62,22 @@ func TestMemoryCopyAnswersLikeTheDatabase(t *testing.T) {
 			after = 0
 		}
 		limit := 1 + rng.IntN(100)
-		got, err := memory.list(ctx, status, after, limit)
+		got, err := memory.List(ctx, status, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := database.list(ctx, status, after, limit)
+		want, err := database.List(ctx, status, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.body, want.body) || got.next != want.next {
+		if !bytes.Equal(got.Body, want.Body) || got.Next != want.Next {
 			t.Fatalf("list(%q, after %d, limit %d):\nmemory   next=%d %.200s\ndatabase next=%d %.200s",
-				status, after, limit, got.next, got.body, want.next, want.body)
+				status, after, limit, got.Next, got.Body, want.Next, want.Body)
 		}
 	}
 	for id := int64(0); id <= 9_010; id += 1 + rng.Int64N(20) {
-		got, gotErr := memory.get(ctx, id)
-		want, wantErr := database.get(ctx, id)
+		got, gotErr := memory.Get(ctx, id)
+		want, wantErr := database.Get(ctx, id)
 		if !bytes.Equal(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 			t.Fatalf("get(%d): memory %s %v, database %s %v", id, got, gotErr, want, wantErr)
 		}
@@ -89,15 +89,15 @@ func TestPetsCreatedDuringTheLoadAreKept(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	testkit.SeedPets(t, s.Writer(), 25_000)
-	pets := newPetCache(s, timeout)
+	pets := New(s, timeout)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := pets.load(ctx); err != nil {
+		if err := pets.Load(ctx); err != nil {
 			t.Error(err)
 		}
 	})
 	for i := range 300 {
-		if _, err := pets.create(ctx, domain.Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}, nil); err != nil {
+		if _, err := pets.Create(ctx, domain.Pet{Name: fmt.Sprint("late ", i), CategoryID: 1, Status: "sold"}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
