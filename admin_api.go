@@ -13,7 +13,6 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
-	"petstore/internal/petcopy"
 	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
@@ -54,7 +53,7 @@ func pageCursor(v url.Values) (int64, error) {
 	if !v.Has("cursor") {
 		return 0, nil
 	}
-	after, ok := petcopy.DecodeCursor(v.Get("cursor"))
+	after, ok := domain.DecodeCursor(v.Get("cursor"))
 	if !ok {
 		return 0, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
 	}
@@ -69,7 +68,7 @@ func nextPageLink(path string, params url.Values, limit int, last int64) string 
 		p[name] = values
 	}
 	p.Set("limit", strconv.Itoa(limit))
-	p.Set("cursor", petcopy.EncodeCursor(last))
+	p.Set("cursor", domain.EncodeCursor(last))
 	return "<" + path + "?" + p.Encode() + `>; rel="next"`
 }
 

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/petcopy"
 	"petstore/internal/testkit"
 
 	dto "github.com/prometheus/client_model/go"
@@ -217,7 +216,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 					stalls                          bool
 				}{
 					{"create", "POST", "/v1/pets", s.key, `{"name":"Tom","categoryId":2}`, true},
-					{"list past the pages in memory", "GET", "/v1/pets?limit=100&cursor=" + petcopy.EncodeCursor(1000), s.key, "", engine == "postgres"},
+					{"list past the pages in memory", "GET", "/v1/pets?limit=100&cursor=" + domain.EncodeCursor(1000), s.key, "", engine == "postgres"},
 					{"get past the pets in memory", "GET", "/v1/pets/999999", s.key, "", engine == "postgres"},
 					{"an unknown key", "GET", "/v1/pets", domain.NewKeyToken("production"), "", engine == "postgres"},
 				}

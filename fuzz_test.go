@@ -326,11 +326,11 @@ func FuzzListQuery(f *testing.F) {
 		"", "limit=1", "limit=5&status=available", "status=sold", "limit=100", "limit=0", "limit=101",
 		"limit=abc", "limit=1.5", "limit=+5", "limit=-1", "limit=007", "limit=", "limit", "limit=1&limit=2",
 		"status=lost", "status=", "status=available&status=sold", "status=avail%61ble", "status=Available",
-		"cursor=" + petcopy.EncodeCursor(3), "limit=2&status=available&cursor=" + petcopy.EncodeCursor(5),
-		"cursor=" + petcopy.EncodeCursor(1<<62), "cursor=", "cursor=abc", "cursor=YWZ0ZXI6MA", "cursor=YWZ0ZXI6LTE",
-		"cursor=" + petcopy.EncodeCursor(3) + "%0A", "cursor=" + petcopy.EncodeCursor(3) + "=",
+		"cursor=" + domain.EncodeCursor(3), "limit=2&status=available&cursor=" + domain.EncodeCursor(5),
+		"cursor=" + domain.EncodeCursor(1<<62), "cursor=", "cursor=abc", "cursor=YWZ0ZXI6MA", "cursor=YWZ0ZXI6LTE",
+		"cursor=" + domain.EncodeCursor(3) + "%0A", "cursor=" + domain.EncodeCursor(3) + "=",
 		"%zz=1", "limit=%zz", "limit=%31", "a=b&&&limit=2;x=y", "unknown=1&limit=3", "=", "&", "limit=3#frag",
-		"limit=2+", "status=sold+", "limit=1&cursor=" + petcopy.EncodeCursor(2) + "&cursor=" + petcopy.EncodeCursor(3),
+		"limit=2+", "status=sold+", "limit=1&cursor=" + domain.EncodeCursor(2) + "&cursor=" + domain.EncodeCursor(3),
 	} {
 		f.Add(raw)
 	}
@@ -404,33 +404,33 @@ func FuzzListQuery(f *testing.F) {
 // FuzzParseListQuery checks parseListQuery and the cursor on their own,
 // where they are cheap: eachQueryParam agrees with url.ParseQuery, a query is
 // refused exactly when docs/api.md says so, an accepted query re-encodes to
-// itself, and petcopy.EncodeCursor(n) decodes to n for every n >= 1 (and to nothing
+// itself, and domain.EncodeCursor(n) decodes to n for every n >= 1 (and to nothing
 // for n < 1).
 func FuzzParseListQuery(f *testing.F) {
 	for _, seed := range []struct {
 		raw string
 		n   int64
 	}{
-		{"", 1}, {"limit=5&status=available&cursor=" + petcopy.EncodeCursor(5), 5}, {"limit=0", 0},
+		{"", 1}, {"limit=5&status=available&cursor=" + domain.EncodeCursor(5), 5}, {"limit=0", 0},
 		{"limit=%zz", -1}, {"a;b=c", 1 << 62}, {"limit=1&limit=1", 9223372036854775807},
-		{"cursor=YWZ0ZXI6MDAx", 1}, {"cursor=" + petcopy.EncodeCursor(7) + "%0D%0A", 7}, {"status=pending&x=%", 2},
+		{"cursor=YWZ0ZXI6MDAx", 1}, {"cursor=" + domain.EncodeCursor(7) + "%0D%0A", 7}, {"status=pending&x=%", 2},
 		{"limit=0100", 100}, {"limit=00000000000000000000000000000000000000001", 1},
 	} {
 		f.Add(seed.raw, seed.n)
 	}
 	f.Fuzz(func(t *testing.T, raw string, n int64) {
-		c := petcopy.EncodeCursor(n)
+		c := domain.EncodeCursor(n)
 		if strings.ContainsFunc(c, func(r rune) bool { return !strings.ContainsRune(domain.Base62+"-_", r) }) {
 			t.Errorf("EncodeCursor(%d) = %q needs escaping in a URL", n, c)
 		}
-		if after, ok := petcopy.DecodeCursor(c); ok != (n >= 1) || (ok && after != n) {
+		if after, ok := domain.DecodeCursor(c); ok != (n >= 1) || (ok && after != n) {
 			t.Errorf("DecodeCursor(EncodeCursor(%d)) = %d, %v", n, after, ok)
 		}
-		if after, ok := petcopy.DecodeCursor(raw); ok {
+		if after, ok := domain.DecodeCursor(raw); ok {
 			if after < 1 {
 				t.Errorf("DecodeCursor(%q) = %d, want an id >= 1", raw, after)
 			}
-			if again, ok := petcopy.DecodeCursor(petcopy.EncodeCursor(after)); !ok || again != after {
+			if again, ok := domain.DecodeCursor(domain.EncodeCursor(after)); !ok || again != after {
 				t.Errorf("cursor %q decodes to %d, whose own cursor decodes to %d, %v", raw, after, again, ok)
 			}
 		}
@@ -469,7 +469,7 @@ func FuzzParseListQuery(f *testing.F) {
 			canonical += "&status=" + q.Status
 		}
 		if q.After != 0 {
-			canonical += "&cursor=" + petcopy.EncodeCursor(q.After)
+			canonical += "&cursor=" + domain.EncodeCursor(q.After)
 		}
 		if again, err := parseListQuery(canonical); err != nil || again != q {
 			t.Fatalf("query %q reads as %+v, but its canonical form %q reads as %+v, %v", raw, q, canonical, again, err)

@@ -99,7 +99,7 @@ func parseListQuery(raw string) (petcopy.Query, error) {
 		q.Status = v
 	}
 	if v := values[2]; given[2] == 1 {
-		after, ok := petcopy.DecodeCursor(v)
+		after, ok := domain.DecodeCursor(v)
 		if !ok {
 			return q, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
 		}
