@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/certs"
+	"petstore/internal/httpapi"
 	"petstore/internal/testkit"
 )
 
@@ -73,7 +74,7 @@ func TestACMECertificateFromPebble(t *testing.T) {
 		t.Errorf("GET / over plain HTTP: %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
 	resp, body = get(t, plain, plainURL+"/v1/pets", host, key)
-	var e Error
+	var e httpapi.Error
 	json.Unmarshal([]byte(body), &e)
 	if resp.StatusCode != 400 || e.Code != "https_required" || !strings.Contains(e.Message, "use https") {
 		t.Errorf("GET /v1/pets over plain HTTP: %d %s, want 400 https_required saying use https", resp.StatusCode, body)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
@@ -175,7 +176,7 @@ func TestAnOperatorSession(t *testing.T) {
 		if adminAt == nil {
 			t.Fatalf("no admin= address on the serving line:\n%s", p.stderr)
 		}
-		admin := "http://" + adminAt[1] + "/admin/v1"
+		adminAPI := "http://" + adminAt[1] + "/admin/v1"
 		call := func(method, url, body string, want int) []byte {
 			t.Helper()
 			req, _ := http.NewRequest(method, url, strings.NewReader(body))
@@ -194,8 +195,8 @@ func TestAnOperatorSession(t *testing.T) {
 			}
 			return b
 		}
-		var k createdKey
-		if err := json.Unmarshal(call("POST", admin+"/keys", `{"plan":"free","name":"acme"}`, 201), &k); err != nil {
+		var k adminapi.CreatedKey
+		if err := json.Unmarshal(call("POST", adminAPI+"/keys", `{"plan":"free","name":"acme"}`, 201), &k); err != nil {
 			t.Fatal(err)
 		}
 		p.keysSent = append(p.keysSent, k.Key)
@@ -203,7 +204,7 @@ func TestAnOperatorSession(t *testing.T) {
 			p.wantStatus("GET", "/v1/pets", k.Key, "", 200)
 		}
 		p.wantStatus("POST", "/v1/pets", k.Key, `{"name":"Rex","categoryId":1}`, 201)
-		keyPath := admin + "/keys/" + strconv.FormatInt(k.ID, 10)
+		keyPath := adminAPI + "/keys/" + strconv.FormatInt(k.ID, 10)
 		call("PATCH", keyPath, `{"plan":"pro"}`, 200)
 		// Within a second the server applies the upgrade. Polled every 50 ms,
 		// not as fast as testkit.Eventually: the polls count in the usage
@@ -219,12 +220,12 @@ func TestAnOperatorSession(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		var rolled createdKey
+		var rolled adminapi.CreatedKey
 		if err := json.Unmarshal(call("POST", keyPath+"/roll", `{"overlap":"0"}`, 201), &rolled); err != nil {
 			t.Fatal(err)
 		}
 		p.keysSent = append(p.keysSent, rolled.Key)
-		call("POST", admin+"/keys/"+strconv.FormatInt(rolled.ID, 10)+"/revoke", "", 200)
+		call("POST", adminAPI+"/keys/"+strconv.FormatInt(rolled.ID, 10)+"/revoke", "", 200)
 		deadline = time.Now().Add(time.Second)
 		for {
 			resp, _ := p.request("GET", "/v1/pets", rolled.Key, "")

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 )
 
 // The admin listener answers a Host that is an IP address, localhost or a
@@ -19,7 +21,7 @@ func TestAdminListenerAnswersOnlyItsOwnHostNames(t *testing.T) {
 	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
 	s.adminHosts = []string{"petstore-admin", "admin.internal"}
 	s.adminHandler = newAdminServer(s.app)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	token := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	doc := readAdminOpenAPI(t)
 	tests := []struct {
 		host     string
@@ -52,20 +54,20 @@ func TestAdminListenerAnswersOnlyItsOwnHostNames(t *testing.T) {
 		{"[rebind.example]:9090", false},
 	}
 	for _, tc := range tests {
-		if got := adminHostAllowed(tc.host, s.adminHosts); got != tc.accepted {
+		if got := adminapi.HostAllowed(tc.host, s.adminHosts); got != tc.accepted {
 			t.Errorf("Host %q: accepted %v, want %v", tc.host, got, tc.accepted)
 		}
 		for _, target := range []string{"/metrics", "/admin/v1/keys"} {
 			req := httptest.NewRequest("GET", target, nil)
 			req.Host = tc.host
-			req.Header.Set("Authorization", "Bearer "+admin)
+			req.Header.Set("Authorization", "Bearer "+token)
 			w := httptest.NewRecorder()
 			s.adminHandler.ServeHTTP(w, req)
 			switch {
 			case tc.accepted && w.Code != http.StatusOK:
 				t.Errorf("GET %s with Host %q: HTTP status %d, want 200; body: %.200s", target, tc.host, w.Code, w.Body)
 			case !tc.accepted:
-				wantError(t, w, http.StatusMisdirectedRequest, codeMisdirectedRequest, "--admin-host")
+				wantError(t, w, http.StatusMisdirectedRequest, httpapi.CodeMisdirectedRequest, "--admin-host")
 				if target == "/admin/v1/keys" {
 					doc.checkAnswer(t, "listKeys", w)
 				}
@@ -96,7 +98,7 @@ func TestAdminHostFlagTakesNamesWithoutAPort(t *testing.T) {
 		{"admin.internal,", nil},
 		{"", nil},
 	} {
-		got, err := parseAdminHosts(tc.value)
+		got, err := adminapi.ParseHosts(tc.value)
 		if tc.want == nil && err == nil {
 			t.Errorf("--admin-host %q is taken as %q", tc.value, got)
 		}

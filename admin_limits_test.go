@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
 	"petstore/internal/manage"
 )
@@ -31,7 +32,7 @@ func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status %d: %s", w.Code, w.Body)
 			}
-			var got whoami
+			var got adminapi.Identity
 			decodeJSON(t, w, &got)
 			if got.Name != tt.name || !slices.Equal(got.Scopes, tt.want) || got.ID < 1 {
 				t.Errorf("whoami = %+v, want name %s and scopes %v", got, tt.name, tt.want)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 )
 
 // These tests keep admin-openapi.yaml and the admin API in agreement, as
@@ -79,16 +80,16 @@ func TestAdminOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes
 }
 
 // petOnlyCodes are the codes the pet API gives and the admin API never does.
-var petOnlyCodes = []string{codeIdempotencyConflict, codeIdempotencyMismatch, codeNotImplemented, codeHTTPSRequired}
+var petOnlyCodes = []string{httpapi.CodeIdempotencyConflict, httpapi.CodeIdempotencyMismatch, httpapi.CodeNotImplemented, httpapi.CodeHTTPSRequired}
 
 // adminOnlyCodes are the codes only the admin API answers: openapi.yaml
 // (the pet API) leaves them out, admin-openapi.yaml has them.
-var adminOnlyCodes = []string{codeConflict, codeMisdirectedRequest}
+var adminOnlyCodes = []string{httpapi.CodeConflict, httpapi.CodeMisdirectedRequest}
 
 func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
 	doc := readAdminOpenAPI(t)
 	documented := slices.Sorted(slices.Values(doc.Components.Schemas["Error"].Properties["code"].Enum))
-	want := slices.DeleteFunc(slices.Sorted(maps.Keys(codeStatus)), func(code string) bool { return slices.Contains(petOnlyCodes, code) })
+	want := slices.DeleteFunc(slices.Sorted(maps.Keys(httpapi.CodeStatus)), func(code string) bool { return slices.Contains(petOnlyCodes, code) })
 	if !slices.Equal(documented, want) {
 		t.Errorf("Error.code enum:\n  %v\nwant the codes of errors.go but the pet API's own:\n  %v", documented, want)
 	}
@@ -159,7 +160,7 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"createKey", "POST", "/admin/v1/keys", "", `{"plan":"pro"}`, 401},
 		{"createKey", "POST", "/admin/v1/keys", reader, `{"plan":"pro"}`, 403},
 		{"createKey", "POST", "/admin/v1/keys", admin, `{"plan":"pro","externalId":"taken"}`, 409},
-		{"createKey", "POST", "/admin/v1/keys", admin, `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`, 413},
+		{"createKey", "POST", "/admin/v1/keys", admin, `{"name":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, 413},
 		{"listKeys", "GET", "/admin/v1/keys?limit=1", admin, "", 200},
 		{"listKeys", "GET", "/admin/v1/keys?idle=never", admin, "", 400},
 		{"listKeys", "DELETE", "/admin/v1/keys", admin, "", 405},

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
 	"petstore/internal/testkit"
@@ -123,7 +125,7 @@ func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
 						}
 						return
 					}
-					wantError(t, w, 403, codeInsufficientScope, route.need.String())
+					wantError(t, w, 403, httpapi.CodeInsufficientScope, route.need.String())
 					want := `Bearer realm="petstore-admin", error="insufficient_scope", scope="` + route.need.String() + `"`
 					if got := w.Header().Get("WWW-Authenticate"); got != want {
 						t.Errorf("WWW-Authenticate %q, want %q", got, want)
@@ -141,11 +143,11 @@ func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
 	if w := s.do("GET", "/v1/pets", admin, ""); w.Code != 401 {
 		t.Errorf("an admin token on /v1: HTTP status %d, want 401", w.Code)
 	}
-	wantError(t, s.admin("GET", "/admin/v1/keys", key, ""), 401, codeUnauthorized, "psk_")
+	wantError(t, s.admin("GET", "/admin/v1/keys", key, ""), 401, httpapi.CodeUnauthorized, "psk_")
 	w := s.admin("GET", "/admin/v1/keys", "", "")
-	wantError(t, w, 401, codeUnauthorized)
-	if got := w.Header().Get("WWW-Authenticate"); got != adminChallenge {
-		t.Errorf("WWW-Authenticate %q, want %q", got, adminChallenge)
+	wantError(t, w, 401, httpapi.CodeUnauthorized)
+	if got := w.Header().Get("WWW-Authenticate"); got != adminapi.Challenge {
+		t.Errorf("WWW-Authenticate %q, want %q", got, adminapi.Challenge)
 	}
 	if w := s.admin("GET", "/admin/v1/keys", admin, ""); w.Code != 200 {
 		t.Errorf("the admin token on /admin/v1: HTTP status %d, want 200", w.Code)
@@ -155,10 +157,10 @@ func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
 		t.Errorf("/admin/v1 on the public listener: HTTP status %d, want 404", w.Code)
 	}
 	// Unknown paths and other methods, after the token.
-	wantError(t, s.admin("GET", "/admin/v1/nothing", "", ""), 401, codeUnauthorized)
-	wantError(t, s.admin("GET", "/admin/v1/nothing", admin, ""), 404, codeNotFound)
+	wantError(t, s.admin("GET", "/admin/v1/nothing", "", ""), 401, httpapi.CodeUnauthorized)
+	wantError(t, s.admin("GET", "/admin/v1/nothing", admin, ""), 404, httpapi.CodeNotFound)
 	w = s.admin("DELETE", "/admin/v1/keys", admin, "")
-	wantError(t, w, 405, codeMethodNotAllowed)
+	wantError(t, w, 405, httpapi.CodeMethodNotAllowed)
 	if got := w.Header().Get("Allow"); got != "GET, HEAD, POST" {
 		t.Errorf("Allow %q", got)
 	}
@@ -175,10 +177,10 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 			t.Fatalf("failure %d: HTTP status %d, want 401", i+1, w.Code)
 		}
 	}
-	wantError(t, send(wrong), 429, codeRateLimited)
+	wantError(t, send(wrong), 429, httpapi.CodeRateLimited)
 	send(wrong)
 	send(wrong)
-	wantError(t, send(wrong), 429, codeTemporarilyBanned)
+	wantError(t, send(wrong), 429, httpapi.CodeTemporarilyBanned)
 	if w := send(wrong); w.Header().Get("Retry-After") == "" {
 		t.Error("a banned address is not told when to come back")
 	}
@@ -214,7 +216,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 			forged := fmt.Sprintf("203.0.113.%d, 10.0.0.1", i%250+1)
 			w := s.adminFrom("198.51.100.7:4000", domain.NewSecret(domain.AdminPrefixes["production"]), "X-Forwarded-For", forged)
 			if i < int(domain.AnonymousLimits.PerMinute) {
-				wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
+				wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
 				continue
 			}
 			wantError(t, w, http.StatusTooManyRequests, "rate_limited|temporarily_banned")
@@ -227,7 +229,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 		for range domain.AnonymousLimits.PerMinute + 5 {
 			s.adminFrom("198.51.100.7:4000", wrong, "X-Forwarded-For", "192.0.2.50")
 		}
-		wantError(t, s.adminFrom("198.51.100.7:4000", wrong), http.StatusTooManyRequests, codeTemporarilyBanned)
+		wantError(t, s.adminFrom("198.51.100.7:4000", wrong), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 		if w := s.adminFrom("192.0.2.50:5000", admin); w.Code != http.StatusOK {
 			t.Errorf("the address named in the forged header: HTTP status %d, want 200; body: %s", w.Code, w.Body)
 		}
@@ -243,7 +245,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if w.Code != 201 {
 			t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
 		}
-		var created createdKey
+		var created adminapi.CreatedKey
 		decodeJSON(t, w, &created)
 		if loc := w.Header().Get("Location"); loc != "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10) {
 			t.Errorf("Location %q", loc)
@@ -258,7 +260,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 
 		// A retried signup makes no second key.
 		w = s.admin("POST", "/admin/v1/keys", admin, `{"plan":"pro","externalId":"acct_1029"}`)
-		wantError(t, w, 409, codeConflict, "key "+strconv.FormatInt(created.ID, 10))
+		wantError(t, w, 409, httpapi.CodeConflict, "key "+strconv.FormatInt(created.ID, 10))
 
 		// The same object from a get and from the CLI's list.
 		var got manage.ListedKey
@@ -266,8 +268,8 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if got.ID != created.ID || got.Name != "acme" {
 			t.Errorf("get: %+v", got)
 		}
-		wantError(t, s.admin("GET", "/admin/v1/keys/999", admin, ""), 404, codeNotFound)
-		wantError(t, s.admin("GET", "/admin/v1/keys/x", admin, ""), 400, codeInvalidRequest, "id")
+		wantError(t, s.admin("GET", "/admin/v1/keys/999", admin, ""), 404, httpapi.CodeNotFound)
+		wantError(t, s.admin("GET", "/admin/v1/keys/x", admin, ""), 400, httpapi.CodeInvalidRequest, "id")
 
 		// An upgrade in place: the same secret, the new limits.
 		path := "/admin/v1/keys/" + strconv.FormatInt(created.ID, 10)
@@ -300,7 +302,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if w.Code != 201 {
 			t.Fatalf("roll: HTTP status %d; body: %s", w.Code, w.Body)
 		}
-		var rolled createdKey
+		var rolled adminapi.CreatedKey
 		decodeJSON(t, w, &rolled)
 		if rolled.RolledFrom == nil || *rolled.RolledFrom != created.ID || rolled.Key == created.Key {
 			t.Errorf("rolled: %+v", rolled)
@@ -314,7 +316,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if w := s.do("GET", "/v1/pets", created.Key, ""); w.Code != 401 {
 			t.Errorf("the old key after a roll without overlap: HTTP status %d", w.Code)
 		}
-		wantError(t, s.admin("POST", path+"/roll", admin, ""), 400, codeInvalidRequest, "cannot be rolled")
+		wantError(t, s.admin("POST", path+"/roll", admin, ""), 400, httpapi.CodeInvalidRequest, "cannot be rolled")
 
 		// A revocation, twice: one event.
 		rolledPath := "/admin/v1/keys/" + strconv.FormatInt(rolled.ID, 10)
@@ -357,32 +359,32 @@ func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 		status                     int
 		code, says                 string
 	}{
-		{"a plan that does not exist", "POST", "/admin/v1/keys", `{"plan":"gold"}`, 400, codeInvalidRequest, "gold"},
-		{"no plan", "POST", "/admin/v1/keys", `{"name":"x"}`, 400, codeInvalidRequest, "plan"},
-		{"rpm without enterprise", "POST", "/admin/v1/keys", `{"plan":"pro","perMinute":5}`, 400, codeInvalidRequest, "perMinute"},
-		{"enterprise without figures", "POST", "/admin/v1/keys", `{"plan":"enterprise"}`, 400, codeInvalidRequest, "perMinute"},
-		{"an unknown scope", "POST", "/admin/v1/keys", `{"plan":"free","scopes":["keys:write"]}`, 400, codeInvalidRequest, "keys:write"},
-		{"an expiry in the past", "POST", "/admin/v1/keys", `{"plan":"free","expires":"2020-01-01T00:00:00Z"}`, 400, codeInvalidRequest, "expires"},
-		{"a name with a control character", "POST", "/admin/v1/keys", `{"plan":"free","name":"a\u0007b"}`, 400, codeInvalidRequest, "name"},
-		{"an empty externalId", "POST", "/admin/v1/keys", `{"plan":"free","externalId":""}`, 400, codeInvalidRequest, "externalId"},
-		{"an unknown field", "POST", "/admin/v1/keys", `{"plan":"free","color":"red"}`, 400, codeInvalidRequest, "color"},
-		{"not JSON", "POST", "/admin/v1/keys", `{`, 400, codeInvalidJSON, ""},
-		{"a patch of nothing", "PATCH", path, `{}`, 400, codeInvalidRequest, "changes nothing"},
-		{"a patch to an unknown plan", "PATCH", path, `{"plan":"gold"}`, 400, codeInvalidRequest, "gold"},
-		{"a patch of rpm on free", "PATCH", path, `{"perMinute":100}`, 400, codeInvalidRequest, "perMinute"},
-		{"a patch of a negative perDay", "PATCH", path, `{"plan":"enterprise","perMinute":1,"perDay":-1}`, 400, codeInvalidRequest, "perDay"},
-		{"a roll with a bad overlap", "POST", path + "/roll", `{"overlap":"soon"}`, 400, codeInvalidRequest, "overlap"},
-		{"days=0", "GET", path + "/usage?days=0", "", 400, codeInvalidRequest, "days"},
-		{"days=401", "GET", path + "/usage?days=401", "", 400, codeInvalidRequest, "days"},
-		{"idle=yesterday", "GET", "/admin/v1/keys?idle=yesterday", "", 400, codeInvalidRequest, "idle"},
-		{"expiring=0", "GET", "/admin/v1/keys?expiring=0", "", 400, codeInvalidRequest, "expiring"},
-		{"revoked=maybe", "GET", "/admin/v1/keys?revoked=maybe", "", 400, codeInvalidRequest, "revoked"},
-		{"a list plan that does not exist", "GET", "/admin/v1/keys?plan=gold", "", 400, codeInvalidRequest, "plan"},
-		{"a bad cursor", "GET", "/admin/v1/keys?cursor=zzz", "", 400, codeInvalidRequest, "cursor"},
-		{"limit=0", "GET", "/admin/v1/audit?limit=0", "", 400, codeInvalidRequest, "limit"},
-		{"an unknown action", "GET", "/admin/v1/audit?action=key.eaten", "", 400, codeInvalidRequest, "key.eaten"},
-		{"a bad since", "GET", "/admin/v1/audit?since=yesterday", "", 400, codeInvalidRequest, "since"},
-		{"a bad key", "GET", "/admin/v1/audit?key=-1", "", 400, codeInvalidRequest, "key"},
+		{"a plan that does not exist", "POST", "/admin/v1/keys", `{"plan":"gold"}`, 400, httpapi.CodeInvalidRequest, "gold"},
+		{"no plan", "POST", "/admin/v1/keys", `{"name":"x"}`, 400, httpapi.CodeInvalidRequest, "plan"},
+		{"rpm without enterprise", "POST", "/admin/v1/keys", `{"plan":"pro","perMinute":5}`, 400, httpapi.CodeInvalidRequest, "perMinute"},
+		{"enterprise without figures", "POST", "/admin/v1/keys", `{"plan":"enterprise"}`, 400, httpapi.CodeInvalidRequest, "perMinute"},
+		{"an unknown scope", "POST", "/admin/v1/keys", `{"plan":"free","scopes":["keys:write"]}`, 400, httpapi.CodeInvalidRequest, "keys:write"},
+		{"an expiry in the past", "POST", "/admin/v1/keys", `{"plan":"free","expires":"2020-01-01T00:00:00Z"}`, 400, httpapi.CodeInvalidRequest, "expires"},
+		{"a name with a control character", "POST", "/admin/v1/keys", `{"plan":"free","name":"a\u0007b"}`, 400, httpapi.CodeInvalidRequest, "name"},
+		{"an empty externalId", "POST", "/admin/v1/keys", `{"plan":"free","externalId":""}`, 400, httpapi.CodeInvalidRequest, "externalId"},
+		{"an unknown field", "POST", "/admin/v1/keys", `{"plan":"free","color":"red"}`, 400, httpapi.CodeInvalidRequest, "color"},
+		{"not JSON", "POST", "/admin/v1/keys", `{`, 400, httpapi.CodeInvalidJSON, ""},
+		{"a patch of nothing", "PATCH", path, `{}`, 400, httpapi.CodeInvalidRequest, "changes nothing"},
+		{"a patch to an unknown plan", "PATCH", path, `{"plan":"gold"}`, 400, httpapi.CodeInvalidRequest, "gold"},
+		{"a patch of rpm on free", "PATCH", path, `{"perMinute":100}`, 400, httpapi.CodeInvalidRequest, "perMinute"},
+		{"a patch of a negative perDay", "PATCH", path, `{"plan":"enterprise","perMinute":1,"perDay":-1}`, 400, httpapi.CodeInvalidRequest, "perDay"},
+		{"a roll with a bad overlap", "POST", path + "/roll", `{"overlap":"soon"}`, 400, httpapi.CodeInvalidRequest, "overlap"},
+		{"days=0", "GET", path + "/usage?days=0", "", 400, httpapi.CodeInvalidRequest, "days"},
+		{"days=401", "GET", path + "/usage?days=401", "", 400, httpapi.CodeInvalidRequest, "days"},
+		{"idle=yesterday", "GET", "/admin/v1/keys?idle=yesterday", "", 400, httpapi.CodeInvalidRequest, "idle"},
+		{"expiring=0", "GET", "/admin/v1/keys?expiring=0", "", 400, httpapi.CodeInvalidRequest, "expiring"},
+		{"revoked=maybe", "GET", "/admin/v1/keys?revoked=maybe", "", 400, httpapi.CodeInvalidRequest, "revoked"},
+		{"a list plan that does not exist", "GET", "/admin/v1/keys?plan=gold", "", 400, httpapi.CodeInvalidRequest, "plan"},
+		{"a bad cursor", "GET", "/admin/v1/keys?cursor=zzz", "", 400, httpapi.CodeInvalidRequest, "cursor"},
+		{"limit=0", "GET", "/admin/v1/audit?limit=0", "", 400, httpapi.CodeInvalidRequest, "limit"},
+		{"an unknown action", "GET", "/admin/v1/audit?action=key.eaten", "", 400, httpapi.CodeInvalidRequest, "key.eaten"},
+		{"a bad since", "GET", "/admin/v1/audit?since=yesterday", "", 400, httpapi.CodeInvalidRequest, "since"},
+		{"a bad key", "GET", "/admin/v1/audit?key=-1", "", 400, httpapi.CodeInvalidRequest, "key"},
 	}
 	before, err := s.store.AuditCounts(context.Background())
 	if err != nil {
@@ -395,10 +397,10 @@ func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 		})
 	}
 	t.Run("a body of another type", func(t *testing.T) {
-		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`, "Content-Type", "text/plain"), 415, codeUnsupportedMediaType)
+		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`, "Content-Type", "text/plain"), 415, httpapi.CodeUnsupportedMediaType)
 	})
 	t.Run("a body too large", func(t *testing.T) {
-		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"name":"`+strings.Repeat("x", maxBodyBytes)+`"}`), 413, codePayloadTooLarge)
+		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"name":"`+strings.Repeat("x", httpapi.MaxBodyBytes)+`"}`), 413, httpapi.CodePayloadTooLarge)
 	})
 	after, err := s.store.AuditCounts(context.Background())
 	if err != nil {
@@ -637,7 +639,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 	if w.Code != 201 {
 		t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
 	}
-	var created createdKey
+	var created adminapi.CreatedKey
 	decodeJSON(t, w, &created)
 	if w := b.do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
 		t.Fatalf("the key made on server a, on server b: HTTP status %d; body: %s", w.Code, w.Body)
@@ -674,7 +676,7 @@ func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
 		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); !revoked || err != nil {
 			t.Fatalf("revoke: %v %v", revoked, err)
 		}
-		wantError(t, s.admin("GET", "/admin/v1/keys", token, ""), 401, codeUnauthorized, "revoked")
+		wantError(t, s.admin("GET", "/admin/v1/keys", token, ""), 401, httpapi.CodeUnauthorized, "revoked")
 		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); revoked || err != nil {
 			t.Errorf("a second revocation: %v %v, want nothing changed", revoked, err)
 		}
@@ -714,7 +716,7 @@ func TestAdminTakesThePlanInAnyCase(t *testing.T) {
 	if w.Code != 201 {
 		t.Fatalf("create with plan Pro: HTTP status %d; body: %s", w.Code, w.Body)
 	}
-	var created createdKey
+	var created adminapi.CreatedKey
 	decodeJSON(t, w, &created)
 	if created.Plan != "pro" || created.PerMinute != 300 {
 		t.Errorf("created %+v, want a pro key (300 a minute)", created)

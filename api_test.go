@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/testkit"
 )
 
@@ -80,8 +81,8 @@ func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code stri
 	if code != "" && !slices.Contains(strings.Split(code, "|"), e.Code) {
 		t.Fatalf("code %q, want %s; message: %q", e.Code, code, e.Message)
 	}
-	if e.Status != w.Code || codeStatus[e.Code] != w.Code {
-		t.Errorf("code %q (HTTP %d by codeStatus) with status %d in the body, answered %d: all three must agree", e.Code, codeStatus[e.Code], e.Status, w.Code)
+	if e.Status != w.Code || httpapi.CodeStatus[e.Code] != w.Code {
+		t.Errorf("code %q (HTTP %d by codeStatus) with status %d in the body, answered %d: all three must agree", e.Code, httpapi.CodeStatus[e.Code], e.Status, w.Code)
 	}
 	if strings.TrimSpace(e.Message) == "" {
 		t.Error("the message is empty")
@@ -1242,7 +1243,7 @@ func TestEveryResponseHasAContentLength(t *testing.T) {
 		{"a page of 100, larger than net/http buffers", "GET", "/v1/pets?limit=100", ""},
 		{"a page of 100 by HEAD", "HEAD", "/v1/pets?limit=100", ""},
 		{"a page of 20 by HEAD", "HEAD", "/v1/pets?limit=20", ""},
-		{"a body too large, answered with Connection: close", "POST", "/v1/pets", `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`},
+		{"a body too large, answered with Connection: close", "POST", "/v1/pets", `{"name":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`},
 		{"one pet", "GET", "/v1/pets/7", ""},
 		{"a create", "POST", "/v1/pets", `{"name":"Rex","categoryId":1}`},
 		{"an error", "GET", "/v1/pets?limit=0", ""},

@@ -25,6 +25,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 	"petstore/internal/store"
 
@@ -241,7 +242,7 @@ func (s *testServer) banOf(key string, limit int) {
 	s.t.Helper()
 	for range limit {
 		w := s.do("GET", "/v1/pets", key, "")
-		if strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+		if strings.Contains(w.Body.String(), httpapi.CodeTemporarilyBanned) {
 			return
 		}
 	}
@@ -266,7 +267,7 @@ func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
 			s.banOf(key, 20)
 			start := s.clock.now()
 			for range 5 { // the ban goes on; it started once
-				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeTemporarilyBanned)
+				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeTemporarilyBanned)
 			}
 			if n := writes.calls.Load(); n != 0 {
 				t.Errorf("%d writes of audit events while answering requests, want none before the flush", n)
@@ -329,7 +330,7 @@ func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
 		servers := []*testServer{a, b}
 		banned := 0
 		for i := 0; banned < 6 && i < 40; i++ {
-			if w := servers[i%2].do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+			if w := servers[i%2].do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), httpapi.CodeTemporarilyBanned) {
 				banned++ // through both servers
 			}
 		}
@@ -364,7 +365,7 @@ func TestBansAreWrittenAtShutdown(t *testing.T) {
 		defer client.CloseIdleConnections()
 		for i := 0; ; i++ {
 			res := faultDo(client, "GET", p.url+"/v1/pets", "", "")
-			if strings.Contains(string(res.body), codeTemporarilyBanned) {
+			if strings.Contains(string(res.body), httpapi.CodeTemporarilyBanned) {
 				break
 			}
 			if i == 100 || res.status != http.StatusUnauthorized && res.status != http.StatusTooManyRequests {

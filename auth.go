@@ -4,43 +4,22 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
-	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 )
-
-// bearerToken returns the credential of an "Authorization: Bearer <token>"
-// header. The scheme is case-insensitive and may be followed by several
-// spaces. hasBearer is false when the header is absent or of another scheme.
-func bearerToken(header string) (token string, hasBearer bool) {
-	scheme, rest, _ := strings.Cut(header, " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	return strings.Trim(rest, " "), true
-}
-
-// unauthorized is the 401 answer, with the challenge RFC 6750 asks for.
-func unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, message string) {
-	challenge := `Bearer realm="petstore"`
-	if sentToken {
-		challenge += `, error="invalid_token"`
-	}
-	w.Header().Set("WWW-Authenticate", challenge)
-	writeError(w, r, &Error{Code: codeUnauthorized, Message: message})
-}
 
 // authenticate finds the request's API key, if it sends a valid one. It
 // refuses nothing itself: the rate limit comes first, then requireKey. A
 // key this server does not hold is looked up in the database only when its
 // sender's address is neither limited nor banned by limiter.
-func authenticate(keys *keyring.Ring, limiter limits.Limiter, trustProxy bool) middleware {
+func authenticate(keys *keyring.Ring, limiter limits.Limiter, trustProxy bool) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			header := firstHeader(r.Header, "Authorization")
-			token, isBearer := bearerToken(header)
+			header := httpapi.FirstHeader(r.Header, "Authorization")
+			token, isBearer := httpapi.BearerToken(header)
 			var (
 				h    *keyring.Held
 				auth keyring.Failure
@@ -57,10 +36,10 @@ func authenticate(keys *keyring.Ring, limiter limits.Limiter, trustProxy bool) m
 				// A failed look-up is answered by requireKey, after the
 				// address limit has set its headers.
 				h, auth, err = keys.Lookup(r.Context(), token, func(ctx context.Context) bool {
-					return addressLimited(ctx, limiter, clientAddr(r, trustProxy))
+					return addressLimited(ctx, limiter, httpapi.ClientAddr(r, trustProxy))
 				})
 			}
-			recordOf(w).authenticated(h, isBearer && token != "", auth, err)
+			httpapi.RecordOf(w).Authenticated(h, isBearer && token != "", auth, err)
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -77,14 +56,14 @@ func addressLimited(ctx context.Context, limiter limits.Limiter, addr netip.Addr
 // requireKey answers 401 to a request without a valid API key.
 func requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := recordOf(w)
-		key := info.keyed()
-		if key == nil && info.authErr != nil {
-			writeError(w, r, info.authErr)
+		info := httpapi.RecordOf(w)
+		key := info.Keyed()
+		if key == nil && info.AuthErr() != nil {
+			httpapi.WriteError(w, r, info.AuthErr())
 			return
 		}
 		if key == nil {
-			unauthorized(w, r, info.sentToken, info.auth.Message)
+			httpapi.Unauthorized(w, r, info.SentToken(), info.Auth().Message)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/manage"
 	"petstore/internal/testkit"
@@ -23,7 +24,7 @@ import (
 
 // banned tells whether an answer is the 429 of a ban.
 func banned(status int, body string) bool {
-	return status == 429 && strings.Contains(body, codeTemporarilyBanned)
+	return status == 429 && strings.Contains(body, httpapi.CodeTemporarilyBanned)
 }
 
 // banKey sends requests with key to s until one is refused for a ban: a

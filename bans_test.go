@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -165,17 +166,17 @@ func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
 		s.banOf(token, 20)
 		s.flushAudit()
 		s.refreshBans()
-		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
+		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, httpapi.CodeTemporarilyBanned)
 		if _, err := s.store.LiftBan(context.Background(), domain.CallerID{KeyID: k.ID}, testActor, "production"); err != nil {
 			t.Fatal(err)
 		}
 		s.refreshBans()
 		// Told to wait, not banned at once: the lift ended the wait too.
-		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeRateLimited)
+		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, httpapi.CodeRateLimited)
 		for range 10 { // --ban-after 10
-			wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeRateLimited)
+			wantError(t, s.do("GET", "/v1/pets", token, ""), 429, httpapi.CodeRateLimited)
 		}
-		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
+		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, httpapi.CodeTemporarilyBanned)
 	})
 }
 
@@ -186,16 +187,16 @@ func TestAnIPv6SlashSixtyFourIsLimitedAndBannedAsOne(t *testing.T) {
 		}
 		for i := 0; ; i++ {
 			w := from(fmt.Sprintf("2001:db8:1:2::%x", i+1)) // a new address each time, in one /64
-			if w.Code == 429 && strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+			if w.Code == 429 && strings.Contains(w.Body.String(), httpapi.CodeTemporarilyBanned) {
 				break
 			}
 			if i > 100 {
 				t.Fatalf("no ban after %d requests from one /64: %d %s", i, w.Code, w.Body)
 			}
 		}
-		wantError(t, from("2001:db8:1:2:ffff:ffff:ffff:ffff"), 429, codeTemporarilyBanned)
-		wantError(t, from("2001:db8:1:3::1"), 401, codeUnauthorized)
-		wantError(t, from("192.0.2.7"), 401, codeUnauthorized)
+		wantError(t, from("2001:db8:1:2:ffff:ffff:ffff:ffff"), 429, httpapi.CodeTemporarilyBanned)
+		wantError(t, from("2001:db8:1:3::1"), 401, httpapi.CodeUnauthorized)
+		wantError(t, from("192.0.2.7"), 401, httpapi.CodeUnauthorized)
 		s.flushAudit()
 		want := "address:2001:db8:1:2::/64"
 		if got := s.stored(); len(got) != 1 || got[0].Subject.String() != want {
@@ -274,7 +275,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	a.clock.advance(time.Minute)                                   // the minute bucket is full again
 	for i, s := range []*testServer{b, a} {
 		w := s.do("GET", "/v1/pets", token, "")
-		wantError(t, w, 429, codeTemporarilyBanned)
+		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 		if got := header(t, w, "Retry-After"); got != 840 {
 			t.Errorf("server %d after Redis lost the ban: Retry-After %d, want the rest of the ban, 840", i, got)
 		}
@@ -282,7 +283,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
 	proxy.set("drop") // and now away: each server's fallback limits alone
 	for i, s := range []*testServer{a, b} {
-		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, codeTemporarilyBanned)
+		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, httpapi.CodeTemporarilyBanned)
 		if s.limiter.(*limits.Redis).Link.Outages.Load() != 1 {
 			t.Errorf("server %d: not on its fallback", i)
 		}
@@ -317,11 +318,11 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 			status  int
 			code    string
 		}{
-			{"key:x", 400, codeInvalidRequest},
-			{"address:2001:db8::%2F48", 400, codeInvalidRequest},
-			{"address:2001:db8::1", 404, codeNotFound},
-			{"address:2001:db8::%2F64", 404, codeNotFound},
-			{fmt.Sprintf("key:%d", k.ID+1), 404, codeNotFound},
+			{"key:x", 400, httpapi.CodeInvalidRequest},
+			{"address:2001:db8::%2F48", 400, httpapi.CodeInvalidRequest},
+			{"address:2001:db8::1", 404, httpapi.CodeNotFound},
+			{"address:2001:db8::%2F64", 404, httpapi.CodeNotFound},
+			{fmt.Sprintf("key:%d", k.ID+1), 404, httpapi.CodeNotFound},
 		} {
 			w := do("DELETE", "/admin/v1/bans/"+tc.subject)
 			wantError(t, w, tc.status, tc.code)
@@ -332,7 +333,7 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 		if w := do("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID)); w.Code != 204 || w.Body.Len() != 0 {
 			t.Errorf("DELETE of the ban: %d %s, want 204 and no body", w.Code, w.Body)
 		}
-		wantError(t, do("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID)), 404, codeNotFound)
+		wantError(t, do("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID)), 404, httpapi.CodeNotFound)
 		if w := do("GET", "/admin/v1/bans"); w.Code != 200 || w.Body.String() != "[]\n" {
 			t.Errorf("GET /admin/v1/bans after the lift: %d %s, want []", w.Code, w.Body)
 		}
@@ -341,7 +342,7 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 			t.Errorf("ban.lifted events %+v, want one by admin:portal of key %d", events, k.ID)
 		}
 		s.refreshBans()
-		if w := s.do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), codeTemporarilyBanned) {
+		if w := s.do("GET", "/v1/pets", key, ""); strings.Contains(w.Body.String(), httpapi.CodeTemporarilyBanned) {
 			t.Errorf("after the lift over the admin API: %d %s, want no ban", w.Code, w.Body)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"petstore/internal/httpapi"
 	"slices"
 	"strings"
 	"sync"
@@ -111,7 +112,7 @@ func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
 	page.click(ctx, create+` .try-out__btn`)
 	page.waitFor(ctx, "Execute", `!!document.querySelector('`+create+` .execute')`)
 	pets := func() int {
-		stored, err := s.store.ListPets(ctx, "", 0, maxPageSize)
+		stored, err := s.store.ListPets(ctx, "", 0, httpapi.MaxPageSize)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
@@ -1058,7 +1059,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 			if took := time.Since(revoked); took >= time.Second {
 				t.Errorf("the revoked key was refused %v after keys revoke returned, want within 1 s", took)
 			}
-			wantError(t, recorded(resp, body), http.StatusUnauthorized, codeUnauthorized)
+			wantError(t, recorded(resp, body), http.StatusUnauthorized, httpapi.CodeUnauthorized)
 			return true
 		})
 		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK) // other keys still work

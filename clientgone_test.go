@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/testkit"
 
 	dto "github.com/prometheus/client_model/go"
@@ -185,7 +186,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 					for id, line := range s.loggedRequests() {
 						if strings.HasPrefix(id, "healthy-") {
 							lines++
-							if line.status == statusClientClosed {
+							if line.status == httpapi.StatusClientClosed {
 								hungUp++
 							}
 						}
@@ -245,7 +246,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 					if r.stalls && !gaveUp[i] {
 						t.Errorf("%s: answered while the database stalls; want the client to give up", r.name)
 					}
-					if gaveUp[i] && (line.status != statusClientClosed || line.level != "INFO") {
+					if gaveUp[i] && (line.status != httpapi.StatusClientClosed || line.level != "INFO") {
 						t.Errorf("%s whose client gave up: logged status %d at %s, want 499 at INFO", r.name, line.status, line.level)
 					}
 				}

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"petstore/internal/httpapi"
 )
 
 // The owner's console (docs/admin.md "Console"): one page at /console/ on
@@ -42,11 +43,11 @@ func addConsoleRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /console/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := assets[r.PathValue("file")]
 		if !ok || r.PathValue("file") == "index.html" {
-			notFound().ServeHTTP(w, r)
+			httpapi.NotFound().ServeHTTP(w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
 	}))
-	mux.Handle("GET /console/", notFound())
-	mux.Handle("/console/", methodNotAllowed("GET, HEAD"))
+	mux.Handle("GET /console/", httpapi.NotFound())
+	mux.Handle("/console/", httpapi.MethodNotAllowed("GET, HEAD"))
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"petstore/internal/cli"
+	"petstore/internal/httpapi"
 	"regexp"
 	"slices"
 	"strconv"
@@ -204,7 +205,7 @@ func TestErrorTableMatchesTheServiceAndOpenAPI(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(table, -1) {
 		inTable[m[1]], _ = strconv.Atoi(m[2])
 	}
-	for code, status := range codeStatus {
+	for code, status := range httpapi.CodeStatus {
 		if got, ok := inTable[code]; !ok {
 			t.Errorf("error code %s (%d) is missing from the README's table", code, status)
 		} else if got != status {
@@ -212,7 +213,7 @@ func TestErrorTableMatchesTheServiceAndOpenAPI(t *testing.T) {
 		}
 	}
 	for code := range inTable {
-		if _, ok := codeStatus[code]; !ok {
+		if _, ok := httpapi.CodeStatus[code]; !ok {
 			t.Errorf("README's table lists %s, which the service never answers", code)
 		}
 	}

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 )
 
@@ -39,15 +41,15 @@ func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, failure := adminCredential(tc.authorization, "production")
+			_, failure := adminapi.Credential(tc.authorization, "production")
 			if tc.reason == keyring.Invalid {
-				failure = adminUnknown // only the database tells
+				failure = adminapi.Unknown // only the database tells
 			}
 			if failure.Reason != tc.reason {
 				t.Errorf("reason %s, want %s", keyring.ReasonNames[failure.Reason], keyring.ReasonNames[tc.reason])
 			}
 			w := s.admin("GET", "/admin/v1/keys", "", "", "Authorization", tc.authorization)
-			wantError(t, w, http.StatusUnauthorized, codeUnauthorized, tc.mentions)
+			wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized, tc.mentions)
 			if petKey := strings.Contains(tc.authorization, "psk_"); strings.Contains(w.Body.String(), "psk_") != petKey {
 				t.Errorf("a pet key sent: %v; the answer mentions psk_: %v: %s", petKey, !petKey, w.Body)
 			}
@@ -59,16 +61,16 @@ func TestAWrongListenerIsNamed(t *testing.T) {
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	t.Run("an admin token on /v1", func(t *testing.T) {
-		wantError(t, s.do("GET", "/v1/pets", admin, ""), http.StatusUnauthorized, codeUnauthorized, "admin token", "--admin-addr", "/admin/v1")
+		wantError(t, s.do("GET", "/v1/pets", admin, ""), http.StatusUnauthorized, httpapi.CodeUnauthorized, "admin token", "--admin-addr", "/admin/v1")
 	})
 	for _, target := range []string{"/admin/v1/keys", "/admin/v1", "/admin/v1/openapi.yaml"} {
 		t.Run(target+" on the public listener", func(t *testing.T) {
-			wantError(t, s.do("GET", target, admin, ""), http.StatusNotFound, codeNotFound, "--admin-addr")
+			wantError(t, s.do("GET", target, admin, ""), http.StatusNotFound, httpapi.CodeNotFound, "--admin-addr")
 		})
 	}
 	t.Run("another path on the public listener", func(t *testing.T) {
 		w := s.do("GET", "/nothing", "", "")
-		if wantError(t, w, http.StatusNotFound, codeNotFound); strings.Contains(w.Body.String(), "admin") {
+		if wantError(t, w, http.StatusNotFound, httpapi.CodeNotFound); strings.Contains(w.Body.String(), "admin") {
 			t.Errorf("an unknown path is sent to the admin listener: %s", w.Body)
 		}
 	})

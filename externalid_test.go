@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 )
 
@@ -28,12 +30,12 @@ func TestPatchSetsChangesAndClearsAnExternalIDWithTheConflictOfCreate(t *testing
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-		var a, b createdKey
+		var a, b adminapi.CreatedKey
 		decodeJSON(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1"}`), &a)
 		decodeJSON(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`), &b)
 		pathA, pathB := fmt.Sprintf("/admin/v1/keys/%d", a.ID), fmt.Sprintf("/admin/v1/keys/%d", b.ID)
 
-		wantError(t, s.admin("PATCH", pathB, admin, `{"externalId":"acct_1"}`), 409, codeConflict, "acct_1", strconv.FormatInt(a.ID, 10))
+		wantError(t, s.admin("PATCH", pathB, admin, `{"externalId":"acct_1"}`), 409, httpapi.CodeConflict, "acct_1", strconv.FormatInt(a.ID, 10))
 		if got := s.keyExternalID(t, admin, b.ID); got != "" {
 			t.Errorf("a refused PATCH left externalId %q", got)
 		}
@@ -91,11 +93,11 @@ func TestAnExternalIDHoldingAKeyOrTokenIsRefused(t *testing.T) {
 	for name, v := range values {
 		body := `{"externalId":` + strconv.Quote(v) + `}`
 		t.Run(name+" on create", func(t *testing.T) {
-			wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free",`+body[1:]), 400, codeInvalidRequest,
+			wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free",`+body[1:]), 400, httpapi.CodeInvalidRequest,
 				"externalId must not hold an API key or admin token")
 		})
 		t.Run(name+" on PATCH", func(t *testing.T) {
-			wantError(t, s.admin("PATCH", path, admin, body), 400, codeInvalidRequest, "externalId must not hold an API key or admin token")
+			wantError(t, s.admin("PATCH", path, admin, body), 400, httpapi.CodeInvalidRequest, "externalId must not hold an API key or admin token")
 		})
 		t.Run(name+" on the command line", func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "keys.db")
@@ -183,8 +185,8 @@ func TestNamesAndExternalIDsThatAreNotUTF8AreRefused(t *testing.T) {
 		for _, field := range []string{"name", "externalId"} {
 			t.Run(c.name+" in "+field, func(t *testing.T) {
 				body := `{"` + field + `":` + c.text + `}`
-				wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free",`+body[1:]), 400, codeInvalidRequest, field, "UTF-8")
-				wantError(t, s.admin("PATCH", path, admin, body), 400, codeInvalidRequest, field, "UTF-8")
+				wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free",`+body[1:]), 400, httpapi.CodeInvalidRequest, field, "UTF-8")
+				wantError(t, s.admin("PATCH", path, admin, body), 400, httpapi.CodeInvalidRequest, field, "UTF-8")
 			})
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -30,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/petcopy"
 )
@@ -262,11 +262,11 @@ func equalStatus(a, b *string) bool {
 // must not pass for a valid name).
 func createPetReference(body string) (accept bool, code string) {
 	if !json.Valid([]byte(body)) || strings.TrimLeft(body, " \t\r\n")[0] != '{' {
-		return false, codeInvalidJSON
+		return false, httpapi.CodeInvalidJSON
 	}
 	dec := json.NewDecoder(strings.NewReader(body))
 	if _, err := dec.Token(); err != nil { // the '{'
-		return false, codeInvalidJSON
+		return false, httpapi.CodeInvalidJSON
 	}
 	seen := map[string]bool{}
 	for dec.More() {
@@ -274,15 +274,15 @@ func createPetReference(body string) (accept bool, code string) {
 		name, isName := tok.(string)
 		var value json.RawMessage
 		if err != nil || !isName || dec.Decode(&value) != nil {
-			return false, codeInvalidJSON // json.Valid said otherwise
+			return false, httpapi.CodeInvalidJSON // json.Valid said otherwise
 		}
 		if seen[name] || !validPetMember(name, value) {
-			return false, codeInvalidRequest
+			return false, httpapi.CodeInvalidRequest
 		}
 		seen[name] = true
 	}
 	if !seen["name"] || !seen["categoryId"] {
-		return false, codeInvalidRequest
+		return false, httpapi.CodeInvalidRequest
 	}
 	return true, ""
 }
@@ -298,13 +298,13 @@ func validPetMember(name string, value json.RawMessage) bool {
 		// encoding/json reads invalid UTF-8 and lone surrogates as U+FFFD;
 		// the service refuses such a name rather than change it.
 		return json.Unmarshal(value, &s) == nil && !strings.ContainsRune(s, utf8.RuneError) && strings.TrimSpace(s) != "" &&
-			utf8.RuneCountInString(s) <= maxNameRunes && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
+			utf8.RuneCountInString(s) <= httpapi.MaxNameRunes && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 	case "categoryId":
 		var n int64
 		return json.Unmarshal(value, &n) == nil && n >= 1
 	case "status":
 		var s string
-		return json.Unmarshal(value, &s) == nil && validStatus(s)
+		return json.Unmarshal(value, &s) == nil && domain.KnownStatus(s)
 	}
 	return false
 }
@@ -351,7 +351,7 @@ func FuzzListQuery(f *testing.F) {
 				w.Code, w.Header().Values("Link"), w.Body, ws[1].Code, ws[1].Header().Values("Link"), ws[1].Body)
 		}
 		if parseErr != nil {
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != codeInvalidRequest {
+			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("query %q: %d %s, want 400 invalid_request (%v)", raw, w.Code, code, parseErr)
 			}
 			return
@@ -446,8 +446,8 @@ func FuzzParseListQuery(f *testing.F) {
 
 		q, err := parseListQuery(raw)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) || e.Code != codeInvalidRequest || e.Message == "" {
+			var e *httpapi.Error
+			if !errors.As(err, &e) || e.Code != httpapi.CodeInvalidRequest || e.Message == "" {
 				t.Fatalf("parseListQuery(%q) error %#v is not an invalid_request Error", raw, err)
 			}
 		}
@@ -456,7 +456,7 @@ func FuzzParseListQuery(f *testing.F) {
 			wantOK = false
 		}
 		if raw == "" {
-			want, wantOK = petcopy.Query{Limit: defaultPageSize}, true
+			want, wantOK = petcopy.Query{Limit: httpapi.DefaultPageSize}, true
 		}
 		if (err == nil) != wantOK || (wantOK && q != want) {
 			t.Fatalf("parseListQuery(%q) = %+v, %v; want %+v, ok=%v", raw, q, err, want, wantOK)
@@ -482,7 +482,7 @@ func FuzzParseListQuery(f *testing.F) {
 // (default 20); status one of the enum; cursor "after:<id>" in unpadded
 // base64url, id an int64 >= 1. Other parameters are ignored.
 func listQueryReference(values url.Values) (petcopy.Query, bool) {
-	q := petcopy.Query{Limit: defaultPageSize}
+	q := petcopy.Query{Limit: httpapi.DefaultPageSize}
 	for _, name := range []string{"limit", "status", "cursor"} {
 		if len(values[name]) > 1 {
 			return q, false
@@ -494,7 +494,7 @@ func listQueryReference(values url.Values) (petcopy.Query, bool) {
 			return q, false
 		}
 		q.Limit, _ = strconv.Atoi(digits)
-		if q.Limit > maxPageSize {
+		if q.Limit > httpapi.MaxPageSize {
 			return q, false
 		}
 	}
@@ -546,7 +546,7 @@ func positiveInt64(s string) (int64, bool) {
 		return 0, false
 	}
 	digits := strings.TrimLeft(s, "0")
-	if digits == "" || len(digits) > len(maxInt64String) || (len(digits) == len(maxInt64String) && digits > maxInt64String) {
+	if digits == "" || len(digits) > len(maxInt64Digits) || (len(digits) == len(maxInt64Digits) && digits > maxInt64Digits) {
 		return 0, false
 	}
 	var n int64
@@ -599,7 +599,7 @@ func FuzzPetID(f *testing.F) {
 			// net/http's ServeMux does not hand every escaped segment to
 			// the wildcard (it sends /v1/pets/%2F to "/"): such a request
 			// never reaches getPet, and gets the API's 404.
-			if code := wantError(t, w, 0, ""); code != codeNotFound {
+			if code := wantError(t, w, 0, ""); code != httpapi.CodeNotFound {
 				t.Fatalf("petId %q, routed by net/http to %q: %d %s, want 404 not_found", seg, pattern, w.Code, w.Body)
 			}
 			return
@@ -611,11 +611,11 @@ func FuzzPetID(f *testing.F) {
 		}
 		switch {
 		case !ok:
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != codeInvalidRequest {
+			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("petId %q: %d %s, want 400 invalid_request", seg, w.Code, code)
 			}
 		case id > int64(len(pets)):
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != codeNotFound {
+			if code := wantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != httpapi.CodeNotFound {
 				t.Fatalf("petId %q: %d %s, want 404 not_found", seg, w.Code, code)
 			}
 		default:
@@ -681,7 +681,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 		if isBearer && len(header) > 6 {
 			credential = strings.Trim(header[7:], " ")
 		}
-		if token, ok := bearerToken(header); ok != isBearer || token != credential {
+		if token, ok := httpapi.BearerToken(header); ok != isBearer || token != credential {
 			t.Fatalf("bearerToken(%q) = %q, %v; want %q, %v", header, token, ok, credential, isBearer)
 		}
 
@@ -717,7 +717,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			apiReadPets(t, w)
 			return
 		}
-		if code := wantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != codeUnauthorized {
+		if code := wantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != httpapi.CodeUnauthorized {
 			t.Fatalf("Authorization %q: %d %s, want 401 unauthorized", header, w.Code, w.Body)
 		}
 		challenge := `Bearer realm="petstore"`
@@ -766,8 +766,8 @@ func FuzzIdempotencyKey(f *testing.F) {
 				t.Fatalf("idempotencyKey(%q) = %q, %v, %v; want %q", h["Idempotency-Key"], key, ok, err, wantKey)
 			}
 		} else {
-			var e *Error
-			if !errors.As(err, &e) || e.Code != codeInvalidRequest || ok {
+			var e *httpapi.Error
+			if !errors.As(err, &e) || e.Code != httpapi.CodeInvalidRequest || ok {
 				t.Fatalf("idempotencyKey(%q) = %q, %v, %v; want an invalid_request error", h["Idempotency-Key"], key, ok, err)
 			}
 		}
@@ -781,7 +781,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		before := s.lastPetID()
 		first := send(h["Idempotency-Key"], body)
 		if !wantOK {
-			if code := wantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != codeInvalidRequest {
+			if code := wantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("Idempotency-Key %q: %d %s, want 400 invalid_request", h["Idempotency-Key"], first.Code, first.Body)
 			}
 			if after := s.lastPetID(); after != before {
@@ -810,7 +810,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 		// The same key with another body is a mismatch.
 		other := send([]string{value}, `{"name":"Other","categoryId":2}`)
-		if code := wantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != codeIdempotencyMismatch {
+		if code := wantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != httpapi.CodeIdempotencyMismatch {
 			t.Fatalf("Idempotency-Key %q with another body: %d %s, want 422 idempotency_mismatch", value, other.Code, other.Body)
 		}
 	})
@@ -853,45 +853,5 @@ func idempotencyKeyReference(v string) (string, bool) {
 
 // ---------------------------------------------------------------- JSON
 
-// FuzzScanNewPet checks the fast reading of a createPet body against the
-// token-by-token one: the same pet or the same error for every body, and
-// unquote reads each string as encoding/json does.
-func FuzzScanNewPet(f *testing.F) {
-	for _, body := range []string{
-		`{"name":"Rex","categoryId":1}`, `{"name":"Rex","categoryId":1,"status":"sold"}`,
-		` {"status":"available" , "categoryId":-0,"name":"a b"}` + "\n", `{"name":"R\"ex","categoryId":1}`,
-		`{"name":"Rex","categoryId":01}`, `{"name":"Rex","categoryId":1.5}`, `{"name":"Rex","categoryId":1e2}`,
-		`{"name":"Rex","name":"Max","categoryId":1}`, `{"name":"Rex","categoryId":1}x`, `{"name":"Rex","categoryId":1`,
-		`{"name":"\xff","categoryId":1}`, `{"name":"\ufffd","categoryId":1}`, `{"name":true,"categoryId":1}`,
-		`{"name":"Rex","categoryId":1,}`, `{}`, `{"na\u006de":"Rex","categoryId":1}`, `{"name":"Rex","categoryId":-}`,
-	} {
-		f.Add(body)
-	}
-	f.Fuzz(func(t *testing.T, body string) {
-		want, wantErr := readNewPet(strings.NewReader(body))
-		got, gotErr := readSmallNewPet(strings.NewReader(body), int64(len(body)))
-		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-			t.Fatalf("body %q: read whole %+v, %v; token by token %+v, %v", body, got, gotErr, want, wantErr)
-		}
-		// A body that ends before its declared length, as net/http reads
-		// it when the client goes away.
-		cut := func() io.Reader { return io.MultiReader(strings.NewReader(body), errorReader{io.ErrUnexpectedEOF}) }
-		want, wantErr = readNewPet(cut())
-		got, gotErr = readSmallNewPet(cut(), int64(len(body))+3)
-		if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-			t.Fatalf("cut body %q: read whole %+v, %v; token by token %+v, %v", body, got, gotErr, want, wantErr)
-		}
-		var fields map[string]json.RawMessage
-		if json.Unmarshal([]byte(body), &fields) != nil {
-			return
-		}
-		for _, raw := range fields {
-			var fast, slow string
-			fastOK, slowOK := unquote(raw, &fast), json.Unmarshal(raw, &slow) == nil
-			invalid := func(s string) bool { return strings.ContainsRune(s, utf8.RuneError) }
-			if fastOK != slowOK || (fast != slow && !(invalid(fast) && invalid(slow))) {
-				t.Fatalf("unquote(%q) = %q, %v; encoding/json reads %q, %v", raw, fast, fastOK, slow, slowOK)
-			}
-		}
-	})
-}
+// maxInt64Digits is the largest int64, written out.
+const maxInt64Digits = "9223372036854775807"

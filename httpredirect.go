@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"strconv"
 	"strings"
@@ -27,11 +28,11 @@ type challenger interface {
 // handler (for /healthz and /readyz, which logs them), challenges
 // certmagic's issuer (nil without ACME), httpsPort the port of --addr.
 func plainHandler(health http.Handler, challenges challenger, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
-	logged := logRequests(logger, m)
+	logged := httpapi.LogRequests(logger, m)
 	own := logged(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
 			w.Header().Set("Connection", "close")
-			writeError(w, r, errorf(codeHTTPSRequired, "use https: this API is served over HTTPS only, and a key sent over plain HTTP "+
+			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeHTTPSRequired, "use https: this API is served over HTTPS only, and a key sent over plain HTTP "+
 				"has crossed the network in clear text (revoke or roll it)"))
 			return
 		}
@@ -87,7 +88,7 @@ type plainSniffer struct {
 
 // httpsRequired is the whole answer to a plain HTTP request on a TLS port.
 var httpsRequired = func() string {
-	body := `{"code":"` + codeHTTPSRequired + `","message":"use https: this port speaks TLS only, and a key sent over plain HTTP ` +
+	body := `{"code":"` + httpapi.CodeHTTPSRequired + `","message":"use https: this port speaks TLS only, and a key sent over plain HTTP ` +
 		`has crossed the network in clear text (revoke or roll it)","status":400}` + "\n"
 	return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n" + body

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"petstore/internal/certs"
 	"petstore/internal/cli"
+	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"strings"
@@ -146,7 +147,7 @@ func pairGiven(certFlag, cert, keyFlag, key string) error {
 // what wraps the API's handler, what follows the certificates.
 type transport struct {
 	api, admin *tls.Config
-	wrap       middleware
+	wrap       httpapi.Middleware
 	follow     []func(ctx context.Context)
 	acme       *certs.ACME // nil without --acme-domain
 }
@@ -313,7 +314,7 @@ func http1HeaderLimit(next http.Handler) http.Handler {
 
 // strictTransport adds Strict-Transport-Security to every answer over TLS,
 // so a browser never again asks this name over plain HTTP for maxAge.
-func strictTransport(maxAge time.Duration) middleware {
+func strictTransport(maxAge time.Duration) httpapi.Middleware {
 	value := certs.HSTS(maxAge)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

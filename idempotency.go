@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/petcopy"
 )
 
@@ -27,16 +28,16 @@ func idempotencyKey(h http.Header) (key string, ok bool, err error) {
 		return "", false, nil
 	}
 	if len(values) > 1 {
-		return "", false, errorf(codeInvalidRequest, "Idempotency-Key must be given once")
+		return "", false, httpapi.Errorf(httpapi.CodeInvalidRequest, "Idempotency-Key must be given once")
 	}
 	key = values[0]
 	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
 		if key, ok = unquoteSFString(key[1 : len(key)-1]); !ok {
-			return "", false, errorf(codeInvalidRequest, `Idempotency-Key is a malformed quoted string: only \" and \\ may be escaped`)
+			return "", false, httpapi.Errorf(httpapi.CodeInvalidRequest, `Idempotency-Key is a malformed quoted string: only \" and \\ may be escaped`)
 		}
 	}
 	if len(key) < 1 || len(key) > maxIdempotencyKeyLen || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
-		return "", false, errorf(codeInvalidRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", maxIdempotencyKeyLen)
+		return "", false, httpapi.Errorf(httpapi.CodeInvalidRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", maxIdempotencyKeyLen)
 	}
 	return key, true, nil
 }
@@ -93,7 +94,7 @@ func (f *inflight) begin(k inflightKey) (done func(), ok bool) {
 	}, true
 }
 
-var errIdempotencyInFlight = errorf(codeIdempotencyConflict,
+var errIdempotencyInFlight = httpapi.Errorf(httpapi.CodeIdempotencyConflict,
 	"a request with this Idempotency-Key is still being processed; retry once it has completed")
 
 // createOnce creates p unless this API key's Idempotency-Key already did,
@@ -104,7 +105,7 @@ func createOnce(ctx context.Context, pets *petcopy.Cache, idem *inflight, now fu
 		return domain.Pet{}, false, errIdempotencyInFlight
 	}
 	defer done()
-	hash := requestHash(p)
+	hash := httpapi.RequestHash(p)
 	if pet, found, err := replay(ctx, pets.Store(), now, apiKeyID, key, hash); found || err != nil {
 		return pet, found, err
 	}
@@ -130,7 +131,7 @@ func replay(ctx context.Context, store petcopy.Store, now func() time.Time, apiK
 		return domain.Pet{}, false, err
 	}
 	if !bytes.Equal(rec.RequestHash, hash) {
-		return domain.Pet{}, false, errorf(codeIdempotencyMismatch,
+		return domain.Pet{}, false, httpapi.Errorf(httpapi.CodeIdempotencyMismatch,
 			"this Idempotency-Key was used with a different body; use a new key for a new pet")
 	}
 	pet, err = store.GetPet(ctx, rec.PetID)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/manage"
 	"petstore/internal/store"
@@ -75,8 +76,8 @@ func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domai
 // wantExpired checks a 401 for an expired key.
 func wantExpired(t *testing.T, w *httptest.ResponseRecorder) {
 	t.Helper()
-	wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
-	var e Error
+	wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	var e httpapi.Error
 	if err := json.Unmarshal(w.Body.Bytes(), &struct {
 		Message *string `json:"message"`
 	}{&e.Message}); err != nil {
@@ -251,7 +252,7 @@ func TestRolledKeysShareOneBudget(t *testing.T) {
 				}
 			}
 			for _, token := range []string{newToken, oldToken} {
-				wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, codeRateLimited)
+				wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			}
 			// The day's count is stored under the budget's id, once.
 			if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
@@ -266,8 +267,8 @@ func TestRolledKeysShareOneBudget(t *testing.T) {
 				s.do("GET", "/v1/pets", oldToken, "")
 			}
 			s.do("GET", "/v1/pets", newToken, "")
-			wantError(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
-			wantError(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 		})
 	})
 }
@@ -555,20 +556,20 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 			for range 58 {
 				s.do("GET", "/v1/pets", key, "")
 			}
-			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeRateLimited)
+			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			for range 20 {
 				if body, w := s.rateLimitAnswer(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
 					t.Fatalf("over the limit: %+v, Retry-After %q; want 0 left and no Retry-After on a 200", body.Minute, w.Header().Get("Retry-After"))
 				}
 			}
 			for i := range 10 {
-				if w := s.do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), codeRateLimited) {
+				if w := s.do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), httpapi.CodeRateLimited) {
 					t.Fatalf("refusal %d during the wait: %s, want rate_limited (GET /v1/rate_limit must not count)", i+2, w.Body)
 				}
 			}
-			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 			w := s.do("GET", "/v1/rate_limit", key, "")
-			wantError(t, w, http.StatusTooManyRequests, codeTemporarilyBanned)
+			wantError(t, w, http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 			if header(t, w, "Retry-After") != 900 || header(t, w, "X-RateLimit-Remaining") != 0 {
 				t.Errorf("banned: Retry-After %s, Remaining %s; want 900 and 0", w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Remaining"))
 			}
@@ -619,7 +620,7 @@ func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
 func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		w := s.do("GET", "/v1/rate_limit", "", "")
-		wantError(t, w, http.StatusUnauthorized, codeUnauthorized)
+		wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
 		if got := header(t, w, "X-RateLimit-Remaining"); got != 59 {
 			t.Errorf("a 401 spends the address's quota as everywhere: Remaining %d, want 59", got)
 		}

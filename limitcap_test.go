@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 )
 
@@ -29,7 +30,7 @@ func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) 
 		{"PATCH", path, `{"perMinute":` + over + `}`, "perMinute"},
 		{"PATCH", path, `{"perDay":` + over + `}`, "perDay"},
 	} {
-		wantError(t, s.admin(c.method, c.target, admin, c.body), 400, codeInvalidRequest, c.field+" must be at most 1000000000")
+		wantError(t, s.admin(c.method, c.target, admin, c.body), 400, httpapi.CodeInvalidRequest, c.field+" must be at most 1000000000")
 	}
 	at := strconv.Itoa(domain.MaxLimit)
 	if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"enterprise","perMinute":`+at+`,"perDay":`+at+`}`); w.Code != 201 {
@@ -102,7 +103,7 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
 	d := limits.Decision{Policy: "60;w=60", Window: "minute", Limit: -1, Remaining: math.MinInt64, Reset: time.Unix(1700000000, 0), ResetIn: -time.Second}
 	h := http.Header{}
-	setRateLimitHeaders(h, &requestInfo{}, &d)
+	setRateLimitHeaders(h, &httpapi.Record{}, &d)
 	for name, v := range h {
 		if strings.Contains(fmt.Sprint(v), "-") && name != "Ratelimit-Policy" {
 			t.Errorf("%s: %q", name, v)

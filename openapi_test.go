@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 
 	"gopkg.in/yaml.v3"
 )
@@ -394,7 +395,7 @@ func TestOpenAPIErrorCodesAreExactlyThoseOfErrorsGo(t *testing.T) {
 		t.Fatal("openapi.yaml has no Error schema")
 	}
 	documented := slices.Sorted(slices.Values(doc.schema(t, errSchema.Properties["code"]).Enum))
-	inCode := slices.DeleteFunc(slices.Sorted(maps.Keys(codeStatus)), func(code string) bool { return slices.Contains(adminOnlyCodes, code) })
+	inCode := slices.DeleteFunc(slices.Sorted(maps.Keys(httpapi.CodeStatus)), func(code string) bool { return slices.Contains(adminOnlyCodes, code) })
 	if !slices.Equal(documented, inCode) {
 		t.Errorf("Error.code enum:\n  %v\nwant the keys of codeStatus but adminOnlyCodes:\n  %v", documented, inCode)
 	}
@@ -627,13 +628,13 @@ func TestOpenAPIParametersAndBodyHaveTheCodesBounds(t *testing.T) {
 
 	limit := doc.operationParameter(t, list, "limit")
 	if s := limit.Schema; s.Type != "integer" || s.Minimum == nil || *s.Minimum != 1 ||
-		s.Maximum == nil || *s.Maximum != maxPageSize || s.Default != defaultPageSize {
-		t.Errorf("limit schema is %s, want integer minimum=1 maximum=%d default=%d", s, maxPageSize, defaultPageSize)
+		s.Maximum == nil || *s.Maximum != httpapi.MaxPageSize || s.Default != httpapi.DefaultPageSize {
+		t.Errorf("limit schema is %s, want integer minimum=1 maximum=%d default=%d", s, httpapi.MaxPageSize, httpapi.DefaultPageSize)
 	}
 
 	status := doc.schema(t, doc.operationParameter(t, list, "status").Schema)
 	for _, v := range status.Enum {
-		if !validStatus(v) {
+		if !domain.KnownStatus(v) {
 			t.Errorf("status enum has %q, which the server refuses", v)
 		}
 	}
@@ -665,8 +666,8 @@ func TestOpenAPIParametersAndBodyHaveTheCodesBounds(t *testing.T) {
 		t.Errorf("NewPet requires %v, want %v", newPet.Required, want)
 	}
 	if name := newPet.Properties["name"]; name.MinLength == nil || *name.MinLength != 1 ||
-		name.MaxLength == nil || *name.MaxLength != maxNameRunes {
-		t.Errorf("NewPet.name is %s, want string minLength=1 maxLength=%d", name, maxNameRunes)
+		name.MaxLength == nil || *name.MaxLength != httpapi.MaxNameRunes {
+		t.Errorf("NewPet.name is %s, want string minLength=1 maxLength=%d", name, httpapi.MaxNameRunes)
 	}
 	if c := newPet.Properties["categoryId"]; c.Type != "integer" || c.Format != "int64" || c.Minimum == nil || *c.Minimum != 1 {
 		t.Errorf("NewPet.categoryId is %s, want integer int64 minimum=1", c)
@@ -728,7 +729,7 @@ func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"a replayed creation", "createPet", "POST", "/v1/pets", key, `{"name":"Tom","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 201},
 		{"a reused Idempotency-Key", "createPet", "POST", "/v1/pets", key, `{"name":"Max","categoryId":2}`, []string{"Idempotency-Key", "k1"}, 422},
 		{"a body that is not JSON", "createPet", "POST", "/v1/pets", key, `{`, nil, 400},
-		{"a body too large", "createPet", "POST", "/v1/pets", key, `{"name":"` + strings.Repeat("x", maxBodyBytes) + `"}`, nil, 413},
+		{"a body too large", "createPet", "POST", "/v1/pets", key, `{"name":"` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`, nil, 413},
 		{"a body of another type", "createPet", "POST", "/v1/pets", key, `{}`, []string{"Content-Type", "text/plain"}, 415},
 		{"a pet", "getPet", "GET", petPath, key, "", nil, 200},
 		{"a bad petId", "getPet", "GET", "/v1/pets/0", key, "", nil, 400},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/internal/httpapi"
 	"petstore/internal/logline"
 	"petstore/internal/petcopy"
 )
@@ -44,11 +45,11 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 				if tc.name == "full disk" && w.Code == 201 {
 					continue // a page may still have had room for a row or two
 				}
-				wantError(t, w, 503, codeUnavailable)
+				wantError(t, w, 503, httpapi.CodeUnavailable)
 			}
 			w := s.do("POST", "/v1/pets", key, `{"name":"During","categoryId":1}`, "Idempotency-Key", "k1")
 			if tc.name != "full disk" {
-				wantError(t, w, 503, codeUnavailable)
+				wantError(t, w, 503, httpapi.CodeUnavailable)
 			}
 			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 || !strings.Contains(w.Body.String(), "Before") {
 				t.Fatalf("reads must keep working: %d %s", w.Code, w.Body)
@@ -85,11 +86,11 @@ func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 		if calls == 1 {
 			panic("boom")
 		}
-		writeBody(w, 200, []byte("{}\n"))
-	}), logRequests(logger, nil))
+		httpapi.WriteBody(w, 200, []byte("{}\n"))
+	}), httpapi.LogRequests(logger, nil))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/v1/pets", nil))
-	wantError(t, w, 500, codeInternal)
+	wantError(t, w, 500, httpapi.CodeInternal)
 	if strings.Contains(w.Body.String(), "boom") || strings.Contains(w.Body.String(), "goroutine") {
 		t.Errorf("the panic leaks to the client: %s", w.Body)
 	}

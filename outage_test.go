@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"petstore/internal/petcopy"
 	"petstore/internal/store"
@@ -41,7 +42,7 @@ const (
 // a 503 unavailable with a Retry-After, within the deadline and its margin.
 func wantUnavailableInTime(t *testing.T, what string, w *httptest.ResponseRecorder, took time.Duration) {
 	t.Helper()
-	wantError(t, w, http.StatusServiceUnavailable, codeUnavailable)
+	wantError(t, w, http.StatusServiceUnavailable, httpapi.CodeUnavailable)
 	if w.Header().Get("Retry-After") != "1" {
 		t.Errorf("%s: Retry-After %q, want 1", what, w.Header().Get("Retry-After"))
 	}
@@ -380,7 +381,7 @@ func TestReadyzFollowsTheDatabaseWithinASecond(t *testing.T) {
 	release := holdWriteLock(t, s.dbPath)
 	readyWithin(t, s, http.StatusServiceUnavailable)
 	w := s.do("GET", "/readyz", "", "")
-	wantError(t, w, http.StatusServiceUnavailable, codeUnavailable, "database")
+	wantError(t, w, http.StatusServiceUnavailable, httpapi.CodeUnavailable, "database")
 	if w.Header().Get("Retry-After") == "" {
 		t.Error("/readyz's 503 has no Retry-After")
 	}
@@ -431,7 +432,7 @@ func TestDatabase503sAreCountedByCause(t *testing.T) {
 
 	release := holdWriteLock(t, s.dbPath)
 	for range 2 {
-		wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, codeUnavailable)
+		wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, httpapi.CodeUnavailable)
 	}
 	_, _, before := dbMetrics(t, m)
 	var wg sync.WaitGroup
@@ -448,7 +449,7 @@ func TestDatabase503sAreCountedByCause(t *testing.T) {
 	if _, err := s.sqlite.Writer().Exec("PRAGMA query_only = 1"); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, codeUnavailable)
+	wantError(t, s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`), 503, httpapi.CodeUnavailable)
 	if _, err := s.sqlite.Writer().Exec("PRAGMA query_only = 0"); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 
@@ -89,7 +90,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	if got, _ := dst.store.Bans(ctx); len(wantBans) != 1 || !slices.EqualFunc(got, wantBans, sameBan) {
 		t.Errorf("bans after the copy: %+v, want %+v", got, wantBans)
 	}
-	wantError(t, dst.do("GET", "/v1/pets", banned, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+	wantError(t, dst.do("GET", "/v1/pets", banned, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 	if got, _ := dst.store.ListPets(ctx, "", 0, 100); !slices.Equal(got, wantPets) {
 		t.Errorf("pets after the copy:\n%v\nwant\n%v", got, wantPets)
 	}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
-	"strings"
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
 )
@@ -30,23 +28,23 @@ func redisHooks(m *metrics.Metrics) limits.RedisHooks {
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit;
 // a key's day count is shown to quota, which notices 80% and 100%.
-func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, trustProxy bool) middleware {
+func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, trustProxy bool) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			info := recordOf(w)
-			key := info.limiting()
+			info := httpapi.RecordOf(w)
+			key := info.Limiting()
 			id, lim := domain.CallerID{KeyID: 0}, domain.AnonymousLimits
 			if key != nil {
 				id, lim = key.Budget()
 			} else {
-				id.Addr = clientAddr(r, trustProxy)
+				id.Addr = httpapi.ClientAddr(r, trustProxy)
 			}
 			d, err := limiter.Allow(r.Context(), id, lim)
 			if err != nil {
-				writeError(w, r, err)
+				httpapi.WriteError(w, r, err)
 				return
 			}
-			info.decided(&d)
+			info.Decided(&d)
 			setRateLimitHeaders(w.Header(), info, &d)
 			if key != nil {
 				quota.Observe(key, lim, d)
@@ -55,7 +53,7 @@ func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, tr
 				if d.BanStarted {
 					audit.banned(key, id, d)
 				}
-				refuse(w, r, &d)
+				httpapi.Refuse(w, r, &d)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -66,7 +64,7 @@ func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, tr
 // setRateLimitHeaders reports d in the rate-limit headers, their values
 // backed by info's store. Every figure is a count of 0 or more, whatever the
 // arithmetic behind it gave.
-func setRateLimitHeaders(h http.Header, info *requestInfo, d *limits.Decision) {
+func setRateLimitHeaders(h http.Header, info *httpapi.Record, d *limits.Decision) {
 	limit, remaining, resetIn := max(0, d.Limit), max(0, d.Remaining), max(0, d.ResetIn)
 	// The four varying values are written into one string, one
 	// allocation, and set by key as textproto canonicalises them
@@ -85,42 +83,9 @@ func setRateLimitHeaders(h http.Header, info *requestInfo, d *limits.Decision) {
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, int64(resetIn/time.Second), 10)
 	all := string(b)
-	h["X-Ratelimit-Limit"] = info.headerValue(all[:endLimit])
-	h["X-Ratelimit-Remaining"] = info.headerValue(all[endLimit:endRemaining])
-	h["X-Ratelimit-Reset"] = info.headerValue(all[endRemaining:endReset])
-	h["Ratelimit-Policy"] = info.headerValue(d.Policy)
-	h["Ratelimit"] = info.headerValue(all[endReset:])
-}
-
-// refuse answers a request that d does not allow: 429, with Retry-After.
-func refuse(w http.ResponseWriter, r *http.Request, d *limits.Decision) {
-	seconds := int64(d.RetryAfter / time.Second)
-	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
-	if d.Code == codeTemporarilyBanned {
-		writeError(w, r, errorf(codeTemporarilyBanned,
-			"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
-	} else {
-		writeError(w, r, errorf(codeRateLimited,
-			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.Limit, d.Window, seconds))
-	}
-}
-
-// clientAddr is the address a request without a key is counted against: the
-// TCP peer, or behind a trusted proxy the first X-Forwarded-For hop; for
-// IPv6 its /64 (limitedAddr).
-func clientAddr(r *http.Request, trustProxy bool) netip.Addr {
-	if trustProxy {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			first, _, _ := strings.Cut(xff, ",")
-			if addr, err := netip.ParseAddr(strings.TrimSpace(first)); err == nil {
-				return domain.LimitedAddr(addr)
-			}
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, _ := netip.ParseAddr(host)
-	return domain.LimitedAddr(addr)
+	h["X-Ratelimit-Limit"] = info.HeaderValue(all[:endLimit])
+	h["X-Ratelimit-Remaining"] = info.HeaderValue(all[endLimit:endRemaining])
+	h["X-Ratelimit-Reset"] = info.HeaderValue(all[endRemaining:endReset])
+	h["Ratelimit-Policy"] = info.HeaderValue(d.Policy)
+	h["Ratelimit"] = info.HeaderValue(all[endReset:])
 }

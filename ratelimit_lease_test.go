@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
@@ -256,7 +257,7 @@ func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 		if n != step.want {
 			t.Errorf("%s: the other server allowed %d, want %d", step.name, n, step.want)
 		}
-		if d.Code != codeRateLimited || d.RetryAfter != time.Second {
+		if d.Code != httpapi.CodeRateLimited || d.RetryAfter != time.Second {
 			t.Errorf("%s: refused with %s, Retry-After %v; want rate_limited, 1 s", step.name, d.Code, d.RetryAfter)
 		}
 	}
@@ -274,12 +275,12 @@ func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 	for range 2 {
 		b.Allow(context.Background(), id, lim)
 	}
-	if d, _ := b.Allow(context.Background(), id, lim); d.Code != codeTemporarilyBanned {
+	if d, _ := b.Allow(context.Background(), id, lim); d.Code != httpapi.CodeTemporarilyBanned {
 		t.Fatalf("the other server: %+v, want banned", d)
 	}
 	mustAllow(t, a, id, lim, 1) // its lease is still live
 	s.clock.advance(limits.LeaseLife)
-	if d, _ := a.Allow(context.Background(), id, lim); d.Code != codeTemporarilyBanned {
+	if d, _ := a.Allow(context.Background(), id, lim); d.Code != httpapi.CodeTemporarilyBanned {
 		t.Errorf("the server that held a lease, once it aged out: %+v, want banned", d)
 	}
 }
@@ -345,7 +346,7 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 					t.Errorf("minute %d: %d accepted across three servers, want %d", minute+1, accepted, tc.lim.PerMinute)
 				}
 				for _, w := range refusals {
-					wantError(t, w, 429, codeRateLimited)
+					wantError(t, w, 429, httpapi.CodeRateLimited)
 					if got := header(t, w, "Retry-After"); got != 1 {
 						t.Errorf("minute %d: Retry-After %d, want 1", minute+1, got)
 					}
@@ -371,7 +372,7 @@ func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
 		}
 		now := servers[0].clock.now()
 		for _, w := range refusals {
-			wantError(t, w, 429, codeRateLimited)
+			wantError(t, w, 429, httpapi.CodeRateLimited)
 			if got, want := header(t, w, "Retry-After"), int64(limits.NextMidnight(now).Sub(now)/time.Second); got != want {
 				t.Errorf("day %d: Retry-After %d, want %d: until midnight", day+1, got, want)
 			}

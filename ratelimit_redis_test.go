@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/testkit"
 )
@@ -96,18 +97,18 @@ func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
 	}
 	for _, s := range servers { // the wait starts, and the second counts towards a ban
 		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeRateLimited)
+		wantError(t, w, 429, httpapi.CodeRateLimited)
 		if got := header(t, w, "Retry-After"); got != 1 {
 			t.Errorf("Retry-After = %d, want 1", got)
 		}
 	}
 	for i := range 9 {
-		wantError(t, servers[i%2].do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		wantError(t, servers[i%2].do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	}
-	wantError(t, a.do("GET", "/v1/pets", key, ""), 429, codeTemporarilyBanned)
+	wantError(t, a.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeTemporarilyBanned)
 	a.clock.advance(time.Minute) // the bucket is full again, the ban is not over
 	w := b.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeTemporarilyBanned)
+	wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 	if got := header(t, w, "Retry-After"); got != 840 {
 		t.Errorf("Retry-After on the other server = %d, want the rest of the ban, 840", got)
 	}
@@ -218,7 +219,7 @@ func TestPeekSpendsNothing(t *testing.T) {
 		for range 3 {
 			s.limiter.Allow(ctx, id, lim)
 		}
-		if p := peek(0, 940); p.Allowed || p.Code != codeTemporarilyBanned {
+		if p := peek(0, 940); p.Allowed || p.Code != httpapi.CodeTemporarilyBanned {
 			t.Fatalf("peek of a banned caller: %+v, want banned", p)
 		}
 	})
@@ -309,7 +310,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 				i+11, w.Code, w.Header().Get("X-RateLimit-Remaining"), 9-i)
 		}
 	}
-	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	dialed := proxy.accepted.Load()
 	for range 20 {
 		s.do("GET", "/v1/pets", "", "")
@@ -327,7 +328,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	s.clock.advance(limits.RedisProbeEvery)
 	// Back on Redis, whose count is raised to the 20 this server knows of.
 	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeRateLimited)
+	wantError(t, w, 429, httpapi.CodeRateLimited)
 	if got := header(t, w, "X-RateLimit-Remaining"); got != 0 {
 		t.Errorf("Remaining = %d after the outage, want 0: 20 of 20 used", got)
 	}

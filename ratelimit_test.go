@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/testkit"
@@ -63,7 +64,7 @@ func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 			}
 		}
 		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeRateLimited)
+		wantError(t, w, 429, httpapi.CodeRateLimited)
 		if got := header(t, w, "Retry-After"); got != 1 {
 			t.Errorf("Retry-After = %d, want 1", got)
 		}
@@ -80,7 +81,7 @@ func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
 			s.do("GET", "/v1/pets", key, "")
 		}
 		for range 5 { // refused requests must not push the refill further away
-			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 		}
 		w := s.do("GET", "/v1/pets", key, "")
 		retry := header(t, w, "Retry-After")
@@ -93,7 +94,7 @@ func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
 				t.Fatalf("request %d after waiting Retry-After: %d %s", i+1, w.Code, w.Body)
 			}
 		}
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	})
 }
 
@@ -114,7 +115,7 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 		}
 		midnight := limits.NextMidnight(s.clock.now())
 		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeRateLimited)
+		wantError(t, w, 429, httpapi.CodeRateLimited)
 		if got, want := header(t, w, "Retry-After"), int64(midnight.Sub(s.clock.now())/time.Second); got != want {
 			t.Errorf("Retry-After = %d, want %d (until the next UTC midnight)", got, want)
 		}
@@ -142,7 +143,7 @@ func TestCustomEnterpriseLimits(t *testing.T) {
 			}
 		}
 		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeRateLimited)
+		wantError(t, w, 429, httpapi.CodeRateLimited)
 		if got := header(t, w, "Retry-After"); got != 30 {
 			t.Errorf("Retry-After = %d, want 30 (2 a minute refill one every 30s)", got)
 		}
@@ -150,7 +151,7 @@ func TestCustomEnterpriseLimits(t *testing.T) {
 			t.Errorf("X-RateLimit-Limit = %d, want 2", got)
 		}
 		s.clock.advance(29 * time.Second)
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 		s.clock.advance(time.Second)
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("after 30s: %d", w.Code)
@@ -164,22 +165,22 @@ func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
 		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatal(w.Code)
 		}
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited) // the wait starts
+		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited) // the wait starts
 		for i := range 10 {
 			w := s.do("GET", "/v1/pets", key, "")
-			if w.Code != 429 || !strings.Contains(w.Body.String(), codeRateLimited) {
+			if w.Code != 429 || !strings.Contains(w.Body.String(), httpapi.CodeRateLimited) {
 				t.Fatalf("request %d during the wait: %d %s, want 429 rate_limited", i+1, w.Code, w.Body)
 			}
 		}
 		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeTemporarilyBanned)
+		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 		if got := header(t, w, "Retry-After"); got != 900 {
 			t.Errorf("Retry-After at the ban = %d, want 900", got)
 		}
 
 		s.clock.advance(10 * time.Minute) // the bucket is full again, the ban is not over
 		w = s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeTemporarilyBanned)
+		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 		if got := header(t, w, "Retry-After"); got != 300 {
 			t.Errorf("Retry-After = %d, want the rest of the ban, 300", got)
 		}
@@ -197,7 +198,7 @@ func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
 		for round := range 3 {
 			// Each round: a refusal starts a wait, three more are tolerated.
 			for range 4 {
-				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 			}
 			s.clock.advance(60 * time.Second) // the wait passes: the count starts again
 			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
@@ -264,19 +265,19 @@ func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		for i := range 60 {
 			w := s.from("198.51.100.7:4000", "/v1/pets", "psk_live_guess"+strconv.Itoa(i))
-			wantError(t, w, 401, codeUnauthorized)
+			wantError(t, w, 401, httpapi.CodeUnauthorized)
 			if i == 0 && header(t, w, "X-RateLimit-Remaining") != 59 {
 				t.Errorf("first 401 says Remaining %s, want 59", w.Header().Get("X-RateLimit-Remaining"))
 			}
 		}
 		w := s.from("198.51.100.7:5000", "/v1/pets", "psk_live_guess")
-		wantError(t, w, 429, codeRateLimited)
+		wantError(t, w, 429, httpapi.CodeRateLimited)
 		if w.Header().Get("Retry-After") == "" {
 			t.Error("429 without Retry-After")
 		}
 		// Another address is not affected, and a valid key from the throttled
 		// address is counted against the key.
-		wantError(t, s.from("198.51.100.8:4000", "/v1/pets", ""), 401, codeUnauthorized)
+		wantError(t, s.from("198.51.100.8:4000", "/v1/pets", ""), 401, httpapi.CodeUnauthorized)
 		key := s.mustCreateKey("free")
 		// Made a moment before: the server, which the limited address does
 		// not make look its key up, finds it in one reload.
@@ -574,10 +575,10 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 		s.do("GET", "/v1/pets", key, "")
 		s.clock.advance(300 * time.Millisecond)
 		for range 2 {
-			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 		}
 		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, codeTemporarilyBanned)
+		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 		banEnds := s.clock.now().Add(5 * time.Second)
 		if got := header(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != domain.CeilSecond(banEnds).Unix() {
 			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, domain.CeilSecond(banEnds).Unix())

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -530,10 +531,10 @@ func TestRedisServersAcceptTheRequestAfterRetryAfter(t *testing.T) {
 		}
 	}
 	w := servers[0].do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, codeRateLimited)
+	wantError(t, w, 429, httpapi.CodeRateLimited)
 	retry := time.Duration(header(t, w, "Retry-After")) * time.Second
 	a.clock.advance(retry - 10*time.Millisecond)
-	wantError(t, servers[1].do("GET", "/v1/pets", key, ""), 429, codeRateLimited)
+	wantError(t, servers[1].do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	a.clock.advance(10 * time.Millisecond)
 	if w := servers[2].do("GET", "/v1/pets", key, ""); w.Code != 200 {
 		t.Errorf("after waiting Retry-After %v: %d %s, want 200", retry, w.Code, w.Body)

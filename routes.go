@@ -5,7 +5,9 @@ import (
 	"net/http/pprof"
 	"sync/atomic"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"petstore/internal/petcopy"
 )
@@ -14,12 +16,9 @@ import (
 // (newServer) and of the admin listener (newAdminServer), with what a caller
 // needs and the steps a request takes on the way to its handler.
 
-// middleware is one step on a request's way to its handler.
-type middleware = func(http.Handler) http.Handler
-
 // chain is h behind steps, the first outermost: read the steps left to right
 // as the path a request takes.
-func chain(h http.Handler, steps ...middleware) http.Handler {
+func chain(h http.Handler, steps ...httpapi.Middleware) http.Handler {
 	for i := len(steps) - 1; i >= 0; i-- {
 		h = steps[i](h)
 	}
@@ -77,13 +76,13 @@ func apiRoutes(a *app) []route {
 
 		// Another method on those paths is a 405 with Allow, any other
 		// path a 404, each after the key and its limit.
-		{"/v1/pets", withKey, domain.NoScope, methodNotAllowed("GET, HEAD, POST")},
-		{"/v1/pets/{petId}", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/store/orders", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/rate_limit", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/openapi.yaml", withKey, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/v1/", withKey, domain.NoScope, notFound()},
-		{"/v1", withKey, domain.NoScope, notFound()},
+		{"/v1/pets", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, POST")},
+		{"/v1/pets/{petId}", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/v1/store/orders", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/v1/rate_limit", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/v1/openapi.yaml", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/v1/", withKey, domain.NoScope, httpapi.NotFound()},
+		{"/v1", withKey, domain.NoScope, httpapi.NotFound()},
 	}
 }
 
@@ -109,14 +108,14 @@ func newServer(a *app) http.Handler {
 	// Outside the API: no key, no limit.
 	mux.Handle("GET /healthz", handleHealth())
 	mux.Handle("GET /readyz", handleReady(a.store, a.draining))
-	mux.Handle("/healthz", methodNotAllowed("GET, HEAD"))
-	mux.Handle("/readyz", methodNotAllowed("GET, HEAD"))
+	mux.Handle("/healthz", httpapi.MethodNotAllowed("GET, HEAD"))
+	mux.Handle("/readyz", httpapi.MethodNotAllowed("GET, HEAD"))
 	addDocsRoutes(mux)
 	mux.Handle("/admin/v1/", adminElsewhere())
 	mux.Handle("/admin/v1", adminElsewhere())
-	mux.Handle("/", notFound())
+	mux.Handle("/", httpapi.NotFound())
 
-	return chain(mux, logRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
+	return chain(mux, httpapi.LogRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
 }
 
 // closeWhileDraining: during --shutdown-delay each answer carries
@@ -124,7 +123,7 @@ func newServer(a *app) http.Handler {
 // connection, moves on after it. Idle connections are left open until the
 // drain ends: closed at once, one could vanish under a request its client
 // had just sent (EOF, which no client may retry for a POST).
-func closeWhileDraining(draining *atomic.Bool) middleware {
+func closeWhileDraining(draining *atomic.Bool) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if draining.Load() {
@@ -139,52 +138,52 @@ func closeWhileDraining(draining *atomic.Bool) middleware {
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
-	d := adminDeps{store: a.store, now: a.now, limiter: a.limiter, webhookGuard: a.webhookGuard, storeBans: a.storeBans}
+	d := adminapi.Deps{Store: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans}
 	return []route{
 		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(adminOpenAPIYAML)},
-		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, handleAdminWhoami()},
-		{"POST /admin/v1/keys", withAdminToken, domain.ScopeKeysWrite, handleAdminCreateKey(d, a.env)},
-		{"GET /admin/v1/keys", withAdminToken, domain.ScopeKeysRead, handleAdminListKeys(d)},
-		{"GET /admin/v1/keys/{id}", withAdminToken, domain.ScopeKeysRead, handleAdminGetKey(d)},
-		{"PATCH /admin/v1/keys/{id}", withAdminToken, domain.ScopeKeysWrite, handleAdminUpdateKey(d)},
-		{"POST /admin/v1/keys/{id}/roll", withAdminToken, domain.ScopeKeysWrite, handleAdminRollKey(d)},
-		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, domain.ScopeKeysWrite, handleAdminRevokeKey(d)},
-		{"GET /admin/v1/keys/{id}/usage", withAdminToken, domain.ScopeKeysRead, handleAdminKeyUsage(d)},
-		{"GET /admin/v1/keys/{id}/limits", withAdminToken, domain.ScopeKeysRead, handleAdminKeyLimits(d)},
-		{"GET /admin/v1/audit", withAdminToken, domain.ScopeAuditRead, handleAdminAudit(d)},
-		{"GET /admin/v1/bans", withAdminToken, domain.ScopeKeysRead, handleAdminListBans(d)},
-		{"DELETE /admin/v1/bans/{subject}", withAdminToken, domain.ScopeKeysWrite, handleAdminLiftBan(d, a.env)},
-		{"GET /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminListWebhooks(d)},
-		{"POST /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, handleAdminAddWebhook(d, a.env)},
-		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, domain.ScopeWebhooks, handleAdminRemoveWebhook(d, a.env)},
-		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, domain.ScopeWebhooks, handleAdminRotateWebhook(d, a.env)},
-		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, domain.ScopeWebhooks, handleAdminEnableWebhook(d, a.env)},
-		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, domain.ScopeWebhooks, handleAdminTestWebhook(d)},
-		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.ScopeWebhooks, handleAdminWebhookDeliveries(d)},
-		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, domain.ScopeWebhooks, handleAdminResendWebhook(d)},
+		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, adminapi.Whoami()},
+		{"POST /admin/v1/keys", withAdminToken, domain.ScopeKeysWrite, adminapi.CreateKey(d, a.env)},
+		{"GET /admin/v1/keys", withAdminToken, domain.ScopeKeysRead, adminapi.ListKeys(d)},
+		{"GET /admin/v1/keys/{id}", withAdminToken, domain.ScopeKeysRead, adminapi.GetKey(d)},
+		{"PATCH /admin/v1/keys/{id}", withAdminToken, domain.ScopeKeysWrite, adminapi.UpdateKey(d)},
+		{"POST /admin/v1/keys/{id}/roll", withAdminToken, domain.ScopeKeysWrite, adminapi.RollKey(d)},
+		{"POST /admin/v1/keys/{id}/revoke", withAdminToken, domain.ScopeKeysWrite, adminapi.RevokeKey(d)},
+		{"GET /admin/v1/keys/{id}/usage", withAdminToken, domain.ScopeKeysRead, adminapi.KeyUsage(d)},
+		{"GET /admin/v1/keys/{id}/limits", withAdminToken, domain.ScopeKeysRead, adminapi.KeyLimits(d)},
+		{"GET /admin/v1/audit", withAdminToken, domain.ScopeAuditRead, adminapi.Audit(d)},
+		{"GET /admin/v1/bans", withAdminToken, domain.ScopeKeysRead, adminapi.ListBans(d)},
+		{"DELETE /admin/v1/bans/{subject}", withAdminToken, domain.ScopeKeysWrite, adminapi.LiftBan(d, a.env)},
+		{"GET /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, adminapi.ListWebhooks(d)},
+		{"POST /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, adminapi.AddWebhook(d, a.env)},
+		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, domain.ScopeWebhooks, adminapi.RemoveWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/rotate", withAdminToken, domain.ScopeWebhooks, adminapi.RotateWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/enable", withAdminToken, domain.ScopeWebhooks, adminapi.EnableWebhook(d, a.env)},
+		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, domain.ScopeWebhooks, adminapi.TestWebhook(d)},
+		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.ScopeWebhooks, adminapi.WebhookDeliveries(d)},
+		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, domain.ScopeWebhooks, adminapi.ResendWebhook(d)},
 
 		// Another method on those paths is a 405 with Allow, any other
 		// path a 404, each after the token.
-		{"/admin/v1/openapi.yaml", open, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/whoami", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/keys", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD, POST")},
-		{"/admin/v1/keys/{id}", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD, PATCH")},
-		{"/admin/v1/keys/{id}/roll", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
-		{"/admin/v1/keys/{id}/revoke", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
-		{"/admin/v1/keys/{id}/usage", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/keys/{id}/limits", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/audit", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/bans", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/bans/{subject}", withAdminToken, domain.NoScope, methodNotAllowed("DELETE")},
-		{"/admin/v1/webhooks", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD, POST")},
-		{"/admin/v1/webhooks/{id}", withAdminToken, domain.NoScope, methodNotAllowed("DELETE")},
-		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/enable", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/test", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.NoScope, methodNotAllowed("GET, HEAD")},
-		{"/admin/v1/webhooks/{id}/resend", withAdminToken, domain.NoScope, methodNotAllowed("POST")},
-		{"/admin/v1/", withAdminToken, domain.NoScope, notFound()},
-		{"/admin/v1", withAdminToken, domain.NoScope, notFound()},
+		{"/admin/v1/openapi.yaml", open, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/whoami", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/keys", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/keys/{id}", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, PATCH")},
+		{"/admin/v1/keys/{id}/roll", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
+		{"/admin/v1/keys/{id}/revoke", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
+		{"/admin/v1/keys/{id}/usage", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/keys/{id}/limits", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/audit", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/bans", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/bans/{subject}", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, POST")},
+		{"/admin/v1/webhooks/{id}", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("DELETE")},
+		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/enable", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/test", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
+		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/admin/v1/webhooks/{id}/resend", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
+		{"/admin/v1/", withAdminToken, domain.NoScope, httpapi.NotFound()},
+		{"/admin/v1", withAdminToken, domain.NoScope, httpapi.NotFound()},
 	}
 }
 
@@ -195,28 +194,28 @@ func adminRoutes(a *app) []route {
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()
-	gate := &adminGate{store: a.store, env: a.env, failures: a.adminFailures, metrics: a.metrics}
+	gate := &adminapi.Gate{Store: a.store, Env: a.env, Failures: a.adminFailures, Metrics: a.metrics}
 	for _, rt := range adminRoutes(a) {
 		switch rt.access {
 		case withAdminToken:
-			api.Handle(rt.pattern, chain(rt.handler, gate.require(rt.need)))
+			api.Handle(rt.pattern, chain(rt.handler, gate.Require(rt.need)))
 		case open:
 			api.Handle(rt.pattern, rt.handler)
 		}
 	}
-	logged := chain(api, logRequests(a.logger, a.metrics), noStore)
+	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics), adminapi.NoStore)
 
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)
 	mux.Handle("/admin/v1", logged)
 	console := http.NewServeMux()
 	addConsoleRoutes(console)
-	mux.Handle("/console/", chain(console, logRequests(a.logger, a.metrics)))
-	mux.Handle("/console", chain(console, logRequests(a.logger, a.metrics)))
+	mux.Handle("/console/", chain(console, httpapi.LogRequests(a.logger, a.metrics)))
+	mux.Handle("/console", chain(console, httpapi.LogRequests(a.logger, a.metrics)))
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}
-	return chain(mux, requireAdminHost(a.adminHosts))
+	return chain(mux, adminapi.RequireHost(a.adminHosts))
 }
 
 // metricsHandler serves the metrics and the profiles. /debug/pprof/cmdline

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 )
 
 // wrappingWriter wraps a ResponseWriter as a gzip middleware does: a writer
@@ -30,7 +31,7 @@ func (h hidingWriter) Write(b []byte) (int, error) { return h.w.Write(b) }
 func (h hidingWriter) WriteHeader(status int)      { h.w.WriteHeader(status) }
 
 // wrapEach is a middleware that passes next the writer wrap makes.
-func wrapEach(wrap func(http.ResponseWriter) http.ResponseWriter) middleware {
+func wrapEach(wrap func(http.ResponseWriter) http.ResponseWriter) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { next.ServeHTTP(wrap(w), r) })
 	}
@@ -46,12 +47,14 @@ type recordedRequest struct {
 // stepsBehind sends a request with token (none when empty) through
 // logRequests, then steps, to a handler that answers 404, and returns the
 // answer and what its log line says.
-func stepsBehind(t *testing.T, token string, steps ...middleware) (*httptest.ResponseRecorder, recordedRequest) {
+func stepsBehind(t *testing.T, token string, steps ...httpapi.Middleware) (*httptest.ResponseRecorder, recordedRequest) {
 	t.Helper()
 	var logs syncBuffer
 	logger, _ := newLogger(&logs, "json", "info")
-	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { writeError(w, r, errorf(codeNotFound, "nothing here")) }),
-		append([]middleware{logRequests(logger, nil)}, steps...)...)
+	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeNotFound, "nothing here"))
+	}),
+		append([]httpapi.Middleware{httpapi.LogRequests(logger, nil)}, steps...)...)
 	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
@@ -77,7 +80,7 @@ func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
 	k, token := s.mustCreate(s.keyTerms("pro"))
 	for _, tc := range []struct {
 		name string
-		wrap middleware
+		wrap httpapi.Middleware
 	}{{"a writer of its own, as gzip's", once}, {"two writers, one inside the other", twice}} {
 		for _, req := range []struct {
 			token      string
@@ -106,7 +109,7 @@ func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
 	_, token := s.mustCreate(s.keyTerms("pro"))
 	for _, tc := range []struct {
 		name string
-		wrap middleware
+		wrap httpapi.Middleware
 	}{
 		{"a writer without Unwrap", wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return hidingWriter{w} })},
 		{"http.TimeoutHandler", func(next http.Handler) http.Handler { return http.TimeoutHandler(next, time.Minute, "") }},
@@ -133,17 +136,17 @@ func TestARequestsStepsOutOfOrderFail(t *testing.T) {
 	peek := func(http.Handler) http.Handler { return handleRateLimit(s.limiter) }
 	for _, tc := range []struct {
 		name  string
-		steps []middleware
+		steps []httpapi.Middleware
 		want  string // in the log line's err; "" when in order
 	}{
-		{"in order", []middleware{authenticated, limited, requireKey, scoped}, ""},
-		{"limit before authenticate", []middleware{limited, authenticated, requireKey, scoped}, "limit after logRequests"},
-		{"requireKey before limit", []middleware{authenticated, requireKey, limited, scoped}, "requireKey after authenticate"},
-		{"requireScope before requireKey", []middleware{authenticated, limited, scoped, requireKey}, "requireScope after limit"},
-		{"a key required before it is looked up", []middleware{requireKey, authenticated, limited, scoped}, "requireKey after logRequests"},
-		{"the rate limit read in order", []middleware{authenticated, peek}, ""},
-		{"the rate limit read before authenticate", []middleware{peek}, "handleRateLimit after logRequests"},
-		{"the rate limit read after limit", []middleware{authenticated, limited, peek}, "handleRateLimit after limit"},
+		{"in order", []httpapi.Middleware{authenticated, limited, requireKey, scoped}, ""},
+		{"limit before authenticate", []httpapi.Middleware{limited, authenticated, requireKey, scoped}, "limit after logRequests"},
+		{"requireKey before limit", []httpapi.Middleware{authenticated, requireKey, limited, scoped}, "requireKey after authenticate"},
+		{"requireScope before requireKey", []httpapi.Middleware{authenticated, limited, scoped, requireKey}, "requireScope after limit"},
+		{"a key required before it is looked up", []httpapi.Middleware{requireKey, authenticated, limited, scoped}, "requireKey after logRequests"},
+		{"the rate limit read in order", []httpapi.Middleware{authenticated, peek}, ""},
+		{"the rate limit read before authenticate", []httpapi.Middleware{peek}, "handleRateLimit after logRequests"},
+		{"the rate limit read after limit", []httpapi.Middleware{authenticated, limited, peek}, "handleRateLimit after limit"},
 	} {
 		w, line := stepsBehind(t, token, tc.steps...)
 		switch {
@@ -190,9 +193,9 @@ func TestARequestsRecordCostsNoAllocation(t *testing.T) {
 	logger, _ := newLogger(io.Discard, "json", "info")
 	body := []byte("{}\n")
 	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		recordOf(w).failed(nil, 0)
-		writeBody(w, http.StatusOK, body)
-	}), logRequests(logger, nil))
+		httpapi.RecordOf(w).Failed(nil, 0)
+		httpapi.WriteBody(w, http.StatusOK, body)
+	}), httpapi.LogRequests(logger, nil))
 	r := httptest.NewRequest("GET", "/v1/pets", nil)
 	r.Header.Set("X-Request-Id", "client-chosen")
 	w := &discardWriter{header: http.Header{}}

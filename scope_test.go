@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 )
 
 func TestKeysCreateScopes(t *testing.T) {
@@ -195,7 +196,7 @@ func TestEachOperationWithEachScope(t *testing.T) {
 						t.Errorf("WWW-Authenticate: %s, want %s", challenge, wantChallenge)
 					}
 					if tt.method != "HEAD" {
-						wantError(t, recorded(&http.Response{StatusCode: res.status, Header: res.header}, string(res.body)), http.StatusForbidden, codeInsufficientScope, tt.scope)
+						wantError(t, recorded(&http.Response{StatusCode: res.status, Header: res.header}, string(res.body)), http.StatusForbidden, httpapi.CodeInsufficientScope, tt.scope)
 					}
 					if res.header.Get("X-RateLimit-Remaining") == "" {
 						t.Error("a 403 without the rate-limit headers")
@@ -217,17 +218,17 @@ func TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt(t *testing.T) {
 			_, writeOnly := s.mustCreate(terms)
 			for _, remaining := range []int64{1, 0} {
 				w := s.do("GET", "/v1/rate_limit", writeOnly, "")
-				wantError(t, w, http.StatusForbidden, codeInsufficientScope)
+				wantError(t, w, http.StatusForbidden, httpapi.CodeInsufficientScope)
 				if got := header(t, w, "X-RateLimit-Remaining"); got != remaining {
 					t.Errorf("a 403 says Remaining %d, want %d: it spends a request", got, remaining)
 				}
 			}
-			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, codeRateLimited)
+			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			for range s.opts.banAfter {
-				wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, codeRateLimited)
+				wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			}
-			wantError(t, s.do("GET", "/v1/rate_limit", writeOnly, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
-			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, codeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/rate_limit", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 		})
 	})
 }

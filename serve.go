@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/keyring"
@@ -145,7 +146,7 @@ func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.addr, "addr", "localhost:8080", "address to listen on, HOST:PORT")
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
 	fs.Func("admin-host", "host names the admin listener answers to besides IP addresses and localhost, NAME[,NAME...]; another Host is refused 421 (a DNS-rebinding page)", func(v string) error {
-		names, err := parseAdminHosts(v)
+		names, err := adminapi.ParseHosts(v)
 		cfg.adminHosts = append(cfg.adminHosts, names...)
 		return err
 	})

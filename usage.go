@@ -1,10 +1,5 @@
 package main
 
-import (
-	"petstore/internal/domain"
-	"petstore/internal/limits"
-)
-
 // The usage history (docs/admin.md, "The usage history"): for each budget (the
 // keys of a roll share one) and UTC day, every request that carried a valid
 // key, counted once in one of five columns. A request adds one to an
@@ -12,14 +7,3 @@ import (
 // counts of every key, summed by budget and day, in one batch, where each
 // server's counts are added to what the others wrote. Days older than
 // usageHistoryDays are pruned hourly.
-
-// outcomeOf is the column of a request the limiter refused with d.
-func outcomeOf(d *limits.Decision) domain.UsageOutcome {
-	switch {
-	case d.Code == codeTemporarilyBanned:
-		return domain.UsageBanned
-	case d.OverQuota:
-		return domain.UsageQuotaExceeded
-	}
-	return domain.UsageRateLimited
-}

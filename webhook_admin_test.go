@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/adminapi"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/testkit"
 )
 
@@ -31,7 +33,7 @@ func TestAdminWebhooks(t *testing.T) {
 			{`{"url":"` + rc.URL() + `","events":["key.created,"]}`, "events"},
 			{`{"url":"` + rc.URL() + `","secret":"whsec_x"}`, "secret"},
 		} {
-			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, codeInvalidRequest, tc.says)
+			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, httpapi.CodeInvalidRequest, tc.says)
 		}
 		var listed []domain.ListedEndpoint
 		decodeJSON(t, s.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
@@ -43,7 +45,7 @@ func TestAdminWebhooks(t *testing.T) {
 		if w.Code != http.StatusCreated {
 			t.Fatalf("POST /admin/v1/webhooks: %d %s", w.Code, w.Body)
 		}
-		var created createdEndpoint
+		var created adminapi.CreatedEndpoint
 		decodeJSON(t, w, &created)
 		path := "/admin/v1/webhooks/" + strconv.FormatInt(created.ID, 10)
 		if w.Header().Get("Location") != path || !cliWebhookSecret.MatchString(created.Secret) || !created.Enabled {
@@ -56,7 +58,7 @@ func TestAdminWebhooks(t *testing.T) {
 		}
 
 		w = s.admin("POST", path+"/test", token, "")
-		var queued queuedEvent
+		var queued adminapi.QueuedEvent
 		decodeJSON(t, w, &queued)
 		if w.Code != http.StatusAccepted || !strings.HasPrefix(queued.EventID, "msg_") {
 			t.Fatalf("test: %d %s", w.Code, w.Body)
@@ -70,8 +72,8 @@ func TestAdminWebhooks(t *testing.T) {
 		if len(deliveries) != 1 || deliveries[0].State != domain.DeliveryDelivered || deliveries[0].EventID != queued.EventID {
 			t.Fatalf("deliveries %+v", deliveries)
 		}
-		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, codeInvalidRequest, "eventId")
-		wantError(t, s.admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, codeNotFound, "msg_nothing")
+		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, httpapi.CodeInvalidRequest, "eventId")
+		wantError(t, s.admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, httpapi.CodeNotFound, "msg_nothing")
 		if w := s.admin("POST", path+"/resend", token, `{"eventId":"`+queued.EventID+`"}`); w.Code != http.StatusOK {
 			t.Fatalf("resend: %d %s", w.Code, w.Body)
 		}
@@ -80,9 +82,9 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("resent as %s", got[1].ID)
 		}
 
-		wantError(t, s.admin("POST", path+"/rotate", token, `{"overlap":"soon"}`), 400, codeInvalidRequest, "overlap")
+		wantError(t, s.admin("POST", path+"/rotate", token, `{"overlap":"soon"}`), 400, httpapi.CodeInvalidRequest, "overlap")
 		w = s.admin("POST", path+"/rotate", token, `{"overlap":"1h"}`)
-		var rotated createdEndpoint
+		var rotated adminapi.CreatedEndpoint
 		decodeJSON(t, w, &rotated)
 		if w.Code != http.StatusOK || !cliWebhookSecret.MatchString(rotated.Secret) || rotated.Secret == created.Secret || rotated.RotationEnds == nil {
 			t.Fatalf("rotate: %d %s", w.Code, w.Body)
@@ -93,8 +95,8 @@ func TestAdminWebhooks(t *testing.T) {
 		if w := s.admin("DELETE", path, token, ""); w.Code != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", w.Code, w.Body)
 		}
-		wantError(t, s.admin("DELETE", path, token, ""), 404, codeNotFound)
-		wantError(t, s.admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, codeInvalidRequest, "id")
+		wantError(t, s.admin("DELETE", path, token, ""), 404, httpapi.CodeNotFound)
+		wantError(t, s.admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, httpapi.CodeInvalidRequest, "id")
 
 		events, _ := s.store.AuditEvents(t.Context(), domain.AuditFilter{})
 		var actions []string
@@ -146,7 +148,7 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 	}
 	for _, url := range local {
 		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
-		wantError(t, w, 400, codeInvalidRequest, "url", "--webhook-allow-private")
+		wantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "--webhook-allow-private")
 	}
 	var listed []domain.ListedEndpoint
 	decodeJSON(t, strict.admin("GET", "/admin/v1/webhooks", token, ""), &listed)

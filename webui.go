@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"petstore/internal/httpapi"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ func addDocsRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /docs/assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := assets[r.PathValue("file")]
 		if !ok {
-			writeError(w, r, errorf(codeNotFound, "no resource at %s", r.URL.Path))
+			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s", r.URL.Path))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -67,3 +67,8 @@ type PetInsert struct {
 	Idem *IdempotencyRecord
 	Err  error
 }
+
+// KnownStatus tells a pet status: available, pending or sold.
+func KnownStatus(s string) bool {
+	return s == "available" || s == "pending" || s == "sold"
+}

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"errors"
@@ -14,9 +14,9 @@ import (
 // The request's record: what the steps of a request learn about it, for the
 // handlers (the caller's key), the request's log line, its count in the
 // key's usage history and its metrics. It rides on the ResponseWriter that
-// logRequests passes on (statusWriter), in the one allocation a request's
+// LogRequests passes on (statusWriter), in the one allocation a request's
 // tracking costs, and a step finds it by walking Unwrap, the rule
-// http.ResponseController follows (recordOf).
+// http.ResponseController follows (RecordOf).
 //
 // Each step writes its part through one method below, in the order routes.go
 // runs the steps. Each method first checks the stage the request reached
@@ -63,8 +63,8 @@ var stageAfter = [stages]stage{
 	stageAdmitted:      stageLogged,
 }
 
-// requestInfo is the request's record.
-type requestInfo struct {
+// Record is the request's record.
+type Record struct {
 	stage stage
 	id    string
 	// The caller: an API key (and its note of use, where its usage history
@@ -98,7 +98,7 @@ var errRecordHidden = errors.New("the request's record is not found by walking t
 
 // findRecord is the record on w, or on the writer it wraps, walking Unwrap
 // as http.ResponseController does; nil when there is none.
-func findRecord(w http.ResponseWriter) *requestInfo {
+func findRecord(w http.ResponseWriter) *Record {
 	for {
 		switch t := w.(type) {
 		case *statusWriter:
@@ -111,18 +111,18 @@ func findRecord(w http.ResponseWriter) *requestInfo {
 	}
 }
 
-// recordOf is the record of the request answered through w; a request
+// RecordOf is the record of the request answered through w; a request
 // whose record cannot be found fails (errRecordHidden) rather than go on
-// without its key. Written for the usual case, w logRequests' own writer,
+// without its key. Written for the usual case, w LogRequests' own writer,
 // to be inlined in each step.
-func recordOf(w http.ResponseWriter) *requestInfo {
+func RecordOf(w http.ResponseWriter) *Record {
 	if sw, ok := w.(*statusWriter); ok {
 		return &sw.record
 	}
 	return recordBehind(w)
 }
 
-func recordBehind(w http.ResponseWriter) *requestInfo {
+func recordBehind(w http.ResponseWriter) *Record {
 	info := findRecord(w)
 	if info == nil {
 		panic(errRecordHidden)
@@ -131,7 +131,7 @@ func recordBehind(w http.ResponseWriter) *requestInfo {
 }
 
 // reach moves the request to stage s, which must follow the stage it is at.
-func (info *requestInfo) reach(s stage) {
+func (info *Record) reach(s stage) {
 	if info.stage != stageAfter[s] {
 		outOfOrder(s, info.stage)
 	}
@@ -149,16 +149,16 @@ func outOfOrder(s, at stage) {
 
 // The steps' parts, in routes.go's order.
 
-// logged (logRequests) starts the record with the request's id.
-func (info *requestInfo) logged(id string) {
+// logged (LogRequests) starts the record with the request's id.
+func (info *Record) logged(id string) {
 	info.reach(stageLogged)
 	info.id = id
 }
 
-// authenticated (authenticate) notes the request's key and its note of use
+// Authenticated (authenticate) notes the request's key and its note of use
 // (h nil: none), or why it has none: auth, or authErr when the key could
 // not be looked up.
-func (info *requestInfo) authenticated(h *keyring.Held, sentToken bool, auth keyring.Failure, authErr error) {
+func (info *Record) Authenticated(h *keyring.Held, sentToken bool, auth keyring.Failure, authErr error) {
 	info.reach(stageAuthenticated)
 	if h != nil {
 		info.key, info.use = &h.Key, h.Use
@@ -166,24 +166,24 @@ func (info *requestInfo) authenticated(h *keyring.Held, sentToken bool, auth key
 	info.sentToken, info.auth, info.authErr = sentToken, auth, authErr
 }
 
-// peeking (handleRateLimit) is the key whose state the request reads
+// Peeking (handleRateLimit) is the key whose state the request reads
 // without spending any; it is counted in the usage history as limit counts
 // a request (decided).
-func (info *requestInfo) peeking() *domain.Key {
+func (info *Record) Peeking() *domain.Key {
 	info.reach(stagePeeked)
 	return info.key
 }
 
-// limiting (limit) is the key the request is counted against; nil: its
+// Limiting (limit) is the key the request is counted against; nil: its
 // client address.
-func (info *requestInfo) limiting() *domain.Key {
+func (info *Record) Limiting() *domain.Key {
 	info.reach(stageLimited)
 	return info.key
 }
 
-// decided (limit, handleRateLimit) notes the limiter's decision on the
+// Decided (limit, handleRateLimit) notes the limiter's decision on the
 // request, and the day and column of the usage history it is counted in.
-func (info *requestInfo) decided(d *limits.Decision) {
+func (info *Record) Decided(d *limits.Decision) {
 	info.rateLimit, info.today, info.usage = decisionOf(d), d.Today, domain.UsageAllowed
 	if !d.Allowed {
 		info.usage = outcomeOf(d)
@@ -195,21 +195,21 @@ func decisionOf(d *limits.Decision) metrics.Decision {
 	switch {
 	case d.Allowed:
 		return metrics.Allowed
-	case d.Code == codeTemporarilyBanned:
+	case d.Code == CodeTemporarilyBanned:
 		return metrics.Banned
 	}
 	return metrics.Limited
 }
 
-// keyed (requireKey) is the request's valid key, or nil when it has none.
-func (info *requestInfo) keyed() *domain.Key {
+// Keyed (requireKey) is the request's valid key, or nil when it has none.
+func (info *Record) Keyed() *domain.Key {
 	info.reach(stageKeyed)
 	return info.key
 }
 
-// scoped (requireScope) tells whether the request's key holds need; a
+// Scoped (requireScope) tells whether the request's key holds need; a
 // request whose key does not is counted as forbidden.
-func (info *requestInfo) scoped(need domain.ScopeSet) bool {
+func (info *Record) Scoped(need domain.ScopeSet) bool {
 	info.reach(stageScoped)
 	if !info.key.Scopes.Has(need) {
 		info.usage = domain.UsageForbidden
@@ -218,16 +218,16 @@ func (info *requestInfo) scoped(need domain.ScopeSet) bool {
 	return true
 }
 
-// admitted (adminGate.require) notes the request's admin token.
-func (info *requestInfo) admitted(t *domain.AdminToken) {
+// Admitted (adminGate.require) notes the request's admin token.
+func (info *Record) Admitted(t *domain.AdminToken) {
 	info.reach(stageAdmitted)
 	info.admin = t
 }
 
-// failed (writeError, at any stage) notes what only the log and the
+// Failed (WriteError, at any stage) notes what only the log and the
 // metrics may see of an error answered: its cause, and why the database
 // failed.
-func (info *requestInfo) failed(cause error, db domain.DBFailure) {
+func (info *Record) Failed(cause error, db domain.DBFailure) {
 	if cause != nil {
 		info.err = cause
 	}
@@ -236,21 +236,21 @@ func (info *requestInfo) failed(cause error, db domain.DBFailure) {
 	}
 }
 
-// finished (logRequests, once the handler returned) counts the request in
+// finished (LogRequests, once the handler returned) counts the request in
 // its key's usage history, once, in the column its record ended in: a
 // request with a valid key that the limiter decided on (limit or
 // handleRateLimit).
-func (info *requestInfo) finished() {
+func (info *Record) finished() {
 	info.stage = stageFinished
 	if info.use != nil && info.rateLimit != 0 {
 		info.use.Count(info.today, info.usage)
 	}
 }
 
-// headerValue returns v as a header value, a one-element slice taken from
+// HeaderValue returns v as a header value, a one-element slice taken from
 // the request's own store: the request's header values cost one allocation
 // (its record) instead of one each.
-func (info *requestInfo) headerValue(v string) []string {
+func (info *Record) HeaderValue(v string) []string {
 	if info.nvalues == len(info.values) {
 		return []string{v}
 	}
@@ -259,3 +259,21 @@ func (info *requestInfo) headerValue(v string) []string {
 	info.nvalues++
 	return s
 }
+
+// What the steps and handlers read of the record; each part is written
+// only by the step's method above.
+
+// Key is the caller's API key, nil for a request without one.
+func (info *Record) Key() *domain.Key { return info.key }
+
+// Admin is the caller's admin token, nil off the admin API.
+func (info *Record) Admin() *domain.AdminToken { return info.admin }
+
+// Auth is why the request has no key (the zero Failure when it has one).
+func (info *Record) Auth() keyring.Failure { return info.auth }
+
+// AuthErr is the error that kept the key from being looked up.
+func (info *Record) AuthErr() error { return info.authErr }
+
+// SentToken tells whether the request sent a bearer token at all.
+func (info *Record) SentToken() bool { return info.sentToken }

@@ -1,4 +1,4 @@
-package main
+package adminapi
 
 import (
 	_ "embed"
@@ -7,31 +7,32 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 )
 
 // The admin API's route of the audit trail (docs/admin.md, "The routes").
 
-func handleAdminAudit(d adminDeps) http.Handler {
+func Audit(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := r.URL.Query()
-		f, params, err := parseAdminAuditQuery(v, d.now())
+		f, params, err := parseAdminAuditQuery(v, d.Now())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		limit := f.Limit
 		f.Limit++ // one more tells whether a next page exists
-		events, err := d.store.AuditEvents(r.Context(), f)
+		events, err := d.Store.AuditEvents(r.Context(), f)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		if len(events) > limit {
 			events = events[:limit]
 			w.Header().Set("Link", nextPageLink("/admin/v1/audit", params, limit, events[limit-1].ID))
 		}
-		writeJSON(w, r, http.StatusOK, manage.AuditJSONOf(events))
+		httpapi.WriteJSON(w, r, http.StatusOK, manage.AuditJSONOf(events))
 	})
 }
 
@@ -42,7 +43,7 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 	params := url.Values{}
 	for _, name := range []string{"since", "key", "action", "limit", "cursor"} {
 		if len(v[name]) > 1 {
-			return f, nil, errorf(codeInvalidRequest, "%s must be given at most once", name)
+			return f, nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
 	var err error
@@ -58,7 +59,7 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 		s := v.Get("key")
 		var ok bool
 		if f.KeyID, ok = domain.ParseID(s); !ok {
-			return f, nil, errorf(codeInvalidRequest, "key must be a key's id, an integer from 1 to 9223372036854775807")
+			return f, nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "key must be a key's id, an integer from 1 to 9223372036854775807")
 		}
 		params.Set("key", s)
 	}

@@ -1,10 +1,11 @@
-package main
+package adminapi
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
-	"petstore/internal/cli"
+	"petstore/internal/httpapi"
 	"slices"
 	"strings"
 )
@@ -17,24 +18,24 @@ import (
 // localhost nor a name given by --admin-host is answered 421, as Caddy's
 // admin endpoint does.
 
-// parseAdminHosts reads --admin-host: host names separated by commas,
+// ParseHosts reads --admin-host: host names separated by commas,
 // without a port; the names are kept in lower case, without a final dot.
-func parseAdminHosts(v string) ([]string, error) {
+func ParseHosts(v string) ([]string, error) {
 	var names []string
 	for name := range strings.SplitSeq(v, ",") {
 		name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 		if name == "" || strings.ContainsAny(name, ":/[]@%? \t") {
-			return nil, cli.Usagef("--admin-host takes host names separated by commas, without a port or a scheme, such as admin.internal,petstore-admin; not %q", v)
+			return nil, fmt.Errorf("--admin-host takes host names separated by commas, without a port or a scheme, such as admin.internal,petstore-admin; not %q", v)
 		}
 		names = append(names, name)
 	}
 	return names, nil
 }
 
-// adminHostAllowed tells whether host, a request's Host with or without a
+// HostAllowed tells whether host, a request's Host with or without a
 // port, names the admin listener: an IP address (v4, or v6 in brackets or
 // not), localhost, or one of names.
-func adminHostAllowed(host string, names []string) bool {
+func HostAllowed(host string, names []string) bool {
 	name, _, err := net.SplitHostPort(host)
 	if err != nil {
 		name = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
@@ -46,13 +47,13 @@ func adminHostAllowed(host string, names []string) bool {
 	return name == "localhost" || slices.Contains(names, name)
 }
 
-// requireAdminHost answers 421 misdirected_request to a request whose Host
+// RequireHost answers 421 misdirected_request to a request whose Host
 // is not the admin listener's (adminHostAllowed), before anything else.
-func requireAdminHost(names []string) middleware {
+func RequireHost(names []string) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !adminHostAllowed(r.Host, names) {
-				writeError(w, r, errorf(codeMisdirectedRequest, "the admin listener does not answer to the Host %.100q: only to an IP address, "+
+			if !HostAllowed(r.Host, names) {
+				httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeMisdirectedRequest, "the admin listener does not answer to the Host %.100q: only to an IP address, "+
 					"localhost, or a name given to petstore serve --admin-host NAME[,NAME...]", r.Host))
 				return
 			}

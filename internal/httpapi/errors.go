@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"encoding/json"
@@ -15,47 +15,47 @@ import (
 // Error codes: the machine-readable `code` of the Error shape. README.md and
 // openapi.yaml list them; codeStatus maps each to its HTTP status.
 const (
-	codeInvalidRequest       = "invalid_request"
-	codeInvalidJSON          = "invalid_json"
-	codeHTTPSRequired        = "https_required"
-	codeUnauthorized         = "unauthorized"
-	codeInsufficientScope    = "insufficient_scope"
-	codeNotFound             = "not_found"
-	codeMethodNotAllowed     = "method_not_allowed"
-	codeIdempotencyConflict  = "idempotency_conflict"
-	codeConflict             = "conflict" // the admin API's: a resource that exists already
-	codePayloadTooLarge      = "payload_too_large"
-	codeUnsupportedMediaType = "unsupported_media_type"
-	codeIdempotencyMismatch  = "idempotency_mismatch"
-	codeRateLimited          = limits.CodeRateLimited
-	codeTemporarilyBanned    = limits.CodeTemporarilyBanned
-	codeInternal             = "internal_error"
-	codeNotImplemented       = "not_implemented"
-	codeUnavailable          = "unavailable"
+	CodeInvalidRequest       = "invalid_request"
+	CodeInvalidJSON          = "invalid_json"
+	CodeHTTPSRequired        = "https_required"
+	CodeUnauthorized         = "unauthorized"
+	CodeInsufficientScope    = "insufficient_scope"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeIdempotencyConflict  = "idempotency_conflict"
+	CodeConflict             = "conflict" // the admin API's: a resource that exists already
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeIdempotencyMismatch  = "idempotency_mismatch"
+	CodeRateLimited          = limits.CodeRateLimited
+	CodeTemporarilyBanned    = limits.CodeTemporarilyBanned
+	CodeInternal             = "internal_error"
+	CodeNotImplemented       = "not_implemented"
+	CodeUnavailable          = "unavailable"
 	// codeMisdirectedRequest: the admin listener's, for a Host that is
 	// not its own (admin_host.go).
-	codeMisdirectedRequest = "misdirected_request"
+	CodeMisdirectedRequest = "misdirected_request"
 )
 
-var codeStatus = map[string]int{
-	codeInvalidRequest:       http.StatusBadRequest,
-	codeInvalidJSON:          http.StatusBadRequest,
-	codeHTTPSRequired:        http.StatusBadRequest,
-	codeUnauthorized:         http.StatusUnauthorized,
-	codeInsufficientScope:    http.StatusForbidden,
-	codeNotFound:             http.StatusNotFound,
-	codeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	codeIdempotencyConflict:  http.StatusConflict,
-	codeConflict:             http.StatusConflict,
-	codePayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	codeIdempotencyMismatch:  http.StatusUnprocessableEntity,
-	codeRateLimited:          http.StatusTooManyRequests,
-	codeTemporarilyBanned:    http.StatusTooManyRequests,
-	codeInternal:             http.StatusInternalServerError,
-	codeNotImplemented:       http.StatusNotImplemented,
-	codeUnavailable:          http.StatusServiceUnavailable,
-	codeMisdirectedRequest:   http.StatusMisdirectedRequest,
+var CodeStatus = map[string]int{
+	CodeInvalidRequest:       http.StatusBadRequest,
+	CodeInvalidJSON:          http.StatusBadRequest,
+	CodeHTTPSRequired:        http.StatusBadRequest,
+	CodeUnauthorized:         http.StatusUnauthorized,
+	CodeInsufficientScope:    http.StatusForbidden,
+	CodeNotFound:             http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeIdempotencyConflict:  http.StatusConflict,
+	CodeConflict:             http.StatusConflict,
+	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	CodeIdempotencyMismatch:  http.StatusUnprocessableEntity,
+	CodeRateLimited:          http.StatusTooManyRequests,
+	CodeTemporarilyBanned:    http.StatusTooManyRequests,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeNotImplemented:       http.StatusNotImplemented,
+	CodeUnavailable:          http.StatusServiceUnavailable,
+	CodeMisdirectedRequest:   http.StatusMisdirectedRequest,
 }
 
 // Error is a failure a client is told about: its code decides the HTTP status
@@ -72,8 +72,8 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // reaches only a client of the admin API (an externalId held): /v1's one
 // conflict, an Idempotency-Key taken, is settled by createOnce.
 var kindCodes = [...]string{
-	domain.KindNotFound: codeNotFound, domain.KindInvalid: codeInvalidRequest, domain.KindMalformed: codeInvalidJSON,
-	domain.KindConflict: codeConflict, domain.KindUnavailable: codeUnavailable,
+	domain.KindNotFound: CodeNotFound, domain.KindInvalid: CodeInvalidRequest, domain.KindMalformed: CodeInvalidJSON,
+	domain.KindConflict: CodeConflict, domain.KindUnavailable: CodeUnavailable,
 }
 
 // dbFailureMessages say what each cause means to a client.
@@ -94,20 +94,20 @@ const internalMessage = "the server failed to handle the request; it has been lo
 // probed twice a second and a server back in service is ready at once.
 var retryUnavailable = []string{"1"}
 
-func errorf(code, format string, args ...any) *Error {
+func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// writeError writes err in the Error shape: an *Error as it is, a
+// WriteError writes err in the Error shape: an *Error as it is, a
 // domainError as its kind says, anything else as 500 internal_error. What
 // only the log may see goes on the request's record, found on w.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	info := findRecord(w)
 	if info == nil {
-		info = &requestInfo{} // outside logRequests: nobody logs the cause
+		info = &Record{} // outside logRequests: nobody logs the cause
 	}
 	e := answer(err, info)
-	status, ok := codeStatus[e.Code]
+	status, ok := CodeStatus[e.Code]
 	if !ok {
 		status = http.StatusInternalServerError
 	}
@@ -124,43 +124,43 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, "}\n"...)
-	writeBody(w, status, b)
+	WriteBody(w, status, b)
 }
 
 // answer is what a client is told of err; the cause, and why the database
 // failed, go on info.
-func answer(err error, info *requestInfo) Error {
+func answer(err error, info *Record) Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return *e
 	}
 	var d *domain.Error
 	if errors.As(err, &d) && kindCodes[d.Kind] != "" {
-		info.failed(d.Cause, d.DB)
+		info.Failed(d.Cause, d.DB)
 		switch {
 		case d.Unsure:
-			return Error{Code: codeUnavailable, Message: outcomeUnknownMessage}
+			return Error{Code: CodeUnavailable, Message: outcomeUnknownMessage}
 		case d.Kind == domain.KindUnavailable:
-			return Error{Code: codeUnavailable, Message: dbFailureMessages[d.DB]}
+			return Error{Code: CodeUnavailable, Message: dbFailureMessages[d.DB]}
 		}
 		return Error{Code: kindCodes[d.Kind], Message: d.Message}
 	}
-	info.failed(err, 0)
-	return Error{Code: codeInternal, Message: internalMessage}
+	info.Failed(err, 0)
+	return Error{Code: CodeInternal, Message: internalMessage}
 }
 
-// writeJSON sends v encoded as JSON (the admin API's answers).
-func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+// WriteJSON sends v encoded as JSON (the admin API's answers).
+func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		writeError(w, r, err)
+		WriteError(w, r, err)
 		return
 	}
-	writeBody(w, status, append(b, '\n'))
+	WriteBody(w, status, append(b, '\n'))
 }
 
-// writeBody sends an already encoded JSON body.
-func writeBody(w http.ResponseWriter, status int, body []byte) {
+// WriteBody sends an already encoded JSON body.
+func WriteBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	// net/http buffers a body this small and, when the handler returns,

@@ -1,4 +1,4 @@
-package main
+package adminapi
 
 import (
 	"context"
@@ -10,35 +10,36 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 )
 
 // The admin API's routes of keys (docs/admin.md, "The routes"): create,
 // list, get, change, roll and revoke a key, and read its usage.
 
-// createdKey is a key made by the admin API: the key object and, this once,
+// CreatedKey is a key made by the admin API: the key object and, this once,
 // the key itself.
-type createdKey struct {
+type CreatedKey struct {
 	manage.ListedKey
 	Key string `json:"key"`
 }
 
-func handleAdminCreateKey(d adminDeps, env string) http.Handler {
+func CreateKey(d Deps, env string) http.Handler {
 	fields := []string{"plan", "name", "perMinute", "perDay", "expires", "scopes", "externalId"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := decodeObject(w, r, fields, "a new key has only "+strings.Join(fields, ", "))
+		body, err := httpapi.DecodeObject(w, r, fields, "a new key has only "+strings.Join(fields, ", "))
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		terms, err := newKeyTerms(jsonBody(body), env, d.now())
+		terms, err := newKeyTerms(jsonBody(body), env, d.Now())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		k, token, err := manage.CreateKey(r.Context(), d.store, terms, recordOf(w).admin.Actor())
+		k, token, err := manage.CreateKey(r.Context(), d.Store, terms, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusCreated, k.ID, token)
@@ -81,19 +82,19 @@ func newKeyTerms(body jsonBody, env string, now time.Time) (domain.Key, error) {
 	return k, nil
 }
 
-func handleAdminListKeys(d adminDeps) http.Handler {
+func ListKeys(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseAdminKeysQuery(r.URL.Query())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		all, err := d.store.Keys(r.Context())
+		all, err := d.Store.Keys(r.Context())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		now := d.now()
+		now := d.Now()
 		var page []domain.Key
 		more := false
 		for _, k := range all {
@@ -106,15 +107,15 @@ func handleAdminListKeys(d adminDeps) http.Handler {
 			}
 			page = append(page, k)
 		}
-		rows, err := manage.ListedKeys(r.Context(), d.store, all, page, now)
+		rows, err := manage.ListedKeys(r.Context(), d.Store, all, page, now)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		if more {
 			w.Header().Set("Link", q.nextLink(page[len(page)-1].ID))
 		}
-		writeJSON(w, r, http.StatusOK, rows)
+		httpapi.WriteJSON(w, r, http.StatusOK, rows)
 	})
 }
 
@@ -127,15 +128,15 @@ type adminKeysQuery struct {
 }
 
 func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
-	q := adminKeysQuery{limit: defaultPageSize, params: url.Values{}}
+	q := adminKeysQuery{limit: httpapi.DefaultPageSize, params: url.Values{}}
 	for _, name := range []string{"plan", "idle", "expiring", "revoked", "externalId", "q", "limit", "cursor"} {
 		if len(v[name]) > 1 {
-			return q, errorf(codeInvalidRequest, "%s must be given at most once", name)
+			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be given at most once", name)
 		}
 	}
 	if plan := domain.PlanName(v.Get("plan")); v.Has("plan") {
 		if !domain.KnownPlan(plan) {
-			return q, errorf(codeInvalidRequest, "plan must be one of free, pro, business, enterprise, not %q", plan)
+			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "plan must be one of free, pro, business, enterprise, not %q", plan)
 		}
 		q.filter.Plan = plan
 		q.params.Set("plan", plan)
@@ -155,7 +156,7 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 	if v.Has("revoked") {
 		revoked, err := strconv.ParseBool(v.Get("revoked"))
 		if err != nil || (v.Get("revoked") != "true" && v.Get("revoked") != "false") {
-			return q, errorf(codeInvalidRequest, "revoked must be true or false, not %q", v.Get("revoked"))
+			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "revoked must be true or false, not %q", v.Get("revoked"))
 		}
 		q.filter.Revoked = &revoked
 		q.params.Set("revoked", v.Get("revoked"))
@@ -185,7 +186,7 @@ func (q adminKeysQuery) nextLink(last int64) string {
 	return nextPageLink("/admin/v1/keys", q.params, q.limit, last)
 }
 
-func handleAdminGetKey(d adminDeps) http.Handler {
+func GetKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		d.answerKey(w, r, http.StatusOK, id, "")
 	})
@@ -193,51 +194,51 @@ func handleAdminGetKey(d adminDeps) http.Handler {
 
 // answerKey answers with key id's object: with status 200, or 201 for a
 // key just made, with its Location and token.
-func (d adminDeps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) {
+func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) {
 	row, err := d.keyObject(r.Context(), id)
 	if err != nil {
-		writeError(w, r, err)
+		httpapi.WriteError(w, r, err)
 		return
 	}
 	if status != http.StatusCreated {
-		writeJSON(w, r, status, row)
+		httpapi.WriteJSON(w, r, status, row)
 		return
 	}
 	w.Header().Set("Location", "/admin/v1/keys/"+strconv.FormatInt(id, 10))
-	writeJSON(w, r, status, createdKey{row, token})
+	httpapi.WriteJSON(w, r, status, CreatedKey{row, token})
 }
 
 // keyObject is key id as the admin API shows it; an unknown id is
 // not_found.
-func (d adminDeps) keyObject(ctx context.Context, id int64) (manage.ListedKey, error) {
-	k, all, err := manage.FindKey(ctx, d.store, id)
+func (d Deps) keyObject(ctx context.Context, id int64) (manage.ListedKey, error) {
+	k, all, err := manage.FindKey(ctx, d.Store, id)
 	if err != nil {
 		return manage.ListedKey{}, err
 	}
-	rows, err := manage.ListedKeys(ctx, d.store, all, []domain.Key{k}, d.now())
+	rows, err := manage.ListedKeys(ctx, d.Store, all, []domain.Key{k}, d.Now())
 	if err != nil {
 		return manage.ListedKey{}, err
 	}
 	return rows[0], nil
 }
 
-func handleAdminUpdateKey(d adminDeps) http.Handler {
+func UpdateKey(d Deps) http.Handler {
 	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires", "externalId"}
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
-		body, err := decodeObject(w, r, fields, "a change of a key has only "+strings.Join(fields, ", "))
+		body, err := httpapi.DecodeObject(w, r, fields, "a change of a key has only "+strings.Join(fields, ", "))
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		now := d.now()
+		now := d.Now()
 		change, err := keyChangeOf(jsonBody(body), now)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
-		if _, _, err := d.store.UpdateKey(r.Context(), id, apply, recordOf(w).admin.Actor()); err != nil {
-			writeError(w, r, err)
+		if _, _, err := d.Store.UpdateKey(r.Context(), id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusOK, id, "")
@@ -248,7 +249,7 @@ func handleAdminUpdateKey(d adminDeps) http.Handler {
 func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
 	var c domain.KeyChange
 	if len(body) == 0 {
-		return c, errorf(codeInvalidRequest, "the body changes nothing: give at least one of plan, perMinute, perDay, name, scopes, expires, externalId")
+		return c, httpapi.Errorf(httpapi.CodeInvalidRequest, "the body changes nothing: give at least one of plan, perMinute, perDay, name, scopes, expires, externalId")
 	}
 	if _, ok := body["plan"]; ok {
 		c.Plan = new(string)
@@ -257,7 +258,7 @@ func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
 		}
 		*c.Plan = domain.PlanName(*c.Plan)
 		if !domain.KnownPlan(*c.Plan) {
-			return c, errorf(codeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
+			return c, httpapi.Errorf(httpapi.CodeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
 		}
 	}
 	for _, err := range []error{
@@ -285,24 +286,24 @@ func changed[T any](body jsonBody, name string, dst **T, read func(*T) error) er
 	return read(*dst)
 }
 
-func handleAdminRollKey(d adminDeps) http.Handler {
+func RollKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", manage.KeyOverlapAtZero)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
-		old, _, err := manage.FindKey(r.Context(), d.store, id)
+		old, _, err := manage.FindKey(r.Context(), d.Store, id)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		token := domain.NewKeyToken(old.Env)
 		hash := domain.HashKey(token)
-		_, rolled, err := d.store.RollKey(r.Context(), id, hash[:], overlap, recordOf(w).admin.Actor())
+		_, rolled, err := d.Store.RollKey(r.Context(), id, hash[:], overlap, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
@@ -313,10 +314,10 @@ func handleAdminRollKey(d adminDeps) http.Handler {
 // with only overlap; def when it names none. A request has a body when it
 // says so, by its length or by its Content-Type.
 func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only, atZero string) (time.Duration, error) {
-	if r.ContentLength == 0 && firstHeader(r.Header, "Content-Type") == "" {
+	if r.ContentLength == 0 && httpapi.FirstHeader(r.Header, "Content-Type") == "" {
 		return def, nil
 	}
-	body, err := decodeObject(w, r, []string{"overlap"}, only)
+	body, err := httpapi.DecodeObject(w, r, []string{"overlap"}, only)
 	if err != nil {
 		return 0, err
 	}
@@ -334,32 +335,32 @@ func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only
 // new one when nobody says (keys roll --overlap's default).
 const defaultRollOverlap = 24 * time.Hour
 
-func handleAdminRevokeKey(d adminDeps) http.Handler {
+func RevokeKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
-		if _, err := d.store.RevokeKey(r.Context(), id, recordOf(w).admin.Actor()); err != nil {
-			writeError(w, r, err)
+		if _, err := d.Store.RevokeKey(r.Context(), id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusOK, id, "")
 	})
 }
 
-func handleAdminKeyUsage(d adminDeps) http.Handler {
+func KeyUsage(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		v := r.URL.Query()
 		days := manage.DefaultUsageDays
 		if v.Has("days") {
 			var err error
 			if days, err = manage.UsageDays("days", v.Get("days")); err != nil {
-				writeError(w, r, err)
+				httpapi.WriteError(w, r, err)
 				return
 			}
 		}
-		rows, err := manage.KeyUsage(r.Context(), d.store, id, days, d.now())
+		rows, err := manage.KeyUsage(r.Context(), d.Store, id, days, d.Now())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, rows)
+		httpapi.WriteJSON(w, r, http.StatusOK, rows)
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"crypto/rand"
@@ -17,12 +17,12 @@ import (
 
 // statusWriter records what was written, for the log line and for the panic
 // handler, which may answer only while nothing was written, and carries the
-// request's record (record.go) to the steps that follow logRequests.
+// request's record (record.go) to the steps that follow LogRequests.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
-	record requestInfo
+	record Record
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -61,9 +61,9 @@ func (g *requestIDs) next() string {
 	return string(strconv.AppendUint(append(b[:0], g.prefix...), g.n.Add(1), 36))
 }
 
-// firstHeader is h.Get(key) for a key already in canonical form: Get would
+// FirstHeader is h.Get(key) for a key already in canonical form: Get would
 // canonicalise it again on every request.
-func firstHeader(h http.Header, key string) string {
+func FirstHeader(h http.Header, key string) string {
 	if v := h[key]; len(v) > 0 {
 		return v[0]
 	}
@@ -84,17 +84,17 @@ func validRequestID(s string) bool {
 	return true
 }
 
-// logRequests gives each request its record, an id echoed in
+// LogRequests gives each request its record, an id echoed in
 // X-Request-Id, a 500 Error for a panic, one log line, and its place in the
 // metrics (m may be nil: none).
-func logRequests(logger *slog.Logger, m *metrics.Metrics) middleware {
+func LogRequests(logger *slog.Logger, m *metrics.Metrics) Middleware {
 	ids := newRequestIDs()
 	return func(next http.Handler) http.Handler {
 		return &requestLogger{logger: logger, metrics: m, ids: ids, next: next}
 	}
 }
 
-// requestLogger is the step logRequests adds.
+// requestLogger is the step LogRequests adds.
 type requestLogger struct {
 	logger  *slog.Logger
 	metrics *metrics.Metrics
@@ -107,21 +107,21 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One allocation for all that is tracked: the writer and its record.
 	sw := &statusWriter{ResponseWriter: w}
 	info := &sw.record
-	id := firstHeader(r.Header, "X-Request-Id")
+	id := FirstHeader(r.Header, "X-Request-Id")
 	if !validRequestID(id) {
 		id = l.ids.next()
 	}
 	info.logged(id)
-	w.Header()["X-Request-Id"] = info.headerValue(id)
+	w.Header()["X-Request-Id"] = info.HeaderValue(id)
 
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			info.failed(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), 0)
+			info.Failed(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), 0)
 			if sw.status == 0 {
-				writeError(sw, r, &Error{Code: codeInternal, Message: internalMessage})
+				WriteError(sw, r, &Error{Code: CodeInternal, Message: internalMessage})
 			}
 		}
 		end := time.Now()
@@ -138,9 +138,9 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.next.ServeHTTP(sw, r)
 }
 
-// statusClientClosed is nginx's "client closed request": the status a
+// StatusClientClosed is nginx's "client closed request": the status a
 // request is recorded under when its client went away before its answer.
-const statusClientClosed = 499
+const StatusClientClosed = 499
 
 // recordedStatus is the status a request is logged and counted under: the
 // one written, or 499 when the client went away and the answer it never
@@ -153,10 +153,10 @@ func recordedStatus(r *http.Request, written int) int {
 	if (written != 0 && written < 500) || r.Context().Err() == nil {
 		return written
 	}
-	return statusClientClosed
+	return StatusClientClosed
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, info *requestInfo, status int, sw *statusWriter, start, end time.Time) {
+func logRequest(logger *slog.Logger, r *http.Request, info *Record, status int, sw *statusWriter, start, end time.Time) {
 	level := slog.LevelInfo
 	switch {
 	case healthCheck(r): // a load balancer's, one a second on every server

@@ -1,4 +1,4 @@
-package main
+package httpapi
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	maxBodyBytes   = 64 << 10
-	maxNameRunes   = 200
+	MaxBodyBytes   = 64 << 10
+	MaxNameRunes   = 200
 	maxInt64String = "9223372036854775807"
 )
 
@@ -38,13 +38,13 @@ var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
 	"status":     func(b *newPetBody) *json.RawMessage { return &b.Status },
 }
 
-// decodeNewPet reads and validates a createPet body: JSON content type, at
+// DecodeNewPet reads and validates a createPet body: JSON content type, at
 // most maxBodyBytes, exactly one object, known fields only, valid values.
-// The error it returns is ready for writeError: a domain error, malformed
+// The error it returns is ready for WriteError: a domain error, malformed
 // (not one JSON object) or invalid (its message names the field), or the
 // HTTP edge's own 415 and 413 for the request's Content-Type and size.
-func decodeNewPet(w http.ResponseWriter, r *http.Request) (domain.Pet, error) {
-	if err := checkContentType(firstHeader(r.Header, "Content-Type")); err != nil {
+func DecodeNewPet(w http.ResponseWriter, r *http.Request) (domain.Pet, error) {
+	if err := checkContentType(FirstHeader(r.Header, "Content-Type")); err != nil {
 		return domain.Pet{}, err
 	}
 	if r.ContentLength > 0 && r.ContentLength <= smallBodyBytes {
@@ -52,13 +52,13 @@ func decodeNewPet(w http.ResponseWriter, r *http.Request) (domain.Pet, error) {
 	}
 	var pet domain.Pet
 	var err error = errTooLarge
-	if r.ContentLength <= maxBodyBytes {
-		pet, err = readNewPet(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if r.ContentLength <= MaxBodyBytes {
+		pet, err = readNewPet(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	}
 	if err == errTooLarge {
 		// Without this net/http reads on through up to 256 KiB of the
 		// refused body before it sends the 413 (MaxBytesReader would tell
-		// it not to, but it cannot see through logRequests' writer).
+		// it not to, but it cannot see through LogRequests' writer).
 		w.Header().Set("Connection", "close")
 	}
 	return pet, err
@@ -140,17 +140,17 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 	return fields, nil
 }
 
-// decodeObject reads a request's body as readObject does, after checking
+// DecodeObject reads a request's body as readObject does, after checking
 // its content type and within maxBodyBytes: the admin API's bodies.
-func decodeObject(w http.ResponseWriter, r *http.Request, known []string, has string) (map[string]json.RawMessage, error) {
-	if err := checkContentType(firstHeader(r.Header, "Content-Type")); err != nil {
+func DecodeObject(w http.ResponseWriter, r *http.Request, known []string, has string) (map[string]json.RawMessage, error) {
+	if err := checkContentType(FirstHeader(r.Header, "Content-Type")); err != nil {
 		return nil, err
 	}
-	if r.ContentLength > maxBodyBytes {
+	if r.ContentLength > MaxBodyBytes {
 		w.Header().Set("Connection", "close")
 		return nil, errTooLarge
 	}
-	fields, err := readObject(http.MaxBytesReader(w, r.Body, maxBodyBytes), known, has)
+	fields, err := readObject(http.MaxBytesReader(w, r.Body, MaxBodyBytes), known, has)
 	if err == errTooLarge {
 		w.Header().Set("Connection", "close") // as decodeNewPet, for the same reason
 	}
@@ -294,15 +294,15 @@ func jsonKind(tok json.Token) string {
 	return "null"
 }
 
-var errTooLarge = errorf(codePayloadTooLarge, "the body must be at most %d bytes", maxBodyBytes)
+var errTooLarge = Errorf(CodePayloadTooLarge, "the body must be at most %d bytes", MaxBodyBytes)
 
 func checkContentType(ct string) error {
 	if ct == "" {
-		return errorf(codeUnsupportedMediaType, "Content-Type must be application/json, and the request has none")
+		return Errorf(CodeUnsupportedMediaType, "Content-Type must be application/json, and the request has none")
 	}
 	mediaType, _, err := mime.ParseMediaType(ct)
 	if err != nil || mediaType != "application/json" {
-		return errorf(codeUnsupportedMediaType, "Content-Type must be application/json, not %q", ct)
+		return Errorf(CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", ct)
 	}
 	return nil
 }
@@ -343,8 +343,8 @@ func (in newPetBody) validate() (domain.Pet, error) {
 		return p, domain.Invalid("name must be valid UTF-8 text (no invalid bytes, lone surrogates or U+FFFD)")
 	case strings.TrimSpace(p.Name) == "":
 		return p, domain.Invalid("name must not be empty")
-	case utf8.RuneCountInString(p.Name) > maxNameRunes:
-		return p, domain.Invalid("name must be at most %d characters", maxNameRunes)
+	case utf8.RuneCountInString(p.Name) > MaxNameRunes:
+		return p, domain.Invalid("name must be at most %d characters", MaxNameRunes)
 	case strings.ContainsFunc(p.Name, isControl):
 		return p, domain.Invalid("name must not contain control characters")
 	}
@@ -364,7 +364,7 @@ func (in newPetBody) validate() (domain.Pet, error) {
 		if string(in.Status) == "null" {
 			return p, domain.Invalid("status must be one of available, pending, sold, not null; leave it out to give none")
 		}
-		if !unquote(in.Status, &p.Status) || !validStatus(p.Status) {
+		if !unquote(in.Status, &p.Status) || !domain.KnownStatus(p.Status) {
 			return p, domain.Invalid("status must be one of available, pending, sold")
 		}
 	}
@@ -385,9 +385,9 @@ func unquote(raw json.RawMessage, s *string) bool {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
-// requestHash identifies a createPet request by its meaning, so a retry that
+// RequestHash identifies a createPet request by its meaning, so a retry that
 // differs only in spacing or field order is the same request.
-func requestHash(p domain.Pet) []byte {
+func RequestHash(p domain.Pet) []byte {
 	h := sha256.Sum256(fmt.Appendf(nil, "%q %d %q", p.Name, p.CategoryID, p.Status))
 	return h[:]
 }

@@ -1,4 +1,4 @@
-package main
+package adminapi
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 	"petstore/internal/webhook"
 )
@@ -16,123 +17,123 @@ import (
 // listedDelivery). The secret is in the answers of a create and a rotation
 // only.
 
-// createdEndpoint is an endpoint made or rotated: its object and, this
+// CreatedEndpoint is an endpoint made or rotated: its object and, this
 // once, its secret.
-type createdEndpoint struct {
+type CreatedEndpoint struct {
 	domain.ListedEndpoint
 	Secret string `json:"secret"`
 }
 
-func handleAdminListWebhooks(d adminDeps) http.Handler {
+func ListWebhooks(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		endpoints, err := d.store.WebhookEndpoints(r.Context())
+		endpoints, err := d.Store.WebhookEndpoints(r.Context())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, manage.ListedEndpoints(endpoints, d.now()))
+		httpapi.WriteJSON(w, r, http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()))
 	})
 }
 
-func handleAdminAddWebhook(d adminDeps, env string) http.Handler {
+func AddWebhook(d Deps, env string) http.Handler {
 	fields := []string{"url", "events"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := decodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
+		body, err := httpapi.DecodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		var url string
 		if err := jsonBody(body).str("url", &url); err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		var events []string
 		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
-			writeError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
+			httpapi.WriteError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
 			return
 		}
 		terms, err := manage.NewEndpointTerms(url, events)
 		if err == nil {
-			if problem := d.webhookGuard.URLProblem(r.Context(), url); problem != "" {
+			if problem := d.WebhookGuard.URLProblem(r.Context(), url); problem != "" {
 				err = domain.Invalid("%s", problem)
 			}
 		}
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		e, err := d.store.AddWebhookEndpoint(r.Context(), terms, recordOf(w).admin.Actor(), env)
+		e, err := d.Store.AddWebhookEndpoint(r.Context(), terms, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		w.Header().Set("Location", "/admin/v1/webhooks/"+strconv.FormatInt(e.ID, 10))
-		writeJSON(w, r, http.StatusCreated, createdEndpoint{e.Listed(d.now()), e.Secret})
+		httpapi.WriteJSON(w, r, http.StatusCreated, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
 	})
 }
 
-func handleAdminRemoveWebhook(d adminDeps, env string) http.Handler {
+func RemoveWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		if err := d.store.RemoveWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env); err != nil {
-			writeError(w, r, err)
+		if err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env); err != nil {
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 }
 
-func handleAdminRotateWebhook(d adminDeps, env string) http.Handler {
+func RotateWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		overlap, err := overlapBody(w, r, manage.DefaultWebhookOverlap, "a rotation has only overlap", manage.SecretOverlapAtZero)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		e, err := d.store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, recordOf(w).admin.Actor(), env)
+		e, err := d.Store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, createdEndpoint{e.Listed(d.now()), e.Secret})
+		httpapi.WriteJSON(w, r, http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
 	})
 }
 
-func handleAdminEnableWebhook(d adminDeps, env string) http.Handler {
+func EnableWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		e, err := d.store.EnableWebhookEndpoint(r.Context(), id, recordOf(w).admin.Actor(), env)
+		e, err := d.Store.EnableWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, e.Listed(d.now()))
+		httpapi.WriteJSON(w, r, http.StatusOK, e.Listed(d.Now()))
 	})
 }
 
-// queuedEvent answers a test: the event's id, which every attempt carries
+// QueuedEvent answers a test: the event's id, which every attempt carries
 // as webhook-id.
-type queuedEvent struct {
+type QueuedEvent struct {
 	EventID string `json:"eventId"`
 }
 
-func handleAdminTestWebhook(d adminDeps) http.Handler {
+func TestWebhook(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		ev, err := manage.QueueTest(r.Context(), d.store, id, recordOf(w).admin.Actor(), d.now())
+		ev, err := manage.QueueTest(r.Context(), d.Store, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusAccepted, queuedEvent{ev.ID})
+		httpapi.WriteJSON(w, r, http.StatusAccepted, QueuedEvent{ev.ID})
 	})
 }
 
-func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
+func WebhookDeliveries(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		f := domain.DeliveryFilter{EndpointID: id}
 		v := r.URL.Query()
 		var err error
 		if f.Limit, err = pageLimit(v); err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		switch v.Get("failed") {
@@ -140,25 +141,25 @@ func handleAdminWebhookDeliveries(d adminDeps) http.Handler {
 		case "true":
 			f.Failed = true
 		default:
-			writeError(w, r, domain.Invalid("failed must be true or false"))
+			httpapi.WriteError(w, r, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		deliveries, err := d.store.WebhookDeliveries(r.Context(), f)
+		deliveries, err := d.Store.WebhookDeliveries(r.Context(), f)
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed))
+		httpapi.WriteJSON(w, r, http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed))
 	})
 }
 
 // findEndpoint is endpoint id; an unknown id is not_found.
-func findEndpoint(r *http.Request, d adminDeps, id int64) (domain.WebhookEndpoint, error) {
-	endpoints, err := d.store.WebhookEndpoints(r.Context())
+func findEndpoint(r *http.Request, d Deps, id int64) (domain.WebhookEndpoint, error) {
+	endpoints, err := d.Store.WebhookEndpoints(r.Context())
 	if err != nil {
 		return domain.WebhookEndpoint{}, err
 	}
@@ -175,40 +176,40 @@ type resent struct {
 	Queued int64 `json:"queued"`
 }
 
-func handleAdminResendWebhook(d adminDeps) http.Handler {
+func ResendWebhook(d Deps) http.Handler {
 	fields := []string{"eventId", "failed"}
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		body, err := decodeObject(w, r, fields, "a resend has only eventId or failed")
+		body, err := httpapi.DecodeObject(w, r, fields, "a resend has only eventId or failed")
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		f := domain.DeliveryFilter{EndpointID: id}
 		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		if raw, ok := body["failed"]; ok && json.Unmarshal(raw, &f.Failed) != nil {
-			writeError(w, r, domain.Invalid("failed must be true or false"))
+			httpapi.WriteError(w, r, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if (f.EventID == "") == !f.Failed {
-			writeError(w, r, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
+			httpapi.WriteError(w, r, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		n, err := d.store.ResendWebhookDeliveries(r.Context(), f, d.now())
+		n, err := d.Store.ResendWebhookDeliveries(r.Context(), f, d.Now())
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		if n == 0 && f.EventID != "" {
-			writeError(w, r, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
+			httpapi.WriteError(w, r, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
 			return
 		}
-		writeJSON(w, r, http.StatusOK, resent{n})
+		httpapi.WriteJSON(w, r, http.StatusOK, resent{n})
 	})
 }

@@ -1,9 +1,10 @@
-package main
+package adminapi
 
 import (
 	"net/http"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 )
 
@@ -11,38 +12,38 @@ import (
 // (keys:read) lists the bans in force, as bans list --json does; DELETE
 // /admin/v1/bans/{subject} (keys:write) lifts one, as bans lift does.
 
-// handleAdminListBans answers the bans in force, those that began first
+// ListBans answers the bans in force, those that began first
 // first: [{"subject", "since", "until"}].
-func handleAdminListBans(d adminDeps) http.Handler {
+func ListBans(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := d.storeBans(r.Context())
+		err := d.StoreBans(r.Context())
 		var bans []domain.Ban
 		if err == nil {
-			bans, err = d.store.Bans(r.Context())
+			bans, err = d.Store.Bans(r.Context())
 		}
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
-		writeJSON(w, r, http.StatusOK, manage.ListedBans(bans))
+		httpapi.WriteJSON(w, r, http.StatusOK, manage.ListedBans(bans))
 	})
 }
 
-// handleAdminLiftBan lifts the ban of the path's subject (key:ID or
+// LiftBan lifts the ban of the path's subject (key:ID or
 // address:IP; an IPv6 /64 as any of its addresses, or PREFIX%2F64) on env, as the token's admin:NAME: 204, and every
 // server lets the subject through within a second. A subject that is not
 // banned is 404, a malformed one 400 naming it.
-func handleAdminLiftBan(d adminDeps, env string) http.Handler {
+func LiftBan(d Deps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, err := domain.ParseBanSubject(r.PathValue("subject"))
 		if err == nil {
-			err = d.storeBans(r.Context())
+			err = d.StoreBans(r.Context())
 		}
 		if err == nil {
-			_, err = d.store.LiftBan(r.Context(), subject, recordOf(w).admin.Actor(), env)
+			_, err = d.Store.LiftBan(r.Context(), subject, httpapi.RecordOf(w).Admin().Actor(), env)
 		}
 		if err != nil {
-			writeError(w, r, err)
+			httpapi.WriteError(w, r, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

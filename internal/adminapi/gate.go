@@ -1,4 +1,4 @@
-package main
+package adminapi
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
@@ -19,18 +20,18 @@ import (
 // checked by the same code (newSecret, secretProblem); the database keeps
 // its SHA-256 hash. Its scopes are the admin scopes of scope.go.
 
-// adminGate lets a request into the admin API with a valid admin token that
+// Gate lets a request into the admin API with a valid admin token that
 // holds the scope its route needs. The token is looked up in the database
 // at each request (the admin API is not the hot path), so a revocation
 // holds at once on every server. Failed authentications are counted
 // (petstore_admin_auth_failures_total) and limited per client address by a
 // limiter of their own, never the /v1 one: a portal with a wrong token
 // never bans its address from /v1, nor /v1 traffic its admin access.
-type adminGate struct {
-	store    store.Storage
-	env      string
-	failures limits.Limiter
-	metrics  *metrics.Metrics
+type Gate struct {
+	Store    store.Storage
+	Env      string
+	Failures limits.Limiter
+	Metrics  *metrics.Metrics
 }
 
 // caller is whom the failures of r are counted against: its TCP peer,
@@ -38,12 +39,12 @@ type adminGate struct {
 // through the public listener's proxy, so X-Forwarded-For there is the
 // client's own word: believed, it would let one address spread its
 // failures over made-up addresses, or ban another's.
-func (g *adminGate) caller(r *http.Request) domain.CallerID {
-	return domain.CallerID{Addr: clientAddr(r, false)}
+func (g *Gate) caller(r *http.Request) domain.CallerID {
+	return domain.CallerID{Addr: httpapi.ClientAddr(r, false)}
 }
 
 // adminChallenge is the WWW-Authenticate of the admin API's 401s.
-const adminChallenge = `Bearer realm="petstore-admin"`
+const Challenge = `Bearer realm="petstore-admin"`
 
 // The failures of an admin authentication, each naming the mistake: its
 // reason is the label of petstore_admin_auth_failures_total. Only a pet key
@@ -57,14 +58,14 @@ var (
 	adminOtherScheme = keyring.Failure{Reason: keyring.Malformed, Message: "the Authorization header must use the Bearer scheme: send Authorization: Bearer psa_..."}
 	adminPetKey      = keyring.Failure{Reason: keyring.Malformed, Message: "this is an API key (psk_...), which works on /v1 only: the admin API takes an admin token (psa_...), made by petstore admin create"}
 	adminMistyped    = keyring.Failure{Reason: keyring.Malformed, Message: "the admin token is not valid: it has not the length, the characters or the checksum of one (mistyped, or cut short when copied?)"}
-	adminUnknown     = keyring.Failure{Reason: keyring.Invalid, Message: "the admin token is not valid: there is no such token (petstore admin list shows them)"}
+	Unknown          = keyring.Failure{Reason: keyring.Invalid, Message: "the admin token is not valid: there is no such token (petstore admin list shows them)"}
 	adminRevoked     = keyring.Failure{Reason: keyring.Revoked, Message: "the admin token has been revoked"}
 )
 
 // adminCredential is the admin token of an Authorization header, or the
 // mistake that keeps the header from holding one for env.
-func adminCredential(header, env string) (string, keyring.Failure) {
-	token, isBearer := bearerToken(header)
+func Credential(header, env string) (string, keyring.Failure) {
+	token, isBearer := httpapi.BearerToken(header)
 	scheme, _, spaced := strings.Cut(header, " ")
 	switch {
 	case header == "":
@@ -95,16 +96,16 @@ func adminCredential(header, env string) (string, keyring.Failure) {
 	return "", adminMistyped
 }
 
-// require answers a request without a valid admin token 401 (429 once its
+// Require answers a request without a valid admin token 401 (429 once its
 // address has failed too often), one whose token lacks need 403, and
 // passes the rest to next with the token on the request's info.
-func (g *adminGate) require(need domain.ScopeSet) middleware {
+func (g *Gate) Require(need domain.ScopeSet) httpapi.Middleware {
 	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			t, failure, err := g.authenticate(r)
 			if err != nil {
-				writeError(w, r, err)
+				httpapi.WriteError(w, r, err)
 				return
 			}
 			if t == nil {
@@ -112,10 +113,10 @@ func (g *adminGate) require(need domain.ScopeSet) middleware {
 				return
 			}
 			if !t.Scopes.Has(need) {
-				insufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
+				httpapi.InsufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
 				return
 			}
-			recordOf(w).admitted(t)
+			httpapi.RecordOf(w).Admitted(t)
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -123,25 +124,25 @@ func (g *adminGate) require(need domain.ScopeSet) middleware {
 
 // authenticate finds the request's admin token, or why it has none. An
 // address banned for its failures is not looked up.
-func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failure, error) {
-	token, failure := adminCredential(firstHeader(r.Header, "Authorization"), g.env)
+func (g *Gate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failure, error) {
+	token, failure := Credential(httpapi.FirstHeader(r.Header, "Authorization"), g.Env)
 	if failure.Reason != 0 {
 		return nil, failure, nil
 	}
-	s, err := g.failures.Peek(r.Context(), g.caller(r), domain.AnonymousLimits)
+	s, err := g.Failures.Peek(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
 		return nil, keyring.Failure{}, err
 	}
 	if !s.Allowed {
-		return nil, adminUnknown, nil // banned: the token is not even looked up
+		return nil, Unknown, nil // banned: the token is not even looked up
 	}
 	hash := domain.HashKey(token)
-	t, ok, err := g.store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
+	t, ok, err := g.Store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
 	switch {
 	case err != nil:
 		return nil, keyring.Failure{}, err
-	case !ok || t.Env != g.env:
-		return nil, adminUnknown, nil
+	case !ok || t.Env != g.Env:
+		return nil, Unknown, nil
 	case !t.RevokedAt.IsZero():
 		return nil, adminRevoked, nil
 	}
@@ -150,17 +151,17 @@ func (g *adminGate) authenticate(r *http.Request) (*domain.AdminToken, keyring.F
 
 // refuse answers a failed authentication: counted, and spent from the
 // address's own allowance of failures; 401, or 429 past it.
-func (g *adminGate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Failure) {
-	g.metrics.AdminAuthFailed(uint8(failure.Reason))
-	d, err := g.failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
+func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Failure) {
+	g.Metrics.AdminAuthFailed(uint8(failure.Reason))
+	d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
-		writeError(w, r, err)
+		httpapi.WriteError(w, r, err)
 		return
 	}
 	if !d.Allowed {
-		refuse(w, r, &d)
+		httpapi.Refuse(w, r, &d)
 		return
 	}
-	w.Header().Set("WWW-Authenticate", adminChallenge)
-	writeError(w, r, &Error{Code: codeUnauthorized, Message: failure.Message})
+	w.Header().Set("WWW-Authenticate", Challenge)
+	httpapi.WriteError(w, r, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
 }

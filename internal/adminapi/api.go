@@ -1,4 +1,4 @@
-package main
+package adminapi
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
 	"petstore/internal/store"
@@ -19,33 +20,31 @@ import (
 
 // The admin API (docs/admin.md, "The routes"): what the CLI does to keys,
 // over HTTP for a signup flow or a portal, under /admin/v1 on the admin
-// listener only (--admin-addr), behind admin tokens (admin.go). Its objects
-// are the CLI's: a key is keys list --json's listedKey, an event audit
-// --json's auditJSON, a day of usage petstore usage --json's usageDay.
+// listener only (--admin-addr), behind admin tokens (gate.go). Its objects
+// are the CLI's (internal/manage): a key is keys list --json's ListedKey,
+// an event audit --json's AuditJSON, a day of usage petstore usage
+// --json's.
 
-//go:embed admin-openapi.yaml
-var adminOpenAPIYAML []byte
-
-// adminDeps is what the admin API's handlers need.
-type adminDeps struct {
-	store   store.Storage
-	now     func() time.Time
-	limiter limits.Limiter // read, never spent: a key's limits
+// Deps is what the admin API's handlers need.
+type Deps struct {
+	Store   store.Storage
+	Now     func() time.Time
+	Limiter limits.Limiter // read, never spent: a key's limits
 	// webhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
-	webhookGuard *webhook.AddressGuard
+	WebhookGuard *webhook.AddressGuard
 	// storeBans stores the bans this server started and has not stored
 	// yet, so that the bans listed or lifted include one just refused.
-	storeBans func(context.Context) error
+	StoreBans func(context.Context) error
 }
 
 // pageLimit is a page's limit query parameter: 1 to maxPageSize, by default
 // defaultPageSize.
 func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
-		return defaultPageSize, nil
+		return httpapi.DefaultPageSize, nil
 	}
-	return limitOf(v.Get("limit"))
+	return httpapi.LimitOf(v.Get("limit"))
 }
 
 // pageCursor is where a page begins: after the id its cursor names.
@@ -55,7 +54,7 @@ func pageCursor(v url.Values) (int64, error) {
 	}
 	after, ok := domain.DecodeCursor(v.Get("cursor"))
 	if !ok {
-		return 0, errorf(codeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
+		return 0, httpapi.Errorf(httpapi.CodeInvalidRequest, "cursor is malformed: pass the cursor of a Link rel=\"next\" URL unchanged")
 	}
 	return after, nil
 }
@@ -79,7 +78,7 @@ func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := domain.ParseID(r.PathValue("id"))
 		if !ok {
-			writeError(w, r, errorf(codeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
+			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
 			return
 		}
 		h(w, r, id)
@@ -96,7 +95,7 @@ func (b jsonBody) str(name string, dst *string) error {
 		return nil
 	}
 	if string(raw) == "null" || json.Unmarshal(raw, dst) != nil {
-		return errorf(codeInvalidRequest, "%s must be a string", name)
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be a string", name)
 	}
 	return nil
 }
@@ -108,7 +107,7 @@ func (b jsonBody) int(name string, dst *int64) error {
 		return nil
 	}
 	if !domain.IsDigits(string(raw)) || json.Unmarshal(raw, dst) != nil || *dst < 1 {
-		return errorf(codeInvalidRequest, "%s must be an integer of 1 or more", name)
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be an integer of 1 or more", name)
 	}
 	return nil
 }
@@ -136,7 +135,7 @@ func (b jsonBody) name(dst *string) error {
 		return err
 	}
 	if err := manage.CheckLabel("name", *dst); err != nil {
-		return errorf(codeInvalidRequest, "%s", err.Error())
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s", err.Error())
 	}
 	return nil
 }
@@ -150,11 +149,11 @@ func (b jsonBody) scopes(dst *domain.ScopeSet) error {
 	}
 	var names []string
 	if string(raw) == "null" || json.Unmarshal(raw, &names) != nil || len(names) == 0 {
-		return errorf(codeInvalidRequest, "scopes must be an array of one or more of %s", strings.Join(domain.AllScopes.Names(), ", "))
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "scopes must be an array of one or more of %s", strings.Join(domain.AllScopes.Names(), ", "))
 	}
 	s, name, ok := domain.ParseScopes(names, domain.AllScopes)
 	if !ok {
-		return errorf(codeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "scopes: unknown scope %q; the scopes of a key are %s", name, domain.KnownScopes)
 	}
 	*dst = s
 	return nil
@@ -173,7 +172,7 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	}
 	var s string
 	if err := b.str("expires", &s); err != nil {
-		return errorf(codeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
+		return httpapi.Errorf(httpapi.CodeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
 	}
 	at, err := manage.ExpiresOf("expires", s, "null (never)", now)
 	if err != nil {
