@@ -18,12 +18,12 @@ func challengeRelay(t *testing.T, addr string, pick func() string) {
 	t.Helper()
 	testkit.ServeTCP(t, addr, func(c net.Conn) {
 		var up net.Conn
-		for deadline := time.Now().Add(5 * time.Second); up == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if !testkit.Until(5*time.Second, 20*time.Millisecond, func() bool {
 			if target := pick(); target != "" {
 				up, _ = net.Dial("tcp", target)
 			}
-		}
-		if up == nil {
+			return up != nil
+		}) {
 			return
 		}
 		defer up.Close()

@@ -20,26 +20,6 @@ import (
 
 const testDomain = "api.petstore.test"
 
-// get sends GET url with key (when not empty) through client and returns
-// the answer with its body read.
-func get(t *testing.T, client *http.Client, url, host, key string) (*http.Response, string) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	if host != "" {
-		req.Host = host
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(body)
-}
-
 // A server with --acme-domain gets its certificate from Pebble through a
 // real challenge; a client that trusts only Pebble's issuing root gets 200
 // over HTTP/2 from /v1/pets, and the plain port redirects / with 308 and
@@ -52,7 +32,7 @@ func TestACMECertificateFromPebble(t *testing.T) {
 	key := bootstrapKeyIn(t, p.stderr.String())
 	client := trustingClient(pebble.issuing, testDomain)
 	defer client.CloseIdleConnections()
-	resp, body := get(t, client, p.url+"/v1/pets", "", key)
+	resp, body := testkit.Fetch(t, client, "GET", p.url+"/v1/pets", key, "")
 	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
 		t.Fatalf("GET /v1/pets over HTTPS: %d over %s, want 200 over HTTP/2: %s", resp.StatusCode, resp.Proto, body)
 	}
@@ -68,19 +48,19 @@ func TestACMECertificateFromPebble(t *testing.T) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	defer plain.CloseIdleConnections()
 	host := testDomain + ":" + strconv.Itoa(pebble.httpPort)
-	resp, _ = get(t, plain, plainURL+"/docs/?a=1&b=2", host, "")
+	resp, _ = testkit.Fetch(t, plain, "GET", plainURL+"/docs/?a=1&b=2", "", "", "Host", host)
 	want := "https://" + testDomain + ":" + strconv.Itoa(pebble.tlsPort) + "/docs/?a=1&b=2"
 	if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
 		t.Errorf("GET / over plain HTTP: %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
-	resp, body = get(t, plain, plainURL+"/v1/pets", host, key)
+	resp, body = testkit.Fetch(t, plain, "GET", plainURL+"/v1/pets", key, "", "Host", host)
 	var e httpapi.Error
 	json.Unmarshal([]byte(body), &e)
 	if resp.StatusCode != 400 || e.Code != "https_required" || !strings.Contains(e.Message, "use https") {
 		t.Errorf("GET /v1/pets over plain HTTP: %d %s, want 400 https_required saying use https", resp.StatusCode, body)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if resp, body := get(t, plain, plainURL+path, host, ""); resp.StatusCode != 200 {
+		if resp, body := testkit.Fetch(t, plain, "GET", plainURL+path, "", "", "Host", host); resp.StatusCode != 200 {
 			t.Errorf("GET %s over plain HTTP: %d %s, want 200", path, resp.StatusCode, body)
 		}
 	}
@@ -201,7 +181,7 @@ func TestACMEServerAwayWithACachedCertificate(t *testing.T) {
 	}
 	var body string
 	testkit.Eventually(t, 5*time.Second, "/metrics counts the failure and shows the expiry", func() bool {
-		_, body = get(t, &http.Client{Timeout: 5 * time.Second}, "http://"+admin+"/metrics", "", "")
+		_, body = testkit.Fetch(t, &http.Client{Timeout: 5 * time.Second}, "GET", "http://"+admin+"/metrics", "", "")
 		return strings.Contains(body, `petstore_tls_certificate_changes_total{outcome="failed",source="acme"}`) &&
 			strings.Contains(body, `petstore_tls_certificate_expiry_timestamp_seconds{name="`+domain+`"}`)
 	})

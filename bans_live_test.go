@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -26,21 +25,6 @@ func servedWithinASecond(t *testing.T, s *runningPetstore, key, how string, lift
 		resp, _ := s.request("GET", "/v1/pets", key, "")
 		return resp.StatusCode == http.StatusOK
 	})
-}
-
-// adminCall sends method path with token to the admin listener at addr, and
-// answers the status and body.
-func adminCall(t *testing.T, s *runningPetstore, addr, token, method, path string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+addr+path, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := s.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
 }
 
 func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
@@ -78,13 +62,14 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 			}
 
 			// At once: the ban is listed and lifted as soon as it is refused.
+			bans := "http://" + adminAt[1] + "/admin/v1/bans"
 			banKey(t, server, key)
-			if status, body := adminCall(t, server, adminAt[1], token, "GET", "/admin/v1/bans"); status != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
-				t.Fatalf("GET /admin/v1/bans just after the ban: %d %s, want %s listed", status, body, subject)
+			if resp, body := testkit.Fetch(t, server.client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
+				t.Fatalf("GET /admin/v1/bans just after the ban: %d %s, want %s listed", resp.StatusCode, body, subject)
 			}
 			servedWithinASecond(t, server, key, "over the admin API", func() {
-				if status, body := adminCall(t, server, adminAt[1], token, "DELETE", "/admin/v1/bans/"+subject); status != http.StatusNoContent {
-					t.Fatalf("DELETE /admin/v1/bans/%s just after the ban: %d %s, want 204", subject, status, body)
+				if resp, body := testkit.Fetch(t, server.client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("DELETE /admin/v1/bans/%s just after the ban: %d %s, want 204", subject, resp.StatusCode, body)
 				}
 			})
 

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // The API reference in a real browser: headless Chromium, driven over the
@@ -500,19 +502,14 @@ func (p *tab) eval(ctx context.Context, expression string, v any) {
 // waitFor waits until a JavaScript condition holds in the page.
 func (p *tab) waitFor(ctx context.Context, what, condition string) {
 	p.b.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testkit.Until(20*time.Second, 50*time.Millisecond, func() bool {
 		var ok bool
 		p.eval(ctx, "Boolean("+condition+")", &ok)
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			var text string
-			p.eval(ctx, `document.body ? document.body.innerText.slice(0, 2000) : ""`, &text)
-			p.b.t.Fatalf("waited 20 s for %s (%s); the page says:\n%s\nproblems: %v", what, condition, text, p.b.problems())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return ok
+	}) {
+		var text string
+		p.eval(ctx, `document.body ? document.body.innerText.slice(0, 2000) : ""`, &text)
+		p.b.t.Fatalf("waited 20 s for %s (%s); the page says:\n%s\nproblems: %v", what, condition, text, p.b.problems())
 	}
 }
 

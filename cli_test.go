@@ -448,33 +448,10 @@ func (s *runningPetstore) checkNoKeyPrinted() {
 // request sends one request; key "" sends no Authorization.
 func (s *runningPetstore) request(method, path, key, body string) (*http.Response, string) {
 	s.t.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
+	if key != "" && !slices.Contains(s.keysSent, key) {
+		s.keysSent = append(s.keysSent, key)
 	}
-	req, err := http.NewRequest(method, s.url+path, r)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-		if !slices.Contains(s.keysSent, key) {
-			s.keysSent = append(s.keysSent, key)
-		}
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		s.t.Fatalf("%s %s: reading the body: %v", method, path, err)
-	}
-	return resp, string(b)
+	return testkit.Fetch(s.t, s.client, method, s.url+path, key, body)
 }
 
 // wantStatus sends a request and fails the test unless it gets status.

@@ -77,15 +77,11 @@ func (s *hangUpServer) sendAndHangUp(t *testing.T, method, target, key, body, id
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, s.url+target, strings.NewReader(body))
+	req, err := testkit.Request(method, s.url+target, key, body, "X-Request-Id", id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("X-Request-Id", id)
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	req = req.WithContext(ctx)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"petstore/internal/cli"
 	"petstore/internal/httpapi"
+	"petstore/internal/testkit"
 	"regexp"
 	"slices"
 	"strconv"
@@ -393,14 +394,11 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 			target, ok := strings.CutPrefix(word, "http://localhost:8080")
 			return server.url + target, ok
 		})
-		resp, err := server.client.Do(req)
+		resp, body, err := testkit.Do(server.client, req)
 		if err != nil {
 			t.Fatalf("%s: %v", step.command, err)
 		}
-		var body bytes.Buffer
-		body.ReadFrom(resp.Body)
-		resp.Body.Close()
-		checkShownAnswer(t, step, resp, body.String())
+		checkShownAnswer(t, step, resp, string(body))
 	}
 }
 

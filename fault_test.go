@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -26,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"petstore/internal/testkit"
 )
 
 // faultWorkers is how many goroutines create pets at once.
@@ -52,30 +53,15 @@ type faultResult struct {
 // Authorization; a body is sent as application/json; header holds more
 // header names and values.
 func faultDo(client *http.Client, method, url, key, body string, header ...string) faultResult {
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, r)
+	req, err := testkit.Request(method, url, key, body, header...)
 	if err != nil {
 		return faultResult{err: err}
 	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := client.Do(req)
-	if err != nil {
+	resp, b, err := testkit.Do(client, req)
+	if resp == nil {
 		return faultResult{err: err}
 	}
-	defer resp.Body.Close()
-	res := faultResult{status: resp.StatusCode, header: resp.Header}
-	res.body, res.bodyErr = io.ReadAll(resp.Body)
+	res := faultResult{status: resp.StatusCode, header: resp.Header, body: b, bodyErr: err}
 	if res.bodyErr == nil && resp.ContentLength >= 0 && int64(len(res.body)) != resp.ContentLength {
 		res.bodyErr = fmt.Errorf("body of %d bytes, Content-Length %d", len(res.body), resp.ContentLength)
 	}

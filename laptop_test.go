@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"net/http"
@@ -173,15 +172,12 @@ func laptopServer(t *testing.T, dir string, env map[string]string) {
 func laptopCurl(t *testing.T, command string, words []string) {
 	t.Helper()
 	req := curlRequest(t, command, words, func(word string) (string, bool) { return word, true })
-	resp, err := http.DefaultClient.Do(req)
+	resp, body, err := testkit.Do(http.DefaultClient, req)
 	if err != nil {
 		t.Fatalf("%s: %v", command, err)
 	}
-	var body bytes.Buffer
-	body.ReadFrom(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode >= 300 || !strings.Contains(body.String(), `"name":"Rex"`) {
-		t.Errorf("%s: %d %s, want a success with the pet", command, resp.StatusCode, body.String())
+	if resp.StatusCode >= 300 || !strings.Contains(string(body), `"name":"Rex"`) {
+		t.Errorf("%s: %d %s, want a success with the pet", command, resp.StatusCode, body)
 	}
 }
 

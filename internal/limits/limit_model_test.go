@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +38,9 @@ import (
 //     script's does, and the sequence goes on.
 //   - The Redis key's time to live is compared to the model's forgetAt
 //     within a millisecond (the model's float division again).
+//   - A key the model keeps for at most expiryInTransit may be gone when
+//     the run's transaction reads it: Redis expired it in the meantime.
+//     Both sides then forget the caller.
 
 // A sequence is a header (the figures) and steps of stepSize bytes each.
 const (
@@ -47,6 +48,15 @@ const (
 	stepSize   = 4
 	maxSteps   = 96
 )
+
+// expiryInTransit is how long a key may live and yet be gone when the
+// run's transaction reads its time to live. Redis 7.0 does not freeze its
+// clock inside MULTI/EXEC, so a key the script gives a millisecond or two
+// can expire between the EVAL and the PTTL after it: microseconds apart on
+// an idle machine, a few milliseconds when Redis waits for a core behind
+// the fuzzing workers. A key the model keeps longer than this that is gone
+// is a disagreement.
+const expiryInTransit = 5 * time.Millisecond
 
 // The values a sequence picks from: boundaries, mostly.
 var (
@@ -206,17 +216,34 @@ func (p *limitPair) step(st limitStep) error {
 		// The wait this run started ends when the script's does.
 		state.waitUntil = p.now.Add(time.Duration(got.extra) * time.Second)
 	}
-	if want.write != ttl.set() {
-		return fmt.Errorf("the model wrote %v, the script set a time to live of %+v", want.write, ttl)
-	}
-	if want.write {
-		p.state, p.bucket = state, bucketAt(p.perSecond, p.fig.PerMinute, p.now, want.tokens)
-		p.forgetAt = state.forgetAt(p.fig, want, p.perSecond)
-		if ms := p.forgetAt.Sub(p.now).Milliseconds(); ms < ttl.least-1 || ms > ttl.most+1 {
-			return fmt.Errorf("time to live: model %d ms, script %+v", ms, ttl)
+	if !want.write {
+		if ttl.set() {
+			return fmt.Errorf("the model wrote false, the script set a time to live of %+v", ttl)
 		}
+		return p.sameState()
+	}
+	p.bucket = bucketAt(p.perSecond, p.fig.PerMinute, p.now, want.tokens)
+	if err := p.keep(state, want, ttl); err != nil {
+		return err
 	}
 	return p.sameState()
+}
+
+// keep takes the state a run wrote as the model's, when the script's key
+// lives as long as the model says it does. A key that expired in transit
+// (expiryInTransit) is forgotten on both sides instead.
+func (p *limitPair) keep(state limitState, want limitAnswer, ttl scriptTTL) error {
+	forgetAt := state.forgetAt(p.fig, want, p.perSecond)
+	ms := forgetAt.Sub(p.now).Milliseconds()
+	switch {
+	case ttl.gone() && ms <= expiryInTransit.Milliseconds():
+		p.forget()
+	case ms < ttl.least-1 || ms > ttl.most+1: // also when the script set none: ms is at least 1
+		return fmt.Errorf("time to live: model %d ms, script %+v", ms, ttl)
+	default:
+		p.state, p.forgetAt = state, forgetAt
+	}
+	return nil
 }
 
 // banStep sets run's floor or lift as st asks, from the caller's state.
@@ -256,13 +283,11 @@ func (p *limitPair) lift(run limitRun) error {
 	if err != nil {
 		return err
 	}
-	if want.status != got.Status || !want.write || !ttl.set() {
+	if want.status != got.Status || !want.write {
 		return fmt.Errorf("lift: model %+v, script %+v (time to live %+v)", want, got, ttl)
 	}
-	p.state = state
-	p.forgetAt = state.forgetAt(p.fig, want, p.perSecond)
-	if ms := p.forgetAt.Sub(p.now).Milliseconds(); ms < ttl.least-1 || ms > ttl.most+1 {
-		return fmt.Errorf("time to live after a lift: model %d ms, script %+v", ms, ttl)
+	if err := p.keep(state, want, ttl); err != nil {
+		return fmt.Errorf("after a lift: %w", err)
 	}
 	return p.sameState()
 }
@@ -275,6 +300,9 @@ type scriptTTL struct{ least, most int64 }
 
 func (t scriptTTL) set() bool { return t.least >= 0 }
 
+// gone: the key was not there when the transaction read it.
+func (t scriptTTL) gone() bool { return t.least == -2 }
+
 // eval runs the script with run's arguments, in one transaction with the
 // key's time to live, which it then removes: the key lives in Redis's
 // clock, the runs in the sequence's, whose expiry forget plays.
@@ -285,12 +313,13 @@ func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 	cmd[0], cmd[1] = "eval", p.script
 	var before *redis.TimeCmd
 	var answer, expires, ttl *redis.Cmd
+	var persisted *redis.BoolCmd
 	_, err := p.client.TxPipelined(p.ctx, func(pipe redis.Pipeliner) error {
 		before = pipe.Time(p.ctx)
 		answer = pipe.Do(p.ctx, cmd...)
 		expires = pipe.Do(p.ctx, "pexpiretime", p.key)
 		ttl = pipe.Do(p.ctx, "pttl", p.key)
-		pipe.Persist(p.ctx, p.key)
+		persisted = pipe.Persist(p.ctx, p.key)
 		return nil
 	})
 	if err != nil {
@@ -310,7 +339,11 @@ func (p *limitPair) eval(run limitRun) (scriptAnswer, scriptTTL, error) {
 	if least >= 0 {
 		t.most = at - before.Val().UnixMilli()
 	}
-	return a, t, errors.Join(err1, err2)
+	if least >= 0 && !persisted.Val() {
+		// It expired after the PTTL, before the PERSIST: as gone.
+		t = scriptTTL{-2, -2}
+	}
+	return a, t, errors.Join(err1, err2, persisted.Err())
 }
 
 // sameAnswer compares the model's answer with the script's, and what each
@@ -476,87 +509,4 @@ func FuzzLimitScriptAgreesWithTheModel(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// limitSeeds are the committed seed corpus of the fuzz test.
-func limitSeeds(t *testing.T) [][]byte {
-	t.Helper()
-	dir := filepath.Join("testdata", "fuzz", "FuzzLimitScriptAgreesWithTheModel")
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
-		t.Fatalf("the seed corpus in %s: %v", dir, err)
-	}
-	var seeds [][]byte
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, quoted, ok := strings.Cut(strings.TrimSpace(string(b)), "\n[]byte(")
-		if !ok {
-			t.Fatalf("%s is not a corpus file of one []byte", e.Name())
-		}
-		data, err := strconv.Unquote(strings.TrimSuffix(quoted, ")"))
-		if err != nil {
-			t.Fatalf("%s: %v", e.Name(), err)
-		}
-		seeds = append(seeds, []byte(data))
-	}
-	return seeds
-}
-
-// A comparison that cannot fail proves nothing: each change of one
-// comparison, in the script or in the model, makes a sequence of the seed
-// corpus differ. The model's changes are made through its inputs, each the
-// exact equivalent of a changed comparison.
-func TestLimitComparisonCatchesAChangedComparison(t *testing.T) {
-	c := newLimitComparison(t)
-	seeds := limitSeeds(t)
-	for _, tc := range []struct {
-		name     string
-		from, to string // in limit.lua
-		rules    func(limitState, limitFigures, limitRun) (limitState, limitAnswer)
-	}{
-		{name: "script: a token left is debt < (pm-1)", from: "if debt <= (pm - 1) * token and n < pd then", to: "if debt < (pm - 1) * token and n < pd then"},
-		{name: "script: the day allows n <= pd", from: "if debt <= (pm - 1) * token and n < pd then", to: "if debt <= (pm - 1) * token and n <= pd then"},
-		{name: "script: a ban starts at wc >= banAfter", from: "if wc > banAfter then", to: "if wc >= banAfter then"},
-		{name: "script: a ban lasts through its end", from: "if now < bu then", to: "if now <= bu then"},
-		{name: "script: a wait lasts through its end", from: "if now < wu then", to: "if now <= wu then"},
-		{name: "script: the day's quota is over at n > pd", from: "if n >= pd then", to: "if n > pd then"},
-		{name: "script: a lift leaves the ban it names", from: "if bu <= lift then", to: "if bu < lift then"},
-		{name: "script: a floor at the last lift's end is raised again", from: "banFloor > now and banFloor > bu and banFloor > lu", to: "banFloor > now and banFloor > bu and banFloor >= lu"},
-		{name: "script: a floor that ends now bans", from: "banFloor > now and banFloor > bu and banFloor > lu", to: "banFloor >= now and banFloor > bu and banFloor > lu"},
-		{name: "script: a lift leaves the wait", from: "bu, wu, wc = 0, 0, 0", to: "bu = 0"},
-		{name: "script: a lease expires after its end", from: "if who == owner or (outUntil[who] or 0) <= now then", to: "if who == owner or (outUntil[who] or 0) < now then"},
-		{name: "model: a ban starts at waitCount >= banAfter", rules: func(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
-			f.banAfter-- // waitCount+1 > banAfter-1: waitCount+1 >= banAfter
-			return modelRules(s, f, run)
-		}},
-		{name: "model: a token left is tokens > 1", rules: func(s limitState, f limitFigures, run limitRun) (limitState, limitAnswer) {
-			if run.tokens == 1 {
-				run.tokens = math.Nextafter(1, 0) // tokens >= 1 at 1 refused: tokens > 1
-			}
-			return modelRules(s, f, run)
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			script, rules := limitScriptText, modelRules
-			if tc.from != "" {
-				if strings.Count(script, tc.from) != 1 {
-					t.Fatalf("limit.lua does not hold %q once", tc.from)
-				}
-				script = strings.Replace(script, tc.from, tc.to, 1)
-			}
-			if tc.rules != nil {
-				rules = tc.rules
-			}
-			for _, data := range seeds {
-				if err := c.run(script, rules, data); err != nil {
-					t.Logf("caught: %v", err)
-					return
-				}
-			}
-			t.Errorf("no sequence of the seed corpus (%d) tells the change apart", len(seeds))
-		})
-	}
 }

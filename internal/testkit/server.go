@@ -84,9 +84,10 @@ func FreeAddr(t testing.TB) string {
 // waitAnswering calls ping every 20 ms until it succeeds or within has
 // passed, and returns its last error.
 func waitAnswering(within time.Duration, ping func() error) error {
-	for deadline := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
-		if err := ping(); err == nil || time.Now().After(deadline) {
-			return err
-		}
-	}
+	var err error
+	Until(within, 20*time.Millisecond, func() bool {
+		err = ping()
+		return err == nil
+	})
+	return err
 }
