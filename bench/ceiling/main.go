@@ -18,29 +18,14 @@ import (
 	"strconv"
 )
 
-func main() {
-	addr := flag.String("addr", "127.0.0.1:8099", "address to listen on")
-	withHeaders := flag.Bool("headers", false, "send the headers the pet store must send")
-	flag.Parse()
+// header is one response header, set without allocating.
+type header struct{ key, value string }
 
-	// The same bytes the pet store sends for a page of 20 and for one pet,
-	// so that both servers put the same payload on the wire.
-	statuses := []string{"pending", "sold", "available"}
-	page := []byte("[")
-	for i := 1; i <= 20; i++ {
-		if i > 1 {
-			page = append(page, ',')
-		}
-		page = fmt.Appendf(page, `{"id":%d,"name":"pet-%d","categoryId":%d,"status":%q}`, i, i, i%50+1, statuses[i%3])
-	}
-	page = append(page, "]\n"...)
-	pet := []byte(`{"id":1,"name":"pet-1","categoryId":2,"status":"pending"}` + "\n")
-
-	// What every answer under /v1 carries, as the pet store sends it to the
-	// load benchmark's Enterprise key, and what each operation adds, set
-	// without allocating: no more than the pet store spends on them.
-	type header struct{ key, value string }
-	metered := []header{
+// What every answer under /v1 carries, as the pet store sends it to the
+// load benchmark's Enterprise key, and what each operation adds: no more
+// than the pet store spends on them.
+var (
+	metered = []header{
 		{"Ratelimit", `"minute";r=999999999999;t=1`},
 		{"Ratelimit-Policy", `"minute";q=1000000000000;w=60, "day";q=1000000000000000;w=86400`},
 		{"X-Ratelimit-Limit", "1000000000000"},
@@ -48,46 +33,71 @@ func main() {
 		{"X-Ratelimit-Reset", "1795313783"},
 		{"X-Request-Id", "039d64af7f52-1bxr"},
 	}
-	listHeaders := []header{{"Link", `</v1/pets?limit=20&cursor=YWZ0ZXI6MjA>; rel="next"`}}
-	createHeaders := []header{{"Location", "/v1/pets/1000001"}}
-	getHeaders := []header{
+	listHeaders   = []header{{"Link", `</v1/pets?limit=20&cursor=YWZ0ZXI6MjA>; rel="next"`}}
+	createHeaders = []header{{"Location", "/v1/pets/1000001"}}
+	getHeaders    = []header{
 		{"Deprecation", "@1767225600"},
 		{"Sunset", "Thu, 05 Dec 2030 00:00:00 GMT"},
 		{"Link", `</v1/pets>; rel="successor-version"`},
 	}
+)
 
-	fixed := func(status int, body []byte, extra []header) http.HandlerFunc {
-		n := strconv.Itoa(len(body))
-		if !*withHeaders {
-			return func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set("Content-Length", n)
-				w.WriteHeader(status)
-				w.Write(body)
-			}
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8099", "address to listen on")
+	withHeaders := flag.Bool("headers", false, "send the headers the pet store must send")
+	flag.Parse()
+
+	page, pet := bodies()
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/pets", fixed(*withHeaders, http.StatusOK, page, listHeaders))
+	mux.Handle("POST /v1/pets", fixed(*withHeaders, http.StatusCreated, pet, createHeaders))
+	mux.Handle("GET /v1/pets/{petId}", fixed(*withHeaders, http.StatusOK, pet, getHeaders))
+	mux.Handle("GET /readyz", fixed(*withHeaders, http.StatusOK, []byte(`{"status":"ready"}`), nil))
+	log.Fatal(http.ListenAndServe(*addr, mux))
+}
+
+// bodies are the same bytes the pet store sends for a page of 20 and for
+// one pet, so that both servers put the same payload on the wire.
+func bodies() (page, pet []byte) {
+	statuses := []string{"pending", "sold", "available"}
+	page = []byte("[")
+	for i := 1; i <= 20; i++ {
+		if i > 1 {
+			page = append(page, ',')
 		}
-		var keys []string
-		var values [][]string
-		if extra != nil { // not on /readyz
-			for _, kv := range append(append([]header{}, metered...), extra...) {
-				keys, values = append(keys, kv.key), append(values, []string{kv.value})
-			}
-		}
-		contentType := []string{"application/json"}
+		page = fmt.Appendf(page, `{"id":%d,"name":"pet-%d","categoryId":%d,"status":%q}`, i, i, i%50+1, statuses[i%3])
+	}
+	page = append(page, "]\n"...)
+	return page, []byte(`{"id":1,"name":"pet-1","categoryId":2,"status":"pending"}` + "\n")
+}
+
+// fixed answers status and body; withHeaders, with the metered headers
+// and extra (none on /readyz, where extra is nil).
+func fixed(withHeaders bool, status int, body []byte, extra []header) http.HandlerFunc {
+	n := strconv.Itoa(len(body))
+	if !withHeaders {
 		return func(w http.ResponseWriter, r *http.Request) {
-			h := w.Header()
-			h["Content-Type"] = contentType
-			for i, k := range keys {
-				h[k] = values[i]
-			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", n)
 			w.WriteHeader(status)
 			w.Write(body)
 		}
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /v1/pets", fixed(http.StatusOK, page, listHeaders))
-	mux.Handle("POST /v1/pets", fixed(http.StatusCreated, pet, createHeaders))
-	mux.Handle("GET /v1/pets/{petId}", fixed(http.StatusOK, pet, getHeaders))
-	mux.Handle("GET /readyz", fixed(http.StatusOK, []byte(`{"status":"ready"}`), nil))
-	log.Fatal(http.ListenAndServe(*addr, mux))
+	var keys []string
+	var values [][]string
+	if extra != nil {
+		for _, kv := range append(append([]header{}, metered...), extra...) {
+			keys, values = append(keys, kv.key), append(values, []string{kv.value})
+		}
+	}
+	contentType := []string{"application/json"}
+	return func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Content-Type"] = contentType
+		for i, k := range keys {
+			h[k] = values[i]
+		}
+		w.WriteHeader(status)
+		w.Write(body)
+	}
 }

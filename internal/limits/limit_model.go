@@ -7,7 +7,7 @@ import (
 	"petstore/internal/domain"
 )
 
-// The codes of a refusal, as the Error shape names them (errors.go's
+// The codes of a refusal, as the Error shape names them (internal/httpapi/errors.go's
 // table takes them from here): the limiter's answer carries one.
 const (
 	CodeRateLimited       = "rate_limited"
