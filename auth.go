@@ -59,7 +59,7 @@ func requireKey(next http.Handler) http.Handler {
 		info := httpapi.RecordOf(w)
 		key := info.Keyed()
 		if key == nil && info.AuthErr() != nil {
-			httpapi.WriteError(w, r, info.AuthErr())
+			httpapi.WriteError(w, info.AuthErr())
 			return
 		}
 		if key == nil {

@@ -35,12 +35,12 @@ func handleListPets(pets *petcopy.Cache, pages *petcopy.Pages) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.RawQuery)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		answer, err := pages.Answer(r.Context(), pets, q)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if answer.Link != nil {
@@ -127,12 +127,12 @@ func handleCreatePet(pets *petcopy.Cache, idem *inflight, now func() time.Time) 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, hasKey, err := idempotencyKey(r.Header)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		pet, err := httpapi.DecodeNewPet(w, r)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		ctx, cancel := pets.Deadline(r.Context())
@@ -144,7 +144,7 @@ func handleCreatePet(pets *petcopy.Cache, idem *inflight, now func() time.Time) 
 			pet, err = pets.Create(ctx, pet, nil)
 		}
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		h := w.Header()
@@ -160,12 +160,12 @@ func handleGetPet(pets *petcopy.Cache) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := domain.ParseID(r.PathValue("petId"))
 		if !ok {
-			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeInvalidRequest, "petId must be an integer from 1 to 9223372036854775807"))
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeInvalidRequest, "petId must be an integer from 1 to 9223372036854775807"))
 			return
 		}
 		body, err := pets.Get(r.Context(), id)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		httpapi.WriteBody(w, http.StatusOK, body)
@@ -189,7 +189,7 @@ func deprecated(next http.Handler) http.Handler {
 
 func handleNotImplemented() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeNotImplemented, "%s is not implemented in this version", r.URL.Path))
+		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotImplemented, "%s is not implemented in this version", r.URL.Path))
 	})
 }
 
@@ -197,7 +197,7 @@ func handleNotImplemented() http.Handler {
 // with where the admin API is served.
 func adminElsewhere() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s on this listener: the admin API is served only on the admin listener, "+
+		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s on this listener: the admin API is served only on the admin listener, "+
 			"petstore serve --admin-addr HOST:PORT, under /admin/v1 (docs/admin.md)", r.URL.Path))
 	})
 }
@@ -224,12 +224,12 @@ func handleReady(store store.Lifecycle, draining *atomic.Bool) http.Handler {
 	body := []byte(`{"status":"ready"}` + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
-			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeUnavailable, "the server is shutting down"))
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the server is shutting down"))
 			return
 		}
 		if err := store.Ping(r.Context()); err != nil {
 			httpapi.RecordOf(w).Failed(err, 0)
-			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeUnavailable, "the database does not answer"))
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the database does not answer"))
 			return
 		}
 		httpapi.WriteBody(w, http.StatusOK, body)

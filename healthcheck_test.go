@@ -56,7 +56,7 @@ func TestHealthcheck(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeUnavailable, "the database does not answer"))
+		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the database does not answer"))
 	}))
 	t.Cleanup(notReady.Close)
 	redirects := httptest.NewServer(http.RedirectHandler("http://192.0.2.1/readyz", http.StatusTemporaryRedirect))

@@ -32,7 +32,7 @@ func plainHandler(health http.Handler, challenges challenger, httpsPort int, log
 	own := logged(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
 			w.Header().Set("Connection", "close")
-			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeHTTPSRequired, "use https: this API is served over HTTPS only, and a key sent over plain HTTP "+
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeHTTPSRequired, "use https: this API is served over HTTPS only, and a key sent over plain HTTP "+
 				"has crossed the network in clear text (revoke or roll it)"))
 			return
 		}

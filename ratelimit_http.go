@@ -41,7 +41,7 @@ func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, tr
 			}
 			d, err := limiter.Allow(r.Context(), id, lim)
 			if err != nil {
-				httpapi.WriteError(w, r, err)
+				httpapi.WriteError(w, err)
 				return
 			}
 			info.Decided(&d)

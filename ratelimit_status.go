@@ -37,7 +37,7 @@ func handleRateLimit(limiter limits.Limiter) http.Handler {
 		id, lim := key.Budget()
 		s, err := limiter.Peek(r.Context(), id, lim)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		info.Decided(&s.Decision)

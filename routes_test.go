@@ -52,7 +52,7 @@ func stepsBehind(t *testing.T, token string, steps ...httpapi.Middleware) (*http
 	var logs syncBuffer
 	logger, _ := newLogger(&logs, "json", "info")
 	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeNotFound, "nothing here"))
+		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "nothing here"))
 	}),
 		append([]httpapi.Middleware{httpapi.LogRequests(logger, nil)}, steps...)...)
 	r := httptest.NewRequest("GET", "/v1/pets/7", nil)

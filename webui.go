@@ -48,7 +48,7 @@ func addDocsRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /docs/assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := assets[r.PathValue("file")]
 		if !ok {
-			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s", r.URL.Path))
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s", r.URL.Path))
 			return
 		}
 		h.ServeHTTP(w, r)

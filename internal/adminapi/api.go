@@ -78,7 +78,7 @@ func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := domain.ParseID(r.PathValue("id"))
 		if !ok {
-			httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
 			return
 		}
 		h(w, r, id)

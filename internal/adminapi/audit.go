@@ -18,21 +18,21 @@ func Audit(d Deps) http.Handler {
 		v := r.URL.Query()
 		f, params, err := parseAdminAuditQuery(v, d.Now())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		limit := f.Limit
 		f.Limit++ // one more tells whether a next page exists
 		events, err := d.Store.AuditEvents(r.Context(), f)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if len(events) > limit {
 			events = events[:limit]
 			w.Header().Set("Link", nextPageLink("/admin/v1/audit", params, limit, events[limit-1].ID))
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, manage.AuditJSONOf(events))
+		httpapi.WriteJSON(w, http.StatusOK, manage.AuditJSONOf(events))
 	})
 }
 

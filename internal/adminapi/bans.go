@@ -22,10 +22,10 @@ func ListBans(d Deps) http.Handler {
 			bans, err = d.Store.Bans(r.Context())
 		}
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, manage.ListedBans(bans))
+		httpapi.WriteJSON(w, http.StatusOK, manage.ListedBans(bans))
 	})
 }
 
@@ -43,7 +43,7 @@ func LiftBan(d Deps, env string) http.Handler {
 			_, err = d.Store.LiftBan(r.Context(), subject, httpapi.RecordOf(w).Admin().Actor(), env)
 		}
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

@@ -105,7 +105,7 @@ func (g *Gate) Require(need domain.ScopeSet) httpapi.Middleware {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			t, failure, err := g.authenticate(r)
 			if err != nil {
-				httpapi.WriteError(w, r, err)
+				httpapi.WriteError(w, err)
 				return
 			}
 			if t == nil {
@@ -155,7 +155,7 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Fa
 	g.Metrics.AdminAuthFailed(uint8(failure.Reason))
 	d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
 	if err != nil {
-		httpapi.WriteError(w, r, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if !d.Allowed {
@@ -163,5 +163,5 @@ func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Fa
 		return
 	}
 	w.Header().Set("WWW-Authenticate", Challenge)
-	httpapi.WriteError(w, r, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
+	httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
 }

@@ -53,7 +53,7 @@ func RequireHost(names []string) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !HostAllowed(r.Host, names) {
-				httpapi.WriteError(w, r, httpapi.Errorf(httpapi.CodeMisdirectedRequest, "the admin listener does not answer to the Host %.100q: only to an IP address, "+
+				httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeMisdirectedRequest, "the admin listener does not answer to the Host %.100q: only to an IP address, "+
 					"localhost, or a name given to petstore serve --admin-host NAME[,NAME...]", r.Host))
 				return
 			}

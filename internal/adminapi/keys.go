@@ -29,17 +29,17 @@ func CreateKey(d Deps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a new key has only "+strings.Join(fields, ", "))
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		terms, err := newKeyTerms(jsonBody(body), env, d.Now())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		k, token, err := manage.CreateKey(r.Context(), d.Store, terms, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusCreated, k.ID, token)
@@ -86,12 +86,12 @@ func ListKeys(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseAdminKeysQuery(r.URL.Query())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		all, err := d.Store.Keys(r.Context())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		now := d.Now()
@@ -109,13 +109,13 @@ func ListKeys(d Deps) http.Handler {
 		}
 		rows, err := manage.ListedKeys(r.Context(), d.Store, all, page, now)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if more {
 			w.Header().Set("Link", q.nextLink(page[len(page)-1].ID))
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, rows)
+		httpapi.WriteJSON(w, http.StatusOK, rows)
 	})
 }
 
@@ -197,15 +197,15 @@ func GetKey(d Deps) http.Handler {
 func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) {
 	row, err := d.keyObject(r.Context(), id)
 	if err != nil {
-		httpapi.WriteError(w, r, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	if status != http.StatusCreated {
-		httpapi.WriteJSON(w, r, status, row)
+		httpapi.WriteJSON(w, status, row)
 		return
 	}
 	w.Header().Set("Location", "/admin/v1/keys/"+strconv.FormatInt(id, 10))
-	httpapi.WriteJSON(w, r, status, CreatedKey{row, token})
+	httpapi.WriteJSON(w, status, CreatedKey{row, token})
 }
 
 // keyObject is key id as the admin API shows it; an unknown id is
@@ -227,18 +227,18 @@ func UpdateKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a change of a key has only "+strings.Join(fields, ", "))
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		now := d.Now()
 		change, err := keyChangeOf(jsonBody(body), now)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
 		if _, _, err := d.Store.UpdateKey(r.Context(), id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusOK, id, "")
@@ -290,20 +290,20 @@ func RollKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", manage.KeyOverlapAtZero)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
 		old, _, err := manage.FindKey(r.Context(), d.Store, id)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		token := domain.NewKeyToken(old.Env)
 		hash := domain.HashKey(token)
 		_, rolled, err := d.Store.RollKey(r.Context(), id, hash[:], overlap, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
@@ -338,7 +338,7 @@ const defaultRollOverlap = 24 * time.Hour
 func RevokeKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		if _, err := d.Store.RevokeKey(r.Context(), id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		d.answerKey(w, r, http.StatusOK, id, "")
@@ -352,15 +352,15 @@ func KeyUsage(d Deps) http.Handler {
 		if v.Has("days") {
 			var err error
 			if days, err = manage.UsageDays("days", v.Get("days")); err != nil {
-				httpapi.WriteError(w, r, err)
+				httpapi.WriteError(w, err)
 				return
 			}
 		}
 		rows, err := manage.KeyUsage(r.Context(), d.Store, id, days, d.Now())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, rows)
+		httpapi.WriteJSON(w, http.StatusOK, rows)
 	})
 }

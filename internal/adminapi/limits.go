@@ -20,7 +20,7 @@ type Identity struct {
 func Whoami() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := httpapi.RecordOf(w).Admin()
-		httpapi.WriteJSON(w, r, http.StatusOK, Identity{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()})
+		httpapi.WriteJSON(w, http.StatusOK, Identity{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()})
 	})
 }
 
@@ -33,13 +33,13 @@ func KeyLimits(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
 		k, _, err := manage.FindKey(r.Context(), d.Store, id)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		budget, lim := k.Budget()
 		s, err := d.Limiter.Peek(r.Context(), budget, lim)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		httpapi.WriteBody(w, http.StatusOK, httpapi.AppendRateLimitStatus(make([]byte, 0, 160), &k, s))

@@ -28,10 +28,10 @@ func ListWebhooks(d Deps) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		endpoints, err := d.Store.WebhookEndpoints(r.Context())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()))
+		httpapi.WriteJSON(w, http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()))
 	})
 }
 
@@ -40,17 +40,17 @@ func AddWebhook(d Deps, env string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		var url string
 		if err := jsonBody(body).str("url", &url); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		var events []string
 		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
-			httpapi.WriteError(w, r, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
+			httpapi.WriteError(w, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
 			return
 		}
 		terms, err := manage.NewEndpointTerms(url, events)
@@ -60,23 +60,23 @@ func AddWebhook(d Deps, env string) http.Handler {
 			}
 		}
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		e, err := d.Store.AddWebhookEndpoint(r.Context(), terms, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		w.Header().Set("Location", "/admin/v1/webhooks/"+strconv.FormatInt(e.ID, 10))
-		httpapi.WriteJSON(w, r, http.StatusCreated, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
+		httpapi.WriteJSON(w, http.StatusCreated, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
 	})
 }
 
 func RemoveWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		if err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -87,15 +87,15 @@ func RotateWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		overlap, err := overlapBody(w, r, manage.DefaultWebhookOverlap, "a rotation has only overlap", manage.SecretOverlapAtZero)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		e, err := d.Store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
+		httpapi.WriteJSON(w, http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
 	})
 }
 
@@ -103,10 +103,10 @@ func EnableWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		e, err := d.Store.EnableWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, e.Listed(d.Now()))
+		httpapi.WriteJSON(w, http.StatusOK, e.Listed(d.Now()))
 	})
 }
 
@@ -120,10 +120,10 @@ func TestWebhook(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		ev, err := manage.QueueTest(r.Context(), d.Store, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusAccepted, QueuedEvent{ev.ID})
+		httpapi.WriteJSON(w, http.StatusAccepted, QueuedEvent{ev.ID})
 	})
 }
 
@@ -133,7 +133,7 @@ func WebhookDeliveries(d Deps) http.Handler {
 		v := r.URL.Query()
 		var err error
 		if f.Limit, err = pageLimit(v); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		switch v.Get("failed") {
@@ -141,19 +141,19 @@ func WebhookDeliveries(d Deps) http.Handler {
 		case "true":
 			f.Failed = true
 		default:
-			httpapi.WriteError(w, r, domain.Invalid("failed must be true or false"))
+			httpapi.WriteError(w, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		deliveries, err := d.Store.WebhookDeliveries(r.Context(), f)
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed))
+		httpapi.WriteJSON(w, http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed))
 	})
 }
 
@@ -181,35 +181,35 @@ func ResendWebhook(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a resend has only eventId or failed")
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		f := domain.DeliveryFilter{EndpointID: id}
 		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if raw, ok := body["failed"]; ok && json.Unmarshal(raw, &f.Failed) != nil {
-			httpapi.WriteError(w, r, domain.Invalid("failed must be true or false"))
+			httpapi.WriteError(w, domain.Invalid("failed must be true or false"))
 			return
 		}
 		if (f.EventID == "") == !f.Failed {
-			httpapi.WriteError(w, r, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
+			httpapi.WriteError(w, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
 			return
 		}
 		if _, err := findEndpoint(r, d, id); err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		n, err := d.Store.ResendWebhookDeliveries(r.Context(), f, d.Now())
 		if err != nil {
-			httpapi.WriteError(w, r, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		if n == 0 && f.EventID != "" {
-			httpapi.WriteError(w, r, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
+			httpapi.WriteError(w, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
 			return
 		}
-		httpapi.WriteJSON(w, r, http.StatusOK, resent{n})
+		httpapi.WriteJSON(w, http.StatusOK, resent{n})
 	})
 }

@@ -101,7 +101,7 @@ func Errorf(code, format string, args ...any) *Error {
 // WriteError writes err in the Error shape: an *Error as it is, a
 // domainError as its kind says, anything else as 500 internal_error. What
 // only the log may see goes on the request's record, found on w.
-func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+func WriteError(w http.ResponseWriter, err error) {
 	info := findRecord(w)
 	if info == nil {
 		info = &Record{} // outside logRequests: nobody logs the cause
@@ -150,10 +150,10 @@ func answer(err error, info *Record) Error {
 }
 
 // WriteJSON sends v encoded as JSON (the admin API's answers).
-func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		WriteError(w, r, err)
+		WriteError(w, err)
 		return
 	}
 	WriteBody(w, status, append(b, '\n'))

@@ -42,13 +42,13 @@ func LimitOf(s string) (int, error) {
 func MethodNotAllowed(allow string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		WriteError(w, r, Errorf(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
+		WriteError(w, Errorf(CodeMethodNotAllowed, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow))
 	})
 }
 
 func NotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, Errorf(CodeNotFound, "no resource at %s", r.URL.Path))
+		WriteError(w, Errorf(CodeNotFound, "no resource at %s", r.URL.Path))
 	})
 }
 
@@ -71,10 +71,10 @@ func Refuse(w http.ResponseWriter, r *http.Request, d *limits.Decision) {
 	seconds := int64(d.RetryAfter / time.Second)
 	w.Header()["Retry-After"] = []string{strconv.FormatInt(seconds, 10)}
 	if d.Code == CodeTemporarilyBanned {
-		WriteError(w, r, Errorf(CodeTemporarilyBanned,
+		WriteError(w, Errorf(CodeTemporarilyBanned,
 			"too many requests while rate limited: temporarily banned; retry after %d seconds", seconds))
 	} else {
-		WriteError(w, r, Errorf(CodeRateLimited,
+		WriteError(w, Errorf(CodeRateLimited,
 			"rate limit exceeded (%d requests per %s); retry after %d seconds", d.Limit, d.Window, seconds))
 	}
 }
@@ -104,7 +104,7 @@ func ClientAddr(r *http.Request, trustProxy bool) netip.Addr {
 // key").
 func InsufficientScope(w http.ResponseWriter, r *http.Request, challenge []string, holder, it string, need, has domain.ScopeSet) {
 	w.Header()["Www-Authenticate"] = challenge
-	WriteError(w, r, Errorf(CodeInsufficientScope, "%s lacks the %s scope, which %s %s needs; %s has %s",
+	WriteError(w, Errorf(CodeInsufficientScope, "%s lacks the %s scope, which %s %s needs; %s has %s",
 		holder, need, r.Method, r.URL.Path, it, has.Described()))
 }
 
@@ -126,5 +126,5 @@ func Unauthorized(w http.ResponseWriter, r *http.Request, sentToken bool, messag
 		challenge += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", challenge)
-	WriteError(w, r, &Error{Code: CodeUnauthorized, Message: message})
+	WriteError(w, &Error{Code: CodeUnauthorized, Message: message})
 }

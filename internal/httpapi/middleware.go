@@ -121,7 +121,7 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			info.Failed(fmt.Errorf("panic: %v\n%s", p, debug.Stack()), 0)
 			if sw.status == 0 {
-				WriteError(sw, r, &Error{Code: CodeInternal, Message: internalMessage})
+				WriteError(sw, &Error{Code: CodeInternal, Message: internalMessage})
 			}
 		}
 		end := time.Now()
