@@ -351,7 +351,7 @@ func (s *SQLite) CreatePets(ctx context.Context, batch []domain.PetInsert) error
 func (s *SQLite) insertPetRows(ctx context.Context, tx *sql.Tx, k int, rows []domain.PetInsert) error {
 	args := make([]any, 0, 3*len(rows))
 	for i := range rows {
-		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullString(rows[i].Pet.Status))
+		args = append(args, rows[i].Pet.Name, rows[i].Pet.CategoryID, nullText(rows[i].Pet.Status))
 	}
 	res, err := tx.StmtContext(ctx, s.insertPets[k]).ExecContext(ctx, args...)
 	if err != nil {
@@ -463,13 +463,6 @@ func (s *SQLite) ScanPets(ctx context.Context, after int64, limit int, fn func(i
 		n++
 	}
 	return n, storeError(rows.Err())
-}
-
-func nullString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // storeError turns the SQLite failures that mean "the disk is not there for

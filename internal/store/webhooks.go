@@ -352,7 +352,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 		}
 		n, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, claimed_until = 0,
 			last_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?`,
-			o.State, o.Attempts, o.NextAt.UnixMilli(), at, o.Status, nullString(o.Err), o.EventID, o.EndpointID)
+			o.State, o.Attempts, o.NextAt.UnixMilli(), at, o.Status, nullText(o.Err), o.EventID, o.EndpointID)
 		if err != nil || n == 0 {
 			return err
 		}
