@@ -101,8 +101,8 @@ func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
 }
 
 // adminOpenAPIStatuses are the statuses each operation can give, from the
-// code: 421 from requireAdminHost, for a Host not the listener's; 401 and
-// 429 from adminGate (the 429 once an address failed too often), 403 from
+// code: 421 from adminapi.RequireHost, for a Host not the listener's; 401 and
+// 429 from adminapi.Gate (the 429 once an address failed too often), 403 from
 // its scope check, 405 from the path's catch-all, 500 for
 // a failure or panic, 503 when the database is away; 400, 404, 409, 413 and
 // 415 from the handler's own checks.

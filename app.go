@@ -262,7 +262,7 @@ func (a *app) flushAtShutdown() {
 }
 
 // flush is one of the writes of what a server notes in memory, done every
-// usageFlushEvery and at shutdown.
+// limits.UsageFlushEvery and at shutdown.
 type flush struct {
 	what  string
 	write func(context.Context) error

@@ -17,7 +17,7 @@ import (
 
 // auditLog keeps the bans the server starts, each with its key.banned
 // event, until a flush stores them in one batch: at once in the
-// background (storeAsTheyStart), again every usageFlushEvery for what
+// background (storeAsTheyStart), again every limits.UsageFlushEvery for what
 // failed, before the admin API lists or lifts bans, and at shutdown. The
 // request that starts a ban never waits for the database, and a ban is
 // listed, and can be lifted, as soon as it is refused

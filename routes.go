@@ -47,7 +47,7 @@ const (
 	// withAdminToken: a valid admin token (else 401, or 429 once the
 	// client address failed too often) that holds the route's admin scope
 	// (else 403).
-	//   adminGate.require(need), handler
+	//   adminapi.Gate.Require(need), handler
 	withAdminToken
 	// open: nothing asked; its own document.
 	//   handler
@@ -55,7 +55,7 @@ const (
 )
 
 // route is a route of the API: a ServeMux pattern, the way in, the scope a
-// key needs (noScope: any valid key), and the handler.
+// key needs (domain.NoScope: any valid key), and the handler.
 type route struct {
 	pattern string
 	access  access
@@ -87,7 +87,7 @@ func apiRoutes(a *app) []route {
 }
 
 // newServer is the public listener's handler. Every request passes
-// logRequests first: its record, its id, its log line and metrics, a 500
+// httpapi.LogRequests first: its record, its id, its log line and metrics, a 500
 // for a panic.
 func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
@@ -134,7 +134,7 @@ func closeWhileDraining(draining *atomic.Bool) httpapi.Middleware {
 	}
 }
 
-// adminRoutes are the routes of the admin API under /admin/v1 (admin_api.go),
+// adminRoutes are the routes of the admin API under /admin/v1 (internal/adminapi),
 // each with the admin scope its token needs. A group of routes with a
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
@@ -189,8 +189,8 @@ func adminRoutes(a *app) []route {
 
 // newAdminServer is the admin listener's handler: the metrics and the
 // profiles (with metrics), and the admin API, whose requests pass
-// logRequests as the public API's do; each only for a Host of the admin
-// listener's own (requireAdminHost). None of it is ever served on the
+// httpapi.LogRequests as the public API's do; each only for a Host of the admin
+// listener's own (adminapi.RequireHost). None of it is ever served on the
 // public listener.
 func newAdminServer(a *app) http.Handler {
 	api := http.NewServeMux()

@@ -30,16 +30,16 @@ type Deps struct {
 	Store   store.Storage
 	Now     func() time.Time
 	Limiter limits.Limiter // read, never spent: a key's limits
-	// webhookGuard refuses the endpoint URLs this server would never send
+	// WebhookGuard refuses the endpoint URLs this server would never send
 	// to (nil with --webhook-allow-private).
 	WebhookGuard *webhook.AddressGuard
-	// storeBans stores the bans this server started and has not stored
+	// StoreBans stores the bans this server started and has not stored
 	// yet, so that the bans listed or lifted include one just refused.
 	StoreBans func(context.Context) error
 }
 
-// pageLimit is a page's limit query parameter: 1 to maxPageSize, by default
-// defaultPageSize.
+// pageLimit is a page's limit query parameter: 1 to httpapi.MaxPageSize, by default
+// httpapi.DefaultPageSize.
 func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
 		return httpapi.DefaultPageSize, nil
@@ -85,7 +85,7 @@ func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int
 	})
 }
 
-// jsonBody is a request body's fields, raw, as decodeObject read them.
+// jsonBody is a request body's fields, raw, as httpapi.DecodeObject read them.
 type jsonBody map[string]json.RawMessage
 
 // str reads field name, a string, into dst; absent leaves dst.
@@ -112,7 +112,7 @@ func (b jsonBody) int(name string, dst *int64) error {
 	return nil
 }
 
-// externalID reads a key's externalId into dst by checkExternalID's rule;
+// externalID reads a key's externalId into dst by manage.CheckExternalID's rule;
 // absent leaves dst. With clear (a change), null or "" is none: it clears it.
 func (b jsonBody) externalID(dst *string, clear bool) error {
 	raw, ok := b["externalId"]

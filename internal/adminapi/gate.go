@@ -16,8 +16,8 @@ import (
 
 // Admin tokens (docs/admin.md#admin-tokens): the credential of the admin
 // API, a second kind that is never a pet key. A token looks like a key with
-// another prefix (psa_live_, psa_test_ on staging: adminPrefixes), made and
-// checked by the same code (newSecret, secretProblem); the database keeps
+// another prefix (psa_live_, psa_test_ on staging: domain.AdminPrefixes), made and
+// checked by the same code (domain.NewSecret, keyring.SecretProblem); the database keeps
 // its SHA-256 hash. Its scopes are the admin scopes of scope.go.
 
 // Gate lets a request into the admin API with a valid admin token that
@@ -43,7 +43,7 @@ func (g *Gate) caller(r *http.Request) domain.CallerID {
 	return domain.CallerID{Addr: httpapi.ClientAddr(r, false)}
 }
 
-// adminChallenge is the WWW-Authenticate of the admin API's 401s.
+// Challenge is the WWW-Authenticate of the admin API's 401s.
 const Challenge = `Bearer realm="petstore-admin"`
 
 // The failures of an admin authentication, each naming the mistake: its
@@ -62,7 +62,7 @@ var (
 	adminRevoked     = keyring.Failure{Reason: keyring.Revoked, Message: "the admin token has been revoked"}
 )
 
-// adminCredential is the admin token of an Authorization header, or the
+// Credential is the admin token of an Authorization header, or the
 // mistake that keeps the header from holding one for env.
 func Credential(header, env string) (string, keyring.Failure) {
 	token, isBearer := httpapi.BearerToken(header)

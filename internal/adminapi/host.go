@@ -48,7 +48,7 @@ func HostAllowed(host string, names []string) bool {
 }
 
 // RequireHost answers 421 misdirected_request to a request whose Host
-// is not the admin listener's (adminHostAllowed), before anything else.
+// is not the admin listener's (HostAllowed), before anything else.
 func RequireHost(names []string) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

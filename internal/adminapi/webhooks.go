@@ -13,8 +13,8 @@ import (
 )
 
 // The webhooks over the admin API (scope webhooks): what the webhooks
-// commands do, by the same rules, with the same objects (listedEndpoint,
-// listedDelivery). The secret is in the answers of a create and a rotation
+// commands do, by the same rules, with the same objects (domain.ListedEndpoint,
+// domain.ListedDelivery). The secret is in the answers of a create and a rotation
 // only.
 
 // CreatedEndpoint is an endpoint made or rotated: its object and, this

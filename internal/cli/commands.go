@@ -139,7 +139,7 @@ func parseScopeFlags(flags []string, within domain.ScopeSet, unknown func(flag, 
 	return s, nil
 }
 
-// dbFlags are the flags every command has: which environment, which file.
+// DBFlags are the flags every command has: which environment, which file.
 type DBFlags struct {
 	Env string
 	DB  string
@@ -220,7 +220,7 @@ func flagError(flag string, err error) error {
 	return err
 }
 
-// migrateCommand brings a database's schema up to date. On PostgreSQL it is
+// Migrate brings a database's schema up to date. On PostgreSQL it is
 // run by the role that owns the tables, so that the servers may run as a
 // role with only the grants they need (docs/production.md, "Least
 // privilege on PostgreSQL").
@@ -238,7 +238,7 @@ func Migrate(ctx context.Context, args []string, getenv func(string) string, std
 	return nil
 }
 
-// backupCommand writes a copy of a SQLite database, made while servers go
+// Backup writes a copy of a SQLite database, made while servers go
 // on writing to it.
 func Backup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	c := newCommand("backup", getenv, stderr).withDB()
@@ -263,7 +263,7 @@ func Backup(ctx context.Context, args []string, getenv func(string) string, stde
 	return nil
 }
 
-// copyCommand moves a SQLite database into an empty PostgreSQL one.
+// Copy moves a SQLite database into an empty PostgreSQL one.
 func Copy(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("copy", getenv, stdout)
 	var from, to, env string
@@ -313,7 +313,7 @@ func copyAll(ctx context.Context, src store.Lifecycle, dst store.CopyTarget, cop
 	return dst.CopyFrom(ctx, snap, copiedEvent)
 }
 
-// auditCommand is petstore audit: the events of the trail, oldest first, a
+// Audit is petstore audit: the events of the trail, oldest first, a
 // line each or a JSON array.
 func Audit(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("audit", getenv, stdout).withDB()

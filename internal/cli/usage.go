@@ -11,7 +11,7 @@ import (
 	"petstore/internal/manage"
 )
 
-// usageCommand is petstore usage: a key's usage history, a day a line or a
+// Usage is petstore usage: a key's usage history, a day a line or a
 // JSON array, oldest first.
 func Usage(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("usage", getenv, stdout).withDB()

@@ -10,7 +10,7 @@ var ErrIdempotencyTaken = &Error{Kind: KindConflict, Message: "idempotency key a
 
 // Error is what went wrong, in the domain's terms and free of HTTP.
 // The stores, the key rules and the limiter return it; each edge decides
-// what to say of it: writeError a status and a client's text, the commands
+// what to say of it: httpapi.WriteError a status and a client's text, the commands
 // a message and their exit status.
 type Error struct {
 	Kind    Kind

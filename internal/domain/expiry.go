@@ -57,7 +57,7 @@ func ExpiryNotices(keys []Key, now time.Time) ([]WebhookNotice, error) {
 
 // How long the marks of notices are kept: a quota mark past its day (and
 // a day for the servers whose clocks differ), an expiry mark past the last
-// time its key's key.expired could be sent (staleExpiry after the expiry),
+// time its key's key.expired could be sent (StaleExpiry after the expiry),
 // and a day more.
 const (
 	KeepQuotaMarks  = 48 * time.Hour

@@ -98,7 +98,7 @@ type UsageHistoryStore interface {
 	PruneUsageHistory(ctx context.Context, before string) (int64, error)
 }
 
-// AdminTokenStore keeps the admin tokens (admin.go), each change with its
+// AdminTokenStore keeps the admin tokens (docs/admin.md), each change with its
 // audit event by actor.
 type AdminTokenStore interface {
 	// CreateAdminToken stores t (its Hash set) and returns it with its id.
@@ -163,7 +163,7 @@ type AdminToken struct {
 	RevokedAt time.Time // zero while the token works
 }
 
-// adminActor is the actor of the changes a token's holder makes.
+// Actor is the actor of the changes a token's holder makes.
 func (t *AdminToken) Actor() string { return "admin:" + t.Name }
 
 // ListedAdminToken is a token as admin list shows it (--json: these fields).

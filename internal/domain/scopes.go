@@ -11,7 +11,7 @@ type ScopeSet uint8
 const (
 	ScopePetsRead  ScopeSet = 1 << iota // list and read pets, and the key's own rate limits
 	ScopePetsWrite                      // add pets
-	// The scopes of admin tokens (admin.go), never of a key.
+	// The scopes of admin tokens (docs/admin.md), never of a key.
 	ScopeKeysRead  // read keys and their usage
 	ScopeKeysWrite // create, change, roll and revoke keys
 	ScopeAuditRead // read the audit trail

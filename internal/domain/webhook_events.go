@@ -181,13 +181,13 @@ type WebhookOutbox interface {
 	// ClaimWebhookDeliveries claims, until now+claimFor, up to limit due
 	// deliveries of enabled endpoints not in skip that take accepts, the
 	// longest due first; no other server claims them meanwhile, and no
-	// endpoint has more than maxInFlightPerEndpoint live claims of all the
+	// endpoint has more than MaxInFlightPerEndpoint live claims of all the
 	// servers'.
 	ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 		take func(endpointID int64) bool) ([]ClaimedDelivery, error)
 	// FinishWebhookDelivery records an attempt's outcome, and what it does
 	// to its endpoint: a 410 disables it, as does failing every delivery
-	// for failingDisableAfter (each with webhook.disabled by actor).
+	// for FailingDisableAfter (each with webhook.disabled by actor).
 	// disabled says why the endpoint was disabled, "" when it was not.
 	FinishWebhookDelivery(ctx context.Context, o DeliveryOutcome, actor, env string) (disabled string, err error)
 	// PruneWebhooks forgets, at now, what is no longer needed: the marks

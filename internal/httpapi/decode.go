@@ -39,7 +39,7 @@ var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
 }
 
 // DecodeNewPet reads and validates a createPet body: JSON content type, at
-// most maxBodyBytes, exactly one object, known fields only, valid values.
+// most MaxBodyBytes, exactly one object, known fields only, valid values.
 // The error it returns is ready for WriteError: a domain error, malformed
 // (not one JSON object) or invalid (its message names the field), or the
 // HTTP edge's own 415 and 413 for the request's Content-Type and size.
@@ -141,7 +141,7 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 }
 
 // DecodeObject reads a request's body as readObject does, after checking
-// its content type and within maxBodyBytes: the admin API's bodies.
+// its content type and within MaxBodyBytes: the admin API's bodies.
 func DecodeObject(w http.ResponseWriter, r *http.Request, known []string, has string) (map[string]json.RawMessage, error) {
 	if err := checkContentType(FirstHeader(r.Header, "Content-Type")); err != nil {
 		return nil, err
@@ -152,7 +152,7 @@ func DecodeObject(w http.ResponseWriter, r *http.Request, known []string, has st
 	}
 	fields, err := readObject(http.MaxBytesReader(w, r.Body, MaxBodyBytes), known, has)
 	if err == errTooLarge {
-		w.Header().Set("Connection", "close") // as decodeNewPet, for the same reason
+		w.Header().Set("Connection", "close") // as DecodeNewPet, for the same reason
 	}
 	return fields, err
 }

@@ -10,6 +10,7 @@
 // address.
 //
 // It imports the domain, the keyring (the record holds the caller's key
-// and its note of use), the limits (their decision), the metrics and the
-// log line. The routes and the handlers are the root's and internal/admin's.
+// and its note of use), the limits (their decision), the metrics, the log
+// line and appendjson. The routes and the handlers are the root's and
+// internal/adminapi's.
 package httpapi

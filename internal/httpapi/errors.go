@@ -32,8 +32,8 @@ const (
 	CodeInternal             = "internal_error"
 	CodeNotImplemented       = "not_implemented"
 	CodeUnavailable          = "unavailable"
-	// codeMisdirectedRequest: the admin listener's, for a Host that is
-	// not its own (admin_host.go).
+	// CodeMisdirectedRequest: the admin listener's, for a Host that is
+	// not its own (internal/adminapi/host.go).
 	CodeMisdirectedRequest = "misdirected_request"
 )
 
@@ -99,12 +99,12 @@ func Errorf(code, format string, args ...any) *Error {
 }
 
 // WriteError writes err in the Error shape: an *Error as it is, a
-// domainError as its kind says, anything else as 500 internal_error. What
+// domain.Error as its kind says, anything else as 500 internal_error. What
 // only the log may see goes on the request's record, found on w.
 func WriteError(w http.ResponseWriter, err error) {
 	info := findRecord(w)
 	if info == nil {
-		info = &Record{} // outside logRequests: nobody logs the cause
+		info = &Record{} // outside LogRequests: nobody logs the cause
 	}
 	e := answer(err, info)
 	status, ok := CodeStatus[e.Code]

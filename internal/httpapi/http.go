@@ -30,7 +30,7 @@ func healthCheck(r *http.Request) bool {
 }
 
 // LimitOf reads a page's limit, of pets or of the admin API's lists: an
-// integer from 1 to maxPageSize, in plain digits.
+// integer from 1 to MaxPageSize, in plain digits.
 func LimitOf(s string) (int, error) {
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > MaxPageSize || !domain.IsDigits(s) {
@@ -81,7 +81,7 @@ func Refuse(w http.ResponseWriter, r *http.Request, d *limits.Decision) {
 
 // ClientAddr is the address a request without a key is counted against: the
 // TCP peer, or behind a trusted proxy the first X-Forwarded-For hop; for
-// IPv6 its /64 (limitedAddr).
+// IPv6 its /64 (domain.LimitedAddr).
 func ClientAddr(r *http.Request, trustProxy bool) netip.Addr {
 	if trustProxy {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {

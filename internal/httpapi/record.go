@@ -86,7 +86,7 @@ type Record struct {
 	err error
 	db  domain.DBFailure
 
-	// values backs the response's header values (see headerValue).
+	// values backs the response's header values (see HeaderValue).
 	values  [6]string
 	nvalues int
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // KeyProblem says why a token cannot be a key of env, or nothing (the zero
-// authFailure) when its shape and checksum are right.
+// Failure) when its shape and checksum are right.
 func KeyProblem(token, env string) Failure {
 	if strings.HasPrefix(token, "psa_") {
 		return authAdminToken
@@ -73,21 +73,21 @@ type Ring struct {
 
 	sharedMu sync.Mutex // one refreshShared at a time
 
-	flushMu sync.Mutex // one flushLastUsed at a time
+	flushMu sync.Mutex // one FlushLastUsed at a time
 }
 
-// heldKey is a key as the keyring holds it, with its note of use.
+// Held is a key as the keyring holds it, with its note of use.
 type Held struct {
 	Key domain.Key
 	Use *Use
 }
 
-// keyUse is a key's note of its use: lookup sets the flag, the first
+// Use is a key's note of its use: Lookup sets the flag, the first
 // request after each flush only, so that a request costs no write and no
-// allocation, and flushLastUsed writes the minute out.
+// allocation, and FlushLastUsed writes the minute out.
 type Use struct {
 	used   atomic.Bool
-	stored int64 // the minute last written, in Unix seconds; flushLastUsed's
+	stored int64 // the minute last written, in Unix seconds; FlushLastUsed's
 	budget int64 // the key's budget, which its usage history counts against
 	tally  [2]dayTally
 }
@@ -125,7 +125,7 @@ func (k *Ring) Refresh(ctx context.Context) error {
 	held := make([]Held, len(keys))
 	byHash := make(map[[sha256.Size]byte]*Held, len(keys))
 	for i := range keys {
-		// lookup trusts what it finds here without checking the key's
+		// Lookup trusts what it finds here without checking the key's
 		// prefix: hold only this environment's keys.
 		if keys[i].Env == k.env {
 			held[i].Key = keys[i]
@@ -220,7 +220,7 @@ func (k *Ring) active(h *Held) (*Held, Failure, error) {
 
 // refreshShared is refresh for the requests of limited senders: one at a
 // time, the others waiting for it and then finding the keyring fresh; none
-// when the keyring read the version less than sharedRefreshAge ago.
+// when the keyring read the version less than SharedRefreshAge ago.
 func (k *Ring) refreshShared(ctx context.Context) error {
 	k.sharedMu.Lock()
 	defer k.sharedMu.Unlock()
@@ -267,7 +267,7 @@ func (k *Ring) FlushLastUsed(ctx context.Context) error {
 	return nil
 }
 
-// authFailure is why a request has no valid API key: a reason, the label of
+// Failure is why a request has no valid API key: a reason, the label of
 // petstore_auth_failures_total, and the message of the 401.
 type Failure struct {
 	Reason  Reason
@@ -276,7 +276,7 @@ type Failure struct {
 
 func (f Failure) String() string { return f.Message }
 
-// authReason is a fixed, small set: never anything the client sent.
+// Reason is a fixed, small set: never anything the client sent.
 type Reason uint8
 
 const (

@@ -11,11 +11,11 @@ import (
 // starts a ban stores it with its key.banned event (auditLog, within the
 // usage batch's 2 s). Redis holds the truth while it is up; the database is
 // a floor under it: every server reads the table at start and what changed
-// in it every keyRefreshEvery (banFollower) into a banFloor, which the
+// in it every keyring.RefreshEvery (BanFollower) into a banFloor, which the
 // limit rules take in each run (limitRun.banFloor), in process, in the
 // fallback and in the script, so that neither a restart nor a Redis outage
 // nor an empty Redis lifts a ban early. A ban a server sees in Redis's
-// answer goes on its floor at once (banFloor.hold), so that a Redis outage
+// answer goes on its floor at once (BanFloor.Hold), so that a Redis outage
 // right after the ban does not lose it on that server. A lift (bans lift, DELETE
 // /admin/v1/bans/{subject}) is stored with its time and ban.lifted event;
 // each server takes it off its floor and runs it through the rules

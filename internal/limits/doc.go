@@ -8,6 +8,6 @@
 //
 // It imports only the domain and the batcher: never the store or the
 // webhooks, whose parts it reaches through the domain's interfaces and
-// plain functions. The HTTP side (the middleware, the headers, the 429 and
-// GET /v1/rate_limit) is the root's.
+// plain functions. The HTTP side is the root's (the middleware, the headers,
+// GET /v1/rate_limit) and internal/httpapi's (the 429, the status body).
 package limits

@@ -62,7 +62,7 @@ func quotaNotices(ns []QuotaNotice) ([]domain.WebhookNotice, error) {
 
 // QuotaWatch sees each request's day count as the limiter decided it and
 // keeps the thresholds reached, until the usage flush stores them. A budget
-// under 80% costs a request one comparison. A nil *quotaWatch sees nothing.
+// under 80% costs a request one comparison. A nil *QuotaWatch sees nothing.
 type QuotaWatch struct {
 	now func() time.Time
 

@@ -40,19 +40,19 @@ type Decision struct {
 	Reset      time.Time     // when the window is full again, rounded up to a second
 	ResetIn    time.Duration // how long until then, rounded up to a second
 	Policy     string
-	// bannedUntil: during a ban, its end.
+	// BannedUntil: during a ban, its end.
 	BannedUntil time.Time
 	// Today is the UTC day (since 1970-01-01) by the limiter's clock,
 	// the day the request counts on in the key's usage history.
 	Today int64
-	// overQuota: refused because the day's quota is spent (rate_limited
+	// OverQuota: refused because the day's quota is spent (rate_limited
 	// only), not for the minute.
 	OverQuota bool
 	DayCount  int64 // the caller's requests today, this one included when allowed
 }
 
-// Limiter decides whether a caller's request may go ahead. *localLimiter
-// keeps every caller's state in this process; *redisLimiter keeps it in
+// Limiter decides whether a caller's request may go ahead. *Local
+// keeps every caller's state in this process; *Redis keeps it in
 // Redis, shared by every server that names the same Redis. Both count the
 // API keys' requests towards the database through flush.
 type Limiter interface {

@@ -12,7 +12,7 @@ import (
 // round trip. Redis counts them as spent from the moment they are taken,
 // and the bucket does not refill them until the lease is settled, so the
 // servers together never accept more than one would. A lease is about
-// leaseTraffic of the caller's requests on this server, at most a share of
+// LeaseTraffic of the caller's requests on this server, at most a share of
 // what is left; its unspent tokens go back when it ages out or the server
 // stops.
 const (
@@ -22,7 +22,7 @@ const (
 	// stopped without settling it (killed) loses its unspent tokens then,
 	// as if spent: they refill with the bucket, never sooner.
 	leaseKeep = LeaseLife + time.Second
-	// leaseShare: a lease takes at most 1/leaseShare of what is left, so
+	// LeaseShare: a lease takes at most 1/LeaseShare of what is left, so
 	// near the limit it falls to one token (a round trip a request), and
 	// the last requests go to whoever asks first.
 	LeaseShare  = 16
@@ -39,7 +39,7 @@ const (
 )
 
 // RateCount estimates a caller's requests on this server in the last
-// leaseTraffic from two counts: the current period's and the one before,
+// LeaseTraffic from two counts: the current period's and the one before,
 // the older weighted by the part of it still in the window.
 type RateCount struct {
 	start     time.Time // of the current period
@@ -53,7 +53,7 @@ func (c *RateCount) Add(now time.Time) {
 	c.last = now
 }
 
-// Recent is the estimate of the requests in the leaseTraffic before now,
+// Recent is the estimate of the requests in the LeaseTraffic before now,
 // rounded up.
 func (c *RateCount) Recent(now time.Time) int64 {
 	c.roll(now)

@@ -30,7 +30,7 @@ type RedisHooks struct {
 	Call func(start time.Time)
 }
 
-// RedisConfig is what newRedisLimiter needs.
+// RedisConfig is what NewRedis needs.
 type RedisConfig struct {
 	URL      string
 	Prefix   string // of every key, so that environments sharing a Redis stay apart
@@ -47,7 +47,7 @@ type RedisConfig struct {
 	DBTimeout time.Duration
 	Logger    *slog.Logger
 	Hooks     RedisHooks
-	// scriptNow, in tests only, is the script's clock instead of Redis TIME.
+	// ScriptNow, in tests only, is the script's clock instead of Redis TIME.
 	ScriptNow func() time.Time
 }
 
@@ -286,7 +286,7 @@ func (r *Redis) Args(key any, id domain.CallerID, lim domain.Limits) scriptArgs 
 
 // Lift ends id's ban that ends at until or sooner, and its wait, in the
 // fallback and in Redis; it fails while Redis does not answer. While Redis
-// is away, a lift tries it as a request would (once in redisProbeEvery).
+// is away, a lift tries it as a request would (once in RedisProbeEvery).
 func (r *Redis) Lift(ctx context.Context, id domain.CallerID, until time.Time) error {
 	r.fallback.Lift(ctx, id, until)
 	if r.Link.skip() {

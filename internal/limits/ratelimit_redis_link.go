@@ -15,7 +15,7 @@ import (
 )
 
 // Redis limits: a request never waits long for a Redis that is gone, and
-// while it is gone at most one request in redisProbeEvery tries it again.
+// while it is gone at most one request in RedisProbeEvery tries it again.
 const (
 	redisTimeout    = 100 * time.Millisecond // dial, read, write, waiting for a pooled connection
 	RedisProbeEvery = 500 * time.Millisecond
@@ -23,7 +23,7 @@ const (
 
 // redisLink is the Redis limiter's connection, and whether Redis answers:
 // while it does not, requests go to the in-process fallback, and one in
-// redisProbeEvery tries Redis again.
+// RedisProbeEvery tries Redis again.
 type redisLink struct {
 	Client *redis.Client
 	now    func() time.Time
@@ -77,7 +77,7 @@ func (l *redisLink) Where() string {
 }
 
 // skip reports whether a request goes straight to the fallback: Redis is
-// down and another request tried it less than redisProbeEvery ago.
+// down and another request tried it less than RedisProbeEvery ago.
 func (l *redisLink) skip() bool {
 	if !l.Down.Load() {
 		return false

@@ -187,7 +187,7 @@ func CheckText(field, s string) error {
 }
 
 // CheckExternalID is the rule of a key's externalId given as field
-// (externalId, --external-id): checkText's, without U+FFFD (where
+// (externalId, --external-id): CheckText's, without U+FFFD (where
 // encoding/json put bytes that were not UTF-8), and never the text of a key
 // or token (refuseSecret). A refusal is invalid_request.
 func CheckExternalID(field, id string) error {
@@ -213,10 +213,7 @@ func FindKey(ctx context.Context, store domain.KeyStore, id int64) (domain.Key, 
 	return all[i], all, nil
 }
 
-// writeRows prints what a list command lists: with --json (asJSON) a JSON
-// array of rows, or else a table of header and the line of each row,
-// which line writes.
-// listed is each of items as show shows it, for --json and the admin API.
+// Listed is each of items as show shows it, for --json and the admin API.
 func Listed[T, S any](items []T, show func(T) S) []S {
 	rows := make([]S, len(items))
 	for i, item := range items {

@@ -15,7 +15,7 @@ import (
 // The cache holds about pageCacheBytes at most; when a new page
 // would pass that, it is emptied and refills with the pages asked for since.
 type Pages struct {
-	pages sync.Map // listQuery → *cachedPage
+	pages sync.Map // Query → *Page
 	bytes atomic.Int64
 }
 

@@ -14,7 +14,7 @@ import (
 // (Postgres, postgres.go). It is one small interface per aggregate;
 // each part of the server takes only the ones it uses, and the SQL stays
 // behind them. Their errors say what went wrong in the domain's terms (a
-// domainError): a pet or key not found, an Idempotency-Key taken, or the
+// domain.Error): a pet or key not found, an Idempotency-Key taken, or the
 // database unavailable right now and why, which a caller may retry.
 type Storage interface {
 	domain.PetStore
@@ -24,7 +24,7 @@ type Storage interface {
 	domain.UsageHistoryStore
 	domain.AuditStore
 	domain.AdminTokenStore
-	domain.WebhookStorage // webhook_store.go
+	domain.WebhookStorage // webhooks.go
 	domain.BanStore
 	Lifecycle
 }

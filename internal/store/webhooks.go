@@ -203,7 +203,7 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.Web
 // is locked while its deliveries are claimed (on PostgreSQL, skipping one
 // another server is claiming for), so that its live claims, counted then,
 // are every server's: together they never make more than
-// maxInFlightPerEndpoint attempts to one endpoint at once.
+// domain.MaxInFlightPerEndpoint attempts to one endpoint at once.
 func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
 	take func(endpointID int64) bool) ([]domain.ClaimedDelivery, error) {
 	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?

@@ -27,7 +27,7 @@ type Receiver struct {
 	secrets []string // any one of them must have signed each delivery
 	got     []Delivery
 	answer  func(n int, d Delivery) int
-	// retryAfter, when set, is the Retry-After of every answer.
+	// RetryAfter, when set, is the Retry-After of every answer.
 	RetryAfter string
 	arrived    chan struct{}
 }

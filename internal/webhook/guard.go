@@ -20,7 +20,7 @@ var errLocalNetwork = errors.New("the receiver's address is on this host or a lo
 	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
 
 // AddressGuard refuses the addresses a webhook may not reach. A nil
-// *addressGuard, a server's with --webhook-allow-private, refuses none.
+// *AddressGuard, a server's with --webhook-allow-private, refuses none.
 type AddressGuard struct {
 	// own lists the host's own addresses, asked at each check: a public
 	// address of this host is this host all the same.

@@ -13,7 +13,7 @@ import (
 // The delivery worker: each server takes due deliveries from the outbox,
 // a claim at a time that expires, sends them, and records what came of
 // each. A request never waits on it; a receiver that hangs holds at most
-// maxInFlightPerEndpoint of its attempts.
+// domain.MaxInFlightPerEndpoint of its attempts.
 
 const (
 	// webhookPollEvery is how often a server looks for due deliveries when
@@ -22,7 +22,7 @@ const (
 	webhookPollEvery = time.Second
 	// AttemptsAtOnce bounds a server's attempts in flight.
 	AttemptsAtOnce = 16
-	// webhookPlacesForOthers: an endpoint with an attempt in flight starts
+	// PlacesForOthers: an endpoint with an attempt in flight starts
 	// another only while more places than this are free, so that slow
 	// endpoints never hold them all: each other endpoint finds one.
 	PlacesForOthers = AttemptsAtOnce / 2
@@ -102,7 +102,7 @@ func (w *Worker) Poke() {
 
 // mayStart tells whether an attempt to endpointID may start now: a place
 // is free, the endpoint is under its cap, and an endpoint with an attempt
-// in flight leaves webhookPlacesForOthers places to the others. Called
+// in flight leaves PlacesForOthers places to the others. Called
 // with w.mu held.
 func (w *Worker) mayStart(endpointID int64) bool {
 	free, n := AttemptsAtOnce-w.running, w.inFlight[endpointID]

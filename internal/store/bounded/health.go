@@ -135,7 +135,7 @@ func (h *dbHealth) saw(err error) {
 	}
 }
 
-// causeOf is what went wrong underneath a domainError, for the log.
+// causeOf is what went wrong underneath a domain.Error, for the log.
 func causeOf(err error) error {
 	var e *domain.Error
 	if errors.As(err, &e) && e.Cause != nil {
