@@ -28,7 +28,7 @@ func NewKeyToken(env string) string { return NewSecret(KeyPrefixes[env]) }
 // or an admin token.
 func NewSecret(prefix string) string {
 	b := make([]byte, 0, len(prefix)+KeyRandomLen+KeyChecksumLen)
-	b = AppendRandomBase62(append(b, prefix...), KeyRandomLen)
+	b = appendRandomBase62(append(b, prefix...), KeyRandomLen)
 	return string(AppendChecksum(b, b))
 }
 

@@ -395,9 +395,9 @@ func CeilSecond(t time.Time) time.Time {
 	return time.Unix(t.Unix()+1, 0)
 }
 
-// AppendRandomBase62 appends n random base62 characters to b: the random
+// appendRandomBase62 appends n random base62 characters to b: the random
 // part of a key, an admin token and a webhook event's id.
-func AppendRandomBase62(b []byte, n int) []byte {
+func appendRandomBase62(b []byte, n int) []byte {
 	var buf [64]byte
 	for n > 0 {
 		rand.Read(buf[:])

@@ -54,8 +54,8 @@ func (s ScopeSet) Names() []string {
 // list and as the database keeps it; "" for none.
 func (s ScopeSet) String() string { return strings.Join(s.Names(), " ") }
 
-// ScopeWithin is the scope called name among those of within, or ok false.
-func ScopeWithin(name string, within ScopeSet) (s ScopeSet, ok bool) {
+// scopeWithin is the scope called name among those of within, or ok false.
+func scopeWithin(name string, within ScopeSet) (s ScopeSet, ok bool) {
 	for _, n := range scopeNames {
 		if n.name == name && within.Has(n.scope) {
 			return n.scope, true
@@ -69,7 +69,7 @@ func ScopeWithin(name string, within ScopeSet) (s ScopeSet, ok bool) {
 // scope names given by a user: the --scope flags and the admin API's scopes.
 func ParseScopes(names []string, within ScopeSet) (s ScopeSet, unknown string, ok bool) {
 	for _, name := range names {
-		scope, found := ScopeWithin(name, within)
+		scope, found := scopeWithin(name, within)
 		if !found {
 			return 0, name, false
 		}
@@ -84,7 +84,7 @@ func ParseScopes(names []string, within ScopeSet) (s ScopeSet, unknown string, o
 func StoredScopes(column string, within ScopeSet) ScopeSet {
 	var s ScopeSet
 	for _, name := range strings.Fields(column) {
-		if scope, ok := ScopeWithin(name, within); ok {
+		if scope, ok := scopeWithin(name, within); ok {
 			s |= scope
 		}
 	}

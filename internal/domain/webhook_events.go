@@ -64,7 +64,7 @@ func NewWebhookEvent(typ string, at time.Time, data any) (WebhookEvent, error) {
 // newWebhookEventID is a fresh event id: msg_ and 24 random base62
 // characters, unique across databases, so that a receiver fed by two
 // deployments never takes one event for another.
-func newWebhookEventID() string { return string(AppendRandomBase62([]byte("msg_"), 24)) }
+func newWebhookEventID() string { return string(appendRandomBase62([]byte("msg_"), 24)) }
 
 // AuditWebhookEvent is the webhook event of audit event e, when its action
 // is one that is sent and it is about a key (the ban of a client address is

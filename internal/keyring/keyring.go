@@ -285,7 +285,7 @@ const (
 	Invalid                            // the shape of a key, and no such key
 	Revoked                            // a revoked key
 	WrongEnvironment                   // a key of the other environment (staging, production)
-	Expired                            // a key past its expiry
+	expired                            // a key past its expiry
 	Reasons                            // how many reasons there are, plus one
 )
 
@@ -295,7 +295,7 @@ var ReasonNames = [Reasons]string{
 	Invalid:          "invalid",
 	Revoked:          "revoked",
 	WrongEnvironment: "wrong_environment",
-	Expired:          "expired",
+	expired:          "expired",
 }
 
 // The failures with a fixed message (the environment one names both).
@@ -307,7 +307,7 @@ var (
 	authAdminToken = Failure{Malformed, "this is an admin token (psa_...), which works only on the admin listener (--admin-addr), under /admin/v1: /v1 takes an API key (psk_...)"}
 	UnknownKey     = Failure{Invalid, "the API key is not valid"}
 	RevokedKey     = Failure{Revoked, "the API key has been revoked"}
-	ExpiredKey     = Failure{Expired, "the API key has expired"}
+	ExpiredKey     = Failure{expired, "the API key has expired"}
 )
 
 // dayTally counts one key's requests of one UTC day by outcome.

@@ -28,8 +28,8 @@ import (
 
 const (
 	webhookSecretBytes = 32
-	// Timeout bounds an attempt from the dial to the last byte read.
-	Timeout = 15 * time.Second
+	// attemptTimeout bounds an attempt from the dial to the last byte read.
+	attemptTimeout = 15 * time.Second
 	// webhookMaxAnswer is the most of an answer read; a longer one fails
 	// the attempt, so a receiver cannot make a server read without end.
 	webhookMaxAnswer = 64 << 10
@@ -99,19 +99,19 @@ type Sender struct {
 }
 
 func NewSender(guard *AddressGuard, userAgent string, now func() time.Time) *Sender {
-	dialer := &net.Dialer{Timeout: Timeout, KeepAlive: 30 * time.Second, Control: guard.control}
+	dialer := &net.Dialer{Timeout: attemptTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial for us, past the check
 		DialContext:            dialer.DialContext,
 		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  Timeout,
+		ResponseHeaderTimeout:  attemptTimeout,
 		MaxIdleConnsPerHost:    domain.MaxInFlightPerEndpoint,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 16 << 10,
 	}
 	client := &http.Client{
 		Transport: transport,
-		Timeout:   Timeout,
+		Timeout:   attemptTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -165,7 +165,7 @@ func attemptError(err error) string {
 	case errors.Is(err, errLocalNetwork):
 		return errLocalNetwork.Error()
 	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
-		return fmt.Sprintf("no answer within %s", Timeout)
+		return fmt.Sprintf("no answer within %s", attemptTimeout)
 	case errors.As(err, &dns):
 		return "the receiver's host name did not resolve"
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -203,11 +203,11 @@ func retryAfter(h string, now time.Time) time.Duration {
 	return 0
 }
 
-// NextRetry is when to try again after attempts failed attempts, the last
+// nextRetry is when to try again after attempts failed attempts, the last
 // answered with a Retry-After of asked: the schedule's wait, moved by
 // jitter (from -1 to 1, for ±10%), or later when asked says so, up to 24 h.
 // ok is false when the schedule is over: the delivery has failed.
-func NextRetry(attempts int, now time.Time, asked time.Duration, jitter float64) (_ time.Time, ok bool) {
+func nextRetry(attempts int, now time.Time, asked time.Duration, jitter float64) (_ time.Time, ok bool) {
 	if attempts < 1 || attempts > len(RetryDelays) {
 		return time.Time{}, false
 	}

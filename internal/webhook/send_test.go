@@ -224,7 +224,7 @@ func TestWebhookRetrySchedule(t *testing.T) {
 	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 	for i, w := range want {
 		for _, jitter := range []float64{-1, 0, 1} {
-			at, ok := NextRetry(i+1, now, 0, jitter)
+			at, ok := nextRetry(i+1, now, 0, jitter)
 			got := at.Sub(now)
 			exact := w + time.Duration(float64(w)*0.1*jitter)
 			if !ok || got != exact {
@@ -232,13 +232,13 @@ func TestWebhookRetrySchedule(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := NextRetry(len(want)+1, now, 0, 0); ok {
+	if _, ok := nextRetry(len(want)+1, now, 0, 0); ok {
 		t.Error("an eighth failure is retried; want the delivery failed")
 	}
-	if at, _ := NextRetry(1, now, time.Hour, 0); at.Sub(now) != time.Hour {
+	if at, _ := nextRetry(1, now, time.Hour, 0); at.Sub(now) != time.Hour {
 		t.Errorf("Retry-After of an hour after the first attempt: retried after %s", at.Sub(now))
 	}
-	if at, _ := NextRetry(5, now, time.Minute, 0); at.Sub(now) != 5*time.Hour {
+	if at, _ := nextRetry(5, now, time.Minute, 0); at.Sub(now) != 5*time.Hour {
 		t.Errorf("a Retry-After shorter than the schedule moved it: %s", at.Sub(now))
 	}
 

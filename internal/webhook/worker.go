@@ -29,7 +29,7 @@ const (
 	// ClaimFor is how long a claimed attempt is this server's: past
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
-	ClaimFor = Timeout + 45*time.Second
+	ClaimFor = attemptTimeout + 45*time.Second
 	// expiryScanEvery is how often a server looks for keys to announce
 	// as expiring or expired.
 	expiryScanEvery = time.Minute
@@ -187,7 +187,7 @@ func (w *Worker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 	case r.Status == 410:
 		o.State, o.Disable = domain.DeliveryFailed, "the receiver answered 410 Gone"
 	default:
-		next, ok := NextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
+		next, ok := nextRetry(o.Attempts, now, r.RetryAfter, rand.Float64()*2-1)
 		o.State, o.NextAt = domain.DeliveryPending, next
 		if !ok {
 			o.State = domain.DeliveryFailed
