@@ -4,8 +4,13 @@
 package domain
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"hash/crc32"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Rollable refuses to roll a key that no longer works, or that was rolled
@@ -225,4 +230,91 @@ func ReportSpan(field, value string, given bool) (time.Duration, error) {
 // containsFold tells whether s holds sub, in any case.
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+// API keys look like psk_live_<32 random base62 chars><6-char checksum>
+// (psk_test_ on staging). The checksum is the CRC32 of everything before it,
+// in base62: a mistyped or made-up key is refused without a database look-up,
+// and secret scanners can tell a real leaked key from noise.
+const (
+	KeyRandomLen   = 32
+	KeyChecksumLen = 6
+	Base62         = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+// KeyPrefixes begin API keys, by environment.
+var KeyPrefixes = map[string]string{"production": "psk_live_", "staging": "psk_test_"}
+
+// AdminPrefixes begin admin tokens: the same shape as a key,
+// another prefix, so that neither is ever taken for the other.
+var AdminPrefixes = map[string]string{"production": "psa_live_", "staging": "psa_test_"}
+
+// NewKeyToken returns a fresh random key for env.
+func NewKeyToken(env string) string { return NewSecret(KeyPrefixes[env]) }
+
+// NewSecret returns a fresh random secret that begins with prefix: a key,
+// or an admin token.
+func NewSecret(prefix string) string {
+	b := make([]byte, 0, len(prefix)+KeyRandomLen+KeyChecksumLen)
+	b = appendRandomBase62(append(b, prefix...), KeyRandomLen)
+	return string(AppendChecksum(b, b))
+}
+
+// AppendChecksum appends the checksum of body to dst, in base62.
+func AppendChecksum(dst, body []byte) []byte {
+	sum := crc32.ChecksumIEEE(body)
+	var c [KeyChecksumLen]byte
+	for i := KeyChecksumLen - 1; i >= 0; i-- {
+		c[i] = Base62[sum%62]
+		sum /= 62
+	}
+	return append(dst, c[:]...)
+}
+
+// IsBase62 tells the bytes of base62.
+var IsBase62 = func() (table [256]bool) {
+	for i := range len(Base62) {
+		table[Base62[i]] = true
+	}
+	return table
+}()
+
+// HashKey is what the database keeps of a key or a token: its SHA-256.
+func HashKey(token string) [sha256.Size]byte {
+	// A key is longer than the 32 bytes Go converts a string into on the
+	// stack: copy it into a larger stack buffer instead of the heap.
+	var buf [64]byte
+	return sha256.Sum256(append(buf[:0], token...))
+}
+
+// maxNameLen bounds a name (of a key, of an admin token), in characters.
+const maxNameLen = 64
+
+// hiddenCharacters are what a name may not hold: controls (C0 and C1, which
+// can move a terminal's cursor or recolour it), format characters (bidi
+// overrides, zero-width characters, the BOM, which make a name look like
+// another) and the line and paragraph separators.
+var hiddenCharacters = []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp}
+
+// CheckName is the rule for a name a person gives something (field says
+// where it came from, such as "--name"): printable text, valid UTF-8, at
+// most 64 characters, so that keys list, the audit trail and a terminal
+// show it as it is. The error names the rule; callers make it a usage
+// error or a 400.
+func CheckName(field, value string) error {
+	const rule = "printable text of at most %d characters (valid UTF-8, no control, format or line-separator characters)"
+	// encoding/json turns invalid UTF-8 and lone surrogates into U+FFFD
+	// without a word, as /v1 refuses in a pet's name: refused alike.
+	if !utf8.ValidString(value) || strings.ContainsRune(value, utf8.RuneError) {
+		return fmt.Errorf("%s must be "+rule+": it is not valid UTF-8 (invalid bytes, a lone surrogate or U+FFFD)", field, maxNameLen)
+	}
+	if n := utf8.RuneCountInString(value); n > maxNameLen {
+		return fmt.Errorf("%s must be "+rule+": it has %d", field, maxNameLen, n)
+	}
+	for _, r := range value {
+		if unicode.IsOneOf(hiddenCharacters, r) {
+			return fmt.Errorf("%s must be "+rule+": it holds %U", field, maxNameLen, r)
+		}
+	}
+	return nil
 }

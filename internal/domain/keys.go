@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -417,4 +418,45 @@ func appendRandomBase62(b []byte, n int) []byte {
 func ParseID(s string) (int64, bool) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	return id, err == nil && id >= 1 && IsDigits(s)
+}
+
+// Every calls fn every interval until ctx ends: the one loop of every
+// background chore (the flushes, the database's probe and checkpoints,
+// the pets' poll, the ACME lock's extension).
+func Every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
+// A cursor is opaque to clients; inside, it is the last id of the page
+// before, so the next page is a keyset query that stays fast on any page.
+// The pets' list and the admin API's lists use the same.
+const cursorPrefix = "after:"
+
+// EncodeCursor is the cursor of the page after the one that ended at id
+// after.
+func EncodeCursor(after int64) string { return string(AppendCursor(nil, after)) }
+
+// AppendCursor appends the cursor of the page after id after to b.
+func AppendCursor(b []byte, after int64) []byte {
+	var plain [len(cursorPrefix) + 20]byte
+	return base64.RawURLEncoding.AppendEncode(b, strconv.AppendInt(append(plain[:0], cursorPrefix...), after, 10))
+}
+
+// DecodeCursor reads the id a cursor continues after; ok is false when s is
+// not a cursor EncodeCursor could have written.
+func DecodeCursor(s string) (after int64, ok bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) {
+		return 0, false
+	}
+	return ParseID(string(b[len(cursorPrefix):]))
 }
