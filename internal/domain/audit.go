@@ -95,12 +95,10 @@ type AuditFilter struct {
 // AuditTime is t as the trail keeps it: UTC, to the millisecond.
 func AuditTime(t time.Time) time.Time { return t.UTC().Truncate(time.Millisecond) }
 
-// KeyEvent is the event of action on key k.
 func KeyEvent(action string, k Key, actor string, at time.Time) AuditEvent {
 	return AuditEvent{At: AuditTime(at), Action: action, Actor: actor, KeyID: k.ID, Env: k.Env, Details: termsOf(k)}
 }
 
-// termsOf are the details of a key's terms.
 func termsOf(k Key) AuditDetails {
 	return AuditDetails{
 		Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Scopes: k.Scopes.Names(), Expires: TimeOrNil(k.ExpiresAt),
@@ -108,7 +106,6 @@ func termsOf(k Key) AuditDetails {
 	}
 }
 
-// UpdateEvent is the event of a change of key before to after.
 func UpdateEvent(before, after Key, actor string, at time.Time) AuditEvent {
 	e := KeyEvent(AuditKeyUpdated, after, actor, at)
 	b, a := termsOf(before), termsOf(after)

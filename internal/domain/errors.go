@@ -39,20 +39,13 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Cause }
 
-func NotFound(format string, args ...any) error {
-	return &Error{Kind: KindNotFound, Message: fmt.Sprintf(format, args...)}
-}
+func NotFound(format string, args ...any) error  { return newError(KindNotFound, format, args) }
+func Conflict(format string, args ...any) error  { return newError(KindConflict, format, args) }
+func Invalid(format string, args ...any) error   { return newError(KindInvalid, format, args) }
+func Malformed(format string, args ...any) error { return newError(KindMalformed, format, args) }
 
-func Conflict(format string, args ...any) error {
-	return &Error{Kind: KindConflict, Message: fmt.Sprintf(format, args...)}
-}
-
-func Invalid(format string, args ...any) error {
-	return &Error{Kind: KindInvalid, Message: fmt.Sprintf(format, args...)}
-}
-
-func Malformed(format string, args ...any) error {
-	return &Error{Kind: KindMalformed, Message: fmt.Sprintf(format, args...)}
+func newError(kind Kind, format string, args []any) error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
 // DBFailure is why the database could not serve a request: the cause label

@@ -122,21 +122,15 @@ func (c KeyChange) Apply(k Key, now time.Time, f keyFields) (Key, error) {
 		return k, Invalid("key %d was revoked at %s: a revoked key cannot be changed", k.ID, k.RevokedAt.Format(time.RFC3339))
 	}
 	plan := k.Plan
-	if c.Plan != nil {
-		plan = *c.Plan
-	}
+	setIfGiven(&plan, c.Plan)
 	var perMinute, perDay int64
 	if plan == "enterprise" {
 		// An enterprise key keeps its figures unless given new ones.
 		if k.Plan == "enterprise" {
 			perMinute, perDay = k.PerMinute, k.PerDay
 		}
-		if c.PerMinute != nil {
-			perMinute = *c.PerMinute
-		}
-		if c.PerDay != nil {
-			perDay = *c.PerDay
-		}
+		setIfGiven(&perMinute, c.PerMinute)
+		setIfGiven(&perDay, c.PerDay)
 	} else if c.PerMinute != nil || c.PerDay != nil {
 		return k, Invalid("%s and %s are for the enterprise plan only; %s has fixed limits", f.perMinute, f.perDay, plan)
 	}
@@ -145,22 +139,23 @@ func (c KeyChange) Apply(k Key, now time.Time, f keyFields) (Key, error) {
 		return k, err
 	}
 	k.Plan, k.PerMinute, k.PerDay = plan, lim.PerMinute, lim.PerDay
-	if c.Name != nil {
-		k.Name = *c.Name
-	}
-	if c.Scopes != nil {
-		k.Scopes = *c.Scopes
-	}
+	setIfGiven(&k.Name, c.Name)
+	setIfGiven(&k.Scopes, c.Scopes)
 	if c.Expires != nil {
 		if !c.Expires.IsZero() && !c.Expires.After(now) {
 			return k, Invalid("expires %s is not in the future", c.Expires.Format(time.RFC3339))
 		}
 		k.ExpiresAt = *c.Expires
 	}
-	if c.ExternalID != nil {
-		k.ExternalID = *c.ExternalID
-	}
+	setIfGiven(&k.ExternalID, c.ExternalID)
 	return k, nil
+}
+
+// setIfGiven sets *dst to *given, a field of a KeyChange, when it was given.
+func setIfGiven[T any](dst, given *T) {
+	if given != nil {
+		*dst = *given
+	}
 }
 
 // KeyFilter picks the keys of a report (keys list --idle --expiring, GET

@@ -66,7 +66,6 @@ type UsageStore interface {
 type AuditStore interface {
 	// AuditEvents returns the events filter picks, oldest first.
 	AuditEvents(ctx context.Context, filter AuditFilter) ([]AuditEvent, error)
-	// AuditCounts counts the events of the trail by action.
 	AuditCounts(ctx context.Context) (map[string]int64, error)
 }
 
@@ -95,7 +94,6 @@ type UsageHistoryStore interface {
 	// UsageHistory returns budgetID's days from day from on, oldest first,
 	// only those it has.
 	UsageHistory(ctx context.Context, budgetID int64, from string) ([]UsageDay, error)
-	// PruneUsageHistory deletes the days before day before.
 	PruneUsageHistory(ctx context.Context, before string) (int64, error)
 }
 
@@ -135,7 +133,6 @@ type Key struct {
 	ExternalID string
 }
 
-// ExpiredAt tells whether the key has expired at now.
 func (k *Key) ExpiredAt(now time.Time) bool {
 	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)
 }
@@ -164,7 +161,6 @@ type AdminToken struct {
 	RevokedAt time.Time // zero while the token works
 }
 
-// Actor is the actor of the changes a token's holder makes.
 func (t *AdminToken) Actor() string { return "admin:" + t.Name }
 
 // ListedAdminToken is a token as admin list shows it (--json: these fields).
@@ -180,7 +176,6 @@ func (t *AdminToken) Listed() ListedAdminToken {
 	return ListedAdminToken{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names(), Created: t.CreatedAt, Revoked: TimeOrNil(t.RevokedAt)}
 }
 
-// AdminEvent is the audit event of action on token t.
 func AdminEvent(action string, t AdminToken, actor string, at time.Time) AuditEvent {
 	return AuditEvent{At: AuditTime(at), Action: action, Actor: actor, Env: t.Env,
 		Details: AuditDetails{AdminID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()}}
@@ -329,7 +324,6 @@ type UsageDay struct {
 	Forbidden     int64  `json:"forbidden"`
 }
 
-// Add counts n requests of outcome o.
 func (u *UsageDay) Add(o UsageOutcome, n int64) {
 	switch o {
 	case UsageAllowed:
@@ -366,18 +360,14 @@ func ParseLifetime(s string) (time.Duration, error) {
 		return time.ParseDuration(s)
 	}
 	n, err := strconv.Atoi(days)
-	if err != nil || !IsDigits(days) || n > maxLifetimeDays {
+	var r time.Duration // what follows the days
+	if err == nil && rest != "" {
+		r, err = time.ParseDuration(rest)
+	}
+	if err != nil || !IsDigits(days) || n > maxLifetimeDays || r < 0 {
 		return 0, fmt.Errorf("%q is not a duration", s)
 	}
-	d := time.Duration(n) * 24 * time.Hour
-	if rest != "" {
-		r, err := time.ParseDuration(rest)
-		if err != nil || r < 0 {
-			return 0, fmt.Errorf("%q is not a duration", s)
-		}
-		d += r
-	}
-	return d, nil
+	return time.Duration(n)*24*time.Hour + r, nil
 }
 
 func TimeOrNil(t time.Time) *time.Time {

@@ -91,8 +91,6 @@ func AuditWebhookEvent(e AuditEvent, keyName string) (WebhookEvent, bool, error)
 	return ev, err == nil, err
 }
 
-// SentAsWebhook tells whether audit event e is also a webhook event: an
-// action that is sent, about a key.
 func SentAsWebhook(e AuditEvent) bool {
 	return slices.Contains(auditActionsSent, e.Action) && e.KeyID != 0 && e.Address == ""
 }
@@ -279,15 +277,12 @@ type DeliveryFilter struct {
 // this long is disabled.
 const FailingDisableAfter = 72 * time.Hour
 
-// Delivery states.
 const (
 	DeliveryPending   = "pending"
 	DeliveryDelivered = "delivered"
 	DeliveryFailed    = "failed"
 )
 
-// WebhookAuditEvent is the audit event of action on endpoint e, by actor
-// of env.
 func WebhookAuditEvent(action string, e WebhookEndpoint, actor, env string, at time.Time, why string) AuditEvent {
 	return AuditEvent{At: AuditTime(at), Action: action, Actor: actor, Env: env, Details: AuditDetails{
 		WebhookID: e.ID, URL: ShownURL(e.URL), Events: e.Events, Reason: why,
@@ -297,14 +292,10 @@ func WebhookAuditEvent(action string, e WebhookEndpoint, actor, env string, at t
 func (e WebhookEndpoint) Listed(now time.Time) ListedEndpoint {
 	l := ListedEndpoint{
 		ID: e.ID, URL: e.URL, Events: e.Events, Enabled: e.Enabled, Created: e.CreatedAt,
-		LastAttempt: TimeOrNil(e.LastAttempt), LastError: e.LastError,
+		LastAttempt: TimeOrNil(e.LastAttempt), LastStatus: triedStatus(e.LastAttempt, e.LastStatus), LastError: e.LastError,
 	}
 	if l.Events == nil {
 		l.Events = []string{}
-	}
-	if !e.LastAttempt.IsZero() {
-		status := e.LastStatus
-		l.LastStatus = &status
 	}
 	if e.PreviousSecret != "" && now.Before(e.PreviousUntil) {
 		l.RotationEnds = TimeOrNil(e.PreviousUntil)
@@ -316,7 +307,6 @@ func (e WebhookEndpoint) Listed(now time.Time) ListedEndpoint {
 // writes them: whsec_ and the key in base64.
 const WebhookSecretPrefix = "whsec_"
 
-// WebhookSecretKey is the HMAC key of secret: its decoded bytes.
 func WebhookSecretKey(secret string) ([]byte, error) {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, WebhookSecretPrefix))
 	if err != nil || len(key) == 0 {
@@ -358,16 +348,21 @@ type ListedDelivery struct {
 func (d WebhookDelivery) Listed() ListedDelivery {
 	l := ListedDelivery{
 		EventID: d.EventID, Type: d.Type, EndpointID: d.EndpointID, At: d.At, State: d.State, Attempts: d.Attempts,
-		LastAttempt: TimeOrNil(d.LastAttempt), LastError: d.LastError,
+		LastAttempt: TimeOrNil(d.LastAttempt), LastStatus: triedStatus(d.LastAttempt, d.LastStatus), LastError: d.LastError,
 	}
 	if d.State == DeliveryPending {
 		l.NextAttempt = TimeOrNil(d.NextAt)
 	}
-	if !d.LastAttempt.IsZero() {
-		status := d.LastStatus
-		l.LastStatus = &status
-	}
 	return l
+}
+
+// triedStatus is the last attempt's status as the lists show it: none
+// (null) when no attempt was made, 0 when one was and no answer came.
+func triedStatus(lastAttempt time.Time, status int) *int {
+	if lastAttempt.IsZero() {
+		return nil
+	}
+	return &status
 }
 
 // ShownURL is an endpoint URL as logs, errors and lists may show it: without
