@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"crypto/x509"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,4 +59,24 @@ func setFlag(g prometheus.Gauge, on bool) {
 		v = 1
 	}
 	g.Set(v)
+}
+
+// CertificateExpires sets the expiry gauge of leaf's first name.
+func (m *Metrics) CertificateExpires(leaf *x509.Certificate) {
+	if m == nil || leaf == nil {
+		return
+	}
+	name := leaf.Subject.CommonName
+	if len(leaf.DNSNames) > 0 {
+		name = leaf.DNSNames[0]
+	}
+	m.certExpiry.WithLabelValues(name).Set(float64(leaf.NotAfter.Unix()))
+}
+
+// CountCertificateChange counts a certificate taken up, or a change that failed.
+func (m *Metrics) CountCertificateChange(source, outcome string) {
+	if m == nil {
+		return
+	}
+	m.certChanges.WithLabelValues(source, outcome).Inc()
 }

@@ -13,13 +13,12 @@ const scrapeTimeout = 2 * time.Second
 // CountPets makes petstore_pets report count's answer; ok false (the
 // in-memory copy is still being made) leaves it out of a scrape.
 func (m *Metrics) CountPets(count func() (n int, ok bool)) {
-	if m == nil {
-		return
-	}
-	m.registry.MustRegister(petsCollector{
-		desc:  prometheus.NewDesc("petstore_pets", "Pets in the store.", nil, nil),
-		count: count,
-	})
+	desc := prometheus.NewDesc("petstore_pets", "Pets in the store.", nil, nil)
+	m.register(func(ch chan<- prometheus.Metric) {
+		if n, ok := count(); ok {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n))
+		}
+	}, desc)
 }
 
 // CountAuditEvents makes petstore_audit_events_total report the events of
@@ -29,49 +28,20 @@ func (m *Metrics) CountPets(count func() (n int, ok bool)) {
 // sharing a database reports the same. A database that does not answer
 // leaves it out of that scrape.
 func (m *Metrics) CountAuditEvents(actions []string, count func(context.Context) (map[string]int64, error)) {
-	if m == nil {
-		return
-	}
-	m.registry.MustRegister(auditCollector{
-		desc: prometheus.NewDesc("petstore_audit_events_total",
-			"Events of the audit trail (key.created, key.revoked, key.rolled, key.banned, keys.copied), by action, written by any server or command; each server sharing a database reports the same.",
-			[]string{"action"}, nil),
-		actions: actions,
-		count:   count,
-	})
-}
-
-type auditCollector struct {
-	desc    *prometheus.Desc
-	actions []string
-	count   func(context.Context) (map[string]int64, error)
-}
-
-func (c auditCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c auditCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	counts, err := c.count(ctx)
-	if err != nil {
-		return
-	}
-	for _, action := range c.actions {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(counts[action]), action)
-	}
-}
-
-type petsCollector struct {
-	desc  *prometheus.Desc
-	count func() (int, bool)
-}
-
-func (c petsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c petsCollector) Collect(ch chan<- prometheus.Metric) {
-	if n, ok := c.count(); ok {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
-	}
+	desc := prometheus.NewDesc("petstore_audit_events_total",
+		"Events of the audit trail (key.created, key.revoked, key.rolled, key.banned, keys.copied), by action, written by any server or command; each server sharing a database reports the same.",
+		[]string{"action"}, nil)
+	m.register(func(ch chan<- prometheus.Metric) {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		defer cancel()
+		counts, err := count(ctx)
+		if err != nil {
+			return
+		}
+		for _, action := range actions {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(counts[action]), action)
+		}
+	}, desc)
 }
 
 // CountDelivery counts a webhook attempt that left its delivery in state
@@ -89,37 +59,43 @@ func (m *Metrics) CountDelivery(state string) {
 // database reports the same). A database that does not answer leaves them
 // out of that scrape.
 func (m *Metrics) CountWebhookBacklog(backlog func(context.Context) (int64, time.Time, error), now func() time.Time) {
-	if m == nil {
-		return
-	}
-	m.registry.MustRegister(backlogCollector{
-		waiting: prometheus.NewDesc("petstore_webhook_events_waiting",
-			"Webhook deliveries waiting to be made (pending, to enabled endpoints), in the outbox every server shares.", nil, nil),
-		oldest: prometheus.NewDesc("petstore_webhook_oldest_waiting_seconds",
-			"Age of the event of the oldest waiting webhook delivery; 0 when none waits.", nil, nil),
-		backlog: backlog, now: now,
-	})
+	waiting := prometheus.NewDesc("petstore_webhook_events_waiting",
+		"Webhook deliveries waiting to be made (pending, to enabled endpoints), in the outbox every server shares.", nil, nil)
+	oldestAge := prometheus.NewDesc("petstore_webhook_oldest_waiting_seconds",
+		"Age of the event of the oldest waiting webhook delivery; 0 when none waits.", nil, nil)
+	m.register(func(ch chan<- prometheus.Metric) {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+		defer cancel()
+		n, oldest, err := backlog(ctx)
+		if err != nil {
+			return
+		}
+		age := 0.0
+		if !oldest.IsZero() {
+			age = max(0, now().Sub(oldest).Seconds())
+		}
+		ch <- prometheus.MustNewConstMetric(waiting, prometheus.GaugeValue, float64(n))
+		ch <- prometheus.MustNewConstMetric(oldestAge, prometheus.GaugeValue, age)
+	}, waiting, oldestAge)
 }
 
-type backlogCollector struct {
-	waiting, oldest *prometheus.Desc
-	backlog         func(context.Context) (int64, time.Time, error)
-	now             func() time.Time
+// register registers a collector of the series descs describe, which
+// collect makes at each scrape. A nil *Metrics registers nothing.
+func (m *Metrics) register(collect func(chan<- prometheus.Metric), descs ...*prometheus.Desc) {
+	if m != nil {
+		m.registry.MustRegister(funcCollector{descs, collect})
+	}
 }
 
-func (c backlogCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.waiting; ch <- c.oldest }
-
-func (c backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
-	defer cancel()
-	n, oldest, err := c.backlog(ctx)
-	if err != nil {
-		return
-	}
-	age := 0.0
-	if !oldest.IsZero() {
-		age = max(0, c.now().Sub(oldest).Seconds())
-	}
-	ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(n))
-	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, age)
+type funcCollector struct {
+	descs   []*prometheus.Desc
+	collect func(chan<- prometheus.Metric)
 }
+
+func (c funcCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c funcCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }

@@ -42,7 +42,10 @@ type Metrics struct {
 	dbCalls       *prometheus.HistogramVec
 	redisCalls    *prometheus.HistogramVec
 	deliveries    map[string]prometheus.Counter // webhook deliveries by state
-	tls           *tlsMetrics
+	// The certificates served (docs/observing.md): when each expires, and
+	// what came of each change.
+	certExpiry  *prometheus.GaugeVec
+	certChanges *prometheus.CounterVec
 }
 
 // Build is what petstore_build_info's labels say of the running binary.
@@ -97,13 +100,20 @@ func New(build Build, names Names) *Metrics {
 			Help:    "Duration of the calls to Redis, by operation.",
 			Buckets: callBuckets,
 		}, []string{"operation"}),
+		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "petstore_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate served for a name expires (NotAfter, Unix seconds), by its first name.",
+		}, []string{"name"}),
+		certChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_tls_certificate_changes_total",
+			Help: "Certificates taken up or not, by source (files: --tls-cert and --admin-tls-cert; acme: --acme-domain) " +
+				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed).",
+		}, []string{"source", "outcome"}),
 	}
 	m.requests.Store(&map[requestSeries]prometheus.Observer{})
-	counted := m.newCounters(names)
-	m.tls = newTLSMetrics(m.registry)
-	m.registry.MustRegister(counted...)
+	m.registry.MustRegister(m.newCounters(names)...)
 	m.registry.MustRegister(
-		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls,
+		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls, m.certExpiry, m.certChanges,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_build_info",
 			Help: "Always 1; the labels say which build is running.",
