@@ -9,13 +9,8 @@ import (
 	"petstore/internal/domain"
 )
 
-// The events webhooks send (docs/webhooks.md, "What is sent"): their
-// types, their bodies, and the notices the server decides on its own: a
-// budget's day quota crossing 80% and 100%, a key about to expire or
-// expired.
-
-// quotaThresholds are the shares of a day quota whose crossing is sent, in
-// percent.
+// quotaThresholds are the shares of a day quota, in percent, whose crossing
+// webhooks send (docs/webhooks.md, "What is sent").
 var quotaThresholds = []int{80, 100}
 
 // QuotaNotice is a budget's day count reaching a threshold of its quota.
@@ -33,31 +28,15 @@ type QuotaNotice struct {
 	At        time.Time
 }
 
-// mark is what makes a notice once: its budget, day and threshold.
-func (n QuotaNotice) mark() string {
-	return fmt.Sprintf("quota:%d:%s:%d", n.BudgetID, n.Day, n.Threshold)
-}
-
-// Notice is n as the store keeps it.
+// Notice is n as the store keeps it, with the mark that makes it once: its
+// budget, day and threshold.
 func (n QuotaNotice) Notice() (domain.WebhookNotice, error) {
 	ev, err := domain.NewWebhookEvent(domain.WebhookQuotaThreshold, n.At, map[string]any{
 		"keyId": n.KeyID, "keyName": n.KeyName, "plan": n.Plan, "threshold": n.Threshold,
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
 	})
-	return domain.WebhookNotice{Mark: n.mark(), Event: ev, ForgetAt: n.At.Add(domain.KeepQuotaMarks)}, err
-}
-
-// quotaNotices are notices as the store takes them.
-func quotaNotices(ns []QuotaNotice) ([]domain.WebhookNotice, error) {
-	out := make([]domain.WebhookNotice, 0, len(ns))
-	for _, n := range ns {
-		wn, err := n.Notice()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, wn)
-	}
-	return out, nil
+	mark := fmt.Sprintf("quota:%d:%s:%d", n.BudgetID, n.Day, n.Threshold)
+	return domain.WebhookNotice{Mark: mark, Event: ev, ForgetAt: n.At.Add(domain.KeepQuotaMarks)}, err
 }
 
 // QuotaWatch sees each request's day count as the limiter decided it and
@@ -124,7 +103,13 @@ func (q *QuotaWatch) Flush(ctx context.Context, add func(context.Context, []doma
 	if len(taken) == 0 {
 		return nil
 	}
-	notices, err := quotaNotices(taken)
+	notices := make([]domain.WebhookNotice, len(taken))
+	var err error
+	for i, n := range taken {
+		if notices[i], err = n.Notice(); err != nil {
+			break
+		}
+	}
 	if err == nil {
 		err = add(ctx, notices)
 	}
@@ -132,7 +117,6 @@ func (q *QuotaWatch) Flush(ctx context.Context, add func(context.Context, []doma
 		q.mu.Lock()
 		q.Pending = append(taken, q.Pending...)
 		q.mu.Unlock()
-		return err
 	}
-	return nil
+	return err
 }

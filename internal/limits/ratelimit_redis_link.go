@@ -50,17 +50,10 @@ func RedisOptions(rawURL string) (*redis.Options, error) {
 		}
 		return nil, fmt.Errorf("--redis must be a URL like redis://HOST:PORT/N: %v", err)
 	}
-	if opts.DialTimeout == 0 {
-		opts.DialTimeout = redisTimeout
-	}
-	if opts.ReadTimeout == 0 {
-		opts.ReadTimeout = redisTimeout
-	}
-	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = redisTimeout
-	}
-	if opts.PoolTimeout == 0 {
-		opts.PoolTimeout = redisTimeout
+	for _, timeout := range []*time.Duration{&opts.DialTimeout, &opts.ReadTimeout, &opts.WriteTimeout, &opts.PoolTimeout} {
+		if *timeout == 0 {
+			*timeout = redisTimeout
+		}
 	}
 	if opts.MaxRetries == 0 {
 		opts.MaxRetries = -1
