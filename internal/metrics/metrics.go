@@ -90,16 +90,8 @@ func New(build Build, names Names) *Metrics {
 			Name: "petstore_database_down",
 			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0.",
 		}),
-		dbCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "petstore_database_call_duration_seconds",
-			Help:    "Duration of the calls to the database, by operation.",
-			Buckets: callBuckets,
-		}, []string{"operation"}),
-		redisCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "petstore_redis_call_duration_seconds",
-			Help:    "Duration of the calls to Redis, by operation.",
-			Buckets: callBuckets,
-		}, []string{"operation"}),
+		dbCalls:    callHistogram("petstore_database_call_duration_seconds", "the database"),
+		redisCalls: callHistogram("petstore_redis_call_duration_seconds", "Redis"),
 		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "petstore_tls_certificate_expiry_timestamp_seconds",
 			Help: "When the certificate served for a name expires (NotAfter, Unix seconds), by its first name.",
@@ -131,38 +123,40 @@ func New(build Build, names Names) *Metrics {
 // the rate limiter's decisions, the 401s by reason, the 503s by cause, the
 // webhook deliveries by outcome. It returns them to be registered.
 func (m *Metrics) newCounters(names Names) []prometheus.Collector {
-	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_ratelimit_decisions_total",
-		Help: "Rate-limit decisions: allowed, limited (429 rate_limited) or banned (429 temporarily_banned).",
-	}, []string{"decision"})
+	decisions := counterVec("petstore_ratelimit_decisions_total", "decision",
+		"Rate-limit decisions: allowed, limited (429 rate_limited) or banned (429 temporarily_banned).")
 	for d := Allowed; d < numDecisions; d++ {
 		m.decisions[d] = decisions.WithLabelValues(decisionNames[d])
 	}
-	authFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_auth_failures_total",
-		Help: "Requests answered 401, by reason: missing, malformed, invalid, revoked, wrong_environment, expired.",
-	}, []string{"reason"})
+	authFailures := counterVec("petstore_auth_failures_total", "reason",
+		"Requests answered 401, by reason: missing, malformed, invalid, revoked, wrong_environment, expired.")
 	m.authFailures = resolveAll(authFailures, names.AuthReasons)
-	adminFailures := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_admin_auth_failures_total",
-		Help: "Requests to the admin API answered 401 (or 429 once their client address is limited), by reason: missing, malformed, invalid, revoked, wrong_environment.",
-	}, []string{"reason"})
+	adminFailures := counterVec("petstore_admin_auth_failures_total", "reason",
+		"Requests to the admin API answered 401 (or 429 once their client address is limited), by reason: missing, malformed, invalid, revoked, wrong_environment.")
 	m.adminFailures = resolveAll(adminFailures, names.AuthReasons)
-	dbUnavailable := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_database_unavailable_total",
-		Help: "Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), " +
-			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).",
-	}, []string{"cause"})
+	dbUnavailable := counterVec("petstore_database_unavailable_total", "cause",
+		"Requests answered 503 because the database could not serve them, by cause: timeout (no answer by --db-timeout), "+
+			"pool_exhausted (no connection free by then, or too many creates waiting for a commit), refused (the connection refused or cut, the disk refusing the write).")
 	m.dbUnavailable = resolveAll(dbUnavailable, names.DBCauses)
-	deliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "petstore_webhook_deliveries_total",
-		Help: "Webhook attempts by what came of them: delivered (a 2xx), retried (to be tried again), failed (the last attempt, or a 410).",
-	}, []string{"outcome"})
+	deliveries := counterVec("petstore_webhook_deliveries_total", "outcome",
+		"Webhook attempts by what came of them: delivered (a 2xx), retried (to be tried again), failed (the last attempt, or a 410).")
 	m.deliveries = make(map[string]prometheus.Counter)
 	for state, outcome := range names.Deliveries {
 		m.deliveries[state] = deliveries.WithLabelValues(outcome)
 	}
 	return []prometheus.Collector{deliveries, decisions, authFailures, adminFailures, dbUnavailable}
+}
+
+// callHistogram times the calls to what, by operation.
+func callHistogram(name, what string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: name, Help: "Duration of the calls to " + what + ", by operation.", Buckets: callBuckets,
+	}, []string{"operation"})
+}
+
+// counterVec is the counter named name, with one label, and its help.
+func counterVec(name, label, help string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 }
 
 // resolveAll is v's series of each name, by the name's index; index 0 (and

@@ -91,12 +91,10 @@ func (m *Metrics) resolve(key requestSeries) prometheus.Observer {
 	}
 	route := unmatchedRoute
 	if key.pattern != "" {
-		// "GET /v1/pets/{petId}": the method is a label of its own.
-		_, path, hasMethod := strings.Cut(key.pattern, " ")
-		if !hasMethod {
-			path = key.pattern
+		route = key.pattern
+		if _, path, hasMethod := strings.Cut(key.pattern, " "); hasMethod {
+			route = path // "GET /v1/pets/{petId}": the method is a label of its own
 		}
-		route = path
 	}
 	obs := m.requestDuration.WithLabelValues(key.method, route, strconv.Itoa(key.code))
 	resolved := maps.Clone(old)
