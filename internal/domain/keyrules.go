@@ -1,5 +1,5 @@
-// The rules of a key's life that hold whoever changes it (the CLI, the
-// admin API) and whichever engine stores it.
+// The rules of a key's life, format and name that hold whoever changes it
+// (the CLI, the admin API) and whichever engine stores it.
 
 package domain
 
@@ -171,7 +171,6 @@ type KeyFilter struct {
 	Search string
 }
 
-// Picks tells whether f picks k at now.
 func (f KeyFilter) Picks(k Key, now time.Time) bool {
 	switch {
 	case f.Plan != "" && k.Plan != f.Plan:
@@ -197,7 +196,6 @@ func (f KeyFilter) Picks(k Key, now time.Time) bool {
 	return true
 }
 
-// Pick is the keys f picks at now, in their order.
 func (f KeyFilter) Pick(keys []Key, now time.Time) []Key {
 	var picked []Key
 	for _, k := range keys {
@@ -222,7 +220,6 @@ func ReportSpan(field, value string, given bool) (time.Duration, error) {
 	return d, nil
 }
 
-// containsFold tells whether s holds sub, in any case.
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
@@ -244,7 +241,6 @@ var KeyPrefixes = map[string]string{"production": "psk_live_", "staging": "psk_t
 // another prefix, so that neither is ever taken for the other.
 var AdminPrefixes = map[string]string{"production": "psa_live_", "staging": "psa_test_"}
 
-// NewKeyToken returns a fresh random key for env.
 func NewKeyToken(env string) string { return NewSecret(KeyPrefixes[env]) }
 
 // NewSecret returns a fresh random secret that begins with prefix: a key,
@@ -255,7 +251,6 @@ func NewSecret(prefix string) string {
 	return string(AppendChecksum(b, b))
 }
 
-// AppendChecksum appends the checksum of body to dst, in base62.
 func AppendChecksum(dst, body []byte) []byte {
 	sum := crc32.ChecksumIEEE(body)
 	var c [KeyChecksumLen]byte
@@ -266,7 +261,6 @@ func AppendChecksum(dst, body []byte) []byte {
 	return append(dst, c[:]...)
 }
 
-// IsBase62 tells the bytes of base62.
 var IsBase62 = func() (table [256]bool) {
 	for i := range len(Base62) {
 		table[Base62[i]] = true

@@ -23,13 +23,11 @@ const (
 // WebhookEventTypes are the types an endpoint may take (--events), in the
 // order the docs list them. The key.* audit actions among them are sent
 // for each audit event of a key, in the transaction that writes it.
-var WebhookEventTypes = []string{
-	"key.created", "key.updated", "key.revoked", "key.rolled", "key.banned", "ban.lifted",
-	WebhookQuotaThreshold, WebhookKeyExpiring, WebhookKeyExpired, WebhookTestEvent,
-}
+var WebhookEventTypes = slices.Concat(auditActionsSent,
+	[]string{WebhookQuotaThreshold, WebhookKeyExpiring, WebhookKeyExpired, WebhookTestEvent})
 
 // auditActionsSent are the audit actions that are also webhook events.
-var auditActionsSent = []string{"key.created", "key.updated", "key.revoked", "key.rolled", "key.banned", "ban.lifted"}
+var auditActionsSent = []string{AuditKeyCreated, AuditKeyUpdated, AuditKeyRevoked, AuditKeyRolled, AuditKeyBanned, AuditBanLifted}
 
 // WebhookEvent is one event as it waits in the outbox: its id (the
 // webhook-id of every attempt), type, time and body.
