@@ -18,6 +18,12 @@ const (
 	AuditAdminCreated = "admin.created"
 	AuditAdminRevoked = "admin.revoked"
 	AuditBanLifted    = "ban.lifted"
+	// A webhook endpoint's, with webhookId in their details.
+	AuditWebhookAdded    = "webhook.added"
+	AuditWebhookRemoved  = "webhook.removed"
+	AuditWebhookRotated  = "webhook.rotated"
+	AuditWebhookEnabled  = "webhook.enabled"
+	AuditWebhookDisabled = "webhook.disabled"
 )
 
 var AuditActions = []string{
