@@ -17,12 +17,10 @@ import (
 // in it every keyring.RefreshEvery (BanFollower) into a banFloor, which the
 // limit rules take in each run (limitRun.banFloor), in process, in the
 // fallback and in the script, so that neither a restart nor a Redis outage
-// nor an empty Redis lifts a ban early. A ban a server sees in Redis's
-// answer goes on its floor at once (BanFloor.Hold), so that a Redis outage
-// right after the ban does not lose it on that server. A lift (bans lift, DELETE
-// /admin/v1/bans/{subject}) is stored with its time and ban.lifted event;
-// each server takes it off its floor and runs it through the rules
-// (limitRun.lift), in process and in Redis.
+// nor an empty Redis lifts a ban early; one seen in Redis's answer is held
+// at once (BanFloor.Hold). A lift (bans lift, DELETE /admin/v1/bans/{subject})
+// is stored with its time and ban.lifted event; each server takes it off its
+// floor and runs it through the rules (limitRun.lift), in process and in Redis.
 
 // BanFollower keeps a server's limiter in step with the bans table: it
 // reads what changed since it last looked, raises or takes away floors,

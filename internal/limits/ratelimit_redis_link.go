@@ -31,8 +31,7 @@ type redisLink struct {
 	Client *redis.Client
 	now    func() time.Time
 	logger *slog.Logger
-	// onFallback is told true when Redis stops answering, false when it
-	// answers again (may be nil).
+	// onFallback is RedisHooks.Fallback (may be nil).
 	onFallback func(active bool)
 
 	Down      atomic.Bool
@@ -130,7 +129,7 @@ func (l RedisLog) Printf(ctx context.Context, format string, v ...any) {
 // that sends them.
 type scriptRunner struct {
 	client *redis.Client
-	// call is told when each round trip began, once it has ended (may be nil).
+	// call is RedisHooks.Call (may be nil).
 	call  func(start time.Time)
 	batch batch.Batcher[ScriptRun]
 }
