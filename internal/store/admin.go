@@ -1,6 +1,6 @@
 // The admin API's storage, written once for both engines over sqlEngine:
-// admin tokens with their audit events, changes of a key in place, and the
-// usage history.
+// admin tokens with their audit events, changes of a key in place, and a
+// key's usage: the day's and its history.
 
 package store
 
@@ -136,6 +136,17 @@ func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {
 	return domain.Conflict("externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
 }
 
+// Usage returns how many requests key made on day.
+func (s sqlKeys) Usage(ctx context.Context, keyID int64, day string) (n int64, err error) {
+	err = s.db.view(ctx, func(tx dbTx) error {
+		return tx.QueryRow(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
+	})
+	if errors.Is(err, errNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
 // AddUsageHistory adds each row's counts to what the history holds for its
 // budget and day, in one transaction: every server adds its own.
 func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
@@ -158,19 +169,12 @@ func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) er
 // UsageHistory returns the days of budgetID's history from day from on,
 // oldest first: only the days it has.
 func (s sqlKeys) UsageHistory(ctx context.Context, budgetID int64, from string) ([]domain.UsageDay, error) {
-	var days []domain.UsageDay
-	err := s.db.view(ctx, func(tx dbTx) error {
-		days = nil
-		rows, err := tx.Query(ctx, `SELECT day, allowed, rate_limited, quota_exceeded, banned, forbidden FROM usage_history
-			WHERE budget_id = ? AND day >= ? ORDER BY day`, budgetID, from)
-		return each(rows, err, func(scan func(...any) error) error {
-			d := domain.UsageDay{BudgetID: budgetID}
-			err := scan(&d.Day, &d.Allowed, &d.RateLimited, &d.QuotaExceeded, &d.Banned, &d.Forbidden)
-			days = append(days, d)
-			return err
-		})
-	})
-	return days, err
+	return queryRows(ctx, s.db, func(scan func(...any) error) (domain.UsageDay, error) {
+		d := domain.UsageDay{BudgetID: budgetID}
+		err := scan(&d.Day, &d.Allowed, &d.RateLimited, &d.QuotaExceeded, &d.Banned, &d.Forbidden)
+		return d, err
+	}, `SELECT day, allowed, rate_limited, quota_exceeded, banned, forbidden FROM usage_history
+		WHERE budget_id = ? AND day >= ? ORDER BY day`, budgetID, from)
 }
 
 // PruneUsageHistory deletes the days before day before (through the index

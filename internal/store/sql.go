@@ -103,11 +103,7 @@ func AuditRow(e domain.AuditEvent) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var address any
-	if e.Address != "" {
-		address = e.Address
-	}
-	return []any{e.At.UnixMilli(), e.Action, e.Actor, nullID(e.KeyID), nullID(e.NewKeyID), address, e.Env, string(details)}, nil
+	return []any{e.At.UnixMilli(), e.Action, e.Actor, nullID(e.KeyID), nullID(e.NewKeyID), nullText(e.Address), e.Env, string(details)}, nil
 }
 
 // scanAuditEvent reads one row of id and auditColumns.

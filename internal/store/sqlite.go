@@ -543,16 +543,6 @@ func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	})
 }
 
-// Usage returns how many requests key made on day.
-func (s *SQLite) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
-	var n int64
-	err := s.read.QueryRowContext(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, storeError(err)
-}
-
 // AddUsage adds each count to the stored total of its key and day, in one
 // transaction, and forgets days older than a week.
 func (s *SQLite) AddUsage(ctx context.Context, counts []domain.UsageCount) error {

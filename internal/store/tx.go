@@ -72,6 +72,21 @@ type dbRows interface {
 // errNoRows: a QueryRow found no row, on either engine.
 var errNoRows = errors.New("no rows in result set")
 
+// row is a row of QueryRow, its engine's error for no row (none) made
+// errNoRows.
+type row struct {
+	row  rowScanner
+	none error
+}
+
+func (r row) Scan(dest ...any) error {
+	if err := r.row.Scan(dest...); errors.Is(err, r.none) {
+		return errNoRows
+	} else {
+		return err
+	}
+}
+
 // dialect is what the engines say differently.
 type dialect struct {
 	// forUpdate ends a SELECT whose rows the transaction will change:
@@ -153,7 +168,7 @@ func (t sqliteTx) Insert(ctx context.Context, query string, args ...any) (int64,
 }
 
 func (t sqliteTx) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
-	return sqliteRow{t.q.QueryRowContext(ctx, query, args...)}
+	return row{t.q.QueryRowContext(ctx, query, args...), sql.ErrNoRows}
 }
 
 func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (dbRows, error) {
@@ -165,16 +180,6 @@ func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (dbRows,
 }
 
 func (sqliteTx) Dialect() dialect { return sqliteDialect }
-
-type sqliteRow struct{ row *sql.Row }
-
-func (r sqliteRow) Scan(dest ...any) error {
-	if err := r.row.Scan(dest...); errors.Is(err, sql.ErrNoRows) {
-		return errNoRows
-	} else {
-		return err
-	}
-}
 
 type sqliteRows struct{ *sql.Rows }
 
@@ -201,7 +206,7 @@ func (t pgTx) Insert(ctx context.Context, query string, args ...any) (id int64, 
 }
 
 func (t pgTx) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
-	return pgRow{t.q.QueryRow(ctx, pgQuery(query), args...)}
+	return row{t.q.QueryRow(ctx, pgQuery(query), args...), pgx.ErrNoRows}
 }
 
 func (t pgTx) Query(ctx context.Context, query string, args ...any) (dbRows, error) {
@@ -213,16 +218,6 @@ func (t pgTx) Query(ctx context.Context, query string, args ...any) (dbRows, err
 }
 
 func (pgTx) Dialect() dialect { return postgresDialect }
-
-type pgRow struct{ row pgx.Row }
-
-func (r pgRow) Scan(dest ...any) error {
-	if err := r.row.Scan(dest...); errors.Is(err, pgx.ErrNoRows) {
-		return errNoRows
-	} else {
-		return err
-	}
-}
 
 // pgQueries holds each query's PostgreSQL text, made once.
 var pgQueries sync.Map
