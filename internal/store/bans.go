@@ -73,18 +73,14 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 	var b domain.Ban
 	err := s.db.update(ctx, func(tx dbTx) error {
 		named := subject
-		if subject.KeyID != 0 {
-			err := tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.KeyID).Scan(&subject.KeyID)
-			if errors.Is(err, errNoRows) {
-				return errNoBan(named)
-			}
-			if err != nil {
-				return err
-			}
-		}
 		var err error
-		b, err = scanBan(tx.QueryRow(ctx, `SELECT `+banColumns+` FROM bans WHERE subject = ? AND lifted_at IS NULL AND ends_at > ?`+tx.Dialect().forUpdate,
-			subject.String(), now.UnixMilli()).Scan)
+		if subject.KeyID != 0 {
+			err = tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.KeyID).Scan(&subject.KeyID)
+		}
+		if err == nil {
+			b, err = scanBan(tx.QueryRow(ctx, `SELECT `+banColumns+` FROM bans WHERE subject = ? AND lifted_at IS NULL AND ends_at > ?`+tx.Dialect().forUpdate,
+				subject.String(), now.UnixMilli()).Scan)
+		}
 		if errors.Is(err, errNoRows) {
 			return errNoBan(named)
 		}
@@ -145,9 +141,6 @@ func scanBan(scan func(...any) error) (domain.Ban, error) {
 	if b.Subject, err = domain.ParseBanSubject(subject); err != nil {
 		return domain.Ban{}, err
 	}
-	b.Since, b.Until = time.UnixMilli(since).UTC(), time.UnixMilli(until).UTC()
-	if lifted.Valid {
-		b.LiftedAt = time.UnixMilli(lifted.Int64).UTC()
-	}
+	b.Since, b.Until, b.LiftedAt = time.UnixMilli(since).UTC(), time.UnixMilli(until).UTC(), milliOrZero(lifted)
 	return b, nil
 }

@@ -122,11 +122,7 @@ func (s *Postgres) Snapshot(ctx context.Context) (Snapshot, error) {
 type pgSnapshot struct{ tx pgx.Tx }
 
 func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (RowStream, error) {
-	rows, err := p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
 }
 
 func (p pgSnapshot) Count(ctx context.Context, table string) (int64, error) {

@@ -37,11 +37,20 @@ func scanKey(scan func(...any) error) (domain.Key, error) {
 	return k, nil
 }
 
+// unixOrZero and milliOrZero are a time in Unix seconds or milliseconds,
+// or the zero time for NULL.
 func unixOrZero(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
 	}
 	return time.Unix(n.Int64, 0).UTC()
+}
+
+func milliOrZero(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(n.Int64).UTC()
 }
 
 // nullUnix is t in Unix seconds, or NULL for the zero time.

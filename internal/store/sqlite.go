@@ -486,8 +486,17 @@ func storeError(err error) error {
 	return err
 }
 
+// update runs fn in a write transaction and commits it when fn succeeds.
 func (s *SQLite) update(ctx context.Context, fn func(dbTx) error) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	if err := fn(sqliteTx{tx}); err != nil {
+		return storeError(err)
+	}
+	return s.commit(tx)
 }
 
 // view reads through the read pool, beside the writer.
@@ -496,19 +505,6 @@ func (s *SQLite) view(ctx context.Context, fn func(dbTx) error) error {
 }
 
 func (s *SQLite) clock() time.Time { return s.now() }
-
-// inTx runs fn in a write transaction and commits it when fn succeeds.
-func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return storeError(err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return storeError(err)
-	}
-	return s.commit(tx)
-}
 
 // KeyByHash returns the key with the given hash, or ok=false.
 func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
@@ -532,9 +528,9 @@ func (s *SQLite) KeysVersion(ctx context.Context) (int64, error) {
 // SetLastUsed records the minute each key was last used in, in one
 // transaction, never moving one back.
 func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.update(ctx, func(tx dbTx) error {
 		for _, u := range uses {
-			_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
+			_, err := tx.Exec(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
 			if err != nil {
 				return err
 			}
@@ -547,15 +543,15 @@ func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 // transaction, and forgets days older than a week.
 func (s *SQLite) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.update(ctx, func(tx dbTx) error {
 		for _, c := range counts {
-			_, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
+			_, err := tx.Exec(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
 				ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
 			if err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
+		_, err := tx.Exec(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
 		return err
 	})
 }

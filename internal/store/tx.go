@@ -210,11 +210,7 @@ func (t pgTx) QueryRow(ctx context.Context, query string, args ...any) rowScanne
 }
 
 func (t pgTx) Query(ctx context.Context, query string, args ...any) (dbRows, error) {
-	rows, err := t.q.Query(ctx, pgQuery(query), args...)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return t.q.Query(ctx, pgQuery(query), args...)
 }
 
 func (pgTx) Dialect() dialect { return postgresDialect }

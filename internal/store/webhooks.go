@@ -41,13 +41,6 @@ func scanEndpoint(scan func(...any) error) (domain.WebhookEndpoint, error) {
 	return e, nil
 }
 
-func milliOrZero(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.UnixMilli(n.Int64).UTC()
-}
-
 // AddWebhookEndpoint stores e enabled, with its webhook.added event.
 func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEndpoint, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
