@@ -13,8 +13,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// CreateAdminToken stores t (its Hash set) and its admin.created event, and
-// returns it with its id.
 func (s sqlKeys) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (domain.AdminToken, error) {
 	now := s.db.clock()
 	t.CreatedAt = now.UTC().Truncate(time.Second)
@@ -63,9 +61,6 @@ func (s sqlKeys) AdminTokenByHash(ctx context.Context, hash []byte) (t domain.Ad
 	return t, err == nil, err
 }
 
-// RevokeAdminToken marks token id revoked, with its admin.revoked event.
-// Revoking a revoked token changes nothing and leaves no event; an unknown
-// id is not_found.
 func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (revoked bool, err error) {
 	now := s.db.clock()
 	err = s.db.update(ctx, func(tx dbTx) error {
@@ -85,10 +80,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 	return revoked && err == nil, err
 }
 
-// UpdateKey changes key id in place to what change makes of it, with its
-// key.updated event (before and after); the key keeps its secret. The row
-// is locked for the change; an unknown id is not_found, and change's own
-// refusal comes back as it is.
+// UpdateKey locks the key's row for the change.
 func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
 	now := s.db.clock()
 	err = s.keysUpdate(ctx, func(tx dbTx) error {
@@ -166,8 +158,6 @@ func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) er
 	})
 }
 
-// UsageHistory returns the days of budgetID's history from day from on,
-// oldest first: only the days it has.
 func (s sqlKeys) UsageHistory(ctx context.Context, budgetID int64, from string) ([]domain.UsageDay, error) {
 	return queryRows(ctx, s.db, func(scan func(...any) error) (domain.UsageDay, error) {
 		d := domain.UsageDay{BudgetID: budgetID}

@@ -105,15 +105,11 @@ func errNoBan(subject domain.CallerID) error {
 	return domain.NotFound("%s is not banned", subject)
 }
 
-// Bans returns the bans in force, those that began first first.
 func (s sqlBans) Bans(ctx context.Context) ([]domain.Ban, error) {
 	now := s.db.clock().UnixMilli()
 	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY started_at, subject`, now)
 }
 
-// BanChanges returns the bans stored or lifted by writes after version,
-// in the order of those writes; a server that reads from version 0 learns
-// every ban the table holds.
 func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]domain.Ban, error) {
 	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE version > ? ORDER BY version`, version)
 }

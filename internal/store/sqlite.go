@@ -294,8 +294,7 @@ func (s *SQLite) Ping(ctx context.Context) error {
 
 // CreatePets stores a batch of pets in one transaction: one commit, one
 // write of each changed page, however many pets. A pet and its idempotency
-// record are stored together or not at all. An error returned means none
-// was stored; otherwise each insert has its id or its own Err.
+// record are stored together or not at all.
 func (s *SQLite) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -398,7 +397,6 @@ func (s *SQLite) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64,
 	return res.RowsAffected()
 }
 
-// GetPet returns the pet with the given id, or a not_found Error.
 func (s *SQLite) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	var p domain.Pet
 	var status sql.NullString
@@ -413,8 +411,6 @@ func (s *SQLite) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	return p, nil
 }
 
-// ListPets returns up to limit pets with ids above after, in ascending id
-// order, only those with the given status when it is not empty.
 func (s *SQLite) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	var rows *sql.Rows
 	var err error
@@ -443,9 +439,8 @@ func (s *SQLite) ListPets(ctx context.Context, status string, after int64, limit
 	return pets, nil
 }
 
-// ScanPets calls fn for up to limit pets with ids above after, in id order,
-// and returns how many it saw. The name and status bytes are valid only
-// during the call: loading a million pets this way makes no garbage.
+// ScanPets hands fn bytes valid only during the call: loading a million
+// pets this way makes no garbage.
 func (s *SQLite) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
 	rows, err := s.listPets.QueryContext(ctx, after, limit)
 	if err != nil {
@@ -518,15 +513,12 @@ func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok b
 	return k, true, nil
 }
 
-// KeysVersion changes whenever a key is created or revoked.
 func (s *SQLite) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
 	return v, storeError(err)
 }
 
-// SetLastUsed records the minute each key was last used in, in one
-// transaction, never moving one back.
 func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	return s.update(ctx, func(tx dbTx) error {
 		for _, u := range uses {

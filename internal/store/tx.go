@@ -1,8 +1,6 @@
 // The SQL that both engines run alike is written once, over dbTx: a
-// transaction (or, for reads, a connection) of either engine that speaks
-// SQL with ? placeholders, and the little each engine says differently
-// (its dialect). The key, audit and migration code below the store files
-// uses only this.
+// transaction (or, for reads, a connection) of either engine, and the
+// little each engine says differently (its dialect).
 
 package store
 
