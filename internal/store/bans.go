@@ -82,7 +82,7 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 				subject.String(), now.UnixMilli()).Scan)
 		}
 		if errors.Is(err, errNoRows) {
-			return errNoBan(named)
+			return domain.NotFound("%s is not banned", named)
 		}
 		if err != nil {
 			return err
@@ -98,11 +98,6 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 		return recordActions(ctx, tx, domain.LiftEvent(b, named, actor, env, now))
 	})
 	return b, err
-}
-
-// errNoBan: subject is not banned.
-func errNoBan(subject domain.CallerID) error {
-	return domain.NotFound("%s is not banned", subject)
 }
 
 func (s sqlBans) Bans(ctx context.Context) ([]domain.Ban, error) {

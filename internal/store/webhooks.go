@@ -129,18 +129,14 @@ func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent
 		if _, err := endpointForUpdate(ctx, tx, endpointID); err != nil {
 			return err
 		}
-		if err := insertWebhookEvent(ctx, tx, ev); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`,
+			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)`,
 			ev.ID, endpointID, ev.At.UnixMilli())
 		return err
 	})
-}
-
-func insertWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) error {
-	_, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`, ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body))
-	return err
 }
 
 // queueWebhookEvent queues ev in tx for every endpoint that takes its type

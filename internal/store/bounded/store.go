@@ -41,10 +41,10 @@ func New(s store.Storage, timeout time.Duration, m *metrics.Metrics, logger *slo
 		s:       s,
 		timeout: timeout,
 		metrics: m,
-		health: newDBHealth(func(ctx context.Context) error {
+		health: &dbHealth{ping: func(ctx context.Context) error {
 			defer ping.Since(time.Now())
 			return s.Ping(ctx)
-		}, min(timeout, readyTimeout), logger, m.SetDatabaseDown),
+		}, timeout: min(timeout, readyTimeout), logger: logger, setDown: m.SetDatabaseDown},
 	}
 }
 
