@@ -58,6 +58,12 @@ type dbTx interface {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// scanInt64 is the one int64 of a row.
+func scanInt64(r rowScanner) (n int64, err error) {
+	err = r.Scan(&n)
+	return n, err
+}
+
 // dbRows is the rows of a query: Scan after each Next that is true, then
 // Err; Close when done (after an error too).
 type dbRows interface {
