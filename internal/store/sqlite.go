@@ -215,7 +215,6 @@ func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Log
 // PetsAdded never receives: no other server stores pets here.
 func (s *SQLite) PetsAdded() <-chan struct{} { return nil }
 
-// checkpointIfDue checkpoints when policy says it is time.
 func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
 	commits := s.commits.Load()
 	if !policy.due(now, commits) {
@@ -387,7 +386,6 @@ func (s *SQLite) IdempotencyRecord(ctx context.Context, keyID int64, key string,
 	return rec, true, nil
 }
 
-// PruneIdempotency deletes records made before cutoff.
 func (s *SQLite) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
 	if err != nil {
@@ -481,7 +479,6 @@ func storeError(err error) error {
 	return err
 }
 
-// update runs fn in a write transaction and commits it when fn succeeds.
 func (s *SQLite) update(ctx context.Context, fn func(dbTx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -501,7 +498,6 @@ func (s *SQLite) view(ctx context.Context, fn func(dbTx) error) error {
 
 func (s *SQLite) clock() time.Time { return s.now() }
 
-// KeyByHash returns the key with the given hash, or ok=false.
 func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
 	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
 	if errors.Is(err, sql.ErrNoRows) {

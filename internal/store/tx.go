@@ -47,7 +47,6 @@ type dbTx interface {
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
 	// QueryRow runs a query of one row; Scan returns errNoRows without one.
 	QueryRow(ctx context.Context, query string, args ...any) rowScanner
-	// Query runs a query of any number of rows.
 	Query(ctx context.Context, query string, args ...any) (dbRows, error)
 	// Insert runs an INSERT of one row into a table with an id column and
 	// returns the row's id.
