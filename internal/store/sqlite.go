@@ -67,12 +67,7 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 	// synchronous=NORMAL in WAL mode: a commit is in the WAL file (the OS's
 	// page cache) before it returns, so it survives the process being killed;
 	// only a power cut can lose the last few commits. See docs/production.md, "Operations".
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	q.Set("_txlock", "immediate")
+	q := url.Values{"_pragma": {"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"}, "_txlock": {"immediate"}}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
 	// The writer never checkpoints the WAL itself: a checkpoint in a
 	// commit would stall every create waiting on that commit (see
