@@ -1,6 +1,6 @@
 // The admin API's storage, written once for both engines over sqlEngine:
-// admin tokens with their audit events, changes of a key in place, and the
-// usage history.
+// admin tokens with their audit events, changes of a key in place, and a
+// key's usage: the day's and its history.
 
 package store
 
@@ -13,8 +13,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// CreateAdminToken stores t (its Hash set) and its admin.created event, and
-// returns it with its id.
 func (s sqlKeys) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (domain.AdminToken, error) {
 	now := s.db.clock()
 	t.CreatedAt = now.UTC().Truncate(time.Second)
@@ -63,9 +61,6 @@ func (s sqlKeys) AdminTokenByHash(ctx context.Context, hash []byte) (t domain.Ad
 	return t, err == nil, err
 }
 
-// RevokeAdminToken marks token id revoked, with its admin.revoked event.
-// Revoking a revoked token changes nothing and leaves no event; an unknown
-// id is not_found.
 func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (revoked bool, err error) {
 	now := s.db.clock()
 	err = s.db.update(ctx, func(tx dbTx) error {
@@ -85,10 +80,7 @@ func (s sqlKeys) RevokeAdminToken(ctx context.Context, id int64, actor string) (
 	return revoked && err == nil, err
 }
 
-// UpdateKey changes key id in place to what change makes of it, with its
-// key.updated event (before and after); the key keeps its secret. The row
-// is locked for the change; an unknown id is not_found, and change's own
-// refusal comes back as it is.
+// UpdateKey locks the key's row for the change.
 func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
 	now := s.db.clock()
 	err = s.keysUpdate(ctx, func(tx dbTx) error {
@@ -136,6 +128,17 @@ func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {
 	return domain.Conflict("externalId %q belongs to key %d already, which is not revoked: that key is the one made for it", externalID, id)
 }
 
+// Usage returns how many requests key made on day.
+func (s sqlKeys) Usage(ctx context.Context, keyID int64, day string) (n int64, err error) {
+	err = s.db.view(ctx, func(tx dbTx) error {
+		return tx.QueryRow(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
+	})
+	if errors.Is(err, errNoRows) {
+		return 0, nil
+	}
+	return n, err
+}
+
 // AddUsageHistory adds each row's counts to what the history holds for its
 // budget and day, in one transaction: every server adds its own.
 func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
@@ -155,22 +158,13 @@ func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) er
 	})
 }
 
-// UsageHistory returns the days of budgetID's history from day from on,
-// oldest first: only the days it has.
 func (s sqlKeys) UsageHistory(ctx context.Context, budgetID int64, from string) ([]domain.UsageDay, error) {
-	var days []domain.UsageDay
-	err := s.db.view(ctx, func(tx dbTx) error {
-		days = nil
-		rows, err := tx.Query(ctx, `SELECT day, allowed, rate_limited, quota_exceeded, banned, forbidden FROM usage_history
-			WHERE budget_id = ? AND day >= ? ORDER BY day`, budgetID, from)
-		return each(rows, err, func(scan func(...any) error) error {
-			d := domain.UsageDay{BudgetID: budgetID}
-			err := scan(&d.Day, &d.Allowed, &d.RateLimited, &d.QuotaExceeded, &d.Banned, &d.Forbidden)
-			days = append(days, d)
-			return err
-		})
-	})
-	return days, err
+	return queryRows(ctx, s.db, func(scan func(...any) error) (domain.UsageDay, error) {
+		d := domain.UsageDay{BudgetID: budgetID}
+		err := scan(&d.Day, &d.Allowed, &d.RateLimited, &d.QuotaExceeded, &d.Banned, &d.Forbidden)
+		return d, err
+	}, `SELECT day, allowed, rate_limited, quota_exceeded, banned, forbidden FROM usage_history
+		WHERE budget_id = ? AND day >= ? ORDER BY day`, budgetID, from)
 }
 
 // PruneUsageHistory deletes the days before day before (through the index

@@ -73,20 +73,16 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 	var b domain.Ban
 	err := s.db.update(ctx, func(tx dbTx) error {
 		named := subject
-		if subject.KeyID != 0 {
-			err := tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.KeyID).Scan(&subject.KeyID)
-			if errors.Is(err, errNoRows) {
-				return errNoBan(named)
-			}
-			if err != nil {
-				return err
-			}
-		}
 		var err error
-		b, err = scanBan(tx.QueryRow(ctx, `SELECT `+banColumns+` FROM bans WHERE subject = ? AND lifted_at IS NULL AND ends_at > ?`+tx.Dialect().forUpdate,
-			subject.String(), now.UnixMilli()).Scan)
+		if subject.KeyID != 0 {
+			err = tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.KeyID).Scan(&subject.KeyID)
+		}
+		if err == nil {
+			b, err = scanBan(tx.QueryRow(ctx, `SELECT `+banColumns+` FROM bans WHERE subject = ? AND lifted_at IS NULL AND ends_at > ?`+tx.Dialect().forUpdate,
+				subject.String(), now.UnixMilli()).Scan)
+		}
 		if errors.Is(err, errNoRows) {
-			return errNoBan(named)
+			return domain.NotFound("%s is not banned", named)
 		}
 		if err != nil {
 			return err
@@ -104,20 +100,11 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 	return b, err
 }
 
-// errNoBan: subject is not banned.
-func errNoBan(subject domain.CallerID) error {
-	return domain.NotFound("%s is not banned", subject)
-}
-
-// Bans returns the bans in force, those that began first first.
 func (s sqlBans) Bans(ctx context.Context) ([]domain.Ban, error) {
 	now := s.db.clock().UnixMilli()
 	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE lifted_at IS NULL AND ends_at > ? ORDER BY started_at, subject`, now)
 }
 
-// BanChanges returns the bans stored or lifted by writes after version,
-// in the order of those writes; a server that reads from version 0 learns
-// every ban the table holds.
 func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]domain.Ban, error) {
 	return queryRows(ctx, s.db, scanBan, `SELECT `+banColumns+` FROM bans WHERE version > ? ORDER BY version`, version)
 }
@@ -127,9 +114,7 @@ func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]domain.Ban, e
 // versions commit in their order and a reader that sees one has seen
 // every earlier one.
 func nextBansVersion(ctx context.Context, tx dbTx) (int64, error) {
-	var v int64
-	err := tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`).Scan(&v)
-	return v, err
+	return scanInt64(tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`))
 }
 
 // scanBan reads one row of banColumns.
@@ -145,9 +130,6 @@ func scanBan(scan func(...any) error) (domain.Ban, error) {
 	if b.Subject, err = domain.ParseBanSubject(subject); err != nil {
 		return domain.Ban{}, err
 	}
-	b.Since, b.Until = time.UnixMilli(since).UTC(), time.UnixMilli(until).UTC()
-	if lifted.Valid {
-		b.LiftedAt = time.UnixMilli(lifted.Int64).UTC()
-	}
+	b.Since, b.Until, b.LiftedAt = time.UnixMilli(since).UTC(), time.UnixMilli(until).UTC(), milliOrZero(lifted)
 	return b, nil
 }

@@ -158,13 +158,11 @@ func insertKey(ctx context.Context, tx dbTx, k domain.Key, now time.Time) (domai
 	return k, nil
 }
 
-// AuditEvents returns the events filter picks, oldest first.
 func (s sqlKeys) AuditEvents(ctx context.Context, filter domain.AuditFilter) ([]domain.AuditEvent, error) {
 	query, args := auditQuery(filter)
 	return queryRows(ctx, s.db, scanAuditEvent, query, args...)
 }
 
-// AuditCounts counts the events of the trail by action.
 func (s sqlKeys) AuditCounts(ctx context.Context) (map[string]int64, error) {
 	var counts map[string]int64
 	err := s.db.view(ctx, func(tx dbTx) error {

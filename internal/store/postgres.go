@@ -468,17 +468,6 @@ func (s *Postgres) SetLastUsed(ctx context.Context, uses []domain.LastUse) error
 	})
 }
 
-func (s *Postgres) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
-	var n int64
-	err := s.retry(func() error {
-		return s.pool.QueryRow(ctx, `SELECT count FROM usage WHERE key_id = $1 AND day = $2`, keyID, day).Scan(&n)
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return n, err
-}
-
 // AddUsage adds the counts to the stored totals, which other servers add
 // to as well, and forgets days older than a week, in one transaction.
 func (s *Postgres) AddUsage(ctx context.Context, counts []domain.UsageCount) error {

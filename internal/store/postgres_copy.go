@@ -94,8 +94,8 @@ func copyTable(ctx context.Context, tx pgx.Tx, src Snapshot, table string, colum
 	if err != nil {
 		return 0, err
 	}
-	var got int64
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&got); err != nil {
+	got, err := scanInt64(tx.QueryRow(ctx, `SELECT count(*) FROM `+table))
+	if err != nil {
 		return 0, err
 	}
 	if got != want || moved != want {
@@ -122,26 +122,18 @@ func (s *Postgres) Snapshot(ctx context.Context) (Snapshot, error) {
 type pgSnapshot struct{ tx pgx.Tx }
 
 func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (RowStream, error) {
-	rows, err := p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return p.tx.Query(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
 }
 
 func (p pgSnapshot) Count(ctx context.Context, table string) (int64, error) {
-	var n int64
-	err := p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
-	return n, err
+	return scanInt64(p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table))
 }
 
 // LastID reads the id sequence as well as the ids: a sequence is outside
 // transactions, so it may have moved since the snapshot began, never back.
 func (p pgSnapshot) LastID(ctx context.Context, table string) (int64, error) {
-	var last int64
-	err := p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
-		coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last)
-	return last, err
+	return scanInt64(p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
+		coalesce((SELECT max(id) FROM `+table+`), 0))`, table))
 }
 
 func (p pgSnapshot) Close() error { return p.tx.Rollback(context.Background()) }

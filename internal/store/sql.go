@@ -37,11 +37,20 @@ func scanKey(scan func(...any) error) (domain.Key, error) {
 	return k, nil
 }
 
+// unixOrZero and milliOrZero are a time in Unix seconds or milliseconds,
+// or the zero time for NULL.
 func unixOrZero(n sql.NullInt64) time.Time {
 	if !n.Valid {
 		return time.Time{}
 	}
 	return time.Unix(n.Int64, 0).UTC()
+}
+
+func milliOrZero(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(n.Int64).UTC()
 }
 
 // nullUnix is t in Unix seconds, or NULL for the zero time.
@@ -103,11 +112,7 @@ func AuditRow(e domain.AuditEvent) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var address any
-	if e.Address != "" {
-		address = e.Address
-	}
-	return []any{e.At.UnixMilli(), e.Action, e.Actor, nullID(e.KeyID), nullID(e.NewKeyID), address, e.Env, string(details)}, nil
+	return []any{e.At.UnixMilli(), e.Action, e.Actor, nullID(e.KeyID), nullID(e.NewKeyID), nullText(e.Address), e.Env, string(details)}, nil
 }
 
 // scanAuditEvent reads one row of id and auditColumns.

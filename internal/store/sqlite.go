@@ -67,12 +67,7 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 	// synchronous=NORMAL in WAL mode: a commit is in the WAL file (the OS's
 	// page cache) before it returns, so it survives the process being killed;
 	// only a power cut can lose the last few commits. See docs/production.md, "Operations".
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "foreign_keys(ON)")
-	q.Set("_txlock", "immediate")
+	q := url.Values{"_pragma": {"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(ON)"}, "_txlock": {"immediate"}}
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?"
 	// The writer never checkpoints the WAL itself: a checkpoint in a
 	// commit would stall every create waiting on that commit (see
@@ -215,7 +210,6 @@ func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Log
 // PetsAdded never receives: no other server stores pets here.
 func (s *SQLite) PetsAdded() <-chan struct{} { return nil }
 
-// checkpointIfDue checkpoints when policy says it is time.
 func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
 	commits := s.commits.Load()
 	if !policy.due(now, commits) {
@@ -294,8 +288,7 @@ func (s *SQLite) Ping(ctx context.Context) error {
 
 // CreatePets stores a batch of pets in one transaction: one commit, one
 // write of each changed page, however many pets. A pet and its idempotency
-// record are stored together or not at all. An error returned means none
-// was stored; otherwise each insert has its id or its own Err.
+// record are stored together or not at all.
 func (s *SQLite) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -388,7 +381,6 @@ func (s *SQLite) IdempotencyRecord(ctx context.Context, keyID int64, key string,
 	return rec, true, nil
 }
 
-// PruneIdempotency deletes records made before cutoff.
 func (s *SQLite) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
 	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
 	if err != nil {
@@ -398,7 +390,6 @@ func (s *SQLite) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64,
 	return res.RowsAffected()
 }
 
-// GetPet returns the pet with the given id, or a not_found Error.
 func (s *SQLite) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	var p domain.Pet
 	var status sql.NullString
@@ -413,8 +404,6 @@ func (s *SQLite) GetPet(ctx context.Context, id int64) (domain.Pet, error) {
 	return p, nil
 }
 
-// ListPets returns up to limit pets with ids above after, in ascending id
-// order, only those with the given status when it is not empty.
 func (s *SQLite) ListPets(ctx context.Context, status string, after int64, limit int) ([]domain.Pet, error) {
 	var rows *sql.Rows
 	var err error
@@ -443,9 +432,8 @@ func (s *SQLite) ListPets(ctx context.Context, status string, after int64, limit
 	return pets, nil
 }
 
-// ScanPets calls fn for up to limit pets with ids above after, in id order,
-// and returns how many it saw. The name and status bytes are valid only
-// during the call: loading a million pets this way makes no garbage.
+// ScanPets hands fn bytes valid only during the call: loading a million
+// pets this way makes no garbage.
 func (s *SQLite) ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error) {
 	rows, err := s.listPets.QueryContext(ctx, after, limit)
 	if err != nil {
@@ -487,7 +475,15 @@ func storeError(err error) error {
 }
 
 func (s *SQLite) update(ctx context.Context, fn func(dbTx) error) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error { return fn(sqliteTx{tx}) })
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return storeError(err)
+	}
+	defer tx.Rollback()
+	if err := fn(sqliteTx{tx}); err != nil {
+		return storeError(err)
+	}
+	return s.commit(tx)
 }
 
 // view reads through the read pool, beside the writer.
@@ -497,20 +493,6 @@ func (s *SQLite) view(ctx context.Context, fn func(dbTx) error) error {
 
 func (s *SQLite) clock() time.Time { return s.now() }
 
-// inTx runs fn in a write transaction and commits it when fn succeeds.
-func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return storeError(err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return storeError(err)
-	}
-	return s.commit(tx)
-}
-
-// KeyByHash returns the key with the given hash, or ok=false.
 func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok bool, err error) {
 	k, err = scanKey(s.keyByHash.QueryRowContext(ctx, hash).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -522,19 +504,16 @@ func (s *SQLite) KeyByHash(ctx context.Context, hash []byte) (k domain.Key, ok b
 	return k, true, nil
 }
 
-// KeysVersion changes whenever a key is created or revoked.
 func (s *SQLite) KeysVersion(ctx context.Context) (int64, error) {
 	var v int64
 	err := s.keysVersion.QueryRowContext(ctx).Scan(&v)
 	return v, storeError(err)
 }
 
-// SetLastUsed records the minute each key was last used in, in one
-// transaction, never moving one back.
 func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.update(ctx, func(tx dbTx) error {
 		for _, u := range uses {
-			_, err := tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
+			_, err := tx.Exec(ctx, `UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?`, u.Minute.Unix(), u.KeyID)
 			if err != nil {
 				return err
 			}
@@ -543,29 +522,19 @@ func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	})
 }
 
-// Usage returns how many requests key made on day.
-func (s *SQLite) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
-	var n int64
-	err := s.read.QueryRowContext(ctx, `SELECT count FROM usage WHERE key_id = ? AND day = ?`, keyID, day).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return n, storeError(err)
-}
-
 // AddUsage adds each count to the stored total of its key and day, in one
 // transaction, and forgets days older than a week.
 func (s *SQLite) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.update(ctx, func(tx dbTx) error {
 		for _, c := range counts {
-			_, err := tx.ExecContext(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
+			_, err := tx.Exec(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
 				ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
 			if err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
+		_, err := tx.Exec(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
 		return err
 	})
 }

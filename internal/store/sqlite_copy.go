@@ -58,16 +58,12 @@ func (p sqliteSnapshot) Rows(ctx context.Context, table string, columns []string
 }
 
 func (p sqliteSnapshot) Count(ctx context.Context, table string) (int64, error) {
-	var n int64
-	err := p.tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n)
-	return n, err
+	return scanInt64(p.tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table))
 }
 
 // LastID reads sqlite_sequence, where AUTOINCREMENT keeps the last id it gave.
 func (p sqliteSnapshot) LastID(ctx context.Context, table string) (int64, error) {
-	var last int64
-	err := p.tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan(&last)
-	return last, err
+	return scanInt64(p.tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table))
 }
 
 func (p sqliteSnapshot) Close() error { return p.tx.Rollback() }

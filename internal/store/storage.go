@@ -8,14 +8,12 @@ import (
 	"petstore/internal/domain"
 )
 
-// Storage is where the service keeps pets, API keys, daily usage, the
-// audit trail and idempotency records: a SQLite file (SQLite,
-// sqlite.go) or a PostgreSQL database shared by several servers
-// (Postgres, postgres.go). It is one small interface per aggregate;
-// each part of the server takes only the ones it uses, and the SQL stays
-// behind them. Their errors say what went wrong in the domain's terms (a
-// domain.Error): a pet or key not found, an Idempotency-Key taken, or the
-// database unavailable right now and why, which a caller may retry.
+// Storage is all the service keeps, on either engine (see the package
+// doc), as one small interface per aggregate: each part of the server
+// takes only the ones it uses, and the SQL stays behind them. Their errors
+// say what went wrong in the domain's terms (a domain.Error): a pet or key
+// not found, an Idempotency-Key taken, or the database unavailable right
+// now and why, which a caller may retry.
 type Storage interface {
 	domain.PetStore
 	domain.IdempotencyStore

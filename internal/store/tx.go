@@ -1,8 +1,6 @@
 // The SQL that both engines run alike is written once, over dbTx: a
-// transaction (or, for reads, a connection) of either engine that speaks
-// SQL with ? placeholders, and the little each engine says differently
-// (its dialect). The key, audit and migration code below the store files
-// uses only this.
+// transaction (or, for reads, a connection) of either engine, and the
+// little each engine says differently (its dialect).
 
 package store
 
@@ -49,7 +47,6 @@ type dbTx interface {
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
 	// QueryRow runs a query of one row; Scan returns errNoRows without one.
 	QueryRow(ctx context.Context, query string, args ...any) rowScanner
-	// Query runs a query of any number of rows.
 	Query(ctx context.Context, query string, args ...any) (dbRows, error)
 	// Insert runs an INSERT of one row into a table with an id column and
 	// returns the row's id.
@@ -59,6 +56,12 @@ type dbTx interface {
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
+
+// scanInt64 is the one int64 of a row.
+func scanInt64(r rowScanner) (n int64, err error) {
+	err = r.Scan(&n)
+	return n, err
+}
 
 // dbRows is the rows of a query: Scan after each Next that is true, then
 // Err; Close when done (after an error too).
@@ -71,6 +74,21 @@ type dbRows interface {
 
 // errNoRows: a QueryRow found no row, on either engine.
 var errNoRows = errors.New("no rows in result set")
+
+// row is a row of QueryRow, its engine's error for no row (none) made
+// errNoRows.
+type row struct {
+	row  rowScanner
+	none error
+}
+
+func (r row) Scan(dest ...any) error {
+	if err := r.row.Scan(dest...); errors.Is(err, r.none) {
+		return errNoRows
+	} else {
+		return err
+	}
+}
 
 // dialect is what the engines say differently.
 type dialect struct {
@@ -153,7 +171,7 @@ func (t sqliteTx) Insert(ctx context.Context, query string, args ...any) (int64,
 }
 
 func (t sqliteTx) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
-	return sqliteRow{t.q.QueryRowContext(ctx, query, args...)}
+	return row{t.q.QueryRowContext(ctx, query, args...), sql.ErrNoRows}
 }
 
 func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (dbRows, error) {
@@ -165,16 +183,6 @@ func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (dbRows,
 }
 
 func (sqliteTx) Dialect() dialect { return sqliteDialect }
-
-type sqliteRow struct{ row *sql.Row }
-
-func (r sqliteRow) Scan(dest ...any) error {
-	if err := r.row.Scan(dest...); errors.Is(err, sql.ErrNoRows) {
-		return errNoRows
-	} else {
-		return err
-	}
-}
 
 type sqliteRows struct{ *sql.Rows }
 
@@ -201,28 +209,14 @@ func (t pgTx) Insert(ctx context.Context, query string, args ...any) (id int64, 
 }
 
 func (t pgTx) QueryRow(ctx context.Context, query string, args ...any) rowScanner {
-	return pgRow{t.q.QueryRow(ctx, pgQuery(query), args...)}
+	return row{t.q.QueryRow(ctx, pgQuery(query), args...), pgx.ErrNoRows}
 }
 
 func (t pgTx) Query(ctx context.Context, query string, args ...any) (dbRows, error) {
-	rows, err := t.q.Query(ctx, pgQuery(query), args...)
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
+	return t.q.Query(ctx, pgQuery(query), args...)
 }
 
 func (pgTx) Dialect() dialect { return postgresDialect }
-
-type pgRow struct{ row pgx.Row }
-
-func (r pgRow) Scan(dest ...any) error {
-	if err := r.row.Scan(dest...); errors.Is(err, pgx.ErrNoRows) {
-		return errNoRows
-	} else {
-		return err
-	}
-}
 
 // pgQueries holds each query's PostgreSQL text, made once.
 var pgQueries sync.Map

@@ -41,14 +41,6 @@ func scanEndpoint(scan func(...any) error) (domain.WebhookEndpoint, error) {
 	return e, nil
 }
 
-func milliOrZero(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.UnixMilli(n.Int64).UTC()
-}
-
-// AddWebhookEndpoint stores e enabled, with its webhook.added event.
 func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEndpoint, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
 	e.Enabled, e.CreatedAt = true, now.UTC().Truncate(time.Second)
@@ -64,7 +56,6 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEnd
 	return e, err
 }
 
-// WebhookEndpoints returns every endpoint, oldest first.
 func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndpoint, error) {
 	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
 }
@@ -78,7 +69,6 @@ func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (domain.WebhookEn
 	return e, err
 }
 
-// RemoveWebhookEndpoint deletes endpoint id and its deliveries.
 func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
@@ -96,8 +86,6 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor,
 	})
 }
 
-// RotateWebhookSecret gives endpoint id secret, the old one signing beside
-// it for overlap.
 func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
 	var e domain.WebhookEndpoint
@@ -136,24 +124,19 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 	return e, err
 }
 
-// AddWebhookEvent queues ev for endpoint id alone.
 func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
 	return s.db.update(ctx, func(tx dbTx) error {
 		if _, err := endpointForUpdate(ctx, tx, endpointID); err != nil {
 			return err
 		}
-		if err := insertWebhookEvent(ctx, tx, ev); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`,
+			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)`,
 			ev.ID, endpointID, ev.At.UnixMilli())
 		return err
 	})
-}
-
-func insertWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) error {
-	_, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`, ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body))
-	return err
 }
 
 // queueWebhookEvent queues ev in tx for every endpoint that takes its type
@@ -331,8 +314,6 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body)}, nil
 }
 
-// FinishWebhookDelivery records an attempt's outcome and what it does to
-// the endpoint.
 func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor, env string) (disabled string, err error) {
 	at := o.At.UnixMilli()
 	if o.NextAt.IsZero() {
@@ -385,7 +366,6 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 	return disabled, err
 }
 
-// WebhookDeliveries returns the deliveries f picks, newest first.
 func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f domain.DeliveryFilter) ([]domain.WebhookDelivery, error) {
 	where, args := deliveryWhere(f)
 	query := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id` +
@@ -432,8 +412,6 @@ func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f domain.Deliv
 	return n, err
 }
 
-// WebhookBacklog counts the deliveries waiting for enabled endpoints, and
-// the time of the oldest one's event.
 func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, error) {
 	var n int64
 	var oldest sql.NullInt64

@@ -51,10 +51,6 @@ type dbHealth struct {
 	downSince time.Time
 }
 
-func newDBHealth(ping func(ctx context.Context) error, timeout time.Duration, logger *slog.Logger, setDown func(bool)) *dbHealth {
-	return &dbHealth{ping: ping, timeout: timeout, logger: logger, setDown: setDown}
-}
-
 // watch probes every dbProbeEvery until ctx ends.
 func (h *dbHealth) watch(ctx context.Context) {
 	domain.Every(ctx, dbProbeEvery, func() { h.check(ctx, false) })

@@ -21,9 +21,10 @@ import (
 // petstore_database_call_duration_seconds under its method's name when
 // there are metrics, and what it found tells the health probe (dbHealth)
 // when to look again; Ping answers from that probe. It spells out each
-// method (one line through bounded) rather than embedding the storage, so
-// that a method added to the interface fails to compile here until it is
-// bounded too.
+// method (one line through bounded, or call for one result) rather than
+// embedding the storage, so that a method added to the interface fails to
+// compile here until it is bounded too. The pets' methods call bounded
+// themselves: they are the hot path, which a generic call would lengthen.
 type Store struct {
 	s       store.Storage
 	timeout time.Duration
@@ -40,10 +41,10 @@ func New(s store.Storage, timeout time.Duration, m *metrics.Metrics, logger *slo
 		s:       s,
 		timeout: timeout,
 		metrics: m,
-		health: newDBHealth(func(ctx context.Context) error {
+		health: &dbHealth{ping: func(ctx context.Context) error {
 			defer ping.Since(time.Now())
 			return s.Ping(ctx)
-		}, min(timeout, readyTimeout), logger, m.SetDatabaseDown),
+		}, timeout: min(timeout, readyTimeout), logger: logger, setDown: m.SetDatabaseDown},
 	}
 }
 
@@ -64,6 +65,12 @@ func (b *Store) bounded(ctx context.Context, name string, call func(context.Cont
 	}
 	b.health.saw(err)
 	return err
+}
+
+// call is bounded for a method of one result besides its error.
+func call[T any](b *Store, ctx context.Context, name string, f func(context.Context) (T, error)) (v T, err error) {
+	err = b.bounded(ctx, name, func(ctx context.Context) (err error) { v, err = f(ctx); return err })
+	return v, err
 }
 
 func (b *Store) timer(name string) metrics.CallTimer {
@@ -101,14 +108,12 @@ func (b *Store) IdempotencyRecord(ctx context.Context, keyID int64, key string, 
 	return v0, v1, err
 }
 
-func (b *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (v int64, err error) {
-	err = b.bounded(ctx, "PruneIdempotency", func(ctx context.Context) (err error) { v, err = b.s.PruneIdempotency(ctx, cutoff); return err })
-	return v, err
+func (b *Store) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+	return call(b, ctx, "PruneIdempotency", func(ctx context.Context) (int64, error) { return b.s.PruneIdempotency(ctx, cutoff) })
 }
 
-func (b *Store) CreateKey(ctx context.Context, k domain.Key, actor string) (v domain.Key, err error) {
-	err = b.bounded(ctx, "CreateKey", func(ctx context.Context) (err error) { v, err = b.s.CreateKey(ctx, k, actor); return err })
-	return v, err
+func (b *Store) CreateKey(ctx context.Context, k domain.Key, actor string) (domain.Key, error) {
+	return call(b, ctx, "CreateKey", func(ctx context.Context) (domain.Key, error) { return b.s.CreateKey(ctx, k, actor) })
 }
 
 func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (v0 domain.Key, v1 bool, err error) {
@@ -116,9 +121,8 @@ func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) 
 	return v0, v1, err
 }
 
-func (b *Store) RevokeKey(ctx context.Context, id int64, actor string) (v bool, err error) {
-	err = b.bounded(ctx, "RevokeKey", func(ctx context.Context) (err error) { v, err = b.s.RevokeKey(ctx, id, actor); return err })
-	return v, err
+func (b *Store) RevokeKey(ctx context.Context, id int64, actor string) (bool, error) {
+	return call(b, ctx, "RevokeKey", func(ctx context.Context) (bool, error) { return b.s.RevokeKey(ctx, id, actor) })
 }
 
 func (b *Store) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (v0 domain.Key, v1 domain.Key, err error) {
@@ -129,9 +133,8 @@ func (b *Store) RollKey(ctx context.Context, id int64, hash []byte, overlap time
 	return v0, v1, err
 }
 
-func (b *Store) Keys(ctx context.Context) (v []domain.Key, err error) {
-	err = b.bounded(ctx, "Keys", func(ctx context.Context) (err error) { v, err = b.s.Keys(ctx); return err })
-	return v, err
+func (b *Store) Keys(ctx context.Context) ([]domain.Key, error) {
+	return call(b, ctx, "Keys", func(ctx context.Context) ([]domain.Key, error) { return b.s.Keys(ctx) })
 }
 
 func (b *Store) KeyByHash(ctx context.Context, hash []byte) (v0 domain.Key, v1 bool, err error) {
@@ -139,51 +142,44 @@ func (b *Store) KeyByHash(ctx context.Context, hash []byte) (v0 domain.Key, v1 b
 	return v0, v1, err
 }
 
-func (b *Store) KeysVersion(ctx context.Context) (v int64, err error) {
-	err = b.bounded(ctx, "KeysVersion", func(ctx context.Context) (err error) { v, err = b.s.KeysVersion(ctx); return err })
-	return v, err
+func (b *Store) KeysVersion(ctx context.Context) (int64, error) {
+	return call(b, ctx, "KeysVersion", func(ctx context.Context) (int64, error) { return b.s.KeysVersion(ctx) })
 }
 
 func (b *Store) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	return b.bounded(ctx, "SetLastUsed", func(ctx context.Context) error { return b.s.SetLastUsed(ctx, uses) })
 }
 
-func (b *Store) Usage(ctx context.Context, keyID int64, day string) (v int64, err error) {
-	err = b.bounded(ctx, "Usage", func(ctx context.Context) (err error) { v, err = b.s.Usage(ctx, keyID, day); return err })
-	return v, err
+func (b *Store) Usage(ctx context.Context, keyID int64, day string) (int64, error) {
+	return call(b, ctx, "Usage", func(ctx context.Context) (int64, error) { return b.s.Usage(ctx, keyID, day) })
 }
 
 func (b *Store) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
 	return b.bounded(ctx, "AddUsage", func(ctx context.Context) error { return b.s.AddUsage(ctx, counts) })
 }
 
-func (b *Store) AuditEvents(ctx context.Context, filter domain.AuditFilter) (v []domain.AuditEvent, err error) {
-	err = b.bounded(ctx, "AuditEvents", func(ctx context.Context) (err error) { v, err = b.s.AuditEvents(ctx, filter); return err })
-	return v, err
+func (b *Store) AuditEvents(ctx context.Context, filter domain.AuditFilter) ([]domain.AuditEvent, error) {
+	return call(b, ctx, "AuditEvents", func(ctx context.Context) ([]domain.AuditEvent, error) { return b.s.AuditEvents(ctx, filter) })
 }
 
-func (b *Store) AuditCounts(ctx context.Context) (v map[string]int64, err error) {
-	err = b.bounded(ctx, "AuditCounts", func(ctx context.Context) (err error) { v, err = b.s.AuditCounts(ctx); return err })
-	return v, err
+func (b *Store) AuditCounts(ctx context.Context) (map[string]int64, error) {
+	return call(b, ctx, "AuditCounts", func(ctx context.Context) (map[string]int64, error) { return b.s.AuditCounts(ctx) })
 }
 
 func (b *Store) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	return b.bounded(ctx, "AddBans", func(ctx context.Context) error { return b.s.AddBans(ctx, started) })
 }
 
-func (b *Store) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (v domain.Ban, err error) {
-	err = b.bounded(ctx, "LiftBan", func(ctx context.Context) (err error) { v, err = b.s.LiftBan(ctx, subject, actor, env); return err })
-	return v, err
+func (b *Store) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (domain.Ban, error) {
+	return call(b, ctx, "LiftBan", func(ctx context.Context) (domain.Ban, error) { return b.s.LiftBan(ctx, subject, actor, env) })
 }
 
-func (b *Store) Bans(ctx context.Context) (v []domain.Ban, err error) {
-	err = b.bounded(ctx, "Bans", func(ctx context.Context) (err error) { v, err = b.s.Bans(ctx); return err })
-	return v, err
+func (b *Store) Bans(ctx context.Context) ([]domain.Ban, error) {
+	return call(b, ctx, "Bans", func(ctx context.Context) ([]domain.Ban, error) { return b.s.Bans(ctx) })
 }
 
-func (b *Store) BanChanges(ctx context.Context, version int64) (v []domain.Ban, err error) {
-	err = b.bounded(ctx, "BanChanges", func(ctx context.Context) (err error) { v, err = b.s.BanChanges(ctx, version); return err })
-	return v, err
+func (b *Store) BanChanges(ctx context.Context, version int64) ([]domain.Ban, error) {
+	return call(b, ctx, "BanChanges", func(ctx context.Context) ([]domain.Ban, error) { return b.s.BanChanges(ctx, version) })
 }
 
 // Ping tells whether the database is ready, from the health probe.
@@ -236,24 +232,20 @@ func (b *Store) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) err
 	return b.bounded(ctx, "AddUsageHistory", func(ctx context.Context) error { return b.s.AddUsageHistory(ctx, rows) })
 }
 
-func (b *Store) UsageHistory(ctx context.Context, budgetID int64, from string) (v []domain.UsageDay, err error) {
-	err = b.bounded(ctx, "UsageHistory", func(ctx context.Context) (err error) { v, err = b.s.UsageHistory(ctx, budgetID, from); return err })
-	return v, err
+func (b *Store) UsageHistory(ctx context.Context, budgetID int64, from string) ([]domain.UsageDay, error) {
+	return call(b, ctx, "UsageHistory", func(ctx context.Context) ([]domain.UsageDay, error) { return b.s.UsageHistory(ctx, budgetID, from) })
 }
 
-func (b *Store) PruneUsageHistory(ctx context.Context, before string) (v int64, err error) {
-	err = b.bounded(ctx, "PruneUsageHistory", func(ctx context.Context) (err error) { v, err = b.s.PruneUsageHistory(ctx, before); return err })
-	return v, err
+func (b *Store) PruneUsageHistory(ctx context.Context, before string) (int64, error) {
+	return call(b, ctx, "PruneUsageHistory", func(ctx context.Context) (int64, error) { return b.s.PruneUsageHistory(ctx, before) })
 }
 
-func (b *Store) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (v domain.AdminToken, err error) {
-	err = b.bounded(ctx, "CreateAdminToken", func(ctx context.Context) (err error) { v, err = b.s.CreateAdminToken(ctx, t, actor); return err })
-	return v, err
+func (b *Store) CreateAdminToken(ctx context.Context, t domain.AdminToken, actor string) (domain.AdminToken, error) {
+	return call(b, ctx, "CreateAdminToken", func(ctx context.Context) (domain.AdminToken, error) { return b.s.CreateAdminToken(ctx, t, actor) })
 }
 
-func (b *Store) AdminTokens(ctx context.Context) (v []domain.AdminToken, err error) {
-	err = b.bounded(ctx, "AdminTokens", func(ctx context.Context) (err error) { v, err = b.s.AdminTokens(ctx); return err })
-	return v, err
+func (b *Store) AdminTokens(ctx context.Context) ([]domain.AdminToken, error) {
+	return call(b, ctx, "AdminTokens", func(ctx context.Context) ([]domain.AdminToken, error) { return b.s.AdminTokens(ctx) })
 }
 
 func (b *Store) AdminTokenByHash(ctx context.Context, hash []byte) (v domain.AdminToken, ok bool, err error) {
@@ -261,9 +253,8 @@ func (b *Store) AdminTokenByHash(ctx context.Context, hash []byte) (v domain.Adm
 	return v, ok, err
 }
 
-func (b *Store) RevokeAdminToken(ctx context.Context, id int64, actor string) (v bool, err error) {
-	err = b.bounded(ctx, "RevokeAdminToken", func(ctx context.Context) (err error) { v, err = b.s.RevokeAdminToken(ctx, id, actor); return err })
-	return v, err
+func (b *Store) RevokeAdminToken(ctx context.Context, id int64, actor string) (bool, error) {
+	return call(b, ctx, "RevokeAdminToken", func(ctx context.Context) (bool, error) { return b.s.RevokeAdminToken(ctx, id, actor) })
 }
 
 // ACMEStorage is the engine's certmagic storage, nil for one that keeps
@@ -273,4 +264,66 @@ func (b *Store) ACMEStorage() certmagic.Storage {
 		return s.ACMEStorage()
 	}
 	return nil
+}
+
+func (b *Store) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEndpoint, actor, env string) (domain.WebhookEndpoint, error) {
+	return call(b, ctx, "AddWebhookEndpoint", func(ctx context.Context) (domain.WebhookEndpoint, error) {
+		return b.s.AddWebhookEndpoint(ctx, e, actor, env)
+	})
+}
+
+func (b *Store) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndpoint, error) {
+	return call(b, ctx, "WebhookEndpoints", func(ctx context.Context) ([]domain.WebhookEndpoint, error) { return b.s.WebhookEndpoints(ctx) })
+}
+
+func (b *Store) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
+	return b.bounded(ctx, "RemoveWebhookEndpoint", func(ctx context.Context) error { return b.s.RemoveWebhookEndpoint(ctx, id, actor, env) })
+}
+
+func (b *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (domain.WebhookEndpoint, error) {
+	return call(b, ctx, "RotateWebhookSecret", func(ctx context.Context) (domain.WebhookEndpoint, error) {
+		return b.s.RotateWebhookSecret(ctx, id, secret, overlap, actor, env)
+	})
+}
+
+func (b *Store) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (domain.WebhookEndpoint, error) {
+	return call(b, ctx, "EnableWebhookEndpoint", func(ctx context.Context) (domain.WebhookEndpoint, error) {
+		return b.s.EnableWebhookEndpoint(ctx, id, actor, env)
+	})
+}
+
+func (b *Store) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
+	return b.bounded(ctx, "AddWebhookEvent", func(ctx context.Context) error { return b.s.AddWebhookEvent(ctx, ev, endpointID) })
+}
+
+func (b *Store) AddWebhookNotices(ctx context.Context, notices []domain.WebhookNotice) error {
+	return b.bounded(ctx, "AddWebhookNotices", func(ctx context.Context) error { return b.s.AddWebhookNotices(ctx, notices) })
+}
+
+func (b *Store) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+	take func(endpointID int64) bool) ([]domain.ClaimedDelivery, error) {
+	return call(b, ctx, "ClaimWebhookDeliveries", func(ctx context.Context) ([]domain.ClaimedDelivery, error) {
+		return b.s.ClaimWebhookDeliveries(ctx, now, claimFor, skip, limit, take)
+	})
+}
+
+func (b *Store) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor, env string) (string, error) {
+	return call(b, ctx, "FinishWebhookDelivery", func(ctx context.Context) (string, error) { return b.s.FinishWebhookDelivery(ctx, o, actor, env) })
+}
+
+func (b *Store) WebhookDeliveries(ctx context.Context, f domain.DeliveryFilter) ([]domain.WebhookDelivery, error) {
+	return call(b, ctx, "WebhookDeliveries", func(ctx context.Context) ([]domain.WebhookDelivery, error) { return b.s.WebhookDeliveries(ctx, f) })
+}
+
+func (b *Store) ResendWebhookDeliveries(ctx context.Context, f domain.DeliveryFilter, now time.Time) (int64, error) {
+	return call(b, ctx, "ResendWebhookDeliveries", func(ctx context.Context) (int64, error) { return b.s.ResendWebhookDeliveries(ctx, f, now) })
+}
+
+func (b *Store) WebhookBacklog(ctx context.Context) (n int64, oldest time.Time, err error) {
+	err = b.bounded(ctx, "WebhookBacklog", func(ctx context.Context) (err error) { n, oldest, err = b.s.WebhookBacklog(ctx); return err })
+	return n, oldest, err
+}
+
+func (b *Store) PruneWebhooks(ctx context.Context, now time.Time) error {
+	return b.bounded(ctx, "PruneWebhooks", func(ctx context.Context) error { return b.s.PruneWebhooks(ctx, now) })
 }
