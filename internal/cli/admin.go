@@ -22,40 +22,32 @@ func parseAdminScopes(flags []string) (domain.ScopeSet, error) {
 
 func AdminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("admin create", getenv, stdout).withDB()
-	var name string
-	var scopeFlags []string
-	c.fs.StringVar(&name, "name", "", "who holds the token, shown in admin list and as the actor admin:NAME of every change it makes (required)")
-	c.fs.Func("scope", "what the token may do: keys:read, keys:write, audit:read, webhooks; repeat the flag or separate scopes by commas (default all four)", func(v string) error {
-		scopeFlags = append(scopeFlags, v)
-		return nil
-	})
+	name := c.fs.String("name", "", "who holds the token, shown in admin list and as the actor admin:NAME of every change it makes (required)")
+	scopeFlags := repeatedFlag(c.fs, "scope", "what the token may do: keys:read, keys:write, audit:read, webhooks; repeat the flag or separate scopes by commas (default all four)")
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	if name == "" {
+	if *name == "" {
 		return Usagef("admin create needs --name NAME: the actor admin:NAME of every change the token makes")
 	}
-	if err := manage.CheckLabel("--name", name); err != nil {
+	if err := manage.CheckLabel("--name", *name); err != nil {
 		return Usagef("%v", err)
 	}
-	scopes, err := parseAdminScopes(scopeFlags)
+	scopes, err := parseAdminScopes(*scopeFlags)
 	if err != nil {
 		return err
 	}
-	store, err := c.db.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	token := domain.NewSecret(domain.AdminPrefixes[c.db.Env])
-	hash := domain.HashKey(token)
-	t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: c.db.Env}, CommandActor())
-	if err != nil {
-		return fmt.Errorf("create admin token: %w", err)
-	}
-	fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, name, scopes.Described(), c.db.Shown())
-	fmt.Fprintln(stdout, token)
-	return nil
+	return c.withStore(ctx, true, func(store store.Storage) error {
+		token := domain.NewSecret(domain.AdminPrefixes[c.db.Env])
+		hash := domain.HashKey(token)
+		t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: *name, Scopes: scopes, Env: c.db.Env}, CommandActor())
+		if err != nil {
+			return fmt.Errorf("create admin token: %w", err)
+		}
+		fmt.Fprintf(stderr, "created admin token %d (%s, %s) in %s; it is shown only now:\n", t.ID, *name, scopes.Described(), c.db.Shown())
+		fmt.Fprintln(stdout, token)
+		return nil
+	})
 }
 
 func AdminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -70,30 +62,20 @@ func AdminList(ctx context.Context, args []string, getenv func(string) string, s
 
 func AdminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("admin revoke", getenv, stdout).withDB()
-	rest, err := c.parseArgs(args)
+	arg, err := c.parseOne(args, "ID (see petstore admin list)")
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 {
-		return Usagef("admin revoke takes one ID (see petstore admin list)")
-	}
-	id, ok := domain.ParseID(rest[0])
+	id, ok := domain.ParseID(arg)
 	if !ok {
-		return Usagef("ID must be an admin token's numeric id from petstore admin list, not %q", rest[0])
+		return Usagef("ID must be an admin token's numeric id from petstore admin list, not %q", arg)
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	revoked, err := store.RevokeAdminToken(ctx, id, CommandActor())
-	if err != nil {
-		return keyCommandError("revoke admin token", id, err)
-	}
-	if !revoked {
-		fmt.Fprintf(stdout, "admin token %d was revoked already; nothing changed\n", id)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		revoked, err := store.RevokeAdminToken(ctx, id, CommandActor())
+		if err != nil {
+			return commandError("revoke admin token key", id, err)
+		}
+		sayRevoked(stdout, "admin token", id, revoked, "the admin API refuses it at once")
 		return nil
-	}
-	fmt.Fprintf(stdout, "revoked admin token %d; the admin API refuses it at once\n", id)
-	return nil
+	})
 }

@@ -27,31 +27,25 @@ func BansList(ctx context.Context, args []string, getenv func(string) string, st
 
 func BansLift(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	c := newCommand("bans lift", getenv, stdout).withDB()
-	rest, err := c.parseArgs(args)
+	arg, err := c.parseOne(args, "subject, key:ID or address:IP (see petstore bans list)")
 	if err != nil {
 		return err
 	}
-	if len(rest) != 1 {
-		return Usagef("bans lift takes one subject, key:ID or address:IP (see petstore bans list)")
-	}
-	subject, err := domain.ParseBanSubject(rest[0])
+	subject, err := domain.ParseBanSubject(arg)
 	if err != nil {
 		return Usagef("bans lift: %v", err)
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	b, err := store.LiftBan(ctx, subject, CommandActor(), c.db.Env)
-	var notFound *domain.Error
-	if errors.As(err, &notFound) && notFound.Kind == domain.KindNotFound {
-		return notFound
-	}
-	if err != nil {
-		return fmt.Errorf("lift the ban of %s: %w", subject, err)
-	}
-	fmt.Fprintf(stdout, "lifted the ban of %s (it would have ended %s); running servers let it through within a second\n",
-		b.Subject, b.Until.Format(time.RFC3339))
-	return nil
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		b, err := store.LiftBan(ctx, subject, CommandActor(), c.db.Env)
+		var notFound *domain.Error
+		if errors.As(err, &notFound) && notFound.Kind == domain.KindNotFound {
+			return notFound
+		}
+		if err != nil {
+			return fmt.Errorf("lift the ban of %s: %w", subject, err)
+		}
+		fmt.Fprintf(stdout, "lifted the ban of %s (it would have ended %s); running servers let it through within a second\n",
+			b.Subject, b.Until.Format(time.RFC3339))
+		return nil
+	})
 }

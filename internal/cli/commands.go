@@ -68,6 +68,50 @@ func (c *command) parseArgs(args []string) ([]string, error) {
 	return ParseFlags(c.fs, args, c.getenv, c.help)
 }
 
+// parseOne is parseArgs for a command that takes one argument, which takes
+// names.
+func (c *command) parseOne(args []string, takes string) (string, error) {
+	rest, err := c.parseArgs(args)
+	if err == nil && len(rest) != 1 {
+		err = Usagef("%s takes one %s", c.fs.Name(), takes)
+	}
+	if err != nil {
+		return "", err
+	}
+	return rest[0], nil
+}
+
+// repeatedFlag is a flag that may be given many times: each value is
+// appended to the list it returns.
+func repeatedFlag(fs *flag.FlagSet, name, usage string) *[]string {
+	var list []string
+	fs.Func(name, usage, func(v string) error {
+		list = append(list, v)
+		return nil
+	})
+	return &list
+}
+
+// withStore opens the database of --env and --db, creating it only when
+// create is set, and runs do on it.
+func (c *command) withStore(ctx context.Context, create bool, do func(store.Storage) error) error {
+	store, err := c.db.open(ctx, create)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return do(store)
+}
+
+// asUsage is v, or err made a usage error: the shared operations' refusal
+// of what the command line says.
+func asUsage[T any](v T, err error) (T, error) {
+	if err != nil {
+		return v, Usagef("%s", err.Error())
+	}
+	return v, nil
+}
+
 // ParseFlags parses args into fs, allowing flags and arguments in any order,
 // then fills every flag not on the command line from PETSTORE_<FLAG>.
 // It returns the positional arguments.
@@ -330,19 +374,16 @@ func Audit(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	events, err := store.AuditEvents(ctx, filter)
-	if err != nil {
-		return fmt.Errorf("read the audit trail: %w", err)
-	}
-	if *asJSON {
-		return WriteAuditJSON(stdout, events)
-	}
-	return WriteAuditLines(stdout, events)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		events, err := store.AuditEvents(ctx, filter)
+		if err != nil {
+			return fmt.Errorf("read the audit trail: %w", err)
+		}
+		if *asJSON {
+			return WriteAuditJSON(stdout, events)
+		}
+		return WriteAuditLines(stdout, events)
+	})
 }
 
 // auditFilterOf checks audit's flags, and picks the events they ask for at
@@ -356,10 +397,8 @@ func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, n
 		return f, Usagef("%s", err.Error())
 	}
 	var err error
-	if f.Since, err = manage.AuditSince("--since", since, given(fs, "since"), now); err != nil {
-		return f, Usagef("%s", err.Error())
-	}
-	return f, nil
+	f.Since, err = manage.AuditSince("--since", since, given(fs, "since"), now)
+	return asUsage(f, err)
 }
 
 // WriteAuditLines prints each event on a line: its time and action, then
@@ -408,16 +447,13 @@ func listCommand[T any](ctx context.Context, name, what string, args []string, g
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	rows, err := read(ctx, store)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", what, err)
-	}
-	return writeRows(stdout, *asJSON, rows, header, line)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		rows, err := read(ctx, store)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", what, err)
+		}
+		return writeRows(stdout, *asJSON, rows, header, line)
+	})
 }
 
 func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line func(w io.Writer, row T)) error {

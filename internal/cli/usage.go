@@ -9,6 +9,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/manage"
+	"petstore/internal/store"
 )
 
 // Usage is petstore usage: a key's usage history, a day a line or a
@@ -26,20 +27,17 @@ func Usage(ctx context.Context, args []string, getenv func(string) string, stdou
 	if keyID < 1 {
 		return Usagef("usage needs --key ID, a key's numeric id from petstore keys list")
 	}
-	days, err := manage.UsageDays("--days", daysFlag)
-	if err != nil {
-		return Usagef("%s", err.Error())
-	}
-	store, err := c.db.open(ctx, false)
+	days, err := asUsage(manage.UsageDays("--days", daysFlag))
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	rows, err := manage.KeyUsage(ctx, store, keyID, days, time.Now())
-	if err != nil {
-		return keyCommandError("read the usage of", keyID, err)
-	}
-	return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r domain.UsageDay) {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		rows, err := manage.KeyUsage(ctx, store, keyID, days, time.Now())
+		if err != nil {
+			return commandError("read the usage of key", keyID, err)
+		}
+		return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r domain.UsageDay) {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
+		})
 	})
 }
