@@ -49,7 +49,7 @@ func cliCommands() []cliCommand {
 		{"bans list", "[--db FILE|URL] [--json]", toStdout(cli.BansList)},
 		{"bans lift", "[--db FILE|URL] key:ID|address:IP", toStdout(cli.BansLift)},
 		{"migrate", "[--db FILE|URL]   (as the role that owns the tables)", cli.Migrate},
-		{"backup", "[--db FILE] --out FILE", toStderr(cli.Backup)},
+		{"backup", "[--db FILE] --out FILE", cli.Backup},
 		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", cli.Copy},
 		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", toStdout(healthcheckCommand)},
 		{"version", "(or petstore --version)", versionCommand},
@@ -62,12 +62,6 @@ type oneWriter func(ctx context.Context, args []string, getenv func(string) stri
 func toStdout(f oneWriter) commandFunc {
 	return func(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 		return f(ctx, args, getenv, stdout)
-	}
-}
-
-func toStderr(f oneWriter) commandFunc {
-	return func(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
-		return f(ctx, args, getenv, stderr)
 	}
 }
 

@@ -1,7 +1,4 @@
-// The commands that are neither serve nor a key command (audit, backup,
-// copy), and the preamble every command shares: flags read from the command
-// line and then from the environment, --env and --db, and opening the
-// database they name.
+// The preamble every command shares, and migrate, backup, copy and audit.
 
 package cli
 
@@ -283,8 +280,8 @@ func Migrate(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // Backup writes a copy of a SQLite database, made while servers go
-// on writing to it.
-func Backup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// on writing to it. It writes to stderr only, its help too.
+func Backup(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
 	c := newCommand("backup", getenv, stderr).withDB()
 	var out string
 	c.fs.StringVar(&out, "out", "", "file to write the copy to; must not exist (required)")
