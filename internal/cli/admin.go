@@ -51,7 +51,7 @@ func AdminCreate(ctx context.Context, args []string, getenv func(string) string,
 	})
 }
 
-func AdminList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func AdminList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]domain.ListedAdminToken, error) {
 		tokens, err := store.AdminTokens(ctx)
 		return manage.Listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
@@ -61,7 +61,7 @@ func AdminList(ctx context.Context, args []string, getenv func(string) string, s
 	})
 }
 
-func AdminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func AdminRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("admin revoke", getenv, stdout).withDB()
 	arg, err := c.parseOne(args, "ID (see petstore admin list)")
 	if err != nil {
@@ -84,7 +84,7 @@ func AdminRevoke(ctx context.Context, args []string, getenv func(string) string,
 // petstore bans list|lift: the bans in force, and a lift that every running
 // server applies within a second.
 
-func BansList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func BansList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]manage.ListedBan, error) {
 		bans, err := store.Bans(ctx)
 		return manage.ListedBans(bans), err
@@ -94,7 +94,7 @@ func BansList(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
-func BansLift(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func BansLift(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("bans lift", getenv, stdout).withDB()
 	arg, err := c.parseOne(args, "subject, key:ID or address:IP (see petstore bans list)")
 	if err != nil {

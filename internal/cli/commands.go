@@ -38,7 +38,6 @@ func newCommand(name string, getenv func(string) string, help io.Writer) *comman
 	return &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), getenv: getenv, help: help}
 }
 
-// withDB gives the command --env and --db.
 func (c *command) withDB() *command {
 	c.db.Register(c.fs)
 	return c
@@ -212,8 +211,6 @@ func (d *DBFlags) Shown() string {
 	return d.DB
 }
 
-// open checks the flags and opens the database, creating it only when
-// create is set.
 func (d *DBFlags) open(ctx context.Context, create bool) (store.Storage, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
@@ -356,7 +353,7 @@ func copyAll(ctx context.Context, src store.Lifecycle, dst store.CopyTarget, cop
 
 // Audit is petstore audit: the events of the trail, oldest first, a
 // line each or a JSON array.
-func Audit(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func Audit(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("audit", getenv, stdout).withDB()
 	var since, action string
 	var keyID int64
@@ -427,7 +424,6 @@ func WriteAuditJSON(w io.Writer, events []domain.AuditEvent) error {
 	return writeJSONIndented(w, manage.AuditJSONOf(events))
 }
 
-// writeJSONIndented prints v as the commands' --json do.
 func writeJSONIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -43,7 +43,7 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	if err := manage.CheckLabel("--name", name); err != nil {
 		return Usagef("%v", err)
 	}
-	if err := externalID.check(fs, false); err != nil {
+	if err := checkExternalID(fs, *externalID, false); err != nil {
 		return err
 	}
 	var expires time.Time
@@ -59,7 +59,7 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	defer store.Close()
 	k, token, err := manage.CreateKey(ctx, store, domain.Key{
 		Env: c.db.Env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
-		ExternalID: *externalID.value,
+		ExternalID: *externalID,
 	}, CommandActor())
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
@@ -70,20 +70,19 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-// externalIDOption is --external-id of keys create and keys update.
-type externalIDOption struct{ value *string }
-
-func externalIDFlag(fs *flag.FlagSet, usage string) externalIDOption {
-	return externalIDOption{fs.String("external-id", "", usage+": 1 to 255 printable characters, never a key or token")}
+// externalIDFlag is --external-id of keys create and keys update.
+func externalIDFlag(fs *flag.FlagSet, usage string) *string {
+	return fs.String("external-id", "", usage+": 1 to 255 printable characters, never a key or token")
 }
 
-// check refuses a value that breaks the rule of an externalId (exit status
-// 2, naming the flag); with clear, "" is allowed: it removes the one held.
-func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
-	if !given(fs, "external-id") || (clear && *o.value == "") {
+// checkExternalID refuses a --external-id id that breaks the rule of an
+// externalId (exit status 2, naming the flag); with clear, "" is allowed:
+// it removes the one held.
+func checkExternalID(fs *flag.FlagSet, id string, clear bool) error {
+	if !given(fs, "external-id") || (clear && id == "") {
 		return nil
 	}
-	if err := manage.CheckExternalID("--external-id", *o.value); err != nil {
+	if err := manage.CheckExternalID("--external-id", id); err != nil {
 		return Usagef("%v", err)
 	}
 	return nil
@@ -167,7 +166,7 @@ func commandError(what string, id int64, err error) error {
 	return fmt.Errorf("%s %d: %w", what, id, err)
 }
 
-func KeysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("keys list", getenv, stdout).withDB()
 	var idle, expiring string
 	asJSON := c.jsonFlag("a table")
@@ -199,7 +198,6 @@ func KeysList(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
-// keyLine is a key's row in keys list.
 func keyLine(w io.Writer, k manage.ListedKey) {
 	name := k.Name
 	switch {
@@ -225,7 +223,7 @@ func timeOrDash(t *time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("keys revoke", getenv, stdout).withDB()
 	id, err := c.parseKeyID(args)
 	if err != nil {
@@ -251,7 +249,7 @@ func sayRevoked(w io.Writer, what string, id int64, revoked bool, effect string)
 	fmt.Fprintf(w, "revoked %s %d; %s\n", what, id, effect)
 }
 
-func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("keys update", getenv, stdout).withDB()
 	var u keyUpdate
 	u.register(c.fs)
@@ -281,7 +279,7 @@ type keyUpdate struct {
 	plan, name, expires string
 	rpm, rpd            int64
 	scopes              *[]string
-	externalID          externalIDOption
+	externalID          *string
 }
 
 func (u *keyUpdate) register(fs *flag.FlagSet) {
@@ -325,10 +323,10 @@ func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, e
 		change.Expires = &at
 	}
 	if given(fs, "external-id") {
-		if err := u.externalID.check(fs, true); err != nil {
+		if err := checkExternalID(fs, *u.externalID, true); err != nil {
 			return change, err
 		}
-		change.ExternalID = u.externalID.value
+		change.ExternalID = u.externalID
 	}
 	if change == (domain.KeyChange{}) {
 		return change, Usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
@@ -368,7 +366,7 @@ func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) err
 
 // Usage is petstore usage: a key's usage history, a day a line or a
 // JSON array, oldest first.
-func Usage(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func Usage(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("usage", getenv, stdout).withDB()
 	var keyID int64
 	var daysFlag string

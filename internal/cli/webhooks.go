@@ -44,7 +44,7 @@ func WebhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	})
 }
 
-func WebhooksList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	read := func(ctx context.Context, store store.Storage) ([]domain.ListedEndpoint, error) {
 		endpoints, err := store.WebhookEndpoints(ctx)
 		return manage.ListedEndpoints(endpoints, time.Now()), err
@@ -88,7 +88,7 @@ func (c *command) onEndpoint(ctx context.Context, args []string, check func() er
 	return c.withStore(ctx, false, func(store store.Storage) error { return do(id, store) })
 }
 
-func WebhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("webhooks remove", getenv, stdout).withDB()
 	return c.onEndpoint(ctx, args, nil, func(id int64, store store.Storage) error {
 		if err := store.RemoveWebhookEndpoint(ctx, id, CommandActor(), c.db.Env); err != nil {
@@ -122,7 +122,7 @@ func WebhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 	})
 }
 
-func WebhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("webhooks enable", getenv, stdout).withDB()
 	return c.onEndpoint(ctx, args, nil, func(id int64, store store.Storage) error {
 		if _, err := store.EnableWebhookEndpoint(ctx, id, CommandActor(), c.db.Env); err != nil {
@@ -146,7 +146,7 @@ func WebhooksTest(ctx context.Context, args []string, getenv func(string) string
 	})
 }
 
-func WebhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksDeliveries(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("webhooks deliveries", getenv, stdout).withDB()
 	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
@@ -173,7 +173,6 @@ func WebhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	})
 }
 
-// deliveryLine is a delivery's row in webhooks deliveries.
 func deliveryLine(w io.Writer, d domain.ListedDelivery) {
 	status := "-"
 	if d.LastStatus != nil {
@@ -187,7 +186,7 @@ func deliveryLine(w io.Writer, d domain.ListedDelivery) {
 		d.State, d.Attempts, timeOrDash(d.NextAttempt), status, lastErr)
 }
 
-func WebhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func WebhooksResend(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("webhooks resend", getenv, stdout).withDB()
 	var f domain.DeliveryFilter
 	c.fs.Int64Var(&f.EndpointID, "endpoint", 0, "only the deliveries to this endpoint id")
