@@ -13,14 +13,6 @@ import (
 	"petstore/internal/store"
 )
 
-// parseAdminScopes reads --scope of admin create: admin scopes separated by
-// commas, repeatable. None given: every admin scope.
-func parseAdminScopes(flags []string) (domain.ScopeSet, error) {
-	return parseScopeFlags(flags, domain.AllAdminScopes, func(_, name string) error {
-		return Usagef("--scope: unknown admin scope %q; the admin scopes are %s", name, strings.Join(domain.AllAdminScopes.Names(), ", "))
-	})
-}
-
 func AdminCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("admin create", getenv, stdout).withDB()
 	name := c.fs.String("name", "", "who holds the token, shown in admin list and as the actor admin:NAME of every change it makes (required)")
@@ -34,7 +26,9 @@ func AdminCreate(ctx context.Context, args []string, getenv func(string) string,
 	if err := manage.CheckLabel("--name", *name); err != nil {
 		return Usagef("%v", err)
 	}
-	scopes, err := parseAdminScopes(*scopeFlags)
+	scopes, err := parseScopeFlags(*scopeFlags, domain.AllAdminScopes, func(_, scope string) error {
+		return Usagef("--scope: unknown admin scope %q; the admin scopes are %s", scope, strings.Join(domain.AllAdminScopes.Names(), ", "))
+	})
 	if err != nil {
 		return err
 	}
