@@ -29,45 +29,30 @@ func cliCommands() []cliCommand {
 	return []cliCommand{
 		{"serve", "[--addr HOST:PORT] [--db FILE|URL] [--env production|staging] [flags]", serveCommand},
 		{"keys create", "[--db FILE|URL] --plan free|pro|business|enterprise [--name TEXT] [--rpm N --rpd N] [--expires TIME|DURATION] [--scope SCOPE,...] [--external-id TEXT]", cli.KeysCreate},
-		{"keys list", "[--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]", toStdout(cli.KeysList)},
-		{"keys update", "[--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never] [--external-id TEXT|\"\"]", toStdout(cli.KeysUpdate)},
+		{"keys list", "[--db FILE|URL] [--idle DURATION] [--expiring DURATION] [--json]", cli.KeysList},
+		{"keys update", "[--db FILE|URL] KEY_ID [--plan PLAN] [--rpm N --rpd N] [--name TEXT] [--scope SCOPE,...] [--expires TIME|DURATION|never] [--external-id TEXT|\"\"]", cli.KeysUpdate},
 		{"keys roll", "[--db FILE|URL] KEY_ID [--overlap DURATION]", cli.KeysRoll},
-		{"keys revoke", "[--db FILE|URL] KEY_ID", toStdout(cli.KeysRevoke)},
+		{"keys revoke", "[--db FILE|URL] KEY_ID", cli.KeysRevoke},
 		{"admin create", "[--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]", cli.AdminCreate},
-		{"admin list", "[--db FILE|URL] [--json]", toStdout(cli.AdminList)},
-		{"admin revoke", "[--db FILE|URL] ID", toStdout(cli.AdminRevoke)},
-		{"usage", "[--db FILE|URL] --key ID [--days N] [--json]", toStdout(cli.Usage)},
-		{"audit", "[--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]", toStdout(cli.Audit)},
+		{"admin list", "[--db FILE|URL] [--json]", cli.AdminList},
+		{"admin revoke", "[--db FILE|URL] ID", cli.AdminRevoke},
+		{"usage", "[--db FILE|URL] --key ID [--days N] [--json]", cli.Usage},
+		{"audit", "[--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]", cli.Audit},
 		{"webhooks add", "[--db FILE|URL] URL [--events TYPE,...]", cli.WebhooksAdd},
-		{"webhooks list", "[--db FILE|URL] [--json]", toStdout(cli.WebhooksList)},
-		{"webhooks remove", "[--db FILE|URL] ID", toStdout(cli.WebhooksRemove)},
+		{"webhooks list", "[--db FILE|URL] [--json]", cli.WebhooksList},
+		{"webhooks remove", "[--db FILE|URL] ID", cli.WebhooksRemove},
 		{"webhooks rotate", "[--db FILE|URL] ID [--overlap 24h]", cli.WebhooksRotate},
-		{"webhooks enable", "[--db FILE|URL] ID", toStdout(cli.WebhooksEnable)},
+		{"webhooks enable", "[--db FILE|URL] ID", cli.WebhooksEnable},
 		{"webhooks test", "[--db FILE|URL] ID", cli.WebhooksTest},
-		{"webhooks deliveries", "[--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]", toStdout(cli.WebhooksDeliveries)},
-		{"webhooks resend", "[--db FILE|URL] EVENT_ID|--failed [--endpoint ID]", toStdout(cli.WebhooksResend)},
-		{"bans list", "[--db FILE|URL] [--json]", toStdout(cli.BansList)},
-		{"bans lift", "[--db FILE|URL] key:ID|address:IP", toStdout(cli.BansLift)},
+		{"webhooks deliveries", "[--db FILE|URL] [--endpoint ID] [--failed] [--limit N] [--json]", cli.WebhooksDeliveries},
+		{"webhooks resend", "[--db FILE|URL] EVENT_ID|--failed [--endpoint ID]", cli.WebhooksResend},
+		{"bans list", "[--db FILE|URL] [--json]", cli.BansList},
+		{"bans lift", "[--db FILE|URL] key:ID|address:IP", cli.BansLift},
 		{"migrate", "[--db FILE|URL]   (as the role that owns the tables)", cli.Migrate},
-		{"backup", "[--db FILE] --out FILE", toStderr(cli.Backup)},
+		{"backup", "[--db FILE] --out FILE", cli.Backup},
 		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", cli.Copy},
-		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", toStdout(healthcheckCommand)},
+		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", healthcheckCommand},
 		{"version", "(or petstore --version)", versionCommand},
-	}
-}
-
-// oneWriter is a command that writes to one stream only.
-type oneWriter func(ctx context.Context, args []string, getenv func(string) string, w io.Writer) error
-
-func toStdout(f oneWriter) commandFunc {
-	return func(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-		return f(ctx, args, getenv, stdout)
-	}
-}
-
-func toStderr(f oneWriter) commandFunc {
-	return func(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
-		return f(ctx, args, getenv, stderr)
 	}
 }
 

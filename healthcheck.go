@@ -26,7 +26,7 @@ const healthcheckTimeout = 2 * time.Second
 // healthcheckCommand asks a server's /readyz, for container and systemd
 // health checks (the image has no curl): nil when it answers 200 in time,
 // else an error that says why, in one line.
-func healthcheckCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func healthcheckCommand(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	rawURL := fs.String("url", "", "the URL to check, or the server's base URL or HOST:PORT (/readyz is added when the path is empty); default: /readyz of --addr")
 	addr := fs.String("addr", "localhost:8080", "the server's --addr, used when --url is not given (so PETSTORE_ADDR serves both); :443 with --acme-domain")

@@ -1,7 +1,4 @@
-// The commands that are neither serve nor a key command (audit, backup,
-// copy), and the preamble every command shares: flags read from the command
-// line and then from the environment, --env and --db, and opening the
-// database they name.
+// The preamble every command shares, and migrate, backup, copy and audit.
 
 package cli
 
@@ -41,7 +38,6 @@ func newCommand(name string, getenv func(string) string, help io.Writer) *comman
 	return &command{fs: flag.NewFlagSet(name, flag.ContinueOnError), getenv: getenv, help: help}
 }
 
-// withDB gives the command --env and --db.
 func (c *command) withDB() *command {
 	c.db.Register(c.fs)
 	return c
@@ -66,6 +62,50 @@ func (c *command) parse(args []string) error {
 // parseArgs is parse for a command that takes arguments: it returns them.
 func (c *command) parseArgs(args []string) ([]string, error) {
 	return ParseFlags(c.fs, args, c.getenv, c.help)
+}
+
+// parseOne is parseArgs for a command that takes one argument, which takes
+// names.
+func (c *command) parseOne(args []string, takes string) (string, error) {
+	rest, err := c.parseArgs(args)
+	if err == nil && len(rest) != 1 {
+		err = Usagef("%s takes one %s", c.fs.Name(), takes)
+	}
+	if err != nil {
+		return "", err
+	}
+	return rest[0], nil
+}
+
+// repeatedFlag is a flag that may be given many times: each value is
+// appended to the list it returns.
+func repeatedFlag(fs *flag.FlagSet, name, usage string) *[]string {
+	var list []string
+	fs.Func(name, usage, func(v string) error {
+		list = append(list, v)
+		return nil
+	})
+	return &list
+}
+
+// withStore opens the database of --env and --db, creating it only when
+// create is set, and runs do on it.
+func (c *command) withStore(ctx context.Context, create bool, do func(store.Storage) error) error {
+	store, err := c.db.open(ctx, create)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return do(store)
+}
+
+// asUsage is v, or err made a usage error: the shared operations' refusal
+// of what the command line says.
+func asUsage[T any](v T, err error) (T, error) {
+	if err != nil {
+		return v, Usagef("%s", err.Error())
+	}
+	return v, nil
 }
 
 // ParseFlags parses args into fs, allowing flags and arguments in any order,
@@ -171,8 +211,6 @@ func (d *DBFlags) Shown() string {
 	return d.DB
 }
 
-// open checks the flags and opens the database, creating it only when
-// create is set.
 func (d *DBFlags) open(ctx context.Context, create bool) (store.Storage, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
@@ -239,8 +277,8 @@ func Migrate(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // Backup writes a copy of a SQLite database, made while servers go
-// on writing to it.
-func Backup(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// on writing to it. It writes to stderr only, its help too.
+func Backup(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) error {
 	c := newCommand("backup", getenv, stderr).withDB()
 	var out string
 	c.fs.StringVar(&out, "out", "", "file to write the copy to; must not exist (required)")
@@ -315,7 +353,7 @@ func copyAll(ctx context.Context, src store.Lifecycle, dst store.CopyTarget, cop
 
 // Audit is petstore audit: the events of the trail, oldest first, a
 // line each or a JSON array.
-func Audit(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func Audit(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("audit", getenv, stdout).withDB()
 	var since, action string
 	var keyID int64
@@ -330,19 +368,16 @@ func Audit(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	events, err := store.AuditEvents(ctx, filter)
-	if err != nil {
-		return fmt.Errorf("read the audit trail: %w", err)
-	}
-	if *asJSON {
-		return WriteAuditJSON(stdout, events)
-	}
-	return WriteAuditLines(stdout, events)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		events, err := store.AuditEvents(ctx, filter)
+		if err != nil {
+			return fmt.Errorf("read the audit trail: %w", err)
+		}
+		if *asJSON {
+			return WriteAuditJSON(stdout, events)
+		}
+		return WriteAuditLines(stdout, events)
+	})
 }
 
 // auditFilterOf checks audit's flags, and picks the events they ask for at
@@ -356,10 +391,8 @@ func auditFilterOf(fs *flag.FlagSet, since string, keyID int64, action string, n
 		return f, Usagef("%s", err.Error())
 	}
 	var err error
-	if f.Since, err = manage.AuditSince("--since", since, given(fs, "since"), now); err != nil {
-		return f, Usagef("%s", err.Error())
-	}
-	return f, nil
+	f.Since, err = manage.AuditSince("--since", since, given(fs, "since"), now)
+	return asUsage(f, err)
 }
 
 // WriteAuditLines prints each event on a line: its time and action, then
@@ -391,7 +424,6 @@ func WriteAuditJSON(w io.Writer, events []domain.AuditEvent) error {
 	return writeJSONIndented(w, manage.AuditJSONOf(events))
 }
 
-// writeJSONIndented prints v as the commands' --json do.
 func writeJSONIndented(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -408,16 +440,13 @@ func listCommand[T any](ctx context.Context, name, what string, args []string, g
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	rows, err := read(ctx, store)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", what, err)
-	}
-	return writeRows(stdout, *asJSON, rows, header, line)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		rows, err := read(ctx, store)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", what, err)
+		}
+		return writeRows(stdout, *asJSON, rows, header, line)
+	})
 }
 
 func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line func(w io.Writer, row T)) error {

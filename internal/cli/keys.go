@@ -13,29 +13,8 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/manage"
+	"petstore/internal/store"
 )
-
-// parseExpires reads --expires: an RFC 3339 time or a duration from now,
-// which must end after now. The expiry is rounded up to a whole second.
-// never is the word for no expiry where the command takes one ("" where
-// it does not), for the message of a refusal.
-func parseExpires(s, never string, now time.Time) (time.Time, error) {
-	at, err := manage.ExpiresOf("--expires", s, never, now)
-	if err != nil {
-		return time.Time{}, Usagef("%s", err.Error())
-	}
-	return at, nil
-}
-
-// parseOverlap reads --overlap of keys roll or webhooks rotate: a duration
-// of 0 or more; atZero says what 0 does.
-func parseOverlap(s, atZero string) (time.Duration, error) {
-	d, err := manage.OverlapOf("--overlap", s, atZero)
-	if err != nil {
-		return 0, Usagef("%s", err.Error())
-	}
-	return d, nil
-}
 
 func KeysCreate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys create", getenv, stdout).withDB()
@@ -48,32 +27,28 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	fs.Int64Var(&rpd, "rpd", 0, "requests per day (enterprise only, required there)")
 	fs.StringVar(&expiresFlag, "expires", "", "when the key stops working: an RFC 3339 time (2027-01-31T00:00:00Z) or a duration from now (90d, 12h, 30m); default never")
 	externalID := externalIDFlag(fs, "your own reference for the key (a customer, an account), held by one key at a time that is not revoked")
-	var scopeFlags []string
-	fs.Func("scope", "what the key may do: pets:read (list and read pets, GET /v1/rate_limit), pets:write (add pets); repeat the flag or separate scopes by commas (default both)", func(v string) error {
-		scopeFlags = append(scopeFlags, v)
-		return nil
-	})
+	scopeFlags := repeatedFlag(fs, "scope", "what the key may do: pets:read (list and read pets, GET /v1/rate_limit), pets:write (add pets); repeat the flag or separate scopes by commas (default both)")
 	if err := c.parse(args); err != nil {
 		return err
 	}
 	plan = domain.PlanName(plan)
-	lim, err := planLimits(plan, rpm, rpd)
+	lim, err := asUsage(domain.LimitsOf(plan, rpm, rpd, domain.FlagFields))
 	if err != nil {
 		return err
 	}
-	scopes, err := parseScopes(scopeFlags)
+	scopes, err := parseScopes(*scopeFlags)
 	if err != nil {
 		return err
 	}
 	if err := manage.CheckLabel("--name", name); err != nil {
 		return Usagef("%v", err)
 	}
-	if err := externalID.check(fs, false); err != nil {
+	if err := checkExternalID(fs, *externalID, false); err != nil {
 		return err
 	}
 	var expires time.Time
 	if expiresFlag != "" || given(fs, "expires") {
-		if expires, err = parseExpires(expiresFlag, "", time.Now()); err != nil {
+		if expires, err = asUsage(manage.ExpiresOf("--expires", expiresFlag, "", time.Now())); err != nil {
 			return err
 		}
 	}
@@ -84,7 +59,7 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	defer store.Close()
 	k, token, err := manage.CreateKey(ctx, store, domain.Key{
 		Env: c.db.Env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
-		ExternalID: *externalID.value,
+		ExternalID: *externalID,
 	}, CommandActor())
 	if err != nil {
 		return fmt.Errorf("create key: %w", err)
@@ -95,21 +70,20 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 	return nil
 }
 
-// externalIDOption is --external-id of keys create and keys update.
-type externalIDOption struct{ value *string }
-
-func externalIDFlag(fs *flag.FlagSet, usage string) externalIDOption {
-	return externalIDOption{fs.String("external-id", "", usage+": 1 to 255 printable characters, never a key or token")}
+// externalIDFlag is --external-id of keys create and keys update.
+func externalIDFlag(fs *flag.FlagSet, usage string) *string {
+	return fs.String("external-id", "", usage+": 1 to 255 printable characters, never a key or token")
 }
 
-// check refuses a value that breaks the rule of an externalId (exit status
-// 2, naming the flag); with clear, "" is allowed: it removes the one held.
-func (o externalIDOption) check(fs *flag.FlagSet, clear bool) error {
-	if !given(fs, "external-id") || (clear && *o.value == "") {
+// checkExternalID refuses a --external-id id that breaks the rule of an
+// externalId (exit status 2, naming the flag); with clear, "" is allowed:
+// it removes the one held.
+func checkExternalID(fs *flag.FlagSet, id string, clear bool) error {
+	if !given(fs, "external-id") || (clear && id == "") {
 		return nil
 	}
-	if err := manage.CheckExternalID("--external-id", *o.value); err != nil {
-		return Usagef("%s", errorMessage(err))
+	if err := manage.CheckExternalID("--external-id", id); err != nil {
+		return Usagef("%v", err)
 	}
 	return nil
 }
@@ -134,80 +108,65 @@ func expiryNote(expires time.Time) string {
 
 func KeysRoll(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("keys roll", getenv, stdout).withDB()
-	var overlapFlag string
-	c.fs.StringVar(&overlapFlag, "overlap", "24h", "how long the old key keeps working beside the new one: a duration (24h, 30m, 7d); 0 stops it at once")
-	rest, err := c.parseArgs(args)
+	overlapFlag := c.fs.String("overlap", "24h", "how long the old key keeps working beside the new one: a duration (24h, 30m, 7d); 0 stops it at once")
+	id, err := c.parseKeyID(args)
 	if err != nil {
 		return err
 	}
-	id, err := keyIDArgument("keys roll", rest)
+	overlap, err := asUsage(manage.OverlapOf("--overlap", *overlapFlag, manage.KeyOverlapAtZero))
 	if err != nil {
 		return err
 	}
-	overlap, err := parseOverlap(overlapFlag, manage.KeyOverlapAtZero)
-	if err != nil {
-		return err
-	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	// The new key is made for the environment of the old one, whatever
-	// --env says: only the database is chosen by it.
-	keys, err := store.Keys(ctx)
-	if err != nil {
-		return fmt.Errorf("roll key %d: %w", id, err)
-	}
-	i := slices.IndexFunc(keys, func(k domain.Key) bool { return k.ID == id })
-	if i < 0 {
-		return fmt.Errorf("no API key has id %d (see petstore keys list)", id)
-	}
-	token := domain.NewKeyToken(keys[i].Env)
-	hash := domain.HashKey(token)
-	old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, CommandActor())
-	if err != nil {
-		return keyCommandError("roll", id, err)
-	}
-	fmt.Fprintf(stderr, "rolled key %d to key %d (%s plan, %d/minute, %d/day%s) in %s; key %d stops at %s.\nThe new key is shown only now:\n",
-		old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), c.db.Shown(),
-		old.ID, old.ExpiresAt.Format(time.RFC3339))
-	fmt.Fprintln(stdout, token)
-	return nil
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		// The new key is made for the environment of the old one, whatever
+		// --env says: only the database is chosen by it.
+		keys, err := store.Keys(ctx)
+		if err != nil {
+			return fmt.Errorf("roll key %d: %w", id, err)
+		}
+		i := slices.IndexFunc(keys, func(k domain.Key) bool { return k.ID == id })
+		if i < 0 {
+			return fmt.Errorf("no API key has id %d (see petstore keys list)", id)
+		}
+		token := domain.NewKeyToken(keys[i].Env)
+		hash := domain.HashKey(token)
+		old, rolled, err := store.RollKey(ctx, id, hash[:], overlap, CommandActor())
+		if err != nil {
+			return commandError("roll key", id, err)
+		}
+		fmt.Fprintf(stderr, "rolled key %d to key %d (%s plan, %d/minute, %d/day%s) in %s; key %d stops at %s.\nThe new key is shown only now:\n",
+			old.ID, rolled.ID, rolled.Plan, rolled.PerMinute, rolled.PerDay, expiryNote(rolled.ExpiresAt), c.db.Shown(),
+			old.ID, old.ExpiresAt.Format(time.RFC3339))
+		fmt.Fprintln(stdout, token)
+		return nil
+	})
 }
 
-// keyIDArgument is the one KEY_ID argument of command.
-func keyIDArgument(command string, args []string) (int64, error) {
-	if len(args) != 1 {
-		return 0, Usagef("%s takes one KEY_ID (see petstore keys list)", command)
+// parseKeyID is parseArgs for a command on one key: it returns its KEY_ID.
+func (c *command) parseKeyID(args []string) (int64, error) {
+	arg, err := c.parseOne(args, "KEY_ID (see petstore keys list)")
+	if err != nil {
+		return 0, err
 	}
-	id, err := strconv.ParseInt(args[0], 10, 64)
+	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || id < 1 {
-		return 0, Usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", args[0])
+		return 0, Usagef("KEY_ID must be a key's numeric id from petstore keys list, not %q", arg)
 	}
 	return id, nil
 }
 
-// keyCommandError is a store's refusal as one line: its own message when
-// it is one a user should read (no such key, a key that cannot be rolled).
-func keyCommandError(verb string, id int64, err error) error {
+// commandError is a store's refusal of what id (key 7, webhook endpoint
+// 3) as one line: its own message when it is one a user should read (no
+// such key, a key that cannot be rolled).
+func commandError(what string, id int64, err error) error {
 	var e *domain.Error
 	if errors.As(err, &e) && e.Kind != domain.KindUnavailable {
 		return errors.New(e.Message)
 	}
-	return fmt.Errorf("%s key %d: %w", verb, id, err)
+	return fmt.Errorf("%s %d: %w", what, id, err)
 }
 
-// planLimits are the limits of plan; --rpm and --rpd belong to enterprise.
-func planLimits(plan string, rpm, rpd int64) (domain.Limits, error) {
-	lim, err := domain.LimitsOf(plan, rpm, rpd, domain.FlagFields)
-	if err != nil {
-		return domain.Limits{}, Usagef("%s", err.Error())
-	}
-	return lim, nil
-}
-
-func KeysList(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("keys list", getenv, stdout).withDB()
 	var idle, expiring string
 	asJSON := c.jsonFlag("a table")
@@ -224,38 +183,37 @@ func KeysList(ctx context.Context, args []string, getenv func(string) string, st
 	if filter.Expiring, err = domain.ReportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
 		return Usagef("%s", err.Error())
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	keys, err := store.Keys(ctx)
-	if err != nil {
-		return fmt.Errorf("list keys: %w", err)
-	}
-	now := time.Now()
-	rows, err := manage.ListedKeys(ctx, store, keys, filter.Pick(keys, now), now)
-	if err != nil {
-		return fmt.Errorf("list keys: %w", err)
-	}
-	const header = "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES"
-	return writeRows(stdout, *asJSON, rows, header, func(w io.Writer, k manage.ListedKey) {
-		name := k.Name
-		switch {
-		case name == "":
-			name = "-"
-		case domain.CheckName("", name) != nil:
-			// made before names were checked: shown quoted, never raw
-			// into the operator's terminal
-			name = strconv.Quote(name)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		keys, err := store.Keys(ctx)
+		if err != nil {
+			return fmt.Errorf("list keys: %w", err)
 		}
-		scopes := strings.Join(k.Scopes, ",")
-		if scopes == "" {
-			scopes = "-"
+		now := time.Now()
+		rows, err := manage.ListedKeys(ctx, store, keys, filter.Pick(keys, now), now)
+		if err != nil {
+			return fmt.Errorf("list keys: %w", err)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
-			k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State, scopes)
+		const header = "ID\tNAME\tPLAN\tPER_MINUTE\tPER_DAY\tCREATED\tREVOKED\tEXPIRES\tLAST_USED\tTODAY\tSTATE\tSCOPES"
+		return writeRows(stdout, *asJSON, rows, header, keyLine)
 	})
+}
+
+func keyLine(w io.Writer, k manage.ListedKey) {
+	name := k.Name
+	switch {
+	case name == "":
+		name = "-"
+	case domain.CheckName("", name) != nil:
+		// made before names were checked: shown quoted, never raw
+		// into the operator's terminal
+		name = strconv.Quote(name)
+	}
+	scopes := strings.Join(k.Scopes, ",")
+	if scopes == "" {
+		scopes = "-"
+	}
+	fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", k.ID, name, k.Plan, k.PerMinute, k.PerDay,
+		k.Created.Format(time.RFC3339), timeOrDash(k.Revoked), timeOrDash(k.Expires), timeOrDash(k.LastUsed), k.Today, k.State, scopes)
 }
 
 func timeOrDash(t *time.Time) string {
@@ -265,42 +223,37 @@ func timeOrDash(t *time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("keys revoke", getenv, stdout).withDB()
-	rest, err := c.parseArgs(args)
+	id, err := c.parseKeyID(args)
 	if err != nil {
 		return err
 	}
-	id, err := keyIDArgument("keys revoke", rest)
-	if err != nil {
-		return err
-	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	revoked, err := store.RevokeKey(ctx, id, CommandActor())
-	if err != nil {
-		return keyCommandError("revoke", id, err)
-	}
-	if !revoked {
-		fmt.Fprintf(stdout, "key %d was revoked already; nothing changed\n", id)
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		revoked, err := store.RevokeKey(ctx, id, CommandActor())
+		if err != nil {
+			return commandError("revoke key", id, err)
+		}
+		sayRevoked(stdout, "key", id, revoked, "running servers refuse it within a second")
 		return nil
-	}
-	fmt.Fprintf(stdout, "revoked key %d; running servers refuse it within a second\n", id)
-	return nil
+	})
 }
 
-func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+// sayRevoked tells that what id (key 7, admin token 2) is revoked now, and
+// what that does, or that it was revoked already.
+func sayRevoked(w io.Writer, what string, id int64, revoked bool, effect string) {
+	if !revoked {
+		fmt.Fprintf(w, "%s %d was revoked already; nothing changed\n", what, id)
+		return
+	}
+	fmt.Fprintf(w, "revoked %s %d; %s\n", what, id, effect)
+}
+
+func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("keys update", getenv, stdout).withDB()
 	var u keyUpdate
 	u.register(c.fs)
-	rest, err := c.parseArgs(args)
-	if err != nil {
-		return err
-	}
-	id, err := keyIDArgument("keys update", rest)
+	id, err := c.parseKeyID(args)
 	if err != nil {
 		return err
 	}
@@ -309,27 +262,24 @@ func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	store, err := c.db.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
-	_, after, err := store.UpdateKey(ctx, id, apply, CommandActor())
-	if err != nil {
-		return keyCommandError("update", id, err)
-	}
-	fmt.Fprintf(stdout, "updated key %d: %s plan, %d/minute, %d/day, %s%s; running servers apply it within a second\n",
-		after.ID, after.Plan, after.PerMinute, after.PerDay, after.Scopes.Described(), expiryNote(after.ExpiresAt))
-	return nil
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
+		_, after, err := store.UpdateKey(ctx, id, apply, CommandActor())
+		if err != nil {
+			return commandError("update key", id, err)
+		}
+		fmt.Fprintf(stdout, "updated key %d: %s plan, %d/minute, %d/day, %s%s; running servers apply it within a second\n",
+			after.ID, after.Plan, after.PerMinute, after.PerDay, after.Scopes.Described(), expiryNote(after.ExpiresAt))
+		return nil
+	})
 }
 
 // keyUpdate holds the flags of keys update; each one given is a change.
 type keyUpdate struct {
 	plan, name, expires string
 	rpm, rpd            int64
-	scopes              []string
-	externalID          externalIDOption
+	scopes              *[]string
+	externalID          *string
 }
 
 func (u *keyUpdate) register(fs *flag.FlagSet) {
@@ -337,10 +287,7 @@ func (u *keyUpdate) register(fs *flag.FlagSet) {
 	fs.Int64Var(&u.rpm, "rpm", 0, "new requests per minute (enterprise only)")
 	fs.Int64Var(&u.rpd, "rpd", 0, "new requests per day (enterprise only)")
 	fs.StringVar(&u.name, "name", "", "the new name")
-	fs.Func("scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas", func(v string) error {
-		u.scopes = append(u.scopes, v)
-		return nil
-	})
+	u.scopes = repeatedFlag(fs, "scope", "the new scopes: pets:read, pets:write; repeat the flag or separate scopes by commas")
 	fs.StringVar(&u.expires, "expires", "", "when the key stops working: an RFC 3339 time or a duration from now (90d); never for no expiry")
 	u.externalID = externalIDFlag(fs, "the new reference for the key (a customer, an account); \"\" removes it")
 }
@@ -358,8 +305,8 @@ func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, e
 		}
 		change.Name = &u.name
 	}
-	if len(u.scopes) > 0 {
-		scopes, err := parseScopes(u.scopes)
+	if len(*u.scopes) > 0 {
+		scopes, err := parseScopes(*u.scopes)
 		if err != nil {
 			return change, err
 		}
@@ -369,17 +316,17 @@ func (u *keyUpdate) change(fs *flag.FlagSet, now time.Time) (domain.KeyChange, e
 		var at time.Time
 		if u.expires != "never" {
 			var err error
-			if at, err = parseExpires(u.expires, "never (no expiry)", now); err != nil {
+			if at, err = asUsage(manage.ExpiresOf("--expires", u.expires, "never (no expiry)", now)); err != nil {
 				return change, err
 			}
 		}
 		change.Expires = &at
 	}
 	if given(fs, "external-id") {
-		if err := u.externalID.check(fs, true); err != nil {
+		if err := checkExternalID(fs, *u.externalID, true); err != nil {
 			return change, err
 		}
-		change.ExternalID = u.externalID.value
+		change.ExternalID = u.externalID
 	}
 	if change == (domain.KeyChange{}) {
 		return change, Usagef("keys update changes nothing: give --plan, --rpm, --rpd, --name, --scope, --expires or --external-id")
@@ -415,4 +362,34 @@ func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) err
 		}
 	}
 	return nil
+}
+
+// Usage is petstore usage: a key's usage history, a day a line or a
+// JSON array, oldest first.
+func Usage(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
+	c := newCommand("usage", getenv, stdout).withDB()
+	var keyID int64
+	var daysFlag string
+	c.fs.Int64Var(&keyID, "key", 0, "the key whose usage to show, by id (a roll's keys share theirs) (required)")
+	c.fs.StringVar(&daysFlag, "days", strconv.Itoa(manage.DefaultUsageDays), "how many days back, today included: 1 to 400")
+	asJSON := c.jsonFlag("a table")
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if keyID < 1 {
+		return Usagef("usage needs --key ID, a key's numeric id from petstore keys list")
+	}
+	days, err := asUsage(manage.UsageDays("--days", daysFlag))
+	if err != nil {
+		return err
+	}
+	return c.withStore(ctx, false, func(store store.Storage) error {
+		rows, err := manage.KeyUsage(ctx, store, keyID, days, time.Now())
+		if err != nil {
+			return commandError("read the usage of key", keyID, err)
+		}
+		return writeRows(stdout, *asJSON, rows, "DAY\tALLOWED\tRATE_LIMITED\tQUOTA_EXCEEDED\tBANNED\tFORBIDDEN", func(w io.Writer, r domain.UsageDay) {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\n", r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden)
+		})
+	})
 }

@@ -229,7 +229,6 @@ type ListedBan struct {
 	Until   time.Time `json:"until"`
 }
 
-// ListedBans are bans as they are shown.
 func ListedBans(bans []domain.Ban) []ListedBan {
 	return Listed(bans, func(b domain.Ban) ListedBan {
 		return ListedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}

@@ -29,12 +29,12 @@ func KeyUsage(ctx context.Context, store interface {
 	if err != nil {
 		return nil, err
 	}
-	budget := k.BudgetID
-	history, err := store.UsageHistory(ctx, budget, firstUsageDay(days, now))
+	first := limits.UnixDay(now) - int64(days-1)
+	history, err := store.UsageHistory(ctx, k.BudgetID, limits.DayString(first))
 	if err != nil {
 		return nil, err
 	}
-	return usageWindow(budget, history, days, now), nil
+	return usageWindow(k.BudgetID, history, first, days), nil
 }
 
 const (
@@ -44,17 +44,16 @@ const (
 	UsageHistoryPruneEvery = time.Hour
 )
 
-// usageWindow is the days of a report of days days ending today, oldest
-// first: one row each, zeros where history has none.
-func usageWindow(budgetID int64, history []domain.UsageDay, days int, now time.Time) []domain.UsageDay {
+// usageWindow is the days of a report of days days from the Unix day first,
+// oldest first: one row each, zeros where history has none.
+func usageWindow(budgetID int64, history []domain.UsageDay, first int64, days int) []domain.UsageDay {
 	byDay := make(map[string]domain.UsageDay, len(history))
 	for _, h := range history {
 		byDay[h.Day] = h
 	}
-	today := limits.UnixDay(now)
 	rows := make([]domain.UsageDay, days)
 	for i := range rows {
-		day := limits.DayString(today - int64(days-1-i))
+		day := limits.DayString(first + int64(i))
 		row, ok := byDay[day]
 		if !ok {
 			row = domain.UsageDay{BudgetID: budgetID, Day: day}
@@ -62,11 +61,6 @@ func usageWindow(budgetID int64, history []domain.UsageDay, days int, now time.T
 		rows[i] = row
 	}
 	return rows
-}
-
-// firstUsageDay is the first day of a report of days days ending at now.
-func firstUsageDay(days int, now time.Time) string {
-	return limits.DayString(limits.UnixDay(now) - int64(days-1))
 }
 
 // UsageHistoryCutoff is the first day the history keeps at now.
