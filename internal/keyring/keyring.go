@@ -385,6 +385,3 @@ func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domai
 	}
 	return nil
 }
-
-// Env is the environment whose keys the ring holds.
-func (k *Ring) Env() string { return k.env }
