@@ -2,7 +2,6 @@ package adminapi
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -38,6 +37,16 @@ type Deps struct {
 	StoreBans func(context.Context) error
 }
 
+// atMostOnce refuses a query that gives any of names more than once.
+func atMostOnce(v url.Values, names ...string) error {
+	for _, name := range names {
+		if len(v[name]) > 1 {
+			return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be given at most once", name)
+		}
+	}
+	return nil
+}
+
 // pageLimit is a page's limit query parameter: 1 to httpapi.MaxPageSize, by default
 // httpapi.DefaultPageSize.
 func pageLimit(v url.Values) (int, error) {
@@ -71,18 +80,32 @@ func nextPageLink(path string, params url.Values, limit int, last int64) string 
 	return "<" + path + "?" + p.Encode() + `>; rel="next"`
 }
 
-// withPathID is the handler of a route with an {id}: an id that is not one
-// (of says what it is the id of: a key, a webhook endpoint) is refused, h
+// route is the handler of an admin route: it returns its answer's status
+// and body, sent as JSON (none with 204), or the error to answer instead.
+type route func(w http.ResponseWriter, r *http.Request) (status int, body any, err error)
+
+func (f route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch status, body, err := f(w, r); {
+	case err != nil:
+		httpapi.WriteError(w, err)
+	case status == http.StatusNoContent:
+		w.WriteHeader(status)
+	default:
+		httpapi.WriteJSON(w, status, body)
+	}
+}
+
+// withPathID is the route of a path with an {id}: an id that is not one
+// (of says what it is the id of: a key, a webhook endpoint) is refused, f
 // answers the rest.
-func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int64)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func withPathID(of string, f func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error)) route {
+	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		id, ok := domain.ParseID(r.PathValue("id"))
 		if !ok {
-			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
-			return
+			return 0, nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of)
 		}
-		h(w, r, id)
-	})
+		return f(w, r, id)
+	}
 }
 
 // jsonBody is a request body's fields, raw, as httpapi.DecodeObject read them.
@@ -180,4 +203,34 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	}
 	*dst = at
 	return nil
+}
+
+// What the owner's console (docs/admin.md "Console") asks of the admin API
+// beyond the CLI's objects: who the token is (Whoami), and a key's limits
+// now (KeyLimits).
+
+// Identity is the token a request came with: its name and its scopes, so that
+// a client shows only what the token may do.
+type Identity struct {
+	ID     int64    `json:"id"`
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+func Whoami() http.Handler {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		t := httpapi.RecordOf(w).Admin()
+		return http.StatusOK, Identity{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()}, nil
+	})
+}
+
+// NoStore keeps every answer of the admin API out of any cache: a key made
+// or a key's figures are never kept by a browser or a proxy. Nor is an
+// answer ever taken for anything but its Content-Type.
+func NoStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }
