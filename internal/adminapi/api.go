@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -71,10 +72,7 @@ func pageCursor(v url.Values) (int64, error) {
 // nextPageLink is the Link to the page of path after id last, with the
 // query's other parameters and its limit.
 func nextPageLink(path string, params url.Values, limit int, last int64) string {
-	p := url.Values{}
-	for name, values := range params {
-		p[name] = values
-	}
+	p := maps.Clone(params)
 	p.Set("limit", strconv.Itoa(limit))
 	p.Set("cursor", domain.EncodeCursor(last))
 	return "<" + path + "?" + p.Encode() + `>; rel="next"`

@@ -118,7 +118,7 @@ type adminKeysQuery struct {
 }
 
 func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
-	q := adminKeysQuery{limit: httpapi.DefaultPageSize, params: url.Values{}}
+	q := adminKeysQuery{params: url.Values{}}
 	if err := atMostOnce(v, "plan", "idle", "expiring", "revoked", "externalId", "q", "limit", "cursor"); err != nil {
 		return q, err
 	}
@@ -136,32 +136,23 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 	if q.filter.Expiring, err = domain.ReportSpan("expiring", v.Get("expiring"), v.Has("expiring")); err != nil {
 		return q, err
 	}
-	for _, name := range []string{"idle", "expiring"} {
+	if revoked := v.Get("revoked"); v.Has("revoked") {
+		if revoked != "true" && revoked != "false" {
+			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "revoked must be true or false, not %q", revoked)
+		}
+		is := revoked == "true"
+		q.filter.Revoked = &is
+	}
+	for _, name := range []string{"externalId", "q"} {
+		if err := manage.CheckText(name, v.Get(name)); err != nil && v.Has(name) {
+			return q, err
+		}
+	}
+	q.filter.ExternalID, q.filter.Search = v.Get("externalId"), v.Get("q")
+	for _, name := range []string{"idle", "expiring", "revoked", "externalId", "q"} {
 		if v.Has(name) {
 			q.params.Set(name, v.Get(name))
 		}
-	}
-	if v.Has("revoked") {
-		revoked, err := strconv.ParseBool(v.Get("revoked"))
-		if err != nil || (v.Get("revoked") != "true" && v.Get("revoked") != "false") {
-			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "revoked must be true or false, not %q", v.Get("revoked"))
-		}
-		q.filter.Revoked = &revoked
-		q.params.Set("revoked", v.Get("revoked"))
-	}
-	if v.Has("externalId") {
-		if err := manage.CheckText("externalId", v.Get("externalId")); err != nil {
-			return q, err
-		}
-		q.filter.ExternalID = v.Get("externalId")
-		q.params.Set("externalId", q.filter.ExternalID)
-	}
-	if v.Has("q") {
-		if err := manage.CheckText("q", v.Get("q")); err != nil {
-			return q, err
-		}
-		q.filter.Search = v.Get("q")
-		q.params.Set("q", q.filter.Search)
 	}
 	if q.limit, err = pageLimit(v); err != nil {
 		return q, err
