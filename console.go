@@ -2,7 +2,6 @@ package main
 
 import (
 	"embed"
-	"io/fs"
 	"net/http"
 	"petstore/internal/httpapi"
 )
@@ -27,27 +26,14 @@ const consolePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; 
 // at /console/, its files beside it. It needs no token: the page asks for
 // one and sends it to /admin/v1 itself.
 func addConsoleRoutes(mux *http.ServeMux) {
-	assets := map[string]http.Handler{}
-	entries, _ := fs.ReadDir(consoleFiles, "console")
-	for _, e := range entries {
-		b, err := consoleFiles.ReadFile("console/" + e.Name())
-		if err != nil {
-			panic(err) // embedded: a missing file is a broken build
-		}
-		f := newDocsFile(e.Name(), b)
+	assets := embeddedFiles(consoleFiles, "console")
+	for _, f := range assets {
 		f.policy = consolePolicy
-		assets[e.Name()] = f
 	}
 	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
 	mux.Handle("GET /console/{$}", assets["index.html"])
-	mux.Handle("GET /console/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, ok := assets[r.PathValue("file")]
-		if !ok || r.PathValue("file") == "index.html" {
-			httpapi.NotFound().ServeHTTP(w, r)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
+	delete(assets, "index.html") // the page is /console/ only
+	mux.Handle("GET /console/{file}", serveFileOf(assets))
 	mux.Handle("GET /console/", httpapi.NotFound())
 	mux.Handle("/console/", httpapi.MethodNotAllowed("GET, HEAD"))
 }

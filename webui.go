@@ -32,7 +32,7 @@ const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'uns
 // addDocsRoutes registers the reference page, its files and the redirect of
 // GET / to it. None needs a key or counts against a limit.
 func addDocsRoutes(mux *http.ServeMux) {
-	page := docsAsset("webui/index.html")
+	page := embeddedFile(docsFiles, "webui/index.html")
 	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
 	// The document lives under the base address; asked for at the root, as
 	// a newcomer does, it is found there.
@@ -40,27 +40,40 @@ func addDocsRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /docs", page)
 	mux.Handle("GET /docs/{$}", http.RedirectHandler("/docs", http.StatusMovedPermanently))
 	mux.Handle("GET /docs/openapi.yaml", newDocsFile("openapi.yaml", docsSpec(openapiYAML)))
-	assets := map[string]http.Handler{"docs.js": docsAsset("webui/docs.js")}
-	entries, _ := fs.ReadDir(docsFiles, "webui/swagger-ui")
-	for _, e := range entries {
-		assets[e.Name()] = docsAsset("webui/swagger-ui/" + e.Name())
-	}
-	mux.Handle("GET /docs/assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, ok := assets[r.PathValue("file")]
-		if !ok {
-			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s", r.URL.Path))
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
+	assets := embeddedFiles(docsFiles, "webui/swagger-ui")
+	assets["docs.js"] = embeddedFile(docsFiles, "webui/docs.js")
+	mux.Handle("GET /docs/assets/{file}", serveFileOf(assets))
 }
 
-func docsAsset(name string) http.Handler {
-	b, err := docsFiles.ReadFile(name)
+// embeddedFiles are the files of dir in fsys by name.
+func embeddedFiles(fsys embed.FS, dir string) map[string]*docsFile {
+	files := map[string]*docsFile{}
+	entries, _ := fs.ReadDir(fsys, dir)
+	for _, e := range entries {
+		files[e.Name()] = embeddedFile(fsys, dir+"/"+e.Name())
+	}
+	return files
+}
+
+func embeddedFile(fsys embed.FS, name string) *docsFile {
+	b, err := fsys.ReadFile(name)
 	if err != nil {
 		panic(err) // embedded: a missing file is a broken build
 	}
 	return newDocsFile(name, b)
+}
+
+// serveFileOf serves the file of files that the path's {file} names; any
+// other name is not_found.
+func serveFileOf(files map[string]*docsFile) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.PathValue("file")]
+		if !ok {
+			httpapi.NotFound().ServeHTTP(w, r)
+			return
+		}
+		f.ServeHTTP(w, r)
+	})
 }
 
 // docsFile serves one file with an ETag, so that a browser revalidates it
