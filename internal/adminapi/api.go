@@ -106,6 +106,17 @@ func withPathID(of string, f func(w http.ResponseWriter, r *http.Request, id int
 	}
 }
 
+// firstError is the first of errs that is not nil: of a body's fields,
+// each read in turn, the first one refused.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // jsonBody is a request body's fields, raw, as httpapi.DecodeObject read them.
 type jsonBody map[string]json.RawMessage
 

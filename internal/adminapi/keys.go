@@ -46,36 +46,17 @@ func CreateKey(d Deps, env string) http.Handler {
 // keys create.
 func newKeyTerms(body jsonBody, env string, now time.Time) (domain.Key, error) {
 	k := domain.Key{Env: env, Scopes: domain.AllScopes}
-	var plan string
 	var perMinute, perDay int64
-	if err := body.str("plan", &plan); err != nil {
+	if err := firstError(body.str("plan", &k.Plan), body.int("perMinute", &perMinute), body.int("perDay", &perDay)); err != nil {
 		return k, err
 	}
-	plan = domain.PlanName(plan)
-	if err := body.int("perMinute", &perMinute); err != nil {
-		return k, err
-	}
-	if err := body.int("perDay", &perDay); err != nil {
-		return k, err
-	}
-	lim, err := domain.LimitsOf(plan, perMinute, perDay, domain.JSONFields)
+	k.Plan = domain.PlanName(k.Plan)
+	lim, err := domain.LimitsOf(k.Plan, perMinute, perDay, domain.JSONFields)
 	if err != nil {
 		return k, err
 	}
-	k.Plan, k.PerMinute, k.PerDay = plan, lim.PerMinute, lim.PerDay
-	if err := body.name(&k.Name); err != nil {
-		return k, err
-	}
-	if err := body.scopes(&k.Scopes); err != nil {
-		return k, err
-	}
-	if err := body.expires(&k.ExpiresAt, now); err != nil {
-		return k, err
-	}
-	if err := body.externalID(&k.ExternalID, false); err != nil {
-		return k, err
-	}
-	return k, nil
+	k.PerMinute, k.PerDay = lim.PerMinute, lim.PerDay
+	return k, firstError(body.name(&k.Name), body.scopes(&k.Scopes), body.expires(&k.ExpiresAt, now), body.externalID(&k.ExternalID, false))
 }
 
 func ListKeys(d Deps) http.Handler {
@@ -225,19 +206,14 @@ func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
 			return c, httpapi.Errorf(httpapi.CodeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
 		}
 	}
-	for _, err := range []error{
+	return c, firstError(
 		changed(body, "perMinute", &c.PerMinute, func(v *int64) error { return body.int("perMinute", v) }),
 		changed(body, "perDay", &c.PerDay, func(v *int64) error { return body.int("perDay", v) }),
 		changed(body, "name", &c.Name, body.name),
 		changed(body, "scopes", &c.Scopes, body.scopes),
 		changed(body, "expires", &c.Expires, func(v *time.Time) error { return body.expires(v, now) }),
 		changed(body, "externalId", &c.ExternalID, func(v *string) error { return body.externalID(v, true) }),
-	} {
-		if err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	)
 }
 
 // changed reads field name of a change with read into a new *dst, when the
