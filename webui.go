@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"crypto/sha256"
 	"embed"
@@ -92,7 +93,8 @@ type docsFile struct {
 
 func newDocsFile(name string, body []byte) *docsFile {
 	sum := sha256.Sum256(body)
-	f := &docsFile{name: name, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: contentType(name)}
+	f := &docsFile{name: name, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	f.ctype = cmp.Or(contentTypes[path.Ext(name)], "text/plain; charset=utf-8")
 	if strings.HasSuffix(name, ".html") {
 		f.policy = docsPolicy
 	}
@@ -106,22 +108,11 @@ func newDocsFile(name string, body []byte) *docsFile {
 	return f
 }
 
-func contentType(name string) string {
-	switch path.Ext(name) {
-	case ".html":
-		return "text/html; charset=utf-8"
-	case ".js":
-		return "text/javascript; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".png":
-		return "image/png"
-	case ".svg":
-		return "image/svg+xml"
-	case ".yaml":
-		return "application/yaml"
-	}
-	return "text/plain; charset=utf-8" // LICENSE, NOTICE, VERSION, *.LICENSE.txt
+// contentTypes are the Content-Types of the files served, by extension;
+// any other (LICENSE, NOTICE, VERSION, *.LICENSE.txt) is plain text.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+	".png": "image/png", ".svg": "image/svg+xml", ".yaml": "application/yaml",
 }
 
 func (f *docsFile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
