@@ -18,12 +18,10 @@ import (
 	"petstore/internal/webhook"
 )
 
-// The admin API (docs/admin.md, "The routes"): what the CLI does to keys,
-// over HTTP for a signup flow or a portal, under /admin/v1 on the admin
-// listener only (--admin-addr), behind admin tokens (gate.go). Its objects
-// are the CLI's (internal/manage): a key is keys list --json's ListedKey,
-// an event audit --json's AuditJSON, a day of usage petstore usage
-// --json's.
+// The admin API (docs/admin.md, "The routes") is what the CLI does to keys,
+// over HTTP for a signup flow or a portal, with the CLI's objects: a key is
+// keys list --json's ListedKey, an event audit --json's AuditJSON, a day of
+// usage petstore usage --json's.
 
 // Deps is what the admin API's handlers need.
 type Deps struct {
@@ -48,8 +46,7 @@ func atMostOnce(v url.Values, names ...string) error {
 	return nil
 }
 
-// pageLimit is a page's limit query parameter: 1 to httpapi.MaxPageSize, by default
-// httpapi.DefaultPageSize.
+// pageLimit is a page's limit (httpapi.LimitOf), DefaultPageSize by default.
 func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
 		return httpapi.DefaultPageSize, nil

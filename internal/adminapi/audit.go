@@ -17,8 +17,7 @@ import (
 
 func Audit(d Deps) http.Handler {
 	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		v := r.URL.Query()
-		f, params, err := parseAdminAuditQuery(v, d.Now())
+		f, params, err := parseAdminAuditQuery(r.URL.Query(), d.Now())
 		if err != nil {
 			return 0, nil, err
 		}

@@ -84,7 +84,7 @@ func ListKeys(d Deps) http.Handler {
 		}
 		rows, err := manage.ListedKeys(r.Context(), d.Store, all, page, now)
 		if err == nil && more {
-			w.Header().Set("Link", q.nextLink(page[len(page)-1].ID))
+			w.Header().Set("Link", nextPageLink("/admin/v1/keys", q.params, q.limit, page[len(page)-1].ID))
 		}
 		return http.StatusOK, rows, err
 	})
@@ -140,10 +140,6 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 	}
 	q.after, err = pageCursor(v)
 	return q, err
-}
-
-func (q adminKeysQuery) nextLink(last int64) string {
-	return nextPageLink("/admin/v1/keys", q.params, q.limit, last)
 }
 
 func GetKey(d Deps) http.Handler {

@@ -68,10 +68,8 @@ func AddWebhook(d Deps, env string) http.Handler {
 
 func RemoveWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		if err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env); err != nil {
-			return 0, nil, err
-		}
-		return http.StatusNoContent, nil, nil
+		err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
+		return http.StatusNoContent, nil, err
 	})
 }
 
