@@ -107,21 +107,17 @@ func (g *Gate) Require(need domain.ScopeSet) httpapi.Middleware {
 	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			t, failure, err := g.authenticate(r)
-			if err != nil {
+			switch t, failure, err := g.authenticate(r); {
+			case err != nil:
 				httpapi.WriteError(w, err)
-				return
-			}
-			if t == nil {
+			case t == nil:
 				g.refuse(w, r, failure)
-				return
-			}
-			if !t.Scopes.Has(need) {
+			case !t.Scopes.Has(need):
 				httpapi.InsufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
-				return
+			default:
+				httpapi.RecordOf(w).Admitted(t)
+				next.ServeHTTP(w, r)
 			}
-			httpapi.RecordOf(w).Admitted(t)
-			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -157,17 +153,15 @@ func (g *Gate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failur
 // address's own allowance of failures; 401, or 429 past it.
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Failure) {
 	g.Metrics.AdminAuthFailed(uint8(failure.Reason))
-	d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
-	if err != nil {
+	switch d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits); {
+	case err != nil:
 		httpapi.WriteError(w, err)
-		return
-	}
-	if !d.Allowed {
+	case !d.Allowed:
 		httpapi.Refuse(w, r, &d)
-		return
+	default:
+		w.Header().Set("WWW-Authenticate", Challenge)
+		httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
 	}
-	w.Header().Set("WWW-Authenticate", Challenge)
-	httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
 }
 
 // The admin listener answers only the Host names that are its own

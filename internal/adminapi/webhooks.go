@@ -121,13 +121,10 @@ func WebhookDeliveries(d Deps) http.Handler {
 		if f.Limit, err = pageLimit(v); err != nil {
 			return 0, nil, err
 		}
-		switch v.Get("failed") {
-		case "", "false":
-		case "true":
-			f.Failed = true
-		default:
+		if failed := v.Get("failed"); failed != "" && failed != "true" && failed != "false" {
 			return 0, nil, domain.Invalid("failed must be true or false")
 		}
+		f.Failed = v.Get("failed") == "true"
 		if err := d.checkEndpoint(r.Context(), id); err != nil {
 			return 0, nil, err
 		}
