@@ -57,8 +57,9 @@ func SecretProblem(token, env string, prefixes map[string]string) Failure {
 // Ring holds the keys of its environment. It reloads every key when the
 // database's keys_version moves (a key was created, revoked or rolled,
 // possibly by another process), which refresh checks twice a second: a
-// revocation or a roll takes effect within a second. An expiry is checked against the clock at each look-up, so an
-// expired key is refused at once, on every server.
+// revocation or a roll takes effect within a second. An expiry is checked
+// against the clock at each look-up, so an expired key is refused at once,
+// on every server.
 type Ring struct {
 	store domain.KeyStore
 	env   string
