@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// The owner's console as files (console.go): where it is served, with what
+// The owner's console as files (webui.go): where it is served, with what
 // headers, how small, and what its code never does. console_browser_test.go
 // uses it in Chromium.
 

@@ -236,7 +236,7 @@ func (s *testServer) keyTerms(plan string, lim ...domain.Limits) domain.Key {
 	if len(lim) > 0 {
 		l = lim[0]
 	}
-	return domain.Key{Env: s.keys.Env(), Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: domain.AllScopes}
+	return domain.Key{Env: s.env, Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: domain.AllScopes}
 }
 
 // mustCreate stores a key on terms and returns it with its token.

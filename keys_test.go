@@ -61,7 +61,7 @@ func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled domain.K
 
 func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
 	ctx := context.Background()
-	token = domain.NewKeyToken(s.keys.Env())
+	token = domain.NewKeyToken(s.env)
 	hash := domain.HashKey(token)
 	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"crypto/sha256"
 	"embed"
@@ -32,7 +33,7 @@ const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'uns
 // addDocsRoutes registers the reference page, its files and the redirect of
 // GET / to it. None needs a key or counts against a limit.
 func addDocsRoutes(mux *http.ServeMux) {
-	page := docsAsset("webui/index.html")
+	page := embeddedFile(docsFiles, "webui/index.html")
 	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
 	// The document lives under the base address; asked for at the root, as
 	// a newcomer does, it is found there.
@@ -40,27 +41,40 @@ func addDocsRoutes(mux *http.ServeMux) {
 	mux.Handle("GET /docs", page)
 	mux.Handle("GET /docs/{$}", http.RedirectHandler("/docs", http.StatusMovedPermanently))
 	mux.Handle("GET /docs/openapi.yaml", newDocsFile("openapi.yaml", docsSpec(openapiYAML)))
-	assets := map[string]http.Handler{"docs.js": docsAsset("webui/docs.js")}
-	entries, _ := fs.ReadDir(docsFiles, "webui/swagger-ui")
-	for _, e := range entries {
-		assets[e.Name()] = docsAsset("webui/swagger-ui/" + e.Name())
-	}
-	mux.Handle("GET /docs/assets/{file}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, ok := assets[r.PathValue("file")]
-		if !ok {
-			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s", r.URL.Path))
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
+	assets := embeddedFiles(docsFiles, "webui/swagger-ui")
+	assets["docs.js"] = embeddedFile(docsFiles, "webui/docs.js")
+	mux.Handle("GET /docs/assets/{file}", serveFileOf(assets))
 }
 
-func docsAsset(name string) http.Handler {
-	b, err := docsFiles.ReadFile(name)
+// embeddedFiles are the files of dir in fsys by name.
+func embeddedFiles(fsys embed.FS, dir string) map[string]*docsFile {
+	files := map[string]*docsFile{}
+	entries, _ := fs.ReadDir(fsys, dir)
+	for _, e := range entries {
+		files[e.Name()] = embeddedFile(fsys, dir+"/"+e.Name())
+	}
+	return files
+}
+
+func embeddedFile(fsys embed.FS, name string) *docsFile {
+	b, err := fsys.ReadFile(name)
 	if err != nil {
 		panic(err) // embedded: a missing file is a broken build
 	}
 	return newDocsFile(name, b)
+}
+
+// serveFileOf serves the file of files that the path's {file} names; any
+// other name is not_found.
+func serveFileOf(files map[string]*docsFile) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, ok := files[r.PathValue("file")]
+		if !ok {
+			httpapi.NotFound().ServeHTTP(w, r)
+			return
+		}
+		f.ServeHTTP(w, r)
+	})
 }
 
 // docsFile serves one file with an ETag, so that a browser revalidates it
@@ -79,7 +93,8 @@ type docsFile struct {
 
 func newDocsFile(name string, body []byte) *docsFile {
 	sum := sha256.Sum256(body)
-	f := &docsFile{name: name, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: contentType(name)}
+	f := &docsFile{name: name, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	f.ctype = cmp.Or(contentTypes[path.Ext(name)], "text/plain; charset=utf-8")
 	if strings.HasSuffix(name, ".html") {
 		f.policy = docsPolicy
 	}
@@ -93,22 +108,11 @@ func newDocsFile(name string, body []byte) *docsFile {
 	return f
 }
 
-func contentType(name string) string {
-	switch path.Ext(name) {
-	case ".html":
-		return "text/html; charset=utf-8"
-	case ".js":
-		return "text/javascript; charset=utf-8"
-	case ".css":
-		return "text/css; charset=utf-8"
-	case ".png":
-		return "image/png"
-	case ".svg":
-		return "image/svg+xml"
-	case ".yaml":
-		return "application/yaml"
-	}
-	return "text/plain; charset=utf-8" // LICENSE, NOTICE, VERSION, *.LICENSE.txt
+// contentTypes are the Content-Types of the files served, by extension;
+// any other (LICENSE, NOTICE, VERSION, *.LICENSE.txt) is plain text.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+	".png": "image/png", ".svg": "image/svg+xml", ".yaml": "application/yaml",
 }
 
 func (f *docsFile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -166,4 +170,36 @@ func docsSpec(doc []byte) []byte {
 		}
 	}
 	return out.Bytes()
+}
+
+// The owner's console (docs/admin.md "Console"): one page at /console/ on
+// the admin listener only, plain HTML, CSS and JavaScript modules embedded
+// in the binary, a client of /admin/v1 from the same origin like any other.
+// It needs no build step and asks nothing of any other host.
+//
+//go:embed console
+var consoleFiles embed.FS
+
+// consolePolicy is the console's Content-Security-Policy: its own files
+// only, no inline script or style, no eval, nothing framing it, no form
+// sent anywhere; and Trusted Types required, so that no string can become
+// HTML through innerHTML and the like: every value is shown as text.
+const consolePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; " +
+	"require-trusted-types-for 'script'; trusted-types 'none'"
+
+// addConsoleRoutes serves the console on the admin listener's mux: the page
+// at /console/, its files beside it. It needs no token: the page asks for
+// one and sends it to /admin/v1 itself.
+func addConsoleRoutes(mux *http.ServeMux) {
+	assets := embeddedFiles(consoleFiles, "console")
+	for _, f := range assets {
+		f.policy = consolePolicy
+	}
+	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+	mux.Handle("GET /console/{$}", assets["index.html"])
+	delete(assets, "index.html") // the page is /console/ only
+	mux.Handle("GET /console/{file}", serveFileOf(assets))
+	mux.Handle("GET /console/", httpapi.NotFound())
+	mux.Handle("/console/", httpapi.MethodNotAllowed("GET, HEAD"))
 }

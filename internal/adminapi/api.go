@@ -2,8 +2,8 @@ package adminapi
 
 import (
 	"context"
-	_ "embed"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -18,12 +18,10 @@ import (
 	"petstore/internal/webhook"
 )
 
-// The admin API (docs/admin.md, "The routes"): what the CLI does to keys,
-// over HTTP for a signup flow or a portal, under /admin/v1 on the admin
-// listener only (--admin-addr), behind admin tokens (gate.go). Its objects
-// are the CLI's (internal/manage): a key is keys list --json's ListedKey,
-// an event audit --json's AuditJSON, a day of usage petstore usage
-// --json's.
+// The admin API (docs/admin.md, "The routes") is what the CLI does to keys,
+// over HTTP for a signup flow or a portal, with the CLI's objects: a key is
+// keys list --json's ListedKey, an event audit --json's AuditJSON, a day of
+// usage petstore usage --json's.
 
 // Deps is what the admin API's handlers need.
 type Deps struct {
@@ -38,8 +36,17 @@ type Deps struct {
 	StoreBans func(context.Context) error
 }
 
-// pageLimit is a page's limit query parameter: 1 to httpapi.MaxPageSize, by default
-// httpapi.DefaultPageSize.
+// atMostOnce refuses a query that gives any of names more than once.
+func atMostOnce(v url.Values, names ...string) error {
+	for _, name := range names {
+		if len(v[name]) > 1 {
+			return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be given at most once", name)
+		}
+	}
+	return nil
+}
+
+// pageLimit is a page's limit (httpapi.LimitOf), DefaultPageSize by default.
 func pageLimit(v url.Values) (int, error) {
 	if !v.Has("limit") {
 		return httpapi.DefaultPageSize, nil
@@ -62,27 +69,49 @@ func pageCursor(v url.Values) (int64, error) {
 // nextPageLink is the Link to the page of path after id last, with the
 // query's other parameters and its limit.
 func nextPageLink(path string, params url.Values, limit int, last int64) string {
-	p := url.Values{}
-	for name, values := range params {
-		p[name] = values
-	}
+	p := maps.Clone(params)
 	p.Set("limit", strconv.Itoa(limit))
 	p.Set("cursor", domain.EncodeCursor(last))
 	return "<" + path + "?" + p.Encode() + `>; rel="next"`
 }
 
-// withPathID is the handler of a route with an {id}: an id that is not one
-// (of says what it is the id of: a key, a webhook endpoint) is refused, h
+// route is the handler of an admin route: it returns its answer's status
+// and body, sent as JSON (none with 204), or the error to answer instead.
+type route func(w http.ResponseWriter, r *http.Request) (status int, body any, err error)
+
+func (f route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch status, body, err := f(w, r); {
+	case err != nil:
+		httpapi.WriteError(w, err)
+	case status == http.StatusNoContent:
+		w.WriteHeader(status)
+	default:
+		httpapi.WriteJSON(w, status, body)
+	}
+}
+
+// withPathID is the route of a path with an {id}: an id that is not one
+// (of says what it is the id of: a key, a webhook endpoint) is refused, f
 // answers the rest.
-func withPathID(of string, h func(w http.ResponseWriter, r *http.Request, id int64)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func withPathID(of string, f func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error)) route {
+	return func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		id, ok := domain.ParseID(r.PathValue("id"))
 		if !ok {
-			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of))
-			return
+			return 0, nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "id must be %s's id, an integer from 1 to 9223372036854775807", of)
 		}
-		h(w, r, id)
-	})
+		return f(w, r, id)
+	}
+}
+
+// firstError is the first of errs that is not nil: of a body's fields,
+// each read in turn, the first one refused.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // jsonBody is a request body's fields, raw, as httpapi.DecodeObject read them.
@@ -180,4 +209,34 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	}
 	*dst = at
 	return nil
+}
+
+// What the owner's console (docs/admin.md "Console") asks of the admin API
+// beyond the CLI's objects: who the token is (Whoami), and a key's limits
+// now (KeyLimits).
+
+// Identity is the token a request came with: its name and its scopes, so that
+// a client shows only what the token may do.
+type Identity struct {
+	ID     int64    `json:"id"`
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+func Whoami() http.Handler {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		t := httpapi.RecordOf(w).Admin()
+		return http.StatusOK, Identity{ID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()}, nil
+	})
+}
+
+// NoStore keeps every answer of the admin API out of any cache: a key made
+// or a key's figures are never kept by a browser or a proxy. Nor is an
+// answer ever taken for anything but its Content-Type.
+func NoStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
 }

@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	_ "embed"
 	"net/http"
 	"net/url"
 	"time"
@@ -11,28 +10,28 @@ import (
 	"petstore/internal/manage"
 )
 
-// The admin API's route of the audit trail (docs/admin.md, "The routes").
+// The admin API's routes of the audit trail and of the bans (docs/admin.md,
+// "The routes"): GET /admin/v1/bans (keys:read) lists the bans in force, as
+// bans list --json does; DELETE /admin/v1/bans/{subject} (keys:write) lifts
+// one, as bans lift does.
 
 func Audit(d Deps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := r.URL.Query()
-		f, params, err := parseAdminAuditQuery(v, d.Now())
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		f, params, err := parseAdminAuditQuery(r.URL.Query(), d.Now())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		limit := f.Limit
 		f.Limit++ // one more tells whether a next page exists
 		events, err := d.Store.AuditEvents(r.Context(), f)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		if len(events) > limit {
 			events = events[:limit]
 			w.Header().Set("Link", nextPageLink("/admin/v1/audit", params, limit, events[limit-1].ID))
 		}
-		httpapi.WriteJSON(w, http.StatusOK, manage.AuditJSONOf(events))
+		return http.StatusOK, manage.AuditJSONOf(events), nil
 	})
 }
 
@@ -41,12 +40,10 @@ func Audit(d Deps) http.Handler {
 func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.Values, error) {
 	var f domain.AuditFilter
 	params := url.Values{}
-	for _, name := range []string{"since", "key", "action", "limit", "cursor"} {
-		if len(v[name]) > 1 {
-			return f, nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be given at most once", name)
-		}
+	err := atMostOnce(v, "since", "key", "action", "limit", "cursor")
+	if err != nil {
+		return f, nil, err
 	}
-	var err error
 	if f.Since, err = manage.AuditSince("since", v.Get("since"), v.Has("since"), now); err != nil {
 		return f, nil, err
 	}
@@ -75,4 +72,36 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 	}
 	f.After, err = pageCursor(v)
 	return f, params, err
+}
+
+// ListBans answers the bans in force, those that began first
+// first: [{"subject", "since", "until"}].
+func ListBans(d Deps) http.Handler {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		if err := d.StoreBans(r.Context()); err != nil {
+			return 0, nil, err
+		}
+		bans, err := d.Store.Bans(r.Context())
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, manage.ListedBans(bans), nil
+	})
+}
+
+// LiftBan lifts the ban of the path's subject (key:ID or
+// address:IP; an IPv6 /64 as any of its addresses, or PREFIX%2F64) on env, as the token's admin:NAME: 204, and every
+// server lets the subject through within a second. A subject that is not
+// banned is 404, a malformed one 400 naming it.
+func LiftBan(d Deps, env string) http.Handler {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		subject, err := domain.ParseBanSubject(r.PathValue("subject"))
+		if err == nil {
+			err = d.StoreBans(r.Context())
+		}
+		if err == nil {
+			_, err = d.Store.LiftBan(r.Context(), subject, httpapi.RecordOf(w).Admin().Actor(), env)
+		}
+		return http.StatusNoContent, nil, err
+	})
 }

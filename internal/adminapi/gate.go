@@ -3,7 +3,10 @@ package adminapi
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 
 	"petstore/internal/domain"
@@ -16,9 +19,10 @@ import (
 
 // Admin tokens (docs/admin.md#admin-tokens): the credential of the admin
 // API, a second kind that is never a pet key. A token looks like a key with
-// another prefix (psa_live_, psa_test_ on staging: domain.AdminPrefixes), made and
-// checked by the same code (domain.NewSecret, keyring.SecretProblem); the database keeps
-// its SHA-256 hash. Its scopes are the admin scopes of scope.go.
+// another prefix (psa_live_, psa_test_ on staging: domain.AdminPrefixes),
+// made and checked by the same code (domain.NewSecret,
+// keyring.SecretProblem); the database keeps its SHA-256 hash. Its scopes
+// are domain.AllAdminScopes.
 
 // Gate lets a request into the admin API with a valid admin token that
 // holds the scope its route needs. The token is looked up in the database
@@ -103,21 +107,17 @@ func (g *Gate) Require(need domain.ScopeSet) httpapi.Middleware {
 	challenge := []string{`Bearer realm="petstore-admin", error="insufficient_scope", scope="` + need.String() + `"`}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			t, failure, err := g.authenticate(r)
-			if err != nil {
+			switch t, failure, err := g.authenticate(r); {
+			case err != nil:
 				httpapi.WriteError(w, err)
-				return
-			}
-			if t == nil {
+			case t == nil:
 				g.refuse(w, r, failure)
-				return
-			}
-			if !t.Scopes.Has(need) {
+			case !t.Scopes.Has(need):
 				httpapi.InsufficientScope(w, r, challenge, "this admin token", "the token", need, t.Scopes)
-				return
+			default:
+				httpapi.RecordOf(w).Admitted(t)
+				next.ServeHTTP(w, r)
 			}
-			httpapi.RecordOf(w).Admitted(t)
-			next.ServeHTTP(w, r)
 		})
 	}
 }
@@ -153,15 +153,65 @@ func (g *Gate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failur
 // address's own allowance of failures; 401, or 429 past it.
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Failure) {
 	g.Metrics.AdminAuthFailed(uint8(failure.Reason))
-	d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
-	if err != nil {
+	switch d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits); {
+	case err != nil:
 		httpapi.WriteError(w, err)
-		return
-	}
-	if !d.Allowed {
+	case !d.Allowed:
 		httpapi.Refuse(w, r, &d)
-		return
+	default:
+		w.Header().Set("WWW-Authenticate", Challenge)
+		httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
 	}
-	w.Header().Set("WWW-Authenticate", Challenge)
-	httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
+}
+
+// The admin listener answers only the Host names that are its own
+// (docs/admin.md). /metrics and /debug/pprof/ need no token, so a web page
+// whose DNS name is rebound to the listener's address could read them
+// through a browser on the listener's network: the browser sends the
+// page's own name as Host. A request whose Host is neither an IP address,
+// localhost nor a name given by --admin-host is answered 421, as Caddy's
+// admin endpoint does.
+
+// ParseHosts reads --admin-host: host names separated by commas,
+// without a port; the names are kept in lower case, without a final dot.
+func ParseHosts(v string) ([]string, error) {
+	var names []string
+	for name := range strings.SplitSeq(v, ",") {
+		name = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+		if name == "" || strings.ContainsAny(name, ":/[]@%? \t") {
+			return nil, fmt.Errorf("--admin-host takes host names separated by commas, without a port or a scheme, such as admin.internal,petstore-admin; not %q", v)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// HostAllowed tells whether host, a request's Host with or without a
+// port, names the admin listener: an IP address (v4, or v6 in brackets or
+// not), localhost, or one of names.
+func HostAllowed(host string, names []string) bool {
+	name, _, err := net.SplitHostPort(host)
+	if err != nil {
+		name = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return true
+	}
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	return name == "localhost" || slices.Contains(names, name)
+}
+
+// RequireHost answers 421 misdirected_request to a request whose Host
+// is not the admin listener's (HostAllowed), before anything else.
+func RequireHost(names []string) httpapi.Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !HostAllowed(r.Host, names) {
+				httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeMisdirectedRequest, "the admin listener does not answer to the Host %.100q: only to an IP address, "+
+					"localhost, or a name given to petstore serve --admin-host NAME[,NAME...]", r.Host))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }

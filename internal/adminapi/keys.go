@@ -1,8 +1,7 @@
 package adminapi
 
 import (
-	"context"
-	_ "embed"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,7 +14,7 @@ import (
 )
 
 // The admin API's routes of keys (docs/admin.md, "The routes"): create,
-// list, get, change, roll and revoke a key, and read its usage.
+// list, get, change, roll and revoke a key, and read its usage and limits.
 
 // CreatedKey is a key made by the admin API: the key object and, this once,
 // the key itself.
@@ -26,23 +25,20 @@ type CreatedKey struct {
 
 func CreateKey(d Deps, env string) http.Handler {
 	fields := []string{"plan", "name", "perMinute", "perDay", "expires", "scopes", "externalId"}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a new key has only "+strings.Join(fields, ", "))
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		terms, err := newKeyTerms(jsonBody(body), env, d.Now())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		k, token, err := manage.CreateKey(r.Context(), d.Store, terms, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		d.answerKey(w, r, http.StatusCreated, k.ID, token)
+		return d.answerKey(w, r, http.StatusCreated, k.ID, token)
 	})
 }
 
@@ -50,49 +46,28 @@ func CreateKey(d Deps, env string) http.Handler {
 // keys create.
 func newKeyTerms(body jsonBody, env string, now time.Time) (domain.Key, error) {
 	k := domain.Key{Env: env, Scopes: domain.AllScopes}
-	var plan string
 	var perMinute, perDay int64
-	if err := body.str("plan", &plan); err != nil {
+	if err := firstError(body.str("plan", &k.Plan), body.int("perMinute", &perMinute), body.int("perDay", &perDay)); err != nil {
 		return k, err
 	}
-	plan = domain.PlanName(plan)
-	if err := body.int("perMinute", &perMinute); err != nil {
-		return k, err
-	}
-	if err := body.int("perDay", &perDay); err != nil {
-		return k, err
-	}
-	lim, err := domain.LimitsOf(plan, perMinute, perDay, domain.JSONFields)
+	k.Plan = domain.PlanName(k.Plan)
+	lim, err := domain.LimitsOf(k.Plan, perMinute, perDay, domain.JSONFields)
 	if err != nil {
 		return k, err
 	}
-	k.Plan, k.PerMinute, k.PerDay = plan, lim.PerMinute, lim.PerDay
-	if err := body.name(&k.Name); err != nil {
-		return k, err
-	}
-	if err := body.scopes(&k.Scopes); err != nil {
-		return k, err
-	}
-	if err := body.expires(&k.ExpiresAt, now); err != nil {
-		return k, err
-	}
-	if err := body.externalID(&k.ExternalID, false); err != nil {
-		return k, err
-	}
-	return k, nil
+	k.PerMinute, k.PerDay = lim.PerMinute, lim.PerDay
+	return k, firstError(body.name(&k.Name), body.scopes(&k.Scopes), body.expires(&k.ExpiresAt, now), body.externalID(&k.ExternalID, false))
 }
 
 func ListKeys(d Deps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		q, err := parseAdminKeysQuery(r.URL.Query())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		all, err := d.Store.Keys(r.Context())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		now := d.Now()
 		var page []domain.Key
@@ -108,14 +83,10 @@ func ListKeys(d Deps) http.Handler {
 			page = append(page, k)
 		}
 		rows, err := manage.ListedKeys(r.Context(), d.Store, all, page, now)
-		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+		if err == nil && more {
+			w.Header().Set("Link", nextPageLink("/admin/v1/keys", q.params, q.limit, page[len(page)-1].ID))
 		}
-		if more {
-			w.Header().Set("Link", q.nextLink(page[len(page)-1].ID))
-		}
-		httpapi.WriteJSON(w, http.StatusOK, rows)
+		return http.StatusOK, rows, err
 	})
 }
 
@@ -128,11 +99,9 @@ type adminKeysQuery struct {
 }
 
 func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
-	q := adminKeysQuery{limit: httpapi.DefaultPageSize, params: url.Values{}}
-	for _, name := range []string{"plan", "idle", "expiring", "revoked", "externalId", "q", "limit", "cursor"} {
-		if len(v[name]) > 1 {
-			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "%s must be given at most once", name)
-		}
+	q := adminKeysQuery{params: url.Values{}}
+	if err := atMostOnce(v, "plan", "idle", "expiring", "revoked", "externalId", "q", "limit", "cursor"); err != nil {
+		return q, err
 	}
 	if plan := domain.PlanName(v.Get("plan")); v.Has("plan") {
 		if !domain.KnownPlan(plan) {
@@ -148,32 +117,23 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 	if q.filter.Expiring, err = domain.ReportSpan("expiring", v.Get("expiring"), v.Has("expiring")); err != nil {
 		return q, err
 	}
-	for _, name := range []string{"idle", "expiring"} {
+	if revoked := v.Get("revoked"); v.Has("revoked") {
+		if revoked != "true" && revoked != "false" {
+			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "revoked must be true or false, not %q", revoked)
+		}
+		is := revoked == "true"
+		q.filter.Revoked = &is
+	}
+	for _, name := range []string{"externalId", "q"} {
+		if err := manage.CheckText(name, v.Get(name)); err != nil && v.Has(name) {
+			return q, err
+		}
+	}
+	q.filter.ExternalID, q.filter.Search = v.Get("externalId"), v.Get("q")
+	for _, name := range []string{"idle", "expiring", "revoked", "externalId", "q"} {
 		if v.Has(name) {
 			q.params.Set(name, v.Get(name))
 		}
-	}
-	if v.Has("revoked") {
-		revoked, err := strconv.ParseBool(v.Get("revoked"))
-		if err != nil || (v.Get("revoked") != "true" && v.Get("revoked") != "false") {
-			return q, httpapi.Errorf(httpapi.CodeInvalidRequest, "revoked must be true or false, not %q", v.Get("revoked"))
-		}
-		q.filter.Revoked = &revoked
-		q.params.Set("revoked", v.Get("revoked"))
-	}
-	if v.Has("externalId") {
-		if err := manage.CheckText("externalId", v.Get("externalId")); err != nil {
-			return q, err
-		}
-		q.filter.ExternalID = v.Get("externalId")
-		q.params.Set("externalId", q.filter.ExternalID)
-	}
-	if v.Has("q") {
-		if err := manage.CheckText("q", v.Get("q")); err != nil {
-			return q, err
-		}
-		q.filter.Search = v.Get("q")
-		q.params.Set("q", q.filter.Search)
 	}
 	if q.limit, err = pageLimit(v); err != nil {
 		return q, err
@@ -182,66 +142,47 @@ func parseAdminKeysQuery(v url.Values) (adminKeysQuery, error) {
 	return q, err
 }
 
-func (q adminKeysQuery) nextLink(last int64) string {
-	return nextPageLink("/admin/v1/keys", q.params, q.limit, last)
-}
-
 func GetKey(d Deps) http.Handler {
-	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
-		d.answerKey(w, r, http.StatusOK, id, "")
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
+		return d.answerKey(w, r, http.StatusOK, id, "")
 	})
 }
 
-// answerKey answers with key id's object: with status 200, or 201 for a
-// key just made, with its Location and token.
-func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) {
-	row, err := d.keyObject(r.Context(), id)
+// answerKey answers with key id's object (an unknown id is not_found):
+// with status 200, or 201 for a key just made, with its Location and token.
+func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) (int, any, error) {
+	k, all, err := manage.FindKey(r.Context(), d.Store, id)
 	if err != nil {
-		httpapi.WriteError(w, err)
-		return
+		return 0, nil, err
 	}
-	if status != http.StatusCreated {
-		httpapi.WriteJSON(w, status, row)
-		return
+	rows, err := manage.ListedKeys(r.Context(), d.Store, all, []domain.Key{k}, d.Now())
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case status == http.StatusCreated:
+		w.Header().Set("Location", "/admin/v1/keys/"+strconv.FormatInt(id, 10))
+		return status, CreatedKey{rows[0], token}, nil
 	}
-	w.Header().Set("Location", "/admin/v1/keys/"+strconv.FormatInt(id, 10))
-	httpapi.WriteJSON(w, status, CreatedKey{row, token})
-}
-
-// keyObject is key id as the admin API shows it; an unknown id is
-// not_found.
-func (d Deps) keyObject(ctx context.Context, id int64) (manage.ListedKey, error) {
-	k, all, err := manage.FindKey(ctx, d.Store, id)
-	if err != nil {
-		return manage.ListedKey{}, err
-	}
-	rows, err := manage.ListedKeys(ctx, d.Store, all, []domain.Key{k}, d.Now())
-	if err != nil {
-		return manage.ListedKey{}, err
-	}
-	return rows[0], nil
+	return status, rows[0], nil
 }
 
 func UpdateKey(d Deps) http.Handler {
 	fields := []string{"plan", "perMinute", "perDay", "name", "scopes", "expires", "externalId"}
-	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a change of a key has only "+strings.Join(fields, ", "))
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		now := d.Now()
 		change, err := keyChangeOf(jsonBody(body), now)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
 		if _, _, err := d.Store.UpdateKey(r.Context(), id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		d.answerKey(w, r, http.StatusOK, id, "")
+		return d.answerKey(w, r, http.StatusOK, id, "")
 	})
 }
 
@@ -261,19 +202,14 @@ func keyChangeOf(body jsonBody, now time.Time) (domain.KeyChange, error) {
 			return c, httpapi.Errorf(httpapi.CodeInvalidRequest, "unknown plan %q: choose free, pro, business or enterprise", *c.Plan)
 		}
 	}
-	for _, err := range []error{
+	return c, firstError(
 		changed(body, "perMinute", &c.PerMinute, func(v *int64) error { return body.int("perMinute", v) }),
 		changed(body, "perDay", &c.PerDay, func(v *int64) error { return body.int("perDay", v) }),
 		changed(body, "name", &c.Name, body.name),
 		changed(body, "scopes", &c.Scopes, body.scopes),
 		changed(body, "expires", &c.Expires, func(v *time.Time) error { return body.expires(v, now) }),
 		changed(body, "externalId", &c.ExternalID, func(v *string) error { return body.externalID(v, true) }),
-	} {
-		if err != nil {
-			return c, err
-		}
-	}
-	return c, nil
+	)
 }
 
 // changed reads field name of a change with read into a new *dst, when the
@@ -287,26 +223,23 @@ func changed[T any](body jsonBody, name string, dst **T, read func(*T) error) er
 }
 
 func RollKey(d Deps) http.Handler {
-	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		overlap, err := overlapBody(w, r, defaultRollOverlap, "a roll has only overlap", manage.KeyOverlapAtZero)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		// The new key is of the old one's environment, as keys roll makes it.
 		old, _, err := manage.FindKey(r.Context(), d.Store, id)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		token := domain.NewKeyToken(old.Env)
 		hash := domain.HashKey(token)
 		_, rolled, err := d.Store.RollKey(r.Context(), id, hash[:], overlap, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
+		return d.answerKey(w, r, http.StatusCreated, rolled.ID, token)
 	})
 }
 
@@ -336,31 +269,46 @@ func overlapBody(w http.ResponseWriter, r *http.Request, def time.Duration, only
 const defaultRollOverlap = 24 * time.Hour
 
 func RevokeKey(d Deps) http.Handler {
-	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		if _, err := d.Store.RevokeKey(r.Context(), id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		d.answerKey(w, r, http.StatusOK, id, "")
+		return d.answerKey(w, r, http.StatusOK, id, "")
 	})
 }
 
 func KeyUsage(d Deps) http.Handler {
-	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		v := r.URL.Query()
 		days := manage.DefaultUsageDays
 		if v.Has("days") {
 			var err error
 			if days, err = manage.UsageDays("days", v.Get("days")); err != nil {
-				httpapi.WriteError(w, err)
-				return
+				return 0, nil, err
 			}
 		}
 		rows, err := manage.KeyUsage(r.Context(), d.Store, id, days, d.Now())
+		return http.StatusOK, rows, err
+	})
+}
+
+// KeyLimits answers a key's plan, scopes and both windows now,
+// in the shape of GET /v1/rate_limit, read from the limiter without
+// spending anything and without counting in the key's usage. The keys of
+// a roll share their windows. A banned key's windows are shown as they
+// are: the ban is in GET /admin/v1/bans.
+func KeyLimits(d Deps) http.Handler {
+	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
+		k, _, err := manage.FindKey(r.Context(), d.Store, id)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		httpapi.WriteJSON(w, http.StatusOK, rows)
+		budget, lim := k.Budget()
+		s, err := d.Limiter.Peek(r.Context(), budget, lim)
+		if err != nil {
+			return 0, nil, err
+		}
+		// Already JSON, which json.Marshal leaves as it is.
+		return http.StatusOK, json.RawMessage(httpapi.AppendRateLimitStatus(make([]byte, 0, 160), &k, s)), nil
 	})
 }

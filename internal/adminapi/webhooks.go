@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -25,88 +26,74 @@ type CreatedEndpoint struct {
 }
 
 func ListWebhooks(d Deps) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		endpoints, err := d.Store.WebhookEndpoints(r.Context())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		httpapi.WriteJSON(w, http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()))
+		return http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()), nil
 	})
 }
 
 func AddWebhook(d Deps, env string) http.Handler {
 	fields := []string{"url", "events"}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a new webhook endpoint has only "+strings.Join(fields, ", "))
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		var url string
 		if err := jsonBody(body).str("url", &url); err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		var events []string
 		if raw, ok := body["events"]; ok && (string(raw) == "null" || json.Unmarshal(raw, &events) != nil) {
-			httpapi.WriteError(w, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", ")))
-			return
+			return 0, nil, domain.Invalid("events must be an array of event types (%s)", strings.Join(domain.WebhookEventTypes, ", "))
 		}
 		terms, err := manage.NewEndpointTerms(url, events)
-		if err == nil {
-			if problem := d.WebhookGuard.URLProblem(r.Context(), url); problem != "" {
-				err = domain.Invalid("%s", problem)
-			}
-		}
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
+		}
+		if problem := d.WebhookGuard.URLProblem(r.Context(), url); problem != "" {
+			return 0, nil, domain.Invalid("%s", problem)
 		}
 		e, err := d.Store.AddWebhookEndpoint(r.Context(), terms, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		w.Header().Set("Location", "/admin/v1/webhooks/"+strconv.FormatInt(e.ID, 10))
-		httpapi.WriteJSON(w, http.StatusCreated, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
+		return http.StatusCreated, CreatedEndpoint{e.Listed(d.Now()), e.Secret}, nil
 	})
 }
 
 func RemoveWebhook(d Deps, env string) http.Handler {
-	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
-		if err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env); err != nil {
-			httpapi.WriteError(w, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
+		err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
+		return http.StatusNoContent, nil, err
 	})
 }
 
 func RotateWebhook(d Deps, env string) http.Handler {
-	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		overlap, err := overlapBody(w, r, manage.DefaultWebhookOverlap, "a rotation has only overlap", manage.SecretOverlapAtZero)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		e, err := d.Store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		httpapi.WriteJSON(w, http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret})
+		return http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret}, nil
 	})
 }
 
 func EnableWebhook(d Deps, env string) http.Handler {
-	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		e, err := d.Store.EnableWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		httpapi.WriteJSON(w, http.StatusOK, e.Listed(d.Now()))
+		return http.StatusOK, e.Listed(d.Now()), nil
 	})
 }
 
@@ -117,58 +104,50 @@ type QueuedEvent struct {
 }
 
 func TestWebhook(d Deps) http.Handler {
-	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		ev, err := manage.QueueTest(r.Context(), d.Store, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		httpapi.WriteJSON(w, http.StatusAccepted, QueuedEvent{ev.ID})
+		return http.StatusAccepted, QueuedEvent{ev.ID}, nil
 	})
 }
 
 func WebhookDeliveries(d Deps) http.Handler {
-	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		f := domain.DeliveryFilter{EndpointID: id}
 		v := r.URL.Query()
 		var err error
 		if f.Limit, err = pageLimit(v); err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		switch v.Get("failed") {
-		case "", "false":
-		case "true":
-			f.Failed = true
-		default:
-			httpapi.WriteError(w, domain.Invalid("failed must be true or false"))
-			return
+		if failed := v.Get("failed"); failed != "" && failed != "true" && failed != "false" {
+			return 0, nil, domain.Invalid("failed must be true or false")
 		}
-		if _, err := findEndpoint(r, d, id); err != nil {
-			httpapi.WriteError(w, err)
-			return
+		f.Failed = v.Get("failed") == "true"
+		if err := d.checkEndpoint(r.Context(), id); err != nil {
+			return 0, nil, err
 		}
 		deliveries, err := d.Store.WebhookDeliveries(r.Context(), f)
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
-		httpapi.WriteJSON(w, http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed))
+		return http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed), nil
 	})
 }
 
-// findEndpoint is endpoint id; an unknown id is not_found.
-func findEndpoint(r *http.Request, d Deps, id int64) (domain.WebhookEndpoint, error) {
-	endpoints, err := d.Store.WebhookEndpoints(r.Context())
+// checkEndpoint refuses an unknown endpoint id: not_found.
+func (d Deps) checkEndpoint(ctx context.Context, id int64) error {
+	endpoints, err := d.Store.WebhookEndpoints(ctx)
 	if err != nil {
-		return domain.WebhookEndpoint{}, err
+		return err
 	}
 	for _, e := range endpoints {
 		if e.ID == id {
-			return e, nil
+			return nil
 		}
 	}
-	return domain.WebhookEndpoint{}, domain.NotFound("no webhook endpoint has id %d", id)
+	return domain.NotFound("no webhook endpoint has id %d", id)
 }
 
 // resent answers a resend: how many deliveries were queued again.
@@ -178,38 +157,31 @@ type resent struct {
 
 func ResendWebhook(d Deps) http.Handler {
 	fields := []string{"eventId", "failed"}
-	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) {
+	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		body, err := httpapi.DecodeObject(w, r, fields, "a resend has only eventId or failed")
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		f := domain.DeliveryFilter{EndpointID: id}
 		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		if raw, ok := body["failed"]; ok && json.Unmarshal(raw, &f.Failed) != nil {
-			httpapi.WriteError(w, domain.Invalid("failed must be true or false"))
-			return
+			return 0, nil, domain.Invalid("failed must be true or false")
 		}
 		if (f.EventID == "") == !f.Failed {
-			httpapi.WriteError(w, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them"))
-			return
+			return 0, nil, domain.Invalid("give eventId (msg_...) or \"failed\": true, one of them")
 		}
-		if _, err := findEndpoint(r, d, id); err != nil {
-			httpapi.WriteError(w, err)
-			return
+		if err := d.checkEndpoint(r.Context(), id); err != nil {
+			return 0, nil, err
 		}
 		n, err := d.Store.ResendWebhookDeliveries(r.Context(), f, d.Now())
 		if err != nil {
-			httpapi.WriteError(w, err)
-			return
+			return 0, nil, err
 		}
 		if n == 0 && f.EventID != "" {
-			httpapi.WriteError(w, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID))
-			return
+			return 0, nil, domain.NotFound("endpoint %d has no delivery of event %s", id, f.EventID)
 		}
-		httpapi.WriteJSON(w, http.StatusOK, resent{n})
+		return http.StatusOK, resent{n}, nil
 	})
 }

@@ -33,7 +33,7 @@ const (
 	CodeNotImplemented       = "not_implemented"
 	CodeUnavailable          = "unavailable"
 	// CodeMisdirectedRequest: the admin listener's, for a Host that is
-	// not its own (internal/adminapi/host.go).
+	// not its own (adminapi.RequireHost).
 	CodeMisdirectedRequest = "misdirected_request"
 )
 

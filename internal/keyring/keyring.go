@@ -54,12 +54,12 @@ func SecretProblem(token, env string, prefixes map[string]string) Failure {
 	return Failure{}
 }
 
-// keyring answers "which key is this?" from memory, so a request costs no
-// query. It reloads every key when the database's keys_version moves (a key
-// was created, revoked or rolled, possibly by another process), which
-// refresh checks twice a second: a revocation or a roll takes effect within
-// a second. An expiry is checked against the clock at each look-up, so an
-// expired key is refused at once, on every server.
+// Ring holds the keys of its environment. It reloads every key when the
+// database's keys_version moves (a key was created, revoked or rolled,
+// possibly by another process), which refresh checks twice a second: a
+// revocation or a roll takes effect within a second. An expiry is checked
+// against the clock at each look-up, so an expired key is refused at once,
+// on every server.
 type Ring struct {
 	store domain.KeyStore
 	env   string
@@ -155,12 +155,12 @@ func (k *Ring) useOf(key *domain.Key) *Use {
 }
 
 // Lookup returns the active key for token, with its note of use, or why
-// there is none. A key made
-// since the last reload is found in the database and kept; but when
-// senderLimited (nil: never) says the request's sender is limited or banned,
-// the keys are reloaded if they changed (refreshShared) and no key is looked
-// up: made-up keys with a valid checksum cost the database nothing once
-// their sender is limited, and a key made a moment ago still works.
+// there is none. A key made since the last reload is found in the database
+// and kept; but when senderLimited (nil: never) says the request's sender
+// is limited or banned, the keys are reloaded if they changed
+// (refreshShared) and no key is looked up: made-up keys with a valid
+// checksum cost the database nothing once their sender is limited, and a
+// key made a moment ago still works.
 func (k *Ring) Lookup(ctx context.Context, token string, senderLimited func(context.Context) bool) (*Held, Failure, error) {
 	hash := domain.HashKey(token)
 	k.mu.RLock()
@@ -343,27 +343,20 @@ func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domai
 	k.mu.RLock()
 	for _, u := range k.uses {
 		for i := range u.tally {
-			t := &u.tally[i]
-			var got taken
-			counted := false
-			for o := range domain.UsageOutcomes {
-				if got.n[o] = t.n[o].Swap(0); got.n[o] != 0 {
-					counted = true
-				}
+			got := taken{t: &u.tally[i]}
+			for o := range got.n {
+				got.n[o] = got.t.n[o].Swap(0)
 			}
-			if !counted {
+			if got.n == ([domain.UsageOutcomes]int64{}) {
 				continue
 			}
-			got.t = t
 			took = append(took, got)
-			kd := limits.KeyDay{KeyID: u.budget, Day: t.day.Load()}
-			row := rows[kd]
-			if row == nil {
-				row = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
-				rows[kd] = row
+			kd := limits.KeyDay{KeyID: u.budget, Day: got.t.day.Load()}
+			if rows[kd] == nil {
+				rows[kd] = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
 			}
 			for o, n := range got.n {
-				row.Add(domain.UsageOutcome(o), n)
+				rows[kd].Add(domain.UsageOutcome(o), n)
 			}
 		}
 	}
@@ -385,6 +378,3 @@ func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domai
 	}
 	return nil
 }
-
-// Env is the environment whose keys the ring holds.
-func (k *Ring) Env() string { return k.env }
