@@ -202,8 +202,6 @@ func adminElsewhere() http.Handler {
 	})
 }
 
-func handleOpenAPI() http.Handler { return handleDocument(openapiYAML) }
-
 // handleDocument serves an OpenAPI document (YAML).
 func handleDocument(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
