@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"flag"
-	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
+	"strconv"
 	"strings"
 	"time"
 
@@ -315,7 +315,7 @@ func http1HeaderLimit(next http.Handler) http.Handler {
 // strictTransport adds Strict-Transport-Security to every answer over TLS,
 // so a browser never again asks this name over plain HTTP for maxAge.
 func strictTransport(maxAge time.Duration) httpapi.Middleware {
-	value := certs.HSTS(maxAge)
+	value := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.TLS != nil {
@@ -367,5 +367,3 @@ func (w tlsErrorWriter) Write(p []byte) (int, error) {
 	w.logger.Log(context.Background(), level, msg)
 	return len(p), nil
 }
-
-var _ io.Writer = tlsErrorWriter{}
