@@ -82,11 +82,10 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 			return err
 		}
 	}
-	adminAddr := cfg.adminAddr
 	if err := pairGiven("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey); err != nil {
 		return err
 	}
-	if h.adminTLSCert != "" && adminAddr == "" {
+	if h.adminTLSCert != "" && cfg.adminAddr == "" {
 		return cli.Usagef("--admin-tls-cert needs --admin-addr: there is no admin listener without it")
 	}
 	if h.hsts < 0 {
@@ -193,13 +192,13 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 
 // start runs what follows the certificates until ctx ends: the files'
 // watchers, and certmagic (on db's database when it keeps certificates),
-// whose challenges come to the listeners at apiAddr and httpAddr (nil when
-// off). stop ends it all.
-func (tr *transport) start(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
+// whose challenges come to the API's port and the plain one among ports.
+// stop ends it all.
+func (tr *transport) start(ctx context.Context, db store.Lifecycle, ports []port) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	follow := tr.follow
 	if tr.acme != nil {
-		if err := tr.startACME(ctx, db, apiAddr, httpAddr); err != nil {
+		if err := tr.startACME(ctx, db, ports); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -218,17 +217,19 @@ func (tr *transport) start(ctx context.Context, db store.Lifecycle, apiAddr, htt
 }
 
 // startACME starts certmagic, on db's storage when it keeps certificates
-// (PostgreSQL), answering TLS-ALPN-01 on the API's port and HTTP-01 on
-// the --http-addr one.
-func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) error {
+// (PostgreSQL), answering TLS-ALPN-01 on the API's port (the first of
+// ports) and HTTP-01 on the --http-addr one, if any.
+func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, ports []port) error {
 	var kept certmagic.Storage
 	if keeper, ok := db.(store.ACMEStorer); ok {
 		kept = keeper.ACMEStorage()
 	}
-	host, tlsPort := splitPort(apiAddr.String())
+	host, tlsPort := splitPort(ports[0].ln.Addr().String())
 	httpPort := 0
-	if httpAddr != nil {
-		_, httpPort = splitPort(httpAddr.String())
+	for _, p := range ports {
+		if p.plain {
+			_, httpPort = splitPort(p.ln.Addr().String())
+		}
 	}
 	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
 }
@@ -256,17 +257,6 @@ type acmeChallenges struct{ acme *certs.ACME }
 func (c acmeChallenges) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
 	issuer := c.acme.Issuer()
 	return issuer != nil && issuer.HandleHTTPChallenge(w, r)
-}
-
-// plainAddr is the address of the --http-addr listener among ports, nil
-// when it is off.
-func (tr *transport) plainAddr(ports []port) net.Addr {
-	for _, p := range ports {
-		if p.plain {
-			return p.ln.Addr()
-		}
-	}
-	return nil
 }
 
 // http2Limits bound what one HTTP/2 connection may hold: streams at once,

@@ -262,7 +262,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	}
 	stopBackground := a.startBackground()
 	defer stopBackground()
-	stopTransport, err := tr.start(ctx, a.store, ports[0].ln.Addr(), tr.plainAddr(ports))
+	stopTransport, err := tr.start(ctx, a.store, ports)
 	if err != nil {
 		return err
 	}
