@@ -241,24 +241,6 @@ func (tr *transport) awaitFirst(ctx context.Context) {
 	}
 }
 
-// challenges answers the CA's HTTP-01 challenges on the plain listener;
-// nil without ACME.
-func (tr *transport) challenges() challenger {
-	if tr.acme == nil {
-		return nil
-	}
-	return acmeChallenges{tr.acme}
-}
-
-// acmeChallenges answers the CA's HTTP-01 challenges, this server's or
-// another's on the same storage, with certmagic's issuer once it started.
-type acmeChallenges struct{ acme *certs.ACME }
-
-func (c acmeChallenges) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
-	issuer := c.acme.Issuer()
-	return issuer != nil && issuer.HandleHTTPChallenge(w, r)
-}
-
 // http2Limits bound what one HTTP/2 connection may hold: streams at once,
 // buffered request bodies, the header table; a peer that stops answering
 // pings is dropped.

@@ -300,7 +300,7 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 	}
 	if h := cfg.https.httpAddr; h != "" {
 		_, httpsPort := splitPort(ports[0].ln.Addr().String())
-		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.challenges(), httpsPort, logger, a.metrics), apiLimits, logger, nil)); err != nil {
+		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.acme, httpsPort, logger, a.metrics), apiLimits, logger, nil)); err != nil {
 			return ports, nil, err
 		}
 	}
