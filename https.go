@@ -234,13 +234,6 @@ func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, ports []
 	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
 }
 
-// awaitFirst waits, for a bounded time, for the first ACME certificates.
-func (tr *transport) awaitFirst(ctx context.Context) {
-	if tr.acme != nil {
-		tr.acme.AwaitFirst(ctx)
-	}
-}
-
 // http2Limits bound what one HTTP/2 connection may hold: streams at once,
 // buffered request bodies, the header table; a peer that stops answering
 // pings is dropped.

@@ -270,7 +270,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs, func() {
 		// Once the ports answer (the CA's challenges come to them), and
 		// the first certificates are in, or the wait for them is over.
-		tr.awaitFirst(ctx)
+		if tr.acme != nil {
+			tr.acme.AwaitFirst(ctx)
+		}
 		logger.Info("serving", serving...)
 		logs.Flush()
 	})
