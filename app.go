@@ -186,45 +186,34 @@ func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	warn := func(msg string, err error) { a.warn(ctx, msg, err) }
 	var wg sync.WaitGroup
+	every := func(interval time.Duration, fn func()) { wg.Go(func() { domain.Every(ctx, interval, fn) }) }
 	wg.Go(func() { a.pets.LoadInBackground(ctx, a.logger) })
 	// The engine's upkeep, and the probe behind /readyz beside it. On a
 	// shared database the copy of the pets follows the other servers'
 	// creates.
 	wg.Go(func() { a.store.Maintain(ctx, a.dbTimeout, a.logger) })
 	wg.Go(func() { a.pets.Follow(ctx, a.store.PetsAdded()) })
-	wg.Go(func() {
-		domain.Every(ctx, keyring.RefreshEvery, func() { warn("reload API keys", a.keys.Refresh(ctx)) })
-	})
-	wg.Go(func() {
-		domain.Every(ctx, keyring.RefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
-	})
-	wg.Go(func() {
-		domain.Every(ctx, limits.UsageFlushEvery, func() {
-			for _, f := range a.flushes() {
-				warn(f.what+"; will retry", f.write(ctx))
-			}
-			a.webhooks.Poke()
-		})
+	every(keyring.RefreshEvery, func() { warn("reload API keys", a.keys.Refresh(ctx)) })
+	every(keyring.RefreshEvery, func() { warn("read bans and their lifts", a.bans.Refresh(ctx)) })
+	every(limits.UsageFlushEvery, func() {
+		for _, f := range a.flushes() {
+			warn(f.what+"; will retry", f.write(ctx))
+		}
+		a.webhooks.Poke()
 	})
 	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.Run(ctx) })
-	wg.Go(func() {
-		domain.Every(ctx, limiterSweepEvery, func() {
-			a.limiter.Sweep()
-			a.adminFailures.Sweep()
-		})
+	every(limiterSweepEvery, func() {
+		a.limiter.Sweep()
+		a.adminFailures.Sweep()
 	})
-	wg.Go(func() {
-		domain.Every(ctx, manage.UsageHistoryPruneEvery, func() {
-			_, err := a.store.PruneUsageHistory(ctx, manage.UsageHistoryCutoff(a.now()))
-			warn("prune the usage history", err)
-		})
+	every(manage.UsageHistoryPruneEvery, func() {
+		_, err := a.store.PruneUsageHistory(ctx, manage.UsageHistoryCutoff(a.now()))
+		warn("prune the usage history", err)
 	})
-	wg.Go(func() {
-		domain.Every(ctx, idempotencyPruneEvery, func() {
-			_, err := a.store.PruneIdempotency(ctx, a.now().Add(-domain.IdempotencyTTL))
-			warn("prune idempotency records", err)
-		})
+	every(idempotencyPruneEvery, func() {
+		_, err := a.store.PruneIdempotency(ctx, a.now().Add(-domain.IdempotencyTTL))
+		warn("prune idempotency records", err)
 	})
 	return func() {
 		cancel()

@@ -64,11 +64,11 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 			// At once: the ban is listed and lifted as soon as it is refused.
 			bans := "http://" + adminAt[1] + "/admin/v1/bans"
 			banKey(t, server, key)
-			if resp, body := testkit.Fetch(t, server.client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
+			if resp, body := fetch(t, server.client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
 				t.Fatalf("GET /admin/v1/bans just after the ban: %d %s, want %s listed", resp.StatusCode, body, subject)
 			}
 			servedWithinASecond(t, server, key, "over the admin API", func() {
-				if resp, body := testkit.Fetch(t, server.client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
+				if resp, body := fetch(t, server.client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
 					t.Fatalf("DELETE /admin/v1/bans/%s just after the ban: %d %s, want 204", subject, resp.StatusCode, body)
 				}
 			})

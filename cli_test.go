@@ -451,7 +451,7 @@ func (s *runningPetstore) request(method, path, key, body string) (*http.Respons
 	if key != "" && !slices.Contains(s.keysSent, key) {
 		s.keysSent = append(s.keysSent, key)
 	}
-	return testkit.Fetch(s.t, s.client, method, s.url+path, key, body)
+	return fetch(s.t, s.client, method, s.url+path, key, body)
 }
 
 // wantStatus sends a request and fails the test unless it gets status.

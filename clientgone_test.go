@@ -77,7 +77,7 @@ func (s *hangUpServer) sendAndHangUp(t *testing.T, method, target, key, body, id
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	req, err := testkit.Request(method, s.url+target, key, body, "X-Request-Id", id)
+	req, err := newRequest(method, s.url+target, key, body, "X-Request-Id", id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"petstore/internal/cli"
 	"petstore/internal/httpapi"
-	"petstore/internal/testkit"
 	"regexp"
 	"slices"
 	"strconv"
@@ -394,7 +393,7 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 			target, ok := strings.CutPrefix(word, "http://localhost:8080")
 			return server.url + target, ok
 		})
-		resp, body, err := testkit.Do(server.client, req)
+		resp, body, err := readResponse(server.client, req)
 		if err != nil {
 			t.Fatalf("%s: %v", step.command, err)
 		}

@@ -25,8 +25,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"petstore/internal/testkit"
 )
 
 // faultWorkers is how many goroutines create pets at once.
@@ -53,11 +51,11 @@ type faultResult struct {
 // Authorization; a body is sent as application/json; header holds more
 // header names and values.
 func faultDo(client *http.Client, method, url, key, body string, header ...string) faultResult {
-	req, err := testkit.Request(method, url, key, body, header...)
+	req, err := newRequest(method, url, key, body, header...)
 	if err != nil {
 		return faultResult{err: err}
 	}
-	resp, b, err := testkit.Do(client, req)
+	resp, b, err := readResponse(client, req)
 	if resp == nil {
 		return faultResult{err: err}
 	}

@@ -271,12 +271,6 @@ func onAdminHost(h http.Handler) http.Handler {
 	})
 }
 
-// send sends a request through h, as do describes.
-func (s *testServer) send(h http.Handler, method, target, key, body string, header ...string) *httptest.ResponseRecorder {
-	s.t.Helper()
-	return testkit.Send(h, method, target, key, body, header...)
-}
-
 // syncBuffer collects output (a log, a process's stderr) that a test reads
 // while the server writes it.
 type syncBuffer struct {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"petstore/internal/certs"
 	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"strconv"
@@ -19,15 +20,12 @@ import (
 // redirect would hide that; anything else is sent to HTTPS with 308, which
 // keeps the method and the body.
 
-// challenger answers an ACME HTTP-01 challenge, reporting whether r was one.
-type challenger interface {
-	HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool
-}
-
 // plainHandler is the --http-addr listener's handler: health is the API's
-// handler (for /healthz and /readyz, which logs them), challenges
-// certmagic's issuer (nil without ACME), httpsPort the port of --addr.
-func plainHandler(health http.Handler, challenges challenger, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
+// handler (for /healthz and /readyz, which logs them), httpsPort the port
+// of --addr. acme (nil without ACME) answers the CA's HTTP-01 challenges,
+// this server's or another's on the same storage, with certmagic's issuer
+// once it started.
+func plainHandler(health http.Handler, acme *certs.ACME, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
 	logged := httpapi.LogRequests(logger, m)
 	own := logged(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
@@ -39,8 +37,10 @@ func plainHandler(health http.Handler, challenges challenger, httpsPort int, log
 		http.Redirect(w, r, httpsURL(r, httpsPort), http.StatusPermanentRedirect)
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if challenges != nil && challenges.HandleHTTPChallenge(w, r) {
-			return
+		if acme != nil {
+			if issuer := acme.Issuer(); issuer != nil && issuer.HandleHTTPChallenge(w, r) {
+				return
+			}
 		}
 		if p := r.URL.Path; p == "/healthz" || p == "/readyz" {
 			health.ServeHTTP(w, r)

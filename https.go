@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"flag"
-	"io"
 	"log"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,11 +82,10 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 			return err
 		}
 	}
-	adminAddr := cfg.adminAddr
 	if err := pairGiven("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey); err != nil {
 		return err
 	}
-	if h.adminTLSCert != "" && adminAddr == "" {
+	if h.adminTLSCert != "" && cfg.adminAddr == "" {
 		return cli.Usagef("--admin-tls-cert needs --admin-addr: there is no admin listener without it")
 	}
 	if h.hsts < 0 {
@@ -193,13 +192,13 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 
 // start runs what follows the certificates until ctx ends: the files'
 // watchers, and certmagic (on db's database when it keeps certificates),
-// whose challenges come to the listeners at apiAddr and httpAddr (nil when
-// off). stop ends it all.
-func (tr *transport) start(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) (stop func(), _ error) {
+// whose challenges come to the API's port and the plain one among ports.
+// stop ends it all.
+func (tr *transport) start(ctx context.Context, db store.Lifecycle, ports []port) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	follow := tr.follow
 	if tr.acme != nil {
-		if err := tr.startACME(ctx, db, apiAddr, httpAddr); err != nil {
+		if err := tr.startACME(ctx, db, ports); err != nil {
 			cancel()
 			return nil, err
 		}
@@ -218,55 +217,21 @@ func (tr *transport) start(ctx context.Context, db store.Lifecycle, apiAddr, htt
 }
 
 // startACME starts certmagic, on db's storage when it keeps certificates
-// (PostgreSQL), answering TLS-ALPN-01 on the API's port and HTTP-01 on
-// the --http-addr one.
-func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, apiAddr, httpAddr net.Addr) error {
+// (PostgreSQL), answering TLS-ALPN-01 on the API's port (the first of
+// ports) and HTTP-01 on the --http-addr one, if any.
+func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, ports []port) error {
 	var kept certmagic.Storage
 	if keeper, ok := db.(store.ACMEStorer); ok {
 		kept = keeper.ACMEStorage()
 	}
-	host, tlsPort := splitPort(apiAddr.String())
+	host, tlsPort := splitPort(ports[0].ln.Addr().String())
 	httpPort := 0
-	if httpAddr != nil {
-		_, httpPort = splitPort(httpAddr.String())
-	}
-	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
-}
-
-// awaitFirst waits, for a bounded time, for the first ACME certificates.
-func (tr *transport) awaitFirst(ctx context.Context) {
-	if tr.acme != nil {
-		tr.acme.AwaitFirst(ctx)
-	}
-}
-
-// challenges answers the CA's HTTP-01 challenges on the plain listener;
-// nil without ACME.
-func (tr *transport) challenges() challenger {
-	if tr.acme == nil {
-		return nil
-	}
-	return acmeChallenges{tr.acme}
-}
-
-// acmeChallenges answers the CA's HTTP-01 challenges, this server's or
-// another's on the same storage, with certmagic's issuer once it started.
-type acmeChallenges struct{ acme *certs.ACME }
-
-func (c acmeChallenges) HandleHTTPChallenge(w http.ResponseWriter, r *http.Request) bool {
-	issuer := c.acme.Issuer()
-	return issuer != nil && issuer.HandleHTTPChallenge(w, r)
-}
-
-// plainAddr is the address of the --http-addr listener among ports, nil
-// when it is off.
-func (tr *transport) plainAddr(ports []port) net.Addr {
 	for _, p := range ports {
 		if p.plain {
-			return p.ln.Addr()
+			_, httpPort = splitPort(p.ln.Addr().String())
 		}
 	}
-	return nil
+	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
 }
 
 // http2Limits bound what one HTTP/2 connection may hold: streams at once,
@@ -315,7 +280,7 @@ func http1HeaderLimit(next http.Handler) http.Handler {
 // strictTransport adds Strict-Transport-Security to every answer over TLS,
 // so a browser never again asks this name over plain HTTP for maxAge.
 func strictTransport(maxAge time.Duration) httpapi.Middleware {
-	value := certs.HSTS(maxAge)
+	value := "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.TLS != nil {
@@ -367,5 +332,3 @@ func (w tlsErrorWriter) Write(p []byte) (int, error) {
 	w.logger.Log(context.Background(), level, msg)
 	return len(p), nil
 }
-
-var _ io.Writer = tlsErrorWriter{}

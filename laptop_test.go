@@ -172,7 +172,7 @@ func laptopServer(t *testing.T, dir string, env map[string]string) {
 func laptopCurl(t *testing.T, command string, words []string) {
 	t.Helper()
 	req := curlRequest(t, command, words, func(word string) (string, bool) { return word, true })
-	resp, body, err := testkit.Do(http.DefaultClient, req)
+	resp, body, err := readResponse(http.DefaultClient, req)
 	if err != nil {
 		t.Fatalf("%s: %v", command, err)
 	}

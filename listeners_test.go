@@ -24,7 +24,7 @@ func serveOn(t *testing.T, h http.Handler, limits serverLimits) string {
 		t.Fatal(err)
 	}
 	logger, _ := newLogger(io.Discard, "text", "info")
-	srv := httpServer(h, limits, logger)
+	srv := httpServer(h, limits, logger, nil)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()

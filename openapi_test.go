@@ -538,7 +538,7 @@ var openAPIStatuses = map[string][]int{
 	"listStoreOrders": {401, 405, 429, 500, 501, 503},
 	// handleRateLimit: 429 only during a ban (from limit without a key).
 	"getRateLimit": {200, 401, 403, 405, 429, 500, 503},
-	// handleOpenAPI: no key needed, so no 401.
+	// GET /v1/openapi.yaml: no key needed, so no 401.
 	"getOpenAPI": {200, 405, 429, 500, 503},
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"net/http"
 	"net/http/pprof"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"petstore/internal/adminapi"
@@ -66,24 +68,41 @@ type route struct {
 // apiRoutes are the routes under /v1. The store's orders are not served:
 // any valid key is told so (501), and their own scope will come with them.
 func apiRoutes(a *app) []route {
-	return []route{
+	return withOtherMethods("/v1", withKey, []route{
 		{"GET /v1/pets", withKey, domain.ScopePetsRead, handleListPets(a.pets, &petcopy.Pages{})},
 		{"POST /v1/pets", withKey, domain.ScopePetsWrite, handleCreatePet(a.pets, a.idem, a.now)},
 		{"GET /v1/pets/{petId}", withKey, domain.ScopePetsRead, deprecated(handleGetPet(a.pets))},
 		{"GET /v1/store/orders", withKey, domain.NoScope, handleNotImplemented()},
 		{"GET /v1/rate_limit", peeksKey, domain.ScopePetsRead, handleRateLimit(a.limiter)},
-		{"GET /v1/openapi.yaml", keyless, domain.NoScope, handleOpenAPI()},
+		{"GET /v1/openapi.yaml", keyless, domain.NoScope, handleDocument(openapiYAML)},
+	})
+}
 
-		// Another method on those paths is a 405 with Allow, any other
-		// path a 404, each after the key and its limit.
-		{"/v1/pets", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, POST")},
-		{"/v1/pets/{petId}", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/v1/store/orders", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/v1/rate_limit", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/v1/openapi.yaml", withKey, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/v1/", withKey, domain.NoScope, httpapi.NotFound()},
-		{"/v1", withKey, domain.NoScope, httpapi.NotFound()},
+// withOtherMethods adds to routes, all under root, the answers to the
+// requests none of them takes: another method on one of their paths is a
+// 405 whose Allow lists the methods routed there (HEAD wherever GET is), any
+// other path under root a 404; each behind guard, except on an open path.
+func withOtherMethods(root string, guard access, routes []route) []route {
+	allow, opened := map[string][]string{}, map[string]bool{}
+	var paths []string
+	for _, rt := range routes {
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		if allow[path] == nil {
+			paths = append(paths, path)
+		}
+		if allow[path] = append(allow[path], method); method == http.MethodGet {
+			allow[path] = append(allow[path], http.MethodHead)
+		}
+		opened[path] = rt.access == open
 	}
+	for _, path := range paths {
+		way := guard
+		if opened[path] {
+			way = open
+		}
+		routes = append(routes, route{path, way, domain.NoScope, httpapi.MethodNotAllowed(strings.Join(slices.Sorted(slices.Values(allow[path])), ", "))})
+	}
+	return append(routes, route{root + "/", guard, domain.NoScope, httpapi.NotFound()}, route{root, guard, domain.NoScope, httpapi.NotFound()})
 }
 
 // newServer is the public listener's handler. Every request passes
@@ -139,7 +158,7 @@ func closeWhileDraining(draining *atomic.Bool) httpapi.Middleware {
 // scope of its own is a line each here.
 func adminRoutes(a *app) []route {
 	d := adminapi.Deps{Store: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans}
-	return []route{
+	return withOtherMethods("/admin/v1", withAdminToken, []route{
 		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(adminOpenAPIYAML)},
 		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, adminapi.Whoami()},
 		{"POST /admin/v1/keys", withAdminToken, domain.ScopeKeysWrite, adminapi.CreateKey(d, a.env)},
@@ -161,30 +180,7 @@ func adminRoutes(a *app) []route {
 		{"POST /admin/v1/webhooks/{id}/test", withAdminToken, domain.ScopeWebhooks, adminapi.TestWebhook(d)},
 		{"GET /admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.ScopeWebhooks, adminapi.WebhookDeliveries(d)},
 		{"POST /admin/v1/webhooks/{id}/resend", withAdminToken, domain.ScopeWebhooks, adminapi.ResendWebhook(d)},
-
-		// Another method on those paths is a 405 with Allow, any other
-		// path a 404, each after the token.
-		{"/admin/v1/openapi.yaml", open, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/whoami", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/keys", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, POST")},
-		{"/admin/v1/keys/{id}", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, PATCH")},
-		{"/admin/v1/keys/{id}/roll", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
-		{"/admin/v1/keys/{id}/revoke", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
-		{"/admin/v1/keys/{id}/usage", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/keys/{id}/limits", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/audit", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/bans", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/bans/{subject}", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("DELETE")},
-		{"/admin/v1/webhooks", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD, POST")},
-		{"/admin/v1/webhooks/{id}", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("DELETE")},
-		{"/admin/v1/webhooks/{id}/rotate", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/enable", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/test", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
-		{"/admin/v1/webhooks/{id}/deliveries", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
-		{"/admin/v1/webhooks/{id}/resend", withAdminToken, domain.NoScope, httpapi.MethodNotAllowed("POST")},
-		{"/admin/v1/", withAdminToken, domain.NoScope, httpapi.NotFound()},
-		{"/admin/v1", withAdminToken, domain.NoScope, httpapi.NotFound()},
-	}
+	})
 }
 
 // newAdminServer is the admin listener's handler: the metrics and the

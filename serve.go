@@ -262,7 +262,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	}
 	stopBackground := a.startBackground()
 	defer stopBackground()
-	stopTransport, err := tr.start(ctx, a.store, ports[0].ln.Addr(), tr.plainAddr(ports))
+	stopTransport, err := tr.start(ctx, a.store, ports)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs, func() {
 		// Once the ports answer (the CA's challenges come to them), and
 		// the first certificates are in, or the wait for them is over.
-		tr.awaitFirst(ctx)
+		if tr.acme != nil {
+			tr.acme.AwaitFirst(ctx)
+		}
 		logger.Info("serving", serving...)
 		logs.Flush()
 	})
@@ -279,29 +281,30 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 // openPorts takes the API's port, then the admin listener's and the plain
 // HTTP one's when they are asked for; serving is what the log says of them.
 func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (ports []port, serving []any, _ error) {
-	api, err := listen(cfg.addr, "", withTLS(httpServer(tr.wrap(a.handler), apiLimits, logger), logger, tr.api))
-	if err != nil {
-		return nil, nil, err
-	}
-	ports = append(ports, api)
-	serving = []any{"addr", scheme(tr.api) + "://" + api.ln.Addr().String(), "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn}
-	if cfg.adminAddr != "" {
-		admin, err := listen(cfg.adminAddr, " (--admin-addr)", withTLS(httpServer(a.adminHandler, apiLimits.admin(), logger), logger, tr.admin))
+	// open takes addr for srv; which names the flag in an error.
+	open := func(name, addr, which string, srv *http.Server) error {
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
+			return fmt.Errorf("listen on %s%s: %w", addr, which, err)
+		}
+		ports = append(ports, port{srv: srv, ln: ln, plain: name == "http"})
+		serving = append(serving, name, scheme(srv.TLSConfig)+"://"+ln.Addr().String())
+		return nil
+	}
+	if err := open("addr", cfg.addr, "", httpServer(tr.wrap(a.handler), apiLimits, logger, tr.api)); err != nil {
+		return ports, nil, err
+	}
+	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn)
+	if cfg.adminAddr != "" {
+		if err := open("admin", cfg.adminAddr, " (--admin-addr)", httpServer(a.adminHandler, apiLimits.admin(), logger, tr.admin)); err != nil {
 			return ports, nil, err
 		}
-		ports = append(ports, admin)
-		serving = append(serving, "admin", scheme(tr.admin)+"://"+admin.ln.Addr().String())
 	}
 	if h := cfg.https.httpAddr; h != "" {
-		_, httpsPort := splitPort(api.ln.Addr().String())
-		plain, err := listen(h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.challenges(), httpsPort, logger, a.metrics), apiLimits, logger))
-		if err != nil {
+		_, httpsPort := splitPort(ports[0].ln.Addr().String())
+		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.acme, httpsPort, logger, a.metrics), apiLimits, logger, nil)); err != nil {
 			return ports, nil, err
 		}
-		plain.plain = true
-		ports = append(ports, plain)
-		serving = append(serving, "http", "http://"+plain.ln.Addr().String())
 	}
 	return ports, serving, nil
 }
@@ -341,19 +344,12 @@ func (p port) serve() error {
 	return p.srv.Serve(p.ln)
 }
 
-// listen takes addr for srv; which names the flag in an error.
-func listen(addr, which string, srv *http.Server) (port, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return port{}, fmt.Errorf("listen on %s%s: %w", addr, which, err)
-	}
-	return port{srv: srv, ln: ln}, nil
-}
-
 // httpServer serves h within limits, with headers of at most
-// maxHeaderBytes: the one maker of both listeners' servers.
-func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger) *http.Server {
-	return &http.Server{
+// maxHeaderBytes: the one maker of the listeners' servers. With tlsConfig
+// set it serves over TLS: HTTP/2 within http2Limits beside HTTP/1.1,
+// headers up to headerLimit on both, and failed handshakes logged at DEBUG.
+func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: limits.readHeader,
 		ReadTimeout:       limits.read,
@@ -362,12 +358,6 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger) *http.
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-}
-
-// withTLS makes srv serve over TLS when tlsConfig is set: HTTP/2 within
-// http2Limits beside HTTP/1.1, headers up to headerLimit on both, and
-// failed handshakes logged at DEBUG.
-func withTLS(srv *http.Server, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig
 		srv.HTTP2 = http2Limits()

@@ -136,7 +136,7 @@ func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 	}
 	// Plain HTTP to the HTTPS port: 400 https_required, in the Error shape.
 	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
-	resp2, body := testkit.Fetch(t, plain, "GET", strings.Replace(p.url, "https://", "http://", 1)+"/v1/pets", key, "")
+	resp2, body := fetch(t, plain, "GET", strings.Replace(p.url, "https://", "http://", 1)+"/v1/pets", key, "")
 	if resp2.StatusCode != 400 || !strings.Contains(body, `"code":"https_required"`) || !strings.Contains(body, "use https") {
 		t.Errorf("plain HTTP to the HTTPS port: %d %s, want 400 https_required", resp2.StatusCode, body)
 	}
@@ -361,7 +361,7 @@ func TestHTTPPortBesideCertificateFiles(t *testing.T) {
 		{"/v1/pets", 400, ""},
 		{"/v1", 400, ""},
 	} {
-		resp, body := testkit.Fetch(t, plain, "GET", m[1]+tc.path, "", "")
+		resp, body := fetch(t, plain, "GET", m[1]+tc.path, "", "")
 		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
 			t.Errorf("GET %s on the plain port: %d to %q, want %d to %q", tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.location)
 		}

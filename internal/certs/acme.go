@@ -7,14 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
-	"petstore/internal/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"petstore/internal/metrics"
+
 	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Automatic certificates from an ACME CA with certmagic
@@ -310,11 +315,67 @@ func (am *ACME) Watch(ctx context.Context) {
 // fileStorage is the --acme-cache directory, created 0700 (certmagic
 // writes its files 0600) in a directory that must exist.
 func fileStorage(dir string) (certmagic.Storage, error) {
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("--acme-cache %s: %w", dir, unwrapPath(err))
+	err := os.Mkdir(dir, 0o700)
+	if err == nil || errors.Is(err, os.ErrExist) {
+		err = os.Chmod(dir, 0o700)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("--acme-cache %s: %w", dir, unwrapPath(err))
 	}
 	return &certmagic.FileStorage{Path: dir}, nil
 }
+
+// zapToSlog is a zap core that writes certmagic's log lines (obtaining,
+// challenges, renewals, retries) into the server's own log, at the same
+// levels, each field an attribute.
+type zapToSlog struct {
+	logger *slog.Logger
+	fields []zapcore.Field
+}
+
+// acmeLogger is certmagic's logger, writing into logger.
+func acmeLogger(logger *slog.Logger) *zap.Logger {
+	return zap.New(zapToSlog{logger: logger.With("component", "acme")})
+}
+
+func slogLevel(l zapcore.Level) slog.Level {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return slog.LevelDebug
+	case l == zapcore.InfoLevel:
+		return slog.LevelInfo
+	case l == zapcore.WarnLevel:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
+}
+
+func (c zapToSlog) Enabled(l zapcore.Level) bool {
+	return c.logger.Enabled(context.Background(), slogLevel(l))
+}
+
+func (c zapToSlog) With(fields []zapcore.Field) zapcore.Core {
+	return zapToSlog{logger: c.logger, fields: append(slices.Clip(c.fields), fields...)}
+}
+
+func (c zapToSlog) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c zapToSlog) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	enc := zapcore.NewMapObjectEncoder()
+	for _, f := range append(slices.Clip(c.fields), fields...) {
+		f.AddTo(enc)
+	}
+	attrs := make([]any, 0, 2*len(enc.Fields))
+	for _, k := range slices.Sorted(maps.Keys(enc.Fields)) {
+		attrs = append(attrs, k, enc.Fields[k])
+	}
+	c.logger.Log(context.Background(), slogLevel(e.Level), e.Message, attrs...)
+	return nil
+}
+
+func (zapToSlog) Sync() error { return nil }

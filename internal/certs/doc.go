@@ -4,9 +4,8 @@
 // does not load tolerated for a grace and then an ERROR, the current one
 // serving meanwhile (Files, tls.go); or an ACME CA through certmagic
 // (ACME, acme.go): issuing, renewal, waiting for the first certificates,
-// the CA being away, certmagic's logs written into the server's
-// (acmelog.go). It makes a listener's tls.Config and the value of
-// Strict-Transport-Security.
+// the CA being away, certmagic's logs written into the server's. It makes
+// a listener's tls.Config.
 //
 // Of the project it imports only the metrics. It never imports net/http:
 // the listeners, the HTTP/2 limits, the HSTS middleware and the answer to

@@ -230,9 +230,3 @@ func nearExpiry(leaf *x509.Certificate, now time.Time) bool {
 func serverTLS(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), nextProtos ...string) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: nextProtos}
 }
-
-// HSTS is the value of Strict-Transport-Security for maxAge: a browser
-// never again asks this name over plain HTTP for that long.
-func HSTS(maxAge time.Duration) string {
-	return "max-age=" + strconv.FormatInt(int64(maxAge/time.Second), 10)
-}

@@ -4,13 +4,6 @@ package petcopy
 // what its copy of the pets holds or whether a commit runs. Nothing else
 // calls them.
 
-// LastID is the id of the newest pet the copy holds, 0 when it holds none.
-func (c *Cache) LastID() int64 {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.lastID()
-}
-
 // IDs is the ids the copy holds, in order.
 func (c *Cache) IDs() []int64 {
 	c.mu.RLock()

@@ -2,10 +2,9 @@
 // package: the private PostgreSQL and Redis servers a test binary starts
 // for itself (or the ones PETSTORE_TEST_POSTGRES and PETSTORE_TEST_REDIS
 // name), one free-address finder, one polling loop (Eventually, and Until
-// for a wait that fails in its own words or not at all), one way to send an
-// HTTP request (Send through a handler; Fetch, Request and Do through a
-// client), one seeder of many pets in a SQLite file, and a webhook receiver that checks Standard Webhooks signatures
-// with the algorithm written out on its own.
+// for a wait that fails in its own words or not at all), one seeder of many
+// pets in a SQLite file, and a webhook receiver that checks Standard
+// Webhooks signatures with the algorithm written out on its own.
 //
 // It is ordinary code, not a _test file, so that tests of several packages
 // can import it; only tests do. It imports nothing of the project: only the

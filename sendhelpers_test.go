@@ -1,4 +1,4 @@
-package testkit
+package main
 
 import (
 	"fmt"
@@ -9,36 +9,39 @@ import (
 	"testing"
 )
 
-// Send sends a request through h and returns what it answered.
+// The tests' one way to send an HTTP request: testServer.send through a
+// handler; fetch, newRequest and readResponse through a client.
+
+// send sends a request through h and returns what it answered.
 // key, when not "", is sent as the bearer credential; body, when not "",
 // as JSON. header is pairs of name and value: an empty value removes the
 // header; Host sets the request's host.
-func Send(h http.Handler, method, target, key, body string, header ...string) *httptest.ResponseRecorder {
+func (s *testServer) send(h http.Handler, method, target, key, body string, header ...string) *httptest.ResponseRecorder {
 	req := dress(httptest.NewRequest(method, target, bodyOf(body)), key, body, header)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	return w
 }
 
-// Fetch sends a request to url through client, as Send sends its own, and
+// fetch sends a request to url through client, as send sends its own, and
 // returns the answer with its whole body; t fails when either did not
 // come.
-func Fetch(t testing.TB, client *http.Client, method, url, key, body string, header ...string) (*http.Response, string) {
+func fetch(t testing.TB, client *http.Client, method, url, key, body string, header ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := Request(method, url, key, body, header...)
+	req, err := newRequest(method, url, key, body, header...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, b, err := Do(client, req)
+	resp, b, err := readResponse(client, req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	return resp, string(b)
 }
 
-// Request is a request to url for an http.Client, with key, body and
-// header as Send has them.
-func Request(method, url, key, body string, header ...string) (*http.Request, error) {
+// newRequest is a request to url for an http.Client, with key, body and
+// header as send has them.
+func newRequest(method, url, key, body string, header ...string) (*http.Request, error) {
 	req, err := http.NewRequest(method, url, bodyOf(body))
 	if err != nil {
 		return nil, err
@@ -46,10 +49,10 @@ func Request(method, url, key, body string, header ...string) (*http.Request, er
 	return dress(req, key, body, header), nil
 }
 
-// Do sends req through client and reads the whole answer. The error is of
-// the exchange (no response) or of the body (cut short: the response and
-// what came of it are returned too).
-func Do(client *http.Client, req *http.Request) (*http.Response, []byte, error) {
+// readResponse sends req through client and reads the whole answer. The
+// error is of the exchange (no response) or of the body (cut short: the
+// response and what came of it are returned too).
+func readResponse(client *http.Client, req *http.Request) (*http.Response, []byte, error) {
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -69,7 +72,7 @@ func bodyOf(body string) io.Reader {
 	return strings.NewReader(body)
 }
 
-// dress sets key, the JSON body's type and header on req, as Send says.
+// dress sets key, the JSON body's type and header on req, as send says.
 func dress(req *http.Request, key, body string, header []string) *http.Request {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
