@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The sizes a reader can hold (docs/development.md, "Sizes"), counted on the
+// code that ships: every .go file but the tests, comments and blank lines
+// included; an interface counts only the methods it declares itself.
+const (
+	maxFuncLines      = 60
+	maxFileLines      = 600
+	maxInterfaceFuncs = 10
+	maxPackageLines   = 4000
+)
+
+// TestCodeStaysInSizesAReaderCanHold names each function, file, interface
+// and package over its size.
+func TestCodeStaysInSizesAReaderCanHold(t *testing.T) {
+	fset := token.NewFileSet()
+	packageLines := map[string]int{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		lines := fset.File(f.Pos()).LineCount()
+		packageLines[filepath.Dir(path)] += lines
+		if lines > maxFileLines {
+			t.Errorf("%s has %d lines, over %d", path, lines, maxFileLines)
+		}
+		for _, over := range oversized(fset, f) {
+			t.Errorf("%s: %s", path, over)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, lines := range packageLines {
+		if lines > maxPackageLines {
+			t.Errorf("package %s has %d lines, over %d", dir, lines, maxPackageLines)
+		}
+	}
+	if packageLines["internal/store"] == 0 {
+		t.Error("internal/store was not counted: the walk missed the packages")
+	}
+}
+
+// oversized names the functions (and function literals) and interfaces of
+// f over their size.
+func oversized(fset *token.FileSet, f *ast.File) []string {
+	var over []string
+	span := func(n ast.Node) int { return fset.Position(n.End()).Line - fset.Position(n.Pos()).Line + 1 }
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncDecl:
+			if lines := span(n); lines > maxFuncLines {
+				over = append(over, fmt.Sprintf("func %s has %d lines, over %d", n.Name.Name, lines, maxFuncLines))
+			}
+		case *ast.FuncLit:
+			if lines := span(n); lines > maxFuncLines {
+				over = append(over, fmt.Sprintf("the func literal at line %d has %d lines, over %d", fset.Position(n.Pos()).Line, lines, maxFuncLines))
+			}
+		case *ast.InterfaceType:
+			methods := 0
+			for _, field := range n.Methods.List {
+				if _, ok := field.Type.(*ast.FuncType); ok {
+					methods += len(field.Names)
+				}
+			}
+			if methods > maxInterfaceFuncs {
+				over = append(over, fmt.Sprintf("the interface at line %d declares %d methods, over %d", fset.Position(n.Pos()).Line, methods, maxInterfaceFuncs))
+			}
+		}
+		return true
+	})
+	return over
+}
+
+func TestOversizedNamesWhatIsOver(t *testing.T) {
+	body := strings.Repeat("\t_ = 0\n", maxFuncLines-2)
+	methods := strings.Repeat("M%d()\n", maxInterfaceFuncs+1)
+	for _, tc := range []struct {
+		name, src, want string
+	}{
+		{"a function of 60 lines passes", "func f() {\n" + body + "}\n", ""},
+		{"a function of 61 lines is named", "func f() {\n" + body + "\t_ = 0\n}\n", "func f has 61 lines"},
+		{"a long func literal is named", "var f = func() {\n" + body + "\t_ = 0\n}\n", "func literal at line 3 has 61 lines"},
+		{"an interface of 11 methods is named", "type I interface {\n" + fmt.Sprintf(methods, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10) + "}\n", "declares 11 methods"},
+		{"embedded interfaces do not count", "type I interface {\nfmt.Stringer\nerror\n" + fmt.Sprintf(strings.Repeat("M%d()\n", maxInterfaceFuncs), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9) + "}\n", ""},
+	} {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x.go", "package x\n\n"+tc.src, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := strings.Join(oversized(fset, f), "; ")
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
