@@ -2,7 +2,6 @@ package manage
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,10 +78,10 @@ const (
 
 // CheckLabel is checkName for the name of a key or an admin token, which
 // is shown in lists and kept in the audit trail: it must not be where the
-// text of a key or token ends up either.
+// text of a key or token ends up either. A refusal is invalid_request.
 func CheckLabel(field, name string) error {
 	if err := domain.CheckName(field, name); err != nil {
-		return err
+		return domain.Invalid("%s", err.Error())
 	}
 	return refuseSecret(field, name)
 }
@@ -92,7 +91,7 @@ func CheckLabel(field, name string) error {
 // lists, kept in the append-only audit trail and sent in key.* webhooks.
 func refuseSecret(field, value string) error {
 	if strings.Contains(value, "psk_") || strings.Contains(value, "psa_") {
-		return fmt.Errorf("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
+		return domain.Invalid("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
 	}
 	return nil
 }
@@ -137,6 +136,7 @@ func ListedKeys(ctx context.Context, store domain.UsageStore, all, shown []domai
 			rolledFrom[k.RolledTo] = k.ID
 		}
 	}
+	rows := make([]ListedKey, 0, len(shown))
 	for _, k := range shown {
 		if _, ok := usage[k.BudgetID]; !ok {
 			n, err := store.Usage(ctx, k.BudgetID, today)
@@ -145,9 +145,6 @@ func ListedKeys(ctx context.Context, store domain.UsageStore, all, shown []domai
 			}
 			usage[k.BudgetID] = n
 		}
-	}
-	rows := make([]ListedKey, 0, len(shown))
-	for _, k := range shown {
 		row := ListedKey{
 			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
 			Revoked: domain.TimeOrNil(k.RevokedAt), Expires: domain.TimeOrNil(k.ExpiresAt), LastUsed: domain.TimeOrNil(k.LastUsedAt),
@@ -196,10 +193,7 @@ func CheckExternalID(field, id string) error {
 	if CheckText(field, id) != nil || strings.ContainsRune(id, utf8.RuneError) {
 		return domain.Invalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
 	}
-	if err := refuseSecret(field, id); err != nil {
-		return domain.Invalid("%s", err.Error())
-	}
-	return nil
+	return refuseSecret(field, id)
 }
 
 // FindKey is key id, with every key there is; an unknown id is not_found.
