@@ -212,10 +212,10 @@ func (d *DBFlags) Shown() string {
 	return d.DB
 }
 
-// create is open for a command that makes something (keys create): it
-// creates a SQLite file that is not there, and then says so on stderr with
-// its absolute path, so that a key made in the wrong folder, for a database
-// no server uses, is noticed at once.
+// create opens the database for a command that makes something (keys
+// create): it creates a SQLite file that is not there, and then says so on
+// stderr with its absolute path, so that a key made in the wrong folder, for
+// a database no server uses, is noticed at once.
 func (d *DBFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
