@@ -163,10 +163,7 @@ func (b jsonBody) name(dst *string) error {
 	if err := b.str("name", dst); err != nil {
 		return err
 	}
-	if err := manage.CheckLabel("name", *dst); err != nil {
-		return httpapi.Errorf(httpapi.CodeInvalidRequest, "%s", err.Error())
-	}
-	return nil
+	return manage.CheckLabel("name", *dst)
 }
 
 // scopes reads the scopes of a key, an array of at least one scope name;
@@ -203,12 +200,9 @@ func (b jsonBody) expires(dst *time.Time, now time.Time) error {
 	if err := b.str("expires", &s); err != nil {
 		return httpapi.Errorf(httpapi.CodeInvalidRequest, "expires must be an RFC 3339 time, a duration from now (90d) or null for never")
 	}
-	at, err := manage.ExpiresOf("expires", s, "null (never)", now)
-	if err != nil {
-		return err
-	}
-	*dst = at
-	return nil
+	var err error
+	*dst, err = manage.ExpiresOf("expires", s, "null (never)", now)
+	return err
 }
 
 // What the owner's console (docs/admin.md "Console") asks of the admin API

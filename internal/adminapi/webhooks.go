@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,10 +29,7 @@ type CreatedEndpoint struct {
 func ListWebhooks(d Deps) http.Handler {
 	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		endpoints, err := d.Store.WebhookEndpoints(r.Context())
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()), nil
+		return http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()), err
 	})
 }
 
@@ -80,20 +78,14 @@ func RotateWebhook(d Deps, env string) http.Handler {
 			return 0, nil, err
 		}
 		e, err := d.Store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, httpapi.RecordOf(w).Admin().Actor(), env)
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret}, nil
+		return http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret}, err
 	})
 }
 
 func EnableWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		e, err := d.Store.EnableWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, e.Listed(d.Now()), nil
+		return http.StatusOK, e.Listed(d.Now()), err
 	})
 }
 
@@ -106,10 +98,7 @@ type QueuedEvent struct {
 func TestWebhook(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		ev, err := manage.QueueTest(r.Context(), d.Store, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusAccepted, QueuedEvent{ev.ID}, nil
+		return http.StatusAccepted, QueuedEvent{ev.ID}, err
 	})
 }
 
@@ -129,25 +118,17 @@ func WebhookDeliveries(d Deps) http.Handler {
 			return 0, nil, err
 		}
 		deliveries, err := d.Store.WebhookDeliveries(r.Context(), f)
-		if err != nil {
-			return 0, nil, err
-		}
-		return http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed), nil
+		return http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed), err
 	})
 }
 
 // checkEndpoint refuses an unknown endpoint id: not_found.
 func (d Deps) checkEndpoint(ctx context.Context, id int64) error {
 	endpoints, err := d.Store.WebhookEndpoints(ctx)
-	if err != nil {
-		return err
+	if err == nil && !slices.ContainsFunc(endpoints, func(e domain.WebhookEndpoint) bool { return e.ID == id }) {
+		err = domain.NotFound("no webhook endpoint has id %d", id)
 	}
-	for _, e := range endpoints {
-		if e.ID == id {
-			return nil
-		}
-	}
-	return domain.NotFound("no webhook endpoint has id %d", id)
+	return err
 }
 
 // resent answers a resend: how many deliveries were queued again.

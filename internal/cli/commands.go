@@ -43,8 +43,6 @@ func (c *command) withDB() *command {
 	return c
 }
 
-// jsonFlag gives the command --json, which prints a JSON array instead of
-// what the command prints without it.
 func (c *command) jsonFlag(instead string) *bool {
 	return c.fs.Bool("json", false, "print a JSON array instead of "+instead)
 }
@@ -91,7 +89,10 @@ func repeatedFlag(fs *flag.FlagSet, name, usage string) *[]string {
 // withStore opens the database of --env and --db, creating it only when
 // create is set, and runs do on it.
 func (c *command) withStore(ctx context.Context, create bool, do func(store.Storage) error) error {
-	store, err := c.db.open(ctx, create)
+	if err := c.db.Check(); err != nil {
+		return err
+	}
+	store, err := OpenFlagged(ctx, "--db", c.db.DB, create, time.Now)
 	if err != nil {
 		return err
 	}
@@ -211,17 +212,10 @@ func (d *DBFlags) Shown() string {
 	return d.DB
 }
 
-func (d *DBFlags) open(ctx context.Context, create bool) (store.Storage, error) {
-	if err := d.Check(); err != nil {
-		return nil, err
-	}
-	return OpenFlagged(ctx, "--db", d.DB, create, time.Now)
-}
-
-// create is open for a command that makes something (keys create): it
-// creates a SQLite file that is not there, and then says so on stderr with
-// its absolute path, so that a key made in the wrong folder, for a database
-// no server uses, is noticed at once.
+// create opens the database for a command that makes something (keys
+// create): it creates a SQLite file that is not there, and then says so on
+// stderr with its absolute path, so that a key made in the wrong folder, for
+// a database no server uses, is noticed at once.
 func (d *DBFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
@@ -249,8 +243,6 @@ func OpenFlagged(ctx context.Context, flag, db string, create bool, now func() t
 	return store, nil
 }
 
-// flagError is err, or a usage error naming flag when it is a URL that
-// no engine can read.
 func flagError(flag string, err error) error {
 	if errors.Is(err, store.ErrBadURL) {
 		return Usagef("%s %v", flag, err)
@@ -331,24 +323,18 @@ func Copy(ctx context.Context, args []string, getenv func(string) string, stdout
 		return flagError("--to", err)
 	}
 	defer dst.Close()
-	n, err := copyAll(ctx, src, dst, domain.AuditEvent{Action: domain.AuditKeysCopied, Actor: CommandActor(), Env: env, Details: domain.AuditDetails{From: from}})
+	var n domain.Copied
+	snap, err := src.Snapshot(ctx)
+	if err == nil {
+		defer snap.Close()
+		n, err = dst.CopyFrom(ctx, snap, domain.AuditEvent{Action: domain.AuditKeysCopied, Actor: CommandActor(), Env: env, Details: domain.AuditDetails{From: from}})
+	}
 	if err != nil {
 		return fmt.Errorf("copy %s to %s: %s", from, store.RedactURL(to), store.OneLine(store.RedactPassword(err.Error(), to)))
 	}
 	fmt.Fprintf(stderr, "copied %d pets, %d keys, %d daily usage counts, %d idempotency records, %d audit events, %d admin tokens, %d days of usage history and %d bans from %s to %s; counts verified\n",
 		n.Pets, n.Keys, n.Usage, n.Idempotency, n.AuditEvents, n.AdminTokens, n.UsageHistory, n.Bans, from, store.RedactURL(to))
 	return nil
-}
-
-// copyAll moves what src holds into dst, reading src in one snapshot, and
-// adds copiedEvent.
-func copyAll(ctx context.Context, src store.Lifecycle, dst store.CopyTarget, copiedEvent domain.AuditEvent) (domain.Copied, error) {
-	snap, err := src.Snapshot(ctx)
-	if err != nil {
-		return domain.Copied{}, err
-	}
-	defer snap.Close()
-	return dst.CopyFrom(ctx, snap, copiedEvent)
 }
 
 // Audit is petstore audit: the events of the trail, oldest first, a

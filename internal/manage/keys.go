@@ -2,14 +2,15 @@ package manage
 
 import (
 	"context"
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 )
 
 // CreateKey stores a new key on terms (its environment, name, plan,
@@ -77,10 +78,10 @@ const (
 
 // CheckLabel is checkName for the name of a key or an admin token, which
 // is shown in lists and kept in the audit trail: it must not be where the
-// text of a key or token ends up either.
+// text of a key or token ends up either. A refusal is invalid_request.
 func CheckLabel(field, name string) error {
 	if err := domain.CheckName(field, name); err != nil {
-		return err
+		return domain.Invalid("%s", err.Error())
 	}
 	return refuseSecret(field, name)
 }
@@ -90,7 +91,7 @@ func CheckLabel(field, name string) error {
 // lists, kept in the append-only audit trail and sent in key.* webhooks.
 func refuseSecret(field, value string) error {
 	if strings.Contains(value, "psk_") || strings.Contains(value, "psa_") {
-		return fmt.Errorf("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
+		return domain.Invalid("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
 	}
 	return nil
 }
@@ -135,6 +136,7 @@ func ListedKeys(ctx context.Context, store domain.UsageStore, all, shown []domai
 			rolledFrom[k.RolledTo] = k.ID
 		}
 	}
+	rows := make([]ListedKey, 0, len(shown))
 	for _, k := range shown {
 		if _, ok := usage[k.BudgetID]; !ok {
 			n, err := store.Usage(ctx, k.BudgetID, today)
@@ -143,9 +145,6 @@ func ListedKeys(ctx context.Context, store domain.UsageStore, all, shown []domai
 			}
 			usage[k.BudgetID] = n
 		}
-	}
-	rows := make([]ListedKey, 0, len(shown))
-	for _, k := range shown {
 		row := ListedKey{
 			ID: k.ID, Name: k.Name, Plan: k.Plan, PerMinute: k.PerMinute, PerDay: k.PerDay, Created: k.CreatedAt,
 			Revoked: domain.TimeOrNil(k.RevokedAt), Expires: domain.TimeOrNil(k.ExpiresAt), LastUsed: domain.TimeOrNil(k.LastUsedAt),
@@ -194,10 +193,7 @@ func CheckExternalID(field, id string) error {
 	if CheckText(field, id) != nil || strings.ContainsRune(id, utf8.RuneError) {
 		return domain.Invalid("%s must be 1 to %d printable characters of valid UTF-8 (no invalid bytes, lone surrogates or U+FFFD)", field, maxExternalIDLen)
 	}
-	if err := refuseSecret(field, id); err != nil {
-		return domain.Invalid("%s", err.Error())
-	}
-	return nil
+	return refuseSecret(field, id)
 }
 
 // FindKey is key id, with every key there is; an unknown id is not_found.
@@ -233,4 +229,63 @@ func ListedBans(bans []domain.Ban) []ListedBan {
 	return Listed(bans, func(b domain.Ban) ListedBan {
 		return ListedBan{Subject: b.Subject.String(), Since: b.Since, Until: b.Until}
 	})
+}
+
+// UsageDays reads how many days a usage report covers, given as field: 1
+// to maxUsageDays.
+func UsageDays(field, s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxUsageDays || !domain.IsDigits(s) {
+		return 0, domain.Invalid("%s must be an integer from 1 to %d", field, maxUsageDays)
+	}
+	return n, nil
+}
+
+// KeyUsage is the usage history of key id's budget over the days days
+// ending today: one row a day, oldest first. An unknown id is not_found.
+func KeyUsage(ctx context.Context, store interface {
+	domain.KeyStore
+	domain.UsageHistoryStore
+}, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
+	k, _, err := FindKey(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
+	first := limits.UnixDay(now) - int64(days-1)
+	history, err := store.UsageHistory(ctx, k.BudgetID, limits.DayString(first))
+	if err != nil {
+		return nil, err
+	}
+	return usageWindow(k.BudgetID, history, first, days), nil
+}
+
+const (
+	UsageHistoryDays       = 400 // days kept
+	maxUsageDays           = 400 // the most a report asks for: those kept
+	DefaultUsageDays       = 30
+	UsageHistoryPruneEvery = time.Hour
+)
+
+// usageWindow is the days of a report of days days from the Unix day first,
+// oldest first: one row each, zeros where history has none.
+func usageWindow(budgetID int64, history []domain.UsageDay, first int64, days int) []domain.UsageDay {
+	byDay := make(map[string]domain.UsageDay, len(history))
+	for _, h := range history {
+		byDay[h.Day] = h
+	}
+	rows := make([]domain.UsageDay, days)
+	for i := range rows {
+		day := limits.DayString(first + int64(i))
+		row, ok := byDay[day]
+		if !ok {
+			row = domain.UsageDay{BudgetID: budgetID, Day: day}
+		}
+		rows[i] = row
+	}
+	return rows
+}
+
+// UsageHistoryCutoff is the first day the history keeps at now.
+func UsageHistoryCutoff(now time.Time) string {
+	return limits.DayString(limits.UnixDay(now) - UsageHistoryDays + 1)
 }
