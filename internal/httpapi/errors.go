@@ -32,9 +32,7 @@ const (
 	CodeInternal             = "internal_error"
 	CodeNotImplemented       = "not_implemented"
 	CodeUnavailable          = "unavailable"
-	// CodeMisdirectedRequest: the admin listener's, for a Host that is
-	// not its own (adminapi.RequireHost).
-	CodeMisdirectedRequest = "misdirected_request"
+	CodeMisdirectedRequest   = "misdirected_request" // the admin listener's, for a Host not its own (adminapi.RequireHost)
 )
 
 var CodeStatus = map[string]int{

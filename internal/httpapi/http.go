@@ -22,9 +22,8 @@ const (
 // probe (GET or HEAD /healthz or /readyz): its answers are not the API's,
 // so they are logged at DEBUG, and a 503 of /readyz during an outage (ten a
 // second from each prober) is neither an ERROR line nor a 5xx of the
-// request metrics; the outage is
-// logged once as it starts and once as it ends, and petstore_database_down
-// follows it.
+// request metrics; the outage is logged once as it starts and once as it
+// ends, and petstore_database_down follows it.
 func healthCheck(r *http.Request) bool {
 	return r.Pattern == "GET /readyz" || r.Pattern == "GET /healthz"
 }
