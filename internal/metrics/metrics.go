@@ -86,36 +86,24 @@ func New(build Build, names Names) *Metrics {
 			Help:    "Time from a request's arrival at the service to its answer, by method, route (the ServeMux pattern's path) and HTTP status.",
 			Buckets: RequestBuckets,
 		}, []string{"method", "route", "code"}),
-		fallback: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "petstore_ratelimit_fallback",
-			Help: "1 while Redis is unreachable and each server limits on its own, else 0.",
-		}),
-		dbDown: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "petstore_database_down",
-			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0.",
-		}),
+		fallback: prometheus.NewGauge(prometheus.GaugeOpts{Name: "petstore_ratelimit_fallback",
+			Help: "1 while Redis is unreachable and each server limits on its own, else 0."}),
+		dbDown: prometheus.NewGauge(prometheus.GaugeOpts{Name: "petstore_database_down",
+			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0."}),
 		dbCalls:    callHistogram("petstore_database_call_duration_seconds", "the database"),
 		redisCalls: callHistogram("petstore_redis_call_duration_seconds", "Redis"),
-		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "petstore_tls_certificate_expiry_timestamp_seconds",
-			Help: "When the certificate served for a name expires (NotAfter, Unix seconds), by its first name.",
-		}, []string{"name"}),
-		certChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "petstore_tls_certificate_changes_total",
+		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "petstore_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate served for a name expires (NotAfter, Unix seconds), by its first name."}, []string{"name"}),
+		certChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "petstore_tls_certificate_changes_total",
 			Help: "Certificates taken up or not, by source (files: --tls-cert and --admin-tls-cert; acme: --acme-domain) " +
-				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed).",
-		}, []string{"source", "outcome"}),
+				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed)."}, []string{"source", "outcome"}),
 	}
 	m.requests.Store(&map[requestSeries]prometheus.Observer{})
 	m.registry.MustRegister(m.newCounters(names)...)
 	m.registry.MustRegister(
 		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls, m.certExpiry, m.certChanges,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_build_info",
-			Help: "Always 1; the labels say which build is running.",
-			ConstLabels: prometheus.Labels{
-				"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision,
-			},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_build_info", Help: "Always 1; the labels say which build is running.",
+			ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision},
 		}, func() float64 { return 1 }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -23,12 +23,9 @@ import (
 	"petstore/internal/domain"
 )
 
-// One attempt of a webhook delivery, as Standard Webhooks 1.0 has it
-// (docs/webhooks.md, "Verifying a delivery"): the secret, the signature, the
-// bounded HTTP client that refuses the local network, and when to try again.
+// One attempt of a delivery: docs/webhooks.md, "Verifying a delivery".
 
 const (
-	webhookSecretBytes = 32
 	// attemptTimeout bounds an attempt from the dial to the last byte read.
 	attemptTimeout = 15 * time.Second
 	// webhookMaxAnswer is the most of an answer read; a longer one fails
@@ -47,7 +44,7 @@ var RetryDelays = []time.Duration{
 // NewSecret is a fresh endpoint secret: whsec_ and the base64 of 32
 // random bytes, the form Standard Webhooks libraries take.
 func NewSecret() string {
-	var b [webhookSecretBytes]byte
+	var b [32]byte
 	rand.Read(b[:])
 	return domain.WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
 }
@@ -58,10 +55,7 @@ func webhookSignature(id string, timestamp int64, body []byte, keys ...[]byte) s
 	var b strings.Builder
 	for i, key := range keys {
 		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write(strconv.AppendInt(nil, timestamp, 10))
-		mac.Write([]byte{'.'})
+		fmt.Fprintf(mac, "%s.%d.", id, timestamp)
 		mac.Write(body)
 		if i > 0 {
 			b.WriteByte(' ')
@@ -101,23 +95,19 @@ type Sender struct {
 
 func NewSender(guard *AddressGuard, userAgent string, now func() time.Time) *Sender {
 	dialer := &net.Dialer{Timeout: attemptTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
-	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, past the check
-		DialContext:            dialer.DialContext,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  attemptTimeout,
-		MaxIdleConnsPerHost:    domain.MaxInFlightPerEndpoint,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: 16 << 10,
-	}
-	client := &http.Client{
-		Transport: transport,
-		Timeout:   attemptTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
+	return &Sender{userAgent: userAgent, now: now, client: &http.Client{
+		Timeout:       attemptTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			Proxy:                  nil, // a proxy would dial for us, past the check
+			DialContext:            dialer.DialContext,
+			TLSHandshakeTimeout:    10 * time.Second,
+			ResponseHeaderTimeout:  attemptTimeout,
+			MaxIdleConnsPerHost:    domain.MaxInFlightPerEndpoint,
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: 16 << 10,
 		},
-	}
-	return &Sender{client: client, userAgent: userAgent, now: now}
+	}}
 }
 
 // Send makes one attempt. Its error never holds the URL's user info or
@@ -244,7 +234,6 @@ const maxWebhookURL = 2048
 // "Delivery and retries"): the sender checks each address it connects to,
 // after DNS, and the admin API checks an endpoint's URL when it is added.
 
-// errLocalNetwork refuses an address on this host or its local network.
 var errLocalNetwork = errors.New("the receiver's address is on this host or a local network " +
 	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
 
@@ -265,7 +254,6 @@ func NewAddressGuard(allowPrivate bool) *AddressGuard {
 	return &AddressGuard{own: interfaceAddrs}
 }
 
-// interfaceAddrs are the addresses of this host's interfaces.
 func interfaceAddrs() []netip.Addr {
 	addrs, _ := net.InterfaceAddrs()
 	var out []netip.Addr
@@ -327,7 +315,7 @@ func (g *AddressGuard) control(network, address string, _ syscall.RawConn) error
 }
 
 // URLProblem says why a server with this guard would refuse every delivery
-// to raw (an endpoint URL webhookURLProblem accepts): its host is, or
+// to raw (an endpoint URL URLProblem accepts): its host is, or
 // resolves to, a refused address. A name that does not resolve now is no
 // problem: the sender checks again at each attempt.
 func (g *AddressGuard) URLProblem(ctx context.Context, raw string) string {

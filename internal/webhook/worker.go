@@ -10,11 +10,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// The delivery worker: each server takes due deliveries from the outbox,
-// a claim at a time that expires, sends them, and records what came of
-// each. A request never waits on it; a receiver that hangs holds at most
-// domain.MaxInFlightPerEndpoint of its attempts.
-
 const (
 	// webhookPollEvery is how often a server looks for due deliveries when
 	// nothing woke it: an event queued by a command or another server
@@ -38,7 +33,10 @@ const (
 	webhookPruneEvery = time.Hour
 )
 
-// Worker sends the outbox's due deliveries.
+// Worker takes due deliveries from the outbox, a claim at a time that
+// expires, sends them, and records what came of each. A request never waits
+// on it; a receiver that hangs holds at most domain.MaxInFlightPerEndpoint
+// of its attempts.
 type Worker struct {
 	store   domain.WebhookOutbox
 	keys    func(context.Context) ([]domain.Key, error)
