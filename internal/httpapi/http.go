@@ -150,7 +150,6 @@ func appendWindow(b []byte, win limits.Window) []byte {
 	return append(b, '}')
 }
 
-// appendScopes appends s as a JSON array of scope names.
 func appendScopes(b []byte, s domain.ScopeSet) []byte {
 	b = append(b, '[')
 	for i, name := range s.Names() {

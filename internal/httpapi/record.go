@@ -94,8 +94,7 @@ type Record struct {
 var errRecordHidden = errors.New("the request's record is not found by walking the ResponseWriter's Unwrap: " +
 	"a wrapper between logRequests and this step has no Unwrap method (http.TimeoutHandler's has none), or the request did not pass logRequests")
 
-// findRecord is the record on w, or on the writer it wraps, walking Unwrap
-// as http.ResponseController does; nil when there is none.
+// findRecord is the record on w or on a writer it wraps; nil when none is.
 func findRecord(w http.ResponseWriter) *Record {
 	for {
 		switch t := w.(type) {

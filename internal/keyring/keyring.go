@@ -79,8 +79,7 @@ type Ring struct {
 	checkedAt time.Time // when refresh last read the version
 
 	sharedMu sync.Mutex // one refreshShared at a time
-
-	flushMu sync.Mutex // one FlushLastUsed at a time
+	flushMu  sync.Mutex // one FlushLastUsed at a time
 }
 
 // Held is a key as the keyring holds it, with its note of use.

@@ -3,7 +3,7 @@
 // collectors, and the handler that serves them. A leaf: it imports nothing
 // of the project, and it is told plain values (a status, a route, a
 // duration, an index into the names it was given), never a request's
-// record; the root turns its records into them.
+// record; httpapi.LogRequests turns its records into them.
 //
 // Each server has its own Metrics, with its own registry: no package
 // globals. A server started without --admin-addr has none, and every method
@@ -24,15 +24,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are one server's. Recording a request allocates nothing: its
-// series (route, method, status) is resolved once, the first time that
-// combination is seen, and kept.
+// Metrics are one server's. Recording a request allocates nothing.
 type Metrics struct {
 	registry *prometheus.Registry
 
 	requestDuration *prometheus.HistogramVec
-	// requests holds the resolved series of requestDuration. It is copied
-	// on write: a request reads it without a lock, and only a combination
+	// requests holds the series of requestDuration by route, method and
+	// status, each resolved the first time it is seen. It is copied on
+	// write: a request reads it without a lock, and only a combination
 	// never seen before (a few dozen in a server's life) takes mu.
 	requests atomic.Pointer[map[requestSeries]prometheus.Observer]
 	mu       sync.Mutex
@@ -146,7 +145,6 @@ func callHistogram(name, what string) *prometheus.HistogramVec {
 	}, []string{"operation"})
 }
 
-// counterVec is the counter named name, with one label, and its help.
 func counterVec(name, label, help string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 }

@@ -25,12 +25,9 @@ const (
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
 	ClaimFor = attemptTimeout + 45*time.Second
-	// expiryScanEvery is how often a server looks for keys to announce
-	// as expiring or expired.
-	expiryScanEvery = time.Minute
-	// webhookPruneEvery is how often a server forgets what the outbox no
-	// longer needs.
-	webhookPruneEvery = time.Hour
+
+	expiryScanEvery   = time.Minute // to look for keys to announce as expiring or expired
+	webhookPruneEvery = time.Hour   // to forget what the outbox no longer needs
 )
 
 // Worker takes due deliveries from the outbox, a claim at a time that
