@@ -76,7 +76,6 @@ var callBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
 // redirects has the pattern of its clean form.
 const unmatchedRoute = "unmatched"
 
-// New makes a server's metrics, registered in a registry of their own.
 func New(build Build, names Names) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),

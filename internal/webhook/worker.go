@@ -15,8 +15,7 @@ const (
 	// nothing woke it: an event queued by a command or another server
 	// goes out within it.
 	webhookPollEvery = time.Second
-	// AttemptsAtOnce bounds a server's attempts in flight.
-	AttemptsAtOnce = 16
+	AttemptsAtOnce   = 16 // a server's attempts in flight at most
 	// PlacesForOthers: an endpoint with an attempt in flight starts
 	// another only while more places than this are free, so that slow
 	// endpoints never hold them all: each other endpoint finds one.
