@@ -240,15 +240,14 @@ func URLProblem(raw string) string {
 
 const maxWebhookURL = 2048
 
-// The one guard of the addresses a webhook may reach (docs/webhooks.md,
-// "Delivery and retries"): the sender checks each address it connects to,
-// after DNS, and the admin API checks an endpoint's URL when it is added.
-
 var errLocalNetwork = errors.New("the receiver's address is on this host or a local network " +
 	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
 
-// AddressGuard refuses the addresses a webhook may not reach. A nil
-// *AddressGuard, a server's with --webhook-allow-private, refuses none.
+// AddressGuard refuses the addresses a webhook may not reach
+// (docs/webhooks.md, "Delivery and retries"): the sender checks each address
+// it connects to, after DNS, and the admin API an endpoint's URL when it is
+// added. A nil *AddressGuard, a server's with --webhook-allow-private,
+// refuses none.
 type AddressGuard struct {
 	// own lists the host's own addresses, asked at each check: a public
 	// address of this host is this host all the same.
