@@ -30,14 +30,6 @@ type newPetBody struct {
 	Name, CategoryID, Status json.RawMessage
 }
 
-// newPetFields are the body's field names. They match exactly: encoding/json
-// alone would also take "Name" or "CATEGORYID".
-var newPetFields = map[string]func(*newPetBody) *json.RawMessage{
-	"name":       func(b *newPetBody) *json.RawMessage { return &b.Name },
-	"categoryId": func(b *newPetBody) *json.RawMessage { return &b.CategoryID },
-	"status":     func(b *newPetBody) *json.RawMessage { return &b.Status },
-}
-
 // DecodeNewPet reads and validates a createPet body: JSON content type, at
 // most MaxBodyBytes, exactly one object, known fields only, valid values.
 // The error it returns is ready for WriteError: a domain error, malformed
@@ -66,15 +58,11 @@ func DecodeNewPet(w http.ResponseWriter, r *http.Request) (domain.Pet, error) {
 
 // readNewPet decodes and validates a body already limited in size.
 func readNewPet(body io.Reader) (domain.Pet, error) {
-	fields, err := readObject(body, newPetFieldNames, "a pet has only name, categoryId and status")
+	f, err := readObject(body, newPetFieldNames, "a pet has only name, categoryId and status")
 	if err != nil {
 		return domain.Pet{}, err
 	}
-	var in newPetBody
-	for name, raw := range fields {
-		*newPetFields[name](&in) = raw
-	}
-	return in.validate()
+	return newPetBody{Name: f["name"], CategoryID: f["categoryId"], Status: f["status"]}.validate()
 }
 
 var newPetFieldNames = []string{"name", "categoryId", "status"}
@@ -103,7 +91,6 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 	}
 	fields := make(map[string]json.RawMessage, len(known))
 	var problem error // the first field at fault; broken JSON later on wins over it
-	seen := make(map[string]bool, len(known))
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -118,12 +105,11 @@ func readObject(body io.Reader, known []string, has string) (map[string]json.Raw
 		case problem != nil:
 		case !slices.Contains(known, name):
 			problem = domain.Invalid("unknown field %q: %s", name, has)
-		case seen[name]:
+		case fields[name] != nil: // a value decoded is never nil, not even null
 			problem = domain.Invalid("%s is given twice", name)
 		default:
 			fields[name] = raw
 		}
-		seen[name] = true
 	}
 	if _, err := dec.Token(); err != nil { // the closing brace
 		return nil, broken(err)

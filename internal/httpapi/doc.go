@@ -3,11 +3,9 @@
 // write in order and find on the ResponseWriter (record.go); the one error
 // writer, the one table from the domain's errors and the API's codes to
 // statuses and client text (errors.go); the one JSON body decoder, which
-// answers in the domain's terms, malformed or invalid naming the field
-// (decode.go); the step that makes the record, logs the request and counts
-// it (LogRequests); and the small pieces both APIs answer with: a page's
-// limit, 404 and 405, 401, 403 and 429, the bearer token, the client's
-// address.
+// answers in the domain's terms (decode.go); the step that makes the
+// record, logs the request and counts it (LogRequests); and the small
+// pieces both APIs answer with (http.go).
 //
 // It imports the domain, the keyring (the record holds the caller's key
 // and its note of use), the limits (their decision), the metrics, the log

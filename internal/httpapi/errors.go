@@ -13,7 +13,7 @@ import (
 )
 
 // Error codes: the machine-readable `code` of the Error shape. README.md and
-// openapi.yaml list them; codeStatus maps each to its HTTP status.
+// openapi.yaml list them; CodeStatus maps each to its HTTP status.
 const (
 	CodeInvalidRequest       = "invalid_request"
 	CodeInvalidJSON          = "invalid_json"
@@ -32,30 +32,19 @@ const (
 	CodeInternal             = "internal_error"
 	CodeNotImplemented       = "not_implemented"
 	CodeUnavailable          = "unavailable"
-	// CodeMisdirectedRequest: the admin listener's, for a Host that is
-	// not its own (adminapi.RequireHost).
-	CodeMisdirectedRequest = "misdirected_request"
+	CodeMisdirectedRequest   = "misdirected_request" // the admin listener's, for a Host not its own (adminapi.RequireHost)
 )
 
 var CodeStatus = map[string]int{
-	CodeInvalidRequest:       http.StatusBadRequest,
-	CodeInvalidJSON:          http.StatusBadRequest,
-	CodeHTTPSRequired:        http.StatusBadRequest,
-	CodeUnauthorized:         http.StatusUnauthorized,
-	CodeInsufficientScope:    http.StatusForbidden,
-	CodeNotFound:             http.StatusNotFound,
-	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
-	CodeIdempotencyConflict:  http.StatusConflict,
-	CodeConflict:             http.StatusConflict,
-	CodePayloadTooLarge:      http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
-	CodeIdempotencyMismatch:  http.StatusUnprocessableEntity,
-	CodeRateLimited:          http.StatusTooManyRequests,
-	CodeTemporarilyBanned:    http.StatusTooManyRequests,
-	CodeInternal:             http.StatusInternalServerError,
-	CodeNotImplemented:       http.StatusNotImplemented,
-	CodeUnavailable:          http.StatusServiceUnavailable,
-	CodeMisdirectedRequest:   http.StatusMisdirectedRequest,
+	CodeInvalidRequest: http.StatusBadRequest, CodeInvalidJSON: http.StatusBadRequest, CodeHTTPSRequired: http.StatusBadRequest,
+	CodeUnauthorized: http.StatusUnauthorized, CodeInsufficientScope: http.StatusForbidden,
+	CodeNotFound: http.StatusNotFound, CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	CodeIdempotencyConflict: http.StatusConflict, CodeConflict: http.StatusConflict,
+	CodePayloadTooLarge: http.StatusRequestEntityTooLarge, CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	CodeMisdirectedRequest: http.StatusMisdirectedRequest, CodeIdempotencyMismatch: http.StatusUnprocessableEntity,
+	CodeRateLimited: http.StatusTooManyRequests, CodeTemporarilyBanned: http.StatusTooManyRequests,
+	CodeInternal: http.StatusInternalServerError, CodeNotImplemented: http.StatusNotImplemented,
+	CodeUnavailable: http.StatusServiceUnavailable,
 }
 
 // Error is a failure a client is told about: its code decides the HTTP status
@@ -76,7 +65,6 @@ var kindCodes = [...]string{
 	domain.KindConflict: CodeConflict, domain.KindUnavailable: CodeUnavailable,
 }
 
-// dbFailureMessages say what each cause means to a client.
 var dbFailureMessages = [domain.DBFailures]string{
 	domain.DBTimeout:       "the database did not answer in time; retry later",
 	domain.DBPoolExhausted: "the database is too busy to take this request now; retry later",

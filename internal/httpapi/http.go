@@ -22,9 +22,8 @@ const (
 // probe (GET or HEAD /healthz or /readyz): its answers are not the API's,
 // so they are logged at DEBUG, and a 503 of /readyz during an outage (ten a
 // second from each prober) is neither an ERROR line nor a 5xx of the
-// request metrics; the outage is
-// logged once as it starts and once as it ends, and petstore_database_down
-// follows it.
+// request metrics; the outage is logged once as it starts and once as it
+// ends, and petstore_database_down follows it.
 func healthCheck(r *http.Request) bool {
 	return r.Pattern == "GET /readyz" || r.Pattern == "GET /healthz"
 }
@@ -151,7 +150,6 @@ func appendWindow(b []byte, win limits.Window) []byte {
 	return append(b, '}')
 }
 
-// appendScopes appends s as a JSON array of scope names.
 func appendScopes(b []byte, s domain.ScopeSet) []byte {
 	b = append(b, '[')
 	for i, name := range s.Names() {

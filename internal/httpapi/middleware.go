@@ -50,12 +50,6 @@ type requestIDs struct {
 	n      atomic.Uint64
 }
 
-func newRequestIDs() *requestIDs {
-	var b [6]byte
-	rand.Read(b[:])
-	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
-}
-
 func (g *requestIDs) next() string {
 	var b [32]byte
 	return string(strconv.AppendUint(append(b[:0], g.prefix...), g.n.Add(1), 36))
@@ -88,7 +82,9 @@ func validRequestID(s string) bool {
 // X-Request-Id, a 500 Error for a panic, one log line, and its place in the
 // metrics (m may be nil: none).
 func LogRequests(logger *slog.Logger, m *metrics.Metrics) Middleware {
-	ids := newRequestIDs()
+	var prefix [6]byte
+	rand.Read(prefix[:])
+	ids := &requestIDs{prefix: hex.EncodeToString(prefix[:]) + "-"}
 	return func(next http.Handler) http.Handler {
 		return &requestLogger{logger: logger, metrics: m, ids: ids, next: next}
 	}

@@ -91,13 +91,10 @@ type Record struct {
 	nvalues int
 }
 
-// errRecordHidden: a step met a ResponseWriter that hides the record (a
-// wrapper without Unwrap, as http.TimeoutHandler's) or no record at all.
 var errRecordHidden = errors.New("the request's record is not found by walking the ResponseWriter's Unwrap: " +
 	"a wrapper between logRequests and this step has no Unwrap method (http.TimeoutHandler's has none), or the request did not pass logRequests")
 
-// findRecord is the record on w, or on the writer it wraps, walking Unwrap
-// as http.ResponseController does; nil when there is none.
+// findRecord is the record on w or on a writer it wraps; nil when none is.
 func findRecord(w http.ResponseWriter) *Record {
 	for {
 		switch t := w.(type) {
@@ -260,20 +257,14 @@ func (info *Record) HeaderValue(v string) []string {
 	return s
 }
 
-// What the steps and handlers read of the record; each part is written
-// only by the step's method above.
+// What the steps and handlers read of the record, each part written only
+// by the step's method above: the caller's API key (nil: none), its admin
+// token (nil off the admin API), why it has no key (the zero Failure when it
+// has one), the error that kept the key from being looked up, and whether
+// it sent a bearer token at all.
 
-// Key is the caller's API key, nil for a request without one.
-func (info *Record) Key() *domain.Key { return info.key }
-
-// Admin is the caller's admin token, nil off the admin API.
+func (info *Record) Key() *domain.Key          { return info.key }
 func (info *Record) Admin() *domain.AdminToken { return info.admin }
-
-// Auth is why the request has no key (the zero Failure when it has one).
-func (info *Record) Auth() keyring.Failure { return info.auth }
-
-// AuthErr is the error that kept the key from being looked up.
-func (info *Record) AuthErr() error { return info.authErr }
-
-// SentToken tells whether the request sent a bearer token at all.
-func (info *Record) SentToken() bool { return info.sentToken }
+func (info *Record) Auth() keyring.Failure     { return info.auth }
+func (info *Record) AuthErr() error            { return info.authErr }
+func (info *Record) SentToken() bool           { return info.sentToken }

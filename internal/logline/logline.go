@@ -1,6 +1,5 @@
-// Package logline is the service's log: the slog handler that writes the
-// request line of every request (RequestLine) in about half slog's time,
-// the same text or JSON as slog's own, and the buffer that batches the
+// Package logline is the service's log: the slog handler (Handler) that
+// writes each request's line (RequestLine), and the buffer that batches the
 // lines into few writes. A leaf: of the project it imports only appendjson.
 package logline
 
@@ -63,7 +62,7 @@ func (h *Handler) WithGroup(name string) slog.Handler       { return h.std.WithG
 
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// inRange reports whether t is a time lineHandler writes as slog would: slog
+// inRange reports whether t is a time Handler writes as slog would: slog
 // writes years outside 0..9999, and the zero time, its own way.
 func inRange(t time.Time) bool {
 	y := t.Year()
@@ -89,7 +88,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	return h.writeLine(bp, b)
 }
 
-// WriteRequestLine writes the line Handle writes for l.record(), without making
+// WriteRequestLine writes the line Handle writes for l.Record(), without making
 // the record: this line is written for every request.
 func (h *Handler) WriteRequestLine(ctx context.Context, l *RequestLine) error {
 	if !inRange(l.Time) {

@@ -3,7 +3,7 @@
 // collectors, and the handler that serves them. A leaf: it imports nothing
 // of the project, and it is told plain values (a status, a route, a
 // duration, an index into the names it was given), never a request's
-// record; the root turns its records into them.
+// record; httpapi.LogRequests turns its records into them.
 //
 // Each server has its own Metrics, with its own registry: no package
 // globals. A server started without --admin-addr has none, and every method
@@ -24,15 +24,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are one server's. Recording a request allocates nothing: its
-// series (route, method, status) is resolved once, the first time that
-// combination is seen, and kept.
+// Metrics are one server's. Recording a request allocates nothing.
 type Metrics struct {
 	registry *prometheus.Registry
 
 	requestDuration *prometheus.HistogramVec
-	// requests holds the resolved series of requestDuration. It is copied
-	// on write: a request reads it without a lock, and only a combination
+	// requests holds the series of requestDuration by route, method and
+	// status, each resolved the first time it is seen. It is copied on
+	// write: a request reads it without a lock, and only a combination
 	// never seen before (a few dozen in a server's life) takes mu.
 	requests atomic.Pointer[map[requestSeries]prometheus.Observer]
 	mu       sync.Mutex
@@ -77,7 +76,6 @@ var callBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
 // redirects has the pattern of its clean form.
 const unmatchedRoute = "unmatched"
 
-// New makes a server's metrics, registered in a registry of their own.
 func New(build Build, names Names) *Metrics {
 	m := &Metrics{
 		registry: prometheus.NewRegistry(),
@@ -86,36 +84,24 @@ func New(build Build, names Names) *Metrics {
 			Help:    "Time from a request's arrival at the service to its answer, by method, route (the ServeMux pattern's path) and HTTP status.",
 			Buckets: RequestBuckets,
 		}, []string{"method", "route", "code"}),
-		fallback: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "petstore_ratelimit_fallback",
-			Help: "1 while Redis is unreachable and each server limits on its own, else 0.",
-		}),
-		dbDown: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "petstore_database_down",
-			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0.",
-		}),
+		fallback: prometheus.NewGauge(prometheus.GaugeOpts{Name: "petstore_ratelimit_fallback",
+			Help: "1 while Redis is unreachable and each server limits on its own, else 0."}),
+		dbDown: prometheus.NewGauge(prometheus.GaugeOpts{Name: "petstore_database_down",
+			Help: "1 while the health probe finds the database unreachable (/readyz answers 503), else 0."}),
 		dbCalls:    callHistogram("petstore_database_call_duration_seconds", "the database"),
 		redisCalls: callHistogram("petstore_redis_call_duration_seconds", "Redis"),
-		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "petstore_tls_certificate_expiry_timestamp_seconds",
-			Help: "When the certificate served for a name expires (NotAfter, Unix seconds), by its first name.",
-		}, []string{"name"}),
-		certChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "petstore_tls_certificate_changes_total",
+		certExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "petstore_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate served for a name expires (NotAfter, Unix seconds), by its first name."}, []string{"name"}),
+		certChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "petstore_tls_certificate_changes_total",
 			Help: "Certificates taken up or not, by source (files: --tls-cert and --admin-tls-cert; acme: --acme-domain) " +
-				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed).",
-		}, []string{"source", "outcome"}),
+				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed)."}, []string{"source", "outcome"}),
 	}
 	m.requests.Store(&map[requestSeries]prometheus.Observer{})
 	m.registry.MustRegister(m.newCounters(names)...)
 	m.registry.MustRegister(
 		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls, m.certExpiry, m.certChanges,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_build_info",
-			Help: "Always 1; the labels say which build is running.",
-			ConstLabels: prometheus.Labels{
-				"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision,
-			},
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_build_info", Help: "Always 1; the labels say which build is running.",
+			ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision},
 		}, func() float64 { return 1 }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -158,7 +144,6 @@ func callHistogram(name, what string) *prometheus.HistogramVec {
 	}, []string{"operation"})
 }
 
-// counterVec is the counter named name, with one label, and its help.
 func counterVec(name, label, help string) *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
 }

@@ -1,3 +1,13 @@
+// Package webhook sends the service's notices as Standard Webhooks 1.0
+// (docs/webhooks.md): the signature, one attempt over a bounded HTTP client
+// whose guard refuses the local network at dial time (after DNS), when to
+// try again, and the worker that claims due deliveries from the outbox,
+// sends them, records what came of each, and queues the keys' expiry
+// notices.
+//
+// Of the project it imports only the domain: the outbox is the domain's
+// WebhookOutbox, which the store implements, and the metrics reach it as a
+// plain function.
 package webhook
 
 import (
@@ -23,12 +33,9 @@ import (
 	"petstore/internal/domain"
 )
 
-// One attempt of a webhook delivery, as Standard Webhooks 1.0 has it
-// (docs/webhooks.md, "Verifying a delivery"): the secret, the signature, the
-// bounded HTTP client that refuses the local network, and when to try again.
+// One attempt of a delivery: docs/webhooks.md, "Verifying a delivery".
 
 const (
-	webhookSecretBytes = 32
 	// attemptTimeout bounds an attempt from the dial to the last byte read.
 	attemptTimeout = 15 * time.Second
 	// webhookMaxAnswer is the most of an answer read; a longer one fails
@@ -47,7 +54,7 @@ var RetryDelays = []time.Duration{
 // NewSecret is a fresh endpoint secret: whsec_ and the base64 of 32
 // random bytes, the form Standard Webhooks libraries take.
 func NewSecret() string {
-	var b [webhookSecretBytes]byte
+	var b [32]byte
 	rand.Read(b[:])
 	return domain.WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
 }
@@ -58,10 +65,7 @@ func webhookSignature(id string, timestamp int64, body []byte, keys ...[]byte) s
 	var b strings.Builder
 	for i, key := range keys {
 		mac := hmac.New(sha256.New, key)
-		mac.Write([]byte(id))
-		mac.Write([]byte{'.'})
-		mac.Write(strconv.AppendInt(nil, timestamp, 10))
-		mac.Write([]byte{'.'})
+		fmt.Fprintf(mac, "%s.%d.", id, timestamp)
 		mac.Write(body)
 		if i > 0 {
 			b.WriteByte(' ')
@@ -101,23 +105,19 @@ type Sender struct {
 
 func NewSender(guard *AddressGuard, userAgent string, now func() time.Time) *Sender {
 	dialer := &net.Dialer{Timeout: attemptTimeout, KeepAlive: 30 * time.Second, Control: guard.control}
-	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would dial for us, past the check
-		DialContext:            dialer.DialContext,
-		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  attemptTimeout,
-		MaxIdleConnsPerHost:    domain.MaxInFlightPerEndpoint,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: 16 << 10,
-	}
-	client := &http.Client{
-		Transport: transport,
-		Timeout:   attemptTimeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
+	return &Sender{userAgent: userAgent, now: now, client: &http.Client{
+		Timeout:       attemptTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			Proxy:                  nil, // a proxy would dial for us, past the check
+			DialContext:            dialer.DialContext,
+			TLSHandshakeTimeout:    10 * time.Second,
+			ResponseHeaderTimeout:  attemptTimeout,
+			MaxIdleConnsPerHost:    domain.MaxInFlightPerEndpoint,
+			IdleConnTimeout:        90 * time.Second,
+			MaxResponseHeaderBytes: 16 << 10,
 		},
-	}
-	return &Sender{client: client, userAgent: userAgent, now: now}
+	}}
 }
 
 // Send makes one attempt. Its error never holds the URL's user info or
@@ -240,16 +240,14 @@ func URLProblem(raw string) string {
 
 const maxWebhookURL = 2048
 
-// The one guard of the addresses a webhook may reach (docs/webhooks.md,
-// "Delivery and retries"): the sender checks each address it connects to,
-// after DNS, and the admin API checks an endpoint's URL when it is added.
-
-// errLocalNetwork refuses an address on this host or its local network.
 var errLocalNetwork = errors.New("the receiver's address is on this host or a local network " +
 	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
 
-// AddressGuard refuses the addresses a webhook may not reach. A nil
-// *AddressGuard, a server's with --webhook-allow-private, refuses none.
+// AddressGuard refuses the addresses a webhook may not reach
+// (docs/webhooks.md, "Delivery and retries"): the sender checks each address
+// it connects to, after DNS, and the admin API an endpoint's URL when it is
+// added. A nil *AddressGuard, a server's with --webhook-allow-private,
+// refuses none.
 type AddressGuard struct {
 	// own lists the host's own addresses, asked at each check: a public
 	// address of this host is this host all the same.
@@ -265,7 +263,6 @@ func NewAddressGuard(allowPrivate bool) *AddressGuard {
 	return &AddressGuard{own: interfaceAddrs}
 }
 
-// interfaceAddrs are the addresses of this host's interfaces.
 func interfaceAddrs() []netip.Addr {
 	addrs, _ := net.InterfaceAddrs()
 	var out []netip.Addr
@@ -327,7 +324,7 @@ func (g *AddressGuard) control(network, address string, _ syscall.RawConn) error
 }
 
 // URLProblem says why a server with this guard would refuse every delivery
-// to raw (an endpoint URL webhookURLProblem accepts): its host is, or
+// to raw (an endpoint URL URLProblem accepts): its host is, or
 // resolves to, a refused address. A name that does not resolve now is no
 // problem: the sender checks again at each attempt.
 func (g *AddressGuard) URLProblem(ctx context.Context, raw string) string {

@@ -10,18 +10,12 @@ import (
 	"petstore/internal/domain"
 )
 
-// The delivery worker: each server takes due deliveries from the outbox,
-// a claim at a time that expires, sends them, and records what came of
-// each. A request never waits on it; a receiver that hangs holds at most
-// domain.MaxInFlightPerEndpoint of its attempts.
-
 const (
 	// webhookPollEvery is how often a server looks for due deliveries when
 	// nothing woke it: an event queued by a command or another server
 	// goes out within it.
 	webhookPollEvery = time.Second
-	// AttemptsAtOnce bounds a server's attempts in flight.
-	AttemptsAtOnce = 16
+	AttemptsAtOnce   = 16 // a server's attempts in flight at most
 	// PlacesForOthers: an endpoint with an attempt in flight starts
 	// another only while more places than this are free, so that slow
 	// endpoints never hold them all: each other endpoint finds one.
@@ -30,15 +24,15 @@ const (
 	// the attempt's timeout, so that only a server that died mid-attempt
 	// lets it go to another.
 	ClaimFor = attemptTimeout + 45*time.Second
-	// expiryScanEvery is how often a server looks for keys to announce
-	// as expiring or expired.
-	expiryScanEvery = time.Minute
-	// webhookPruneEvery is how often a server forgets what the outbox no
-	// longer needs.
-	webhookPruneEvery = time.Hour
+
+	expiryScanEvery   = time.Minute // to look for keys to announce as expiring or expired
+	webhookPruneEvery = time.Hour   // to forget what the outbox no longer needs
 )
 
-// Worker sends the outbox's due deliveries.
+// Worker takes due deliveries from the outbox, a claim at a time that
+// expires, sends them, and records what came of each. A request never waits
+// on it; a receiver that hangs holds at most domain.MaxInFlightPerEndpoint
+// of its attempts.
 type Worker struct {
 	store   domain.WebhookOutbox
 	keys    func(context.Context) ([]domain.Key, error)
