@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,35 +58,27 @@ type serverLimits struct {
 // legitimate answer, a page of 100.
 var apiLimits = serverLimits{readHeader: 5 * time.Second, read: 15 * time.Second, write: 30 * time.Second, idle: 120 * time.Second}
 
-// admin are the limits l with an admin listener's answers, which may take
-// minutes (a profile): the same limits for reading a request.
+// admin are the limits l with an admin listener's longer answers.
 func (l serverLimits) admin() serverLimits {
 	l.write = adminWriteTimeout
 	return l
 }
 
+// serveConfig holds serve's flags; registerFlags says what each means.
 type serveConfig struct {
 	cli.DBFlags
-	addr      string
-	adminAddr string
-	// adminHosts are the names the admin listener answers to besides IP
-	// addresses and localhost (--admin-host).
-	adminHosts []string
-	trustProxy bool
-	redis      string
-	banAfter   int
-	banFor     time.Duration
-	logFormat  string
-	logLevel   string
-	version    bool
-	// shutdownDelay: after a stop signal, /readyz fails for this long while
-	// requests are still served, so a load balancer stops sending first.
-	shutdownDelay time.Duration
-	// dbTimeout bounds the database work of a request, and each call of the
-	// server's own upkeep: past it, 503 unavailable.
-	dbTimeout time.Duration
-	// webhookAllowPrivate lets webhooks go to loopback and private
-	// addresses, which are refused otherwise.
+	addr                string
+	adminAddr           string
+	adminHosts          []string
+	trustProxy          bool
+	redis               string
+	banAfter            int
+	banFor              time.Duration
+	logFormat           string
+	logLevel            string
+	version             bool
+	shutdownDelay       time.Duration
+	dbTimeout           time.Duration
 	webhookAllowPrivate bool
 	// bootstrapKeyFile is where the first key goes when standard error is
 	// not a terminal; "" for the default (bootstrapKeyPath).
@@ -130,13 +123,12 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
-	flushed := make(chan struct{})
-	go func() {
+	var flushing sync.WaitGroup
+	flushing.Go(func() {
 		domain.Every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
-		close(flushed)
-	}()
-	defer func() { stopFlushing(); <-flushed }()
+	})
+	defer func() { stopFlushing(); flushing.Wait() }()
 	return serve(ctx, cfg, logger, logs, stderr)
 }
 
@@ -361,11 +353,11 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsCon
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig
 		srv.HTTP2 = http2Limits()
-		srv.ErrorLog = tlsErrorLog(logger)
+		srv.ErrorLog = log.New(tlsErrorWriter{logger}, "", 0)
 		// HTTP/2 counts a request's headers against MaxHeaderBytes plus
 		// ten fields' 32 bytes of overhead; HTTP/1.1 reads 4 KiB past it,
 		// so http1HeaderLimit holds it to headerLimit too.
-		srv.MaxHeaderBytes = headerLimit - h2HeaderPadding
+		srv.MaxHeaderBytes = headerLimit - 10*32
 		srv.Handler = http1HeaderLimit(srv.Handler)
 	}
 	return srv
