@@ -252,6 +252,14 @@ type flush struct {
 
 // flushes are the server's writes of what it noted: usage, last uses,
 // bans, quota notices.
+//
+// The usage history (docs/admin.md, "The usage history"): for each budget
+// (the keys of a roll share one) and UTC day, every request that carried a
+// valid key, counted once in one of five columns. A request adds one to an
+// atomic counter of its key; the flush writes the counts of every key,
+// summed by budget and day, in one batch, where each server's counts are
+// added to what the others wrote. Days older than manage.UsageHistoryDays
+// are pruned hourly.
 func (a *app) flushes() []flush {
 	return []flush{
 		{"store daily usage", func(ctx context.Context) error { return a.limiter.Flush(ctx, a.store.AddUsage) }},

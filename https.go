@@ -32,12 +32,8 @@ type httpsConfig struct {
 	acmeCA, acmeCARoot        string
 	acmeCache                 string
 	domains                   []string // --acme-domain's names
-	// httpAddr is the plain HTTP listener of --http-addr: HTTP-01
-	// challenges, health checks, redirects to HTTPS; "" when off.
-	httpAddr string
-	// hsts is Strict-Transport-Security's max-age on every HTTPS answer;
-	// 0 sends none.
-	hsts time.Duration
+	httpAddr                  string   // "" when off
+	hsts                      time.Duration
 }
 
 // defaultHSTS is a year, what browsers' preload lists ask for.

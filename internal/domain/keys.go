@@ -83,7 +83,7 @@ type BanStore interface {
 	BanChanges(ctx context.Context, version int64) ([]Ban, error)
 }
 
-// UsageHistoryStore keeps the usage history (usage.go): each budget's
+// UsageHistoryStore keeps the usage history (docs/admin.md): each budget's
 // requests by UTC day and outcome.
 type UsageHistoryStore interface {
 	// AddUsageHistory adds each row's counts to its budget's day, in one
