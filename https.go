@@ -221,23 +221,6 @@ func (tr *transport) start(ctx context.Context, db store.Lifecycle, ports []port
 	}, nil
 }
 
-// http2Limits bound what one HTTP/2 connection may hold: streams at once,
-// buffered request bodies, the header table; a peer that stops answering
-// pings is dropped.
-func http2Limits() *http.HTTP2Config {
-	return &http.HTTP2Config{
-		MaxConcurrentStreams:          100,
-		MaxDecoderHeaderTableSize:     4 << 10,
-		MaxEncoderHeaderTableSize:     4 << 10,
-		MaxReadFrameSize:              64 << 10,
-		MaxReceiveBufferPerConnection: 1 << 20,
-		MaxReceiveBufferPerStream:     256 << 10,
-		SendPingTimeout:               apiLimits.idle / 2,
-		PingTimeout:                   15 * time.Second,
-		WriteByteTimeout:              apiLimits.write,
-	}
-}
-
 // http1HeaderLimit answers 431 to an HTTP/1.x request whose line and
 // headers are above headerLimit: over TLS, MaxHeaderBytes is set for
 // HTTP/2's count, which lets HTTP/1.1 read more.

@@ -338,8 +338,8 @@ func (p port) serve() error {
 
 // httpServer serves h within limits, with headers of at most
 // maxHeaderBytes: the one maker of the listeners' servers. With tlsConfig
-// set it serves over TLS: HTTP/2 within http2Limits beside HTTP/1.1,
-// headers up to headerLimit on both, and failed handshakes logged at DEBUG.
+// set it serves over TLS: HTTP/2 beside HTTP/1.1, headers up to
+// headerLimit on both, and failed handshakes logged at DEBUG.
 func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
 	srv := &http.Server{
 		Handler:           h,
@@ -352,7 +352,20 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsCon
 	}
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig
-		srv.HTTP2 = http2Limits()
+		// What one HTTP/2 connection may hold: streams at once, buffered
+		// request bodies, the header table; a peer that stops answering
+		// pings is dropped.
+		srv.HTTP2 = &http.HTTP2Config{
+			MaxConcurrentStreams:          100,
+			MaxDecoderHeaderTableSize:     4 << 10,
+			MaxEncoderHeaderTableSize:     4 << 10,
+			MaxReadFrameSize:              64 << 10,
+			MaxReceiveBufferPerConnection: 1 << 20,
+			MaxReceiveBufferPerStream:     256 << 10,
+			SendPingTimeout:               apiLimits.idle / 2,
+			PingTimeout:                   15 * time.Second,
+			WriteByteTimeout:              apiLimits.write,
+		}
 		srv.ErrorLog = log.New(tlsErrorWriter{logger}, "", 0)
 		// HTTP/2 counts a request's headers against MaxHeaderBytes plus
 		// ten fields' 32 bytes of overhead; HTTP/1.1 reads 4 KiB past it,
@@ -363,9 +376,9 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsCon
 	return srv
 }
 
-// serveUntil serves every port, calls started, and serves until ctx ends; then, after drainFor with
-// draining set, it stops them: no new connections, and requests in flight
-// finish up to shutdownTimeout.
+// serveUntil serves every port, calls started, and serves until ctx ends;
+// then, after drainFor with draining set, it stops them: no new
+// connections, and requests in flight finish up to shutdownTimeout.
 func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logline.Buffer, started func()) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {
