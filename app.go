@@ -31,8 +31,7 @@ const (
 
 // app is the pet store assembled: the store, the keyring, the limiter, the
 // in-memory copy of the pets and the HTTP handler over them. newApp builds
-// it, the same for serve and for a test, which gives it a temporary
-// database and a fake clock.
+// it, the same for serve and for a test.
 type app struct {
 	logger     *slog.Logger
 	metrics    *metrics.Metrics // nil without an admin listener: nobody else could read them
@@ -56,17 +55,13 @@ type app struct {
 	idem         *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
 	// load balancer see /readyz fail.
-	draining *atomic.Bool
-	handler  http.Handler
-	// adminHandler is the admin listener's: /metrics, /debug/pprof/ and
-	// the admin API under /admin/v1.
+	draining     *atomic.Bool
+	handler      http.Handler
 	adminHandler http.Handler
 	// adminFailures limits failed admin authentications per client
 	// address, in this process: a subject of its own, apart from /v1's.
 	adminFailures *limits.Local
-	// adminHosts are the names the admin listener answers to besides IP
-	// addresses and localhost (--admin-host).
-	adminHosts []string
+	adminHosts    []string // --admin-host
 
 	closeLimiter func() error
 }
@@ -119,9 +114,9 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	// Counted by address: never a key's, so no stored usage to read.
 	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, nil)
 	a.metrics.CountWebhookBacklog(a.store.WebhookBacklog, d.now)
+	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
 	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(readBuildInfo().version, "()"), time.Now), d.now, d.logger, d.metrics.CountDelivery, cfg.Env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
@@ -184,7 +179,18 @@ func redisPrefix(env string, store store.Lifecycle) string {
 // idempotency records. stop ends it all, then stores what is left.
 func (a *app) startBackground() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	warn := func(msg string, err error) { a.warn(ctx, msg, err) }
+	// warn logs a chore's failure, unless the chore was stopped (ctx
+	// ended); with the database away, only at debug level: the health
+	// probe logs the outage once.
+	warn := func(msg string, err error) {
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case domain.DBFailureOf(err) != 0:
+			a.logger.Debug(msg, "err", err)
+		default:
+			a.logger.Warn(msg, "err", err)
+		}
+	}
 	var wg sync.WaitGroup
 	every := func(interval time.Duration, fn func()) { wg.Go(func() { domain.Every(ctx, interval, fn) }) }
 	wg.Go(func() { a.pets.LoadInBackground(ctx, a.logger) })
@@ -222,19 +228,6 @@ func (a *app) startBackground() (stop func()) {
 	}
 }
 
-// warn logs a background task's failure, unless the task was stopped (ctx
-// ended); with the database away, only at debug level: the health probe
-// logs the outage once.
-func (a *app) warn(ctx context.Context, msg string, err error) {
-	switch {
-	case err == nil || ctx.Err() != nil:
-	case domain.DBFailureOf(err) != 0:
-		a.logger.Debug(msg, "err", err)
-	default:
-		a.logger.Warn(msg, "err", err)
-	}
-}
-
 // flushAtShutdown stores what is left of what the server noted. Side by
 // side: with the database away, each gives up by the deadline, and the
 // shutdown waits for one deadline, not five.
@@ -259,6 +252,14 @@ type flush struct {
 
 // flushes are the server's writes of what it noted: usage, last uses,
 // bans, quota notices.
+//
+// The usage history (docs/admin.md, "The usage history"): for each budget
+// (the keys of a roll share one) and UTC day, every request that carried a
+// valid key, counted once in one of five columns. A request adds one to an
+// atomic counter of its key; the flush writes the counts of every key,
+// summed by budget and day, in one batch, where each server's counts are
+// added to what the others wrote. Days older than manage.UsageHistoryDays
+// are pruned hourly.
 func (a *app) flushes() []flush {
 	return []flush{
 		{"store daily usage", func(ctx context.Context) error { return a.limiter.Flush(ctx, a.store.AddUsage) }},

@@ -38,9 +38,8 @@ func newAuditLog(env string, now func() time.Time, logger *slog.Logger) *auditLo
 	return &auditLog{env: env, now: now, logger: logger, wake: make(chan struct{}, 1)}
 }
 
-// storeAsTheyStart runs store (a flush) as soon as a ban is recorded, until
-// ctx ends, so that the ban is listed and can be lifted at once; the
-// periodic flush retries what failed here.
+// storeAsTheyStart runs store (a flush) as soon as a ban is recorded,
+// until ctx ends.
 func (a *auditLog) storeAsTheyStart(ctx context.Context, store func(context.Context) error, warn func(string, error)) {
 	for {
 		select {

@@ -36,7 +36,7 @@ func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, u
 	if !created {
 		return nil
 	}
-	if !isTerminal(stderr) {
+	if f, ok := stderr.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
 		path, err := writeBootstrapKey(bootstrapKeyPath(cfg), token)
 		if err != nil {
 			return fmt.Errorf("made the first API key (key %d, \"bootstrap\"), but could not write it to a file: %w; "+
@@ -57,13 +57,6 @@ More:    %s
 
 `, cfg.Shown(), key.ID, token, token, url, keysCreateHint(cfg))
 	return nil
-}
-
-// isTerminal is true when w is a terminal, where a person reads the key
-// rather than a log that keeps it.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // bootstrapKeyPath is where the first key is written: --bootstrap-key-file,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"flag"
-	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"petstore/internal/store"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -32,12 +32,8 @@ type httpsConfig struct {
 	acmeCA, acmeCARoot        string
 	acmeCache                 string
 	domains                   []string // --acme-domain's names
-	// httpAddr is the plain HTTP listener of --http-addr: HTTP-01
-	// challenges, health checks, redirects to HTTPS; "" when off.
-	httpAddr string
-	// hsts is Strict-Transport-Security's max-age on every HTTPS answer;
-	// 0 sends none.
-	hsts time.Duration
+	httpAddr                  string   // "" when off
+	hsts                      time.Duration
 }
 
 // defaultHSTS is a year, what browsers' preload lists ask for.
@@ -68,11 +64,11 @@ func (h *httpsConfig) check(cfg *serveConfig, set map[string]bool) error {
 	if err := pairGiven("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey); err != nil {
 		return err
 	}
-	if err := h.checkACME(cfg, set); err != nil {
-		return err
-	}
 	if h.httpAddr == "off" {
 		h.httpAddr = ""
+	}
+	if err := h.checkACME(cfg, set); err != nil {
+		return err
 	}
 	if h.httpAddr != "" {
 		if !h.on() {
@@ -121,7 +117,7 @@ func (h *httpsConfig) checkACME(cfg *serveConfig, set map[string]bool) error {
 	if !set["http-addr"] {
 		h.httpAddr = ":80"
 	}
-	if _, port, _ := net.SplitHostPort(cfg.addr); (h.httpAddr == "" || h.httpAddr == "off") && port != "443" {
+	if _, port, _ := net.SplitHostPort(cfg.addr); h.httpAddr == "" && port != "443" {
 		return cli.Usagef("--acme-domain has no way to answer the CA's challenge: --http-addr is off (HTTP-01, which the CA asks on port 80) "+
 			"and --addr %s is not on port 443 (TLS-ALPN-01); give --http-addr :80 or --addr :443", cfg.addr)
 	}
@@ -191,69 +187,39 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 }
 
 // start runs what follows the certificates until ctx ends: the files'
-// watchers, and certmagic (on db's database when it keeps certificates),
-// whose challenges come to the API's port and the plain one among ports.
-// stop ends it all.
+// watchers, and certmagic, on db's storage when it keeps certificates
+// (PostgreSQL), answering TLS-ALPN-01 on the API's port (the first of
+// ports) and HTTP-01 on the --http-addr one, if any. stop ends it all.
 func (tr *transport) start(ctx context.Context, db store.Lifecycle, ports []port) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
 	follow := tr.follow
 	if tr.acme != nil {
-		if err := tr.startACME(ctx, db, ports); err != nil {
+		var kept certmagic.Storage
+		if keeper, ok := db.(store.ACMEStorer); ok {
+			kept = keeper.ACMEStorage()
+		}
+		host, tlsPort := splitPort(ports[0].ln.Addr().String())
+		httpPort := 0
+		for _, p := range ports {
+			if p.plain {
+				_, httpPort = splitPort(p.ln.Addr().String())
+			}
+		}
+		if err := tr.acme.Start(ctx, kept, host, tlsPort, httpPort); err != nil {
 			cancel()
 			return nil, err
 		}
 		follow = append(follow, tr.acme.Watch)
 	}
-	done := make(chan struct{}, len(follow))
+	var following sync.WaitGroup
 	for _, f := range follow {
-		go func() { f(ctx); done <- struct{}{} }()
+		following.Go(func() { f(ctx) })
 	}
 	return func() {
 		cancel()
-		for range follow {
-			<-done
-		}
+		following.Wait()
 	}, nil
 }
-
-// startACME starts certmagic, on db's storage when it keeps certificates
-// (PostgreSQL), answering TLS-ALPN-01 on the API's port (the first of
-// ports) and HTTP-01 on the --http-addr one, if any.
-func (tr *transport) startACME(ctx context.Context, db store.Lifecycle, ports []port) error {
-	var kept certmagic.Storage
-	if keeper, ok := db.(store.ACMEStorer); ok {
-		kept = keeper.ACMEStorage()
-	}
-	host, tlsPort := splitPort(ports[0].ln.Addr().String())
-	httpPort := 0
-	for _, p := range ports {
-		if p.plain {
-			_, httpPort = splitPort(p.ln.Addr().String())
-		}
-	}
-	return tr.acme.Start(ctx, kept, host, tlsPort, httpPort)
-}
-
-// http2Limits bound what one HTTP/2 connection may hold: streams at once,
-// buffered request bodies, the header table; a peer that stops answering
-// pings is dropped.
-func http2Limits() *http.HTTP2Config {
-	return &http.HTTP2Config{
-		MaxConcurrentStreams:          100,
-		MaxDecoderHeaderTableSize:     4 << 10,
-		MaxEncoderHeaderTableSize:     4 << 10,
-		MaxReadFrameSize:              64 << 10,
-		MaxReceiveBufferPerConnection: 1 << 20,
-		MaxReceiveBufferPerStream:     256 << 10,
-		SendPingTimeout:               apiLimits.idle / 2,
-		PingTimeout:                   15 * time.Second,
-		WriteByteTimeout:              apiLimits.write,
-	}
-}
-
-// h2HeaderPadding is what Go's HTTP/2 server adds to MaxHeaderBytes for
-// its limit on a request's header list.
-const h2HeaderPadding = 10 * 32
 
 // http1HeaderLimit answers 431 to an HTTP/1.x request whose line and
 // headers are above headerLimit: over TLS, MaxHeaderBytes is set for
@@ -313,14 +279,10 @@ func loopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// tlsErrorLog is the ErrorLog of a server over TLS: a failed handshake
-// (a scanner, a client that does not trust the certificate, a connection
-// cut halfway) is the client's affair and logged at DEBUG; anything else
-// at WARN.
-func tlsErrorLog(logger *slog.Logger) *log.Logger {
-	return log.New(tlsErrorWriter{logger}, "", 0)
-}
-
+// tlsErrorWriter writes the ErrorLog of a server over TLS: a failed
+// handshake (a scanner, a client that does not trust the certificate, a
+// connection cut halfway) is the client's affair and logged at DEBUG;
+// anything else at WARN.
 type tlsErrorWriter struct{ logger *slog.Logger }
 
 func (w tlsErrorWriter) Write(p []byte) (int, error) {

@@ -105,9 +105,8 @@ func withOtherMethods(root string, guard access, routes []route) []route {
 	return append(routes, route{root + "/", guard, domain.NoScope, httpapi.NotFound()}, route{root, guard, domain.NoScope, httpapi.NotFound()})
 }
 
-// newServer is the public listener's handler. Every request passes
-// httpapi.LogRequests first: its record, its id, its log line and metrics, a 500
-// for a panic.
+// newServer is the public listener's handler; every request passes
+// httpapi.LogRequests first.
 func newServer(a *app) http.Handler {
 	mux := http.NewServeMux()
 	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.quota, a.trustProxy)
@@ -153,9 +152,8 @@ func closeWhileDraining(draining *atomic.Bool) httpapi.Middleware {
 	}
 }
 
-// adminRoutes are the routes of the admin API under /admin/v1 (internal/adminapi),
-// each with the admin scope its token needs. A group of routes with a
-// scope of its own is a line each here.
+// adminRoutes are the routes of the admin API under /admin/v1
+// (internal/adminapi), each with the admin scope its token needs.
 func adminRoutes(a *app) []route {
 	d := adminapi.Deps{Store: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans}
 	return withOtherMethods("/admin/v1", withAdminToken, []route{

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,35 +58,27 @@ type serverLimits struct {
 // legitimate answer, a page of 100.
 var apiLimits = serverLimits{readHeader: 5 * time.Second, read: 15 * time.Second, write: 30 * time.Second, idle: 120 * time.Second}
 
-// admin are the limits l with an admin listener's answers, which may take
-// minutes (a profile): the same limits for reading a request.
+// admin are the limits l with an admin listener's longer answers.
 func (l serverLimits) admin() serverLimits {
 	l.write = adminWriteTimeout
 	return l
 }
 
+// serveConfig holds serve's flags; registerFlags says what each means.
 type serveConfig struct {
 	cli.DBFlags
-	addr      string
-	adminAddr string
-	// adminHosts are the names the admin listener answers to besides IP
-	// addresses and localhost (--admin-host).
-	adminHosts []string
-	trustProxy bool
-	redis      string
-	banAfter   int
-	banFor     time.Duration
-	logFormat  string
-	logLevel   string
-	version    bool
-	// shutdownDelay: after a stop signal, /readyz fails for this long while
-	// requests are still served, so a load balancer stops sending first.
-	shutdownDelay time.Duration
-	// dbTimeout bounds the database work of a request, and each call of the
-	// server's own upkeep: past it, 503 unavailable.
-	dbTimeout time.Duration
-	// webhookAllowPrivate lets webhooks go to loopback and private
-	// addresses, which are refused otherwise.
+	addr                string
+	adminAddr           string
+	adminHosts          []string
+	trustProxy          bool
+	redis               string
+	banAfter            int
+	banFor              time.Duration
+	logFormat           string
+	logLevel            string
+	version             bool
+	shutdownDelay       time.Duration
+	dbTimeout           time.Duration
 	webhookAllowPrivate bool
 	// bootstrapKeyFile is where the first key goes when standard error is
 	// not a terminal; "" for the default (bootstrapKeyPath).
@@ -130,13 +123,12 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	flushCtx, stopFlushing := context.WithCancel(context.Background())
-	flushed := make(chan struct{})
-	go func() {
+	var flushing sync.WaitGroup
+	flushing.Go(func() {
 		domain.Every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
-		close(flushed)
-	}()
-	defer func() { stopFlushing(); <-flushed }()
+	})
+	defer func() { stopFlushing(); flushing.Wait() }()
 	return serve(ctx, cfg, logger, logs, stderr)
 }
 
@@ -346,8 +338,8 @@ func (p port) serve() error {
 
 // httpServer serves h within limits, with headers of at most
 // maxHeaderBytes: the one maker of the listeners' servers. With tlsConfig
-// set it serves over TLS: HTTP/2 within http2Limits beside HTTP/1.1,
-// headers up to headerLimit on both, and failed handshakes logged at DEBUG.
+// set it serves over TLS: HTTP/2 beside HTTP/1.1, headers up to
+// headerLimit on both, and failed handshakes logged at DEBUG.
 func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsConfig *tls.Config) *http.Server {
 	srv := &http.Server{
 		Handler:           h,
@@ -360,20 +352,33 @@ func httpServer(h http.Handler, limits serverLimits, logger *slog.Logger, tlsCon
 	}
 	if tlsConfig != nil {
 		srv.TLSConfig = tlsConfig
-		srv.HTTP2 = http2Limits()
-		srv.ErrorLog = tlsErrorLog(logger)
+		// What one HTTP/2 connection may hold: streams at once, buffered
+		// request bodies, the header table; a peer that stops answering
+		// pings is dropped.
+		srv.HTTP2 = &http.HTTP2Config{
+			MaxConcurrentStreams:          100,
+			MaxDecoderHeaderTableSize:     4 << 10,
+			MaxEncoderHeaderTableSize:     4 << 10,
+			MaxReadFrameSize:              64 << 10,
+			MaxReceiveBufferPerConnection: 1 << 20,
+			MaxReceiveBufferPerStream:     256 << 10,
+			SendPingTimeout:               apiLimits.idle / 2,
+			PingTimeout:                   15 * time.Second,
+			WriteByteTimeout:              apiLimits.write,
+		}
+		srv.ErrorLog = log.New(tlsErrorWriter{logger}, "", 0)
 		// HTTP/2 counts a request's headers against MaxHeaderBytes plus
 		// ten fields' 32 bytes of overhead; HTTP/1.1 reads 4 KiB past it,
 		// so http1HeaderLimit holds it to headerLimit too.
-		srv.MaxHeaderBytes = headerLimit - h2HeaderPadding
+		srv.MaxHeaderBytes = headerLimit - 10*32
 		srv.Handler = http1HeaderLimit(srv.Handler)
 	}
 	return srv
 }
 
-// serveUntil serves every port, calls started, and serves until ctx ends; then, after drainFor with
-// draining set, it stops them: no new connections, and requests in flight
-// finish up to shutdownTimeout.
+// serveUntil serves every port, calls started, and serves until ctx ends;
+// then, after drainFor with draining set, it stops them: no new
+// connections, and requests in flight finish up to shutdownTimeout.
 func serveUntil(ctx context.Context, ports []port, drainFor time.Duration, draining *atomic.Bool, logger *slog.Logger, logs *logline.Buffer, started func()) error {
 	served := make(chan error, len(ports))
 	for _, p := range ports {

@@ -117,14 +117,23 @@ type ACME struct {
 // directory; Start sets it up.
 func NewACME(cfg ACMEConfig, logger *slog.Logger, m *metrics.Metrics) (*ACME, error) {
 	am := &ACME{cfg: cfg, logger: logger, metrics: m, lastErr: map[string]string{}, warned: map[string]time.Time{}}
-	var err error
-	if am.roots, err = caRoots(cfg.CARoot); err != nil {
-		return nil, err
-	}
-	if cfg.Cache != "" {
-		if am.files, err = fileStorage(cfg.Cache); err != nil {
+	if cfg.CARoot != "" {
+		am.roots = x509.NewCertPool()
+		if err := AppendRoots(am.roots, "--acme-ca-root", cfg.CARoot); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Cache != "" {
+		// Created 0700 (certmagic writes its files 0600) in a directory
+		// that must exist.
+		err := os.Mkdir(cfg.Cache, 0o700)
+		if err == nil || errors.Is(err, os.ErrExist) {
+			err = os.Chmod(cfg.Cache, 0o700)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--acme-cache %s: %w", cfg.Cache, unwrapPath(err))
+		}
+		am.files = &certmagic.FileStorage{Path: cfg.Cache}
 	}
 	return am, nil
 }
@@ -142,7 +151,7 @@ func (am *ACME) Start(ctx context.Context, kept certmagic.Storage, host string, 
 	if storage == nil {
 		return errors.New("--acme-domain: this database cannot keep certificates: give --acme-cache DIR")
 	}
-	zl := acmeLogger(am.logger)
+	zl := zap.New(zapToSlog{logger: am.logger.With("component", "acme")})
 	am.cache = certmagic.NewCache(certmagic.CacheOptions{
 		GetConfigForCert:   func(certmagic.Certificate) (*certmagic.Config, error) { return am.magic, nil },
 		RenewCheckInterval: ACMERenewCheck,
@@ -168,18 +177,6 @@ func (am *ACME) Start(ctx context.Context, kept certmagic.Storage, host string, 
 // the CA's HTTP-01 challenges; nil until Start.
 func (am *ACME) Issuer() *certmagic.ACMEIssuer {
 	return am.issuer
-}
-
-// caRoots reads --acme-ca-root: nil (the system's roots) without one.
-func caRoots(file string) (*x509.CertPool, error) {
-	if file == "" {
-		return nil, nil
-	}
-	pool := x509.NewCertPool()
-	if err := AppendRoots(pool, "--acme-ca-root", file); err != nil {
-		return nil, err
-	}
-	return pool, nil
 }
 
 // TLSConfig is the API listener's: the managed certificates, and the
@@ -312,30 +309,12 @@ func (am *ACME) Watch(ctx context.Context) {
 	}
 }
 
-// fileStorage is the --acme-cache directory, created 0700 (certmagic
-// writes its files 0600) in a directory that must exist.
-func fileStorage(dir string) (certmagic.Storage, error) {
-	err := os.Mkdir(dir, 0o700)
-	if err == nil || errors.Is(err, os.ErrExist) {
-		err = os.Chmod(dir, 0o700)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--acme-cache %s: %w", dir, unwrapPath(err))
-	}
-	return &certmagic.FileStorage{Path: dir}, nil
-}
-
 // zapToSlog is a zap core that writes certmagic's log lines (obtaining,
 // challenges, renewals, retries) into the server's own log, at the same
 // levels, each field an attribute.
 type zapToSlog struct {
 	logger *slog.Logger
 	fields []zapcore.Field
-}
-
-// acmeLogger is certmagic's logger, writing into logger.
-func acmeLogger(logger *slog.Logger) *zap.Logger {
-	return zap.New(zapToSlog{logger: logger.With("component", "acme")})
 }
 
 func slogLevel(l zapcore.Level) slog.Level {

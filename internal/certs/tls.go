@@ -19,10 +19,9 @@ import (
 	"time"
 )
 
-// HTTPS from certificate files (docs/production.md, "HTTPS on a small VM"):
-// the pair is read at start, where anything wrong with it ends the server,
-// then polled and reloaded when it changes or on SIGHUP. A handshake takes
-// whichever pair is current; open connections keep theirs.
+// HTTPS from certificate files: anything wrong with the pair at start ends
+// the server. A handshake takes whichever pair is current; open connections
+// keep theirs.
 
 // PollEvery is how often the certificate files are looked at, and
 // MismatchGrace how long a pair that does not load is taken for a
@@ -132,14 +131,11 @@ func OpenFiles(certFlag, certFile, keyFlag, keyFile string, logger *slog.Logger,
 
 // TLSConfig is the TLS of a listener serving the current pair.
 func (c *Files) TLSConfig() *tls.Config {
-	return serverTLS(c.getCertificate)
-}
-
-// getCertificate is the handshake's: the current pair.
-func (c *Files) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.current.cert, nil
+	return serverTLS(func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.current.cert, nil
+	})
 }
 
 // filesStamp changes whenever either file is written, renamed over or removed.
@@ -178,14 +174,19 @@ func (c *Files) Follow(ctx context.Context) {
 
 // check reloads the pair when the files changed (or when forced); a pair
 // that does not load keeps the current one serving, and after
-// MismatchGrace an ERROR says which file is at fault.
+// MismatchGrace an ERROR says which file is at fault. Unchanged files are
+// looked at for a near expiry, a WARN at most once an hour.
 func (c *Files) check(force bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
 	stamp := c.filesStamp()
 	if stamp == c.stamp && !force && c.failing.IsZero() {
-		c.warnNearExpiry(now)
+		if nearExpiry(c.current.leaf, now) && now.Sub(c.warned) >= time.Hour {
+			c.warned = now
+			c.logger.Warn("the certificate expires soon: put a renewed pair in its files", "cert", c.certFile,
+				"expires", c.current.leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
 		return
 	}
 	pair, err := loadCertPair(c.certFlag, c.certFile, c.keyFlag, c.keyFile, now)
@@ -205,17 +206,6 @@ func (c *Files) check(force bool) {
 		"expires", pair.leaf.NotAfter.UTC().Format(time.RFC3339))
 	c.metrics.CountCertificateChange("files", "reloaded")
 	c.metrics.CertificateExpires(pair.leaf)
-}
-
-// warnNearExpiry logs a WARN, at most once an hour, while the current
-// certificate has less than a certNearExpiry-th of its life left; c.mu is
-// held.
-func (c *Files) warnNearExpiry(now time.Time) {
-	if nearExpiry(c.current.leaf, now) && now.Sub(c.warned) >= time.Hour {
-		c.warned = now
-		c.logger.Warn("the certificate expires soon: put a renewed pair in its files", "cert", c.certFile,
-			"expires", c.current.leaf.NotAfter.UTC().Format(time.RFC3339))
-	}
 }
 
 // nearExpiry is whether leaf has less than a certNearExpiry-th of its life left.

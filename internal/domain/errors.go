@@ -8,10 +8,8 @@ import (
 // ErrIdempotencyTaken: a live record holds the Idempotency-Key already.
 var ErrIdempotencyTaken = &Error{Kind: KindConflict, Message: "idempotency key already used"}
 
-// Error is what went wrong, in the domain's terms and free of HTTP.
-// The stores, the key rules and the limiter return it; each edge decides
-// what to say of it: httpapi.WriteError a status and a client's text, the commands
-// a message and their exit status.
+// Error is what went wrong, in the domain's terms and free of HTTP (the
+// package doc): each edge decides what to say of it.
 type Error struct {
 	Kind    Kind
 	Message string    // says it to a person ("no pet has id 7"); unavailable has none
@@ -61,8 +59,6 @@ const (
 
 var DBFailureNames = [DBFailures]string{DBTimeout: "timeout", DBPoolExhausted: "pool_exhausted", DBRefused: "refused"}
 
-// Unavailable is the database unable to serve a request right now, for the
-// reason failure; cause is what went wrong underneath.
 func Unavailable(failure DBFailure, cause error) error {
 	return &Error{Kind: KindUnavailable, DB: failure, Cause: cause}
 }

@@ -98,7 +98,6 @@ func LimitsOf(plan string, perMinute, perDay int64, f keyFields) (Limits, error)
 // README's table writes "Pro"), as it is kept.
 func PlanName(written string) string { return strings.ToLower(written) }
 
-// KnownPlan tells whether plan is one: those of plans, and enterprise.
 func KnownPlan(plan string) bool {
 	_, ok := Plans[plan]
 	return ok || plan == "enterprise"
@@ -151,7 +150,6 @@ func (c KeyChange) Apply(k Key, now time.Time, f keyFields) (Key, error) {
 	return k, nil
 }
 
-// setIfGiven sets *dst to *given, a field of a KeyChange, when it was given.
 func setIfGiven[T any](dst, given *T) {
 	if given != nil {
 		*dst = *given
@@ -234,7 +232,6 @@ const (
 	Base62         = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 )
 
-// KeyPrefixes begin API keys, by environment.
 var KeyPrefixes = map[string]string{"production": "psk_live_", "staging": "psk_test_"}
 
 // AdminPrefixes begin admin tokens: the same shape as a key,
@@ -340,12 +337,11 @@ var scopeNames = []struct {
 	{ScopeWebhooks, "webhooks"},
 }
 
-// KnownScopes lists the scopes for a message: "pets:read and pets:write".
+// KnownScopes lists a key's scopes for a message.
 const KnownScopes = "pets:read and pets:write"
 
 func (s ScopeSet) Has(need ScopeSet) bool { return s&need == need }
 
-// Names are the scopes of s, in the order of scopeNames.
 func (s ScopeSet) Names() []string {
 	names := make([]string, 0, len(scopeNames))
 	for _, n := range scopeNames {
@@ -360,7 +356,6 @@ func (s ScopeSet) Names() []string {
 // list and as the database keeps it; "" for none.
 func (s ScopeSet) String() string { return strings.Join(s.Names(), " ") }
 
-// scopeWithin is the scope called name among those of within, or ok false.
 func scopeWithin(name string, within ScopeSet) (s ScopeSet, ok bool) {
 	for _, n := range scopeNames {
 		if n.name == name && within.Has(n.scope) {
@@ -397,7 +392,6 @@ func StoredScopes(column string, within ScopeSet) ScopeSet {
 	return s
 }
 
-// Described is s for a message: its scopes, or "no scope".
 func (s ScopeSet) Described() string {
 	if s == 0 {
 		return "no scope"

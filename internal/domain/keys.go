@@ -33,11 +33,9 @@ type KeyStore interface {
 	// nothing (revoked is false) and leaves no event; an unknown id is
 	// not_found.
 	RevokeKey(ctx context.Context, id int64, actor string) (revoked bool, err error)
-	// RollKey replaces key id by a new key with hash, as one change: the
-	// new key has the old one's name, plan, figures, environment, scopes,
-	// expiry and budget, and the old one expires overlap from now (sooner
-	// when it already would). A revoked, expired or already rolled key is
-	// refused (invalid_request), an unknown id is not_found.
+	// RollKey replaces key id by Successor(old, hash) as one change, the
+	// old key ending at RollEnd. A key Rollable refuses is invalid_request,
+	// an unknown id is not_found.
 	RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled Key, err error)
 	// UpdateKey changes key id in place to what change makes of it (the
 	// same secret), as one change with its key.updated event; an unknown id
@@ -85,7 +83,7 @@ type BanStore interface {
 	BanChanges(ctx context.Context, version int64) ([]Ban, error)
 }
 
-// UsageHistoryStore keeps the usage history (usage.go): each budget's
+// UsageHistoryStore keeps the usage history (docs/admin.md): each budget's
 // requests by UTC day and outcome.
 type UsageHistoryStore interface {
 	// AddUsageHistory adds each row's counts to its budget's day, in one
@@ -100,7 +98,6 @@ type UsageHistoryStore interface {
 // AdminTokenStore keeps the admin tokens (docs/admin.md), each change with its
 // audit event by actor.
 type AdminTokenStore interface {
-	// CreateAdminToken stores t (its Hash set) and returns it with its id.
 	CreateAdminToken(ctx context.Context, t AdminToken, actor string) (AdminToken, error)
 	AdminTokens(ctx context.Context) ([]AdminToken, error)
 	AdminTokenByHash(ctx context.Context, hash []byte) (AdminToken, bool, error)
@@ -181,7 +178,6 @@ func AdminEvent(action string, t AdminToken, actor string, at time.Time) AuditEv
 		Details: AuditDetails{AdminID: t.ID, Name: t.Name, Scopes: t.Scopes.Names()}}
 }
 
-// Ban is one ban as the database keeps it.
 type Ban struct {
 	Subject  CallerID // a key's budget, or a client address (an IPv6 /64)
 	Since    time.Time
@@ -275,14 +271,13 @@ func LiftEvent(b Ban, named CallerID, actor, env string, now time.Time) AuditEve
 	return e
 }
 
-// Limits are the request allowances of one caller.
 type Limits struct {
 	PerMinute int64
 	PerDay    int64
 }
 
-// Plans are the published figures (README, "Plans and limits"). Enterprise has none: each
-// Enterprise key carries its own.
+// Plans are the published figures (README, "Plans and limits"). Enterprise
+// has none: each Enterprise key carries its own.
 var Plans = map[string]Limits{
 	"free":     {PerMinute: 60, PerDay: 1_000},
 	"pro":      {PerMinute: 300, PerDay: 10_000},
@@ -431,11 +426,8 @@ func Every(ctx context.Context, interval time.Duration, fn func()) {
 // The pets' list and the admin API's lists use the same.
 const cursorPrefix = "after:"
 
-// EncodeCursor is the cursor of the page after the one that ended at id
-// after.
 func EncodeCursor(after int64) string { return string(AppendCursor(nil, after)) }
 
-// AppendCursor appends the cursor of the page after id after to b.
 func AppendCursor(b []byte, after int64) []byte {
 	var plain [len(cursorPrefix) + 20]byte
 	return base64.RawURLEncoding.AppendEncode(b, strconv.AppendInt(append(plain[:0], cursorPrefix...), after, 10))

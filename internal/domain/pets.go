@@ -68,7 +68,6 @@ type PetInsert struct {
 	Err  error
 }
 
-// KnownStatus tells a pet status: available, pending or sold.
 func KnownStatus(s string) bool {
 	return s == "available" || s == "pending" || s == "sold"
 }

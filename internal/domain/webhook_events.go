@@ -26,7 +26,6 @@ const (
 var WebhookEventTypes = slices.Concat(auditActionsSent,
 	[]string{WebhookQuotaThreshold, WebhookKeyExpiring, WebhookKeyExpired, WebhookTestEvent})
 
-// auditActionsSent are the audit actions that are also webhook events.
 var auditActionsSent = []string{AuditKeyCreated, AuditKeyUpdated, AuditKeyRevoked, AuditKeyRolled, AuditKeyBanned, AuditBanLifted}
 
 // WebhookEvent is one event as it waits in the outbox: its id (the
@@ -126,8 +125,7 @@ type WebhookNotice struct {
 	ForgetAt time.Time
 }
 
-// WebhookStorage is where webhooks live: the endpoints, the outbox of
-// events and their deliveries, and the marks that make each notice once.
+// WebhookStorage is where webhooks live: the owner's side and the worker's.
 type WebhookStorage interface {
 	WebhookEndpointStore
 	WebhookOutbox
@@ -197,8 +195,7 @@ type WebhookEndpoint struct {
 	Enabled   bool
 	CreatedAt time.Time
 	Secret    string
-	// PreviousSecret signs beside Secret until PreviousUntil, after a
-	// rotation.
+	// PreviousSecret signs beside Secret until PreviousUntil (a rotation).
 	PreviousSecret string
 	PreviousUntil  time.Time
 	// LastStatus is the status of the last attempt's answer (0: none came),
