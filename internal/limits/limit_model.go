@@ -76,10 +76,7 @@ type limitRun struct {
 	// banFloor is the end of the caller's ban as the database knows it
 	// (zero: none): the ban is raised to it, unless it was lifted.
 	banFloor time.Time
-	// lift, when set, makes the run a lift and nothing else: it ends a ban
-	// that ends then or sooner (the ban lifted in the database), with its
-	// wait, so that the next request is not banned again at once.
-	lift time.Time
+	lift     time.Time // when set, the run is a lift and nothing else (liftBan)
 }
 
 // limitAnswer is what a run decides. tokens and dayCount are after the run,

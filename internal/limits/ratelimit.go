@@ -30,24 +30,20 @@ type caller struct {
 // Decision is the limiter's answer for one request, with what the rate-limit
 // headers report: the window with fewer requests left.
 type Decision struct {
-	Allowed    bool
-	Code       string        // why not: rate_limited or temporarily_banned
-	BanStarted bool          // this request started the ban: the one to record
-	RetryAfter time.Duration // how long until a request will be accepted
-	Window     string        // "minute" or "day"
-	Limit      int64
-	Remaining  int64
-	Reset      time.Time     // when the window is full again, rounded up to a second
-	ResetIn    time.Duration // how long until then, rounded up to a second
-	Policy     string
-	// BannedUntil: during a ban, its end.
-	BannedUntil time.Time
-	// Today is the UTC day (since 1970-01-01) by the limiter's clock,
-	// the day the request counts on in the key's usage history.
-	Today int64
-	// OverQuota: refused because the day's quota is spent (rate_limited
-	// only), not for the minute.
-	OverQuota bool
+	Allowed     bool
+	Code        string        // why not: rate_limited or temporarily_banned
+	BanStarted  bool          // this request started the ban: the one to record
+	RetryAfter  time.Duration // how long until a request will be accepted
+	Window      string        // "minute" or "day"
+	Limit       int64
+	Remaining   int64
+	Reset       time.Time     // when the window is full again, rounded up to a second
+	ResetIn     time.Duration // how long until then, rounded up to a second
+	Policy      string
+	BannedUntil time.Time // during a ban, its end
+	// Today is the UTC day by the limiter's clock: the request counts on it in the key's usage history.
+	Today     int64
+	OverQuota bool  // rate_limited for the day's quota, not for the minute
 	DayCount  int64 // the caller's requests today, this one included when allowed
 }
 
@@ -87,7 +83,6 @@ type Standing struct {
 	Minute, Day Window
 }
 
-// policyHeader is the RateLimit-Policy header of lim.
 func policyHeader(lim domain.Limits) string {
 	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
 }
@@ -134,8 +129,6 @@ func NewLocal(now func() time.Time, banAfter int, banFor time.Duration,
 	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, Callers: make(map[domain.CallerID]*caller)}
 }
 
-// Allow counts one request of id against lim, unless it is over a limit, in
-// which case nothing is spent.
 func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (Decision, error) {
 	now := l.now()
 	today := UnixDay(now)
@@ -158,7 +151,6 @@ func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits
 	}
 }
 
-// Peek reports id's windows as allow would, without counting a request.
 func (l *Local) Peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (Standing, error) {
 	now := l.now()
 	today := UnixDay(now)
@@ -185,8 +177,7 @@ func (c *caller) retune(now time.Time, lim domain.Limits) {
 	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
-// Lift ends id's ban that ends at until or sooner, and its wait. A caller
-// this limiter does not hold has neither.
+// Lift: a caller this limiter does not hold has neither a ban nor a wait.
 func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) error {
 	l.mu.Lock()
 	c := l.Callers[id]
@@ -305,11 +296,8 @@ func shrink[V any](m *map[domain.CallerID]V, peak *int) {
 	*m, *peak = fresh, len(fresh)
 }
 
-// dayCount is a number of requests on one UTC day.
-type dayCount struct {
-	day int64 // days since 1970-01-01
-	n   int64
-}
+// dayCount is a number of requests on one UTC day (days since 1970-01-01).
+type dayCount struct{ day, n int64 }
 
 func (c *caller) addUnflushed(day int64) {
 	if last := len(c.unflushed) - 1; last >= 0 && c.unflushed[last].day == day {

@@ -121,8 +121,6 @@ func (u *usageLedger) redisWent() {
 	u.mu.Unlock()
 }
 
-// flush writes the requests granted through Redis. What fails to be
-// written stays for the next flush.
 func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	u.storing <- struct{}{}
 	defer func() { <-u.storing }()

@@ -30,7 +30,6 @@ type RedisHooks struct {
 	Call func(start time.Time)
 }
 
-// RedisConfig is what NewRedis needs.
 type RedisConfig struct {
 	URL      string
 	Prefix   string // of every key, so that environments sharing a Redis stay apart
@@ -39,8 +38,8 @@ type RedisConfig struct {
 	Now      func() time.Time
 	// Usage returns a key's stored count for a day (Store.Usage).
 	Usage func(ctx context.Context, keyID int64, day string) (int64, error)
-	// Bans are the bans the database knows: a floor under Redis's, which
-	// rebuilds those an empty Redis lost, and the fallback's.
+	// Bans: the database's are a floor under Redis's, which rebuilds those
+	// an empty Redis lost, and the fallback's.
 	Bans *BanFloor
 	// DBTimeout bounds a seed's wait for the database (--db-timeout),
 	// the wait for another seed or a flush included.
@@ -53,11 +52,8 @@ type RedisConfig struct {
 
 // Redis keeps every caller's rate-limit state in Redis, one script
 // run a request, so that the servers naming one Redis together grant
-// exactly what one server would. Its jobs are each a type of their own:
-// the connection and its outages (redisLink), the API keys' requests on
-// their way to the database (usageLedger), the shared round trips
-// (scriptRunner) and this server's leases (leases). While Redis does not
-// answer, the in-process fallback limits alone.
+// exactly what one server would. While Redis does not answer, the
+// in-process fallback limits alone.
 type Redis struct {
 	RedisConfig
 	Link     *redisLink
@@ -225,9 +221,10 @@ func sharedLimits(lim domain.Limits) domain.Limits {
 }
 
 // ask runs the script on key, id's state, for one request (cost 1) or a
-// look (cost 0) with lim, which are shared limits, and lease. A caller whose day count Redis lacks is
-// seeded from the database, in a second run. It returns errNoRedis when
-// Redis does not answer, or has not answered lately.
+// look (cost 0) with lim, which are shared limits, and lease. A caller
+// whose day count Redis lacks is seeded from the database, in a second
+// run. It returns errNoRedis when Redis does not answer, or has not
+// answered lately.
 func (r *Redis) ask(ctx context.Context, id domain.CallerID, key any, lim domain.Limits, cost int64, lease leaseAsk) (scriptAnswer, error) {
 	if r.Link.skip() {
 		return scriptAnswer{}, errNoRedis
@@ -331,7 +328,6 @@ func (r *Redis) ReturnLeases(ctx context.Context, all bool) {
 	}
 }
 
-// returnLeasesEvery gives leases that aged out back until stop is closed.
 func (r *Redis) returnLeasesEvery(every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -365,7 +361,7 @@ func (r *Redis) Key(id domain.CallerID) string {
 	return string(b)
 }
 
-// figuresOf returns lim's figures, made once per figures.
+// figuresOf returns lim's figures, made once.
 func (r *Redis) figuresOf(lim domain.Limits) *figures {
 	r.figuresMu.RLock()
 	f, ok := r.figures[lim]
