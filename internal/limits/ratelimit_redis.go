@@ -91,9 +91,11 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	}
 	r.owner = r.Leases.owner
 	r.Leases.key = r.Key
-	r.ledger = newUsageLedger(cfg.Now, cfg.DBTimeout, cfg.Usage, func(keyID, day int64) int64 { return r.fallback.pending(keyID, day) })
+	r.ledger = &usageLedger{now: cfg.Now, usage: cfg.Usage, dbTimeout: cfg.DBTimeout,
+		storing: make(chan struct{}, 1), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
 	r.fallback = NewLocal(cfg.Now, cfg.BanAfter, cfg.BanFor, r.ledger.knownUsage)
 	r.fallback.Bans = cfg.Bans
+	r.ledger.fallback = r.fallback
 	if err := client.Ping(ctx).Err(); err != nil {
 		r.failed(err)
 	}
