@@ -22,10 +22,9 @@ import (
 // is stored with its time and ban.lifted event; each server takes it off its
 // floor and runs it through the rules (limitRun.lift), in process and in Redis.
 
-// BanFollower keeps a server's limiter in step with the bans table: it
-// reads what changed since it last looked, raises or takes away floors,
-// and runs each lift through the limiter. A lift the limiter could not
-// apply (Redis away) is tried again at the next look, until its ban ends.
+// BanFollower keeps a server's limiter in step with the bans table. A lift
+// the limiter could not apply (Redis away) is tried again at the next look,
+// until its ban ends.
 type BanFollower struct {
 	Store    domain.BanStore
 	Floor    *BanFloor

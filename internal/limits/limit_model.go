@@ -14,13 +14,11 @@ const (
 	CodeTemporarilyBanned = "temporarily_banned"
 )
 
-// The limit rules, written once: limitRules decides one run (a request or a
-// look) of one caller from its state, the moment and its figures. The
-// in-process limiter runs it; the Redis script limit.lua is the same rules
-// in Lua, proven equal to it by FuzzLimitScriptAgreesWithTheModel. The
-// minute bucket is not in here: the in-process limiter keeps it in
-// golang.org/x/time/rate and the script as a theoretical arrival time, and
-// either hands its tokens at now in (limitRun.tokens).
+// limit.lua is limitRules in Lua, proven equal to it by
+// FuzzLimitScriptAgreesWithTheModel. The minute bucket is not in here: the
+// in-process limiter keeps it in golang.org/x/time/rate and the script as a
+// theoretical arrival time, and either hands its tokens at now in
+// (limitRun.tokens).
 
 // The status of a run, named for what it tells the caller: limit.lua
 // answers it as its first number.
@@ -94,11 +92,9 @@ type limitAnswer struct {
 	write       bool          // the state changed: the script stores it
 }
 
-// limitRules decides run for a caller in state s with figures f, and makes s
-// the caller's state after it. Its steps are limit.lua's, under the same
-// names and in the same order: a lift alone (liftBan), else the day's count
-// (turnDay), the tokens the leases leave (spendable), the database's ban
-// (floorBan), and the decision: banned, a look, a grant or a refusal.
+// limitRules decides run (a request or a look) for a caller in state s with
+// figures f, and makes s the caller's state after it. Its steps are
+// limit.lua's, under the same names and in the same order.
 func limitRules(s *limitState, f *limitFigures, run *limitRun) limitAnswer {
 	a := limitAnswer{now: run.now, day: UnixDay(run.now)}
 	if !run.lift.IsZero() {

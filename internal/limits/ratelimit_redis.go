@@ -202,15 +202,13 @@ func (r *Redis) answer(ctx context.Context, id domain.CallerID, lim domain.Limit
 	case a.Status == Allowed && cost > 0:
 		r.ledger.granted(id, a.Day)
 	case a.Status == banned || a.Status == banStarted:
-		// Held here at once, not only once stored and read back: the
-		// fallback keeps it should Redis go away now.
 		r.Bans.Hold(id, time.UnixMilli(a.extra), r.Now())
 	}
 	return r.standing(a, sharedLimits(lim), cost == 0), nil
 }
 
 // standing is what a's run tells the caller, under lim, which are shared
-// limits: the tokens leased to this server are the caller's to spend.
+// limits.
 func (r *Redis) standing(a scriptAnswer, lim domain.Limits, both bool) Standing {
 	return a.limitAnswer(lim).standing(lim, r.figuresOf(lim).policy, perSecond(lim), both)
 }
@@ -283,9 +281,8 @@ func (r *Redis) Args(key any, id domain.CallerID, lim domain.Limits) scriptArgs 
 		banFloor: banFloor}
 }
 
-// Lift ends id's ban that ends at until or sooner, and its wait, in the
-// fallback and in Redis; it fails while Redis does not answer. While Redis
-// is away, a lift tries it as a request would (once in RedisProbeEvery).
+// Lift lifts in the fallback and in Redis; it fails while Redis does not
+// answer, which it tries as a request would (once in RedisProbeEvery).
 func (r *Redis) Lift(ctx context.Context, id domain.CallerID, until time.Time) error {
 	r.fallback.Lift(ctx, id, until)
 	if r.Link.skip() {
