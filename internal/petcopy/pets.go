@@ -43,19 +43,14 @@ type Store interface {
 //
 // Memory: about 13 bytes a pet plus its name (a million pets: ~25 MiB).
 type Cache struct {
-	store  Store
-	shared bool
-	// timeout bounds the database work of one create (--db-timeout).
-	timeout time.Duration
+	store   Store
+	shared  bool
+	timeout time.Duration // bounds the database work of one create (--db-timeout)
 
-	tailing chan struct{} // held by the one tail at a time, so that none appends a pet twice
-
-	// writeMu orders "insert, then append": the copy stays in id order.
-	writeMu sync.Mutex
-
+	tailing chan struct{}                   // held by the one tail at a time, so that none appends a pet twice
+	writeMu sync.Mutex                      // orders "insert, then append": the copy stays in id order
 	commits batch.Batcher[domain.PetInsert] // concurrent creates share commits
-
-	loaded atomic.Bool // the copy is complete: reads use it
+	loaded  atomic.Bool                     // the copy is complete: reads use it
 
 	mu       sync.RWMutex
 	chunks   []*petChunk
@@ -144,8 +139,7 @@ func New(store Store, timeout time.Duration) *Cache {
 	return c
 }
 
-// Store is the store the copy reads and writes, for the records that
-// replay a create under an Idempotency-Key.
+// Store is the store, for the records that replay a create under an Idempotency-Key.
 func (c *Cache) Store() Store { return c.store }
 
 // Listing is one encoded page of listPets; Next is the id its Link
@@ -203,10 +197,7 @@ func (c *Cache) LoadInBackground(ctx context.Context, logger *slog.Logger) {
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if failures == 0 {
+		if failures == 0 && ctx.Err() == nil {
 			logger.Warn("copy pets into memory; reads go to the database until it is done, tried again every "+loadRetryEvery.String(), "err", err)
 		}
 		select {
@@ -245,8 +236,7 @@ func (c *Cache) add(id int64, name []byte, categoryID int64, st int) {
 	c.count++
 }
 
-// Size is how many pets the store holds; ok is false until the copy is
-// complete.
+// Size is how many pets the store holds; ok is false until the copy is complete.
 func (c *Cache) Size() (n int, ok bool) {
 	if !c.loaded.Load() {
 		return 0, false
@@ -506,8 +496,7 @@ const (
 	MaxQueuedCreates = 4 * MaxBatch
 )
 
-// write stores a batch of creates in one transaction and adds them to the
-// copy.
+// write stores a batch of creates in one transaction and adds them to the copy.
 func (c *Cache) write(ctx context.Context, batch []domain.PetInsert) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
