@@ -70,11 +70,9 @@ type limitRun struct {
 	// yet; floor a count the caller is known to have reached on floorDay
 	// (-1: none), which the day count is raised to (after an outage).
 	seed, floor, floorDay int64
-	lease                 leaseAsk // this server's lease, settled and taken anew
-	// banFloor is the end of the caller's ban as the database knows it
-	// (zero: none): the ban is raised to it, unless it was lifted.
-	banFloor time.Time
-	lift     time.Time // when set, the run is a lift and nothing else (liftBan)
+	lease                 leaseAsk  // this server's lease, settled and taken anew
+	banFloor              time.Time // the database's end of the caller's ban, zero for none (floorBan)
+	lift                  time.Time // when set, the run is a lift and nothing else (liftBan)
 }
 
 // limitAnswer is what a run decides. tokens and dayCount are after the run,

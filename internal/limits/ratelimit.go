@@ -47,10 +47,9 @@ type Decision struct {
 	DayCount  int64 // the caller's requests today, this one included when allowed
 }
 
-// Limiter decides whether a caller's request may go ahead. *Local
-// keeps every caller's state in this process; *Redis keeps it in
-// Redis, shared by every server that names the same Redis. Both count the
-// API keys' requests towards the database through flush.
+// Limiter decides whether a caller's request may go ahead: *Local in this
+// process, *Redis shared by every server that names the same Redis. Both
+// count the API keys' requests towards the database through flush.
 type Limiter interface {
 	// Allow counts one request of id against lim, unless it is over a
 	// limit, in which case nothing is spent.
