@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"petstore/internal/batch"
 	"petstore/internal/domain"
 
 	"github.com/redis/go-redis/v9"
@@ -25,8 +26,7 @@ type RedisHooks struct {
 	// Fallback is told true when Redis stops answering and this server
 	// limits on its own, and false when Redis answers again.
 	Fallback func(active bool)
-	// Call is told when each round trip of script runs began, once it has
-	// ended.
+	// Call is told, once each round trip of script runs has ended, when it began.
 	Call func(start time.Time)
 }
 
@@ -83,12 +83,13 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	r := &Redis{
 		RedisConfig: cfg,
 		Link:        &redisLink{Client: client, now: cfg.Now, logger: cfg.Logger, onFallback: cfg.Hooks.Fallback},
-		Scripts:     newScriptRunner(client, cfg.Hooks.Call),
+		Scripts:     &scriptRunner{client: client, call: cfg.Hooks.Call},
 		figures:     make(map[domain.Limits]*figures),
 		// The name of this server's leases in Redis, new at each start.
 		Leases: leases{owner: rand.Text()[:12], M: make(map[domain.CallerID]*lease)},
 		Stop:   make(chan struct{}),
 	}
+	r.Scripts.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: r.Scripts.RunBatch}
 	r.owner = r.Leases.owner
 	r.Leases.key = r.Key
 	r.ledger = &usageLedger{now: cfg.Now, usage: cfg.Usage, dbTimeout: cfg.DBTimeout,
@@ -316,8 +317,8 @@ func (r *Redis) ReturnLeases(ctx context.Context, all bool) {
 		runs[i] = ScriptRun{Cmd: settle.Encode()}
 	}
 	if !r.Link.Down.Load() {
-		for batch := range slices.Chunk(runs, maxPipeline) {
-			_ = r.Scripts.RunBatch(ctx, batch) // a failed give-back expires in Redis
+		for chunk := range slices.Chunk(runs, maxPipeline) {
+			_ = r.Scripts.RunBatch(ctx, chunk) // a failed give-back expires in Redis
 		}
 	}
 	for _, h := range held {

@@ -140,12 +140,6 @@ type ScriptRun struct {
 // maxPipeline bounds the script runs sent in one round trip.
 const maxPipeline = 128
 
-func newScriptRunner(client *redis.Client, call func(start time.Time)) *scriptRunner {
-	s := &scriptRunner{client: client, call: call}
-	s.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: s.RunBatch}
-	return s
-}
-
 // Run runs the script once, in a shared round trip.
 func (s *scriptRunner) Run(args scriptArgs) (scriptAnswer, error) {
 	done, err := s.batch.Do(context.Background(), ScriptRun{Cmd: args.Encode()})
