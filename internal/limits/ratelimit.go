@@ -312,11 +312,7 @@ func (c *caller) addUnflushed(day int64) {
 // tries again. flush and sweep take l.mu before a caller's lock, and
 // nothing takes them the other way round.
 func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
-	type taken struct {
-		c      *caller
-		counts []dayCount
-	}
-	var written []taken
+	written := make(map[*caller][]dayCount)
 	var counts []domain.UsageCount
 	l.mu.Lock()
 	for id, c := range l.Callers {
@@ -325,7 +321,7 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 		}
 		c.mu.Lock()
 		if len(c.unflushed) > 0 {
-			written = append(written, taken{c, slices.Clone(c.unflushed)})
+			written[c] = slices.Clone(c.unflushed)
 			for _, u := range c.unflushed {
 				counts = append(counts, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n})
 			}
@@ -342,20 +338,20 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 	// Take what was written off each caller, in one pass over its counts:
 	// a caller can hold many days (a long failed write), and requests
 	// counted meanwhile stay.
-	for _, w := range written {
-		sent := make(map[int64]int64, len(w.counts))
-		for _, u := range w.counts {
+	for c, taken := range written {
+		sent := make(map[int64]int64, len(taken))
+		for _, u := range taken {
 			sent[u.day] += u.n
 		}
-		w.c.mu.Lock()
-		for i := range w.c.unflushed {
-			u := &w.c.unflushed[i]
+		c.mu.Lock()
+		for i := range c.unflushed {
+			u := &c.unflushed[i]
 			done := min(u.n, sent[u.day])
 			u.n -= done
 			sent[u.day] -= done
 		}
-		w.c.unflushed = slices.DeleteFunc(w.c.unflushed, func(u dayCount) bool { return u.n == 0 })
-		w.c.mu.Unlock()
+		c.unflushed = slices.DeleteFunc(c.unflushed, func(u dayCount) bool { return u.n == 0 })
+		c.mu.Unlock()
 	}
 	return nil
 }
