@@ -10,22 +10,16 @@ import (
 	"petstore/internal/domain"
 )
 
-// Bans in the database (docs/production.md, "Bans"): the server that
-// starts a ban stores it with its key.banned event (auditLog, within the
-// usage batch's 2 s). Redis holds the truth while it is up; the database is
-// a floor under it: every server reads the table at start and what changed
-// in it every keyring.RefreshEvery (BanFollower) into a banFloor, which the
-// limit rules take in each run (limitRun.banFloor), in process, in the
-// fallback and in the script, so that neither a restart nor a Redis outage
-// nor an empty Redis lifts a ban early; one seen in Redis's answer is held
-// at once (BanFloor.Hold). A lift (bans lift, DELETE /admin/v1/bans/{subject})
-// is stored with its time and ban.lifted event; each server takes it off its
-// floor and runs it through the rules (limitRun.lift), in process and in Redis.
+// Bans in the database (docs/replicas.md, "Bans across servers"): Redis holds
+// the truth while it is up; the database is a floor under it, read at start
+// and followed every keyring.RefreshEvery (BanFollower) into a BanFloor, which
+// the limit rules take in each run (limitRun.banFloor), in process, in the
+// fallback and in the script. A lift goes off the floor and through the rules
+// (limitRun.lift), in process and in Redis.
 
-// BanFollower keeps a server's limiter in step with the bans table: it
-// reads what changed since it last looked, raises or takes away floors,
-// and runs each lift through the limiter. A lift the limiter could not
-// apply (Redis away) is tried again at the next look, until its ban ends.
+// BanFollower keeps a server's limiter in step with the bans table. A lift
+// the limiter could not apply (Redis away) is tried again at the next look,
+// until its ban ends.
 type BanFollower struct {
 	Store    domain.BanStore
 	Floor    *BanFloor

@@ -14,13 +14,11 @@ const (
 	CodeTemporarilyBanned = "temporarily_banned"
 )
 
-// The limit rules, written once: limitRules decides one run (a request or a
-// look) of one caller from its state, the moment and its figures. The
-// in-process limiter runs it; the Redis script limit.lua is the same rules
-// in Lua, proven equal to it by FuzzLimitScriptAgreesWithTheModel. The
-// minute bucket is not in here: the in-process limiter keeps it in
-// golang.org/x/time/rate and the script as a theoretical arrival time, and
-// either hands its tokens at now in (limitRun.tokens).
+// limit.lua is limitRules in Lua, proven equal to it by
+// FuzzLimitScriptAgreesWithTheModel. The minute bucket is not in here: the
+// in-process limiter keeps it in golang.org/x/time/rate and the script as a
+// theoretical arrival time, and either hands its tokens at now in
+// (limitRun.tokens).
 
 // The status of a run, named for what it tells the caller: limit.lua
 // answers it as its first number.
@@ -72,14 +70,9 @@ type limitRun struct {
 	// yet; floor a count the caller is known to have reached on floorDay
 	// (-1: none), which the day count is raised to (after an outage).
 	seed, floor, floorDay int64
-	lease                 leaseAsk // this server's lease, settled and taken anew
-	// banFloor is the end of the caller's ban as the database knows it
-	// (zero: none): the ban is raised to it, unless it was lifted.
-	banFloor time.Time
-	// lift, when set, makes the run a lift and nothing else: it ends a ban
-	// that ends then or sooner (the ban lifted in the database), with its
-	// wait, so that the next request is not banned again at once.
-	lift time.Time
+	lease                 leaseAsk  // this server's lease, settled and taken anew
+	banFloor              time.Time // the database's end of the caller's ban, zero for none (floorBan)
+	lift                  time.Time // when set, the run is a lift and nothing else (liftBan)
 }
 
 // limitAnswer is what a run decides. tokens and dayCount are after the run,
@@ -97,11 +90,9 @@ type limitAnswer struct {
 	write       bool          // the state changed: the script stores it
 }
 
-// limitRules decides run for a caller in state s with figures f, and makes s
-// the caller's state after it. Its steps are limit.lua's, under the same
-// names and in the same order: a lift alone (liftBan), else the day's count
-// (turnDay), the tokens the leases leave (spendable), the database's ban
-// (floorBan), and the decision: banned, a look, a grant or a refusal.
+// limitRules decides run (a request or a look) for a caller in state s with
+// figures f, and makes s the caller's state after it. Its steps are
+// limit.lua's, under the same names and in the same order.
 func limitRules(s *limitState, f *limitFigures, run *limitRun) limitAnswer {
 	a := limitAnswer{now: run.now, day: UnixDay(run.now)}
 	if !run.lift.IsZero() {

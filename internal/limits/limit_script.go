@@ -10,9 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The limit rules in Redis: limit.lua, with the one encoder of its
-// arguments and the one decoder of its answer.
-
 //go:embed limit.lua
 var limitScriptText string
 
@@ -56,7 +53,6 @@ var (
 	scriptNoOwner   any = ""
 )
 
-// scriptArg is n as an argument of the script.
 func scriptArg(n int64) any {
 	switch n {
 	case -1:
@@ -93,7 +89,6 @@ type scriptAnswer struct {
 	leased int64 // tokens beyond the request's own leased to the asking server
 }
 
-// decodeScriptAnswer reads the script's answer.
 func decodeScriptAnswer(v []int64) (scriptAnswer, error) {
 	if len(v) != 7 {
 		return scriptAnswer{}, fmt.Errorf("rate-limit script returned %d numbers, want 7", len(v))

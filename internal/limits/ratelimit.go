@@ -30,31 +30,26 @@ type caller struct {
 // Decision is the limiter's answer for one request, with what the rate-limit
 // headers report: the window with fewer requests left.
 type Decision struct {
-	Allowed    bool
-	Code       string        // why not: rate_limited or temporarily_banned
-	BanStarted bool          // this request started the ban: the one to record
-	RetryAfter time.Duration // how long until a request will be accepted
-	Window     string        // "minute" or "day"
-	Limit      int64
-	Remaining  int64
-	Reset      time.Time     // when the window is full again, rounded up to a second
-	ResetIn    time.Duration // how long until then, rounded up to a second
-	Policy     string
-	// BannedUntil: during a ban, its end.
-	BannedUntil time.Time
-	// Today is the UTC day (since 1970-01-01) by the limiter's clock,
-	// the day the request counts on in the key's usage history.
-	Today int64
-	// OverQuota: refused because the day's quota is spent (rate_limited
-	// only), not for the minute.
-	OverQuota bool
+	Allowed     bool
+	Code        string        // why not: rate_limited or temporarily_banned
+	BanStarted  bool          // this request started the ban: the one to record
+	RetryAfter  time.Duration // how long until a request will be accepted
+	Window      string        // "minute" or "day"
+	Limit       int64
+	Remaining   int64
+	Reset       time.Time     // when the window is full again, rounded up to a second
+	ResetIn     time.Duration // how long until then, rounded up to a second
+	Policy      string
+	BannedUntil time.Time // during a ban, its end
+	// Today is the UTC day by the limiter's clock: the request counts on it in the key's usage history.
+	Today     int64
+	OverQuota bool  // rate_limited for the day's quota, not for the minute
 	DayCount  int64 // the caller's requests today, this one included when allowed
 }
 
-// Limiter decides whether a caller's request may go ahead. *Local
-// keeps every caller's state in this process; *Redis keeps it in
-// Redis, shared by every server that names the same Redis. Both count the
-// API keys' requests towards the database through flush.
+// Limiter decides whether a caller's request may go ahead: *Local in this
+// process, *Redis shared by every server that names the same Redis. Both
+// count the API keys' requests towards the database through flush.
 type Limiter interface {
 	// Allow counts one request of id against lim, unless it is over a
 	// limit, in which case nothing is spent.
@@ -87,7 +82,6 @@ type Standing struct {
 	Minute, Day Window
 }
 
-// policyHeader is the RateLimit-Policy header of lim.
 func policyHeader(lim domain.Limits) string {
 	return `"minute";q=` + strconv.FormatInt(lim.PerMinute, 10) + `;w=60, "day";q=` + strconv.FormatInt(lim.PerDay, 10) + `;w=86400`
 }
@@ -134,8 +128,6 @@ func NewLocal(now func() time.Time, banAfter int, banFor time.Duration,
 	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, Callers: make(map[domain.CallerID]*caller)}
 }
 
-// Allow counts one request of id against lim, unless it is over a limit, in
-// which case nothing is spent.
 func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (Decision, error) {
 	now := l.now()
 	today := UnixDay(now)
@@ -158,7 +150,6 @@ func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits
 	}
 }
 
-// Peek reports id's windows as allow would, without counting a request.
 func (l *Local) Peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (Standing, error) {
 	now := l.now()
 	today := UnixDay(now)
@@ -185,8 +176,7 @@ func (c *caller) retune(now time.Time, lim domain.Limits) {
 	c.minute.SetBurstAt(now, int(lim.PerMinute))
 }
 
-// Lift ends id's ban that ends at until or sooner, and its wait. A caller
-// this limiter does not hold has neither.
+// Lift: a caller this limiter does not hold has neither a ban nor a wait.
 func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) error {
 	l.mu.Lock()
 	c := l.Callers[id]
@@ -305,11 +295,8 @@ func shrink[V any](m *map[domain.CallerID]V, peak *int) {
 	*m, *peak = fresh, len(fresh)
 }
 
-// dayCount is a number of requests on one UTC day.
-type dayCount struct {
-	day int64 // days since 1970-01-01
-	n   int64
-}
+// dayCount is a number of requests on one UTC day (days since 1970-01-01).
+type dayCount struct{ day, n int64 }
 
 func (c *caller) addUnflushed(day int64) {
 	if last := len(c.unflushed) - 1; last >= 0 && c.unflushed[last].day == day {
@@ -325,11 +312,7 @@ func (c *caller) addUnflushed(day int64) {
 // tries again. flush and sweep take l.mu before a caller's lock, and
 // nothing takes them the other way round.
 func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
-	type taken struct {
-		c      *caller
-		counts []dayCount
-	}
-	var written []taken
+	written := make(map[*caller][]dayCount)
 	var counts []domain.UsageCount
 	l.mu.Lock()
 	for id, c := range l.Callers {
@@ -338,7 +321,7 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 		}
 		c.mu.Lock()
 		if len(c.unflushed) > 0 {
-			written = append(written, taken{c, slices.Clone(c.unflushed)})
+			written[c] = slices.Clone(c.unflushed)
 			for _, u := range c.unflushed {
 				counts = append(counts, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n})
 			}
@@ -355,20 +338,20 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 	// Take what was written off each caller, in one pass over its counts:
 	// a caller can hold many days (a long failed write), and requests
 	// counted meanwhile stay.
-	for _, w := range written {
-		sent := make(map[int64]int64, len(w.counts))
-		for _, u := range w.counts {
+	for c, taken := range written {
+		sent := make(map[int64]int64, len(taken))
+		for _, u := range taken {
 			sent[u.day] += u.n
 		}
-		w.c.mu.Lock()
-		for i := range w.c.unflushed {
-			u := &w.c.unflushed[i]
+		c.mu.Lock()
+		for i := range c.unflushed {
+			u := &c.unflushed[i]
 			done := min(u.n, sent[u.day])
 			u.n -= done
 			sent[u.day] -= done
 		}
-		w.c.unflushed = slices.DeleteFunc(w.c.unflushed, func(u dayCount) bool { return u.n == 0 })
-		w.c.mu.Unlock()
+		c.unflushed = slices.DeleteFunc(c.unflushed, func(u dayCount) bool { return u.n == 0 })
+		c.mu.Unlock()
 	}
 	return nil
 }

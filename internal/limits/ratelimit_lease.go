@@ -7,14 +7,11 @@ import (
 	"petstore/internal/domain"
 )
 
-// Leases: a server takes several tokens of a caller's minute bucket and day
-// count in one run of the limit script and spends them here, without a
-// round trip. Redis counts them as spent from the moment they are taken,
-// and the bucket does not refill them until the lease is settled, so the
-// servers together never accept more than one would. A lease is about
-// LeaseTraffic of the caller's requests on this server, at most a share of
-// what is left; its unspent tokens go back when it ages out or the server
-// stops.
+// Leases (docs/replicas.md, "Leases"): a server takes several tokens of a
+// caller's minute bucket and day count in one run of the limit script and
+// spends them here, without a round trip. Redis counts them as spent from
+// the moment they are taken, and the bucket does not refill them until the
+// lease is settled, so the servers together never accept more than one would.
 const (
 	LeaseTraffic = 100 * time.Millisecond // a lease holds about this much of a caller's traffic here
 	LeaseLife    = 500 * time.Millisecond // its unspent tokens go back after this

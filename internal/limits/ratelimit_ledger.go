@@ -16,11 +16,9 @@ import (
 // since. From there a day count that Redis lost is rebuilt, and a count
 // Redis may lack after an outage is raised.
 type usageLedger struct {
-	now func() time.Time
-	// usage returns a key's stored count for a day (Store.Usage); pending
-	// the fallback's requests of a key on a day not stored yet.
+	now       func() time.Time
 	usage     func(ctx context.Context, keyID int64, day string) (int64, error)
-	pending   func(keyID, day int64) int64
+	fallback  *Local        // its requests not stored yet are known too
 	dbTimeout time.Duration // bounds known's wait for the database, another seed or a flush included
 
 	// storing is held while a flush writes, and while known reads the
@@ -37,12 +35,6 @@ type usageLedger struct {
 
 // KeyDay names one API key's count of one UTC day.
 type KeyDay struct{ KeyID, Day int64 }
-
-func newUsageLedger(now func() time.Time, dbTimeout time.Duration,
-	usage func(ctx context.Context, keyID int64, day string) (int64, error), pending func(keyID, day int64) int64) *usageLedger {
-	return &usageLedger{now: now, usage: usage, pending: pending, dbTimeout: dbTimeout,
-		storing: make(chan struct{}, 1), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
-}
 
 // granted counts a request of id granted on day, to be written to the
 // database (API keys only).
@@ -75,7 +67,7 @@ func (u *usageLedger) known(ctx context.Context, keyID, day int64) (int64, error
 	u.mu.Lock()
 	n += u.unstored[KeyDay{keyID, day}]
 	u.mu.Unlock()
-	return n + u.pending(keyID, day), nil
+	return n + u.fallback.pending(keyID, day), nil
 }
 
 // knownUsage is known for the fallback, which names days as text.
@@ -121,8 +113,6 @@ func (u *usageLedger) redisWent() {
 	u.mu.Unlock()
 }
 
-// flush writes the requests granted through Redis. What fails to be
-// written stays for the next flush.
 func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	u.storing <- struct{}{}
 	defer func() { <-u.storing }()

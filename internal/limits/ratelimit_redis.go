@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"petstore/internal/batch"
 	"petstore/internal/domain"
 
 	"github.com/redis/go-redis/v9"
@@ -25,12 +26,10 @@ type RedisHooks struct {
 	// Fallback is told true when Redis stops answering and this server
 	// limits on its own, and false when Redis answers again.
 	Fallback func(active bool)
-	// Call is told when each round trip of script runs began, once it has
-	// ended.
+	// Call is told, once each round trip of script runs has ended, when it began.
 	Call func(start time.Time)
 }
 
-// RedisConfig is what NewRedis needs.
 type RedisConfig struct {
 	URL      string
 	Prefix   string // of every key, so that environments sharing a Redis stay apart
@@ -39,8 +38,8 @@ type RedisConfig struct {
 	Now      func() time.Time
 	// Usage returns a key's stored count for a day (Store.Usage).
 	Usage func(ctx context.Context, keyID int64, day string) (int64, error)
-	// Bans are the bans the database knows: a floor under Redis's, which
-	// rebuilds those an empty Redis lost, and the fallback's.
+	// Bans: the database's are a floor under Redis's, which rebuilds those
+	// an empty Redis lost, and the fallback's.
 	Bans *BanFloor
 	// DBTimeout bounds a seed's wait for the database (--db-timeout),
 	// the wait for another seed or a flush included.
@@ -53,11 +52,8 @@ type RedisConfig struct {
 
 // Redis keeps every caller's rate-limit state in Redis, one script
 // run a request, so that the servers naming one Redis together grant
-// exactly what one server would. Its jobs are each a type of their own:
-// the connection and its outages (redisLink), the API keys' requests on
-// their way to the database (usageLedger), the shared round trips
-// (scriptRunner) and this server's leases (leases). While Redis does not
-// answer, the in-process fallback limits alone.
+// exactly what one server would. While Redis does not answer, the
+// in-process fallback limits alone.
 type Redis struct {
 	RedisConfig
 	Link     *redisLink
@@ -87,17 +83,20 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	r := &Redis{
 		RedisConfig: cfg,
 		Link:        &redisLink{Client: client, now: cfg.Now, logger: cfg.Logger, onFallback: cfg.Hooks.Fallback},
-		Scripts:     newScriptRunner(client, cfg.Hooks.Call),
+		Scripts:     &scriptRunner{client: client, call: cfg.Hooks.Call},
 		figures:     make(map[domain.Limits]*figures),
 		// The name of this server's leases in Redis, new at each start.
 		Leases: leases{owner: rand.Text()[:12], M: make(map[domain.CallerID]*lease)},
 		Stop:   make(chan struct{}),
 	}
+	r.Scripts.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: r.Scripts.RunBatch}
 	r.owner = r.Leases.owner
 	r.Leases.key = r.Key
-	r.ledger = newUsageLedger(cfg.Now, cfg.DBTimeout, cfg.Usage, func(keyID, day int64) int64 { return r.fallback.pending(keyID, day) })
+	r.ledger = &usageLedger{now: cfg.Now, usage: cfg.Usage, dbTimeout: cfg.DBTimeout,
+		storing: make(chan struct{}, 1), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
 	r.fallback = NewLocal(cfg.Now, cfg.BanAfter, cfg.BanFor, r.ledger.knownUsage)
 	r.fallback.Bans = cfg.Bans
+	r.ledger.fallback = r.fallback
 	if err := client.Ping(ctx).Err(); err != nil {
 		r.failed(err)
 	}
@@ -204,15 +203,13 @@ func (r *Redis) answer(ctx context.Context, id domain.CallerID, lim domain.Limit
 	case a.Status == Allowed && cost > 0:
 		r.ledger.granted(id, a.Day)
 	case a.Status == banned || a.Status == banStarted:
-		// Held here at once, not only once stored and read back: the
-		// fallback keeps it should Redis go away now.
 		r.Bans.Hold(id, time.UnixMilli(a.extra), r.Now())
 	}
 	return r.standing(a, sharedLimits(lim), cost == 0), nil
 }
 
 // standing is what a's run tells the caller, under lim, which are shared
-// limits: the tokens leased to this server are the caller's to spend.
+// limits.
 func (r *Redis) standing(a scriptAnswer, lim domain.Limits, both bool) Standing {
 	return a.limitAnswer(lim).standing(lim, r.figuresOf(lim).policy, perSecond(lim), both)
 }
@@ -225,9 +222,10 @@ func sharedLimits(lim domain.Limits) domain.Limits {
 }
 
 // ask runs the script on key, id's state, for one request (cost 1) or a
-// look (cost 0) with lim, which are shared limits, and lease. A caller whose day count Redis lacks is
-// seeded from the database, in a second run. It returns errNoRedis when
-// Redis does not answer, or has not answered lately.
+// look (cost 0) with lim, which are shared limits, and lease. A caller
+// whose day count Redis lacks is seeded from the database, in a second
+// run. It returns errNoRedis when Redis does not answer, or has not
+// answered lately.
 func (r *Redis) ask(ctx context.Context, id domain.CallerID, key any, lim domain.Limits, cost int64, lease leaseAsk) (scriptAnswer, error) {
 	if r.Link.skip() {
 		return scriptAnswer{}, errNoRedis
@@ -284,9 +282,8 @@ func (r *Redis) Args(key any, id domain.CallerID, lim domain.Limits) scriptArgs 
 		banFloor: banFloor}
 }
 
-// Lift ends id's ban that ends at until or sooner, and its wait, in the
-// fallback and in Redis; it fails while Redis does not answer. While Redis
-// is away, a lift tries it as a request would (once in RedisProbeEvery).
+// Lift lifts in the fallback and in Redis; it fails while Redis does not
+// answer, which it tries as a request would (once in RedisProbeEvery).
 func (r *Redis) Lift(ctx context.Context, id domain.CallerID, until time.Time) error {
 	r.fallback.Lift(ctx, id, until)
 	if r.Link.skip() {
@@ -320,8 +317,8 @@ func (r *Redis) ReturnLeases(ctx context.Context, all bool) {
 		runs[i] = ScriptRun{Cmd: settle.Encode()}
 	}
 	if !r.Link.Down.Load() {
-		for batch := range slices.Chunk(runs, maxPipeline) {
-			_ = r.Scripts.RunBatch(ctx, batch) // a failed give-back expires in Redis
+		for chunk := range slices.Chunk(runs, maxPipeline) {
+			_ = r.Scripts.RunBatch(ctx, chunk) // a failed give-back expires in Redis
 		}
 	}
 	for _, h := range held {
@@ -331,7 +328,6 @@ func (r *Redis) ReturnLeases(ctx context.Context, all bool) {
 	}
 }
 
-// returnLeasesEvery gives leases that aged out back until stop is closed.
 func (r *Redis) returnLeasesEvery(every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -365,7 +361,7 @@ func (r *Redis) Key(id domain.CallerID) string {
 	return string(b)
 }
 
-// figuresOf returns lim's figures, made once per figures.
+// figuresOf returns lim's figures, made once.
 func (r *Redis) figuresOf(lim domain.Limits) *figures {
 	r.figuresMu.RLock()
 	f, ok := r.figures[lim]

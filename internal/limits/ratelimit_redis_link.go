@@ -24,15 +24,12 @@ const (
 	RedisProbeEvery = 500 * time.Millisecond
 )
 
-// redisLink is the Redis limiter's connection, and whether Redis answers:
-// while it does not, requests go to the in-process fallback, and one in
-// RedisProbeEvery tries Redis again.
+// redisLink is the Redis limiter's connection, and whether Redis answers.
 type redisLink struct {
-	Client *redis.Client
-	now    func() time.Time
-	logger *slog.Logger
-	// onFallback is RedisHooks.Fallback (may be nil).
-	onFallback func(active bool)
+	Client     *redis.Client
+	now        func() time.Time
+	logger     *slog.Logger
+	onFallback func(active bool) // RedisHooks.Fallback (may be nil)
 
 	Down      atomic.Bool
 	downSince atomic.Int64 // UnixNano
@@ -129,9 +126,8 @@ func (l RedisLog) Printf(ctx context.Context, format string, v ...any) {
 // that sends them.
 type scriptRunner struct {
 	client *redis.Client
-	// call is RedisHooks.Call (may be nil).
-	call  func(start time.Time)
-	batch batch.Batcher[ScriptRun]
+	call   func(start time.Time) // RedisHooks.Call (may be nil)
+	batch  batch.Batcher[ScriptRun]
 }
 
 // ScriptRun is one run of limit.lua in a pipeline, with its answer.
@@ -143,12 +139,6 @@ type ScriptRun struct {
 
 // maxPipeline bounds the script runs sent in one round trip.
 const maxPipeline = 128
-
-func newScriptRunner(client *redis.Client, call func(start time.Time)) *scriptRunner {
-	s := &scriptRunner{client: client, call: call}
-	s.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: s.RunBatch}
-	return s
-}
 
 // Run runs the script once, in a shared round trip.
 func (s *scriptRunner) Run(args scriptArgs) (scriptAnswer, error) {

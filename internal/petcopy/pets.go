@@ -43,19 +43,14 @@ type Store interface {
 //
 // Memory: about 13 bytes a pet plus its name (a million pets: ~25 MiB).
 type Cache struct {
-	store  Store
-	shared bool
-	// timeout bounds the database work of one create (--db-timeout).
-	timeout time.Duration
+	store   Store
+	shared  bool
+	timeout time.Duration // bounds the database work of one create (--db-timeout)
 
-	tailing chan struct{} // held by the one tail at a time, so that none appends a pet twice
-
-	// writeMu orders "insert, then append": the copy stays in id order.
-	writeMu sync.Mutex
-
+	tailing chan struct{}                   // held by the one tail at a time, so that none appends a pet twice
+	writeMu sync.Mutex                      // orders "insert, then append": the copy stays in id order
 	commits batch.Batcher[domain.PetInsert] // concurrent creates share commits
-
-	loaded atomic.Bool // the copy is complete: reads use it
+	loaded  atomic.Bool                     // the copy is complete: reads use it
 
 	mu       sync.RWMutex
 	chunks   []*petChunk
@@ -137,16 +132,14 @@ func (ch *petChunk) set(i int, id, category int64) {
 }
 
 // New makes an empty copy of the pets of store: Load or LoadInBackground
-// fills it, and reads go to store until it is complete. timeout bounds the
-// database work of one create (--db-timeout).
+// fills it, and reads go to store until it is complete.
 func New(store Store, timeout time.Duration) *Cache {
 	c := &Cache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
 	c.commits = batch.Batcher[domain.PetInsert]{Max: MaxBatch, MaxQueued: MaxQueuedCreates, Run: c.write}
 	return c
 }
 
-// Store is the store the copy reads and writes, for the records that
-// replay a create under an Idempotency-Key.
+// Store is the store, for the records that replay a create under an Idempotency-Key.
 func (c *Cache) Store() Store { return c.store }
 
 // Listing is one encoded page of listPets; Next is the id its Link
@@ -166,40 +159,34 @@ const loadBatch = 1_000
 
 // Load copies every stored pet into memory, then serves reads from the copy.
 func (c *Cache) Load(ctx context.Context) error {
-	for {
-		n, err := c.loadBatch(ctx)
-		if err != nil {
-			return err
-		}
-		if n < loadBatch {
-			break
-		}
-		runtime.Gosched()
+	if err := c.loadRest(ctx, runtime.Gosched); err != nil {
+		return err
 	}
 	// The last pets, with creates held back, so that none is missed.
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	for {
-		n, err := c.loadBatch(ctx)
-		if err != nil {
-			return err
-		}
-		if n < loadBatch {
-			c.loaded.Store(true)
-			return nil
-		}
+	if err := c.loadRest(ctx, func() {}); err != nil {
+		return err
 	}
+	c.loaded.Store(true)
+	return nil
 }
 
-// loadBatch copies the next loadBatch pets after the last one held.
-func (c *Cache) loadBatch(ctx context.Context) (int, error) {
-	// Until the copy is complete no reader takes c.mu, so holding it for a
-	// batch delays nobody.
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.store.ScanPets(ctx, c.lastID(), loadBatch, func(id int64, name []byte, categoryID int64, status []byte) {
-		c.add(id, name, categoryID, statusIndex(string(status)))
-	})
+// loadRest copies the pets after the last one held, loadBatch at a time,
+// and calls between after each full batch. Until the copy is complete no
+// reader takes c.mu, so holding it for a batch delays nobody.
+func (c *Cache) loadRest(ctx context.Context, between func()) error {
+	for {
+		c.mu.Lock()
+		n, err := c.store.ScanPets(ctx, c.lastID(), loadBatch, func(id int64, name []byte, categoryID int64, status []byte) {
+			c.add(id, name, categoryID, statusIndex(string(status)))
+		})
+		c.mu.Unlock()
+		if err != nil || n < loadBatch {
+			return err
+		}
+		between()
+	}
 }
 
 // LoadInBackground runs Load, again after a pause while it fails (the
@@ -210,10 +197,7 @@ func (c *Cache) LoadInBackground(ctx context.Context, logger *slog.Logger) {
 		if err == nil {
 			break
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if failures == 0 {
+		if failures == 0 && ctx.Err() == nil {
 			logger.Warn("copy pets into memory; reads go to the database until it is done, tried again every "+loadRetryEvery.String(), "err", err)
 		}
 		select {
@@ -222,9 +206,7 @@ func (c *Cache) LoadInBackground(ctx context.Context, logger *slog.Logger) {
 		case <-time.After(loadRetryEvery):
 		}
 	}
-	c.mu.RLock()
-	n := c.count
-	c.mu.RUnlock()
+	n, _ := c.Size()
 	logger.Info("pets copied into memory", "pets", n)
 }
 
@@ -254,8 +236,7 @@ func (c *Cache) add(id int64, name []byte, categoryID int64, st int) {
 	c.count++
 }
 
-// Size is how many pets the store holds; ok is false until the copy is
-// complete.
+// Size is how many pets the store holds; ok is false until the copy is complete.
 func (c *Cache) Size() (n int, ok bool) {
 	if !c.loaded.Load() {
 		return 0, false
@@ -515,8 +496,7 @@ const (
 	MaxQueuedCreates = 4 * MaxBatch
 )
 
-// write stores a batch of creates in one transaction and adds them to the
-// copy.
+// write stores a batch of creates in one transaction and adds them to the copy.
 func (c *Cache) write(ctx context.Context, batch []domain.PetInsert) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -550,8 +530,7 @@ func (c *Cache) addBatch(batch []domain.PetInsert) {
 // When the batch's ids follow the last one held, no other pet can come
 // between (ids commit in id order) and it is appended as it is; else
 // other servers' pets may come before it: the copy is tailed, which takes
-// them all in order. A failed tail costs only speed: reads past the prefix
-// go to the database.
+// them all in order.
 func (c *Cache) appendStored(ctx context.Context, batch []domain.PetInsert) {
 	if !c.loaded.Load() {
 		return
