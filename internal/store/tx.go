@@ -1,8 +1,8 @@
 // The SQL that both engines run alike is written once, over dbTx: a
 // transaction (or, for reads, a connection) of either engine, and the
 // little each engine says differently (its dialect). Below them, the SQL
-// both speak alike: the columns of a key and how its nullable times and ids
-// travel, the audit trail's, and the tables petstore copy moves.
+// both speak alike: the columns of a key and of the audit trail, and how
+// their nullable times and ids travel.
 
 package store
 
@@ -309,30 +309,6 @@ func nullID(id int64) any {
 		return nil
 	}
 	return id
-}
-
-// copyTables are the tables copy moves, with their columns, in both schemas.
-var copyTables = []struct {
-	name    string
-	columns []string
-	count   func(*domain.Copied) *int64
-}{
-	{"pets", []string{"id", "name", "category_id", "status"}, func(c *domain.Copied) *int64 { return &c.Pets }},
-	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "scopes", "created_at", "revoked_at",
-		"expires_at", "budget_id", "rolled_to", "last_used_at", "external_id"}, func(c *domain.Copied) *int64 { return &c.Keys }},
-	{"usage", []string{"key_id", "day", "count"}, func(c *domain.Copied) *int64 { return &c.Usage }},
-	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *domain.Copied) *int64 { return &c.Idempotency }},
-	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *domain.Copied) *int64 { return &c.AuditEvents }},
-	{"admin_tokens", []string{"id", "hash", "name", "scopes", "env", "created_at", "revoked_at"}, func(c *domain.Copied) *int64 { return &c.AdminTokens }},
-	{"usage_history", []string{"budget_id", "day", "allowed", "rate_limited", "quota_exceeded", "banned", "forbidden"},
-		func(c *domain.Copied) *int64 { return &c.UsageHistory }},
-	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
-		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookEndpoints }},
-	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *domain.Copied) *int64 { return &c.WebhookEvents }},
-	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
-		"last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookDeliveries }},
-	{"webhook_notices", []string{"mark", "at", "forget_at"}, func(c *domain.Copied) *int64 { return &c.WebhookNotices }},
-	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *domain.Copied) *int64 { return &c.Bans }},
 }
 
 // auditColumns are the columns of an event as AuditRow gives them and

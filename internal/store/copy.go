@@ -1,11 +1,14 @@
 package store
 
-// petstore copy into PostgreSQL, and PostgreSQL as its source
-// (docs/production.md).
+// The database as a whole, as petstore copy and backup see it
+// (docs/production.md): a snapshot of either engine as the source of a
+// copy, PostgreSQL as its target, and the backup of a SQLite file.
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +16,30 @@ import (
 
 	"github.com/jackc/pgx/v5"
 )
+
+// copyTables are the tables copy moves, with their columns, in both schemas.
+var copyTables = []struct {
+	name    string
+	columns []string
+	count   func(*domain.Copied) *int64
+}{
+	{"pets", []string{"id", "name", "category_id", "status"}, func(c *domain.Copied) *int64 { return &c.Pets }},
+	{"api_keys", []string{"id", "hash", "name", "plan", "rpm", "rpd", "env", "scopes", "created_at", "revoked_at",
+		"expires_at", "budget_id", "rolled_to", "last_used_at", "external_id"}, func(c *domain.Copied) *int64 { return &c.Keys }},
+	{"usage", []string{"key_id", "day", "count"}, func(c *domain.Copied) *int64 { return &c.Usage }},
+	{"idempotency", []string{"key_id", "idem_key", "request_hash", "pet_id", "created_at"}, func(c *domain.Copied) *int64 { return &c.Idempotency }},
+	{"audit_events", append([]string{"id"}, strings.Split(auditColumns, ", ")...), func(c *domain.Copied) *int64 { return &c.AuditEvents }},
+	{"admin_tokens", []string{"id", "hash", "name", "scopes", "env", "created_at", "revoked_at"}, func(c *domain.Copied) *int64 { return &c.AdminTokens }},
+	{"usage_history", []string{"budget_id", "day", "allowed", "rate_limited", "quota_exceeded", "banned", "forbidden"},
+		func(c *domain.Copied) *int64 { return &c.UsageHistory }},
+	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
+		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookEndpoints }},
+	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *domain.Copied) *int64 { return &c.WebhookEvents }},
+	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
+		"last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookDeliveries }},
+	{"webhook_notices", []string{"mark", "at", "forget_at"}, func(c *domain.Copied) *int64 { return &c.WebhookNotices }},
+	{"bans", []string{"subject", "kind", "started_at", "ends_at", "lifted_at", "version"}, func(c *domain.Copied) *int64 { return &c.Bans }},
+}
 
 // OpenCopyTarget opens the PostgreSQL database at url for petstore copy.
 func OpenCopyTarget(ctx context.Context, url string) (CopyTarget, error) {
@@ -137,3 +164,82 @@ func (p pgSnapshot) LastID(ctx context.Context, table string) (int64, error) {
 }
 
 func (p pgSnapshot) Close() error { return p.tx.Rollback(context.Background()) }
+
+// BackupSQLite writes a consistent copy of the live database at path to
+// out, which must not exist yet. It runs on the write connection (VACUUM
+// INTO writes a file), which in the backup command's own process is
+// otherwise idle; WAL lets it read a snapshot while a server keeps writing.
+func BackupSQLite(ctx context.Context, path, out string) error {
+	s, err := OpenSQLite(ctx, path, false, time.Now)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := os.Stat(out); err == nil {
+		return fmt.Errorf("backup: %s already exists", out)
+	}
+	if _, err := s.write.ExecContext(ctx, "VACUUM INTO ?", out); err != nil {
+		return fmt.Errorf("backup to %s: %w", out, err)
+	}
+	return nil
+}
+
+// Snapshot reads the database in one read transaction, which WAL keeps
+// as it was when the snapshot began while a server goes on writing.
+func (s *SQLite) Snapshot(ctx context.Context) (Snapshot, error) {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	// The transaction sees the database as of its first read, not its BEGIN.
+	var tables int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&tables); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return sqliteSnapshot{tx}, nil
+}
+
+type sqliteSnapshot struct{ tx *sql.Tx }
+
+func (p sqliteSnapshot) Rows(ctx context.Context, table string, columns []string) (RowStream, error) {
+	rows, err := p.tx.QueryContext(ctx, `SELECT `+strings.Join(columns, ", ")+` FROM `+table)
+	if err != nil {
+		return nil, err
+	}
+	return &sqlRowStream{rows: rows, values: make([]any, len(columns))}, nil
+}
+
+func (p sqliteSnapshot) Count(ctx context.Context, table string) (int64, error) {
+	return scanInt64(p.tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table))
+}
+
+// LastID reads sqlite_sequence, where AUTOINCREMENT keeps the last id it gave.
+func (p sqliteSnapshot) LastID(ctx context.Context, table string) (int64, error) {
+	return scanInt64(p.tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table))
+}
+
+func (p sqliteSnapshot) Close() error { return p.tx.Rollback() }
+
+// sqlRowStream is database/sql rows as a RowStream.
+type sqlRowStream struct {
+	rows   *sql.Rows
+	values []any
+}
+
+func (r *sqlRowStream) Next() bool { return r.rows.Next() }
+
+func (r *sqlRowStream) Values() ([]any, error) {
+	ptrs := make([]any, len(r.values))
+	for i := range r.values {
+		ptrs[i] = &r.values[i]
+	}
+	if err := r.rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	return r.values, nil
+}
+
+func (r *sqlRowStream) Err() error { return r.rows.Err() }
+
+func (r *sqlRowStream) Close() { r.rows.Close() }
