@@ -114,7 +114,7 @@ func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]domain.Ban, e
 // versions commit in their order and a reader that sees one has seen
 // every earlier one.
 func nextBansVersion(ctx context.Context, tx dbTx) (int64, error) {
-	return scanInt64(tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`))
+	return scanOne[int64](tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`).Scan)
 }
 
 // scanBan reads one row of banColumns.

@@ -121,7 +121,7 @@ func copyTable(ctx context.Context, tx pgx.Tx, src Snapshot, table string, colum
 	if err != nil {
 		return 0, err
 	}
-	got, err := scanInt64(tx.QueryRow(ctx, `SELECT count(*) FROM `+table))
+	got, err := scanOne[int64](tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan)
 	if err != nil {
 		return 0, err
 	}
@@ -153,14 +153,14 @@ func (p pgSnapshot) Rows(ctx context.Context, table string, columns []string) (R
 }
 
 func (p pgSnapshot) Count(ctx context.Context, table string) (int64, error) {
-	return scanInt64(p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table))
+	return scanOne[int64](p.tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan)
 }
 
 // LastID reads the id sequence as well as the ids: a sequence is outside
 // transactions, so it may have moved since the snapshot began, never back.
 func (p pgSnapshot) LastID(ctx context.Context, table string) (int64, error) {
-	return scanInt64(p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
-		coalesce((SELECT max(id) FROM `+table+`), 0))`, table))
+	return scanOne[int64](p.tx.QueryRow(ctx, `SELECT greatest(coalesce(pg_sequence_last_value(pg_get_serial_sequence($1, 'id')::regclass), 0),
+		coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan)
 }
 
 func (p pgSnapshot) Close() error { return p.tx.Rollback(context.Background()) }
@@ -211,12 +211,12 @@ func (p sqliteSnapshot) Rows(ctx context.Context, table string, columns []string
 }
 
 func (p sqliteSnapshot) Count(ctx context.Context, table string) (int64, error) {
-	return scanInt64(p.tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table))
+	return scanOne[int64](p.tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan)
 }
 
 // LastID reads sqlite_sequence, where AUTOINCREMENT keeps the last id it gave.
 func (p sqliteSnapshot) LastID(ctx context.Context, table string) (int64, error) {
-	return scanInt64(p.tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table))
+	return scanOne[int64](p.tx.QueryRowContext(ctx, `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), coalesce((SELECT max(id) FROM `+table+`), 0))`, table).Scan)
 }
 
 func (p sqliteSnapshot) Close() error { return p.tx.Rollback() }

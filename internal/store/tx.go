@@ -63,10 +63,10 @@ type dbTx interface {
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-// scanInt64 is the one int64 of a row.
-func scanInt64(r rowScanner) (n int64, err error) {
-	err = r.Scan(&n)
-	return n, err
+// scanOne reads a row of one column.
+func scanOne[T any](scan func(...any) error) (v T, err error) {
+	err = scan(&v)
+	return v, err
 }
 
 // dbRows is the rows of a query: Scan after each Next that is true, then
@@ -134,18 +134,24 @@ func each(rows dbRows, err error, fn func(scan func(...any) error) error) error 
 	return rows.Err()
 }
 
-// queryRows reads every row of query, in a read transaction of db, each
-// by scanRow; no row is an empty slice.
-func queryRows[T any](ctx context.Context, db sqlEngine, scanRow func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
-	var out []T
-	err := db.view(ctx, func(tx dbTx) error {
-		out = []T{}
-		rows, err := tx.Query(ctx, query, args...)
-		return each(rows, err, func(scan func(...any) error) error {
-			row, err := scanRow(scan)
-			out = append(out, row)
-			return err
-		})
+// queryRows reads every row of query, in a read of db, each by scanRow; no
+// row is an empty slice.
+func queryRows[T any](ctx context.Context, db sqlEngine, scanRow func(scan func(...any) error) (T, error), query string, args ...any) (out []T, err error) {
+	err = db.view(ctx, func(tx dbTx) error {
+		out, err = txRows(ctx, tx, scanRow, query, args...)
+		return err
+	})
+	return out, err
+}
+
+// txRows is queryRows in tx.
+func txRows[T any](ctx context.Context, tx dbTx, scanRow func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
+	out := []T{}
+	rows, err := tx.Query(ctx, query, args...)
+	err = each(rows, err, func(scan func(...any) error) error {
+		row, err := scanRow(scan)
+		out = append(out, row)
+		return err
 	})
 	return out, err
 }

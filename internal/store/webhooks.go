@@ -209,7 +209,7 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 				args = append(args, id)
 			}
 		}
-		endpoints, err := columnOf[int64](ctx, tx, query+` GROUP BY endpoint_id ORDER BY min(next_at) LIMIT ?`, append(args, limit)...)
+		endpoints, err := txRows(ctx, tx, scanOne[int64], query+` GROUP BY endpoint_id ORDER BY min(next_at) LIMIT ?`, append(args, limit)...)
 		for _, id := range endpoints {
 			if err != nil || len(claimed) >= limit {
 				break
@@ -245,7 +245,7 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 	if err != nil || room <= 0 {
 		return nil, err
 	}
-	events, err := columnOf[string](ctx, tx, `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
+	events, err := txRows(ctx, tx, scanOne[string], `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
 		AND next_at <= ? AND claimed_until <= ? ORDER BY next_at LIMIT ?`+tx.Dialect().skipLocked, id, now.UnixMilli(), now.UnixMilli(), room)
 	var claimed []domain.ClaimedDelivery
 	for _, event := range events {
@@ -262,19 +262,6 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 		}
 	}
 	return claimed, err
-}
-
-// columnOf reads the one column of every row of query in tx.
-func columnOf[T any](ctx context.Context, tx dbTx, query string, args ...any) ([]T, error) {
-	var out []T
-	rows, err := tx.Query(ctx, query, args...)
-	err = each(rows, err, func(scan func(...any) error) error {
-		var v T
-		err := scan(&v)
-		out = append(out, v)
-		return err
-	})
-	return out, err
 }
 
 const deliveryColumns = `d.event_id, ev.type, d.endpoint_id, ev.at, d.state, d.attempts, d.next_at, d.last_attempt_at, d.last_status, d.last_error`
