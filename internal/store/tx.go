@@ -24,7 +24,7 @@ import (
 )
 
 // sqlAggregates are the aggregates written once, over sqlEngine: both
-// engines embed them, and so implement their interfaces (store.go) with the
+// engines embed them, and so implement their interfaces (storage.go) with the
 // same code. A new aggregate is a type over sqlEngine added here.
 type sqlAggregates struct {
 	sqlKeys     // the keys and the audit trail (keys.go)
@@ -43,7 +43,6 @@ type sqlEngine interface {
 	update(ctx context.Context, fn func(dbTx) error) error
 	// view runs fn with reads outside a transaction.
 	view(ctx context.Context, fn func(dbTx) error) error
-	// clock is the store's time.
 	clock() time.Time
 }
 
@@ -57,7 +56,6 @@ type dbTx interface {
 	// Insert runs an INSERT of one row into a table with an id column and
 	// returns the row's id.
 	Insert(ctx context.Context, query string, args ...any) (int64, error)
-	// Dialect is what this engine says differently.
 	Dialect() dialect
 }
 

@@ -15,7 +15,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// sqlWebhooks is the webhooks aggregate of a store; both engines embed it.
 type sqlWebhooks struct{ db sqlEngine }
 
 const endpointColumns = `id, url, events, enabled, created_at, secret, previous_secret, previous_until,
@@ -167,13 +166,10 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.Web
 		for _, n := range notices {
 			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at, forget_at) VALUES (?, ?, ?) ON CONFLICT (mark) DO NOTHING`,
 				n.Mark, now.UnixMilli(), n.ForgetAt.UnixMilli())
+			if err == nil && added > 0 {
+				err = queueWebhookEvent(ctx, tx, n.Event)
+			}
 			if err != nil {
-				return err
-			}
-			if added == 0 {
-				continue
-			}
-			if err := queueWebhookEvent(ctx, tx, n.Event); err != nil {
 				return err
 			}
 		}
@@ -311,8 +307,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 		// The endpoint first, as every change of it locks it first. One
 		// removed meanwhile took its deliveries along: nothing to record.
 		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
-		var gone *domain.Error
-		if errors.As(err, &gone) && gone.Kind == domain.KindNotFound {
+		if gone, ok := errors.AsType[*domain.Error](err); ok && gone.Kind == domain.KindNotFound {
 			return nil
 		}
 		if err != nil {
