@@ -60,6 +60,20 @@ func readMigration(files fs.FS, name string) string {
 	return string(b)
 }
 
+// runMigrations runs by exec, in order, the migrations a schema at version
+// lacks; a schema newer than this petstore knows is refused.
+func runMigrations(version int, exec func(Migration) error) error {
+	if version > len(Migrations) {
+		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
+	}
+	for i := version; i < len(Migrations); i++ {
+		if err := exec(Migrations[i]); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
 func (s *SQLite) migrate(ctx context.Context) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -70,13 +84,8 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return err
 	}
-	if version > len(Migrations) {
-		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
-	}
-	for i := version; i < len(Migrations); i++ {
-		if _, err := tx.ExecContext(ctx, Migrations[i].SQLite); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
+	if err := runMigrations(version, func(m Migration) error { _, err := tx.ExecContext(ctx, m.SQLite); return err }); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(Migrations))); err != nil {
 		return err
@@ -152,13 +161,8 @@ func (s *Postgres) applyMigrations(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if version > len(Migrations) {
-			return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
-		}
-		for i := version; i < len(Migrations); i++ {
-			if _, err := tx.Exec(ctx, Migrations[i].Postgres); err != nil {
-				return fmt.Errorf("migration %d: %w", i+1, err)
-			}
+		if err := runMigrations(version, func(m Migration) error { _, err := tx.Exec(ctx, m.Postgres); return err }); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE petstore_schema SET version = $1`, len(Migrations))
 		return err
