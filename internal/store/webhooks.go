@@ -59,75 +59,68 @@ func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndp
 	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
 }
 
-// endpointForUpdate reads endpoint id in tx for a change of it.
-func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (domain.WebhookEndpoint, error) {
-	e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
-	if errors.Is(err, errNoRows) {
-		return e, domain.NotFound("no webhook endpoint has id %d", id)
-	}
+// withEndpoint runs fn on endpoint id in one write transaction that first
+// locks the endpoint's row, as every change of it does, and returns the
+// endpoint as fn leaves it.
+func (s sqlWebhooks) withEndpoint(ctx context.Context, id int64, fn func(tx dbTx, e *domain.WebhookEndpoint) error) (e domain.WebhookEndpoint, err error) {
+	err = s.db.update(ctx, func(tx dbTx) error {
+		e, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
+		if errors.Is(err, errNoRows) {
+			return domain.NotFound("no webhook endpoint has id %d", id)
+		}
+		if err != nil {
+			return err
+		}
+		return fn(tx, &e)
+	})
 	return e, err
 }
 
 func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
 	now := s.db.clock()
-	return s.db.update(ctx, func(tx dbTx) error {
-		e, err := endpointForUpdate(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	_, err := s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, *e, actor, env, now, ""))
 	})
+	return err
 }
 
 func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	var e domain.WebhookEndpoint
-	err := s.db.update(ctx, func(tx dbTx) error {
-		var err error
-		if e, err = endpointForUpdate(ctx, tx, id); err != nil {
-			return err
-		}
+	return s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		e.PreviousSecret, e.PreviousUntil, e.Secret = e.Secret, now.Add(overlap), secret
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_until = ? WHERE id = ?`,
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
 			return err
 		}
-		ev := domain.WebhookAuditEvent(domain.AuditWebhookRotated, e, actor, env, now, "")
+		ev := domain.WebhookAuditEvent(domain.AuditWebhookRotated, *e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
 		return recordActions(ctx, tx, ev)
 	})
-	return e, err
 }
 
 // EnableWebhookEndpoint enables endpoint id; its failures start afresh.
 func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	var e domain.WebhookEndpoint
-	err := s.db.update(ctx, func(tx dbTx) error {
-		var err error
-		if e, err = endpointForUpdate(ctx, tx, id); err != nil || e.Enabled {
-			return err
+	return s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
+		if e.Enabled {
+			return nil
 		}
 		e.Enabled = true
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, *e, actor, env, now, ""))
 	})
-	return e, err
 }
 
 func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
-	return s.db.update(ctx, func(tx dbTx) error {
-		if _, err := endpointForUpdate(ctx, tx, endpointID); err != nil {
-			return err
-		}
+	_, err := s.withEndpoint(ctx, endpointID, func(tx dbTx, _ *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`,
 			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body)); err != nil {
 			return err
@@ -136,6 +129,7 @@ func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent
 			ev.ID, endpointID, ev.At.UnixMilli())
 		return err
 	})
+	return err
 }
 
 // queueWebhookEvent queues ev in tx for every endpoint that takes its type
@@ -302,17 +296,8 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 	if o.NextAt.IsZero() {
 		o.NextAt = o.At
 	}
-	err = s.db.update(ctx, func(tx dbTx) error {
+	_, err = s.withEndpoint(ctx, o.EndpointID, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		disabled = ""
-		// The endpoint first, as every change of it locks it first. One
-		// removed meanwhile took its deliveries along: nothing to record.
-		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
-		if gone, ok := errors.AsType[*domain.Error](err); ok && gone.Kind == domain.KindNotFound {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
 		n, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, claimed_until = 0,
 			last_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?`,
 			o.State, o.Attempts, o.NextAt.UnixMilli(), at, o.Status, nullText(o.Err), o.EventID, o.EndpointID)
@@ -343,8 +328,13 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, e, actor, env, o.At, disabled))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, *e, actor, env, o.At, disabled))
 	})
+	// An endpoint removed meanwhile took its deliveries along: nothing to
+	// record.
+	if gone, ok := errors.AsType[*domain.Error](err); ok && gone.Kind == domain.KindNotFound {
+		return "", nil
+	}
 	return disabled, err
 }
 
