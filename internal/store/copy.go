@@ -46,12 +46,9 @@ func OpenCopyTarget(ctx context.Context, url string) (CopyTarget, error) {
 	return OpenPostgres(ctx, url, time.Now)
 }
 
-// CopyFrom moves everything src holds into this database, which must be
-// empty, in one transaction: pets with their ids (the id sequences moved
-// past every id the source ever gave), keys as their hashes, daily usage,
-// idempotency records and the audit trail, to which it adds the copy's own
-// keys.copied event, given its counts, at the time of the copy. It checks
-// before it commits that each table holds as many rows as src's.
+// CopyFrom moves src into this database, which must be empty, in one
+// transaction, and checks before it commits that each table holds as many
+// rows as src's.
 func (s *Postgres) CopyFrom(ctx context.Context, src Snapshot, copiedEvent domain.AuditEvent) (domain.Copied, error) {
 	var n domain.Copied
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"runtime"
 	"slices"
 	"sync"
@@ -67,7 +68,10 @@ func OpenPostgres(ctx context.Context, rawURL string, now func() time.Time) (*Po
 	if err != nil {
 		return nil, fmt.Errorf("%s is %w: %s", shown, ErrBadURL, OneLine(RedactPassword(err.Error(), rawURL)))
 	}
-	q := parseQuery(rawURL)
+	var q url.Values
+	if u, err := url.Parse(rawURL); err == nil {
+		q = u.Query()
+	}
 	if !q.Has("connect_timeout") {
 		cfg.ConnConfig.ConnectTimeout = pgConnectTimeout
 	}
@@ -374,8 +378,7 @@ func (s *Postgres) KeysVersion(ctx context.Context) (int64, error) {
 	return v, err
 }
 
-// SetLastUsed records the minute each key was last used in, in one
-// statement; another server may have seen a later use already.
+// SetLastUsed keeps the later use: another server may have seen one already.
 func (s *Postgres) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	ids := make([]int64, len(uses))
 	minutes := make([]int64, len(uses))

@@ -142,11 +142,3 @@ func RedactPassword(msg, rawURL string) string {
 	}
 	return msg
 }
-
-func parseQuery(rawURL string) url.Values {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return url.Values{}
-	}
-	return u.Query()
-}

@@ -151,9 +151,8 @@ func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) err
 	return err
 }
 
-// AddWebhookNotices stores each notice's mark and, when it is new, queues
-// its event, in one transaction: of servers that notice one thing at once,
-// one stores its mark and sends it.
+// AddWebhookNotices: of servers that notice one thing at once, one stores
+// its mark and sends it.
 func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.WebhookNotice) error {
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
@@ -369,8 +368,7 @@ func deliveryWhere(f domain.DeliveryFilter) (string, []any) {
 	return " WHERE " + strings.Join(where, " AND "), args
 }
 
-// ResendWebhookDeliveries queues the deliveries f picks again at now, their
-// attempts counted afresh; an event keeps its id.
+// ResendWebhookDeliveries counts the attempts afresh; an event keeps its id.
 func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f domain.DeliveryFilter, now time.Time) (int64, error) {
 	where, args := deliveryWhere(f)
 	var n int64

@@ -21,7 +21,7 @@ import (
 // petstore_database_call_duration_seconds under its method's name when
 // there are metrics, and what it found tells the health probe (dbHealth)
 // when to look again; Ping answers from that probe. It spells out each
-// method (one line through bounded, or call for one result) rather than
+// method (through bounded, call or call2) rather than
 // embedding the storage, so that a method added to the interface fails to
 // compile here until it is bounded too. The pets' methods call bounded
 // themselves: they are the hot path, which a generic call would lengthen.
