@@ -50,12 +50,9 @@ func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error
 		if _, err := tx.Exec(ctx, `DELETE FROM bans WHERE ends_at <= ?`, now); err != nil || !addresses {
 			return err
 		}
-		var n int64
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM bans WHERE kind = 'address'`).Scan(&n); err != nil {
+		n, err := scanOne[int64](tx.QueryRow(ctx, `SELECT count(*) FROM bans WHERE kind = 'address'`).Scan)
+		if err != nil || n <= MaxStoredAddressBans {
 			return err
-		}
-		if n <= MaxStoredAddressBans {
-			return nil
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM bans WHERE subject IN (
 			SELECT subject FROM bans WHERE kind = 'address' ORDER BY ends_at, subject LIMIT ?)`, n-MaxStoredAddressBans)

@@ -37,14 +37,13 @@ func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string)
 				return err
 			}
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
+		exists, err := scanOne[bool](tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan)
+		if err != nil {
 			return err
 		}
 		if exists {
 			return errKeysExist
 		}
-		var err error
 		k, err = insertCreatedKey(ctx, tx, k, actor, now)
 		return err
 	})

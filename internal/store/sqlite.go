@@ -188,13 +188,10 @@ func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, 
 		return nil
 	}
 	copied, err := s.Checkpoint(ctx)
-	if err != nil {
-		return err
-	}
-	if copied.complete {
+	if err == nil && copied.complete {
 		policy.done, policy.doneAt = commits, now
 	}
-	return nil
+	return err
 }
 
 // Checkpoint copies the commits in the WAL into the database file, so that
