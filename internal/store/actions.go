@@ -25,13 +25,11 @@ func recordActions(ctx context.Context, tx dbTx, events ...domain.AuditEvent) er
 			return err
 		}
 		ev, ok, err := auditWebhookEvent(ctx, tx, e)
+		if err == nil && ok {
+			err = queueWebhookEvent(ctx, tx, ev)
+		}
 		if err != nil {
 			return err
-		}
-		if ok {
-			if err := queueWebhookEvent(ctx, tx, ev); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -105,9 +105,9 @@ func (s sqlKeys) UpdateKey(ctx context.Context, id int64, change func(domain.Key
 }
 
 // externalIDTaken refuses a new key with externalID, or a key changed to
-// hold it, while a key that is not revoked holds it (409 conflict, naming that key). The table is locked
-// first on PostgreSQL, so that two creates with one externalID at once
-// cannot both pass the check.
+// hold it, while a key that is not revoked holds it (409 conflict, naming
+// that key). The table is locked first on PostgreSQL, so that two creates
+// with one externalID at once cannot both pass the check.
 func externalIDTaken(ctx context.Context, tx dbTx, externalID string) error {
 	if externalID == "" {
 		return nil

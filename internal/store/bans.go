@@ -13,7 +13,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// sqlBans is the bans aggregate of a store; both engines embed it.
 type sqlBans struct{ db sqlEngine }
 
 // MaxStoredAddressBans bounds the address bans the table keeps: an address
@@ -24,11 +23,10 @@ const MaxStoredAddressBans = 10_000
 // banColumns are the columns scanBan reads, in its order.
 const banColumns = `subject, started_at, ends_at, lifted_at, version`
 
-// AddBans stores the bans the server started, each with its key.banned
-// event, in one transaction. A stored ban of the same subject gives way
-// only to one that ends later and, when it was lifted, began after the
-// lift. Bans that have ended go, and address bans beyond
-// MaxStoredAddressBans drop those that end soonest.
+// AddBans: a stored ban of the same subject gives way only to one that ends
+// later and, when it was lifted, began after the lift. Bans that have ended
+// go, and address bans beyond MaxStoredAddressBans drop those that end
+// soonest.
 func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error {
 	now := s.db.clock().UnixMilli()
 	return s.db.update(ctx, func(tx dbTx) error {
@@ -52,12 +50,9 @@ func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error
 		if _, err := tx.Exec(ctx, `DELETE FROM bans WHERE ends_at <= ?`, now); err != nil || !addresses {
 			return err
 		}
-		var n int64
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM bans WHERE kind = 'address'`).Scan(&n); err != nil {
+		n, err := scanOne[int64](tx.QueryRow(ctx, `SELECT count(*) FROM bans WHERE kind = 'address'`).Scan)
+		if err != nil || n <= MaxStoredAddressBans {
 			return err
-		}
-		if n <= MaxStoredAddressBans {
-			return nil
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM bans WHERE subject IN (
 			SELECT subject FROM bans WHERE kind = 'address' ORDER BY ends_at, subject LIMIT ?)`, n-MaxStoredAddressBans)
@@ -65,9 +60,7 @@ func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error
 	})
 }
 
-// LiftBan ends the ban of subject now, with its ban.lifted event by actor
-// on env, as one change, and returns the ban. A key names the ban of its
-// budget (the keys of a roll share one). No ban in force is not_found.
+// LiftBan: the keys of a roll share one budget, and so its ban.
 func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (domain.Ban, error) {
 	now := s.db.clock()
 	var b domain.Ban
@@ -114,7 +107,7 @@ func (s sqlBans) BanChanges(ctx context.Context, version int64) ([]domain.Ban, e
 // versions commit in their order and a reader that sees one has seen
 // every earlier one.
 func nextBansVersion(ctx context.Context, tx dbTx) (int64, error) {
-	return scanInt64(tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`))
+	return scanOne[int64](tx.QueryRow(ctx, `UPDATE meta SET value = value + 1 WHERE name = 'bans_version' RETURNING value`).Scan)
 }
 
 // scanBan reads one row of banColumns.

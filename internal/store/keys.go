@@ -11,7 +11,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// sqlKeys is the keys aggregate of a store; both engines embed it.
 type sqlKeys struct{ db sqlEngine }
 
 // CreateKey stores k (its Hash set, its ExpiresAt and BudgetID when it has
@@ -26,11 +25,10 @@ func (s sqlKeys) CreateKey(ctx context.Context, k domain.Key, actor string) (dom
 	return k, err
 }
 
-// CreateFirstKey stores k when no key exists; see storage. The check and
-// the insert see no other writer between them: SQLite's write transaction
-// is the file's only writer, and on PostgreSQL the table lock (which reads
-// do not wait for) makes a second server's check wait for the first's
-// commit.
+// CreateFirstKey's check and insert see no other writer between them:
+// SQLite's write transaction is the file's only writer, and on PostgreSQL
+// the table lock (which reads do not wait for) makes a second server's
+// check wait for the first's commit.
 func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (domain.Key, bool, error) {
 	now := s.db.clock()
 	err := s.keysUpdate(ctx, func(tx dbTx) error {
@@ -39,14 +37,13 @@ func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string)
 				return err
 			}
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan(&exists); err != nil {
+		exists, err := scanOne[bool](tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys)`).Scan)
+		if err != nil {
 			return err
 		}
 		if exists {
 			return errKeysExist
 		}
-		var err error
 		k, err = insertCreatedKey(ctx, tx, k, actor, now)
 		return err
 	})
@@ -59,9 +56,8 @@ func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string)
 // errKeysExist rolls back CreateFirstKey's transaction when a key exists.
 var errKeysExist = errors.New("a key exists")
 
-// RollKey replaces key id by a new key with hash; see storage. The old
-// key's row is locked for the change, so that of two rolls of one key made
-// at once by two processes one succeeds.
+// RollKey locks the old key's row for the change, so that of two rolls of
+// one key made at once by two processes one succeeds.
 func (s sqlKeys) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled domain.Key, err error) {
 	now := s.db.clock()
 	err = s.keysUpdate(ctx, func(tx dbTx) error {
@@ -83,9 +79,8 @@ func (s sqlKeys) RollKey(ctx context.Context, id int64, hash []byte, overlap tim
 	return old, rolled, err
 }
 
-// RevokeKey marks key id revoked, with its key.revoked event; see storage.
-// The key's row is locked for the change, so that of two revocations at
-// once one leaves the event.
+// RevokeKey locks the key's row for the change, so that of two revocations
+// at once one leaves the event.
 func (s sqlKeys) RevokeKey(ctx context.Context, id int64, actor string) (revoked bool, err error) {
 	now := s.db.clock()
 	err = s.keysUpdate(ctx, func(tx dbTx) error {

@@ -124,31 +124,22 @@ func (s *Postgres) checkGrants(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sequences, err := s.sequenceGrants(ctx)
-	if err != nil || len(grants)+len(sequences) == 0 {
+	var usage, update bool
+	if err := s.pool.QueryRow(ctx, `SELECT
+		NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace
+			AND CASE WHEN c.relkind = 'S' THEN NOT has_sequence_privilege(c.oid, 'USAGE') ELSE false END),
+		has_sequence_privilege('pets_id_seq', 'UPDATE')`).Scan(&usage, &update); err != nil {
 		return err
 	}
-	for _, g := range sequences {
-		grants = append(grants, fmt.Sprintf(g, schema, role))
+	if !usage {
+		grants = append(grants, fmt.Sprintf("GRANT USAGE ON ALL SEQUENCES IN SCHEMA %s TO %s;", schema, role))
+	}
+	if !update {
+		grants = append(grants, fmt.Sprintf("GRANT UPDATE ON SEQUENCE pets_id_seq TO %s;", role))
+	}
+	if len(grants) == 0 {
+		return nil
 	}
 	return fmt.Errorf("role %s lacks grants this petstore needs on schema %s: as the owner of the tables, run %s "+
 		`(docs/production.md, "Least privilege on PostgreSQL")`, role, schema, strings.Join(grants, " "))
-}
-
-// sequenceGrants are the grants on sequences the role lacks, each with %s
-// for the schema and then the role.
-func (s *Postgres) sequenceGrants(ctx context.Context) ([]string, error) {
-	var usage, update bool
-	err := s.pool.QueryRow(ctx, `SELECT
-		NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace
-			AND CASE WHEN c.relkind = 'S' THEN NOT has_sequence_privilege(c.oid, 'USAGE') ELSE false END),
-		has_sequence_privilege('pets_id_seq', 'UPDATE')`).Scan(&usage, &update)
-	var out []string
-	if err == nil && !usage {
-		out = append(out, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA %s TO %s;")
-	}
-	if err == nil && !update {
-		out = append(out, "GRANT UPDATE ON SEQUENCE pets_id_seq TO %[2]s;")
-	}
-	return out, err
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"petstore/internal/batch"
@@ -65,7 +68,10 @@ func OpenPostgres(ctx context.Context, rawURL string, now func() time.Time) (*Po
 	if err != nil {
 		return nil, fmt.Errorf("%s is %w: %s", shown, ErrBadURL, OneLine(RedactPassword(err.Error(), rawURL)))
 	}
-	q := parseQuery(rawURL)
+	var q url.Values
+	if u, err := url.Parse(rawURL); err == nil {
+		q = u.Query()
+	}
 	if !q.Has("connect_timeout") {
 		cfg.ConnConfig.ConnectTimeout = pgConnectTimeout
 	}
@@ -105,87 +111,6 @@ func (s *Postgres) setUp(ctx context.Context) error {
 		return err
 	}
 	return s.checkGrants(ctx)
-}
-
-// migrate brings the schema up to date. When it is current, it only reads
-// the version: a server whose role has no right beyond its grants starts
-// (docs/production.md, "Least privilege on PostgreSQL"). When it is behind
-// and the role may not change it, the error says to run petstore migrate.
-func (s *Postgres) migrate(ctx context.Context) error {
-	version, err := s.schemaVersion(ctx)
-	if err != nil || version == len(Migrations) {
-		return err
-	}
-	err = s.applyMigrations(ctx)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgInsufficientPrivilege {
-		var role string
-		s.pool.QueryRow(ctx, `SELECT current_user`).Scan(&role)
-		return fmt.Errorf("the schema is at version %d and this petstore needs %d, which role %s may not make: "+
-			"run petstore migrate --db URL as the role that owns the tables (%s)", version, len(Migrations), role, pgErr.Message)
-	}
-	return err
-}
-
-// pgInsufficientPrivilege and pgUndefinedTable are PostgreSQL's SQLSTATEs
-// for a right the role lacks and a table that is not there.
-const (
-	pgInsufficientPrivilege = "42501"
-	pgUndefinedTable        = "42P01"
-)
-
-// schemaVersion is the version petstore_schema records: 0 before the
-// first migration.
-func (s *Postgres) schemaVersion(ctx context.Context) (int, error) {
-	var version int
-	err := s.pool.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&version)
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && pgErr.Code == pgUndefinedTable) {
-		return 0, nil
-	}
-	if err == nil && version > len(Migrations) {
-		return 0, fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
-	}
-	return version, err
-}
-
-// applyMigrations runs the migrations the schema lacks, under an advisory
-// lock, so that servers starting at once migrate once.
-func (s *Postgres) applyMigrations(ctx context.Context) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	// A session lock, held across the transaction: a second server that
-	// starts meanwhile waits here, then finds the work done.
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, lockMigrate, s.lockSpace); err != nil {
-		return err
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, lockMigrate, s.lockSpace)
-	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS petstore_schema (version integer NOT NULL)`); err != nil {
-			return err
-		}
-		var version int
-		err := tx.QueryRow(ctx, `SELECT version FROM petstore_schema`).Scan(&version)
-		if errors.Is(err, pgx.ErrNoRows) {
-			_, err = tx.Exec(ctx, `INSERT INTO petstore_schema (version) VALUES (0)`)
-		}
-		if err != nil {
-			return err
-		}
-		if version > len(Migrations) {
-			return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
-		}
-		for i := version; i < len(Migrations); i++ {
-			if _, err := tx.Exec(ctx, Migrations[i].Postgres); err != nil {
-				return fmt.Errorf("migration %d: %w", i+1, err)
-			}
-		}
-		_, err = tx.Exec(ctx, `UPDATE petstore_schema SET version = $1`, len(Migrations))
-		return err
-	})
 }
 
 func (s *Postgres) Close() error {
@@ -453,8 +378,7 @@ func (s *Postgres) KeysVersion(ctx context.Context) (int64, error) {
 	return v, err
 }
 
-// SetLastUsed records the minute each key was last used in, in one
-// statement; another server may have seen a later use already.
+// SetLastUsed keeps the later use: another server may have seen one already.
 func (s *Postgres) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 	ids := make([]int64, len(uses))
 	minutes := make([]int64, len(uses))
@@ -528,4 +452,122 @@ func (s *Postgres) pgError(err error) error {
 		return domain.Unavailable(domain.DBRefused, err)
 	}
 	return err
+}
+
+// The pets stored by other servers: notices after a commit, the poll and
+// the LISTEN that tail them (docs/replicas.md).
+
+// noticeGap is the least time between two notices of one store: each
+// costs every other server a query (its tail), so a busy server sends at
+// most a hundred a second, however many batches it stores.
+const noticeGap = 10 * time.Millisecond
+
+// noticeTimeout bounds a notice's wait for a connection and its answer.
+const noticeTimeout = 5 * time.Second
+
+// sendNotice tells the other servers that pets were stored: they tail
+// their copies of the pets on it. It is not part of the insert's
+// transaction, as a NOTIFY holds a lock of the whole PostgreSQL server
+// from its commit until the commit is on disk: every transaction that
+// notifies, in any database, waits for the one before it. Sent after the
+// commit, on its own, it needs no flush to disk (a notice lost in a crash
+// costs only freshness: the poll makes up for it), and no create waits for
+// it or for another application's notices.
+func (s *Postgres) sendNotice(ctx context.Context, _ []struct{}) error {
+	_, err := s.pool.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`, s.PetsChannel(), s.notice)
+	time.Sleep(noticeGap)
+	return err
+}
+
+// PetsChannel is the LISTEN/NOTIFY channel that tells of new pets in this
+// schema.
+func (s *Postgres) PetsChannel() string { return fmt.Sprintf("petstore_pets_%x", uint32(s.lockSpace)) }
+
+func (s *Postgres) Shared() bool { return true }
+
+// Namespace names the database and schema, as the advisory locks do.
+func (s *Postgres) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpace)) }
+
+// petsPollEvery backs the notices of new pets, which a listening connection
+// that broke has missed.
+const petsPollEvery = time.Second
+
+// Maintain follows the pets other servers store: PetsAdded receives on
+// each of their notices and on a poll for the notices a broken connection
+// missed. The listening connection's steps end within timeout.
+func (s *Postgres) Maintain(ctx context.Context, timeout time.Duration, _ *slog.Logger) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.ListenPets(ctx, timeout, s.petsAdded) })
+	wg.Go(func() { domain.Every(ctx, petsPollEvery, s.petsAdded) })
+	wg.Wait()
+}
+
+func (s *Postgres) PetsAdded() <-chan struct{} { return s.added }
+
+// petsAdded tells the reader of PetsAdded, unless a notice waits for it
+// already.
+func (s *Postgres) petsAdded() {
+	select {
+	case s.added <- struct{}{}:
+	default:
+	}
+}
+
+// ListenPets calls fn each time pets were stored, by any server, until ctx
+// ends. It listens on a connection of its own, which it makes anew when it
+// breaks; notices sent while it was down are missed, so a poll must back it.
+// Connecting, LISTEN and the check of a quiet connection each end within
+// timeout (--db-timeout), so a connection that stalled is found and made
+// anew.
+func (s *Postgres) ListenPets(ctx context.Context, timeout time.Duration, fn func()) {
+	for ctx.Err() == nil {
+		s.listen(ctx, timeout, fn)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listenCheckEvery is how long the listening connection may stay quiet
+// before it is asked whether it still answers.
+const listenCheckEvery = 5 * time.Second
+
+// listen is one connection of ListenPets, until it fails.
+func (s *Postgres) listen(ctx context.Context, timeout time.Duration, fn func()) error {
+	bounded, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(bounded, s.pool.Config().ConnConfig)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		conn.Close(closing)
+	}()
+	if _, err := conn.Exec(bounded, "LISTEN "+pgx.Identifier{s.PetsChannel()}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		quiet, cancel := context.WithTimeout(ctx, listenCheckEvery)
+		n, err := conn.WaitForNotification(quiet)
+		cancel()
+		switch {
+		case err == nil:
+			if n.Payload != s.notice { // this store's own pets are in its copy already
+				fn()
+			}
+		case ctx.Err() == nil && pgconn.Timeout(err):
+			// A quiet timeout leaves the connection usable.
+			check, cancel := context.WithTimeout(ctx, timeout)
+			err = conn.Ping(check)
+			cancel()
+			if err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
 }

@@ -53,10 +53,9 @@ var errNoDatabase = errors.New("no such database file")
 // OpenSQLite opens (creating when create is set) the database at path and
 // brings its schema up to date. A missing directory is an error, not made.
 func OpenSQLite(ctx context.Context, path string, create bool, now func() time.Time) (*SQLite, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("open database %s: directory %s does not exist", path, dir)
-		}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("open database %s: directory %s does not exist", path, dir)
 	}
 	if !create {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
@@ -101,30 +100,6 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	return s, nil
-}
-
-func (s *SQLite) migrate(ctx context.Context) error {
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var version int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return err
-	}
-	if version > len(Migrations) {
-		return fmt.Errorf("schema version %d is newer than this petstore knows (%d): upgrade petstore", version, len(Migrations))
-	}
-	for i := version; i < len(Migrations); i++ {
-		if _, err := tx.ExecContext(ctx, Migrations[i].SQLite); err != nil {
-			return fmt.Errorf("migration %d: %w", i+1, err)
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(Migrations))); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 func (s *SQLite) prepare(ctx context.Context) error {
@@ -189,10 +164,8 @@ func (p *checkpointPolicy) due(now time.Time, commits int64) bool {
 	return waiting > 0 && (paused || waiting >= checkpointAfterCommits || now.Sub(p.doneAt) >= checkpointAtLeastEvery)
 }
 
-// Shared: one server alone writes to a SQLite file.
 func (s *SQLite) Shared() bool { return false }
 
-// Namespace is empty: the one server of a file needs no name for it.
 func (s *SQLite) Namespace() string { return "" }
 
 // Maintain checkpoints the WAL into the database file when checkpointPolicy
@@ -207,7 +180,6 @@ func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Log
 	})
 }
 
-// PetsAdded never receives: no other server stores pets here.
 func (s *SQLite) PetsAdded() <-chan struct{} { return nil }
 
 func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
@@ -216,13 +188,10 @@ func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, 
 		return nil
 	}
 	copied, err := s.Checkpoint(ctx)
-	if err != nil {
-		return err
-	}
-	if copied.complete {
+	if err == nil && copied.complete {
 		policy.done, policy.doneAt = commits, now
 	}
-	return nil
+	return err
 }
 
 // Checkpoint copies the commits in the WAL into the database file, so that

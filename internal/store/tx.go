@@ -1,24 +1,30 @@
 // The SQL that both engines run alike is written once, over dbTx: a
 // transaction (or, for reads, a connection) of either engine, and the
-// little each engine says differently (its dialect).
+// little each engine says differently (its dialect). Below them, the SQL
+// both speak alike: the columns of a key and of the audit trail, and how
+// their nullable times and ids travel.
 
 package store
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"petstore/internal/domain"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // sqlAggregates are the aggregates written once, over sqlEngine: both
-// engines embed them, and so implement their interfaces (store.go) with the
+// engines embed them, and so implement their interfaces (storage.go) with the
 // same code. A new aggregate is a type over sqlEngine added here.
 type sqlAggregates struct {
 	sqlKeys     // the keys and the audit trail (keys.go)
@@ -37,7 +43,6 @@ type sqlEngine interface {
 	update(ctx context.Context, fn func(dbTx) error) error
 	// view runs fn with reads outside a transaction.
 	view(ctx context.Context, fn func(dbTx) error) error
-	// clock is the store's time.
 	clock() time.Time
 }
 
@@ -51,16 +56,15 @@ type dbTx interface {
 	// Insert runs an INSERT of one row into a table with an id column and
 	// returns the row's id.
 	Insert(ctx context.Context, query string, args ...any) (int64, error)
-	// Dialect is what this engine says differently.
 	Dialect() dialect
 }
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-// scanInt64 is the one int64 of a row.
-func scanInt64(r rowScanner) (n int64, err error) {
-	err = r.Scan(&n)
-	return n, err
+// scanOne reads a row of one column.
+func scanOne[T any](scan func(...any) error) (v T, err error) {
+	err = scan(&v)
+	return v, err
 }
 
 // dbRows is the rows of a query: Scan after each Next that is true, then
@@ -128,18 +132,24 @@ func each(rows dbRows, err error, fn func(scan func(...any) error) error) error 
 	return rows.Err()
 }
 
-// queryRows reads every row of query, in a read transaction of db, each
-// by scanRow; no row is an empty slice.
-func queryRows[T any](ctx context.Context, db sqlEngine, scanRow func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
-	var out []T
-	err := db.view(ctx, func(tx dbTx) error {
-		out = []T{}
-		rows, err := tx.Query(ctx, query, args...)
-		return each(rows, err, func(scan func(...any) error) error {
-			row, err := scanRow(scan)
-			out = append(out, row)
-			return err
-		})
+// queryRows reads every row of query, in a read of db, each by scanRow; no
+// row is an empty slice.
+func queryRows[T any](ctx context.Context, db sqlEngine, scanRow func(scan func(...any) error) (T, error), query string, args ...any) (out []T, err error) {
+	err = db.view(ctx, func(tx dbTx) error {
+		out, err = txRows(ctx, tx, scanRow, query, args...)
+		return err
+	})
+	return out, err
+}
+
+// txRows is queryRows in tx.
+func txRows[T any](ctx context.Context, tx dbTx, scanRow func(scan func(...any) error) (T, error), query string, args ...any) ([]T, error) {
+	out := []T{}
+	rows, err := tx.Query(ctx, query, args...)
+	err = each(rows, err, func(scan func(...any) error) error {
+		row, err := scanRow(scan)
+		out = append(out, row)
+		return err
 	})
 	return out, err
 }
@@ -239,4 +249,129 @@ func pgQuery(query string) string {
 	}
 	pgQueries.Store(query, b.String())
 	return b.String()
+}
+
+// keyColumns are the columns scanKey reads, in its order.
+const keyColumns = `id, hash, name, plan, rpm, rpd, env, scopes, created_at, revoked_at, expires_at, coalesce(budget_id, id), rolled_to, last_used_at, external_id`
+
+// scanKey reads one key row of keyColumns.
+func scanKey(scan func(...any) error) (domain.Key, error) {
+	var k domain.Key
+	var created int64
+	var scopes string
+	var revoked, expires, rolledTo, lastUsed sql.NullInt64
+	var externalID sql.NullString
+	if err := scan(&k.ID, &k.Hash, &k.Name, &k.Plan, &k.PerMinute, &k.PerDay, &k.Env, &scopes, &created, &revoked,
+		&expires, &k.BudgetID, &rolledTo, &lastUsed, &externalID); err != nil {
+		return domain.Key{}, err
+	}
+	k.ExternalID = externalID.String
+	k.Scopes = domain.StoredScopes(scopes, domain.AllScopes)
+	k.CreatedAt = time.Unix(created, 0).UTC()
+	k.RevokedAt = unixOrZero(revoked)
+	k.ExpiresAt = unixOrZero(expires)
+	k.RolledTo = rolledTo.Int64
+	k.LastUsedAt = unixOrZero(lastUsed)
+	return k, nil
+}
+
+// unixOrZero and milliOrZero are a time in Unix seconds or milliseconds,
+// or the zero time for NULL.
+func unixOrZero(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(n.Int64, 0).UTC()
+}
+
+func milliOrZero(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(n.Int64).UTC()
+}
+
+// nullUnix is t in Unix seconds, or NULL for the zero time.
+func nullUnix(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Unix()
+}
+
+// nullText is s, or NULL for "".
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullID is id, or NULL for 0.
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+// auditColumns are the columns of an event as AuditRow gives them and
+// scanAuditEvent reads them (after id), in their order.
+const auditColumns = `at, action, actor, key_id, new_key_id, address, env, details`
+
+// AuditRow is e's values for auditColumns: times in Unix milliseconds, the
+// details as a JSON object.
+func AuditRow(e domain.AuditEvent) ([]any, error) {
+	details, err := json.Marshal(e.Details)
+	if err != nil {
+		return nil, err
+	}
+	return []any{e.At.UnixMilli(), e.Action, e.Actor, nullID(e.KeyID), nullID(e.NewKeyID), nullText(e.Address), e.Env, string(details)}, nil
+}
+
+// scanAuditEvent reads one row of id and auditColumns.
+func scanAuditEvent(scan func(...any) error) (domain.AuditEvent, error) {
+	var e domain.AuditEvent
+	var at int64
+	var keyID, newKeyID sql.NullInt64
+	var address sql.NullString
+	var details string
+	if err := scan(&e.ID, &at, &e.Action, &e.Actor, &keyID, &newKeyID, &address, &e.Env, &details); err != nil {
+		return domain.AuditEvent{}, err
+	}
+	e.At = time.UnixMilli(at).UTC()
+	e.KeyID, e.NewKeyID, e.Address = keyID.Int64, newKeyID.Int64, address.String
+	if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
+		return domain.AuditEvent{}, fmt.Errorf("audit event %d: details: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// auditQuery is the query of the events f picks, oldest first, and its
+// arguments.
+func auditQuery(f domain.AuditFilter) (string, []any) {
+	var where []string
+	var args []any
+	if !f.Since.IsZero() {
+		where, args = append(where, "at >= ?"), append(args, f.Since.UnixMilli())
+	}
+	if f.KeyID != 0 {
+		where, args = append(where, "(key_id = ? OR new_key_id = ?)"), append(args, f.KeyID, f.KeyID)
+	}
+	if f.Action != "" {
+		where, args = append(where, "action = ?"), append(args, f.Action)
+	}
+	if f.After != 0 {
+		// The page after event After, in the order of the trail.
+		where, args = append(where, "(at, id) > (SELECT at, id FROM audit_events WHERE id = ?)"), append(args, f.After)
+	}
+	query := `SELECT id, ` + auditColumns + ` FROM audit_events`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY at, id`
+	if f.Limit > 0 {
+		query, args = query+` LIMIT ?`, append(args, f.Limit)
+	}
+	return query, args
 }

@@ -15,7 +15,6 @@ import (
 	"petstore/internal/domain"
 )
 
-// sqlWebhooks is the webhooks aggregate of a store; both engines embed it.
 type sqlWebhooks struct{ db sqlEngine }
 
 const endpointColumns = `id, url, events, enabled, created_at, secret, previous_secret, previous_until,
@@ -60,75 +59,68 @@ func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndp
 	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
 }
 
-// endpointForUpdate reads endpoint id in tx for a change of it.
-func endpointForUpdate(ctx context.Context, tx dbTx, id int64) (domain.WebhookEndpoint, error) {
-	e, err := scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
-	if errors.Is(err, errNoRows) {
-		return e, domain.NotFound("no webhook endpoint has id %d", id)
-	}
+// withEndpoint runs fn on endpoint id in one write transaction that first
+// locks the endpoint's row, as every change of it does, and returns the
+// endpoint as fn leaves it.
+func (s sqlWebhooks) withEndpoint(ctx context.Context, id int64, fn func(tx dbTx, e *domain.WebhookEndpoint) error) (e domain.WebhookEndpoint, err error) {
+	err = s.db.update(ctx, func(tx dbTx) error {
+		e, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
+		if errors.Is(err, errNoRows) {
+			return domain.NotFound("no webhook endpoint has id %d", id)
+		}
+		if err != nil {
+			return err
+		}
+		return fn(tx, &e)
+	})
 	return e, err
 }
 
 func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
 	now := s.db.clock()
-	return s.db.update(ctx, func(tx dbTx) error {
-		e, err := endpointForUpdate(ctx, tx, id)
-		if err != nil {
-			return err
-		}
+	_, err := s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookRemoved, *e, actor, env, now, ""))
 	})
+	return err
 }
 
 func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	var e domain.WebhookEndpoint
-	err := s.db.update(ctx, func(tx dbTx) error {
-		var err error
-		if e, err = endpointForUpdate(ctx, tx, id); err != nil {
-			return err
-		}
+	return s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		e.PreviousSecret, e.PreviousUntil, e.Secret = e.Secret, now.Add(overlap), secret
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_until = ? WHERE id = ?`,
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
 			return err
 		}
-		ev := domain.WebhookAuditEvent(domain.AuditWebhookRotated, e, actor, env, now, "")
+		ev := domain.WebhookAuditEvent(domain.AuditWebhookRotated, *e, actor, env, now, "")
 		ev.Details.Overlap = overlap.String()
 		return recordActions(ctx, tx, ev)
 	})
-	return e, err
 }
 
 // EnableWebhookEndpoint enables endpoint id; its failures start afresh.
 func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	var e domain.WebhookEndpoint
-	err := s.db.update(ctx, func(tx dbTx) error {
-		var err error
-		if e, err = endpointForUpdate(ctx, tx, id); err != nil || e.Enabled {
-			return err
+	return s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
+		if e.Enabled {
+			return nil
 		}
 		e.Enabled = true
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 1, failing_since = NULL WHERE id = ?`, id); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, e, actor, env, now, ""))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookEnabled, *e, actor, env, now, ""))
 	})
-	return e, err
 }
 
 func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
-	return s.db.update(ctx, func(tx dbTx) error {
-		if _, err := endpointForUpdate(ctx, tx, endpointID); err != nil {
-			return err
-		}
+	_, err := s.withEndpoint(ctx, endpointID, func(tx dbTx, _ *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`,
 			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body)); err != nil {
 			return err
@@ -137,6 +129,7 @@ func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent
 			ev.ID, endpointID, ev.At.UnixMilli())
 		return err
 	})
+	return err
 }
 
 // queueWebhookEvent queues ev in tx for every endpoint that takes its type
@@ -158,22 +151,18 @@ func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) err
 	return err
 }
 
-// AddWebhookNotices stores each notice's mark and, when it is new, queues
-// its event, in one transaction: of servers that notice one thing at once,
-// one stores its mark and sends it.
+// AddWebhookNotices: of servers that notice one thing at once, one stores
+// its mark and sends it.
 func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.WebhookNotice) error {
 	now := s.db.clock()
 	return s.db.update(ctx, func(tx dbTx) error {
 		for _, n := range notices {
 			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at, forget_at) VALUES (?, ?, ?) ON CONFLICT (mark) DO NOTHING`,
 				n.Mark, now.UnixMilli(), n.ForgetAt.UnixMilli())
+			if err == nil && added > 0 {
+				err = queueWebhookEvent(ctx, tx, n.Event)
+			}
 			if err != nil {
-				return err
-			}
-			if added == 0 {
-				continue
-			}
-			if err := queueWebhookEvent(ctx, tx, n.Event); err != nil {
 				return err
 			}
 		}
@@ -209,7 +198,7 @@ func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, 
 				args = append(args, id)
 			}
 		}
-		endpoints, err := columnOf[int64](ctx, tx, query+` GROUP BY endpoint_id ORDER BY min(next_at) LIMIT ?`, append(args, limit)...)
+		endpoints, err := txRows(ctx, tx, scanOne[int64], query+` GROUP BY endpoint_id ORDER BY min(next_at) LIMIT ?`, append(args, limit)...)
 		for _, id := range endpoints {
 			if err != nil || len(claimed) >= limit {
 				break
@@ -245,7 +234,7 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 	if err != nil || room <= 0 {
 		return nil, err
 	}
-	events, err := columnOf[string](ctx, tx, `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
+	events, err := txRows(ctx, tx, scanOne[string], `SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'
 		AND next_at <= ? AND claimed_until <= ? ORDER BY next_at LIMIT ?`+tx.Dialect().skipLocked, id, now.UnixMilli(), now.UnixMilli(), room)
 	var claimed []domain.ClaimedDelivery
 	for _, event := range events {
@@ -262,19 +251,6 @@ func claimForEndpoint(ctx context.Context, tx dbTx, id int64, now time.Time, cla
 		}
 	}
 	return claimed, err
-}
-
-// columnOf reads the one column of every row of query in tx.
-func columnOf[T any](ctx context.Context, tx dbTx, query string, args ...any) ([]T, error) {
-	var out []T
-	rows, err := tx.Query(ctx, query, args...)
-	err = each(rows, err, func(scan func(...any) error) error {
-		var v T
-		err := scan(&v)
-		out = append(out, v)
-		return err
-	})
-	return out, err
 }
 
 const deliveryColumns = `d.event_id, ev.type, d.endpoint_id, ev.at, d.state, d.attempts, d.next_at, d.last_attempt_at, d.last_status, d.last_error`
@@ -319,18 +295,8 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 	if o.NextAt.IsZero() {
 		o.NextAt = o.At
 	}
-	err = s.db.update(ctx, func(tx dbTx) error {
+	_, err = s.withEndpoint(ctx, o.EndpointID, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		disabled = ""
-		// The endpoint first, as every change of it locks it first. One
-		// removed meanwhile took its deliveries along: nothing to record.
-		e, err := endpointForUpdate(ctx, tx, o.EndpointID)
-		var gone *domain.Error
-		if errors.As(err, &gone) && gone.Kind == domain.KindNotFound {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
 		n, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, claimed_until = 0,
 			last_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?`,
 			o.State, o.Attempts, o.NextAt.UnixMilli(), at, o.Status, nullText(o.Err), o.EventID, o.EndpointID)
@@ -361,8 +327,13 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, e, actor, env, o.At, disabled))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, *e, actor, env, o.At, disabled))
 	})
+	// An endpoint removed meanwhile took its deliveries along: nothing to
+	// record.
+	if gone, ok := errors.AsType[*domain.Error](err); ok && gone.Kind == domain.KindNotFound {
+		return "", nil
+	}
 	return disabled, err
 }
 
@@ -397,8 +368,7 @@ func deliveryWhere(f domain.DeliveryFilter) (string, []any) {
 	return " WHERE " + strings.Join(where, " AND "), args
 }
 
-// ResendWebhookDeliveries queues the deliveries f picks again at now, their
-// attempts counted afresh; an event keeps its id.
+// ResendWebhookDeliveries counts the attempts afresh; an event keeps its id.
 func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f domain.DeliveryFilter, now time.Time) (int64, error) {
 	where, args := deliveryWhere(f)
 	var n int64

@@ -14,7 +14,6 @@ import (
 
 // The health probe: how often it looks, and how long /readyz waits for it.
 const (
-	// dbProbeEvery is the interval of the probe run in the background.
 	dbProbeEvery = 500 * time.Millisecond
 	// readyFresh is the age past which /readyz does not answer from the
 	// last probe but waits for a new one: with the background probe

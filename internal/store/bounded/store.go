@@ -21,7 +21,7 @@ import (
 // petstore_database_call_duration_seconds under its method's name when
 // there are metrics, and what it found tells the health probe (dbHealth)
 // when to look again; Ping answers from that probe. It spells out each
-// method (one line through bounded, or call for one result) rather than
+// method (through bounded, call or call2) rather than
 // embedding the storage, so that a method added to the interface fails to
 // compile here until it is bounded too. The pets' methods call bounded
 // themselves: they are the hot path, which a generic call would lengthen.
@@ -67,10 +67,16 @@ func (b *Store) bounded(ctx context.Context, name string, call func(context.Cont
 	return err
 }
 
-// call is bounded for a method of one result besides its error.
+// call and call2 are bounded for a method of one or two results besides its
+// error.
 func call[T any](b *Store, ctx context.Context, name string, f func(context.Context) (T, error)) (v T, err error) {
 	err = b.bounded(ctx, name, func(ctx context.Context) (err error) { v, err = f(ctx); return err })
 	return v, err
+}
+
+func call2[T, U any](b *Store, ctx context.Context, name string, f func(context.Context) (T, U, error)) (v T, w U, err error) {
+	err = b.bounded(ctx, name, func(ctx context.Context) (err error) { v, w, err = f(ctx); return err })
+	return v, w, err
 }
 
 func (b *Store) timer(name string) metrics.CallTimer {
@@ -116,21 +122,18 @@ func (b *Store) CreateKey(ctx context.Context, k domain.Key, actor string) (doma
 	return call(b, ctx, "CreateKey", func(ctx context.Context) (domain.Key, error) { return b.s.CreateKey(ctx, k, actor) })
 }
 
-func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (v0 domain.Key, v1 bool, err error) {
-	err = b.bounded(ctx, "CreateFirstKey", func(ctx context.Context) (err error) { v0, v1, err = b.s.CreateFirstKey(ctx, k, actor); return err })
-	return v0, v1, err
+func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (domain.Key, bool, error) {
+	return call2(b, ctx, "CreateFirstKey", func(ctx context.Context) (domain.Key, bool, error) { return b.s.CreateFirstKey(ctx, k, actor) })
 }
 
 func (b *Store) RevokeKey(ctx context.Context, id int64, actor string) (bool, error) {
 	return call(b, ctx, "RevokeKey", func(ctx context.Context) (bool, error) { return b.s.RevokeKey(ctx, id, actor) })
 }
 
-func (b *Store) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (v0 domain.Key, v1 domain.Key, err error) {
-	err = b.bounded(ctx, "RollKey", func(ctx context.Context) (err error) {
-		v0, v1, err = b.s.RollKey(ctx, id, hash, overlap, actor)
-		return err
+func (b *Store) RollKey(ctx context.Context, id int64, hash []byte, overlap time.Duration, actor string) (old, rolled domain.Key, err error) {
+	return call2(b, ctx, "RollKey", func(ctx context.Context) (domain.Key, domain.Key, error) {
+		return b.s.RollKey(ctx, id, hash, overlap, actor)
 	})
-	return v0, v1, err
 }
 
 func (b *Store) Keys(ctx context.Context) ([]domain.Key, error) {
@@ -221,11 +224,9 @@ func (b *Store) Close() error {
 }
 
 func (b *Store) UpdateKey(ctx context.Context, id int64, change func(domain.Key) (domain.Key, error), actor string) (before, after domain.Key, err error) {
-	err = b.bounded(ctx, "UpdateKey", func(ctx context.Context) (err error) {
-		before, after, err = b.s.UpdateKey(ctx, id, change, actor)
-		return err
+	return call2(b, ctx, "UpdateKey", func(ctx context.Context) (domain.Key, domain.Key, error) {
+		return b.s.UpdateKey(ctx, id, change, actor)
 	})
-	return before, after, err
 }
 
 func (b *Store) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
@@ -248,9 +249,8 @@ func (b *Store) AdminTokens(ctx context.Context) ([]domain.AdminToken, error) {
 	return call(b, ctx, "AdminTokens", func(ctx context.Context) ([]domain.AdminToken, error) { return b.s.AdminTokens(ctx) })
 }
 
-func (b *Store) AdminTokenByHash(ctx context.Context, hash []byte) (v domain.AdminToken, ok bool, err error) {
-	err = b.bounded(ctx, "AdminTokenByHash", func(ctx context.Context) (err error) { v, ok, err = b.s.AdminTokenByHash(ctx, hash); return err })
-	return v, ok, err
+func (b *Store) AdminTokenByHash(ctx context.Context, hash []byte) (domain.AdminToken, bool, error) {
+	return call2(b, ctx, "AdminTokenByHash", func(ctx context.Context) (domain.AdminToken, bool, error) { return b.s.AdminTokenByHash(ctx, hash) })
 }
 
 func (b *Store) RevokeAdminToken(ctx context.Context, id int64, actor string) (bool, error) {
@@ -320,8 +320,7 @@ func (b *Store) ResendWebhookDeliveries(ctx context.Context, f domain.DeliveryFi
 }
 
 func (b *Store) WebhookBacklog(ctx context.Context) (n int64, oldest time.Time, err error) {
-	err = b.bounded(ctx, "WebhookBacklog", func(ctx context.Context) (err error) { n, oldest, err = b.s.WebhookBacklog(ctx); return err })
-	return n, oldest, err
+	return call2(b, ctx, "WebhookBacklog", func(ctx context.Context) (int64, time.Time, error) { return b.s.WebhookBacklog(ctx) })
 }
 
 func (b *Store) PruneWebhooks(ctx context.Context, now time.Time) error {
