@@ -1,0 +1,24 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// testParallel is how many of the tests marked parallel run at once unless
+// -parallel says otherwise. They spend most of their time waiting on the
+// servers, commands and browsers they start, not on a core: the default,
+// one per core, left the two cores of CI half idle (docs/development.md,
+// "Tests").
+const testParallel = "4"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", testParallel)
+	}
+	os.Exit(m.Run())
+}
