@@ -84,7 +84,7 @@ var petOnlyCodes = []string{httpapi.CodeIdempotencyConflict, httpapi.CodeIdempot
 
 // adminOnlyCodes are the codes only the admin API answers: openapi.yaml
 // (the pet API) leaves them out, admin-openapi.yaml has them.
-var adminOnlyCodes = []string{httpapi.CodeConflict, httpapi.CodeMisdirectedRequest}
+var adminOnlyCodes = []string{httpapi.CodeConflict, httpapi.CodeMisdirectedRequest, httpapi.CodeCrossOrigin}
 
 func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
 	doc := readAdminOpenAPI(t)
@@ -101,7 +101,8 @@ func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
 }
 
 // adminOpenAPIStatuses are the statuses each operation can give, from the
-// code: 421 from adminapi.RequireHost, for a Host not the listener's; 401 and
+// code: 421 from adminapi.RequireHost, for a Host not the listener's; 403
+// from adminapi.SameOrigin, for a page of another origin; 401 and
 // 429 from adminapi.Gate (the 429 once an address failed too often), 403 from
 // its scope check, 405 from the path's catch-all, 500 for
 // a failure or panic, 503 when the database is away; 400, 404, 409, 413 and
@@ -115,9 +116,9 @@ var adminOpenAPIStatuses = map[string][]int{
 	"revokeKey":       {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
 	"getKeyUsage":     {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
 	"getKeyLimits":    {200, 400, 401, 403, 404, 405, 421, 429, 500, 503},
-	"whoami":          {200, 401, 405, 421, 429, 500, 503},
+	"whoami":          {200, 401, 403, 405, 421, 429, 500, 503},
 	"listAuditEvents": {200, 400, 401, 403, 405, 421, 429, 500, 503},
-	"getAdminOpenAPI": {200, 405, 421, 500},
+	"getAdminOpenAPI": {200, 403, 405, 421, 500},
 	"listBans":        {200, 401, 403, 405, 421, 429, 500, 503},
 	"liftBan":         {204, 400, 401, 403, 404, 405, 421, 429, 500, 503},
 

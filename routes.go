@@ -197,7 +197,7 @@ func newAdminServer(a *app) http.Handler {
 			api.Handle(rt.pattern, rt.handler)
 		}
 	}
-	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics), adminapi.NoStore)
+	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics), adminapi.NoStore, adminapi.SameOrigin)
 
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)

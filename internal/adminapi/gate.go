@@ -28,8 +28,8 @@ import (
 // holds the scope its route needs. The token is looked up in the database
 // at each request (the admin API is not the hot path), so a revocation
 // holds at once on every server. Failed authentications are counted
-// (petstore_admin_auth_failures_total) and limited per client address by a
-// limiter of their own, never the /v1 one: a portal with a wrong token
+// (petstore_admin_auth_failures_total), and those that present a
+// credential limited per client address by a limiter of their own, never the /v1 one: a portal with a wrong token
 // never bans its address from /v1, nor /v1 traffic its admin access.
 type Gate struct {
 	Store    store.Storage
@@ -149,19 +149,27 @@ func (g *Gate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failur
 	return &t, keyring.Failure{}, nil
 }
 
-// refuse answers a failed authentication: counted, and spent from the
-// address's own allowance of failures; 401, or 429 past it.
+// refuse answers a failed authentication: counted, and, when the request
+// presented a credential (an Authorization header), spent from the
+// address's own allowance of failures; 401, or 429 past it. A request
+// without one guesses nothing: any web page can make a browser send it,
+// and counted it would let the page ban the owners behind that browser's
+// address (docs/admin.md#admin-tokens).
 func (g *Gate) refuse(w http.ResponseWriter, r *http.Request, failure keyring.Failure) {
 	g.Metrics.AdminAuthFailed(uint8(failure.Reason))
-	switch d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits); {
-	case err != nil:
-		httpapi.WriteError(w, err)
-	case !d.Allowed:
-		httpapi.Refuse(w, r, &d)
-	default:
-		w.Header().Set("WWW-Authenticate", Challenge)
-		httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
+	if len(r.Header.Values("Authorization")) > 0 {
+		d, err := g.Failures.Allow(r.Context(), g.caller(r), domain.AnonymousLimits)
+		if err != nil {
+			httpapi.WriteError(w, err)
+			return
+		}
+		if !d.Allowed {
+			httpapi.Refuse(w, r, &d)
+			return
+		}
 	}
+	w.Header().Set("WWW-Authenticate", Challenge)
+	httpapi.WriteError(w, &httpapi.Error{Code: httpapi.CodeUnauthorized, Message: failure.Message})
 }
 
 // The admin listener answers only the Host names that are its own

@@ -33,6 +33,7 @@ const (
 	CodeNotImplemented       = "not_implemented"
 	CodeUnavailable          = "unavailable"
 	CodeMisdirectedRequest   = "misdirected_request" // the admin listener's, for a Host not its own (adminapi.RequireHost)
+	CodeCrossOrigin          = "cross_origin"        // the admin API's, for a request of another origin's page (adminapi.SameOrigin)
 )
 
 var CodeStatus = map[string]int{
@@ -44,7 +45,7 @@ var CodeStatus = map[string]int{
 	CodeMisdirectedRequest: http.StatusMisdirectedRequest, CodeIdempotencyMismatch: http.StatusUnprocessableEntity,
 	CodeRateLimited: http.StatusTooManyRequests, CodeTemporarilyBanned: http.StatusTooManyRequests,
 	CodeInternal: http.StatusInternalServerError, CodeNotImplemented: http.StatusNotImplemented,
-	CodeUnavailable: http.StatusServiceUnavailable,
+	CodeUnavailable: http.StatusServiceUnavailable, CodeCrossOrigin: http.StatusForbidden,
 }
 
 // Error is a failure a client is told about: its code decides the HTTP status
