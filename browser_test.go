@@ -270,7 +270,7 @@ func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 		// page's doing.
 		"--gaia-url=http://127.0.0.1:9/", "--component-updater=url-source=http://127.0.0.1:9/",
 		"--user-data-dir="+profileWithoutSpellcheck(t),
-		`--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1`,
+		`--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE ::1`,
 		"--proxy-server="+proxy.URL, "--proxy-bypass-list=127.0.0.1",
 		"--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // its fd 3 and fd 4

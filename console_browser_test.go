@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -442,4 +444,73 @@ func TestConsoleReturnsToTheSignInWithTheReason(t *testing.T) {
 	if got := page.text(ctx, "#signin-reason"); !strings.Contains(got, "127.0.0.1") {
 		t.Errorf("a limited address is told %q, want the tunnel's 127.0.0.1 explained", got)
 	}
+}
+
+// A page of another origin (another loopback port: the same site; and
+// [::1]: another site) has the browser send the admin API 80 requests,
+// as any site could: each is refused before anything is counted, and the
+// owner's token, from the same address, is still answered.
+func TestAPageOfAnotherOriginCannotLockTheOwnersOut(t *testing.T) {
+	chromium := chromiumPath(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := newTestServer(t)
+	owner := s.mustCreateAdmin("owner", domain.AllAdminScopes)
+	var mu sync.Mutex
+	answered := map[string]int{} // "Sec-Fetch-Site status" of each request without a token
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusOf{ResponseWriter: w, status: 200}
+		s.adminHandler.ServeHTTP(rec, r)
+		if r.Header.Get("Authorization") == "" {
+			mu.Lock()
+			answered[r.Header.Get("Sec-Fetch-Site")+" "+strconv.Itoa(rec.status)]++
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(admin.Close)
+	elsewhere := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte("<!doctype html><title>elsewhere</title><p>a page of another origin"))
+	})
+	sameSite := httptest.NewServer(elsewhere)
+	t.Cleanup(sameSite.Close)
+	pages := map[string]string{"same-site": sameSite.URL}
+	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		other := &httptest.Server{Listener: ln, Config: &http.Server{Handler: elsewhere}}
+		other.Start()
+		t.Cleanup(other.Close)
+		pages["cross-site"] = other.URL
+	} else {
+		t.Logf("no [::1] here (%v): the page of another site is left out", err)
+	}
+	b := startBrowser(t, ctx, chromium)
+	tab := b.page(ctx)
+	for site, pageURL := range pages {
+		tab.call(ctx, "Page.navigate", map[string]any{"url": pageURL + "/"})
+		tab.waitFor(ctx, "the page of another origin", `document.title === 'elsewhere'`)
+		tab.eval(ctx, `window.__sent = 0; for (let i = 0; i < 80; i++) fetch(`+jsString(admin.URL+"/admin/v1/whoami")+
+			`, {mode: 'no-cors'}).finally(() => window.__sent++); true`, nil)
+		tab.waitFor(ctx, "80 fetches done", `window.__sent === 80`)
+		mu.Lock()
+		got := answered[site+" 403"]
+		mu.Unlock()
+		if got != 80 {
+			t.Errorf("the page at %s: the admin listener refused %d of its requests 403 with Sec-Fetch-Site %s, want 80; it saw %v", pageURL, got, site, answered)
+		}
+		resp, body := fetch(t, http.DefaultClient, "GET", admin.URL+"/admin/v1/whoami", owner, "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the owner's token after the page at %s sent its requests: %d %s, want 200", pageURL, resp.StatusCode, body)
+		}
+	}
+}
+
+// statusOf remembers the status written through it.
+type statusOf struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusOf) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
 }
