@@ -53,6 +53,11 @@ func TestACMECertificateFromPebble(t *testing.T) {
 	if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
 		t.Errorf("GET / over plain HTTP: %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
+	// A Host that is not the server's: refused, never echoed in a Location.
+	resp, body = fetch(t, plain, "GET", plainURL+"/docs/", "", "", "Host", "evil.example:"+strconv.Itoa(pebble.httpPort))
+	if resp.StatusCode != http.StatusMisdirectedRequest || resp.Header.Get("Location") != "" || !strings.Contains(body, `"code":"misdirected_request"`) {
+		t.Errorf("GET /docs/ over plain HTTP with Host evil.example: %d to %q %s, want 421 misdirected_request and no Location", resp.StatusCode, resp.Header.Get("Location"), body)
+	}
 	resp, body = fetch(t, plain, "GET", plainURL+"/v1/pets", key, "", "Host", host)
 	var e httpapi.Error
 	json.Unmarshal([]byte(body), &e)

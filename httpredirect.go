@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"petstore/internal/certs"
 	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,28 +17,43 @@ import (
 
 // The plain HTTP listener of --http-addr beside an HTTPS server
 // (docs/production.md, "HTTPS on a small VM"): it answers the CA's HTTP-01
-// challenges, and a load balancer's /healthz and /readyz; a request under
-// /v1 is refused, since its key has crossed the network in clear text and a
-// redirect would hide that; anything else is sent to HTTPS with 308, which
-// keeps the method and the body.
+// challenges, and a load balancer's /healthz and /readyz; a request that
+// carries Authorization, whatever its path, or whose cleaned path is under
+// /v1 (//v1/pets, /x/../v1/pets, %2Fv1 are /v1/pets once cleaned) is
+// refused, since its key has crossed the network in clear text and a
+// redirect would hide that, and a client that follows it would send the
+// key again; anything else is sent to HTTPS with 308, which keeps the
+// method and the body. With --acme-domain the redirect names only the
+// configured names: another Host is refused 421, never echoed.
 
 // plainHandler is the --http-addr listener's handler: health is the API's
 // handler (for /healthz and /readyz, which logs them), httpsPort the port
-// of --addr. acme (nil without ACME) answers the CA's HTTP-01 challenges,
-// this server's or another's on the same storage, with certmagic's issuer
-// once it started.
-func plainHandler(health http.Handler, acme *certs.ACME, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
+// of --addr, names the --acme-domain names (none with certificate files).
+// acme (nil without ACME) answers the CA's HTTP-01 challenges, this
+// server's or another's on the same storage, with certmagic's issuer once
+// it started.
+func plainHandler(health http.Handler, acme *certs.ACME, names []string, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
 	logged := httpapi.LogRequests(logger, m)
 	own := logged(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == "/v1" {
+		if r.Header.Get("Authorization") != "" || underV1(r.URL.Path) {
 			w.Header().Set("Connection", "close")
 			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeHTTPSRequired, "use https: this API is served over HTTPS only, and a key sent over plain HTTP "+
 				"has crossed the network in clear text (revoke or roll it)"))
 			return
 		}
-		http.Redirect(w, r, httpsURL(r, httpsPort), http.StatusPermanentRedirect)
+		host, ok := redirectHost(r.Host, names)
+		if !ok {
+			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeMisdirectedRequest, "this server does not serve the Host %.100q: "+
+				"only the names of its certificate, over https", r.Host))
+			return
+		}
+		http.Redirect(w, r, httpsURL(host, r.URL.RequestURI(), httpsPort), http.StatusPermanentRedirect)
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			own.ServeHTTP(w, r) // refused, whatever the path
+			return
+		}
 		if acme != nil {
 			if issuer := acme.Issuer(); issuer != nil && issuer.HandleHTTPChallenge(w, r) {
 				return
@@ -50,19 +67,41 @@ func plainHandler(health http.Handler, acme *certs.ACME, httpsPort int, logger *
 	})
 }
 
-// httpsURL is r's URL over HTTPS on httpsPort: the same host, path and query.
-func httpsURL(r *http.Request, httpsPort int) string {
-	host := r.Host
+// underV1 is whether the path, once cleaned as the HTTPS side's router
+// or a proxy would clean it, is /v1 or under it. r.URL.Path is already
+// decoded, so %2F and %76 count as / and v.
+func underV1(p string) bool {
+	p = path.Clean("/" + p)
+	return p == "/v1" || strings.HasPrefix(p, "/v1/")
+}
+
+// redirectHost is the host of the redirect of a request to host (its
+// Host header, with or without a port): with names (--acme-domain), the
+// one of them it names, in any case and with or without a final dot, or
+// false for any other; without, host itself.
+func redirectHost(host string, names []string) (string, bool) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	if len(names) == 0 {
+		return host, true
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if i := slices.Index(names, host); i >= 0 {
+		return names[i], true
+	}
+	return "", false
+}
+
+// httpsURL is the URL over HTTPS on httpsPort of host and requestURI.
+func httpsURL(host, requestURI string, httpsPort int) string {
 	if strings.Contains(host, ":") {
-		host = "[" + host + "]" // an IPv6 address
+		host = "[" + strings.Trim(host, "[]") + "]" // an IPv6 address
 	}
 	if httpsPort != 443 && httpsPort != 0 {
 		host += ":" + strconv.Itoa(httpsPort)
 	}
-	return "https://" + host + r.URL.RequestURI()
+	return "https://" + host + requestURI
 }
 
 // httpsOnly is the listener of a port that serves TLS: a connection whose

@@ -139,7 +139,8 @@ func pairGiven(certFlag, cert, keyFlag, key string) error {
 }
 
 // transport is how the listeners speak: the TLS of each (nil: plain HTTP),
-// what wraps the API's handler, what follows the certificates.
+// what wraps the handler of each that serves TLS (strict), what follows
+// the certificates.
 type transport struct {
 	api, admin *tls.Config
 	wrap       httpapi.Middleware
@@ -168,7 +169,7 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 		}
 		tr.acme, tr.api = am, am.TLSConfig()
 	}
-	if h.on() && h.hsts > 0 {
+	if h.hsts > 0 {
 		tr.wrap = strictTransport(h.hsts)
 	}
 	if h.adminTLSCert != "" {
@@ -184,6 +185,18 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 			"give it --admin-tls-cert and --admin-tls-key, or keep it on localhost or a private network", "admin", cfg.adminAddr)
 	}
 	return tr, nil
+}
+
+// strict wraps the handler of srv, when it serves TLS (the API's port
+// with --tls-cert or --acme-domain, the admin listener with
+// --admin-tls-cert), in Strict-Transport-Security: outermost, so that
+// http1HeaderLimit's 431 carries it too. What net/http answers before
+// any handler runs cannot carry it (docs/production.md).
+func (tr *transport) strict(srv *http.Server) *http.Server {
+	if srv.TLSConfig != nil {
+		srv.Handler = tr.wrap(srv.Handler)
+	}
+	return srv
 }
 
 // start runs what follows the certificates until ctx ends: the files'

@@ -283,18 +283,18 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 		serving = append(serving, name, scheme(srv.TLSConfig)+"://"+ln.Addr().String())
 		return nil
 	}
-	if err := open("addr", cfg.addr, "", httpServer(tr.wrap(a.handler), apiLimits, logger, tr.api)); err != nil {
+	if err := open("addr", cfg.addr, "", tr.strict(httpServer(a.handler, apiLimits, logger, tr.api))); err != nil {
 		return ports, nil, err
 	}
 	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn)
 	if cfg.adminAddr != "" {
-		if err := open("admin", cfg.adminAddr, " (--admin-addr)", httpServer(a.adminHandler, apiLimits.admin(), logger, tr.admin)); err != nil {
+		if err := open("admin", cfg.adminAddr, " (--admin-addr)", tr.strict(httpServer(a.adminHandler, apiLimits.admin(), logger, tr.admin))); err != nil {
 			return ports, nil, err
 		}
 	}
 	if h := cfg.https.httpAddr; h != "" {
 		_, httpsPort := splitPort(ports[0].ln.Addr().String())
-		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.acme, httpsPort, logger, a.metrics), apiLimits, logger, nil)); err != nil {
+		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.acme, cfg.https.domains, httpsPort, logger, a.metrics), apiLimits, logger, nil)); err != nil {
 			return ports, nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"petstore/internal/certs"
+	"petstore/internal/httpapi"
 	"petstore/internal/testkit"
 )
 
@@ -367,6 +369,114 @@ func TestHTTPPortBesideCertificateFiles(t *testing.T) {
 		}
 		if tc.status == 400 && !strings.Contains(body, `"code":"https_required"`) {
 			t.Errorf("GET %s on the plain port: %s, want https_required", tc.path, body)
+		}
+	}
+}
+
+// The plain port refuses, 400 https_required and never redirected, any
+// request whose path is under /v1 once cleaned, however it is spelled, and
+// any request that carries Authorization, whatever its path: a client that
+// followed a redirect would send its key a second time. Raw requests, as
+// curl sends them, and a Go client that follows redirects.
+func TestPlainPortRefusesAKeyWhateverThePath(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	p, _, _ := httpsServing(t, ca, t.TempDir(), "--http-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`http=http://(127\.0\.0\.1:[0-9]+)`).FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no http= in the serving line:\n%s", p.stderr)
+	}
+	key := bootstrapKeyIn(t, p.stderr.String())
+	for _, tc := range []struct {
+		target, authorization string
+		refused               bool
+	}{
+		{"//v1/pets", "", true},
+		{"///v1/pets", "", true},
+		{"/x/../v1/pets", "", true},
+		{"/v1/../v1/pets", "", true},
+		{"/./v1/pets", "", true},
+		{"/v1/./pets", "", true},
+		{"/%2Fv1/pets", "", true},
+		{"/%2fv1%2fpets", "", true},
+		{"/%76%31/pets", "", true},
+		{"/x/%2E%2E/v1/pets", "", true},
+		{"//v1", "", true},
+		{"/", "Bearer " + key, true},
+		{"/docs", "Bearer " + key, true},
+		{"/healthz", "Bearer " + key, true},
+		{"/.well-known/acme-challenge/x", "Bearer " + key, true},
+		{"/docs", "Basic dXNlcjpwYXNz", true},
+
+		{"/docs", "", false},
+		{"/v1x/pets", "", false},
+		{"/x/v1/pets", "", false},
+	} {
+		req := "GET " + tc.target + " HTTP/1.1\r\nHost: " + m[1] + "\r\nConnection: close\r\n"
+		if tc.authorization != "" {
+			req += "Authorization: " + tc.authorization + "\r\n"
+		}
+		got, _, err := rawExchange(m[1], req+"\r\n", 5*time.Second)
+		switch {
+		case err != nil:
+			t.Errorf("GET %s: %v", tc.target, err)
+		case tc.refused && (!bytes.HasPrefix(got, []byte("HTTP/1.1 400 ")) || !bytes.Contains(got, []byte(`"code":"https_required"`)) ||
+			bytes.Contains(got, []byte("\r\nLocation:"))):
+			t.Errorf("GET %s with Authorization %q on the plain port: %.300q, want 400 https_required and no Location", tc.target, tc.authorization, got)
+		case !tc.refused && !bytes.HasPrefix(got, []byte("HTTP/1.1 308 ")):
+			t.Errorf("GET %s without a key on the plain port: %.300q, want a 308 redirect", tc.target, got)
+		}
+	}
+	follower := ca.client()
+	follower.CheckRedirect = nil // Go's default: follow, with Authorization to the same host
+	defer follower.CloseIdleConnections()
+	for _, path := range []string{"//v1/pets", "/x/../v1/pets", "/v1/../v1/pets", "/docs", "/"} {
+		resp, body := fetch(t, follower, "GET", "http://"+m[1]+path, key, "")
+		if resp.StatusCode != 400 || resp.Request.URL.Scheme != "http" || !strings.Contains(body, `"code":"https_required"`) {
+			t.Errorf("a Go client that follows redirects, GET %s with a key: %d from %s, want 400 https_required from the plain port and no second hop: %s",
+				path, resp.StatusCode, resp.Request.URL, body)
+		}
+	}
+}
+
+// With --acme-domain the redirect names only the configured names, never
+// a Host it was sent: another name or an address is refused 421.
+func TestPlainRedirectNamesOnlyTheConfiguredNames(t *testing.T) {
+	names := []string{"api.petstore.test", "www.petstore.test"}
+	h := plainHandler(http.NotFoundHandler(), nil, names, 443, discardLogger(), nil)
+	for _, tc := range []struct {
+		names    []string
+		host     string
+		location string // "" when refused
+	}{
+		{names, "api.petstore.test", "https://api.petstore.test/docs?a=1"},
+		{names, "www.petstore.test:80", "https://www.petstore.test/docs?a=1"},
+		{names, "API.Petstore.Test.", "https://api.petstore.test/docs?a=1"},
+		{names, "evil.example", ""},
+		{names, "evil.example:80", ""},
+		{names, "api.petstore.test.evil.example", ""},
+		{names, "203.0.113.5", ""},
+		{names, "[::1]:80", ""},
+		{names, "", ""},
+		{nil, "203.0.113.5:80", "https://203.0.113.5/docs?a=1"}, // certificate files: the Host kept, as before
+		{nil, "[::1]:80", "https://[::1]/docs?a=1"},
+	} {
+		if tc.names == nil {
+			h = plainHandler(http.NotFoundHandler(), nil, nil, 443, discardLogger(), nil)
+		}
+		req := httptest.NewRequest("GET", "/docs?a=1", nil)
+		req.Host = tc.host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if tc.location == "" {
+			wantError(t, w, http.StatusMisdirectedRequest, httpapi.CodeMisdirectedRequest, "does not serve the Host")
+			if loc := w.Header().Get("Location"); loc != "" {
+				t.Errorf("Host %q: Location %q, want none", tc.host, loc)
+			}
+			continue
+		}
+		if w.Code != http.StatusPermanentRedirect || w.Header().Get("Location") != tc.location {
+			t.Errorf("Host %q: %d to %q, want 308 to %q", tc.host, w.Code, w.Header().Get("Location"), tc.location)
 		}
 	}
 }

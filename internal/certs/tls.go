@@ -214,9 +214,22 @@ func nearExpiry(leaf *x509.Certificate, now time.Time) bool {
 	return leaf.NotAfter.Sub(now) < life/certNearExpiry
 }
 
-// serverTLS is the TLS of a listener: TLS 1.2 and 1.3 with Go's default
-// suites and curves, the certificate from get. ServeTLS adds h2 and
-// http/1.1 to NextProtos.
+// serverTLS is the TLS of a listener: TLS 1.2 and 1.3, Go's default
+// curves, the certificate from get. ServeTLS adds h2 and http/1.1 to
+// NextProtos. TLS 1.3's suites are all AEAD and not configurable; TLS
+// 1.2's are set here, for every listener, to those that are forward
+// secret (ECDHE) and authenticated encryption (GCM, ChaCha20-Poly1305),
+// for ECDSA and RSA certificates: Go's defaults still offer CBC with
+// SHA-1 (docs/production.md, "HTTPS on a small VM"). Go orders them by
+// what the machine does fastest.
 func serverTLS(get func(*tls.ClientHelloInfo) (*tls.Certificate, error), nextProtos ...string) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: get, NextProtos: nextProtos}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
+		GetCertificate: get,
+		NextProtos:     nextProtos,
+	}
 }
