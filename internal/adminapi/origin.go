@@ -3,6 +3,7 @@ package adminapi
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"petstore/internal/httpapi"
@@ -21,8 +22,9 @@ import (
 // crossOrigin is why r comes from another origin's page, or "" when it
 // does not: Sec-Fetch-Site, which a browser sets, is cross-site or
 // same-site (another port of the same host is another origin, and the
-// same site), or Origin is neither the listener's own (its scheme and
-// Host) nor absent.
+// same site), or Origin is present and its host and port are not the
+// request's Host. As Go's check does, the scheme is not compared: one port
+// speaks either TLS or plain HTTP, and a proxy in front may end TLS.
 func crossOrigin(r *http.Request) string {
 	switch site := r.Header.Get("Sec-Fetch-Site"); site {
 	case "cross-site", "same-site":
@@ -32,12 +34,8 @@ func crossOrigin(r *http.Request) string {
 	if origin == "" {
 		return ""
 	}
-	scheme := "http://"
-	if r.TLS != nil {
-		scheme = "https://"
-	}
-	if !strings.EqualFold(origin, scheme+r.Host) {
-		return fmt.Sprintf("the request comes from a page of another origin (Origin: %.100q, and this listener is %.100q)", origin, scheme+r.Host)
+	if u, err := url.Parse(origin); err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+		return fmt.Sprintf("the request comes from a page of another origin (Origin: %.100q, and this listener is asked as %.100q)", origin, r.Host)
 	}
 	return ""
 }
