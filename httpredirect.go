@@ -78,13 +78,14 @@ func underV1(p string) bool {
 // redirectHost is the host of the redirect of a request to host (its
 // Host header, with or without a port): with names (--acme-domain), the
 // one of them it names, in any case and with or without a final dot, or
-// false for any other; without, host itself.
+// false for any other; without, host itself (false when there is none:
+// an HTTP/1.0 request without Host).
 func redirectHost(host string, names []string) (string, bool) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	if len(names) == 0 {
-		return host, true
+		return host, host != ""
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if i := slices.Index(names, host); i >= 0 {

@@ -460,6 +460,7 @@ func TestPlainRedirectNamesOnlyTheConfiguredNames(t *testing.T) {
 		{names, "", ""},
 		{nil, "203.0.113.5:80", "https://203.0.113.5/docs?a=1"}, // certificate files: the Host kept, as before
 		{nil, "[::1]:80", "https://[::1]/docs?a=1"},
+		{nil, "", ""},
 	} {
 		if tc.names == nil {
 			h = plainHandler(http.NotFoundHandler(), nil, nil, 443, discardLogger(), nil)
