@@ -142,7 +142,7 @@ func TestConsoleOwnersDayInABrowser(t *testing.T) {
 	if got := page.text(ctx, ".usage tbody tr"); !strings.HasPrefix(got, s.clock.now().UTC().Format("2006-01-02")+"500005") {
 		t.Errorf("today's row of the usage table reads %q, want 5 allowed", got)
 	}
-	if got := page.text(ctx, ".limits"); !strings.Contains(got, "55 of 60 left") || !strings.Contains(got, "995 of 1000 left") {
+	if got := page.text(ctx, ".limits"); !strings.Contains(got, "55 of 60 left") || !strings.Contains(got, "995 of 1,000 left") {
 		t.Errorf("the limits read %q, want 55 of 60 this minute and 995 of 1000 today", got)
 	}
 	c.checkLabels(ctx, "a key's page")
@@ -189,7 +189,7 @@ func (c *consoleSession) banAndLift(ctx context.Context, id int64, key string) {
 	s.banOf(key, 200)
 	s.flushAudit()
 	s.flushUsage()
-	subject := fmt.Sprintf("key:%d", id)
+	subject := fmt.Sprintf("Acme (key %d)", id)
 	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] .lift')`)
 	if got := page.text(ctx, ".page tbody"); !strings.Contains(got, subject) {
 		c.t.Errorf("the bans page shows %q, want %s", got, subject)
