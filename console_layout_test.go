@@ -73,10 +73,19 @@ func (c *consoleSession) atWidth(ctx context.Context, w int) {
 // checkFits fails the test when the page shown scrolls sideways.
 func (c *consoleSession) checkFits(ctx context.Context, where string) {
 	c.t.Helper()
-	var fit struct{ Scroll, Client int }
-	c.page.eval(ctx, `({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth})`, &fit)
+	var fit struct {
+		Scroll, Client int
+		Tables         []int // how far each table scrolls in its box
+	}
+	c.page.eval(ctx, `({scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+		tables: [...document.querySelectorAll('.scroll')].map((e) => e.scrollWidth - e.clientWidth)})`, &fit)
 	if fit.Scroll > fit.Client {
 		c.t.Errorf("%s: the page is %d px wide in a window of %d: it scrolls sideways", where, fit.Scroll, fit.Client)
+	}
+	for _, over := range fit.Tables {
+		if over > 0 {
+			c.t.Errorf("%s: a table is %d px wider than its box: it scrolls sideways", where, over)
+		}
 	}
 }
 
@@ -137,6 +146,8 @@ func TestConsoleShowsBansFailuresAndHostileNamesOnADesktopAndAPhone(t *testing.T
 			t.Errorf("%s: the chart's smallest label is %.1f px, want 12 or more", at("the usage chart"), smallest)
 		}
 		page.screenshot(ctx, fmt.Sprintf("console-banned-key-%dpx", width))
+		page.eval(ctx, `document.querySelector('.usage').scrollIntoView()`, nil)
+		page.screenshot(ctx, fmt.Sprintf("console-usage-%dpx", width))
 
 		c.goTo(ctx, "#/audit", `document.querySelector('.page[data-page=audit] tbody')`)
 		c.checkFits(ctx, at("the audit trail"))
