@@ -379,7 +379,10 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	}
 	none("the keys", ".create-key")
 	c.goTo(ctx, fmt.Sprintf("#/keys/%d", k.ID), `document.querySelector('.usage-chart')`)
-	none("a key's page", ".key-actions, .revoke, form.edit, form.roll")
+	none("a key's page", ".key-actions, .revoke, form.edit, form.roll, .lift")
+	if got := page.text(ctx, ".limits .ban"); !strings.Contains(got, "Banned until") {
+		t.Errorf("a keys:read token reads the banned key's limits as %q, want its ban", got)
+	}
 	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] tbody')`)
 	none("the bans", ".lift")
 	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=keys]')`) // not allowed: the first page it may see

@@ -240,6 +240,11 @@ func (c *consoleSession) checkLinksAndLift(ctx context.Context, w consoleWorld) 
 	page.eval(ctx, `history.back()`, nil)
 	page.waitFor(ctx, "the search again", `document.querySelector('.page[data-page=keys] input[name=q]')?.value === 'tiny' && document.querySelectorAll('.page tbody tr').length === 1`)
 
+	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] tbody a')`)
+	if got, want := c.seen(ctx, ".page tbody"), fmt.Sprintf("tiny-bot (key %d)", w.banned.ID); !strings.Contains(got, want) {
+		c.t.Errorf("the bans page reads %q, want the key named: %s", got, want)
+	}
+
 	// A shared link opens the key's page, whose Lift button lifts the ban.
 	page.call(ctx, "Page.navigate", map[string]any{"url": c.url + fmt.Sprintf("/console/#/keys/%d", w.banned.ID)})
 	page.waitFor(ctx, "the ban", `document.querySelector('.limits .ban .lift')`)
