@@ -35,7 +35,7 @@ async function showPage(list, ctx, filters) {
   }
   const names = await namesOf(ctx, answer.data);
   const rows = answer.data.map((ev) => [
-    h('span', { class: 'time' }, ev.time.replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC')), ev.action, ev.actor,
+    h('span', { class: 'time' }, ev.time.replace('T', ' ').replace(/(\.\d+)?Z$/, '')), ev.action, ev.actor,
     subject(names, ev), details(ev.details || {}), ev.id,
   ]);
   const empty = Object.values(filters).some((v) => v !== '')
