@@ -14,7 +14,6 @@ export const series = [
 ];
 
 const svgNS = 'http://www.w3.org/2000/svg';
-const height = 240;
 const left = 48; // room for the axis figures
 const bottom = 20;
 const above = 12; // room for the top figure
@@ -32,6 +31,7 @@ function svg(tag, attrs) {
 export function drawUsage(box, rows, readout) {
   const start = performance.now();
   const width = Math.max(240, Math.round(box.clientWidth) || 800);
+  const height = Math.round(Math.min(360, Math.max(240, width * 0.3)));
   const totals = rows.map((r) => series.reduce((n, s) => n + r[s.name], 0));
   const top = Math.max(1, ...totals);
   const plotW = width - left;
