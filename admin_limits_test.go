@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/internal/adminapi"
 	"petstore/internal/domain"
@@ -135,6 +136,48 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 			t.Errorf("usage today counts %d allowed, want 4: the admin's reads are not the key's", rows[0].Allowed)
 		}
 	})
+}
+
+func TestABannedKeyShowsItsBanOnItsLimitsItsObjectAndTheList(t *testing.T) {
+	s := newTestServer(t)
+	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	other, _ := s.mustCreate(s.keyTerms("free"))
+	k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
+	_, r, _ := s.roll(k.ID, time.Hour)
+	rolled := r.ID
+	s.banOf(key, 20) // not stored yet: the admin API stores it before it answers
+	type ban struct {
+		Subject      string
+		Since, Until time.Time
+	}
+	var limits struct{ Ban *ban }
+	var listed []struct {
+		ID  int64
+		Ban *ban
+	}
+	check := func(when string, banned bool) {
+		t.Helper()
+		for _, id := range []int64{k.ID, rolled} { // a roll's keys share their ban
+			decodeJSON(t, s.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/limits", id), admin, ""), &limits)
+			if got := limits.Ban != nil; got != banned {
+				t.Errorf("%s: key %d's limits say ban %+v, want banned %v", when, id, limits.Ban, banned)
+			} else if banned && (limits.Ban.Subject != fmt.Sprintf("key:%d", k.ID) || !limits.Ban.Until.After(s.clock.now())) {
+				t.Errorf("%s: key %d's ban is %+v, want key:%d until a time to come", when, id, *limits.Ban, k.ID)
+			}
+		}
+		decodeJSON(t, s.admin("GET", "/admin/v1/keys", admin, ""), &listed)
+		for _, row := range listed {
+			want := banned && row.ID != other.ID
+			if got := row.Ban != nil; got != want {
+				t.Errorf("%s: the list shows key %d with ban %+v, want banned %v", when, row.ID, row.Ban, want)
+			}
+		}
+	}
+	check("banned", true)
+	if w := s.admin("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID), admin, ""); w.Code != http.StatusNoContent {
+		t.Fatalf("lifting the ban: %d %s", w.Code, w.Body)
+	}
+	check("lifted", false)
 }
 
 func TestEveryAdminAnswerIsNeverStoredNorSharedWithAnotherOrigin(t *testing.T) {

@@ -678,3 +678,22 @@ func TestAuditEventsAreCountedByAction(t *testing.T) {
 		}
 	})
 }
+
+func TestTheAuditTrailPagesBackFromTheNewestOnEitherDatabase(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		admin := s.mustCreateAdmin("portal", domain.ScopeAuditRead)
+		var want []int64
+		for range 5 {
+			k, _ := s.mustCreate(s.keyTerms("free"))
+			want = append([]int64{k.ID}, want...)
+		}
+		var got []int64
+		for _, e := range auditPages(t, s, admin, "/admin/v1/audit?action=key.created&order=newest&limit=2") {
+			got = append(got, *e.KeyID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("newest first, two a page: keys %v, want %v", got, want)
+		}
+	})
+}

@@ -144,7 +144,7 @@ func TestConsoleOwnersDayInABrowser(t *testing.T) {
 	if got := page.text(ctx, ".usage tbody tr"); !strings.HasPrefix(got, s.clock.now().UTC().Format("2006-01-02")+"500005") {
 		t.Errorf("today's row of the usage table reads %q, want 5 allowed", got)
 	}
-	if got := page.text(ctx, ".limits"); !strings.Contains(got, "55 of 60 left") || !strings.Contains(got, "995 of 1000 left") {
+	if got := page.text(ctx, ".limits"); !strings.Contains(got, "55 of 60 left") || !strings.Contains(got, "995 of 1,000 left") {
 		t.Errorf("the limits read %q, want 55 of 60 this minute and 995 of 1000 today", got)
 	}
 	c.checkLabels(ctx, "a key's page")
@@ -191,7 +191,7 @@ func (c *consoleSession) banAndLift(ctx context.Context, id int64, key string) {
 	s.banOf(key, 200)
 	s.flushAudit()
 	s.flushUsage()
-	subject := fmt.Sprintf("key:%d", id)
+	subject := fmt.Sprintf("Acme (key %d)", id)
 	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] .lift')`)
 	if got := page.text(ctx, ".page tbody"); !strings.Contains(got, subject) {
 		c.t.Errorf("the bans page shows %q, want %s", got, subject)
@@ -381,7 +381,10 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	}
 	none("the keys", ".create-key")
 	c.goTo(ctx, fmt.Sprintf("#/keys/%d", k.ID), `document.querySelector('.usage-chart')`)
-	none("a key's page", ".key-actions, .revoke, form.edit, form.roll")
+	none("a key's page", ".key-actions, .revoke, form.edit, form.roll, .lift")
+	if got := page.text(ctx, ".limits .ban"); !strings.Contains(got, "Banned until") {
+		t.Errorf("a keys:read token reads the banned key's limits as %q, want its ban", got)
+	}
 	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] tbody')`)
 	none("the bans", ".lift")
 	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=keys]')`) // not allowed: the first page it may see

@@ -1,5 +1,7 @@
 // The console: sign-in, the pages the token's scopes allow, and the router
-// (#/keys, #/keys/ID, #/bans, #/audit, #/webhooks).
+// (#/keys, #/keys/ID, #/bans, #/audit, #/webhooks; a search or a page is
+// in the hash's query, #/keys?q=tiny, so that the back button and a shared
+// link show it again).
 import { api, token, whenSignedOut, ApiError } from './api.js';
 import { h, failed } from './dom.js';
 import * as keys from './keys.js';
@@ -82,7 +84,9 @@ async function route() {
   if (!signedIn()) {
     return;
   }
-  const [name, id] = location.hash.replace(/^#\/?/, '').split('/');
+  const [path, search] = location.hash.replace(/^#\/?/, '').split('?');
+  const [name, id] = path.split('/');
+  const params = new URLSearchParams(search || '');
   const allowed = pages.filter((p) => can(p.scope));
   const entry = allowed.find((p) => p.path === name) || allowed[0];
   let page = entry.page;
@@ -103,12 +107,22 @@ async function route() {
   const root = h('div', { class: 'page', 'data-page': page === key ? 'key' : entry.path });
   $('page').replaceChildren(root);
   try {
-    await page.render(root, { can, notify, id, me });
+    await page.render(root, { can, notify, id, me, params, go });
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) {
       return; // back at the sign-in, with the reason
     }
     root.append(failed(e instanceof ApiError ? e.explain() : String(e)));
+  }
+}
+
+// go shows the page of hash, a step the back button goes back on; the
+// same hash again is shown again.
+function go(hash) {
+  if (location.hash === hash) {
+    route();
+  } else {
+    location.hash = hash;
   }
 }
 

@@ -1,6 +1,9 @@
 // The usage chart: one stacked bar a day, drawn as one SVG path a series
 // (5 paths however many days), with the day's numbers on hover or on the
-// arrow keys. The time it took is kept in the chart's data-draw-ms.
+// arrow keys. It is drawn at the width it is shown at, one unit a pixel,
+// so that its labels stay 12 px on a phone, and again when that changes.
+// The time it took is kept in the chart's data-draw-ms.
+import { num } from './dom.js';
 
 export const series = [
   { name: 'allowed', label: 'Allowed' },
@@ -11,8 +14,6 @@ export const series = [
 ];
 
 const svgNS = 'http://www.w3.org/2000/svg';
-const width = 800;
-const height = 240;
 const left = 48; // room for the axis figures
 const bottom = 20;
 const above = 12; // room for the top figure
@@ -29,6 +30,8 @@ function svg(tag, attrs) {
 // numbers.
 export function drawUsage(box, rows, readout) {
   const start = performance.now();
+  const width = Math.max(240, Math.round(box.clientWidth) || 800);
+  const height = Math.round(Math.min(360, Math.max(240, width * 0.3)));
   const totals = rows.map((r) => series.reduce((n, s) => n + r[s.name], 0));
   const top = Math.max(1, ...totals);
   const plotW = width - left;
@@ -41,7 +44,7 @@ export function drawUsage(box, rows, readout) {
   for (const f of [0, 0.5, 1]) {
     const y = above + plotH - f * plotH;
     const label = svg('text', { x: left - 6, y: y + 4, class: 'tick', 'text-anchor': 'end' });
-    label.textContent = String(Math.round(f * top));
+    label.textContent = num(Math.round(f * top));
     chart.append(label, svg('line', { x1: left, y1: y, x2: width, y2: y, class: 'grid' }));
   }
   const base = new Float64Array(rows.length);
@@ -71,7 +74,7 @@ export function drawUsage(box, rows, readout) {
     const r = rows[at];
     mark.setAttribute('x', String(left + at * step));
     mark.setAttribute('visibility', 'visible');
-    readout.textContent = `${r.day}: ` + series.map((s) => `${s.label.toLowerCase()} ${r[s.name]}`).join(', ') + `; ${totals[at]} in all`;
+    readout.textContent = `${r.day}: ` + series.map((s) => `${s.label.toLowerCase()} ${num(r[s.name])}`).join(', ') + `; ${num(totals[at])} in all`;
   };
   chart.addEventListener('pointermove', (e) => {
     const box = chart.getBoundingClientRect();
@@ -89,4 +92,11 @@ export function drawUsage(box, rows, readout) {
   box.replaceChildren(chart);
   chart.getBoundingClientRect(); // the layout too, in the time
   chart.dataset.drawMs = (performance.now() - start).toFixed(2);
+  const resized = new ResizeObserver(() => {
+    if (Math.abs(box.clientWidth - width) >= 1 && box.clientWidth >= 240 && box.isConnected) {
+      resized.disconnect();
+      drawUsage(box, rows, readout);
+    }
+  });
+  resized.observe(box);
 }

@@ -41,17 +41,29 @@ export function when(s) {
   return s ? s.replace('T', ' ').slice(0, 16) + ' UTC' : '—';
 }
 
+// until is the end of a ban: HH:MM UTC today, the day too otherwise.
+export function until(s) {
+  return s.slice(0, 10) === new Date().toISOString().slice(0, 10) ? s.slice(11, 16) + ' UTC' : when(s);
+}
+
+// num is a figure with the reader's thousands separators.
+export function num(n) {
+  return typeof n === 'number' ? n.toLocaleString() : n;
+}
+
 // table is a table of rows, or empty (a sentence saying what to do) when
-// there are none.
-export function table(caption, headers, rows, empty) {
+// there are none. On a phone each row is a card, each cell labelled by its
+// header; the columns of minor (their indexes) are left out there.
+export function table(caption, headers, rows, empty, minor = []) {
   if (rows.length === 0) {
     return h('p', { class: 'empty' }, empty);
   }
+  const cls = (i) => (minor.includes(i) ? 'minor' : null);
   return h('div', { class: 'scroll' },
-    h('table', {},
+    h('table', { class: 'cards' },
       h('caption', {}, caption),
-      h('thead', {}, h('tr', {}, headers.map((x) => h('th', { scope: 'col' }, x)))),
-      h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((c) => h('td', {}, c)))))));
+      h('thead', {}, h('tr', {}, headers.map((x, i) => h('th', { scope: 'col', class: cls(i) }, x)))),
+      h('tbody', {}, rows.map((cells) => h('tr', {}, cells.map((c, i) => h('td', { 'data-label': headers[i], class: cls(i) }, c)))))));
 }
 
 // confirm asks in a modal dialog; it answers true when confirmed.

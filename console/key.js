@@ -1,8 +1,8 @@
 // One key: its facts, its limits now, its usage by day (a chart and a
 // table), and, with keys:write, edit, roll and revoke.
 import { api, attempt } from './api.js';
-import { h, field, select, when, table, secret, confirm, errorLine } from './dom.js';
-import { plans, scopeBoxes, checkedScopes, numberOrNothing } from './keys.js';
+import { h, field, select, when, until, num, table, secret, confirm, errorLine } from './dom.js';
+import { plans, scopeBoxes, checkedScopes, numberOrNothing, state, enterpriseOnly } from './keys.js';
 import { drawUsage, series } from './chart.js';
 
 export async function render(root, ctx) {
@@ -16,14 +16,14 @@ export async function render(root, ctx) {
   if (ctx.can('keys:write')) {
     root.append(actions(root, ctx, k));
   }
-  await Promise.all([showLimits(limits, k.id), showUsage(usage, k.id, 30)]);
+  await Promise.all([showLimits(limits, ctx, k.id), showUsage(usage, k.id, 30)]);
 }
 
 function facts(k) {
   const rows = [
-    ['Plan', k.plan], ['Per minute', k.perMinute], ['Per day', k.perDay], ['State', k.state],
+    ['Plan', k.plan], ['Per minute', num(k.perMinute)], ['Per day', num(k.perDay)], ['State', state(k)],
     ['Scopes', k.scopes.join(', ')], ['Created', when(k.created)], ['Expires', when(k.expires)],
-    ['Revoked', when(k.revoked)], ['Last used', when(k.lastUsed)], ['Today', k.today],
+    ['Revoked', when(k.revoked)], ['Last used', when(k.lastUsed)], ['Today', num(k.today)],
     ['External id', k.externalId || '—'],
     ['Rolled to', k.rolledTo ? h('a', { href: '#/keys/' + k.rolledTo }, 'key ' + k.rolledTo) : '—'],
     ['Rolled from', k.rolledFrom ? h('a', { href: '#/keys/' + k.rolledFrom }, 'key ' + k.rolledFrom) : '—'],
@@ -31,13 +31,39 @@ function facts(k) {
   return h('dl', { class: 'facts' }, rows.map(([t, d]) => [h('dt', {}, t), h('dd', {}, d)]));
 }
 
-async function showLimits(box, id) {
+async function showLimits(box, ctx, id) {
   const l = (await api('GET', `/keys/${id}/limits`)).data;
   const win = (name, w) => h('div', { class: 'window' },
     h('h3', {}, name),
     h('meter', { min: 0, max: w.limit, value: w.remaining, 'aria-label': `${name}: remaining` }),
-    h('p', {}, `${w.remaining} of ${w.limit} left, full again at ${when(new Date(w.reset * 1000).toISOString())}`));
-  box.replaceChildren(h('h2', {}, 'Limits now'), h('div', { class: 'windows' }, win('This minute', l.minute), win('Today (UTC)', l.day)));
+    h('p', {}, `${num(w.remaining)} of ${num(w.limit)} left, full again at ${when(new Date(w.reset * 1000).toISOString())}`));
+  box.replaceChildren(h('h2', {}, 'Limits now'), ...banned(ctx, l.ban), h('div', { class: 'windows' }, win('This minute', l.minute), win('Today (UTC)', l.day)));
+}
+
+// banned says a key's ban in force, with a Lift button for keys:write.
+function banned(ctx, ban) {
+  if (!ban) {
+    return [];
+  }
+  const box = h('div', { class: 'ban', role: 'status' },
+    h('p', {}, h('strong', {}, `Banned until ${until(ban.until)}`), ` (since ${when(ban.since)}): it kept sending while told to wait, ` +
+      'so every request with this key, and with the other keys of its roll, is refused until then.'));
+  if (ctx.can('keys:write')) {
+    box.append(h('button', { type: 'button', class: 'danger lift', onclick: () => lift(ctx, ban.subject) }, 'Lift the ban…'));
+  }
+  return [box];
+}
+
+// lift lifts the ban of subject behind a confirmation, then shows the page again.
+export async function lift(ctx, subject, name = subject) {
+  if (!await confirm(`Lift the ban of ${name}? Its requests are let through again on every server within a second.`, 'Lift the ban')) {
+    return;
+  }
+  await attempt(async () => {
+    await api('DELETE', '/bans/' + encodeURIComponent(subject));
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+    ctx.notify(`The ban of ${name} is lifted.`);
+  }, ctx.notify);
 }
 
 async function showUsage(box, id, days) {
@@ -48,7 +74,7 @@ async function showUsage(box, id, days) {
   const readout = h('p', { class: 'readout', 'aria-live': 'polite' }, 'Point at a day, or focus the chart and use the arrow keys, for its numbers.');
   const total = rows.reduce((n, r) => n + series.reduce((m, s) => m + r[s.name], 0), 0);
   const legend = h('ul', { class: 'legend' }, series.map((s) => h('li', {}, h('span', { class: 'swatch ' + s.name }), s.label)));
-  const tableRows = rows.slice().reverse().map((r) => [r.day, ...series.map((s) => r[s.name]), series.reduce((n, s) => n + r[s.name], 0)]);
+  const tableRows = rows.slice().reverse().map((r) => [r.day, ...series.map((s) => num(r[s.name])), num(series.reduce((n, s) => n + r[s.name], 0))]);
   const empty = total === 0 ? [h('p', { class: 'empty' }, `No requests with this key in the last ${days} days: send one to /v1 with it, and it shows here within seconds.`)] : [];
   box.replaceChildren(
     h('div', { class: 'heading' }, h('h2', {}, 'Usage by day'), field('Show', choose)),
@@ -78,6 +104,7 @@ function editForm(ctx, k) {
   const perDay = h('input', { type: 'number', name: 'perDay', min: 1, value: k.perDay });
   const expires = h('input', { name: 'expires', placeholder: '90d, an RFC 3339 time, or never', value: k.expires || '' });
   const externalId = h('input', { name: 'externalId', maxlength: 255, value: k.externalId || '' });
+  enterpriseOnly(plan, perMinute, perDay);
   const problem = errorLine();
   const form = h('form', { class: 'card edit' }, h('h3', {}, 'Edit'),
     field('Name', name), field('Plan', plan), field('Per minute', perMinute, 'Enterprise only'),

@@ -1,13 +1,13 @@
 // The keys: search, filters, keyset pages, and a new key with its secret
 // shown once.
 import { api, query, attempt } from './api.js';
-import { h, field, select, when, table, secret, errorLine, failed } from './dom.js';
+import { h, field, select, when, until, num, table, secret, errorLine, failed } from './dom.js';
 
 export const plans = [['free', 'Free'], ['pro', 'Pro'], ['business', 'Business'], ['enterprise', 'Enterprise']];
 
-// The filters and the page stay while the tab is open.
-let filters = { q: '', plan: '', idle: '', expiring: '', revoked: '' };
-let pages = ['']; // the cursors' paths of the pages seen, the first ''
+// The filters are the hash's query (#/keys?q=tiny&plan=pro), with the
+// page's cursor: the back button and a shared link show them again.
+const filtersOf = (params) => Object.fromEntries(['q', 'plan', 'idle', 'expiring', 'revoked'].map((n) => [n, params.get(n) || '']));
 
 export async function render(root, ctx) {
   const list = h('div', { class: 'list' });
@@ -15,14 +15,12 @@ export async function render(root, ctx) {
   if (ctx.can('keys:write')) {
     heading.append(h('button', { type: 'button', class: 'primary create-key', onclick: () => showCreate(root, ctx) }, 'Create key'));
   }
-  root.append(heading, filterForm(() => {
-    pages = [''];
-    showPage(list, ctx);
-  }), list);
-  await showPage(list, ctx);
+  const filters = filtersOf(ctx.params);
+  root.append(heading, filterForm(filters, (f) => ctx.go('#/keys' + query(f))), list);
+  await showPage(list, ctx, filters);
 }
 
-function filterForm(apply) {
+function filterForm(filters, apply) {
   const q = h('input', { type: 'search', name: 'q', value: filters.q, maxlength: 255, placeholder: 'name or externalId' });
   const plan = select('plan', [['', 'Any plan'], ...plans], filters.plan);
   const idle = h('input', { type: 'number', name: 'idle', min: 1, max: 400, value: filters.idle, inputmode: 'numeric' });
@@ -33,21 +31,29 @@ function filterForm(apply) {
     field('Revoked', revoked), h('button', { type: 'submit' }, 'Search'));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    filters = { q: q.value.trim(), plan: plan.value, idle: idle.value, expiring: expiring.value, revoked: revoked.value };
-    apply();
+    apply({ q: q.value.trim(), plan: plan.value, idle: idle.value, expiring: expiring.value, revoked: revoked.value });
   });
   return form;
 }
 
-function filtered() {
-  return Object.values(filters).some((v) => v !== '');
+// state is a key's state, or its ban in force: "banned until 14:05 UTC".
+export function state(k) {
+  if (k.ban && k.state !== 'revoked') {
+    return h('span', { class: 'state state-banned', title: 'Banned until ' + when(k.ban.until) }, 'banned until ' + until(k.ban.until));
+  }
+  return h('span', { class: 'state state-' + k.state }, k.state);
 }
 
-async function showPage(list, ctx) {
-  const at = pages[pages.length - 1];
-  const path = at || '/keys' + query({
+// cursorOf is the cursor of an API page's path, for the hash of that page.
+export function cursorOf(path) {
+  return new URLSearchParams(path.split('?')[1] || '').get('cursor');
+}
+
+async function showPage(list, ctx, filters) {
+  const cursor = ctx.params.get('cursor');
+  const path = '/keys' + query({
     q: filters.q, plan: filters.plan, revoked: filters.revoked,
-    idle: filters.idle && filters.idle + 'd', expiring: filters.expiring && filters.expiring + 'd',
+    idle: filters.idle && filters.idle + 'd', expiring: filters.expiring && filters.expiring + 'd', cursor,
   });
   let answer;
   await attempt(async () => { answer = await api('GET', path); }, (m) => list.replaceChildren(failed(m)));
@@ -55,24 +61,31 @@ async function showPage(list, ctx) {
     return;
   }
   const rows = answer.data.map((k) => [
-    k.id, h('a', { href: '#/keys/' + k.id }, k.name || '(no name)'), k.plan, k.perMinute, k.perDay,
-    h('span', { class: 'state state-' + k.state }, k.state), k.today, when(k.lastUsed), when(k.expires), k.externalId || '—',
+    k.id, h('a', { href: '#/keys/' + k.id }, k.name || '(no name)'), state(k), num(k.today), k.plan,
+    num(k.perMinute), num(k.perDay), when(k.lastUsed), when(k.expires), k.externalId || '—',
   ]);
   let empty = 'No key matches these filters: clear them, or search another name.';
-  if (!filtered()) {
+  if (!Object.values(filters).some((v) => v !== '')) {
     empty = ctx.can('keys:write') ? 'No keys yet: create one with “Create key”.'
       : 'No keys yet: a token with keys:write (or petstore keys create) makes the first.';
   }
   const nav = h('div', { class: 'pager' });
-  if (pages.length > 1) {
-    nav.append(h('button', { type: 'button', onclick: () => { pages = ['']; showPage(list, ctx); } }, 'First page'));
+  if (cursor) {
+    nav.append(h('button', { type: 'button', onclick: () => ctx.go('#/keys' + query(filters)) }, 'First page'));
   }
   if (answer.next) {
-    nav.append(h('button', { type: 'button', onclick: () => { pages.push(answer.next); showPage(list, ctx); } }, 'Next page'));
+    nav.append(h('button', { type: 'button', onclick: () => ctx.go('#/keys' + query({ ...filters, cursor: cursorOf(answer.next) })) }, 'Next page'));
   }
   list.replaceChildren(
-    table('Keys', ['Id', 'Name', 'Plan', 'Per minute', 'Per day', 'State', 'Today', 'Last used', 'Expires', 'External id'], rows, empty),
+    table('Keys', ['Id', 'Name', 'State', 'Today', 'Plan', 'Per minute', 'Per day', 'Last used', 'Expires', 'External id'], rows, empty, [5, 6, 7, 8, 9]),
     nav);
+}
+
+// enterpriseOnly lets figures be typed only while plan is enterprise.
+export function enterpriseOnly(plan, ...figures) {
+  const sync = () => figures.forEach((f) => { f.disabled = plan.value !== 'enterprise'; });
+  plan.addEventListener('change', sync);
+  sync();
 }
 
 // scopeBoxes are the pet scopes as checkboxes, checked as given.
@@ -98,6 +111,7 @@ function showCreate(root, ctx) {
   const perDay = h('input', { type: 'number', name: 'perDay', min: 1 });
   const expires = h('input', { name: 'expires', placeholder: '90d or 2027-01-31T00:00:00Z' });
   const externalId = h('input', { name: 'externalId', maxlength: 255 });
+  enterpriseOnly(plan, perMinute, perDay);
   const problem = errorLine();
   const form = h('form', { class: 'card create' },
     h('h2', {}, 'Create a key'),
@@ -113,7 +127,7 @@ function showCreate(root, ctx) {
     const body = { name: name.value, plan: plan.value, scopes: checkedScopes(form) };
     for (const [k, v] of [['perMinute', numberOrNothing(perMinute)], ['perDay', numberOrNothing(perDay)],
       ['expires', expires.value.trim() || undefined], ['externalId', externalId.value.trim() || undefined]]) {
-      if (v !== undefined) {
+      if (v !== undefined && !form.elements[k].disabled) {
         body[k] = v;
       }
     }
@@ -122,8 +136,7 @@ function showCreate(root, ctx) {
       const made = (await api('POST', '/keys', body)).data;
       form.replaceWith(secret(`Key ${made.id}, ${made.name}`, made.key, 'this key'));
       ctx.notify(`Key ${made.id} created.`);
-      pages = [''];
-      await showPage(root.querySelector('.list'), ctx);
+      await showPage(root.querySelector('.list'), ctx, filtersOf(ctx.params));
     }, (m) => { problem.textContent = m; });
   });
   root.querySelector('.create, .secret')?.remove();

@@ -1,8 +1,9 @@
 // The webhook endpoints: state and last answer, add (the secret shown
-// once), rotate, enable, send a test, and the deliveries, failed first, with
+// once), rotate, enable, send a test, and an endpoint's deliveries
+// (#/webhooks?deliveries=ID), failed first, each attempt's error, with
 // resend.
 import { api, attempt } from './api.js';
-import { h, field, when, table, secret, errorLine } from './dom.js';
+import { h, field, when, num, table, secret, errorLine } from './dom.js';
 import { submit } from './key.js';
 
 export async function render(root, ctx) {
@@ -13,22 +14,34 @@ export async function render(root, ctx) {
     e.enabled ? 'enabled' : 'disabled', answer(e), when(e.created),
     h('div', { class: 'buttons' },
       h('button', { type: 'button', class: 'test', onclick: () => act(ctx, `/webhooks/${e.id}/test`, `A webhook.test event is queued for endpoint ${e.id}.`) }, 'Send test'),
-      h('button', { type: 'button', class: 'show-deliveries', onclick: () => showDeliveries(deliveries, ctx, e.id) }, 'Deliveries'),
+      h('button', { type: 'button', class: 'show-deliveries', onclick: () => ctx.go('#/webhooks?deliveries=' + e.id) }, 'Deliveries'),
       h('button', { type: 'button', class: 'rotate', onclick: () => rotate(root, ctx, e.id) }, 'Rotate secret'),
       e.enabled ? null : h('button', { type: 'button', class: 'enable', onclick: () => act(ctx, `/webhooks/${e.id}/enable`, `Endpoint ${e.id} enabled.`) }, 'Enable')),
   ]);
   root.append(h('h1', {}, 'Webhooks'), addForm(root, ctx),
     table('Webhook endpoints', ['Id', 'URL', 'Events', 'State', 'Last answer', 'Added', 'Actions'], rows,
-      'No webhook endpoints yet: add one above, and events are signed and sent to it.'),
+      'No webhook endpoints yet: add one above, and events are signed and sent to it.', [5]),
     deliveries);
+  const shown = Number(ctx.params.get('deliveries'));
+  if (endpoints.some((e) => e.id === shown)) {
+    await showDeliveries(deliveries, ctx, shown);
+  }
+}
+
+// got is an attempt's answer in words: its status, or why there was none
+// (an error that only repeats the status is not said twice).
+function got(x) {
+  if (x.lastStatus == null) {
+    return 'not tried yet';
+  }
+  if (x.lastStatus === 0) {
+    return x.lastError || 'no answer';
+  }
+  return 'HTTP ' + x.lastStatus + (x.lastError && x.lastError !== 'status ' + x.lastStatus ? ` (${x.lastError})` : '');
 }
 
 function answer(e) {
-  if (e.lastStatus == null) {
-    return 'not tried yet';
-  }
-  const got = e.lastStatus === 0 ? 'no answer' : 'HTTP ' + e.lastStatus;
-  return `${got} at ${when(e.lastAttempt)}` + (e.lastError ? ` (${e.lastError})` : '');
+  return e.lastStatus == null ? got(e) : `${got(e)} at ${when(e.lastAttempt)}`;
 }
 
 function addForm(root, ctx) {
@@ -82,8 +95,9 @@ async function showDeliveries(box, ctx, id) {
   const seen = new Set(failed.data.map((d) => d.eventId));
   const list = [...failed.data, ...all.data.filter((d) => !seen.has(d.eventId))];
   const rows = list.map((d) => [
-    d.eventId, d.type, h('span', { class: 'state state-' + d.state }, d.state), d.attempts,
-    d.lastStatus == null ? '—' : (d.lastStatus === 0 ? 'no answer' : d.lastStatus), when(d.lastAttempt), when(d.nextAttempt),
+    h('span', { class: 'event-id' }, d.eventId), d.type, h('span', { class: 'state state-' + d.state }, d.state), num(d.attempts),
+    h('span', { class: 'time' }, when(d.lastAttempt)), h('span', { class: 'last-error' }, d.lastError || got(d)),
+    d.state === 'pending' ? when(d.nextAttempt) : '—',
     d.state === 'failed' ? h('button', { type: 'button', class: 'resend', onclick: () => resend(box, ctx, id, d.eventId) }, 'Resend') : '',
   ]);
   const head = h('div', { class: 'heading' }, h('h2', { tabindex: -1 }, `Deliveries to endpoint ${id}, failed first`),
@@ -91,9 +105,12 @@ async function showDeliveries(box, ctx, id) {
   if (failed.data.length) {
     head.append(h('button', { type: 'button', class: 'resend-failed', onclick: () => resend(box, ctx, id) }, 'Resend every failed'));
   }
-  box.replaceChildren(head, table('Deliveries', ['Event', 'Type', 'State', 'Attempts', 'Last answer', 'Last attempt', 'Next attempt', ''], rows,
-    'No deliveries yet: “Send test” queues one.'));
-  box.querySelector('h2').focus();
+  box.replaceChildren(head, table('Deliveries', ['Event', 'Type', 'State', 'Attempt', 'Last attempt', 'Last answer', 'Next attempt', ''], rows,
+    'No deliveries yet: “Send test” queues one.'),
+  h('p', {}, 'A delivery that fails is tried again after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h: ' +
+    'it is “failed” after its eighth attempt, about 28 hours after the first (at once on 410 Gone), and Resend appears then.'));
+  box.querySelector('h2').focus({ preventScroll: true });
+  box.scrollIntoView({ block: 'start' });
 }
 
 async function resend(box, ctx, id, eventId) {

@@ -40,7 +40,7 @@ func Audit(d Deps) http.Handler {
 func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.Values, error) {
 	var f domain.AuditFilter
 	params := url.Values{}
-	err := atMostOnce(v, "since", "key", "action", "limit", "cursor")
+	err := atMostOnce(v, "since", "key", "action", "order", "limit", "cursor")
 	if err != nil {
 		return f, nil, err
 	}
@@ -66,6 +66,14 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 	}
 	if f.Action != "" {
 		params.Set("action", f.Action)
+	}
+	switch order := v.Get("order"); order {
+	case "newest":
+		f.Newest = true
+		params.Set("order", order)
+	case "", "oldest":
+	default:
+		return f, nil, httpapi.Errorf(httpapi.CodeInvalidRequest, "order must be oldest (the default) or newest, not %q", order)
 	}
 	if f.Limit, err = pageLimit(v); err != nil {
 		return f, nil, err

@@ -19,7 +19,7 @@ import (
 // CreatedKey is a key made by the admin API: the key object and, this once,
 // the key itself.
 type CreatedKey struct {
-	manage.ListedKey
+	AdminKey
 	Key string `json:"key"`
 }
 
@@ -82,7 +82,7 @@ func ListKeys(d Deps) http.Handler {
 			}
 			page = append(page, k)
 		}
-		rows, err := manage.ListedKeys(r.Context(), d.Store, all, page, now)
+		rows, err := d.listedWithBans(r.Context(), all, page)
 		if err == nil && more {
 			w.Header().Set("Link", nextPageLink("/admin/v1/keys", q.params, q.limit, page[len(page)-1].ID))
 		}
@@ -155,7 +155,7 @@ func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id i
 	if err != nil {
 		return 0, nil, err
 	}
-	rows, err := manage.ListedKeys(r.Context(), d.Store, all, []domain.Key{k}, d.Now())
+	rows, err := d.listedWithBans(r.Context(), all, []domain.Key{k})
 	switch {
 	case err != nil:
 		return 0, nil, err
@@ -293,9 +293,9 @@ func KeyUsage(d Deps) http.Handler {
 
 // KeyLimits answers a key's plan, scopes and both windows now,
 // in the shape of GET /v1/rate_limit, read from the limiter without
-// spending anything and without counting in the key's usage. The keys of
-// a roll share their windows. A banned key's windows are shown as they
-// are: the ban is in GET /admin/v1/bans.
+// spending anything and without counting in the key's usage, and its ban
+// in force (null when none). The keys of a roll share their windows and
+// their ban. A banned key's windows are shown as they are.
 func KeyLimits(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		k, _, err := manage.FindKey(r.Context(), d.Store, id)
@@ -307,7 +307,16 @@ func KeyLimits(d Deps) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
+		bans, err := d.keyBans(r.Context())
+		if err != nil {
+			return 0, nil, err
+		}
+		var ban *KeyBan
+		if b, ok := bans[k.BudgetID]; ok {
+			ban = &b
+		}
 		// Already JSON, which json.Marshal leaves as it is.
-		return http.StatusOK, json.RawMessage(httpapi.AppendRateLimitStatus(make([]byte, 0, 160), &k, s)), nil
+		status := json.RawMessage(httpapi.AppendRateLimitStatus(make([]byte, 0, 160), &k, s))
+		return http.StatusOK, keyLimits{status, ban}, nil
 	})
 }

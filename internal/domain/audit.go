@@ -96,6 +96,7 @@ type AuditFilter struct {
 	Action string
 	After  int64 // only the events after event After in the trail's order (a page's cursor); 0: from the first
 	Limit  int   // at most this many; 0: all
+	Newest bool  // the trail's order turned round: newest first (After then pages back)
 }
 
 // AuditTime is t as the trail keeps it: UTC, to the millisecond.

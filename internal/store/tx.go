@@ -361,15 +361,19 @@ func auditQuery(f domain.AuditFilter) (string, []any) {
 	if f.Action != "" {
 		where, args = append(where, "action = ?"), append(args, f.Action)
 	}
+	after, order := ">", ` ORDER BY at, id`
+	if f.Newest {
+		after, order = "<", ` ORDER BY at DESC, id DESC`
+	}
 	if f.After != 0 {
-		// The page after event After, in the order of the trail.
-		where, args = append(where, "(at, id) > (SELECT at, id FROM audit_events WHERE id = ?)"), append(args, f.After)
+		// The page after event After, in the order asked for.
+		where, args = append(where, "(at, id) "+after+" (SELECT at, id FROM audit_events WHERE id = ?)"), append(args, f.After)
 	}
 	query := `SELECT id, ` + auditColumns + ` FROM audit_events`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY at, id`
+	query += order
 	if f.Limit > 0 {
 		query, args = query+` LIMIT ?`, append(args, f.Limit)
 	}
