@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -14,7 +16,10 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
 	"petstore/internal/manage"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Environments on one database (docs/admin.md): a production server and a
@@ -303,4 +308,72 @@ func TestAKeysWebhooksGoToItsEnvironmentsEndpoints(t *testing.T) {
 			t.Errorf("staging's receiver got %d deliveries, want its one", len(got))
 		}
 	})
+}
+
+// TestWebhookEndpointsMadeBeforeEnvironmentsBelongToProduction: on a
+// database of the schema before endpoints had an environment, each engine's
+// migration gives the endpoints there production's, so a production server
+// keeps sending to them and a staging one sees none.
+func TestWebhookEndpointsMadeBeforeEnvironmentsBelongToProduction(t *testing.T) {
+	before := slices.IndexFunc(store.Migrations, func(m store.Migration) bool {
+		return strings.Contains(m.SQLite, "webhook_endpoints ADD COLUMN env")
+	})
+	if before < 0 {
+		t.Fatal("no migration gives webhook endpoints an environment")
+	}
+	const endpoint = `INSERT INTO webhook_endpoints (url, events, enabled, created_at, secret)
+		VALUES ('https://hooks.example.com/old', '', 1, 1773100000, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')`
+	ctx := context.Background()
+	opened := map[string]func(t *testing.T) store.Storage{
+		"sqlite": func(t *testing.T) store.Storage {
+			path := t.TempDir() + "/old.db"
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range append(migrationsOf(func(m store.Migration) string { return m.SQLite })[:before],
+				fmt.Sprintf(`PRAGMA user_version = %d`, before), endpoint) {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			s, err := store.OpenSQLite(ctx, path, false, newFakeClock().now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		"postgres": func(t *testing.T) store.Storage {
+			url := testkit.PostgresURL(t)
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range append(append([]string{`CREATE TABLE petstore_schema (version integer NOT NULL)`,
+				fmt.Sprintf(`INSERT INTO petstore_schema (version) VALUES (%d)`, before)},
+				migrationsOf(func(m store.Migration) string { return m.Postgres })[:before]...), endpoint) {
+				if _, err := conn.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn.Close(ctx)
+			s, err := store.OpenPostgres(ctx, url, newFakeClock().now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+	}
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			s := opened[engine](t)
+			defer s.Close()
+			prod, err := s.WebhookEndpoints(ctx, "production")
+			staging, err2 := s.WebhookEndpoints(ctx, "staging")
+			if err != nil || err2 != nil || len(prod) != 1 || prod[0].Env != "production" || len(staging) != 0 {
+				t.Errorf("production's endpoints %+v (%v), staging's %+v (%v); want the old one production's", prod, err, staging, err2)
+			}
+		})
+	}
 }
