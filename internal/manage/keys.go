@@ -299,9 +299,11 @@ func EnvBans(ctx context.Context, store interface {
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(bans, func(b domain.Ban) bool {
-		return b.Subject.KeyID != 0 && !slices.ContainsFunc(keys, func(k domain.Key) bool { return k.ID == b.Subject.KeyID })
-	}), nil
+	ours := make(map[int64]bool, len(keys))
+	for _, k := range keys {
+		ours[k.ID] = true
+	}
+	return slices.DeleteFunc(bans, func(b domain.Ban) bool { return b.Subject.KeyID != 0 && !ours[b.Subject.KeyID] }), nil
 }
 
 func ListedBans(bans []domain.Ban) []ListedBan {
