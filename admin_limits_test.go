@@ -128,7 +128,7 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 			t.Errorf("GET /v1/rate_limit: %s, want 7 and 97 remaining as the admin saw", w.Body)
 		}
 		s.flushUsage()
-		rows, err := manage.KeyUsage(t.Context(), s.store, k.ID, 1, s.clock.now())
+		rows, err := manage.KeyUsage(t.Context(), s.store, s.env, k.ID, 1, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -113,7 +113,7 @@ func newApp(ctx context.Context, cfg serveConfig, d appDeps) (_ *app, err error)
 	a.metrics.CountAuditEvents(domain.AuditActions, a.store.AuditCounts)
 	// Counted by address: never a key's, so no stored usage to read.
 	a.adminFailures = limits.NewLocal(d.now, cfg.banAfter, cfg.banFor, nil)
-	a.metrics.CountWebhookBacklog(a.store.WebhookBacklog, d.now)
+	a.metrics.CountWebhookBacklog(func(ctx context.Context) (int64, time.Time, error) { return a.store.WebhookBacklog(ctx, cfg.Env) }, d.now)
 	a.webhookGuard = webhook.NewAddressGuard(cfg.webhookAllowPrivate)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.

@@ -228,11 +228,11 @@ func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 // first seven as the README ("Command line") names them, then the key's lifetime.
 var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "created", "revoked", "expires", "last_used", "today", "state", "scopes"}
 
-// listKeysJSON runs keys list --json (its fields are pinned by
+// listKeysJSON runs keys list --json, with args (its fields are pinned by
 // TestKeysListNeverShowsKeys).
-func listKeysJSON(t *testing.T, petstore cliRunner, db string) []manage.ListedKey {
+func listKeysJSON(t *testing.T, petstore cliRunner, db string, args ...string) []manage.ListedKey {
 	t.Helper()
-	res := petstore(t, nil, "keys", "list", "--db", db, "--json")
+	res := petstore(t, nil, append([]string{"keys", "list", "--db", db, "--json"}, args...)...)
 	if res.code != 0 {
 		t.Fatalf("keys list --json: exit status %d\n%s", res.code, res.stderr)
 	}
@@ -538,7 +538,7 @@ func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 				if !cliKeyPattern[tt.env].MatchString(key) {
 					t.Errorf("key %q does not match %s", key, cliKeyPattern[tt.env])
 				}
-				keys := listKeysJSON(t, petstore, db)
+				keys := listKeysJSON(t, petstore, db, "--env", tt.env)
 				if len(keys) != 1 {
 					t.Fatalf("keys list shows %d keys, want 1: %+v", len(keys), keys)
 				}

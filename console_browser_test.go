@@ -248,7 +248,7 @@ func (c *consoleSession) editRollRevoke(ctx context.Context, id int64) {
 	page.typeInto(ctx, "form.edit input[name=externalId]", "acct-9")
 	page.click(ctx, "form.edit button[type=submit]")
 	page.waitFor(ctx, "the new name", `document.querySelector('.key-name')?.textContent === 'Acme Ltd'`)
-	k, _, err := manage.FindKey(ctx, c.s.store, id)
+	k, _, err := manage.FindKey(ctx, c.s.store, c.s.env, id)
 	if err != nil || k.Name != "Acme Ltd" || k.ExternalID != "acct-9" {
 		c.t.Errorf("after the edit the key is %+v (%v), want Acme Ltd, acct-9", k, err)
 	}

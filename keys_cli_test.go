@@ -159,10 +159,10 @@ func TestKeysRoll(t *testing.T) {
 		t.Run("an unknown id", func(t *testing.T) {
 			wantFailure(t, petstore(t, nil, "keys", "roll", "--db", db, "999"), 1)
 		})
-		t.Run("a staging key", func(t *testing.T) {
+		t.Run("a staging key with --env staging", func(t *testing.T) {
 			staging := filepath.Join(t.TempDir(), "staging.db")
 			mustCreateKeyCLI(t, petstore, "--db", staging, "--plan", "free", "--env", "staging")
-			res := petstore(t, nil, "keys", "roll", "--db", staging, "--overlap", "1h", "1")
+			res := petstore(t, nil, "keys", "roll", "--db", staging, "--env", "staging", "--overlap", "1h", "1")
 			if key := strings.TrimSpace(res.stdout); res.code != 0 || !cliKeyPattern["staging"].MatchString(key) {
 				t.Errorf("exit status %d, standard output %q, want a psk_test_ key\n%s", res.code, res.stdout, res.stderr)
 			}

@@ -155,7 +155,7 @@ func closeWhileDraining(draining *atomic.Bool) httpapi.Middleware {
 // adminRoutes are the routes of the admin API under /admin/v1
 // (internal/adminapi), each with the admin scope its token needs.
 func adminRoutes(a *app) []route {
-	d := adminapi.Deps{Store: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans}
+	d := adminapi.Deps{Store: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans, Env: a.env}
 	return withOtherMethods("/admin/v1", withAdminToken, []route{
 		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(adminOpenAPIYAML)},
 		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, adminapi.Whoami()},

@@ -89,7 +89,7 @@ func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
 	}
 	lines := startNodeReceiver(t, node, dir, addr, e.Secret)
 
-	sent, err := manage.QueueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+	sent, err := manage.QueueTest(ctx, s.store, s.env, e.ID, testActor, s.clock.now())
 	if err != nil {
 		t.Fatal(err)
 	}

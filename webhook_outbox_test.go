@@ -29,11 +29,11 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 		s := webhookServer(t, opts)
 		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
-		ev, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		ev, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.clock.now(), webhook.ClaimFor, nil, 10,
+		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.env, s.clock.now(), webhook.ClaimFor, nil, 10,
 			func(int64) bool { return true })
 		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
 			t.Fatalf("claim: %+v, %v", claimed, err)
@@ -62,11 +62,11 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	h := s.addEndpoint(hanging)
 	f := s.addEndpoint(fine)
 	for range 10 {
-		if _, err := manage.QueueTest(context.Background(), s.store, h.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.store, s.env, h.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := manage.QueueTest(context.Background(), s.store, f.ID, testActor, s.clock.now()); err != nil {
+	if _, err := manage.QueueTest(context.Background(), s.store, s.env, f.ID, testActor, s.clock.now()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -95,11 +95,11 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		rc := testkit.NewReceiver(t)
 		e := s.addEndpoint(rc)
 		ctx := context.Background()
-		if _, err := manage.QueueTest(ctx, s.store, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(ctx, s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 		notice := func() domain.WebhookNotice {
-			n, err := limits.QuotaNotice{BudgetID: 1, KeyID: 1, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.Notice()
+			n, err := limits.QuotaNotice{BudgetID: 1, KeyID: 1, Env: s.env, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.Notice()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		}
 		s.deliverDue()
 		rc.Wait(2, 5*time.Second)
-		waiting, _ := manage.QueueTest(ctx, s.store, e.ID, testActor, s.clock.now())
+		waiting, _ := manage.QueueTest(ctx, s.store, s.env, e.ID, testActor, s.clock.now())
 		s.clock.advance(31 * 24 * time.Hour)
 		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
 			t.Fatal(err)
@@ -123,7 +123,7 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
-		if n, _, _ := s.store.WebhookBacklog(ctx); n != 2 {
+		if n, _, _ := s.store.WebhookBacklog(ctx, s.env); n != 2 {
 			t.Fatalf("backlog %d, want the waiting test and the notice again", n)
 		}
 	})
@@ -142,7 +142,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 		rc.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
 		e := s.addEndpoint(rc)
 		for range 2 * domain.MaxInFlightPerEndpoint {
-			if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -168,7 +168,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 
 	fast := testkit.NewReceiver(t)
 	e := s.addEndpoint(fast)
-	if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+	if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 		t.Fatal(err)
 	}
 	s.webhooks.Poke()
@@ -198,7 +198,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	e := s.addEndpoint(slow)
 	const events = 3 * domain.MaxInFlightPerEndpoint
 	for range events {
-		if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -180,7 +180,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 			return http.StatusOK
 		})
 		e := s.addEndpoint(rc)
-		ev, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		ev, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 		failing := testkit.NewReceiver(t)
 		failing.AnswerWith(func(int, testkit.Delivery) int { return http.StatusInternalServerError })
 		e := s.addEndpoint(failing)
-		ev, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now())
+		ev, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,7 +278,7 @@ func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
 	rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusBadGateway })
 	e := s.addEndpoint(rc)
 	for day := range 4 {
-		if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 			t.Fatal(err)
 		}
 		s.deliverDue()
@@ -292,7 +292,7 @@ func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
 
 func (s *testServer) endpoint(id int64) domain.WebhookEndpoint {
 	s.t.Helper()
-	endpoints, err := s.store.WebhookEndpoints(context.Background())
+	endpoints, err := s.store.WebhookEndpoints(context.Background(), s.env)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 		test := func(n int, trusted string) testkit.Delivery {
 			t.Helper()
 			rc.Trust(trusted)
-			if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 			s.deliverDue()
@@ -502,7 +502,7 @@ func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
 			return f.GetMetric()[0].GetGauge().GetValue()
 		}
 		for range 2 {
-			if _, err := manage.QueueTest(context.Background(), s.store, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -529,7 +529,7 @@ func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
 	src := webhookServer(t, testOptions{})
 	rc := testkit.NewReceiver(t)
 	e := src.addEndpoint(rc)
-	ev, err := manage.QueueTest(context.Background(), src.store, e.ID, testActor, src.clock.now())
+	ev, err := manage.QueueTest(context.Background(), src.store, src.env, e.ID, testActor, src.clock.now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,11 @@ import (
 
 // Deps is what the admin API's handlers need.
 type Deps struct {
-	Store   store.Storage
+	Store store.Storage
+	// Env is the server's environment: the only one whose keys, usage,
+	// key bans, audit events and webhook endpoints its routes see; another
+	// environment's id is not_found, as an unknown one is.
+	Env     string
 	Now     func() time.Time
 	Limiter limits.Limiter // read, never spent: a key's limits
 	// WebhookGuard refuses the endpoint URLs this server would never send

@@ -21,6 +21,7 @@ func Audit(d Deps) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
+		f.Env = d.Env
 		limit := f.Limit
 		f.Limit++ // one more tells whether a next page exists
 		events, err := d.Store.AuditEvents(r.Context(), f)
@@ -82,14 +83,15 @@ func parseAdminAuditQuery(v url.Values, now time.Time) (domain.AuditFilter, url.
 	return f, params, err
 }
 
-// ListBans answers the bans in force, those that began first
-// first: [{"subject", "since", "until"}].
+// ListBans answers the bans in force that this environment sees
+// (manage.EnvBans), those that began first first: [{"subject", "since",
+// "until"}].
 func ListBans(d Deps) http.Handler {
 	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 		if err := d.StoreBans(r.Context()); err != nil {
 			return 0, nil, err
 		}
-		bans, err := d.Store.Bans(r.Context())
+		bans, err := manage.EnvBans(r.Context(), d.Store, d.Env)
 		return http.StatusOK, manage.ListedBans(bans), err
 	})
 }

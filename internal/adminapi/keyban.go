@@ -48,13 +48,16 @@ func (d Deps) keyBans(ctx context.Context) (map[int64]KeyBan, error) {
 	return byBudget, nil
 }
 
-// withBans is rows (the listed keys of keys, in their order) with each
-// key's ban.
+// withBans is rows (the listed keys among keys) with each key's ban.
 func withBans(rows []manage.ListedKey, keys []domain.Key, bans map[int64]KeyBan) []AdminKey {
+	budgets := make(map[int64]int64, len(keys))
+	for _, k := range keys {
+		budgets[k.ID] = k.BudgetID
+	}
 	out := make([]AdminKey, len(rows))
 	for i, row := range rows {
 		out[i].ListedKey = row
-		if b, ok := bans[keys[i].BudgetID]; ok {
+		if b, ok := bans[budgets[row.ID]]; ok {
 			out[i].Ban = &b
 		}
 	}
@@ -64,7 +67,7 @@ func withBans(rows []manage.ListedKey, keys []domain.Key, bans map[int64]KeyBan)
 // listedWithBans is shown (of all the keys) as the admin API lists keys:
 // each with today's usage and its ban.
 func (d Deps) listedWithBans(ctx context.Context, all, shown []domain.Key) ([]AdminKey, error) {
-	rows, err := manage.ListedKeys(ctx, d.Store, all, shown, d.Now())
+	rows, err := manage.ListedKeys(ctx, d.Store, d.Env, all, shown, d.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func ListKeys(d Deps) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		all, err := d.Store.Keys(r.Context())
+		all, err := manage.EnvKeys(r.Context(), d.Store, d.Env)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -148,10 +148,11 @@ func GetKey(d Deps) http.Handler {
 	})
 }
 
-// answerKey answers with key id's object (an unknown id is not_found):
+// answerKey answers with key id's object (an unknown id, or another
+// environment's, is not_found):
 // with status 200, or 201 for a key just made, with its Location and token.
 func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) (int, any, error) {
-	k, all, err := manage.FindKey(r.Context(), d.Store, id)
+	k, all, err := manage.FindKey(r.Context(), d.Store, d.Env, id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -179,7 +180,7 @@ func UpdateKey(d Deps) http.Handler {
 			return 0, nil, err
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
-		if _, _, err := d.Store.UpdateKey(r.Context(), id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
+		if _, err := manage.UpdateKey(r.Context(), d.Store, d.Env, id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
 			return 0, nil, err
 		}
 		return d.answerKey(w, r, http.StatusOK, id, "")
@@ -228,13 +229,8 @@ func RollKey(d Deps) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		// The new key is of the old one's environment, as keys roll makes it.
-		old, _, err := manage.FindKey(r.Context(), d.Store, id)
-		if err != nil {
-			return 0, nil, err
-		}
-		k, token := manage.NewAPIKey(domain.Key{Env: old.Env})
-		_, rolled, err := d.Store.RollKey(r.Context(), id, k.Hash, overlap, httpapi.RecordOf(w).Admin().Actor())
+		// Only a key of this server's environment, and the new key is of it.
+		_, rolled, token, err := manage.RollKey(r.Context(), d.Store, d.Env, id, overlap, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
 			return 0, nil, err
 		}
@@ -269,7 +265,7 @@ const defaultRollOverlap = 24 * time.Hour
 
 func RevokeKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		if _, err := d.Store.RevokeKey(r.Context(), id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
+		if _, err := manage.RevokeKey(r.Context(), d.Store, d.Env, id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
 			return 0, nil, err
 		}
 		return d.answerKey(w, r, http.StatusOK, id, "")
@@ -286,7 +282,7 @@ func KeyUsage(d Deps) http.Handler {
 				return 0, nil, err
 			}
 		}
-		rows, err := manage.KeyUsage(r.Context(), d.Store, id, days, d.Now())
+		rows, err := manage.KeyUsage(r.Context(), d.Store, d.Env, id, days, d.Now())
 		return http.StatusOK, rows, err
 	})
 }
@@ -298,7 +294,7 @@ func KeyUsage(d Deps) http.Handler {
 // their ban. A banned key's windows are shown as they are.
 func KeyLimits(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		k, _, err := manage.FindKey(r.Context(), d.Store, id)
+		k, _, err := manage.FindKey(r.Context(), d.Store, d.Env, id)
 		if err != nil {
 			return 0, nil, err
 		}

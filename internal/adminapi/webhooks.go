@@ -28,7 +28,7 @@ type CreatedEndpoint struct {
 
 func ListWebhooks(d Deps) http.Handler {
 	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		endpoints, err := d.Store.WebhookEndpoints(r.Context())
+		endpoints, err := d.Store.WebhookEndpoints(r.Context(), d.Env)
 		return http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()), err
 	})
 }
@@ -97,14 +97,14 @@ type QueuedEvent struct {
 
 func TestWebhook(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		ev, err := manage.QueueTest(r.Context(), d.Store, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
+		ev, err := manage.QueueTest(r.Context(), d.Store, d.Env, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
 		return http.StatusAccepted, QueuedEvent{ev.ID}, err
 	})
 }
 
 func WebhookDeliveries(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		f := domain.DeliveryFilter{EndpointID: id}
+		f := domain.DeliveryFilter{Env: d.Env, EndpointID: id}
 		v := r.URL.Query()
 		var err error
 		if f.Limit, err = pageLimit(v); err != nil {
@@ -122,9 +122,10 @@ func WebhookDeliveries(d Deps) http.Handler {
 	})
 }
 
-// checkEndpoint refuses an unknown endpoint id: not_found.
+// checkEndpoint refuses an unknown endpoint id, or another environment's:
+// not_found.
 func (d Deps) checkEndpoint(ctx context.Context, id int64) error {
-	endpoints, err := d.Store.WebhookEndpoints(ctx)
+	endpoints, err := d.Store.WebhookEndpoints(ctx, d.Env)
 	if err == nil && !slices.ContainsFunc(endpoints, func(e domain.WebhookEndpoint) bool { return e.ID == id }) {
 		err = domain.NotFound("no webhook endpoint has id %d", id)
 	}
@@ -143,7 +144,7 @@ func ResendWebhook(d Deps) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		f := domain.DeliveryFilter{EndpointID: id}
+		f := domain.DeliveryFilter{Env: d.Env, EndpointID: id}
 		if err := jsonBody(body).str("eventId", &f.EventID); err != nil {
 			return 0, nil, err
 		}

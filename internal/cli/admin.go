@@ -49,7 +49,7 @@ func AdminCreate(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func AdminList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-	read := func(ctx context.Context, store store.Storage) ([]domain.ListedAdminToken, error) {
+	read := func(ctx context.Context, store store.Storage, _ string) ([]domain.ListedAdminToken, error) {
 		tokens, err := store.AdminTokens(ctx)
 		return manage.Listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
 	}
@@ -82,8 +82,8 @@ func AdminRevoke(ctx context.Context, args []string, getenv func(string) string,
 // server applies within a second.
 
 func BansList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-	read := func(ctx context.Context, store store.Storage) ([]manage.ListedBan, error) {
-		bans, err := store.Bans(ctx)
+	read := func(ctx context.Context, store store.Storage, env string) ([]manage.ListedBan, error) {
+		bans, err := manage.EnvBans(ctx, store, env)
 		return manage.ListedBans(bans), err
 	}
 	return listCommand(ctx, "bans list", "bans", args, getenv, stdout, read, "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b manage.ListedBan) {

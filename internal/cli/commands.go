@@ -354,6 +354,7 @@ func Audit(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	filter.Env = c.db.Env
 	return c.withStore(ctx, false, func(store store.Storage) error {
 		events, err := store.AuditEvents(ctx, filter)
 		if err != nil {
@@ -420,14 +421,14 @@ func writeJSONIndented(w io.Writer, v any) error {
 // --json: read gets its rows (of what, for an error) from the database, and
 // writeRows writes them.
 func listCommand[T any](ctx context.Context, name, what string, args []string, getenv func(string) string, stdout io.Writer,
-	read func(context.Context, store.Storage) ([]T, error), header string, line func(w io.Writer, row T)) error {
+	read func(ctx context.Context, store store.Storage, env string) ([]T, error), header string, line func(w io.Writer, row T)) error {
 	c := newCommand(name, getenv, stdout).withDB()
 	asJSON := c.jsonFlag("a table")
 	if err := c.parse(args); err != nil {
 		return err
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
-		rows, err := read(ctx, store)
+		rows, err := read(ctx, store, c.db.Env)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", what, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,18 +117,8 @@ func KeysRoll(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
-		// The new key is made for the environment of the old one, whatever
-		// --env says: only the database is chosen by it.
-		keys, err := store.Keys(ctx)
-		if err != nil {
-			return fmt.Errorf("roll key %d: %w", id, err)
-		}
-		i := slices.IndexFunc(keys, func(k domain.Key) bool { return k.ID == id })
-		if i < 0 {
-			return fmt.Errorf("no API key has id %d (see petstore keys list)", id)
-		}
-		k, token := manage.NewAPIKey(domain.Key{Env: keys[i].Env})
-		old, rolled, err := store.RollKey(ctx, id, k.Hash, overlap, CommandActor())
+		// Only a key of --env's environment, and the new key is of it.
+		old, rolled, token, err := manage.RollKey(ctx, store, c.db.Env, id, overlap, CommandActor())
 		if err != nil {
 			return commandError("roll key", id, err)
 		}
@@ -183,12 +172,12 @@ func KeysList(ctx context.Context, args []string, getenv func(string) string, st
 		return Usagef("%s", err.Error())
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
-		keys, err := store.Keys(ctx)
+		keys, err := manage.EnvKeys(ctx, store, c.db.Env)
 		if err != nil {
 			return fmt.Errorf("list keys: %w", err)
 		}
 		now := time.Now()
-		rows, err := manage.ListedKeys(ctx, store, keys, filter.Pick(keys, now), now)
+		rows, err := manage.ListedKeys(ctx, store, c.db.Env, keys, filter.Pick(keys, now), now)
 		if err != nil {
 			return fmt.Errorf("list keys: %w", err)
 		}
@@ -229,7 +218,7 @@ func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
-		revoked, err := store.RevokeKey(ctx, id, CommandActor())
+		revoked, err := manage.RevokeKey(ctx, store, c.db.Env, id, CommandActor())
 		if err != nil {
 			return commandError("revoke key", id, err)
 		}
@@ -263,7 +252,7 @@ func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
-		_, after, err := store.UpdateKey(ctx, id, apply, CommandActor())
+		after, err := manage.UpdateKey(ctx, store, c.db.Env, id, apply, CommandActor())
 		if err != nil {
 			return commandError("update key", id, err)
 		}
@@ -383,7 +372,7 @@ func Usage(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
-		rows, err := manage.KeyUsage(ctx, store, keyID, days, time.Now())
+		rows, err := manage.KeyUsage(ctx, store, c.db.Env, keyID, days, time.Now())
 		if err != nil {
 			return commandError("read the usage of key", keyID, err)
 		}

@@ -45,8 +45,8 @@ func WebhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func WebhooksList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-	read := func(ctx context.Context, store store.Storage) ([]domain.ListedEndpoint, error) {
-		endpoints, err := store.WebhookEndpoints(ctx)
+	read := func(ctx context.Context, store store.Storage, env string) ([]domain.ListedEndpoint, error) {
+		endpoints, err := store.WebhookEndpoints(ctx, env)
 		return manage.ListedEndpoints(endpoints, time.Now()), err
 	}
 	return listCommand(ctx, "webhooks list", "webhook endpoints", args, getenv, stdout, read, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
@@ -136,7 +136,7 @@ func WebhooksEnable(ctx context.Context, args []string, getenv func(string) stri
 func WebhooksTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("webhooks test", getenv, stdout).withDB()
 	return c.onEndpoint(ctx, args, nil, func(id int64, store store.Storage) error {
-		ev, err := manage.QueueTest(ctx, store, id, CommandActor(), time.Now())
+		ev, err := manage.QueueTest(ctx, store, c.db.Env, id, CommandActor(), time.Now())
 		if err != nil {
 			return commandError("test webhook endpoint", id, err)
 		}
@@ -163,6 +163,7 @@ func WebhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 		return Usagef("--limit must be 1 or more")
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
+		f.Env = c.db.Env
 		deliveries, err := store.WebhookDeliveries(ctx, f)
 		if err != nil {
 			return fmt.Errorf("list webhook deliveries: %w", err)
@@ -209,6 +210,7 @@ func WebhooksResend(ctx context.Context, args []string, getenv func(string) stri
 		f.EventID = rest[0]
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
+		f.Env = c.db.Env
 		n, err := store.ResendWebhookDeliveries(ctx, f, time.Now())
 		if err != nil {
 			return fmt.Errorf("resend webhook deliveries: %w", err)

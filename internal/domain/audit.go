@@ -87,10 +87,13 @@ type AuditDetails struct {
 	Reason    string   `json:"reason,omitempty"`
 }
 
-// AuditFilter picks events: those at or after Since (zero: all), of key
-// KeyID (0: any; a roll is an event of both its keys), of Action ("": any),
-// a page of them when After or Limit say so.
+// AuditFilter picks events: those of environment Env ("": any), at or
+// after Since (zero: all), of key KeyID (0: any; a roll is an event of
+// both its keys), of Action ("": any), a page of them when After or Limit
+// say so. An event about a key is of the key's environment; an address's
+// ban and its lift are of every environment, as the ban is.
 type AuditFilter struct {
+	Env    string
 	Since  time.Time
 	KeyID  int64
 	Action string

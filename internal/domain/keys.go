@@ -73,7 +73,7 @@ type BanStore interface {
 	AddBans(ctx context.Context, started []StartedBan) error
 	// LiftBan ends subject's ban now, with its ban.lifted event by actor,
 	// as one change; a key names its budget's ban. No ban in force is
-	// not_found.
+	// not_found, as is a key of another environment than env.
 	LiftBan(ctx context.Context, subject CallerID, actor, env string) (Ban, error)
 	// Bans returns the bans in force, those that began first first.
 	Bans(ctx context.Context) ([]Ban, error)

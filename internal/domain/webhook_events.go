@@ -123,6 +123,7 @@ type WebhookNotice struct {
 	Mark     string
 	Event    WebhookEvent
 	ForgetAt time.Time
+	Env      string // of the key it is about: it goes to that environment's endpoints
 }
 
 // WebhookStorage is where webhooks live: the owner's side and the worker's.
@@ -134,13 +135,14 @@ type WebhookStorage interface {
 // WebhookEndpointStore is the owner's side of the webhooks: the endpoints
 // and what is shown and resent of their deliveries. Every change to an
 // endpoint is stored with its audit event (by actor, of env), as one
-// change; an unknown endpoint id is not_found.
+// change; an unknown endpoint id is not_found, and so is the id of an
+// endpoint of another environment than env.
 type WebhookEndpointStore interface {
-	// AddWebhookEndpoint stores e (URL, Events, Secret) enabled, with its
-	// webhook.added event, and returns it with its id.
+	// AddWebhookEndpoint stores e (URL, Events, Secret) enabled, of env,
+	// with its webhook.added event, and returns it with its id.
 	AddWebhookEndpoint(ctx context.Context, e WebhookEndpoint, actor, env string) (WebhookEndpoint, error)
-	// WebhookEndpoints returns every endpoint, oldest first.
-	WebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error)
+	// WebhookEndpoints returns every endpoint of env, oldest first.
+	WebhookEndpoints(ctx context.Context, env string) ([]WebhookEndpoint, error)
 	// RemoveWebhookEndpoint deletes endpoint id and its deliveries, with its
 	// webhook.removed event.
 	RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error
@@ -150,10 +152,11 @@ type WebhookEndpointStore interface {
 	// EnableWebhookEndpoint enables endpoint id (webhook.enabled); enabling
 	// an enabled one changes nothing and writes no event.
 	EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (WebhookEndpoint, error)
-	// AddWebhookEvent queues ev for endpoint id alone (webhook.test), even
-	// when it is disabled.
-	AddWebhookEvent(ctx context.Context, ev WebhookEvent, endpointID int64) error
-	// WebhookDeliveries returns the deliveries f picks, newest first.
+	// AddWebhookEvent queues ev for endpoint id of env alone
+	// (webhook.test), even when it is disabled.
+	AddWebhookEvent(ctx context.Context, ev WebhookEvent, endpointID int64, env string) error
+	// WebhookDeliveries returns the deliveries f picks (those of f.Env's
+	// endpoints), newest first.
 	WebhookDeliveries(ctx context.Context, f DeliveryFilter) ([]WebhookDelivery, error)
 	// ResendWebhookDeliveries queues again, at now, the deliveries f picks
 	// (those of f.EventID, or the failed ones); it returns how many.
@@ -164,32 +167,35 @@ type WebhookEndpointStore interface {
 // deliveries it claims and finishes, and what is pruned and counted.
 type WebhookOutbox interface {
 	// AddWebhookNotices stores each notice's mark and queues its event for
-	// the endpoints that take it, unless the mark is stored already.
+	// the endpoints of its Env that take it, unless the mark is stored
+	// already.
 	AddWebhookNotices(ctx context.Context, notices []WebhookNotice) error
 	// ClaimWebhookDeliveries claims, until now+claimFor, up to limit due
-	// deliveries of enabled endpoints not in skip that take accepts, the
+	// deliveries of enabled endpoints of env not in skip that take accepts, the
 	// longest due first; no other server claims them meanwhile, and no
 	// endpoint has more than MaxInFlightPerEndpoint live claims of all the
 	// servers'.
-	ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+	ClaimWebhookDeliveries(ctx context.Context, env string, now time.Time, claimFor time.Duration, skip []int64, limit int,
 		take func(endpointID int64) bool) ([]ClaimedDelivery, error)
 	// FinishWebhookDelivery records an attempt's outcome, and what it does
 	// to its endpoint: a 410 disables it, as does failing every delivery
-	// for FailingDisableAfter (each with webhook.disabled by actor).
+	// for FailingDisableAfter (each with webhook.disabled by actor, of the
+	// endpoint's environment).
 	// disabled says why the endpoint was disabled, "" when it was not.
-	FinishWebhookDelivery(ctx context.Context, o DeliveryOutcome, actor, env string) (disabled string, err error)
+	FinishWebhookDelivery(ctx context.Context, o DeliveryOutcome, actor string) (disabled string, err error)
 	// PruneWebhooks forgets, at now, what is no longer needed: the marks
 	// of past days' quota notices, and deliveries long over.
 	PruneWebhooks(ctx context.Context, now time.Time) error
-	// WebhookBacklog counts the deliveries waiting for enabled endpoints,
-	// and tells when the oldest of their events happened.
-	WebhookBacklog(ctx context.Context) (waiting int64, oldest time.Time, err error)
+	// WebhookBacklog counts the deliveries waiting for enabled endpoints
+	// of env, and tells when the oldest of their events happened.
+	WebhookBacklog(ctx context.Context, env string) (waiting int64, oldest time.Time, err error)
 }
 
 // WebhookEndpoint is a receiver of events. Its secrets sign; they are
 // never shown but when made.
 type WebhookEndpoint struct {
 	ID        int64
+	Env       string // production or staging: whose events it takes
 	URL       string
 	Events    []string // the types it takes; empty: all
 	Enabled   bool
@@ -259,9 +265,10 @@ type DeliveryOutcome struct {
 	Disable    string // why to disable the endpoint (a 410), or ""
 }
 
-// DeliveryFilter picks deliveries: of EndpointID (0: any), of EventID (""
-// any), only the failed ones.
+// DeliveryFilter picks deliveries of the endpoints of Env: of EndpointID
+// (0: any), of EventID ("" any), only the failed ones.
 type DeliveryFilter struct {
+	Env        string
 	EndpointID int64
 	EventID    string
 	Failed     bool
@@ -421,7 +428,7 @@ func ExpiryNotices(keys []Key, now time.Time) ([]WebhookNotice, error) {
 		if err != nil {
 			return nil, err
 		}
-		notices = append(notices, WebhookNotice{Mark: mark, Event: ev, ForgetAt: k.ExpiresAt.Add(KeepExpiryMarks)})
+		notices = append(notices, WebhookNotice{Mark: mark, Event: ev, ForgetAt: k.ExpiresAt.Add(KeepExpiryMarks), Env: k.Env})
 	}
 	return notices, nil
 }

@@ -164,6 +164,7 @@ type QuotaNotice struct {
 	BudgetID  int64
 	KeyID     int64 // the key whose request reached it
 	KeyName   string
+	Env       string // the key's, whose endpoints take the notice
 	Plan      string
 	Threshold int
 	Used      int64
@@ -180,7 +181,7 @@ func (n QuotaNotice) Notice() (domain.WebhookNotice, error) {
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
 	})
 	mark := fmt.Sprintf("quota:%d:%s:%d", n.BudgetID, n.Day, n.Threshold)
-	return domain.WebhookNotice{Mark: mark, Event: ev, ForgetAt: n.At.Add(domain.KeepQuotaMarks)}, err
+	return domain.WebhookNotice{Mark: mark, Event: ev, ForgetAt: n.At.Add(domain.KeepQuotaMarks), Env: n.Env}, err
 }
 
 // QuotaWatch sees each request's day count as the limiter decided it and
@@ -228,7 +229,7 @@ func (q *QuotaWatch) Observe(key *domain.Key, lim domain.Limits, d Decision) {
 		}
 		q.seen[seen] = true
 		q.Pending = append(q.Pending, QuotaNotice{
-			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Plan: key.Plan, Threshold: t,
+			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Env: key.Env, Plan: key.Plan, Threshold: t,
 			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now,
 		})
 	}

@@ -93,13 +93,14 @@ func NewEndpointTerms(url string, events []string) (domain.WebhookEndpoint, erro
 	return domain.WebhookEndpoint{URL: url, Events: types, Secret: webhook.NewSecret(), Enabled: true}, nil
 }
 
-// QueueTest queues a webhook.test event for endpoint id and returns it.
-func QueueTest(ctx context.Context, store domain.WebhookStorage, id int64, actor string, now time.Time) (domain.WebhookEvent, error) {
+// QueueTest queues a webhook.test event for endpoint id of env and returns
+// it.
+func QueueTest(ctx context.Context, store domain.WebhookStorage, env string, id int64, actor string, now time.Time) (domain.WebhookEvent, error) {
 	ev, err := domain.NewWebhookEvent(domain.WebhookTestEvent, now, map[string]any{"webhookId": id, "actor": actor})
 	if err != nil {
 		return ev, err
 	}
-	return ev, store.AddWebhookEvent(ctx, ev, id)
+	return ev, store.AddWebhookEvent(ctx, ev, id, env)
 }
 
 // ListedEndpoints are endpoints as webhooks list --json and the admin API

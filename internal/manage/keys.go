@@ -125,19 +125,23 @@ const (
 	StateRevoked = "revoked"
 )
 
-// ListedKeys are the keys shown, of all the keys there are, as keys list
-// shows them at now, with today's usage of each budget.
-func ListedKeys(ctx context.Context, store domain.UsageStore, all, shown []domain.Key, now time.Time) ([]ListedKey, error) {
+// ListedKeys are the keys of env among those shown, of all the keys there
+// are, as keys list shows them at now, with today's usage of each budget.
+// Another environment's key is never shown.
+func ListedKeys(ctx context.Context, store domain.UsageStore, env string, all, shown []domain.Key, now time.Time) ([]ListedKey, error) {
 	today := now.UTC().Format(time.DateOnly)
 	usage := make(map[int64]int64)
 	rolledFrom := make(map[int64]int64)
 	for _, k := range all {
-		if k.RolledTo != 0 {
+		if k.RolledTo != 0 && k.Env == env {
 			rolledFrom[k.RolledTo] = k.ID
 		}
 	}
 	rows := make([]ListedKey, 0, len(shown))
 	for _, k := range shown {
+		if k.Env != env {
+			continue
+		}
 		if _, ok := usage[k.BudgetID]; !ok {
 			n, err := store.Usage(ctx, k.BudgetID, today)
 			if err != nil {
@@ -196,17 +200,73 @@ func CheckExternalID(field, id string) error {
 	return refuseSecret(field, id)
 }
 
-// FindKey is key id, with every key there is; an unknown id is not_found.
-func FindKey(ctx context.Context, store domain.KeyStore, id int64) (domain.Key, []domain.Key, error) {
-	all, err := store.Keys(ctx)
+// FindKey is key id of env, with every key of env; an unknown id is
+// not_found, and so is the id of another environment's key: the admin API
+// and the commands of one environment never see the other's keys, even on
+// a database they share.
+func FindKey(ctx context.Context, store domain.KeyStore, env string, id int64) (domain.Key, []domain.Key, error) {
+	all, err := EnvKeys(ctx, store, env)
 	if err != nil {
 		return domain.Key{}, nil, err
 	}
 	i := slices.IndexFunc(all, func(k domain.Key) bool { return k.ID == id })
 	if i < 0 {
-		return domain.Key{}, nil, domain.NotFound("no API key has id %d", id)
+		return domain.Key{}, nil, notFoundKey(id)
 	}
 	return all[i], all, nil
+}
+
+func notFoundKey(id int64) error { return domain.NotFound("no API key has id %d", id) }
+
+// EnvKeys are the keys of env, revoked ones too, oldest first.
+func EnvKeys(ctx context.Context, store domain.KeyStore, env string) ([]domain.Key, error) {
+	all, err := store.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]domain.Key, 0, len(all))
+	for _, k := range all {
+		if k.Env == env {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
+// UpdateKey changes key id of env by change, as one change with its
+// event; a key of another environment is not_found, checked in the
+// change's own transaction.
+func UpdateKey(ctx context.Context, store domain.KeyStore, env string, id int64, change func(domain.Key) (domain.Key, error),
+	actor string) (domain.Key, error) {
+	_, after, err := store.UpdateKey(ctx, id, func(k domain.Key) (domain.Key, error) {
+		if k.Env != env {
+			return k, notFoundKey(id)
+		}
+		return change(k)
+	}, actor)
+	return after, err
+}
+
+// RevokeKey revokes key id of env (revoked is false when it was already);
+// a key of another environment is not_found. A key never changes its
+// environment, so the look first holds for the change.
+func RevokeKey(ctx context.Context, store domain.KeyStore, env string, id int64, actor string) (revoked bool, err error) {
+	if _, _, err := FindKey(ctx, store, env, id); err != nil {
+		return false, err
+	}
+	return store.RevokeKey(ctx, id, actor)
+}
+
+// RollKey replaces key id of env by a new key of env, made here, with the
+// old one working on for overlap, and returns both and the new key's
+// token. A key of another environment is not_found, and nothing is made.
+func RollKey(ctx context.Context, store domain.KeyStore, env string, id int64, overlap time.Duration, actor string) (old, rolled domain.Key, token string, err error) {
+	if _, _, err := FindKey(ctx, store, env, id); err != nil {
+		return old, rolled, "", err
+	}
+	k, token := NewAPIKey(domain.Key{Env: env})
+	old, rolled, err = store.RollKey(ctx, id, k.Hash, overlap, actor)
+	return old, rolled, token, err
 }
 
 // Listed is each of items as show shows it, for --json and the admin API.
@@ -223,6 +283,27 @@ type ListedBan struct {
 	Subject string    `json:"subject"`
 	Since   time.Time `json:"since"`
 	Until   time.Time `json:"until"`
+}
+
+// EnvBans are the bans in force that env sees: an address's, which every
+// server applies whatever its environment, and those of env's keys.
+func EnvBans(ctx context.Context, store interface {
+	domain.KeyStore
+	domain.BanStore
+}, env string) ([]domain.Ban, error) {
+	bans, err := store.Bans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := EnvKeys(ctx, store, env)
+	if err != nil {
+		return nil, err
+	}
+	ours := make(map[int64]bool, len(keys))
+	for _, k := range keys {
+		ours[k.ID] = true
+	}
+	return slices.DeleteFunc(bans, func(b domain.Ban) bool { return b.Subject.KeyID != 0 && !ours[b.Subject.KeyID] }), nil
 }
 
 func ListedBans(bans []domain.Ban) []ListedBan {
@@ -242,12 +323,13 @@ func UsageDays(field, s string) (int, error) {
 }
 
 // KeyUsage is the usage history of key id's budget over the days days
-// ending today: one row a day, oldest first. An unknown id is not_found.
+// ending today: one row a day, oldest first. An unknown id, or a key of
+// another environment than env, is not_found.
 func KeyUsage(ctx context.Context, store interface {
 	domain.KeyStore
 	domain.UsageHistoryStore
-}, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
-	k, _, err := FindKey(ctx, store, id)
+}, env string, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
+	k, _, err := FindKey(ctx, store, env, id)
 	if err != nil {
 		return nil, err
 	}

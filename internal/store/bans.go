@@ -60,7 +60,8 @@ func (s sqlBans) AddBans(ctx context.Context, started []domain.StartedBan) error
 	})
 }
 
-// LiftBan: the keys of a roll share one budget, and so its ban.
+// LiftBan: the keys of a roll share one budget, and so its ban. A key's
+// ban is lifted only on its own environment; an address's on any.
 func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, env string) (domain.Ban, error) {
 	now := s.db.clock()
 	var b domain.Ban
@@ -68,7 +69,8 @@ func (s sqlBans) LiftBan(ctx context.Context, subject domain.CallerID, actor, en
 		named := subject
 		var err error
 		if subject.KeyID != 0 {
-			err = tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ?`, subject.KeyID).Scan(&subject.KeyID)
+			// Only a key of env: another environment's key is not_found.
+			err = tx.QueryRow(ctx, `SELECT coalesce(budget_id, id) FROM api_keys WHERE id = ? AND env = ?`, subject.KeyID, env).Scan(&subject.KeyID)
 		}
 		if err == nil {
 			b, err = scanBan(tx.QueryRow(ctx, `SELECT `+banColumns+` FROM bans WHERE subject = ? AND lifted_at IS NULL AND ends_at > ?`+tx.Dialect().forUpdate,

@@ -33,7 +33,7 @@ var copyTables = []struct {
 	{"usage_history", []string{"budget_id", "day", "allowed", "rate_limited", "quota_exceeded", "banned", "forbidden"},
 		func(c *domain.Copied) *int64 { return &c.UsageHistory }},
 	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
-		"failing_since", "last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookEndpoints }},
+		"failing_since", "last_attempt_at", "last_status", "last_error", "env"}, func(c *domain.Copied) *int64 { return &c.WebhookEndpoints }},
 	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *domain.Copied) *int64 { return &c.WebhookEvents }},
 	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
 		"last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookDeliveries }},

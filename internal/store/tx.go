@@ -355,6 +355,13 @@ func auditQuery(f domain.AuditFilter) (string, []any) {
 	if !f.Since.IsZero() {
 		where, args = append(where, "at >= ?"), append(args, f.Since.UnixMilli())
 	}
+	if f.Env != "" {
+		// A key's event by the key's environment; an address's ban (and
+		// its lift) in every one; any other event by its own env.
+		where = append(where, `((key_id IS NOT NULL AND key_id IN (SELECT id FROM api_keys WHERE env = ?))
+			OR (key_id IS NULL AND (address IS NOT NULL OR env = ?)))`)
+		args = append(args, f.Env, f.Env)
+	}
 	if f.KeyID != 0 {
 		where, args = append(where, "(key_id = ? OR new_key_id = ?)"), append(args, f.KeyID, f.KeyID)
 	}

@@ -17,7 +17,7 @@ import (
 
 type sqlWebhooks struct{ db sqlEngine }
 
-const endpointColumns = `id, url, events, enabled, created_at, secret, previous_secret, previous_until,
+const endpointColumns = `id, env, url, events, enabled, created_at, secret, previous_secret, previous_until,
 	last_attempt_at, last_status, last_error`
 
 func scanEndpoint(scan func(...any) error) (domain.WebhookEndpoint, error) {
@@ -26,7 +26,7 @@ func scanEndpoint(scan func(...any) error) (domain.WebhookEndpoint, error) {
 	var enabled, created int64
 	var previous, lastError sql.NullString
 	var previousUntil, lastAttempt, lastStatus sql.NullInt64
-	if err := scan(&e.ID, &e.URL, &events, &enabled, &created, &e.Secret, &previous, &previousUntil,
+	if err := scan(&e.ID, &e.Env, &e.URL, &events, &enabled, &created, &e.Secret, &previous, &previousUntil,
 		&lastAttempt, &lastStatus, &lastError); err != nil {
 		return e, err
 	}
@@ -42,11 +42,11 @@ func scanEndpoint(scan func(...any) error) (domain.WebhookEndpoint, error) {
 
 func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEndpoint, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	e.Enabled, e.CreatedAt = true, now.UTC().Truncate(time.Second)
+	e.Enabled, e.CreatedAt, e.Env = true, now.UTC().Truncate(time.Second), env
 	err := s.db.update(ctx, func(tx dbTx) error {
 		var err error
-		e.ID, err = tx.Insert(ctx, `INSERT INTO webhook_endpoints (url, events, enabled, created_at, secret) VALUES (?, ?, 1, ?, ?)`,
-			e.URL, strings.Join(e.Events, ","), e.CreatedAt.Unix(), e.Secret)
+		e.ID, err = tx.Insert(ctx, `INSERT INTO webhook_endpoints (url, events, enabled, created_at, secret, env) VALUES (?, ?, 1, ?, ?, ?)`,
+			e.URL, strings.Join(e.Events, ","), e.CreatedAt.Unix(), e.Secret, env)
 		if err != nil {
 			return err
 		}
@@ -55,16 +55,18 @@ func (s sqlWebhooks) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEnd
 	return e, err
 }
 
-func (s sqlWebhooks) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndpoint, error) {
-	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints ORDER BY id`)
+func (s sqlWebhooks) WebhookEndpoints(ctx context.Context, env string) ([]domain.WebhookEndpoint, error) {
+	return queryRows(ctx, s.db, scanEndpoint, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE env = ? ORDER BY id`, env)
 }
 
-// withEndpoint runs fn on endpoint id in one write transaction that first
-// locks the endpoint's row, as every change of it does, and returns the
-// endpoint as fn leaves it.
-func (s sqlWebhooks) withEndpoint(ctx context.Context, id int64, fn func(tx dbTx, e *domain.WebhookEndpoint) error) (e domain.WebhookEndpoint, err error) {
+// withEndpoint runs fn on endpoint id of env ("": of any) in one write
+// transaction that first locks the endpoint's row, as every change of it
+// does, and returns the endpoint as fn leaves it. An endpoint of another
+// environment is not_found, as one that does not exist.
+func (s sqlWebhooks) withEndpoint(ctx context.Context, id int64, env string, fn func(tx dbTx, e *domain.WebhookEndpoint) error) (e domain.WebhookEndpoint, err error) {
 	err = s.db.update(ctx, func(tx dbTx) error {
-		e, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`+tx.Dialect().forUpdate, id).Scan)
+		e, err = scanEndpoint(tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ? AND (? = '' OR env = ?)`+tx.Dialect().forUpdate,
+			id, env, env).Scan)
 		if errors.Is(err, errNoRows) {
 			return domain.NotFound("no webhook endpoint has id %d", id)
 		}
@@ -78,7 +80,7 @@ func (s sqlWebhooks) withEndpoint(ctx context.Context, id int64, fn func(tx dbTx
 
 func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
 	now := s.db.clock()
-	_, err := s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
+	_, err := s.withEndpoint(ctx, id, env, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_deliveries WHERE endpoint_id = ?`, id); err != nil {
 			return err
 		}
@@ -92,7 +94,7 @@ func (s sqlWebhooks) RemoveWebhookEndpoint(ctx context.Context, id int64, actor,
 
 func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret string, overlap time.Duration, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	return s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
+	return s.withEndpoint(ctx, id, env, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		e.PreviousSecret, e.PreviousUntil, e.Secret = e.Secret, now.Add(overlap), secret
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET secret = ?, previous_secret = ?, previous_until = ? WHERE id = ?`,
 			e.Secret, e.PreviousSecret, e.PreviousUntil.UnixMilli(), id); err != nil {
@@ -107,7 +109,7 @@ func (s sqlWebhooks) RotateWebhookSecret(ctx context.Context, id int64, secret s
 // EnableWebhookEndpoint enables endpoint id; its failures start afresh.
 func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env string) (domain.WebhookEndpoint, error) {
 	now := s.db.clock()
-	return s.withEndpoint(ctx, id, func(tx dbTx, e *domain.WebhookEndpoint) error {
+	return s.withEndpoint(ctx, id, env, func(tx dbTx, e *domain.WebhookEndpoint) error {
 		if e.Enabled {
 			return nil
 		}
@@ -119,8 +121,8 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 	})
 }
 
-func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
-	_, err := s.withEndpoint(ctx, endpointID, func(tx dbTx, _ *domain.WebhookEndpoint) error {
+func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64, env string) error {
+	_, err := s.withEndpoint(ctx, endpointID, env, func(tx dbTx, _ *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`,
 			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body)); err != nil {
 			return err
@@ -132,22 +134,23 @@ func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent
 	return err
 }
 
-// queueWebhookEvent queues ev in tx for every endpoint that takes its type
-// now; with none, nothing is written.
-func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent) error {
+// queueWebhookEvent queues ev in tx for every endpoint of env (the
+// environment of the key it is about) that takes its type now; with none,
+// nothing is written.
+func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent, env string) error {
 	// events holds the types an endpoint takes between commas, '' for all;
 	// no type holds a LIKE wildcard.
-	const takers = `FROM webhook_endpoints WHERE enabled = 1 AND (events = '' OR ',' || events || ',' LIKE ?)`
+	const takers = `FROM webhook_endpoints WHERE enabled = 1 AND env = ? AND (events = '' OR ',' || events || ',' LIKE ?)`
 	pattern := "%," + ev.Type + ",%"
 	n, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body)
 		SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint), CAST(? AS text) WHERE EXISTS (SELECT 1 `+takers+`)`,
-		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), pattern)
+		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), env, pattern)
 	if err != nil || n == 0 {
 		return err
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at)
 		SELECT CAST(? AS text), id, 'pending', CAST(? AS bigint) `+takers,
-		ev.ID, ev.At.UnixMilli(), pattern)
+		ev.ID, ev.At.UnixMilli(), env, pattern)
 	return err
 }
 
@@ -160,7 +163,7 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.Web
 			added, err := tx.Exec(ctx, `INSERT INTO webhook_notices (mark, at, forget_at) VALUES (?, ?, ?) ON CONFLICT (mark) DO NOTHING`,
 				n.Mark, now.UnixMilli(), n.ForgetAt.UnixMilli())
 			if err == nil && added > 0 {
-				err = queueWebhookEvent(ctx, tx, n.Event)
+				err = queueWebhookEvent(ctx, tx, n.Event, n.Env)
 			}
 			if err != nil {
 				return err
@@ -176,22 +179,24 @@ func (s sqlWebhooks) AddWebhookNotices(ctx context.Context, notices []domain.Web
 // another server is claiming for), so that its live claims, counted then,
 // are every server's: together they never make more than
 // domain.MaxInFlightPerEndpoint attempts to one endpoint at once.
-func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+// A server sends its own environment's webhooks only: its endpoints are
+// those of its environment (docs/webhooks.md).
+func (s sqlWebhooks) ClaimWebhookDeliveries(ctx context.Context, env string, now time.Time, claimFor time.Duration, skip []int64, limit int,
 	take func(endpointID int64) bool) ([]domain.ClaimedDelivery, error) {
 	const due = `FROM webhook_deliveries WHERE state = 'pending' AND next_at <= ? AND claimed_until <= ?
-		AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`
+		AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1 AND env = ?)`
 	// A look outside a write transaction first: most rounds find nothing
 	// due, and then take no lock (on SQLite, the file's one writer).
 	var found bool
 	if err := s.db.view(ctx, func(tx dbTx) error {
-		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 `+due+`)`, now.UnixMilli(), now.UnixMilli()).Scan(&found)
+		return tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 `+due+`)`, now.UnixMilli(), now.UnixMilli(), env).Scan(&found)
 	}); err != nil || !found {
 		return nil, err
 	}
 	var claimed []domain.ClaimedDelivery
 	err := s.db.update(ctx, func(tx dbTx) error {
 		claimed = nil
-		query, args := `SELECT endpoint_id `+due, []any{now.UnixMilli(), now.UnixMilli()}
+		query, args := `SELECT endpoint_id `+due, []any{now.UnixMilli(), now.UnixMilli(), env}
 		if len(skip) > 0 {
 			query += ` AND endpoint_id NOT IN (?` + strings.Repeat(", ?", len(skip)-1) + `)`
 			for _, id := range skip {
@@ -290,12 +295,12 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body)}, nil
 }
 
-func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor, env string) (disabled string, err error) {
+func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor string) (disabled string, err error) {
 	at := o.At.UnixMilli()
 	if o.NextAt.IsZero() {
 		o.NextAt = o.At
 	}
-	_, err = s.withEndpoint(ctx, o.EndpointID, func(tx dbTx, e *domain.WebhookEndpoint) error {
+	_, err = s.withEndpoint(ctx, o.EndpointID, "", func(tx dbTx, e *domain.WebhookEndpoint) error {
 		disabled = ""
 		n, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, claimed_until = 0,
 			last_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?`,
@@ -327,7 +332,7 @@ func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.Deliver
 		if _, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET enabled = 0 WHERE id = ?`, o.EndpointID); err != nil {
 			return err
 		}
-		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, *e, actor, env, o.At, disabled))
+		return recordActions(ctx, tx, domain.WebhookAuditEvent(domain.AuditWebhookDisabled, *e, actor, e.Env, o.At, disabled))
 	})
 	// An endpoint removed meanwhile took its deliveries along: nothing to
 	// record.
@@ -353,6 +358,9 @@ func (s sqlWebhooks) WebhookDeliveries(ctx context.Context, f domain.DeliveryFil
 func deliveryWhere(f domain.DeliveryFilter) (string, []any) {
 	var where []string
 	var args []any
+	if f.Env != "" {
+		where, args = append(where, "d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE env = ?)"), append(args, f.Env)
+	}
 	if f.EndpointID != 0 {
 		where, args = append(where, "d.endpoint_id = ?"), append(args, f.EndpointID)
 	}
@@ -382,12 +390,12 @@ func (s sqlWebhooks) ResendWebhookDeliveries(ctx context.Context, f domain.Deliv
 	return n, err
 }
 
-func (s sqlWebhooks) WebhookBacklog(ctx context.Context) (int64, time.Time, error) {
+func (s sqlWebhooks) WebhookBacklog(ctx context.Context, env string) (int64, time.Time, error) {
 	var n int64
 	var oldest sql.NullInt64
 	err := s.db.view(ctx, func(tx dbTx) error {
 		return tx.QueryRow(ctx, `SELECT count(*), min(ev.at) FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
-			WHERE d.state = 'pending' AND d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1)`).Scan(&n, &oldest)
+			WHERE d.state = 'pending' AND d.endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = 1 AND env = ?)`, env).Scan(&n, &oldest)
 	})
 	return n, milliOrZero(oldest), err
 }

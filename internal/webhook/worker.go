@@ -40,7 +40,7 @@ type Worker struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	counted func(state string) // counts an attempt that left its delivery in state
-	env     string             // of the audit events of the endpoints it disables
+	env     string             // whose endpoints it sends to: its server's environment
 	wake    chan struct{}
 
 	mu       sync.Mutex
@@ -133,7 +133,7 @@ func (w *Worker) Dispatch(ctx context.Context, attempts *sync.WaitGroup) int {
 		reserved[endpointID]++
 		return true
 	}
-	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.now(), ClaimFor, busy, free, take)
+	claimed, err := w.store.ClaimWebhookDeliveries(ctx, w.env, w.now(), ClaimFor, busy, free, take)
 	for _, c := range claimed {
 		reserved[c.EndpointID]--
 	}
@@ -197,7 +197,7 @@ func (w *Worker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 		log.Warn("webhook delivery failed", "err", r.Err)
 	}
 	w.counted(o.State)
-	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, domain.ServerActor, w.env)
+	disabled, err := w.store.FinishWebhookDelivery(context.WithoutCancel(ctx), o, domain.ServerActor)
 	if err != nil {
 		log.Warn("record a webhook attempt; it will be made again", "err", err)
 		return

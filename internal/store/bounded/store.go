@@ -272,8 +272,8 @@ func (b *Store) AddWebhookEndpoint(ctx context.Context, e domain.WebhookEndpoint
 	})
 }
 
-func (b *Store) WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndpoint, error) {
-	return call(b, ctx, "WebhookEndpoints", func(ctx context.Context) ([]domain.WebhookEndpoint, error) { return b.s.WebhookEndpoints(ctx) })
+func (b *Store) WebhookEndpoints(ctx context.Context, env string) ([]domain.WebhookEndpoint, error) {
+	return call(b, ctx, "WebhookEndpoints", func(ctx context.Context) ([]domain.WebhookEndpoint, error) { return b.s.WebhookEndpoints(ctx, env) })
 }
 
 func (b *Store) RemoveWebhookEndpoint(ctx context.Context, id int64, actor, env string) error {
@@ -292,23 +292,23 @@ func (b *Store) EnableWebhookEndpoint(ctx context.Context, id int64, actor, env 
 	})
 }
 
-func (b *Store) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64) error {
-	return b.bounded(ctx, "AddWebhookEvent", func(ctx context.Context) error { return b.s.AddWebhookEvent(ctx, ev, endpointID) })
+func (b *Store) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64, env string) error {
+	return b.bounded(ctx, "AddWebhookEvent", func(ctx context.Context) error { return b.s.AddWebhookEvent(ctx, ev, endpointID, env) })
 }
 
 func (b *Store) AddWebhookNotices(ctx context.Context, notices []domain.WebhookNotice) error {
 	return b.bounded(ctx, "AddWebhookNotices", func(ctx context.Context) error { return b.s.AddWebhookNotices(ctx, notices) })
 }
 
-func (b *Store) ClaimWebhookDeliveries(ctx context.Context, now time.Time, claimFor time.Duration, skip []int64, limit int,
+func (b *Store) ClaimWebhookDeliveries(ctx context.Context, env string, now time.Time, claimFor time.Duration, skip []int64, limit int,
 	take func(endpointID int64) bool) ([]domain.ClaimedDelivery, error) {
 	return call(b, ctx, "ClaimWebhookDeliveries", func(ctx context.Context) ([]domain.ClaimedDelivery, error) {
-		return b.s.ClaimWebhookDeliveries(ctx, now, claimFor, skip, limit, take)
+		return b.s.ClaimWebhookDeliveries(ctx, env, now, claimFor, skip, limit, take)
 	})
 }
 
-func (b *Store) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor, env string) (string, error) {
-	return call(b, ctx, "FinishWebhookDelivery", func(ctx context.Context) (string, error) { return b.s.FinishWebhookDelivery(ctx, o, actor, env) })
+func (b *Store) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor string) (string, error) {
+	return call(b, ctx, "FinishWebhookDelivery", func(ctx context.Context) (string, error) { return b.s.FinishWebhookDelivery(ctx, o, actor) })
 }
 
 func (b *Store) WebhookDeliveries(ctx context.Context, f domain.DeliveryFilter) ([]domain.WebhookDelivery, error) {
@@ -319,8 +319,8 @@ func (b *Store) ResendWebhookDeliveries(ctx context.Context, f domain.DeliveryFi
 	return call(b, ctx, "ResendWebhookDeliveries", func(ctx context.Context) (int64, error) { return b.s.ResendWebhookDeliveries(ctx, f, now) })
 }
 
-func (b *Store) WebhookBacklog(ctx context.Context) (n int64, oldest time.Time, err error) {
-	return call2(b, ctx, "WebhookBacklog", func(ctx context.Context) (int64, time.Time, error) { return b.s.WebhookBacklog(ctx) })
+func (b *Store) WebhookBacklog(ctx context.Context, env string) (n int64, oldest time.Time, err error) {
+	return call2(b, ctx, "WebhookBacklog", func(ctx context.Context) (int64, time.Time, error) { return b.s.WebhookBacklog(ctx, env) })
 }
 
 func (b *Store) PruneWebhooks(ctx context.Context, now time.Time) error {

@@ -1,0 +1,5 @@
+-- Each webhook endpoint belongs to one environment (production or
+-- staging), as keys and admin tokens do: a server or a command sees, and
+-- sends to, only its own environment's endpoints. Those made before
+-- belong to production.
+ALTER TABLE webhook_endpoints ADD COLUMN env text NOT NULL DEFAULT 'production';
