@@ -122,8 +122,8 @@ func (b *Store) CreateKey(ctx context.Context, k domain.Key, actor string) (doma
 	return call(b, ctx, "CreateKey", func(ctx context.Context) (domain.Key, error) { return b.s.CreateKey(ctx, k, actor) })
 }
 
-func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (domain.Key, bool, error) {
-	return call2(b, ctx, "CreateFirstKey", func(ctx context.Context) (domain.Key, bool, error) { return b.s.CreateFirstKey(ctx, k, actor) })
+func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string, keep func(domain.Key) error) (domain.Key, bool, error) {
+	return call2(b, ctx, "CreateFirstKey", func(ctx context.Context) (domain.Key, bool, error) { return b.s.CreateFirstKey(ctx, k, actor, keep) })
 }
 
 func (b *Store) RevokeKey(ctx context.Context, id int64, actor string) (bool, error) {
