@@ -504,7 +504,7 @@ func TestPostgresPoolExhaustedAnswers503InTime(t *testing.T) {
 
 // The SQLite file deleted (its data directory removed) or replaced (another
 // file renamed over it) under a server taking creates: within about a
-// second every create answers 503 unavailable and /readyz fails, one ERROR
+// second every create answers 503 unavailable, /readyz fails at once, one ERROR
 // line names the file's path, and the file renamed over it is left as it
 // was, even by the server's stop.
 func TestALostDatabaseFileIsAnswered503AndLoggedOnce(t *testing.T) {
@@ -528,7 +528,17 @@ func TestALostDatabaseFileIsAnswered503AndLoggedOnce(t *testing.T) {
 			}
 			key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--rpm", "100000000", "--rpd", "1000000000")
 			p := runServing(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", db)
-			answers, lostAt := createsWhileLosing(t, p.url, key, func() error { return c.lose(db) })
+			client := &http.Client{Timeout: 5 * time.Second}
+			answers, lostAt := createsWhileLosing(t, p.url, key, func() error {
+				if err := c.lose(db); err != nil {
+					return err
+				}
+				// /readyz looks at the file before it answers.
+				if res := faultDo(client, "GET", p.url+"/readyz", "", ""); res.status != http.StatusServiceUnavailable {
+					t.Errorf("/readyz at once after the loss: %d %s, want 503", res.status, res.body)
+				}
+				return nil
+			})
 			settled := lostAt.Add(1500 * time.Millisecond)
 			var before, after int
 			for _, a := range answers {
@@ -547,7 +557,6 @@ func TestALostDatabaseFileIsAnswered503AndLoggedOnce(t *testing.T) {
 			if before == 0 || after == 0 {
 				t.Fatalf("%d creates acknowledged before the loss, %d answered 503 a while after it; want some of each", before, after)
 			}
-			client := &http.Client{Timeout: 5 * time.Second}
 			if res := faultDo(client, "GET", p.url+"/readyz", "", ""); res.status != http.StatusServiceUnavailable {
 				t.Errorf("/readyz after the loss: %d %s, want 503", res.status, res.body)
 			}

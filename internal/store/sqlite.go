@@ -195,6 +195,8 @@ func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Log
 
 func (s *SQLite) PetsAdded() <-chan struct{} { return nil }
 
+func (s *SQLite) Lost() error { return s.file.check() }
+
 func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
 	commits := s.commits.Load()
 	if s.file.writable() != nil || !policy.due(now, commits) {

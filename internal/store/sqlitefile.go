@@ -22,7 +22,7 @@ import (
 )
 
 // fileCheckEvery is how often the server looks at its database file's
-// path, besides each health probe (so before /readyz answers).
+// path, besides each health probe and each /readyz (Lost).
 const fileCheckEvery = time.Second
 
 // dbFile is the database file as it was opened: its path, device and

@@ -51,6 +51,10 @@ type Lifecycle interface {
 	// Snapshot reads everything the store holds, as it is at this moment,
 	// for petstore copy. The caller closes it.
 	Snapshot(ctx context.Context) (Snapshot, error)
+	// Lost tells, with a look at the path (a stat), whether the database
+	// file was deleted or replaced since it was opened: then every write
+	// is refused, for good. Always nil on PostgreSQL.
+	Lost() error
 	Ping(ctx context.Context) error
 	Close() error
 }
