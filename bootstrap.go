@@ -60,12 +60,22 @@ More:    %s
 // a place that cannot be written stops the start with no key made.
 func bootstrapKeyToFile(ctx context.Context, store domain.KeyStore, key domain.Key, token, path string, logger *slog.Logger) error {
 	// Most starts find keys: they need no writable place.
-	if keys, err := store.Keys(ctx); err != nil || len(keys) > 0 {
-		return err
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		return fmt.Errorf("look for API keys: %w", err)
 	}
-	f, err := newKeyFile(path)
+	if len(keys) > 0 {
+		return nil
+	}
+	// Named in full in the log and in an error: on PostgreSQL the default
+	// is in the working directory.
+	abs, err := filepath.Abs(path)
 	if err != nil {
 		return keyFileError(path, err)
+	}
+	f, err := newKeyFile(abs)
+	if err != nil {
+		return keyFileError(abs, err)
 	}
 	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor, func(domain.Key) error { return f.hold(token) })
 	f.discard(created && err == nil)
@@ -103,16 +113,13 @@ type keyFile struct {
 	err    error // what hold met
 }
 
+// newKeyFile makes the file beside path, an absolute path.
 func newKeyFile(path string) (*keyFile, error) {
-	abs, err := filepath.Abs(path)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".bootstrap-key-*")
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(abs), ".bootstrap-key-*")
-	if err != nil {
-		return nil, err
-	}
-	return &keyFile{path: abs, tmp: tmp}, nil
+	return &keyFile{path: path, tmp: tmp}, nil
 }
 
 // hold writes token to the file, to the disk, and puts the file in place.
