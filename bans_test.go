@@ -153,6 +153,50 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 	})
 }
 
+// TestABanWrittenTwiceIsAuditedAndSentOnce: a ban written again (its first
+// write committed although the caller heard it fail, and the next flush
+// took it once more) leaves one key.banned event and, for a key, queues one
+// webhook; a later ban of the same subject is a ban of its own.
+func TestABanWrittenTwiceIsAuditedAndSentOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		ctx := context.Background()
+		s := webhookServer(t, opts)
+		endpoint := s.addEndpoint(testkit.NewReceiver(t), domain.AuditKeyBanned)
+		key, _ := s.mustCreate(s.keyTerms("pro"))
+		start := s.clock.now()
+		byKey := domain.StartedBan{Ban: domain.Ban{Subject: domain.CallerID{KeyID: key.ID}, Since: start, Until: start.Add(15 * time.Minute)},
+			Event: domain.KeyEvent(domain.AuditKeyBanned, key, domain.ServerActor, start)}
+		addr := domain.CallerID{Addr: netip.MustParseAddr("192.0.2.7")}
+		byAddress := domain.StartedBan{Ban: domain.Ban{Subject: addr, Since: start, Until: start.Add(15 * time.Minute)},
+			Event: domain.AuditEvent{At: start, Action: domain.AuditKeyBanned, Actor: domain.ServerActor, Address: addr.AddressText(), Env: "production"}}
+		later := byKey
+		later.Ban.Since, later.Ban.Until = start.Add(time.Second), start.Add(16*time.Minute)
+		later.Event = domain.KeyEvent(domain.AuditKeyBanned, key, domain.ServerActor, later.Ban.Since)
+		for i, batch := range [][]domain.StartedBan{{byKey, byAddress}, {byKey, byAddress}, {byKey}, {later, later}} {
+			if err := s.store.AddBans(ctx, batch); err != nil {
+				t.Fatalf("write %d: %v", i+1, err)
+			}
+		}
+		var got []string
+		for _, e := range s.banEvents() {
+			got = append(got, fmt.Sprintf("key %d %s at %s", e.KeyID, e.Address, e.At.Format(time.StampMilli)))
+		}
+		want := []string{
+			fmt.Sprintf("key %d  at %s", key.ID, start.Format(time.StampMilli)),
+			fmt.Sprintf("key 0 192.0.2.7 at %s", start.Format(time.StampMilli)),
+			fmt.Sprintf("key %d  at %s", key.ID, later.Ban.Since.Format(time.StampMilli)),
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("key.banned events:\n%s\nwant one a ban:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		// An address's ban is no webhook: the key's two bans are.
+		deliveries, err := s.store.WebhookDeliveries(ctx, domain.DeliveryFilter{EndpointID: endpoint.ID})
+		if err != nil || len(deliveries) != 2 {
+			t.Errorf("deliveries queued: %d (%v), want 2, one for each of the key's bans", len(deliveries), err)
+		}
+	})
+}
+
 // isKind tells whether err is a domainError of kind.
 func isKind(err error, kind domain.Kind) bool {
 	var d *domain.Error

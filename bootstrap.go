@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,25 +26,19 @@ import (
 // bootstrapKey makes a first Free key on a database without any, so that a
 // new user can call the API at once. It is the only key the server ever
 // gives out: printed on a terminal, otherwise written to a file whose path
-// alone is logged (README.md, "A first session").
+// alone is logged (README.md, "A first session"). A key that cannot be
+// written to its file is not made: the start stops, naming the place.
 func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
 	free := domain.Plans["free"]
 	key, token := manage.NewAPIKey(domain.Key{Env: cfg.Env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
-	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor)
+	if f, ok := stderr.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		return bootstrapKeyToFile(ctx, store, key, token, bootstrapKeyPath(cfg), logger)
+	}
+	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor, nil)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}
 	if !created {
-		return nil
-	}
-	if f, ok := stderr.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		path, err := writeBootstrapKey(bootstrapKeyPath(cfg), token)
-		if err != nil {
-			return fmt.Errorf("made the first API key (key %d, \"bootstrap\"), but could not write it to a file: %w; "+
-				"standard error is not a terminal, so it is not printed: make a key with petstore keys create", key.ID, err)
-		}
-		logger.Info("no API keys yet, so a first one (Free plan) is in a file only this user can read: read it, then delete it",
-			"key_id", key.ID, "bootstrap_key_file", path)
 		return nil
 	}
 	fmt.Fprintf(stderr, `
@@ -59,6 +54,101 @@ More:    %s
 	return nil
 }
 
+// bootstrapKeyToFile makes key, whose secret is token, the first key when
+// the database has none, and writes it to a file at path. The file is
+// made before the key, and written before the key's transaction commits:
+// a place that cannot be written stops the start with no key made.
+func bootstrapKeyToFile(ctx context.Context, store domain.KeyStore, key domain.Key, token, path string, logger *slog.Logger) error {
+	// Most starts find keys: they need no writable place.
+	keys, err := store.Keys(ctx)
+	if err != nil {
+		return fmt.Errorf("look for API keys: %w", err)
+	}
+	if len(keys) > 0 {
+		return nil
+	}
+	// Named in full in the log and in an error: on PostgreSQL the default
+	// is in the working directory.
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return keyFileError(path, err)
+	}
+	f, err := newKeyFile(abs)
+	if err != nil {
+		return keyFileError(abs, err)
+	}
+	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor, func(domain.Key) error { return f.hold(token) })
+	f.discard(created && err == nil)
+	switch {
+	case f.err != nil:
+		return keyFileError(f.path, f.err)
+	case err != nil:
+		return fmt.Errorf("create the bootstrap key: %w", err)
+	case created:
+		logger.Info("no API keys yet, so a first one (Free plan) is in a file only this user can read: read it, then delete it",
+			"key_id", key.ID, "bootstrap_key_file", f.path)
+	}
+	return nil
+}
+
+// keyFileError says that the first key could not be written to path, and
+// so was not made, and what to do.
+func keyFileError(path string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the temporary file's name would only confuse
+	}
+	return fmt.Errorf("cannot write the first API key to %s (%v), so none was made: "+
+		"give a file in a directory this user can write with --bootstrap-key-file", path, err)
+}
+
+// keyFile is where the first key goes: a file made, readable and writable
+// by this user only (0600), beside path before the key is made, then
+// written and renamed to path (replacing whatever file was there) in the
+// key's transaction.
+type keyFile struct {
+	path   string // absolute
+	tmp    *os.File
+	placed bool  // renamed to path
+	err    error // what hold met
+}
+
+// newKeyFile makes the file beside path, an absolute path.
+func newKeyFile(path string) (*keyFile, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".bootstrap-key-*")
+	if err != nil {
+		return nil, err
+	}
+	return &keyFile{path: path, tmp: tmp}, nil
+}
+
+// hold writes token to the file, to the disk, and puts the file in place.
+func (f *keyFile) hold(token string) error {
+	_, err := f.tmp.WriteString(token + "\n")
+	if err == nil {
+		err = f.tmp.Sync()
+	}
+	if closeErr := f.tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Rename(f.tmp.Name(), f.path)
+	}
+	f.placed, f.err = err == nil, err
+	return err
+}
+
+// discard removes what is not wanted: the file before it was put in
+// place, and the one put in place when the key was not stored after all.
+func (f *keyFile) discard(stored bool) {
+	f.tmp.Close()
+	if !f.placed {
+		os.Remove(f.tmp.Name())
+	} else if !stored {
+		os.Remove(f.path)
+	}
+}
+
 // bootstrapKeyPath is where the first key is written: --bootstrap-key-file,
 // or beside the SQLite file, or petstore.bootstrap-key in the working
 // directory on PostgreSQL.
@@ -70,32 +160,6 @@ func bootstrapKeyPath(cfg serveConfig) string {
 		return "petstore.bootstrap-key"
 	}
 	return cfg.DB + ".bootstrap-key"
-}
-
-// writeBootstrapKey writes token to path, readable and writable by this
-// user only (0600, whatever a file already there allowed), and returns the
-// path made absolute.
-func writeBootstrapKey(path, token string) (string, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	f, err := os.CreateTemp(filepath.Dir(abs), ".bootstrap-key-*")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.WriteString(token + "\n")
-	if closeErr := f.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), abs)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return abs, nil
 }
 
 // keysCreateHint is a keys create command for the server's database that

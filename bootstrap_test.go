@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"petstore/internal/cli"
+	"petstore/internal/store"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestKeysCreateHintWorksAsPrinted(t *testing.T) {
@@ -90,6 +96,61 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 		stdout, err := sh.Output()
 		if err != nil || !cliAnyKey.Match(stdout) {
 			t.Errorf("petstore %s: %v, %q; want a new key", more[1], err, stdout)
+		}
+	})
+}
+
+// A first start that cannot write the first key's file (here its directory
+// is a file, which stops root too) stops with exit status 1 and one line
+// naming the place and --bootstrap-key-file, and makes no key: the next
+// start, given a place it can write, makes one and writes it there.
+func TestAnUnwritableBootstrapKeyFileStopsTheFirstStartWithNoKeyMade(t *testing.T) {
+	t.Parallel()
+	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+		notADir := filepath.Join(dir, "a-file")
+		if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		place := filepath.Join(notADir, "petstore.bootstrap-key")
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var stderr syncBuffer
+		args := append([]string{"petstore"}, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--bootstrap-key-file", place})...)
+		code := exitCode(run(ctx, args, func(string) string { return "" }, strings.NewReader(""), io.Discard, &stderr), &stderr)
+		var said []string
+		for line := range strings.Lines(stderr.String()) {
+			if strings.HasPrefix(line, "petstore: ") {
+				said = append(said, line)
+			}
+		}
+		if code != 1 || len(said) != 1 || !strings.Contains(said[0], place) || !strings.Contains(said[0], "--bootstrap-key-file") {
+			t.Fatalf("exit status %d, stderr:\n%s\nwant 1 and one line naming %s and --bootstrap-key-file", code, stderr.String(), place)
+		}
+		st, err := store.Open(context.Background(), db, false, time.Now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := st.Keys(context.Background())
+		st.Close()
+		if err != nil || len(keys) != 0 {
+			t.Fatalf("keys after the start that could not write the key: %+v, %v; want none", keys, err)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "*bootstrap-key*")); len(left) != 0 {
+			t.Errorf("files left: %v", left)
+		}
+
+		writable := filepath.Join(dir, "first.key")
+		p := runServing(t, map[string]string{"PETSTORE_BOOTSTRAP_KEY_FILE": writable}, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
+		key := bootstrapKeyIn(t, p.stderr.String())
+		if !cliAnyKey.MatchString(key) || !strings.Contains(p.stderr.String(), writable) {
+			t.Fatalf("the next start wrote %q, log:\n%s\nwant a key in %s", key, p.stderr.String(), writable)
+		}
+		res := faultDo(&http.Client{Timeout: 5 * time.Second}, "GET", p.url+"/v1/pets", key, "")
+		if res.status != http.StatusOK {
+			t.Errorf("GET /v1/pets with the key written: %d %s %v", res.status, res.body, res.err)
+		}
+		if fi, err := os.Stat(writable); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("the key's file: %v, %v; want it readable by its owner only", fi, err)
 		}
 	})
 }

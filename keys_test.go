@@ -641,7 +641,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 				terms := s.keyTerms("free")
 				terms.Name = fmt.Sprintf("bootstrap-%d", i)
 				k, _ := manage.NewAPIKey(terms)
-				_, ok, err := s.store.CreateFirstKey(context.Background(), k, testActor)
+				_, ok, err := s.store.CreateFirstKey(context.Background(), k, testActor, nil)
 				if err != nil {
 					t.Error(err)
 				}
@@ -659,8 +659,39 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			t.Errorf("%d servers starting at once on an empty database: %d said they made the first key, %d keys stored; want 1 and 1",
 				servers, created.Load(), len(keys))
 		}
-		if _, ok, err := s.store.CreateFirstKey(context.Background(), domain.Key{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor); ok || err != nil {
+		if _, ok, err := s.store.CreateFirstKey(context.Background(), domain.Key{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor, nil); ok || err != nil {
 			t.Errorf("a first key on a database with a key: created %v, %v; want nothing made", ok, err)
+		}
+	})
+}
+
+// A first key that could not be handed over (its file not written) does
+// not stay: neither it nor its key.created event is stored, and the next
+// try makes one.
+func TestAFirstKeyThatCouldNotBeKeptIsNotStored(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		ctx := context.Background()
+		s := newTestServerWith(t, opts)
+		before, err := s.store.KeysVersion(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := manage.NewAPIKey(s.keyTerms("free"))
+		refused := errors.New("the file could not be written")
+		var given domain.Key
+		_, created, err := s.store.CreateFirstKey(ctx, k, testActor, func(k domain.Key) error { given = k; return refused })
+		if created || !errors.Is(err, refused) || given.ID == 0 {
+			t.Fatalf("a first key whose keep fails: created %v, %v, keep given %+v; want the keep's error, after the key had its id", created, err, given)
+		}
+		keys, _ := s.store.Keys(ctx)
+		events, _ := s.store.AuditEvents(ctx, domain.AuditFilter{})
+		after, _ := s.store.KeysVersion(ctx)
+		if len(keys) != 0 || len(events) != 0 || after != before {
+			t.Errorf("after the keep failed: %d keys, %d events, keys version %d to %d; want nothing stored", len(keys), len(events), before, after)
+		}
+		made, created, err := s.store.CreateFirstKey(ctx, k, testActor, func(domain.Key) error { return nil })
+		if keys, _ := s.store.Keys(ctx); !created || err != nil || len(keys) != 1 || keys[0].ID != made.ID {
+			t.Errorf("the next try: created %v, %v, keys %+v; want the one key made", created, err, keys)
 		}
 	})
 }

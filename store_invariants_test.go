@@ -34,7 +34,11 @@ var (
 type sqlFinding struct{ where, what, table string }
 
 // guardedTables are the tables the rules are about.
-var guardedTables = []string{"pets", "idempotency", "audit_events", "?", "%"}
+var guardedTables = []string{"pets", "idempotency", "audit_events", "ban_events", "?", "%"}
+
+// appendedTables are written by recordActions alone: the audit trail, and
+// the bans whose events it holds.
+var appendedTables = []string{"audit_events", "ban_events"}
 
 // findSQL returns the findings of the rules in the statements of text.
 func findSQL(where, text string) []sqlFinding {
@@ -46,8 +50,8 @@ func findSQL(where, text string) []sqlFinding {
 		}
 	}
 	for _, m := range sqlInsert.FindAllStringSubmatch(text, -1) {
-		if strings.EqualFold(m[1], "audit_events") {
-			found = append(found, sqlFinding{where, "insert", "audit_events"})
+		if table := strings.ToLower(m[1]); slices.Contains(appendedTables, table) {
+			found = append(found, sqlFinding{where, "insert", table})
 		}
 	}
 	return found
@@ -67,6 +71,8 @@ func TestSQLRulesFindWhatTheyShould(t *testing.T) {
 		{`DELETE FROM ? WHERE id = ?`, []sqlFinding{{"f", "change", "?"}}},
 		{`DELETE FROM %s WHERE id = ?`, []sqlFinding{{"f", "change", "?"}}},
 		{`INSERT INTO audit_events (at) VALUES (?)`, []sqlFinding{{"f", "insert", "audit_events"}}},
+		{`INSERT INTO ban_events (subject, started_at) VALUES (?, ?) ON CONFLICT (subject, started_at) DO NOTHING`, []sqlFinding{{"f", "insert", "ban_events"}}},
+		{`DELETE FROM ban_events WHERE started_at < ?`, []sqlFinding{{"f", "change", "ban_events"}}},
 		{`INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)`, nil},
 		{`SELECT id FROM pets WHERE id > ? ORDER BY id`, nil},
 		{`UPDATE petstore_schema SET version = 1`, nil},
@@ -90,8 +96,10 @@ var allowedSQL = []sqlFinding{
 	// Expired idempotency records are pruned.
 	{"(*SQLite).PruneIdempotency", "change", "idempotency"},
 	{"(*Postgres).PruneIdempotency", "change", "idempotency"},
-	// The audit trail is written, and its webhooks queued, by one function.
+	// The audit trail is written, and its webhooks queued, by one function,
+	// which notes there each ban whose event it wrote.
 	{"recordActions", "insert", "audit_events"},
+	{"recordActions", "insert", "ban_events"},
 }
 
 func TestNoCommittedPetIsChangedAndAuditsAreWrittenByRecordActions(t *testing.T) {

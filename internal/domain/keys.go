@@ -26,8 +26,11 @@ type KeyStore interface {
 	// CreateFirstKey stores k as CreateKey does, but only when the store
 	// holds no key at all, as one change: servers that start at once on an
 	// empty database make one first key between them. created is false,
-	// and nothing is stored, when a key exists.
-	CreateFirstKey(ctx context.Context, k Key, actor string) (_ Key, created bool, err error)
+	// and nothing is stored, when a key exists. keep (nil: none) is given
+	// the key inside the change, before it commits: when it fails, nothing
+	// is stored and its error comes back, so that a key that could not be
+	// handed over does not stay.
+	CreateFirstKey(ctx context.Context, k Key, actor string, keep func(Key) error) (_ Key, created bool, err error)
 	// RevokeKey marks key id revoked. Revoking a revoked key changes
 	// nothing (revoked is false) and leaves no event; an unknown id is
 	// not_found.

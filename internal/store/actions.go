@@ -16,8 +16,23 @@ import (
 // them. It is the only writer of audit_events (store_invariants_test.go
 // checks it), so no change can be audited and its webhook forgotten, nor
 // the other way round.
+//
+// A key.banned event is written once a ban: its ban's row in ban_events
+// is written first, and when it was there already (the same ban written
+// again, after a write whose caller heard it fail had committed), neither
+// the event nor its webhook is written.
 func recordActions(ctx context.Context, tx dbTx, events ...domain.AuditEvent) error {
 	for _, e := range events {
+		if e.Action == domain.AuditKeyBanned {
+			added, err := tx.Exec(ctx, `INSERT INTO ban_events (subject, started_at) VALUES (?, ?) ON CONFLICT (subject, started_at) DO NOTHING`,
+				bannedSubject(e), e.At.UnixMilli())
+			if err != nil {
+				return err
+			}
+			if added == 0 {
+				continue
+			}
+		}
 		row, err := AuditRow(e)
 		if err != nil {
 			return err
@@ -52,4 +67,17 @@ func auditWebhookEvent(ctx context.Context, tx dbTx, e domain.AuditEvent) (ev do
 	}
 	ev, ok, err = domain.AuditWebhookEvent(e, name)
 	return ev, env, ok, err
+}
+
+// bannedSubject is the subject of the ban a key.banned event tells of, as
+// the bans table names it: the budget of a key of a roll, the key, or the
+// client address.
+func bannedSubject(e domain.AuditEvent) string {
+	switch {
+	case e.Details.Budget != 0:
+		return domain.CallerID{KeyID: e.Details.Budget}.String()
+	case e.KeyID != 0:
+		return domain.CallerID{KeyID: e.KeyID}.String()
+	}
+	return "address:" + e.Address
 }

@@ -28,8 +28,9 @@ func (s sqlKeys) CreateKey(ctx context.Context, k domain.Key, actor string) (dom
 // CreateFirstKey's check and insert see no other writer between them:
 // SQLite's write transaction is the file's only writer, and on PostgreSQL
 // the table lock (which reads do not wait for) makes a second server's
-// check wait for the first's commit.
-func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (domain.Key, bool, error) {
+// check wait for the first's commit. keep runs once the key and its
+// event are written, before the commit.
+func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string, keep func(domain.Key) error) (domain.Key, bool, error) {
 	now := s.db.clock()
 	err := s.keysUpdate(ctx, func(tx dbTx) error {
 		if lock := tx.Dialect().lockTable("api_keys"); lock != "" {
@@ -45,7 +46,10 @@ func (s sqlKeys) CreateFirstKey(ctx context.Context, k domain.Key, actor string)
 			return errKeysExist
 		}
 		k, err = insertCreatedKey(ctx, tx, k, actor, now)
-		return err
+		if err != nil || keep == nil {
+			return err
+		}
+		return keep(k)
 	})
 	if errors.Is(err, errKeysExist) {
 		return domain.Key{}, false, nil

@@ -20,7 +20,7 @@ type tableGrant struct{ privileges, tables string }
 // serverTableGrants are what the servers and the commands do to each table.
 var serverTableGrants = []tableGrant{
 	{"SELECT", "petstore_schema"},
-	{"SELECT, INSERT", "audit_events"},
+	{"SELECT, INSERT", "audit_events, ban_events"},
 	{"SELECT, INSERT, DELETE", "pets"},
 	{"SELECT, INSERT, UPDATE", "api_keys, meta, admin_tokens"},
 	{"SELECT, INSERT, UPDATE, DELETE", "usage, idempotency, usage_history, bans"},

@@ -488,6 +488,9 @@ func (s *Postgres) Shared() bool { return true }
 // Namespace names the database and schema, as the advisory locks do.
 func (s *Postgres) Namespace() string { return fmt.Sprintf("%x", uint32(s.lockSpace)) }
 
+// Lost: a PostgreSQL database has no file of the server's to lose.
+func (s *Postgres) Lost() error { return nil }
+
 // petsPollEvery backs the notices of new pets, which a listening connection
 // that broke has missed.
 const petsPollEvery = time.Second

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +40,7 @@ type SQLite struct {
 	keyByHash, keysVersion         *sql.Stmt
 
 	commits atomic.Int64 // write transactions committed, for checkpointPolicy
+	file    *dbFile      // the file opened, watched (sqlitefile.go): no write once it is lost
 }
 
 // insertPetsSizes: statements for 1, 2, 4 ... 256 pets. A batch of creates
@@ -79,7 +81,10 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 	}
 	write.SetMaxOpenConns(1)
 	write.SetConnMaxIdleTime(0)
+	// A reader never makes a file: one opened after the file was deleted
+	// fails rather than reading a new, empty database.
 	q.Add("_pragma", "query_only(1)")
+	q.Add("mode", "rw")
 	read, err := sql.Open("sqlite", dsn+q.Encode())
 	if err != nil {
 		write.Close()
@@ -96,6 +101,10 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if err := s.prepare(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if s.file, err = openedFile(path); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -170,8 +179,12 @@ func (s *SQLite) Namespace() string { return "" }
 
 // Maintain checkpoints the WAL into the database file when checkpointPolicy
 // says it is time. A checkpoint waits for no lock, and what it copied
-// stays copied, so it is not cut short by timeout.
+// stays copied, so it is not cut short by timeout. Beside it, it watches
+// the file (dbFile).
 func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Logger) {
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	watching.Go(func() { s.file.watch(ctx, logger) })
 	policy := checkpointPolicy{doneAt: s.now()}
 	domain.Every(ctx, checkpointLookEvery, func() {
 		if err := s.checkpointIfDue(ctx, &policy, s.now()); err != nil && ctx.Err() == nil {
@@ -182,9 +195,11 @@ func (s *SQLite) Maintain(ctx context.Context, _ time.Duration, logger *slog.Log
 
 func (s *SQLite) PetsAdded() <-chan struct{} { return nil }
 
+func (s *SQLite) Lost() error { return s.file.check() }
+
 func (s *SQLite) checkpointIfDue(ctx context.Context, policy *checkpointPolicy, now time.Time) error {
 	commits := s.commits.Load()
-	if !policy.due(now, commits) {
+	if s.file.writable() != nil || !policy.due(now, commits) {
 		return nil
 	}
 	copied, err := s.Checkpoint(ctx)
@@ -234,7 +249,8 @@ func (s *SQLite) commit(tx *sql.Tx) error {
 }
 
 // Close closes the database; the WAL is checkpointed when the last
-// connection goes.
+// connection goes (into the file opened, even when it is lost: a WAL left
+// beside a file renamed over it would be read as that file's).
 func (s *SQLite) Close() error {
 	for _, stmt := range append(s.insertPets[:], s.insertIdempotency, s.getPet, s.listPets, s.listByStatus, s.keyByHash, s.keysVersion) {
 		if stmt != nil {
@@ -244,10 +260,14 @@ func (s *SQLite) Close() error {
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
-// Ping tells whether the database takes writes: it takes the write lock, as
-// a create does, and lets it go at once. Reads would answer while another
-// process holds the lock and every create waits.
+// Ping tells whether the database takes writes: its file is still the one
+// opened, and it takes the write lock, as a create does, and lets it go at
+// once. Reads would answer while another process holds the lock and every
+// create waits.
 func (s *SQLite) Ping(ctx context.Context) error {
+	if err := s.file.check(); err != nil {
+		return err
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -259,6 +279,9 @@ func (s *SQLite) Ping(ctx context.Context) error {
 // write of each changed page, however many pets. A pet and its idempotency
 // record are stored together or not at all.
 func (s *SQLite) CreatePets(ctx context.Context, batch []domain.PetInsert) error {
+	if err := s.file.writable(); err != nil {
+		return err
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)
@@ -351,6 +374,9 @@ func (s *SQLite) IdempotencyRecord(ctx context.Context, keyID int64, key string,
 }
 
 func (s *SQLite) PruneIdempotency(ctx context.Context, cutoff time.Time) (int64, error) {
+	if err := s.file.writable(); err != nil {
+		return 0, err
+	}
 	res, err := s.write.ExecContext(ctx, `DELETE FROM idempotency WHERE created_at < ?`, cutoff.Unix())
 	if err != nil {
 		return 0, storeError(err)
@@ -444,6 +470,9 @@ func storeError(err error) error {
 }
 
 func (s *SQLite) update(ctx context.Context, fn func(dbTx) error) error {
+	if err := s.file.writable(); err != nil {
+		return err
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return storeError(err)

@@ -45,12 +45,16 @@ type Lifecycle interface {
 	// Maintain runs the engine's own background work until ctx ends,
 	// logging what fails: on PostgreSQL it follows the pets other servers
 	// store (PetsAdded); on SQLite it checkpoints the WAL into the
-	// database file. Work that waits on the database ends within timeout
+	// database file and watches that file (Lost). Work that waits on the database ends within timeout
 	// (--db-timeout).
 	Maintain(ctx context.Context, timeout time.Duration, logger *slog.Logger)
 	// Snapshot reads everything the store holds, as it is at this moment,
 	// for petstore copy. The caller closes it.
 	Snapshot(ctx context.Context) (Snapshot, error)
+	// Lost tells, with a look at the path (a stat), whether the database
+	// file was deleted or replaced since it was opened: then every write
+	// is refused, for good. Always nil on PostgreSQL.
+	Lost() error
 	Ping(ctx context.Context) error
 	Close() error
 }

@@ -122,8 +122,8 @@ func (b *Store) CreateKey(ctx context.Context, k domain.Key, actor string) (doma
 	return call(b, ctx, "CreateKey", func(ctx context.Context) (domain.Key, error) { return b.s.CreateKey(ctx, k, actor) })
 }
 
-func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string) (domain.Key, bool, error) {
-	return call2(b, ctx, "CreateFirstKey", func(ctx context.Context) (domain.Key, bool, error) { return b.s.CreateFirstKey(ctx, k, actor) })
+func (b *Store) CreateFirstKey(ctx context.Context, k domain.Key, actor string, keep func(domain.Key) error) (domain.Key, bool, error) {
+	return call2(b, ctx, "CreateFirstKey", func(ctx context.Context) (domain.Key, bool, error) { return b.s.CreateFirstKey(ctx, k, actor, keep) })
 }
 
 func (b *Store) RevokeKey(ctx context.Context, id int64, actor string) (bool, error) {
@@ -185,8 +185,15 @@ func (b *Store) BanChanges(ctx context.Context, version int64) ([]domain.Ban, er
 	return call(b, ctx, "BanChanges", func(ctx context.Context) ([]domain.Ban, error) { return b.s.BanChanges(ctx, version) })
 }
 
-// Ping tells whether the database is ready, from the health probe.
-func (b *Store) Ping(ctx context.Context) error { return b.health.ready(ctx) }
+// Ping tells whether the database is ready: its file not lost, looked at
+// now, and the health probe's answer.
+func (b *Store) Ping(ctx context.Context) error {
+	if err := b.s.Lost(); err != nil {
+		b.health.saw(err)
+		return err
+	}
+	return b.health.ready(ctx)
+}
 
 // What the engine is, its background work and its snapshots are not calls
 // a request waits for: they are passed on untimed, as Close is. The
@@ -196,6 +203,8 @@ func (b *Store) Ping(ctx context.Context) error { return b.health.ready(ctx) }
 func (b *Store) Shared() bool { return b.s.Shared() }
 
 func (b *Store) Namespace() string { return b.s.Namespace() }
+
+func (b *Store) Lost() error { return b.s.Lost() }
 
 func (b *Store) Maintain(ctx context.Context, timeout time.Duration, logger *slog.Logger) {
 	var wg sync.WaitGroup
