@@ -72,6 +72,8 @@ func TestAdminWebhooks(t *testing.T) {
 		if len(deliveries) != 1 || deliveries[0].State != domain.DeliveryDelivered || deliveries[0].EventID != queued.EventID {
 			t.Fatalf("deliveries %+v", deliveries)
 		}
+		wantError(t, s.admin("GET", path+"/deliveries?limit=1&limit=2", token, ""), 400, httpapi.CodeInvalidRequest, "limit must be given at most once")
+		wantError(t, s.admin("GET", path+"/deliveries?failed=true&failed=false", token, ""), 400, httpapi.CodeInvalidRequest, "failed must be given at most once")
 		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, httpapi.CodeInvalidRequest, "eventId")
 		wantError(t, s.admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, httpapi.CodeNotFound, "msg_nothing")
 		if w := s.admin("POST", path+"/resend", token, `{"eventId":"`+queued.EventID+`"}`); w.Code != http.StatusOK {

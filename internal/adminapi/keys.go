@@ -279,6 +279,9 @@ func RevokeKey(d Deps) http.Handler {
 func KeyUsage(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		v := r.URL.Query()
+		if err := atMostOnce(v, "days"); err != nil {
+			return 0, nil, err
+		}
 		days := manage.DefaultUsageDays
 		if v.Has("days") {
 			var err error
