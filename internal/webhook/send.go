@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -136,14 +137,14 @@ func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 	h["Webhook-Signature"] = []string{webhookSignature(a.ID, timestamp, a.Body, a.Keys...)}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return attemptResult{Err: attemptError(err)}
+		return attemptResult{Err: attemptError(err, s.now())}
 	}
 	defer resp.Body.Close()
 	r := attemptResult{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), s.now())}
 	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, webhookMaxAnswer+1))
 	switch {
 	case err != nil:
-		r.Err = fmt.Sprintf("status %d, then reading the answer: %s", r.Status, attemptError(err))
+		r.Err = fmt.Sprintf("status %d, then reading the answer: %s", r.Status, attemptError(err, s.now()))
 	case n > webhookMaxAnswer:
 		r.Err = fmt.Sprintf("status %d with an answer over %d KiB", r.Status, webhookMaxAnswer>>10)
 	case r.Status < 200 || r.Status > 299:
@@ -156,12 +157,14 @@ func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 // answer. It keeps no byte that came from the receiver (a banner, a
 // malformed status line), nor the address its name resolved to, nor the
 // URL the client's errors quote (its user info and query may be secrets).
-func attemptError(err error) string {
+// now tells an expired certificate from one not valid yet.
+func attemptError(err error, now time.Time) string {
 	var ne net.Error
 	var dns *net.DNSError
 	var certificate *tls.CertificateVerificationError
 	var record tls.RecordHeaderError
 	var alert tls.AlertError
+	var op *net.OpError
 	switch {
 	case errors.Is(err, errLocalNetwork):
 		return errLocalNetwork.Error()
@@ -174,11 +177,15 @@ func attemptError(err error) string {
 	case errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH):
 		return "the receiver's network is unreachable"
 	case errors.As(err, &certificate):
-		return "the receiver's TLS certificate was not accepted"
+		return certificateProblem(certificate, now)
 	case errors.As(err, &record):
 		return "the receiver does not speak TLS there"
+	case errors.As(err, &op) && op.Op == "remote error":
+		// A TLS alert the receiver sent, by Go's name of it (of a fixed
+		// set): never the receiver's text.
+		return "the receiver ended the TLS handshake (alert: " + strings.TrimPrefix(op.Err.Error(), "tls: ") + ")"
 	case errors.As(err, &alert):
-		return "the receiver ended the TLS handshake"
+		return "the receiver ended the TLS handshake (alert: " + strings.TrimPrefix(alert.Error(), "tls: ") + ")"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
 		return "the receiver closed the connection before a whole answer"
 	case strings.Contains(err.Error(), "malformed HTTP") || strings.Contains(err.Error(), "malformed MIME"):
@@ -187,6 +194,34 @@ func attemptError(err error) string {
 		return "the answer was not HTTP"
 	}
 	return "the attempt failed before a whole HTTP answer"
+}
+
+// certificateProblem says, in our words, why the receiver's certificate
+// was refused: never a name or a byte of the certificate.
+func certificateProblem(e *tls.CertificateVerificationError, now time.Time) string {
+	const prefix = "the receiver's TLS certificate "
+	var authority x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	var algorithm x509.InsecureAlgorithmError
+	switch {
+	case errors.As(e.Err, &authority):
+		return prefix + "is signed by an unknown authority"
+	case errors.As(e.Err, &hostname):
+		return prefix + "is for another name"
+	case errors.As(e.Err, &algorithm):
+		return prefix + "is signed with an insecure algorithm (" + x509.SignatureAlgorithm(algorithm).String() + ")"
+	case errors.As(e.Err, &invalid) && invalid.Reason == x509.Expired:
+		if len(e.UnverifiedCertificates) > 0 && now.Before(e.UnverifiedCertificates[0].NotBefore) {
+			return prefix + "is not valid yet"
+		}
+		return prefix + "has expired"
+	case errors.As(e.Err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+		return prefix + "is not for a TLS server (its extended key usage)"
+	case errors.As(e.Err, &invalid):
+		return prefix + "is not valid (its chain breaks a rule of X.509)"
+	}
+	return prefix + "was not accepted"
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date; 0 when
