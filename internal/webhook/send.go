@@ -276,7 +276,7 @@ func URLProblem(raw string) string {
 const maxWebhookURL = 2048
 
 var errLocalNetwork = errors.New("the receiver's address is on this host or a local network " +
-	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
+	"(loopback, private, link-local, unique-local, or an IPv6 form of one; a server started with --webhook-allow-private may send there)")
 
 // AddressGuard refuses the addresses a webhook may not reach
 // (docs/webhooks.md, "Delivery and retries"): the sender checks each address
@@ -287,6 +287,8 @@ type AddressGuard struct {
 	// own lists the host's own addresses, asked at each check: a public
 	// address of this host is this host all the same.
 	own func() []netip.Addr
+	// lookup resolves a name at registration: net.DefaultResolver's.
+	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // NewAddressGuard is the guard of a server started with allowPrivate
@@ -295,7 +297,7 @@ func NewAddressGuard(allowPrivate bool) *AddressGuard {
 	if allowPrivate {
 		return nil
 	}
-	return &AddressGuard{own: interfaceAddrs}
+	return &AddressGuard{own: interfaceAddrs, lookup: net.DefaultResolver.LookupNetIP}
 }
 
 func interfaceAddrs() []netip.Addr {
@@ -315,25 +317,47 @@ var (
 	// for this host.
 	sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 	thisNetwork        = netip.MustParsePrefix("0.0.0.0/8")
-	// nat64 wraps an IPv4 address in its last 32 bits (RFC 6052); the
-	// local-use prefix of RFC 8215 is a local network as a whole.
-	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	// nat64Local, the local-use NAT64 prefix of RFC 8215, is a local
+	// network as a whole.
 	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	// The IPv6 addresses that carry an IPv4 address, where, and XORed with
+	// what (Teredo's client): NAT64 (RFC 6052), IPv4-translated (RFC 2765),
+	// IPv4-compatible (RFC 4291's deprecated ::a.b.c.d), 6to4 (RFC 3056)
+	// and Teredo (RFC 4380). IPv4-mapped ones are unmapped before.
+	carriers = []struct {
+		prefix netip.Prefix
+		at     int
+		xor    byte
+	}{
+		{netip.MustParsePrefix("64:ff9b::/96"), 12, 0},
+		{netip.MustParsePrefix("::ffff:0:0:0/96"), 12, 0},
+		{netip.MustParsePrefix("::/96"), 12, 0},
+		{netip.MustParsePrefix("2002::/16"), 2, 0},
+		{netip.MustParsePrefix("2001::/32"), 12, 0xff},
+	}
 )
+
+// carried is the IPv4 address an IPv6 address carries, or addr itself.
+func carried(addr netip.Addr) netip.Addr {
+	addr = addr.Unmap()
+	for _, c := range carriers {
+		if c.prefix.Contains(addr) {
+			b := addr.As16()
+			return netip.AddrFrom4([4]byte{b[c.at] ^ c.xor, b[c.at+1] ^ c.xor, b[c.at+2] ^ c.xor, b[c.at+3] ^ c.xor})
+		}
+	}
+	return addr
+}
 
 // refused tells whether addr is one a webhook may not reach: loopback,
 // private (RFC 1918 and IPv6 unique-local), shared, link-local,
-// unspecified or multicast, in 0.0.0.0/8, one of the host's own, or NAT64
-// of any of these.
+// unspecified or multicast, in 0.0.0.0/8, one of the host's own, or an
+// IPv6 address that carries any of these (IPv4-mapped, NAT64, 6to4...).
 func (g *AddressGuard) refused(addr netip.Addr) bool {
 	if g == nil {
 		return false
 	}
-	addr = addr.Unmap()
-	if nat64.Contains(addr) {
-		b := addr.As16()
-		addr = netip.AddrFrom4([4]byte(b[12:]))
-	}
+	addr = carried(addr.WithZone(""))
 	if addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
 		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() ||
 		sharedAddressSpace.Contains(addr) || thisNetwork.Contains(addr) || nat64Local.Contains(addr) {
@@ -359,28 +383,46 @@ func (g *AddressGuard) control(network, address string, _ syscall.RawConn) error
 }
 
 // URLProblem says why a server with this guard would refuse every delivery
-// to raw (an endpoint URL URLProblem accepts): its host is, or
-// resolves to, a refused address. A name that does not resolve now is no
-// problem: the sender checks again at each attempt.
+// to raw (an endpoint URL URLProblem accepts): its host is, or resolves
+// to, a refused address; or it is an IPv4 address in a form the server
+// would look up as a name (127.1, 0x7f000001), or no address at all
+// though it ends in a number. An address in any form, and localhost, are
+// read without DNS; a name that does not resolve now is no problem: the
+// sender checks again at each attempt.
 func (g *AddressGuard) URLProblem(ctx context.Context, raw string) string {
 	u, err := url.Parse(raw)
-	if g == nil || err != nil {
+	if err != nil {
 		return ""
 	}
 	host := u.Hostname()
-	addrs := []netip.Addr{}
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = append(addrs, a)
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		addrs, _ = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addr, kind := readHost(host)
+	switch {
+	case kind == hostBroken:
+		return fmt.Sprintf("url's host %s ends in a number but is not an IP address", host)
+	case kind != hostName && g.refused(addr):
+		if meant := carried(addr).String(); meant != host {
+			host += " (" + meant + ")"
+		}
+		return localHostProblem(host)
+	case kind == hostOtherForm:
+		return fmt.Sprintf("url's host %s is the IPv4 address %s in another form, which a server would look up as a name: write %s", host, addr, addr)
+	case kind == hostAddr || g == nil:
+		return ""
+	case isLocalhostName(host):
+		return localHostProblem(host)
 	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, _ := g.lookup(ctx, "ip", host)
 	for _, a := range addrs {
 		if g.refused(a) {
-			return fmt.Sprintf("url's host %s is on this host or a local network (loopback, private, link-local, "+
-				"unique-local, or NAT64 of one): a server sends there only when started with --webhook-allow-private", host)
+			return localHostProblem(host)
 		}
 	}
 	return ""
+}
+
+func localHostProblem(host string) string {
+	return fmt.Sprintf("url's host %s is on this host or a local network (loopback, private, link-local, "+
+		"unique-local, or an IPv6 form of one): a server sends there only when started with --webhook-allow-private", host)
 }
