@@ -31,6 +31,9 @@ func CreateKey(d Deps, env string) http.Handler {
 			return 0, nil, err
 		}
 		terms, err := newKeyTerms(jsonBody(body), env, d.Now())
+		if err == nil {
+			err = manage.RefuseSecrets(r.Context(), d.Store, manage.JSONTexts, &terms.Name, &terms.ExternalID)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -175,6 +178,9 @@ func UpdateKey(d Deps) http.Handler {
 		}
 		now := d.Now()
 		change, err := keyChangeOf(jsonBody(body), now)
+		if err == nil {
+			err = manage.RefuseSecrets(r.Context(), d.Store, manage.JSONTexts, change.Name, change.ExternalID)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
