@@ -376,6 +376,8 @@ func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 		{"a roll with a bad overlap", "POST", path + "/roll", `{"overlap":"soon"}`, 400, httpapi.CodeInvalidRequest, "overlap"},
 		{"days=0", "GET", path + "/usage?days=0", "", 400, httpapi.CodeInvalidRequest, "days"},
 		{"days=401", "GET", path + "/usage?days=401", "", 400, httpapi.CodeInvalidRequest, "days"},
+		{"days given twice", "GET", path + "/usage?days=400&days=500", "", 400, httpapi.CodeInvalidRequest, "days must be given at most once"},
+		{"days given twice alike", "GET", path + "/usage?days=7&days=7", "", 400, httpapi.CodeInvalidRequest, "days must be given at most once"},
 		{"idle=yesterday", "GET", "/admin/v1/keys?idle=yesterday", "", 400, httpapi.CodeInvalidRequest, "idle"},
 		{"expiring=0", "GET", "/admin/v1/keys?expiring=0", "", 400, httpapi.CodeInvalidRequest, "expiring"},
 		{"revoked=maybe", "GET", "/admin/v1/keys?revoked=maybe", "", 400, httpapi.CodeInvalidRequest, "revoked"},

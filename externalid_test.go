@@ -3,15 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/internal/adminapi"
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
 	"petstore/internal/manage"
+	"petstore/internal/webhook"
 )
 
 // keyExternalID is the externalId the admin API shows for key id ("" for
@@ -198,4 +201,118 @@ func TestNamesAndExternalIDsThatAreNotUTF8AreRefused(t *testing.T) {
 	if keys, _ := s.store.Keys(context.Background()); len(keys) != 1 {
 		t.Errorf("%d keys after the refused creates, want 1", len(keys))
 	}
+}
+
+// TestNamesAndExternalIDsRefuseEveryLookAlikeOfASecretOfThisDatabase: a
+// key's or admin token's body and a webhook secret of this database are
+// refused in a key's name and externalId (admin API and commands) and in
+// an admin token's name, however they are written: with the prefix in
+// another case or with other separators, bare, fullwidth, split, inside a
+// text. The refusal names the field and never the secret; a name that only
+// resembles one is taken.
+func TestNamesAndExternalIDsRefuseEveryLookAlikeOfASecretOfThisDatabase(t *testing.T) {
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+		k, key := s.mustCreate(s.keyTerms("free"))
+		body := strings.TrimPrefix(key, "psk_live_")
+		adminBody := strings.TrimPrefix(admin, "psa_live_")
+		terms, err := manage.NewEndpointTerms("https://hooks.example.com/in", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := s.store.AddWebhookEndpoint(t.Context(), terms, testActor, "production")
+		if err != nil {
+			t.Fatal(err)
+		}
+		previous := e.Secret
+		rotated, err := s.store.RotateWebhookSecret(t.Context(), e.ID, webhook.NewSecret(), time.Hour, testActor, "production")
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret := rotated.Secret
+		b64 := strings.TrimPrefix(secret, "whsec_")
+		lookAlikes := map[string]string{
+			"the key":                           key,
+			"PSK_LIVE_ and the body":            "PSK_LIVE_" + body,
+			"Psk_live_ and the body":            "Psk_live_" + body,
+			"the bare body":                     body,
+			"live_ and the body":                "live_" + body,
+			"psk-live- and the body":            "psk-live-" + body,
+			"a fullwidth underscore":            "psk\uff3flive\uff3f" + body,
+			"the body in fullwidth letters":     fullwidth(body),
+			"the body glued to the prefix":      "psklive" + body,
+			"the body split by dashes":          body[:10] + "-" + body[10:20] + "-" + body[20:],
+			"the body inside a text":            "acct " + body + " (pasted)",
+			"the admin token's body":            adminBody,
+			"PSA.LIVE. and the admin body":      "PSA.LIVE." + adminBody,
+			"the webhook secret":                secret,
+			"the webhook secret without whsec_": b64,
+			"WHSEC_ and the webhook secret":     "WHSEC_" + b64,
+			"the webhook secret in base64url":   strings.NewReplacer("+", "-", "/", "_").Replace(b64),
+			"the previous webhook secret":       strings.TrimPrefix(previous, "whsec_"),
+		}
+		other := func(c byte) string { // another base62 character than c
+			if c == '0' {
+				return "1"
+			}
+			return "0"
+		}
+		changed := body[:len(body)-1] + other(body[len(body)-1]) // the checksum's last character
+		resembling := map[string]string{
+			"a key's body with one character changed":     changed,
+			"live_ and that body":                         "live_" + changed,
+			"a webhook secret with one character changed": b64[:20] + other(b64[20]) + b64[21:],
+			"PSK rotation notes":                          "PSK rotation notes",
+			"a pre-shared key's owner":                    "pre-shared key (PSK) owner",
+			"whsec on its own":                            "whsec",
+			"live and test":                               "live_test_bot",
+		}
+		path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
+		before, err := s.store.AuditCounts(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range lookAlikes {
+			t.Run(name, func(t *testing.T) {
+				for _, w := range []*httptest.ResponseRecorder{
+					s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","name":`+strconv.Quote(v)+`}`),
+					s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":`+strconv.Quote(v)+`}`),
+					s.admin("PATCH", path, admin, `{"name":`+strconv.Quote(v)+`}`),
+					s.admin("PATCH", path, admin, `{"externalId":`+strconv.Quote(v)+`}`),
+				} {
+					wantError(t, w, 400, httpapi.CodeInvalidRequest, "must not hold an API key or admin token")
+					if strings.Contains(w.Body.String(), body[10:30]) || strings.Contains(w.Body.String(), b64[10:30]) {
+						t.Fatalf("the refusal echoes the secret: %s", w.Body)
+					}
+				}
+				for _, args := range [][]string{
+					{"keys", "create", "--db", s.dbPath, "--plan", "free", "--name", v},
+					{"keys", "update", "--db", s.dbPath, strconv.FormatInt(k.ID, 10), "--external-id", v},
+					{"admin", "create", "--db", s.dbPath, "--name", v},
+				} {
+					res := viaRun(t, nil, args...)
+					wantFailure(t, res, 2)
+					if !strings.Contains(res.stderr, "must not hold an API key or admin token") || strings.Contains(res.stderr, body[10:30]) {
+						t.Errorf("%s: %q", args[:2], res.stderr)
+					}
+				}
+			})
+		}
+		if after, err := s.store.AuditCounts(t.Context()); err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Fatalf("refused look-alikes wrote something: events %v then %v (%v)", before, after, err)
+		}
+		for name, v := range resembling {
+			t.Run("taken: "+name, func(t *testing.T) {
+				if w := s.admin("PATCH", path, admin, `{"name":`+strconv.Quote(v)+`,"externalId":`+strconv.Quote(v)+`}`); w.Code != 200 {
+					t.Fatalf("PATCH: %d %s", w.Code, w.Body)
+				}
+			})
+		}
+	})
+}
+
+// fullwidth is s, ASCII, in the fullwidth forms of its characters.
+func fullwidth(s string) string {
+	return strings.Map(func(r rune) rune { return r + 0xFEE0 }, s)
 }

@@ -72,6 +72,8 @@ func TestAdminWebhooks(t *testing.T) {
 		if len(deliveries) != 1 || deliveries[0].State != domain.DeliveryDelivered || deliveries[0].EventID != queued.EventID {
 			t.Fatalf("deliveries %+v", deliveries)
 		}
+		wantError(t, s.admin("GET", path+"/deliveries?limit=1&limit=2", token, ""), 400, httpapi.CodeInvalidRequest, "limit must be given at most once")
+		wantError(t, s.admin("GET", path+"/deliveries?failed=true&failed=false", token, ""), 400, httpapi.CodeInvalidRequest, "failed must be given at most once")
 		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, httpapi.CodeInvalidRequest, "eventId")
 		wantError(t, s.admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, httpapi.CodeNotFound, "msg_nothing")
 		if w := s.admin("POST", path+"/resend", token, `{"eventId":"`+queued.EventID+`"}`); w.Code != http.StatusOK {
@@ -150,6 +152,15 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
 		wantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "--webhook-allow-private")
 	}
+	// Other forms of 127.0.0.1, as browsers and inet_aton read them.
+	disguised := []string{
+		"http://127.1/in", "http://2130706433/in", "http://0x7f000001/in", "http://0177.0.0.1/in", "http://127.0.0.1./in",
+		"http://[::127.0.0.1]/in", "http://[2002:7f00:1::]/in",
+	}
+	for _, url := range disguised {
+		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
+		wantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "127.0.0.1", "--webhook-allow-private")
+	}
 	var listed []domain.ListedEndpoint
 	decodeJSON(t, strict.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 	if len(listed) != 0 {
@@ -169,5 +180,10 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 		if w := allowing.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
 			t.Errorf("with --webhook-allow-private, POST %s: %d %s", url, w.Code, w.Body)
 		}
+	}
+	// The IPv4 forms a server would look up as names are refused all the
+	// same; the IPv6 ones it dials.
+	for _, url := range disguised[:5] {
+		wantError(t, allowing.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`), 400, httpapi.CodeInvalidRequest, "url", "write 127.0.0.1")
 	}
 }

@@ -31,6 +31,9 @@ func CreateKey(d Deps, env string) http.Handler {
 			return 0, nil, err
 		}
 		terms, err := newKeyTerms(jsonBody(body), env, d.Now())
+		if err == nil {
+			err = manage.RefuseSecrets(r.Context(), d.Store, manage.JSONTexts, &terms.Name, &terms.ExternalID)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -176,6 +179,9 @@ func UpdateKey(d Deps) http.Handler {
 		}
 		now := d.Now()
 		change, err := keyChangeOf(jsonBody(body), now)
+		if err == nil {
+			err = manage.RefuseSecrets(r.Context(), d.Store, manage.JSONTexts, change.Name, change.ExternalID)
+		}
 		if err != nil {
 			return 0, nil, err
 		}
@@ -275,6 +281,9 @@ func RevokeKey(d Deps) http.Handler {
 func KeyUsage(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		v := r.URL.Query()
+		if err := atMostOnce(v, "days"); err != nil {
+			return 0, nil, err
+		}
 		days := manage.DefaultUsageDays
 		if v.Has("days") {
 			var err error

@@ -106,7 +106,10 @@ func WebhookDeliveries(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
 		f := domain.DeliveryFilter{Env: d.Env, EndpointID: id}
 		v := r.URL.Query()
-		var err error
+		err := atMostOnce(v, "limit", "failed")
+		if err != nil {
+			return 0, nil, err
+		}
 		if f.Limit, err = pageLimit(v); err != nil {
 			return 0, nil, err
 		}

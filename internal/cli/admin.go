@@ -36,6 +36,9 @@ func AdminCreate(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	return c.withStore(ctx, true, func(store store.Storage) error {
+		if err := refuseSecrets(ctx, store, name, nil); err != nil {
+			return err
+		}
 		token := domain.NewSecret(domain.AdminPrefixes[c.db.Env])
 		hash := domain.HashKey(token)
 		t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: *name, Scopes: scopes, Env: c.db.Env}, CommandActor())

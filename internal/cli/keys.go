@@ -56,6 +56,9 @@ func KeysCreate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	defer store.Close()
+	if err := refuseSecrets(ctx, store, &name, externalID); err != nil {
+		return err
+	}
 	k, token, err := manage.CreateKey(ctx, store, domain.Key{
 		Env: c.db.Env, Name: name, Plan: plan, PerMinute: lim.PerMinute, PerDay: lim.PerDay, Scopes: scopes, ExpiresAt: expires,
 		ExternalID: *externalID,
@@ -85,6 +88,16 @@ func checkExternalID(fs *flag.FlagSet, id string, clear bool) error {
 		return Usagef("%v", err)
 	}
 	return nil
+}
+
+// refuseSecrets refuses, as a usage error (exit status 2), a --name or
+// --external-id (nil: not given) that holds a secret of store's database.
+func refuseSecrets(ctx context.Context, store manage.SecretStore, name, externalID *string) error {
+	err := manage.RefuseSecrets(ctx, store, manage.FlagTexts, name, externalID)
+	if e := (*domain.Error)(nil); errors.As(err, &e) && e.Kind == domain.KindInvalid {
+		return Usagef("%v", err)
+	}
+	return err
 }
 
 // parseScopes reads the --scope flags of a key. None given: every scope.
@@ -251,6 +264,9 @@ func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	return c.withStore(ctx, false, func(store store.Storage) error {
+		if err := refuseSecrets(ctx, store, change.Name, change.ExternalID); err != nil {
+			return err
+		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
 		after, err := manage.UpdateKey(ctx, store, c.db.Env, id, apply, CommandActor())
 		if err != nil {

@@ -86,16 +86,6 @@ func CheckLabel(field, name string) error {
 	return refuseSecret(field, name)
 }
 
-// refuseSecret refuses a value (a name, an externalId) that holds the text
-// of an API key or an admin token, or looks as if it might: it is shown in
-// lists, kept in the append-only audit trail and sent in key.* webhooks.
-func refuseSecret(field, value string) error {
-	if strings.Contains(value, "psk_") || strings.Contains(value, "psa_") {
-		return domain.Invalid("%s must not hold an API key or admin token (psk_..., psa_...): it is shown in lists and kept in the audit trail", field)
-	}
-	return nil
-}
-
 // ListedKey is a key as keys list shows it (--json: these fields).
 type ListedKey struct {
 	ID        int64      `json:"id"`

@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -136,14 +137,14 @@ func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 	h["Webhook-Signature"] = []string{webhookSignature(a.ID, timestamp, a.Body, a.Keys...)}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return attemptResult{Err: attemptError(err)}
+		return attemptResult{Err: attemptError(err, s.now())}
 	}
 	defer resp.Body.Close()
 	r := attemptResult{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), s.now())}
 	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, webhookMaxAnswer+1))
 	switch {
 	case err != nil:
-		r.Err = fmt.Sprintf("status %d, then reading the answer: %s", r.Status, attemptError(err))
+		r.Err = fmt.Sprintf("status %d, then reading the answer: %s", r.Status, attemptError(err, s.now()))
 	case n > webhookMaxAnswer:
 		r.Err = fmt.Sprintf("status %d with an answer over %d KiB", r.Status, webhookMaxAnswer>>10)
 	case r.Status < 200 || r.Status > 299:
@@ -156,12 +157,14 @@ func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 // answer. It keeps no byte that came from the receiver (a banner, a
 // malformed status line), nor the address its name resolved to, nor the
 // URL the client's errors quote (its user info and query may be secrets).
-func attemptError(err error) string {
+// now tells an expired certificate from one not valid yet.
+func attemptError(err error, now time.Time) string {
 	var ne net.Error
 	var dns *net.DNSError
 	var certificate *tls.CertificateVerificationError
 	var record tls.RecordHeaderError
 	var alert tls.AlertError
+	var op *net.OpError
 	switch {
 	case errors.Is(err, errLocalNetwork):
 		return errLocalNetwork.Error()
@@ -174,11 +177,15 @@ func attemptError(err error) string {
 	case errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH):
 		return "the receiver's network is unreachable"
 	case errors.As(err, &certificate):
-		return "the receiver's TLS certificate was not accepted"
+		return certificateProblem(certificate, now)
 	case errors.As(err, &record):
 		return "the receiver does not speak TLS there"
+	case errors.As(err, &op) && op.Op == "remote error":
+		// A TLS alert the receiver sent, by Go's name of it (of a fixed
+		// set): never the receiver's text.
+		return "the receiver ended the TLS handshake (alert: " + strings.TrimPrefix(op.Err.Error(), "tls: ") + ")"
 	case errors.As(err, &alert):
-		return "the receiver ended the TLS handshake"
+		return "the receiver ended the TLS handshake (alert: " + strings.TrimPrefix(alert.Error(), "tls: ") + ")"
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
 		return "the receiver closed the connection before a whole answer"
 	case strings.Contains(err.Error(), "malformed HTTP") || strings.Contains(err.Error(), "malformed MIME"):
@@ -187,6 +194,34 @@ func attemptError(err error) string {
 		return "the answer was not HTTP"
 	}
 	return "the attempt failed before a whole HTTP answer"
+}
+
+// certificateProblem says, in our words, why the receiver's certificate
+// was refused: never a name or a byte of the certificate.
+func certificateProblem(e *tls.CertificateVerificationError, now time.Time) string {
+	const prefix = "the receiver's TLS certificate "
+	var authority x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	var algorithm x509.InsecureAlgorithmError
+	switch {
+	case errors.As(e.Err, &authority):
+		return prefix + "is signed by an unknown authority"
+	case errors.As(e.Err, &hostname):
+		return prefix + "is for another name"
+	case errors.As(e.Err, &algorithm):
+		return prefix + "is signed with an insecure algorithm (" + x509.SignatureAlgorithm(algorithm).String() + ")"
+	case errors.As(e.Err, &invalid) && invalid.Reason == x509.Expired:
+		if len(e.UnverifiedCertificates) > 0 && now.Before(e.UnverifiedCertificates[0].NotBefore) {
+			return prefix + "is not valid yet"
+		}
+		return prefix + "has expired"
+	case errors.As(e.Err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+		return prefix + "is not for a TLS server (its extended key usage)"
+	case errors.As(e.Err, &invalid):
+		return prefix + "is not valid (its chain breaks a rule of X.509)"
+	}
+	return prefix + "was not accepted"
 }
 
 // retryAfter reads a Retry-After header: seconds or an HTTP date; 0 when
@@ -241,7 +276,7 @@ func URLProblem(raw string) string {
 const maxWebhookURL = 2048
 
 var errLocalNetwork = errors.New("the receiver's address is on this host or a local network " +
-	"(loopback, private, link-local, unique-local, or NAT64 of one; a server started with --webhook-allow-private may send there)")
+	"(loopback, private, link-local, unique-local, or an IPv6 form of one; a server started with --webhook-allow-private may send there)")
 
 // AddressGuard refuses the addresses a webhook may not reach
 // (docs/webhooks.md, "Delivery and retries"): the sender checks each address
@@ -252,6 +287,8 @@ type AddressGuard struct {
 	// own lists the host's own addresses, asked at each check: a public
 	// address of this host is this host all the same.
 	own func() []netip.Addr
+	// lookup resolves a name at registration: net.DefaultResolver's.
+	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // NewAddressGuard is the guard of a server started with allowPrivate
@@ -260,7 +297,7 @@ func NewAddressGuard(allowPrivate bool) *AddressGuard {
 	if allowPrivate {
 		return nil
 	}
-	return &AddressGuard{own: interfaceAddrs}
+	return &AddressGuard{own: interfaceAddrs, lookup: net.DefaultResolver.LookupNetIP}
 }
 
 func interfaceAddrs() []netip.Addr {
@@ -280,25 +317,47 @@ var (
 	// for this host.
 	sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 	thisNetwork        = netip.MustParsePrefix("0.0.0.0/8")
-	// nat64 wraps an IPv4 address in its last 32 bits (RFC 6052); the
-	// local-use prefix of RFC 8215 is a local network as a whole.
-	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	// nat64Local, the local-use NAT64 prefix of RFC 8215, is a local
+	// network as a whole.
 	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	// The IPv6 addresses that carry an IPv4 address, where, and XORed with
+	// what (Teredo's client): NAT64 (RFC 6052), IPv4-translated (RFC 2765),
+	// IPv4-compatible (RFC 4291's deprecated ::a.b.c.d), 6to4 (RFC 3056)
+	// and Teredo (RFC 4380). IPv4-mapped ones are unmapped before.
+	carriers = []struct {
+		prefix netip.Prefix
+		at     int
+		xor    byte
+	}{
+		{netip.MustParsePrefix("64:ff9b::/96"), 12, 0},
+		{netip.MustParsePrefix("::ffff:0:0:0/96"), 12, 0},
+		{netip.MustParsePrefix("::/96"), 12, 0},
+		{netip.MustParsePrefix("2002::/16"), 2, 0},
+		{netip.MustParsePrefix("2001::/32"), 12, 0xff},
+	}
 )
+
+// carried is the IPv4 address an IPv6 address carries, or addr itself.
+func carried(addr netip.Addr) netip.Addr {
+	addr = addr.Unmap()
+	for _, c := range carriers {
+		if c.prefix.Contains(addr) {
+			b := addr.As16()
+			return netip.AddrFrom4([4]byte{b[c.at] ^ c.xor, b[c.at+1] ^ c.xor, b[c.at+2] ^ c.xor, b[c.at+3] ^ c.xor})
+		}
+	}
+	return addr
+}
 
 // refused tells whether addr is one a webhook may not reach: loopback,
 // private (RFC 1918 and IPv6 unique-local), shared, link-local,
-// unspecified or multicast, in 0.0.0.0/8, one of the host's own, or NAT64
-// of any of these.
+// unspecified or multicast, in 0.0.0.0/8, one of the host's own, or an
+// IPv6 address that carries any of these (IPv4-mapped, NAT64, 6to4...).
 func (g *AddressGuard) refused(addr netip.Addr) bool {
 	if g == nil {
 		return false
 	}
-	addr = addr.Unmap()
-	if nat64.Contains(addr) {
-		b := addr.As16()
-		addr = netip.AddrFrom4([4]byte(b[12:]))
-	}
+	addr = carried(addr.WithZone(""))
 	if addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
 		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() ||
 		sharedAddressSpace.Contains(addr) || thisNetwork.Contains(addr) || nat64Local.Contains(addr) {
@@ -324,28 +383,46 @@ func (g *AddressGuard) control(network, address string, _ syscall.RawConn) error
 }
 
 // URLProblem says why a server with this guard would refuse every delivery
-// to raw (an endpoint URL URLProblem accepts): its host is, or
-// resolves to, a refused address. A name that does not resolve now is no
-// problem: the sender checks again at each attempt.
+// to raw (an endpoint URL URLProblem accepts): its host is, or resolves
+// to, a refused address; or it is an IPv4 address in a form the server
+// would look up as a name (127.1, 0x7f000001), or no address at all
+// though it ends in a number. An address in any form, and localhost, are
+// read without DNS; a name that does not resolve now is no problem: the
+// sender checks again at each attempt.
 func (g *AddressGuard) URLProblem(ctx context.Context, raw string) string {
 	u, err := url.Parse(raw)
-	if g == nil || err != nil {
+	if err != nil {
 		return ""
 	}
 	host := u.Hostname()
-	addrs := []netip.Addr{}
-	if a, err := netip.ParseAddr(host); err == nil {
-		addrs = append(addrs, a)
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		addrs, _ = net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addr, kind := readHost(host)
+	switch {
+	case kind == hostBroken:
+		return fmt.Sprintf("url's host %s ends in a number but is not an IP address", host)
+	case kind != hostName && g.refused(addr):
+		if meant := carried(addr).String(); meant != host {
+			host += " (" + meant + ")"
+		}
+		return localHostProblem(host)
+	case kind == hostOtherForm:
+		return fmt.Sprintf("url's host %s is the IPv4 address %s in another form, which a server would look up as a name: write %s", host, addr, addr)
+	case kind == hostAddr || g == nil:
+		return ""
+	case isLocalhostName(host):
+		return localHostProblem(host)
 	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, _ := g.lookup(ctx, "ip", host)
 	for _, a := range addrs {
 		if g.refused(a) {
-			return fmt.Sprintf("url's host %s is on this host or a local network (loopback, private, link-local, "+
-				"unique-local, or NAT64 of one): a server sends there only when started with --webhook-allow-private", host)
+			return localHostProblem(host)
 		}
 	}
 	return ""
+}
+
+func localHostProblem(host string) string {
+	return fmt.Sprintf("url's host %s is on this host or a local network (loopback, private, link-local, "+
+		"unique-local, or an IPv6 form of one): a server sends there only when started with --webhook-allow-private", host)
 }

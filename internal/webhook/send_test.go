@@ -189,12 +189,21 @@ func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
 		{"NAT64 of a private address", "64:ff9b::a00:1", true},
 		{"NAT64 of this host's own address", "64:ff9b::c633:6407", true},
 		{"local-use NAT64", "64:ff9b:1::808:808", true},
+		{"IPv4-compatible loopback", "::127.0.0.1", true},
+		{"IPv4-translated loopback", "::ffff:0:127.0.0.1", true},
+		{"6to4 of loopback", "2002:7f00:1::", true},
+		{"6to4 of the metadata address", "2002:a9fe:a9fe::1", true},
+		{"Teredo of loopback", "2001:0:4136:e378:8000:63bf:80ff:fffe", true},
+		{"a link-local address with its zone", "fe80::1%eth0", true},
 		{"a public IPv4 address", "203.0.113.7", false},
 		{"another public IPv4 address", "8.8.8.8", false},
 		{"a public IPv6 address", "2001:db8::1", false},
 		{"just past 172.16/12", "172.32.0.1", false},
 		{"just past 0.0.0.0/8", "1.0.0.1", false},
 		{"NAT64 of a public address", "64:ff9b::808:808", false},
+		{"6to4 of a public address", "2002:808:808::1", false},
+		{"IPv4-compatible public address", "::8.8.8.8", false},
+		{"Teredo of a public address", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			addr := netip.MustParseAddr(tt.addr)
