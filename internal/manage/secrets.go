@@ -72,7 +72,7 @@ func isAlnum(c byte) bool {
 type SecretStore interface {
 	KeyByHash(ctx context.Context, hash []byte) (domain.Key, bool, error)
 	AdminTokenByHash(ctx context.Context, hash []byte) (domain.AdminToken, bool, error)
-	WebhookEndpoints(ctx context.Context) ([]domain.WebhookEndpoint, error)
+	WebhookEndpoints(ctx context.Context, env string) ([]domain.WebhookEndpoint, error)
 }
 
 // Texts name a key's texts in RefuseSecrets's refusals: the flags of the
@@ -167,9 +167,13 @@ func holdsWebhookSecret(ctx context.Context, store SecretStore, value string) (b
 	if len(runs) < webhookSecretLen {
 		return false, nil
 	}
-	endpoints, err := store.WebhookEndpoints(ctx)
-	if err != nil {
-		return false, err
+	var endpoints []domain.WebhookEndpoint
+	for env := range domain.KeyPrefixes { // the secrets of the whole database, each environment's
+		of, err := store.WebhookEndpoints(ctx, env)
+		if err != nil {
+			return false, err
+		}
+		endpoints = append(endpoints, of...)
 	}
 	held := 0
 	for _, e := range endpoints {
