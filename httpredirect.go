@@ -6,13 +6,14 @@ import (
 	"net"
 	"net/http"
 	"path"
-	"petstore/internal/certs"
-	"petstore/internal/httpapi"
-	"petstore/internal/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"petstore/internal/certs"
+	"petstore/internal/httpapi"
+	"petstore/internal/metrics"
 )
 
 // The plain HTTP listener of --http-addr beside an HTTPS server
