@@ -32,7 +32,7 @@ func TestACMECertificateFromPebble(t *testing.T) {
 	key := bootstrapKeyIn(t, p.stderr.String())
 	client := trustingClient(pebble.issuing, testDomain)
 	defer client.CloseIdleConnections()
-	resp, body := fetch(t, client, "GET", p.url+"/v1/pets", key, "")
+	resp, body := testkit.Fetch(t, client, "GET", p.url+"/v1/pets", key, "")
 	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
 		t.Fatalf("GET /v1/pets over HTTPS: %d over %s, want 200 over HTTP/2: %s", resp.StatusCode, resp.Proto, body)
 	}
@@ -48,24 +48,24 @@ func TestACMECertificateFromPebble(t *testing.T) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	defer plain.CloseIdleConnections()
 	host := testDomain + ":" + strconv.Itoa(pebble.httpPort)
-	resp, _ = fetch(t, plain, "GET", plainURL+"/docs/?a=1&b=2", "", "", "Host", host)
+	resp, _ = testkit.Fetch(t, plain, "GET", plainURL+"/docs/?a=1&b=2", "", "", "Host", host)
 	want := "https://" + testDomain + ":" + strconv.Itoa(pebble.tlsPort) + "/docs/?a=1&b=2"
 	if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != want {
 		t.Errorf("GET / over plain HTTP: %d to %q, want 308 to %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
 	// A Host that is not the server's: refused, never echoed in a Location.
-	resp, body = fetch(t, plain, "GET", plainURL+"/docs/", "", "", "Host", "evil.example:"+strconv.Itoa(pebble.httpPort))
+	resp, body = testkit.Fetch(t, plain, "GET", plainURL+"/docs/", "", "", "Host", "evil.example:"+strconv.Itoa(pebble.httpPort))
 	if resp.StatusCode != http.StatusMisdirectedRequest || resp.Header.Get("Location") != "" || !strings.Contains(body, `"code":"misdirected_request"`) {
 		t.Errorf("GET /docs/ over plain HTTP with Host evil.example: %d to %q %s, want 421 misdirected_request and no Location", resp.StatusCode, resp.Header.Get("Location"), body)
 	}
-	resp, body = fetch(t, plain, "GET", plainURL+"/v1/pets", key, "", "Host", host)
+	resp, body = testkit.Fetch(t, plain, "GET", plainURL+"/v1/pets", key, "", "Host", host)
 	var e httpapi.Error
 	json.Unmarshal([]byte(body), &e)
 	if resp.StatusCode != 400 || e.Code != "https_required" || !strings.Contains(e.Message, "use https") {
 		t.Errorf("GET /v1/pets over plain HTTP: %d %s, want 400 https_required saying use https", resp.StatusCode, body)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if resp, body := fetch(t, plain, "GET", plainURL+path, "", "", "Host", host); resp.StatusCode != 200 {
+		if resp, body := testkit.Fetch(t, plain, "GET", plainURL+path, "", "", "Host", host); resp.StatusCode != 200 {
 			t.Errorf("GET %s over plain HTTP: %d %s, want 200", path, resp.StatusCode, body)
 		}
 	}
@@ -186,7 +186,7 @@ func TestACMEServerAwayWithACachedCertificate(t *testing.T) {
 	}
 	var body string
 	testkit.Eventually(t, 5*time.Second, "/metrics counts the failure and shows the expiry", func() bool {
-		_, body = fetch(t, &http.Client{Timeout: 5 * time.Second}, "GET", "http://"+admin+"/metrics", "", "")
+		_, body = testkit.Fetch(t, &http.Client{Timeout: 5 * time.Second}, "GET", "http://"+admin+"/metrics", "", "")
 		return strings.Contains(body, `petstore_tls_certificate_changes_total{outcome="failed",source="acme"}`) &&
 			strings.Contains(body, `petstore_tls_certificate_expiry_timestamp_seconds{name="`+domain+`"}`)
 	})

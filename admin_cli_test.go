@@ -17,6 +17,7 @@ import (
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
+	"petstore/internal/servertest"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -34,7 +35,7 @@ func cliJSON(t *testing.T, v any, args ...string) {
 }
 
 func TestAdminCommands(t *testing.T) {
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		res := viaRun(t, nil, "admin", "create", "--db", db, "--name", "portal", "--scope", "keys:read,audit:read")
 		if res.code != 0 {
 			t.Fatalf("admin create: exit status %d\n%s", res.code, res.stderr)
@@ -88,7 +89,7 @@ func TestAdminCommands(t *testing.T) {
 }
 
 func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
 		id := keyIDByNameVia(t, viaRun, db, "acme")
 		res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--plan", "enterprise", "--rpm", "500", "--rpd", "9000", "--name", "acme-ent", "--expires", "30d")
@@ -164,7 +165,7 @@ func TestKeysListReportsIdleAndExpiringKeys(t *testing.T) {
 // the admin listener, and the usage rows of what was sent.
 func TestAnOperatorSession(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		res := viaBinary(t, nil, "admin", "create", "--db", db, "--name", "portal")
 		if res.code != 0 {
 			t.Fatalf("admin create: %s", res.stderr)
@@ -257,7 +258,7 @@ func TestAnOperatorSession(t *testing.T) {
 }
 
 func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
 		id := keyIDByNameVia(t, viaRun, db, "acme")
 		store, err := store.Open(context.Background(), db, false, time.Now)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -44,7 +45,7 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 		t.Run(setup.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			db := testOptions{postgres: setup.postgres}.dbAt(t, filepath.Join(dir, "petstore.db"))
+			db := servertest.Options{Postgres: setup.postgres}.DBAt(t, filepath.Join(dir, "petstore.db"))
 			// 120 a minute: banned after a burst, and served again within
 			// half a second of a lift, as the bucket refills.
 			key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "120", "--rpd", "100000", "--name", "banned")
@@ -64,11 +65,11 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 			// At once: the ban is listed and lifted as soon as it is refused.
 			bans := "http://" + adminAt[1] + "/admin/v1/bans"
 			banKey(t, server, key)
-			if resp, body := fetch(t, server.client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
+			if resp, body := testkit.Fetch(t, server.client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
 				t.Fatalf("GET /admin/v1/bans just after the ban: %d %s, want %s listed", resp.StatusCode, body, subject)
 			}
 			servedWithinASecond(t, server, key, "over the admin API", func() {
-				if resp, body := fetch(t, server.client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
+				if resp, body := testkit.Fetch(t, server.client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
 					t.Fatalf("DELETE /admin/v1/bans/%s just after the ban: %d %s, want 204", subject, resp.StatusCode, body)
 				}
 			})
@@ -97,14 +98,14 @@ func TestAFreshBanHoldsWhenRedisGoesAwayAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal("needs redis-server on the PATH")
 	}
-	proxy, redisURL := faultProxyTo(t, startRedisProcess(t, redisServer).url)
+	proxy, redisURL := testkit.FaultProxyTo(t, startRedisProcess(t, redisServer).url)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "petstore.db")
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "120", "--rpd", "100000", "--name", "banned")
 	server := startPetstore(t, dir, "serve", "--db", db, "--redis", redisURL, "--ban-after", "2")
 	banKey(t, server, key)
 	time.Sleep(300 * time.Millisecond)
-	proxy.set("drop") // for a second: long before the ban is stored (2 s) and read back
+	proxy.Set("drop") // for a second: long before the ban is stored (2 s) and read back
 	passed := 0
 	for range 40 {
 		if resp, body := server.request("GET", "/v1/pets", key, ""); !banned(resp.StatusCode, body) {
@@ -112,7 +113,7 @@ func TestAFreshBanHoldsWhenRedisGoesAwayAtOnce(t *testing.T) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	proxy.set("pass")
+	proxy.Set("pass")
 	if passed != 0 {
 		t.Errorf("%d of the banned key's 40 requests were not refused for its ban while Redis was away", passed)
 	}

@@ -8,7 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"petstore/internal/cli"
+	"petstore/internal/server"
+	"petstore/internal/servertest"
 	"petstore/internal/store"
+	"petstore/internal/testkit"
 	"regexp"
 	"strings"
 	"syscall"
@@ -22,17 +25,17 @@ func TestKeysCreateHintWorksAsPrinted(t *testing.T) {
 		cfg  serveConfig
 		want string
 	}{
-		{"a SQLite file", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "petstore.db"}},
+		{"a SQLite file", serveConfig{Config: server.Config{DBFlags: cli.DBFlags{Env: "production", DB: "petstore.db"}}},
 			"petstore keys create --db petstore.db --plan pro --name my-app"},
-		{"a file with a space, on staging", serveConfig{DBFlags: cli.DBFlags{Env: "staging", DB: "/srv/pet store/s.db"}},
+		{"a file with a space, on staging", serveConfig{Config: server.Config{DBFlags: cli.DBFlags{Env: "staging", DB: "/srv/pet store/s.db"}}},
 			"petstore keys create --db '/srv/pet store/s.db' --env staging --plan pro --name my-app"},
-		{"a URL with a user only", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app@db:5432/pets"}},
+		{"a URL with a user only", serveConfig{Config: server.Config{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app@db:5432/pets"}}},
 			"petstore keys create --db postgres://app@db:5432/pets --plan pro --name my-app"},
-		{"a URL with a password", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app:s3cret@db:5432/pets?sslmode=require&search_path=shop"}},
+		{"a URL with a password", serveConfig{Config: server.Config{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app:s3cret@db:5432/pets?sslmode=require&search_path=shop"}}},
 			"petstore keys create --db 'postgres://app@db:5432/pets?sslmode=require&search_path=shop' --plan pro --name my-app"},
-		{"a password as a parameter", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app@db/pets?password=s3cret"}},
+		{"a password as a parameter", serveConfig{Config: server.Config{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://app@db/pets?password=s3cret"}}},
 			"petstore keys create --db postgres://app@db/pets --plan pro --name my-app"},
-		{"a password as a parameter, no user", serveConfig{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://db/pets?password=s3cret&user=app"}},
+		{"a password as a parameter, no user", serveConfig{Config: server.Config{DBFlags: cli.DBFlags{Env: "production", DB: "postgres://db/pets?password=s3cret&user=app"}}},
 			"petstore keys create --db 'postgres://db/pets?user=app' --plan pro --name my-app"},
 	} {
 		got, _, _ := strings.Cut(keysCreateHint(c.cfg), "\n")
@@ -58,7 +61,7 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 		t.Fatalf("script (util-linux) is needed for a terminal: %v", err)
 	}
 	bin := petstoreBinary(t)
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		args := withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})
 		line := shellWord(bin)
 		for _, a := range args {
@@ -67,7 +70,7 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 		cmd := exec.Command(script, "-qefc", line, "/dev/null")
 		cmd.Dir, cmd.Env = dir, commandEnv(nil)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out := &syncBuffer{}
+		out := &testkit.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -106,7 +109,7 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 // start, given a place it can write, makes one and writes it there.
 func TestAnUnwritableBootstrapKeyFileStopsTheFirstStartWithNoKeyMade(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		notADir := filepath.Join(dir, "a-file")
 		if err := os.WriteFile(notADir, nil, 0o600); err != nil {
 			t.Fatal(err)
@@ -114,7 +117,7 @@ func TestAnUnwritableBootstrapKeyFileStopsTheFirstStartWithNoKeyMade(t *testing.
 		place := filepath.Join(notADir, "petstore.bootstrap-key")
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		var stderr syncBuffer
+		var stderr testkit.SyncBuffer
 		args := append([]string{"petstore"}, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--bootstrap-key-file", place})...)
 		code := exitCode(run(ctx, args, func(string) string { return "" }, strings.NewReader(""), io.Discard, &stderr), &stderr)
 		var said []string

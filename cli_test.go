@@ -35,6 +35,7 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
 	"petstore/internal/manage"
+	"petstore/internal/servertest"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -292,8 +293,8 @@ func wantNoFile(t *testing.T, path string) {
 type runningPetstore struct {
 	t         *testing.T
 	cmd       *exec.Cmd
-	stdout    *syncBuffer
-	stderr    *syncBuffer
+	stdout    *testkit.SyncBuffer
+	stderr    *testkit.SyncBuffer
 	url       string // http://127.0.0.1:PORT
 	client    *http.Client
 	exited    chan struct{} // closed once the process has ended
@@ -322,7 +323,7 @@ func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	cmd.Dir = dir
 	cmd.Env = commandEnv(nil)
 	s := &runningPetstore{
-		t: t, cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{},
+		t: t, cmd: cmd, stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{},
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
 		exited: make(chan struct{}),
 	}
@@ -378,7 +379,7 @@ func bootstrapKeyIn(t *testing.T, stderr string) string {
 
 // waitServing returns the URL of the "serving" log line, http://HOST:PORT
 // or https://HOST:PORT.
-func waitServing(t *testing.T, stderr *syncBuffer, exited <-chan struct{}) string {
+func waitServing(t *testing.T, stderr *testkit.SyncBuffer, exited <-chan struct{}) string {
 	t.Helper()
 	var addr string
 	testkit.Eventually(t, 10*time.Second, "a msg=serving line on standard error", func() bool {
@@ -451,7 +452,7 @@ func (s *runningPetstore) request(method, path, key, body string) (*http.Respons
 	if key != "" && !slices.Contains(s.keysSent, key) {
 		s.keysSent = append(s.keysSent, key)
 	}
-	return fetch(s.t, s.client, method, s.url+path, key, body)
+	return testkit.Fetch(s.t, s.client, method, s.url+path, key, body)
 }
 
 // wantStatus sends a request and fails the test unless it gets status.
@@ -672,9 +673,9 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 
 func TestKeysListNeverShowsKeys(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		bothWays(t, func(t *testing.T, petstore cliRunner) {
-			db := opts.dbAt(t, filepath.Join(t.TempDir(), "keys.db"))
+			db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			tokens := []string{
 				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "alpha"),
 				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70"),
@@ -743,7 +744,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
-				decodeJSON(t, jsonOut.stdout, &raw)
+				testkit.DecodeJSON(t, jsonOut.stdout, &raw)
 				wantFields := []string{"created", "expires", "externalId", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
 				for _, obj := range raw {
 					var got []string
@@ -784,9 +785,9 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 
 func TestKeysRevoke(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		bothWays(t, func(t *testing.T, petstore cliRunner) {
-			db := opts.dbAt(t, filepath.Join(t.TempDir(), "keys.db"))
+			db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "keep")
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "drop")
 			keys := listKeysJSON(t, petstore, db)
@@ -860,7 +861,7 @@ func TestVersion(t *testing.T) {
 // inProcess is run() serving in this process.
 type inProcess struct {
 	url    string // the public listener
-	stderr *syncBuffer
+	stderr *testkit.SyncBuffer
 	cancel context.CancelFunc
 	exited chan struct{}
 	err    error // what run returned, once exited is closed
@@ -871,7 +872,7 @@ type inProcess struct {
 func runServing(t *testing.T, env map[string]string, args ...string) *inProcess {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &inProcess{stderr: &syncBuffer{}, cancel: cancel, exited: make(chan struct{})}
+	p := &inProcess{stderr: &testkit.SyncBuffer{}, cancel: cancel, exited: make(chan struct{})}
 	// Not the working directory, which is the source tree.
 	keyFile := filepath.Join(t.TempDir(), "petstore.bootstrap-key")
 	go func() {
@@ -904,8 +905,8 @@ func (p *inProcess) stop(t *testing.T) {
 
 func TestRunServesUntilContextEnds(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		db := opts.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		db := opts.DBAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
@@ -941,7 +942,7 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 // it is a kept log: the key goes to a file of its own, and the log names it.
 func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
 		if printed := cliAnyKey.FindAllString(s.stderr.String(), -1); len(printed) > 0 {
@@ -1000,7 +1001,7 @@ func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 
 func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "serve", "--db", db)
 		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 
@@ -1017,7 +1018,7 @@ func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 
 func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "serve", "--db", db)
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
 		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
@@ -1036,7 +1037,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 			if took := time.Since(revoked); took >= time.Second {
 				t.Errorf("the revoked key was refused %v after keys revoke returned, want within 1 s", took)
 			}
-			wantError(t, recorded(resp, body), http.StatusUnauthorized, httpapi.CodeUnauthorized)
+			servertest.WantError(t, testkit.Recorded(resp, body), http.StatusUnauthorized, httpapi.CodeUnauthorized)
 			return true
 		})
 		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK) // other keys still work
@@ -1045,7 +1046,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 
 func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "100000", "--rpd", "1000000")
 		s := startPetstore(t, dir, "serve", "--db", db)
 
@@ -1059,7 +1060,7 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 			body += "}"
 			_, got := s.wantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
 			var pet map[string]any
-			decodeJSON(t, got, &pet)
+			testkit.DecodeJSON(t, got, &pet)
 			want := map[string]any{"id": pet["id"], "name": fmt.Sprintf("pet %d", i), "categoryId": float64(i + 1)}
 			if st := statuses[i%len(statuses)]; st != "" {
 				want["status"] = st
@@ -1075,14 +1076,14 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 		for _, want := range acked {
 			_, got := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
 			var pet map[string]any
-			decodeJSON(t, got, &pet)
+			testkit.DecodeJSON(t, got, &pet)
 			if !reflect.DeepEqual(pet, want) {
 				t.Errorf("after kill -9: pet %s, want %v", got, want)
 			}
 		}
 		_, got := again.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 		var list []map[string]any
-		decodeJSON(t, got, &list)
+		testkit.DecodeJSON(t, got, &list)
 		if !reflect.DeepEqual(list, acked) {
 			t.Errorf("after kill -9, GET /v1/pets?limit=100 = %s\nwant the %d pets acknowledged", got, len(acked))
 		}
@@ -1091,12 +1092,12 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(sig.String(), func(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
-				db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
+				db := opts.DBAt(t, filepath.Join(dir, "petstore.db"))
 				s := startPetstore(t, dir, "serve", "--db", db)
 				host := strings.TrimPrefix(s.url, "http://")
 
@@ -1169,7 +1170,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 				again := startPetstore(t, dir, "serve", "--db", db)
 				_, got := again.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
 				var pets []struct{ Name string }
-				decodeJSON(t, got, &pets)
+				testkit.DecodeJSON(t, got, &pets)
 				if len(pets) != inFlight {
 					t.Errorf("after the shutdown the store holds %s, want the %d pets answered 201", got, inFlight)
 				}
@@ -1249,8 +1250,8 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	_, got := copied.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 	var want, have []map[string]any
-	decodeJSON(t, before, &want)
-	decodeJSON(t, got, &have)
+	testkit.DecodeJSON(t, before, &want)
+	testkit.DecodeJSON(t, got, &have)
 	if len(want) != 5 || !reflect.DeepEqual(have, want) {
 		t.Errorf("pets in the copy: %s\nwant those at the time of the backup: %s", got, before)
 	}
@@ -1269,12 +1270,12 @@ func TestBackupWhileServing(t *testing.T) {
 
 func TestDailyUsageSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		if now := time.Now().UTC(); now.Add(30*time.Second).Day() != now.Day() {
 			t.Skip("too close to UTC midnight: the day's quota is about to start afresh")
 		}
 		dir := t.TempDir()
-		db := opts.dbAt(t, filepath.Join(dir, "petstore.db"))
+		db := opts.DBAt(t, filepath.Join(dir, "petstore.db"))
 		// 1000 per minute and 7 per day: the day is the window that binds.
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1000", "--rpd", "7")
 		remaining := func(resp *http.Response) string { return resp.Header.Get("X-RateLimit-Remaining") }

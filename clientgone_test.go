@@ -49,15 +49,15 @@ func startHangUpServer(t *testing.T, engine string) *hangUpServer {
 	case "sqlite":
 		db = filepath.Join(t.TempDir(), "petstore.db")
 		via = db
-		stall = func() func() { return holdWriteLock(t, db) }
+		stall = func() func() { return testkit.HoldWriteLock(t, db) }
 	case "postgres":
 		db = testkit.PostgresURL(t)
-		var proxy *faultProxy
-		proxy, via = faultProxyTo(t, db)
+		var proxy *testkit.FaultProxy
+		proxy, via = testkit.FaultProxyTo(t, db)
 		redis = []string{"--redis", testkit.RedisURL(t)}
 		stall = func() func() {
-			proxy.set("stall")
-			return func() { proxy.set("pass") }
+			proxy.Set("stall")
+			return func() { proxy.Set("pass") }
 		}
 	}
 	key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "hangup",
@@ -77,7 +77,7 @@ func (s *hangUpServer) sendAndHangUp(t *testing.T, method, target, key, body, id
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	req, err := newRequest(method, s.url+target, key, body, "X-Request-Id", id)
+	req, err := testkit.NewRequest(method, s.url+target, key, body, "X-Request-Id", id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,14 +130,14 @@ func scrapeAdmin(t testing.TB, admin string) map[string]*dto.MetricFamily {
 func (s *hangUpServer) wantNoServerErrors(t *testing.T) {
 	t.Helper()
 	families := scrapeAdmin(t, s.admin)
-	for series, n := range requestCounts(t, families) {
+	for series, n := range testkit.RequestCounts(t, families) {
 		if code := series[strings.LastIndexByte(series, ' ')+1:]; strings.HasPrefix(code, "5") {
 			t.Errorf("%d requests counted as %s, want no 5xx", n, series)
 		}
 	}
 	for _, m := range families["petstore_database_unavailable_total"].GetMetric() {
 		if v := m.GetCounter().GetValue(); v != 0 {
-			t.Errorf("petstore_database_unavailable_total%v = %v, want 0: a client that hangs up is no database failure", labelsOf(m), v)
+			t.Errorf("petstore_database_unavailable_total%v = %v, want 0: a client that hangs up is no database failure", testkit.LabelsOf(m), v)
 		}
 	}
 	for line := range strings.Lines(s.stderr.String()) {
@@ -246,7 +246,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 						t.Errorf("%s whose client gave up: logged status %d at %s, want 499 at INFO", r.name, line.status, line.level)
 					}
 				}
-				if got := requestCounts(t, scrapeAdmin(t, s.admin))["POST /v1/pets 499"]; got != 1 {
+				if got := testkit.RequestCounts(t, scrapeAdmin(t, s.admin))["POST /v1/pets 499"]; got != 1 {
 					t.Errorf("creates counted as POST /v1/pets 499: %d, want 1", got)
 				}
 				s.wantNoServerErrors(t)

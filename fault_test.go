@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/url"
+	"petstore/internal/servertest"
+	"petstore/internal/testkit"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,11 +51,11 @@ type faultResult struct {
 // Authorization; a body is sent as application/json; header holds more
 // header names and values.
 func faultDo(client *http.Client, method, url, key, body string, header ...string) faultResult {
-	req, err := newRequest(method, url, key, body, header...)
+	req, err := testkit.NewRequest(method, url, key, body, header...)
 	if err != nil {
 		return faultResult{err: err}
 	}
-	resp, b, err := readResponse(client, req)
+	resp, b, err := testkit.ReadResponse(client, req)
 	if resp == nil {
 		return faultResult{err: err}
 	}
@@ -67,7 +67,7 @@ func faultDo(client *http.Client, method, url, key, body string, header ...strin
 }
 
 // faultNewPetBody is the createPet body for p (status left out when nil).
-func faultNewPetBody(p apiPet) string {
+func faultNewPetBody(p testkit.Pet) string {
 	body := fmt.Sprintf(`{"name":%q,"categoryId":%d`, p.Name, p.CategoryID)
 	if p.Status != nil {
 		body += fmt.Sprintf(`,"status":%q`, *p.Status)
@@ -77,8 +77,8 @@ func faultNewPetBody(p apiPet) string {
 
 // faultDecodePet decodes a Pet strictly: only the four fields, status never
 // null. It reports problems instead of failing, so goroutines can call it.
-func faultDecodePet(raw []byte) (apiPet, error) {
-	var p apiPet
+func faultDecodePet(raw []byte) (testkit.Pet, error) {
+	var p testkit.Pet
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -92,13 +92,13 @@ func faultDecodePet(raw []byte) (apiPet, error) {
 
 // faultSamePet reports whether got has want's fields (the id included when
 // want has one).
-func faultSamePet(got, want apiPet) bool {
+func faultSamePet(got, want testkit.Pet) bool {
 	return (want.ID == 0 || got.ID == want.ID) && got.Name == want.Name &&
 		got.CategoryID == want.CategoryID &&
 		(got.Status == nil) == (want.Status == nil) && (got.Status == nil || *got.Status == *want.Status)
 }
 
-func faultPetString(p apiPet) string {
+func faultPetString(p testkit.Pet) string {
 	st := "(none)"
 	if p.Status != nil {
 		st = *p.Status
@@ -108,16 +108,16 @@ func faultPetString(p apiPet) string {
 
 // faultListAll reads every pet through listPets, following Link rel="next"
 // from /v1/pets?limit=100, and checks the ids ascend strictly across pages.
-func faultListAll(t *testing.T, client *http.Client, base, key string) []apiPet {
+func faultListAll(t *testing.T, client *http.Client, base, key string) []testkit.Pet {
 	t.Helper()
 	return faultListAllFrom(t, client, base, key, "/v1/pets?limit=100")
 }
 
 // faultListAllFrom lists every pet from the page at target on, following
 // rel="next", and checks that ids ascend strictly.
-func faultListAllFrom(t *testing.T, client *http.Client, base, key, target string) []apiPet {
+func faultListAllFrom(t *testing.T, client *http.Client, base, key, target string) []testkit.Pet {
 	t.Helper()
-	var all []apiPet
+	var all []testkit.Pet
 	for pages := 0; ; pages++ {
 		if pages > 100_000 {
 			t.Fatalf("listPets pagination does not end")
@@ -131,7 +131,7 @@ func faultListAllFrom(t *testing.T, client *http.Client, base, key, target strin
 			t.Fatalf("GET %s: not a JSON array: %v: %s", target, err, res.body)
 		}
 		for _, r := range raw {
-			p := apiReadPet(t, r)
+			p := testkit.ReadPet(t, r)
 			if n := len(all); n > 0 && p.ID <= all[n-1].ID {
 				t.Fatalf("GET %s: id %d after id %d; ids must ascend strictly, without repeats", target, p.ID, all[n-1].ID)
 			}
@@ -139,7 +139,7 @@ func faultListAllFrom(t *testing.T, client *http.Client, base, key, target strin
 		}
 		next := ""
 		for _, v := range res.header.Values("Link") {
-			if m := apiNextLinkRE.FindStringSubmatch(v); m != nil {
+			if m := testkit.NextLinkRE.FindStringSubmatch(v); m != nil {
 				next = m[1]
 			}
 		}
@@ -158,7 +158,7 @@ func faultListAllFrom(t *testing.T, client *http.Client, base, key, target strin
 // listed exactly once. A listed pet that was never acknowledged must be one
 // the test sent (its request was cut off by the kill); with exact, there
 // may be none. It returns the highest id listed.
-func faultCheckStore(t *testing.T, s *runningPetstore, client *http.Client, key string, acked map[int64]apiPet, sent map[string]apiPet, exact bool) (maxID int64, unacked int) {
+func faultCheckStore(t *testing.T, s *runningPetstore, client *http.Client, key string, acked map[int64]testkit.Pet, sent map[string]testkit.Pet, exact bool) (maxID int64, unacked int) {
 	t.Helper()
 	for _, id := range slices.Sorted(maps.Keys(acked)) {
 		want := acked[id]
@@ -223,20 +223,20 @@ func TestFaultSIGTERMDuringConcurrentCreates(t *testing.T) {
 // each restart the store is checked against the 201s received so far.
 func faultRounds(t *testing.T, name string, sig syscall.Signal, rounds int) {
 	t.Parallel()
-	eachStore(t, func(t *testing.T, opts testOptions) { faultRoundsOn(t, opts, name, sig, rounds) })
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) { faultRoundsOn(t, opts, name, sig, rounds) })
 }
 
-func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Signal, rounds int) {
+func faultRoundsOn(t *testing.T, opts servertest.Options, name string, sig syscall.Signal, rounds int) {
 	dir := t.TempDir()
-	db := opts.dbAt(t, dir+"/petstore.db")
+	db := opts.DBAt(t, dir+"/petstore.db")
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "fault",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	statuses := []string{"available", "pending", "sold", ""}
 
-	acked := map[int64]apiPet{} // every 201, by id
-	sent := map[string]apiPet{} // every pet sent, by its unique name
-	var maxID int64             // the highest id stored before the round
-	var unackedStored int       // pets stored without a 201 (SIGKILL only)
+	acked := map[int64]testkit.Pet{} // every 201, by id
+	sent := map[string]testkit.Pet{} // every pet sent, by its unique name
+	var maxID int64                  // the highest id stored before the round
+	var unackedStored int            // pets stored without a 201 (SIGKILL only)
 	start := time.Now()
 	for round := range rounds + 1 {
 		s := startPetstore(t, dir, "serve", "--db", db)
@@ -255,7 +255,7 @@ func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Sign
 
 		var (
 			mu         sync.Mutex
-			roundAcked []apiPet
+			roundAcked []testkit.Pet
 			signalled  atomic.Bool
 			unanswered atomic.Int64 // requests that got no (complete) response
 			stop       = make(chan struct{})
@@ -269,7 +269,7 @@ func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Sign
 						return
 					default:
 					}
-					p := apiPet{Name: fmt.Sprintf("%s round %d worker %d pet %d", name, round, g, n),
+					p := testkit.Pet{Name: fmt.Sprintf("%s round %d worker %d pet %d", name, round, g, n),
 						CategoryID: int64(round*100_000 + g*10_000 + n + 1)}
 					if st := statuses[(g+n)%len(statuses)]; st != "" {
 						p.Status = &st
@@ -347,160 +347,5 @@ func faultRoundsOn(t *testing.T, opts testOptions, name string, sig syscall.Sign
 		rounds, name, time.Since(start).Round(time.Millisecond), len(acked), unackedStored)
 	if sig == syscall.SIGKILL && unackedStored > rounds*faultWorkers {
 		t.Errorf("%d pets stored without a 201, more than the %d requests that can have been in flight at the kills", unackedStored, rounds*faultWorkers)
-	}
-}
-
-// faultProxy stands between the servers and PostgreSQL or Redis, as the
-// network does, so that a test can break it: "pass" forwards both ways;
-// "stall" forwards nothing on any connection, old or new, and holds what
-// it was sent, which is delivered once it passes again (a stalled primary,
-// a partition that heals); "drop" cuts every connection and each new one
-// at once (a server gone, or restarting).
-type faultProxy struct {
-	ln       net.Listener
-	target   string
-	accepted atomic.Int64
-
-	mu     sync.Mutex
-	mode   string
-	resume chan struct{} // closed when a stall ends
-	conns  map[net.Conn]bool
-}
-
-// startFaultProxy forwards a new local address to target (HOST:PORT).
-func startFaultProxy(t testing.TB, target string) *faultProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{ln: ln, target: target, mode: "pass", conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.set("drop")
-	})
-	return p
-}
-
-// via is rawURL (postgres:// or redis://) with its host this proxy.
-func (p *faultProxy) via(t testing.TB, rawURL string) string {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Host = p.ln.Addr().String()
-	return u.String()
-}
-
-// faultProxyTo starts a proxy to the host of rawURL, and returns rawURL
-// through it.
-func faultProxyTo(t testing.TB, rawURL string) (*faultProxy, string) {
-	t.Helper()
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startFaultProxy(t, u.Host)
-	return p, p.via(t, rawURL)
-}
-
-func (p *faultProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.accepted.Add(1)
-		go p.forward(c)
-	}
-}
-
-// forward pumps c to the target and back until either side closes or the
-// proxy drops them.
-func (p *faultProxy) forward(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.mode == "drop" {
-		p.mu.Unlock()
-		c.Close()
-		up.Close()
-		return
-	}
-	p.conns[c], p.conns[up] = true, true
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Go(func() { p.pump(up, c) })
-	wg.Go(func() { p.pump(c, up) })
-	wg.Wait()
-	c.Close()
-	up.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, up)
-	p.mu.Unlock()
-}
-
-// pump copies from src to dst, each chunk once the proxy passes, and
-// closes dst's writing side when src ends.
-func (p *faultProxy) pump(dst, src net.Conn) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if !p.passes() {
-				dst.Close()
-				return
-			}
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			if tcp, ok := dst.(*net.TCPConn); ok {
-				tcp.CloseWrite()
-			}
-			return
-		}
-	}
-}
-
-// passes waits while the proxy stalls; false when it drops.
-func (p *faultProxy) passes() bool {
-	for {
-		p.mu.Lock()
-		mode, resume := p.mode, p.resume
-		p.mu.Unlock()
-		switch mode {
-		case "pass":
-			return true
-		case "drop":
-			return false
-		}
-		<-resume
-	}
-}
-
-// set switches the mode: "pass", "stall" or "drop".
-func (p *faultProxy) set(mode string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mode == "stall" && mode != "stall" {
-		close(p.resume)
-	}
-	if mode == "stall" && p.mode != "stall" {
-		p.resume = make(chan struct{})
-	}
-	p.mode = mode
-	if mode == "drop" {
-		for c := range p.conns {
-			c.Close()
-		}
-		clear(p.conns)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/httpapi"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -46,8 +47,8 @@ func silentServer(t *testing.T) string {
 
 func TestHealthcheck(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t)
-	ready := httptest.NewServer(s.handler)
+	s := servertest.Start(t, servertest.Options{})
+	ready := httptest.NewServer(s.Handler())
 	t.Cleanup(ready.Close)
 	readyAddr := strings.TrimPrefix(ready.URL, "http://")
 

@@ -14,6 +14,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"petstore/internal/servertest"
+	"petstore/internal/testkit"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,7 +262,7 @@ func TestHostileHugeBodies(t *testing.T) {
 				// or ReadTimeout (15 s) does.
 				t.Fatalf("no 413 in time: %v", err)
 			}
-			wantError(t, recorded(resp, string(body)), http.StatusRequestEntityTooLarge, "payload_too_large")
+			servertest.WantError(t, testkit.Recorded(resp, string(body)), http.StatusRequestEntityTooLarge, "payload_too_large")
 			if tc.streamed > 0 && written >= tc.streamed {
 				t.Errorf("the client sent all %d bytes of the body: the server read it to the end", written)
 			}
@@ -314,7 +316,7 @@ func TestHostileMalformedInput(t *testing.T) {
 	for _, tc := range bodies {
 		t.Run("body/"+tc.name, func(t *testing.T) {
 			resp, got := h.request("POST", "/v1/pets", h.key, tc.body)
-			wantError(t, recorded(resp, got), http.StatusBadRequest, tc.wantCode)
+			servertest.WantError(t, testkit.Recorded(resp, got), http.StatusBadRequest, tc.wantCode)
 		})
 	}
 	h.alive(t)
@@ -354,7 +356,7 @@ func TestHostileMalformedInput(t *testing.T) {
 				}
 				return
 			}
-			wantError(t, recorded(resp, string(body)), tc.wantStatus, tc.wantCode)
+			servertest.WantError(t, testkit.Recorded(resp, string(body)), tc.wantStatus, tc.wantCode)
 		})
 	}
 	h.alive(t)
@@ -412,7 +414,7 @@ func TestHostileMalformedInput(t *testing.T) {
 			}
 			req := fmt.Sprintf("POST /v1/pets HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\nConnection: close\r\n\r\n%s", h.host, extra, len(body), body)
 			resp, got, _, _ := hostileExchange(t, h.host, strings.NewReader(req), 5*time.Second)
-			wantError(t, recorded(resp, string(got)), tc.wantStatus, tc.wantCode)
+			servertest.WantError(t, testkit.Recorded(resp, string(got)), tc.wantStatus, tc.wantCode)
 		})
 	}
 	h.alive(t)
@@ -453,7 +455,7 @@ func TestHostileManyQueryParameters(t *testing.T) {
 			resp, got := h.request("GET", "/v1/pets?"+tc.query, h.key, "")
 			took := time.Since(start)
 			if tc.wantCode != "" {
-				wantError(t, recorded(resp, got), tc.wantStatus, tc.wantCode)
+				servertest.WantError(t, testkit.Recorded(resp, got), tc.wantStatus, tc.wantCode)
 			} else if resp.StatusCode != tc.wantStatus {
 				t.Errorf("status %d, want %d: %s", resp.StatusCode, tc.wantStatus, got)
 			}

@@ -16,7 +16,7 @@ import (
 // (docs/design.md). A package missing from this table fails the test, so
 // that a new one says where it stands.
 var allowedImports = map[string][]string{
-	".":                      {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits", "internal/metrics", "internal/store", "internal/store/bounded", "internal/manage", "internal/cli", "internal/certs", "internal/keyring", "internal/petcopy", "internal/httpapi", "internal/adminapi"},
+	".":                      {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits", "internal/metrics", "internal/store", "internal/store/bounded", "internal/manage", "internal/cli", "internal/certs", "internal/keyring", "internal/petcopy", "internal/httpapi", "internal/adminapi", "internal/server"},
 	"internal/domain":        nil,
 	"internal/batch":         nil,
 	"internal/appendjson":    nil,
@@ -33,22 +33,27 @@ var allowedImports = map[string][]string{
 	"internal/petcopy":       {"internal/domain", "internal/batch", "internal/appendjson"},
 	"internal/httpapi":       {"internal/domain", "internal/keyring", "internal/limits", "internal/metrics", "internal/logline", "internal/appendjson"},
 	"internal/adminapi":      {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/manage", "internal/metrics", "internal/store", "internal/webhook"},
+	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook"},
+	"internal/servertest":    {"internal/server", "internal/cli", "internal/domain", "internal/httpapi", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
 	"internal/testkit":       nil,
 	"bench/ceiling":          nil,
 }
 
 // testsMayAlsoImport is what a package's tests may import beyond its row
 // and the tests' support: the pet copy's tests open a SQLite store, the
-// source of truth the copy must answer like, which its code never imports.
+// source of truth the copy must answer like, which its code never imports;
+// the root's start a server through internal/servertest.
 var testsMayAlsoImport = map[string][]string{
 	"internal/petcopy": {"internal/store"},
+	".":                {"internal/servertest"},
 }
 
 // netHTTPAllowed are the packages whose code (not tests) may import
-// net/http: the HTTP edge (the root, internal/httpapi and internal/adminapi),
+// net/http: the HTTP edge (the root, internal/server, internal/httpapi and
+// internal/adminapi),
 // the webhook sender, the metrics' handler, the tests' support and the
 // benchmark's yardstick server.
-var netHTTPAllowed = []string{".", "internal/httpapi", "internal/adminapi", "internal/webhook", "internal/metrics", "internal/testkit", "bench/ceiling"}
+var netHTTPAllowed = []string{".", "internal/server", "internal/servertest", "internal/httpapi", "internal/adminapi", "internal/webhook", "internal/metrics", "internal/testkit", "bench/ceiling"}
 
 const modulePath = "petstore"
 

@@ -146,7 +146,7 @@ func laptopServer(t *testing.T, dir string, env map[string]string) {
 	t.Helper()
 	cmd := exec.Command(petstoreBinary(t), "serve")
 	cmd.Dir, cmd.Env = dir, commandEnv(env)
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func laptopServer(t *testing.T, dir string, env map[string]string) {
 func laptopCurl(t *testing.T, command string, words []string) {
 	t.Helper()
 	req := curlRequest(t, command, words, func(word string) (string, bool) { return word, true })
-	resp, body, err := readResponse(http.DefaultClient, req)
+	resp, body, err := testkit.ReadResponse(http.DefaultClient, req)
 	if err != nil {
 		t.Fatalf("%s: %v", command, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/server"
+	"petstore/internal/servertest"
 )
 
 // serveOn serves h within limits on a port of its own on loopback, until
@@ -23,7 +25,7 @@ func serveOn(t *testing.T, h http.Handler, limits serverLimits) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger, _ := newLogger(io.Discard, "text", "info")
+	logger, _ := server.NewLogger(io.Discard, "text", "info")
 	srv := httpServer(h, limits, logger, nil)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -57,11 +59,11 @@ func rawExchange(host, req string, wait time.Duration) ([]byte, time.Duration, e
 // httpServer with the same read limits (here shortened from 15 s). A
 // profile, which reads no body, still runs as long as it was asked to.
 func TestASlowBodyIsCutOffOnBothListenersAtTheReadTimeout(t *testing.T) {
-	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
-	key := s.mustCreateKey("pro")
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	s := servertest.Start(t, servertest.Options{Metrics: server.NewMetrics(readBuildInfo().metrics())})
+	key := s.MustCreateKey("pro")
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	short := serverLimits{readHeader: 300 * time.Millisecond, read: 600 * time.Millisecond, write: 10 * time.Second, idle: 10 * time.Second}
-	public, adminAt := serveOn(t, s.handler, short), serveOn(t, s.adminHandler, short.admin())
+	public, adminAt := serveOn(t, s.Handler(), short), serveOn(t, s.AdminHandler(), short.admin())
 	// 10 bytes of the 60000 announced, and then nothing.
 	slowBody := func(host, target, token string) string {
 		req := "POST " + target + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n"

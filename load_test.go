@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"petstore/internal/testkit"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ type loadStats struct {
 	errors     []string       // transport errors, the first few
 	nErrors    int
 	latencies  []time.Duration
-	created    []apiPet
+	created    []testkit.Pet
 }
 
 // loadMemory reads the peak and current resident memory of process pid.
@@ -130,8 +131,8 @@ func TestLoad(t *testing.T) {
 	defer client.CloseIdleConnections()
 
 	statuses := []string{"available", "pending", "sold", ""}
-	newPet := func(i int) apiPet {
-		p := apiPet{Name: "load pet " + strconv.Itoa(i), CategoryID: int64(i%50 + 1)}
+	newPet := func(i int) testkit.Pet {
+		p := testkit.Pet{Name: "load pet " + strconv.Itoa(i), CategoryID: int64(i%50 + 1)}
 		if st := statuses[i%len(statuses)]; st != "" {
 			p.Status = &st
 		}
@@ -192,7 +193,7 @@ func TestLoad(t *testing.T) {
 					}
 				}
 				var req *http.Request
-				var want apiPet
+				var want testkit.Pet
 				switch op.name {
 				case "list":
 					req, _ = http.NewRequest("GET", s.url+"/v1/pets?limit="+strconv.Itoa(1+rand.N(100)), nil)
@@ -254,7 +255,7 @@ func TestLoad(t *testing.T) {
 				case "list next page":
 					next = "/v1/pets?limit=10"
 					for _, v := range resp.Header.Values("Link") {
-						if m := apiNextLinkRE.FindStringSubmatch(v); m != nil {
+						if m := testkit.NextLinkRE.FindStringSubmatch(v); m != nil {
 							next = m[1]
 						}
 					}
@@ -320,7 +321,7 @@ func TestLoad(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		missing []string
-		queue   = make(chan apiPet)
+		queue   = make(chan testkit.Pet)
 	)
 	var readers sync.WaitGroup
 	for range loadWorkers {

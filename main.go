@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"petstore/internal/cli"
+	"petstore/internal/metrics"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -105,4 +106,9 @@ func readBuildInfo() buildInfo {
 		}
 	}
 	return b
+}
+
+// metrics is b as petstore_build_info reports it.
+func (b buildInfo) metrics() metrics.Build {
+	return metrics.Build{Version: b.version, GoVersion: b.goVersion, Revision: b.revision}
 }

@@ -3,7 +3,6 @@ package main
 // What a newcomer hit in a first hour (issue 29): each is a small test.
 
 import (
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -29,16 +28,6 @@ func TestServeRefusesAnAddressWithoutAHostAsAUsageMistake(t *testing.T) {
 				t.Errorf("standard error %q, want it to name %s and say %q", res.stderr, tt.flag, tt.want)
 			}
 		})
-	}
-}
-
-func TestOpenAPIAtTheRootLeadsToTheDocument(t *testing.T) {
-	s := newTestServer(t)
-	for _, method := range []string{"GET", "HEAD"} {
-		w := s.do(method, "/openapi.yaml", "", "")
-		if w.Code != http.StatusMovedPermanently || w.Header().Get("Location") != "/v1/openapi.yaml" {
-			t.Errorf("%s /openapi.yaml: %d Location %q, want 301 to /v1/openapi.yaml", method, w.Code, w.Header().Get("Location"))
-		}
 	}
 }
 

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/httpapi"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
@@ -48,7 +47,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 	const perServer = 8
 	var (
 		mu      sync.Mutex
-		acked   = map[int64]apiPet{}
+		acked   = map[int64]testkit.Pet{}
 		stopped atomic.Bool
 		wg      sync.WaitGroup
 	)
@@ -58,7 +57,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 		for g := range perServer {
 			wg.Go(func() {
 				for n := 0; !stopped.Load(); n++ {
-					p := apiPet{Name: fmt.Sprintf("server %d worker %d pet %d", w, g, n), CategoryID: int64(n + 1)}
+					p := testkit.Pet{Name: fmt.Sprintf("server %d worker %d pet %d", w, g, n), CategoryID: int64(n + 1)}
 					res := faultDo(client, "POST", s.url+"/v1/pets", key, faultNewPetBody(p))
 					if res.err != nil || res.status != http.StatusCreated {
 						t.Errorf("POST to server %d: %d %v %s", w, res.status, res.err, res.body)
@@ -247,8 +246,8 @@ func balancerBinary(t *testing.T, name string) string {
 // process is a helper program the test started.
 type process struct {
 	cmd  *exec.Cmd
-	done chan struct{} // closed once it has ended
-	out  *syncBuffer   // its standard output and error
+	done chan struct{}       // closed once it has ended
+	out  *testkit.SyncBuffer // its standard output and error
 }
 
 // kill ends it, if it still runs, and waits for that.
@@ -267,7 +266,7 @@ func startProcess(t *testing.T, name, path string, args ...string) *process {
 // environment until the test ends.
 func startProcessEnv(t *testing.T, name, path string, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(path, args...), done: make(chan struct{}), out: &syncBuffer{}}
+	p := &process{cmd: exec.Command(path, args...), done: make(chan struct{}), out: &testkit.SyncBuffer{}}
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)
 	}
@@ -327,7 +326,7 @@ type balancedLoad struct {
 	stopped atomic.Bool
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	acked   map[int64]apiPet
+	acked   map[int64]testkit.Pet
 	failed  []string
 }
 
@@ -335,7 +334,7 @@ func (b *balancedSet) startLoad(keyName string, workers int) (load *balancedLoad
 	b.t.Helper()
 	key = mustCreateKeyCLI(b.t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", keyName,
 		"--rpm", "100000000", "--rpd", "1000000000")
-	load = &balancedLoad{acked: map[int64]apiPet{}}
+	load = &balancedLoad{acked: map[int64]testkit.Pet{}}
 	load.run(b, key, workers)
 	load.waitAcked(b.t, 20)
 	return load, key
@@ -346,7 +345,7 @@ func (l *balancedLoad) run(b *balancedSet, key string, workers int) {
 	for g := range workers {
 		l.wg.Go(func() {
 			for n := 0; !l.stopped.Load(); n++ {
-				p := apiPet{Name: fmt.Sprintf("worker %d pet %d", g, n), CategoryID: int64(n + 1)}
+				p := testkit.Pet{Name: fmt.Sprintf("worker %d pet %d", g, n), CategoryID: int64(n + 1)}
 				res := faultDo(client, "POST", b.url+"/v1/pets", key, faultNewPetBody(p))
 				if res.err != nil || res.bodyErr != nil || res.status != http.StatusCreated {
 					l.fail(fmt.Sprintf("POST %s: %d %v %v %s", p.Name, res.status, res.err, res.bodyErr, res.body))
@@ -514,30 +513,6 @@ func TestBalancedLimitsAreSharedByTheServers(t *testing.T) {
 		if ra, _ := strconv.Atoi(res.header.Get("Retry-After")); ra < 800 {
 			t.Errorf("server %d: Retry-After %d during a 15-minute ban", i+1, ra)
 		}
-	}
-}
-
-// TestRedisServersAcceptTheRequestAfterRetryAfter: the Retry-After of a
-// 429 from one of three servers sharing a Redis is exactly long enough: a
-// request a moment before it is refused, one when it has passed accepted,
-// through any of them.
-func TestRedisServersAcceptTheRequestAfterRetryAfter(t *testing.T) {
-	a := newTestServerWith(t, testOptions{redis: true})
-	servers := []*testServer{a, a.otherServer(), a.otherServer()}
-	key := a.mustCreateKey("free")
-	for i := range 60 {
-		if w := servers[i%3].do("GET", "/v1/pets", key, ""); w.Code != 200 {
-			t.Fatalf("request %d: %d %s", i+1, w.Code, w.Body)
-		}
-	}
-	w := servers[0].do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, httpapi.CodeRateLimited)
-	retry := time.Duration(header(t, w, "Retry-After")) * time.Second
-	a.clock.advance(retry - 10*time.Millisecond)
-	wantError(t, servers[1].do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
-	a.clock.advance(10 * time.Millisecond)
-	if w := servers[2].do("GET", "/v1/pets", key, ""); w.Code != 200 {
-		t.Errorf("after waiting Retry-After %v: %d %s, want 200", retry, w.Code, w.Body)
 	}
 }
 

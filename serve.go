@@ -21,12 +21,11 @@ import (
 	"petstore/internal/adminapi"
 	"petstore/internal/cli"
 	"petstore/internal/domain"
-	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/logline"
 	"petstore/internal/metrics"
+	"petstore/internal/server"
 	"petstore/internal/store"
-	"petstore/internal/webhook"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -65,32 +64,21 @@ func (l serverLimits) admin() serverLimits {
 }
 
 // serveConfig holds serve's flags; registerFlags says what each means.
+// What the wiring reads of them is server.Config; the rest is the
+// listeners' and the process's.
 type serveConfig struct {
-	cli.DBFlags
-	addr                string
-	adminAddr           string
-	adminHosts          []string
-	trustProxy          bool
-	redis               string
-	banAfter            int
-	banFor              time.Duration
-	logFormat           string
-	logLevel            string
-	version             bool
-	shutdownDelay       time.Duration
-	dbTimeout           time.Duration
-	webhookAllowPrivate bool
+	server.Config
+	addr          string
+	adminAddr     string
+	logFormat     string
+	logLevel      string
+	version       bool
+	shutdownDelay time.Duration
 	// bootstrapKeyFile is where the first key goes when standard error is
 	// not a terminal; "" for the default (bootstrapKeyPath).
 	bootstrapKeyFile string
 	https            httpsConfig
 }
-
-// defaultDBTimeout is --db-timeout's default: far above what a healthy
-// database takes (a group commit, a page of 100, a lock held by a key
-// command: milliseconds), far below a client's or a load balancer's patience
-// (30 s at HAProxy) and the 10 s a shutdown grants requests in flight.
-const defaultDBTimeout = 3 * time.Second
 
 func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var cfg serveConfig
@@ -118,7 +106,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		debug.SetGCPercent(serveGCPercent)
 	}
 	logs := logline.NewBuffer(stderr)
-	logger, err := newLogger(logs, cfg.logFormat, cfg.logLevel)
+	logger, err := server.NewLogger(logs, cfg.logFormat, cfg.logLevel)
 	if err != nil {
 		return err
 	}
@@ -139,20 +127,20 @@ func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&cfg.adminAddr, "admin-addr", "", "address of the admin listener (GET /metrics, /debug/pprof/, the admin API under /admin/v1), HOST:PORT such as localhost:9090; off when empty. Keep it on loopback or a private network")
 	fs.Func("admin-host", "host names the admin listener answers to besides IP addresses and localhost, NAME[,NAME...]; another Host is refused 421 (a DNS-rebinding page)", func(v string) error {
 		names, err := adminapi.ParseHosts(v)
-		cfg.adminHosts = append(cfg.adminHosts, names...)
+		cfg.AdminHosts = append(cfg.AdminHosts, names...)
 		return err
 	})
-	fs.BoolVar(&cfg.trustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
-	fs.StringVar(&cfg.redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
-	fs.IntVar(&cfg.banAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
-	fs.DurationVar(&cfg.banFor, "ban-for", 15*time.Minute, "how long a ban lasts")
+	fs.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
+	fs.StringVar(&cfg.Redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
+	fs.IntVar(&cfg.BanAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
+	fs.DurationVar(&cfg.BanFor, "ban-for", 15*time.Minute, "how long a ban lasts")
 	fs.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&cfg.version, "version", false, "print the version and exit")
-	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
+	fs.DurationVar(&cfg.DBTimeout, "db-timeout", server.DefaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	cfg.https.register(fs)
-	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to this host's own addresses and to loopback, private, link-local and unique-local ones, and NAT64 of them (a receiver on this network); refused otherwise, both when an endpoint is added over the admin API and at each attempt")
+	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to this host's own addresses and to loopback, private, link-local and unique-local ones, and NAT64 of them (a receiver on this network); refused otherwise, both when an endpoint is added over the admin API and at each attempt")
 	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
 }
 
@@ -172,50 +160,28 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 		if err := checkListenAddr("--admin-addr", cfg.adminAddr); err != nil {
 			return err
 		}
-	} else if len(cfg.adminHosts) > 0 {
+	} else if len(cfg.AdminHosts) > 0 {
 		return cli.Usagef("--admin-host needs --admin-addr: there is no admin listener without it")
 	}
 	if cfg.shutdownDelay < 0 {
 		return cli.Usagef("--shutdown-delay must be 0 or more")
 	}
-	if cfg.dbTimeout <= 0 {
+	if cfg.DBTimeout <= 0 {
 		return cli.Usagef("--db-timeout must be above 0")
 	}
-	if cfg.banAfter < 0 || cfg.banFor <= 0 {
+	if cfg.BanAfter < 0 || cfg.BanFor <= 0 {
 		return cli.Usagef("--ban-after must be 0 or more and --ban-for above 0")
 	}
-	if cfg.redis != "" {
-		if _, err := limits.RedisOptions(cfg.redis); err != nil {
+	if cfg.Redis != "" {
+		if _, err := limits.RedisOptions(cfg.Redis); err != nil {
 			return cli.Usagef("%v", err)
 		}
 	}
-	if store.IsPostgresURL(cfg.DB) && cfg.redis == "" {
+	if store.IsPostgresURL(cfg.DB) && cfg.Redis == "" {
 		return cli.Usagef("a PostgreSQL --db needs --redis redis://HOST:PORT/N: the servers sharing the database must share " +
 			"the rate limits too, or N servers would each grant a key its whole limit")
 	}
 	return nil
-}
-
-func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, cli.Usagef("--log-level must be debug, info, warn or error, not %q", level)
-	}
-	switch format {
-	case "text", "json":
-		return slog.New(logline.NewHandler(w, format == "json", lvl)), nil
-	}
-	return nil, cli.Usagef("--log-format must be text or json, not %q", format)
-}
-
-// newMetrics makes a server's metrics (docs/observing.md), told the build
-// and the names of the series it counts by index: the 401s' reasons, the
-// 503s' causes, the webhook deliveries' outcomes.
-func newMetrics() *metrics.Metrics {
-	b := readBuildInfo()
-	return metrics.New(metrics.Build{Version: b.version, GoVersion: b.goVersion, Revision: b.revision}, metrics.Names{
-		AuthReasons: keyring.ReasonNames[:], DBCauses: domain.DBFailureNames[:], Deliveries: webhook.DeliveryOutcomeNames,
-	})
 }
 
 // serve runs the server until ctx ends, then shuts down gracefully: no new
@@ -224,9 +190,9 @@ func newMetrics() *metrics.Metrics {
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
 	var m *metrics.Metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
-		m = newMetrics()
+		m = server.NewMetrics(readBuildInfo().metrics())
 	}
-	if cfg.redis != "" {
+	if cfg.Redis != "" {
 		// go-redis has one logger for the whole process: this one.
 		redis.SetLogger(limits.RedisLog{Logger: logger})
 	}
@@ -234,11 +200,11 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	if err != nil {
 		return err
 	}
-	a, err := newApp(ctx, cfg, appDeps{now: time.Now, logger: logger, metrics: m})
+	a, err := server.New(ctx, cfg.Config, server.Deps{Now: time.Now, Logger: logger, Metrics: m, Files: files, Version: readBuildInfo().version})
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	defer a.Close()
 	ports, serving, err := openPorts(cfg, a, tr, logger)
 	defer func() {
 		for _, p := range ports {
@@ -249,17 +215,17 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 		return err
 	}
 	// Only now that the port is ours: the bootstrap key is printed once.
-	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), ports[0].ln.Addr()), stderr, logger); err != nil {
+	if err := bootstrapKey(ctx, a.Store(), cfg, baseURL(scheme(tr.api), ports[0].ln.Addr()), stderr, logger); err != nil {
 		return err
 	}
-	stopBackground := a.startBackground()
+	stopBackground := a.StartBackground()
 	defer stopBackground()
-	stopTransport, err := tr.start(ctx, a.store, ports)
+	stopTransport, err := tr.start(ctx, a.Store(), ports)
 	if err != nil {
 		return err
 	}
 	defer stopTransport()
-	return serveUntil(ctx, ports, cfg.shutdownDelay, a.draining, logger, logs, func() {
+	return serveUntil(ctx, ports, cfg.shutdownDelay, a.Draining(), logger, logs, func() {
 		// Once the ports answer (the CA's challenges come to them), and
 		// the first certificates are in, or the wait for them is over.
 		if tr.acme != nil {
@@ -272,7 +238,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 
 // openPorts takes the API's port, then the admin listener's and the plain
 // HTTP one's when they are asked for; serving is what the log says of them.
-func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (ports []port, serving []any, _ error) {
+func openPorts(cfg serveConfig, a *server.App, tr *transport, logger *slog.Logger) (ports []port, serving []any, _ error) {
 	// open takes addr for srv; which names the flag in an error.
 	open := func(name, addr, which string, srv *http.Server) error {
 		ln, err := net.Listen("tcp", addr)
@@ -283,18 +249,18 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 		serving = append(serving, name, scheme(srv.TLSConfig)+"://"+ln.Addr().String())
 		return nil
 	}
-	if err := open("addr", cfg.addr, "", tr.strict(httpServer(a.handler, apiLimits, logger, tr.api))); err != nil {
+	if err := open("addr", cfg.addr, "", tr.strict(httpServer(a.Handler(), apiLimits, logger, tr.api))); err != nil {
 		return ports, nil, err
 	}
-	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn)
+	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.LimitsIn())
 	if cfg.adminAddr != "" {
-		if err := open("admin", cfg.adminAddr, " (--admin-addr)", tr.strict(httpServer(a.adminHandler, apiLimits.admin(), logger, tr.admin))); err != nil {
+		if err := open("admin", cfg.adminAddr, " (--admin-addr)", tr.strict(httpServer(a.AdminHandler(), apiLimits.admin(), logger, tr.admin))); err != nil {
 			return ports, nil, err
 		}
 	}
 	if h := cfg.https.httpAddr; h != "" {
 		_, httpsPort := splitPort(ports[0].ln.Addr().String())
-		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.handler, tr.acme, cfg.https.domains, httpsPort, logger, a.metrics), apiLimits, logger, nil)); err != nil {
+		if err := open("http", h, " (--http-addr)", httpServer(plainHandler(a.Handler(), tr.acme, cfg.https.domains, httpsPort, logger, a.Metrics()), apiLimits, logger, nil)); err != nil {
 			return ports, nil, err
 		}
 	}

@@ -25,7 +25,7 @@ import (
 )
 
 // stallFor is how long a stall lasts: several deadlines.
-const stallFor = 4 * testDBTimeout
+const stallFor = 4 * testkit.DBTimeout
 
 func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,16 +39,16 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
-			dbProxy, dbVia := faultProxyTo(t, db)
-			redisProxy, redisVia := faultProxyTo(t, redisURL)
+			dbProxy, dbVia := testkit.FaultProxyTo(t, db)
+			redisProxy, redisVia := testkit.FaultProxyTo(t, redisURL)
 			key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "stall",
 				"--rpm", "100000000", "--rpd", "1000000000")
 			var servers []*inProcess
 			for range 2 {
 				servers = append(servers, runServing(t, nil, "serve", "--addr", "127.0.0.1:0",
-					"--db", dbVia, "--redis", redisVia, "--db-timeout", testDBTimeout.String()))
+					"--db", dbVia, "--redis", redisVia, "--db-timeout", testkit.DBTimeout.String()))
 			}
-			var stalled []*faultProxy
+			var stalled []*testkit.FaultProxy
 			if tc.stallDatabase {
 				stalled = append(stalled, dbProxy)
 			}
@@ -57,16 +57,16 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 			}
 
 			load := startStallLoad(t, servers, key)
-			time.Sleep(testDBTimeout)
+			time.Sleep(testkit.DBTimeout)
 			for _, p := range stalled {
-				p.set("stall")
+				p.Set("stall")
 			}
 			time.Sleep(stallFor)
 			for _, p := range stalled {
-				p.set("pass")
+				p.Set("pass")
 			}
 			load.waitReady()
-			time.Sleep(testDBTimeout)
+			time.Sleep(testkit.DBTimeout)
 			// A server notices the heal of Redis at its next try, which
 			// its fallback makes at most every 500 ms and a lease may put
 			// off: the load goes on until every outage logged has ended.
@@ -119,10 +119,10 @@ type stallLoad struct {
 	lastID  atomic.Int64 // the highest id a 201 gave
 
 	mu        sync.Mutex
-	answers   map[string]int    // "POST 201", "GET /readyz 503" ...: how many
-	created   map[string]apiPet // by name, the pet its 201 gave
-	unsettled map[string]string // by name, the body of a create answered 503
-	readyz    map[int][]int     // by server, each /readyz status in order
+	answers   map[string]int         // "POST 201", "GET /readyz 503" ...: how many
+	created   map[string]testkit.Pet // by name, the pet its 201 gave
+	unsettled map[string]string      // by name, the body of a create answered 503
+	readyz    map[int][]int          // by server, each /readyz status in order
 	slowest   map[string]time.Duration
 }
 
@@ -132,7 +132,7 @@ const stallMargin = 700 * time.Millisecond
 func startStallLoad(t *testing.T, servers []*inProcess, key string) *stallLoad {
 	l := &stallLoad{
 		t: t, client: faultClient(16), servers: servers, key: key, done: make(chan struct{}),
-		answers: map[string]int{}, created: map[string]apiPet{}, unsettled: map[string]string{},
+		answers: map[string]int{}, created: map[string]testkit.Pet{}, unsettled: map[string]string{},
 		readyz: map[int][]int{}, slowest: map[string]time.Duration{},
 	}
 	for g := range 4 {
@@ -187,8 +187,8 @@ func (l *stallLoad) send(server int, method, target, body string, ok []int, head
 	case !slices.Contains(ok, res.status):
 		l.t.Errorf("%s %s on server %d: %d %s, want %v or 503", method, target, server, res.status, res.body, ok)
 	}
-	if took > testDBTimeout+stallMargin {
-		l.t.Errorf("%s %s on server %d answered %d after %v, want within %v", method, target, server, res.status, took, testDBTimeout+stallMargin)
+	if took > testkit.DBTimeout+stallMargin {
+		l.t.Errorf("%s %s on server %d answered %d after %v, want within %v", method, target, server, res.status, took, testkit.DBTimeout+stallMargin)
 	}
 	return res
 }
@@ -198,7 +198,7 @@ func (l *stallLoad) send(server int, method, target, body string, ok []int, head
 func (l *stallLoad) creates(g int) {
 	for n := 0; l.running(); n++ {
 		name := fmt.Sprintf("stall %d-%d", g, n)
-		body := faultNewPetBody(apiPet{Name: name, CategoryID: int64(g + 1)})
+		body := faultNewPetBody(testkit.Pet{Name: name, CategoryID: int64(g + 1)})
 		res := l.send((g+n)%2, "POST", "/v1/pets", body, []int{http.StatusCreated}, "Idempotency-Key", name)
 		l.mu.Lock()
 		switch res.status {
@@ -311,7 +311,7 @@ func (l *stallLoad) checkStored(db string) {
 		l.t.Fatal(err)
 	}
 	defer store.Close()
-	stored := storedByName(l.t, store)
+	stored := testkit.StoredByName(l.t, store)
 	for name, p := range l.created {
 		if ids := stored[name]; len(ids) != 1 || ids[0] != p.ID {
 			l.t.Errorf("%q, acknowledged as pet %d, is stored as %v", name, p.ID, ids)
@@ -329,35 +329,35 @@ func (l *stallLoad) checkStored(db string) {
 // give up after it, and run returns. Nothing acknowledged is lost.
 func TestShutdownDuringAStallEndsInTimeAndLosesNothing(t *testing.T) {
 	db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
-	dbProxy, dbVia := faultProxyTo(t, db)
+	dbProxy, dbVia := testkit.FaultProxyTo(t, db)
 	key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "stop",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	p := runServing(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", dbVia, "--redis", redisURL,
-		"--db-timeout", testDBTimeout.String())
+		"--db-timeout", testkit.DBTimeout.String())
 	client := faultClient(8)
 	defer client.CloseIdleConnections()
 	var acked []string
 	for i := range 10 {
 		name := fmt.Sprintf("before the stop %d", i)
-		if res := faultDo(client, "POST", p.url+"/v1/pets", key, faultNewPetBody(apiPet{Name: name, CategoryID: 1})); res.status == http.StatusCreated {
+		if res := faultDo(client, "POST", p.url+"/v1/pets", key, faultNewPetBody(testkit.Pet{Name: name, CategoryID: 1})); res.status == http.StatusCreated {
 			acked = append(acked, name)
 		}
 	}
 
-	dbProxy.set("stall")
+	dbProxy.Set("stall")
 	inFlight := make([]faultResult, 4)
 	var wg sync.WaitGroup
 	for i := range inFlight {
 		wg.Go(func() {
-			inFlight[i] = faultDo(client, "POST", p.url+"/v1/pets", key, faultNewPetBody(apiPet{Name: "in flight", CategoryID: 2}))
+			inFlight[i] = faultDo(client, "POST", p.url+"/v1/pets", key, faultNewPetBody(testkit.Pet{Name: "in flight", CategoryID: 2}))
 		})
 	}
-	time.Sleep(testDBTimeout / 3)
+	time.Sleep(testkit.DBTimeout / 3)
 	start := time.Now()
 	p.cancel()
 	// The requests end by the deadline; then the background work and its
 	// last writes of usage and last uses, each bounded by it too.
-	bound := 4*testDBTimeout + time.Second
+	bound := 4*testkit.DBTimeout + time.Second
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
@@ -373,13 +373,13 @@ func TestShutdownDuringAStallEndsInTimeAndLosesNothing(t *testing.T) {
 		}
 	}
 
-	dbProxy.set("pass")
+	dbProxy.Set("pass")
 	store, err := store.OpenPostgres(context.Background(), db, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	stored := storedByName(t, store)
+	stored := testkit.StoredByName(t, store)
 	for _, name := range acked {
 		if len(stored[name]) != 1 {
 			t.Errorf("%q, acknowledged before the stop, is stored as %v", name, stored[name])

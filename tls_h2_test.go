@@ -207,7 +207,7 @@ func TestEveryAnswerOfBothTLSListenersCarriesHSTS(t *testing.T) {
 	client := ca.client()
 	defer client.CloseIdleConnections()
 	for _, u := range []string{p.url + "/nothing", "https://" + admin[1] + "/nothing"} {
-		resp, _ := fetch(t, client, "GET", u, "", "")
+		resp, _ := testkit.Fetch(t, client, "GET", u, "", "")
 		if resp.ProtoMajor != 2 || resp.Header.Get("Strict-Transport-Security") == "" {
 			t.Errorf("GET %s over %s: no Strict-Transport-Security, or not HTTP/2", u, resp.Proto)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"petstore/internal/certs"
 	"petstore/internal/httpapi"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -138,7 +139,7 @@ func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 	}
 	// Plain HTTP to the HTTPS port: 400 https_required, in the Error shape.
 	plain := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
-	resp2, body := fetch(t, plain, "GET", strings.Replace(p.url, "https://", "http://", 1)+"/v1/pets", key, "")
+	resp2, body := testkit.Fetch(t, plain, "GET", strings.Replace(p.url, "https://", "http://", 1)+"/v1/pets", key, "")
 	if resp2.StatusCode != 400 || !strings.Contains(body, `"code":"https_required"`) || !strings.Contains(body, "use https") {
 		t.Errorf("plain HTTP to the HTTPS port: %d %s, want 400 https_required", resp2.StatusCode, body)
 	}
@@ -363,7 +364,7 @@ func TestHTTPPortBesideCertificateFiles(t *testing.T) {
 		{"/v1/pets", 400, ""},
 		{"/v1", 400, ""},
 	} {
-		resp, body := fetch(t, plain, "GET", m[1]+tc.path, "", "")
+		resp, body := testkit.Fetch(t, plain, "GET", m[1]+tc.path, "", "")
 		if resp.StatusCode != tc.status || resp.Header.Get("Location") != tc.location {
 			t.Errorf("GET %s on the plain port: %d to %q, want %d to %q", tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.status, tc.location)
 		}
@@ -431,7 +432,7 @@ func TestPlainPortRefusesAKeyWhateverThePath(t *testing.T) {
 	follower.CheckRedirect = nil // Go's default: follow, with Authorization to the same host
 	defer follower.CloseIdleConnections()
 	for _, path := range []string{"//v1/pets", "/x/../v1/pets", "/v1/../v1/pets", "/docs", "/"} {
-		resp, body := fetch(t, follower, "GET", "http://"+m[1]+path, key, "")
+		resp, body := testkit.Fetch(t, follower, "GET", "http://"+m[1]+path, key, "")
 		if resp.StatusCode != 400 || resp.Request.URL.Scheme != "http" || !strings.Contains(body, `"code":"https_required"`) {
 			t.Errorf("a Go client that follows redirects, GET %s with a key: %d from %s, want 400 https_required from the plain port and no second hop: %s",
 				path, resp.StatusCode, resp.Request.URL, body)
@@ -443,7 +444,7 @@ func TestPlainPortRefusesAKeyWhateverThePath(t *testing.T) {
 // a Host it was sent: another name or an address is refused 421.
 func TestPlainRedirectNamesOnlyTheConfiguredNames(t *testing.T) {
 	names := []string{"api.petstore.test", "www.petstore.test"}
-	h := plainHandler(http.NotFoundHandler(), nil, names, 443, discardLogger(), nil)
+	h := plainHandler(http.NotFoundHandler(), nil, names, 443, testkit.DiscardLogger(), nil)
 	for _, tc := range []struct {
 		names    []string
 		host     string
@@ -463,14 +464,14 @@ func TestPlainRedirectNamesOnlyTheConfiguredNames(t *testing.T) {
 		{nil, "", ""},
 	} {
 		if tc.names == nil {
-			h = plainHandler(http.NotFoundHandler(), nil, nil, 443, discardLogger(), nil)
+			h = plainHandler(http.NotFoundHandler(), nil, nil, 443, testkit.DiscardLogger(), nil)
 		}
 		req := httptest.NewRequest("GET", "/docs?a=1", nil)
 		req.Host = tc.host
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		if tc.location == "" {
-			wantError(t, w, http.StatusMisdirectedRequest, httpapi.CodeMisdirectedRequest, "does not serve the Host")
+			servertest.WantError(t, w, http.StatusMisdirectedRequest, httpapi.CodeMisdirectedRequest, "does not serve the Host")
 			if loc := w.Header().Get("Location"); loc != "" {
 				t.Errorf("Host %q: Location %q, want none", tc.host, loc)
 			}

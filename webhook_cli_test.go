@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -41,7 +42,7 @@ func TestWebhooksCommands(t *testing.T) {
 			t.Fatalf("webhooks list --json: %v %s", err, res.stdout)
 		}
 		if l := listed[0]; l["url"] != "https://user:pw@hooks.example.com/in?token=abc" || l["enabled"] != true || l["lastStatus"] != nil ||
-			jsonString(l["events"]) != `["key.created","key.expiring"]` || jsonString(l["id"]) != id {
+			testkit.JSONString(l["events"]) != `["key.created","key.expiring"]` || testkit.JSONString(l["id"]) != id {
 			t.Errorf("listed %v", l)
 		}
 		res = petstore(t, nil, "webhooks", "rotate", "--db", db, id, "--overlap", "1h")
@@ -135,7 +136,7 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 // signatures.
 func TestWebhooksSurviveKill9(t *testing.T) {
 	t.Parallel()
-	eachStoreInDir(t, func(t *testing.T, dir, db string) {
+	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusServiceUnavailable })
 		rc.RetryAfter = "10" // the retries wait past the kill

@@ -1,7 +1,14 @@
 package testkit
 
 import (
+	"bytes"
+	"context"
 	"database/sql"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"testing"
 )
@@ -27,4 +34,100 @@ func SeedPets(tb testing.TB, db *sql.DB, n int) {
 	if err := tx.Commit(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Pet is a Pet as a client reads it off the wire.
+type Pet struct {
+	ID         int64   `json:"id"`
+	Name       string  `json:"name"`
+	CategoryID int64   `json:"categoryId"`
+	Status     *string `json:"status"`
+}
+
+// WantJSON fails unless the response says its body is application/json.
+func WantJSON(t testing.TB, w *httptest.ResponseRecorder) {
+	t.Helper()
+	ct := w.Header().Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		t.Errorf("Content-Type = %q, want application/json", ct)
+	}
+}
+
+// ReadPet decodes one Pet and checks it has exactly the fields of openapi.yaml:
+// id, name, categoryId and, when given, a non-null status.
+func ReadPet(t testing.TB, raw []byte) Pet {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		t.Fatalf("pet is not a JSON object: %v: %s", err, raw)
+	}
+	for name := range fields {
+		switch name {
+		case "id", "name", "categoryId", "status":
+		default:
+			t.Errorf("pet has unexpected field %q: %s", name, raw)
+		}
+	}
+	for _, name := range []string{"id", "name", "categoryId"} {
+		if _, ok := fields[name]; !ok {
+			t.Errorf("pet has no %q: %s", name, raw)
+		}
+	}
+	if st, ok := fields["status"]; ok && string(st) == "null" {
+		t.Errorf("pet has status null; it must be absent instead: %s", raw)
+	}
+	var p Pet
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatalf("pet fields have the wrong types: %v: %s", err, raw)
+	}
+	return p
+}
+
+// ReadPets decodes a listPets body, which must be a plain JSON array.
+func ReadPets(t testing.TB, w *httptest.ResponseRecorder) []Pet {
+	t.Helper()
+	if w.Code != http.StatusOK {
+		t.Fatalf("list: HTTP status = %d, want 200; body: %s", w.Code, w.Body)
+	}
+	WantJSON(t, w)
+	body := bytes.TrimSpace(w.Body.Bytes())
+	if len(body) == 0 || body[0] != '[' {
+		t.Fatalf("list body is not a JSON array: %s", body)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		t.Fatalf("list body is not a JSON array: %v: %s", err, body)
+	}
+	pets := make([]Pet, 0, len(raws))
+	for _, raw := range raws {
+		pets = append(pets, ReadPet(t, raw))
+	}
+	return pets
+}
+
+var NextLinkRE = regexp.MustCompile(`^<([^>]*)>;\s*rel="next"$`)
+
+// StoredByName reads every pet the database holds: the ids stored under
+// each name.
+func StoredByName(t *testing.T, store PetScanner) map[string][]int64 {
+	t.Helper()
+	stored := map[string][]int64{}
+	for after := int64(0); ; {
+		n, err := store.ScanPets(context.Background(), after, 1000, func(id int64, name []byte, _ int64, _ []byte) {
+			stored[string(name)] = append(stored[string(name)], id)
+			after = id
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 1000 {
+			return stored
+		}
+	}
+}
+
+// PetScanner reads the pets a store holds in id order, as the stores do.
+type PetScanner interface {
+	ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error)
 }

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"petstore/internal/cli"
+)
+
+// The commands of internal/cli that the server's tests run on a server's
+// database, as petstore runs them: by name, with no environment, and with
+// its exit status (the command line itself is tested in the root).
+
+// cliResult is what a command wrote and its exit status.
+type cliResult struct {
+	stdout, stderr string
+	code           int // exit status
+}
+
+// cliCommandsByName are the commands these tests run.
+var cliCommandsByName = map[string]func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error{
+	"keys create": cli.KeysCreate, "keys update": cli.KeysUpdate, "keys list": cli.KeysList,
+	"audit": cli.Audit, "copy": cli.Copy, "webhooks add": cli.WebhooksAdd, "admin create": cli.AdminCreate,
+}
+
+// viaCLI runs the command args begin with, with env as its only PETSTORE_*
+// variables: exit status 2 for a usage mistake, 1 for another failure.
+func viaCLI(t *testing.T, env map[string]string, args ...string) cliResult {
+	t.Helper()
+	name, rest := args[0], args[1:]
+	command, ok := cliCommandsByName[name]
+	if !ok && len(args) > 1 {
+		name, rest = args[0]+" "+args[1], args[2:]
+		command, ok = cliCommandsByName[name]
+	}
+	if !ok {
+		t.Fatalf("no command %q among the tests' own", strings.Join(args, " "))
+	}
+	var stdout, stderr bytes.Buffer
+	err := command(context.Background(), rest, func(name string) string { return env[name] }, &stdout, &stderr)
+	code := 0
+	if err != nil {
+		fmt.Fprintf(&stderr, "petstore: %v\n", err)
+		code = 1
+		if usage := (*cli.UsageError)(nil); errors.As(err, &usage) {
+			code = 2
+		}
+	}
+	return cliResult{stdout.String(), stderr.String(), code}
+}
+
+// wantFailure checks a failed command: the exit status, nothing on standard
+// output, and one line on standard error that starts "petstore: ".
+func wantFailure(t *testing.T, res cliResult, code int) {
+	t.Helper()
+	if res.code != code {
+		t.Errorf("exit status %d, want %d; stderr:\n%s", res.code, code, res.stderr)
+	}
+	if res.stdout != "" {
+		t.Errorf("standard output %q, want nothing", res.stdout)
+	}
+	msg := strings.TrimSuffix(res.stderr, "\n")
+	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "petstore: ") || len(msg) == len("petstore: ") {
+		t.Errorf("standard error %q, want one line starting \"petstore: \" that names the problem", res.stderr)
+	}
+	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
+		t.Errorf("standard error holds a panic: %s", res.stderr)
+	}
+}

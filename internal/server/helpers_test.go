@@ -1,0 +1,320 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/internal/cli"
+	"petstore/internal/domain"
+	"petstore/internal/logline"
+	"petstore/internal/manage"
+	"petstore/internal/metrics"
+	"petstore/internal/store"
+	"petstore/internal/testkit"
+)
+
+// The files the root embeds and passes to the wiring (Deps.Files), read
+// from the source tree: the API documents, webui/ and console/.
+var (
+	rootFiles        = os.DirFS("../..")
+	openapiYAML      = mustReadRoot("openapi.yaml")
+	adminOpenAPIYAML = mustReadRoot("admin-openapi.yaml")
+	docsFiles        = rootFiles
+	consoleFiles     = rootFiles
+)
+
+func mustReadRoot(name string) []byte {
+	b, err := fs.ReadFile(rootFiles, name)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// newMetrics are a test server's metrics, of a build that says nothing of
+// itself.
+func newMetrics() *metrics.Metrics {
+	return NewMetrics(metrics.Build{Version: "(devel)", GoVersion: runtime.Version(), Revision: "unknown"})
+}
+
+// fakeClock is the one clock of a test: the limiter, the store and the
+// idempotency window read it, and the test moves it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// testServer is the server serve runs (newApp), on a real SQLite file in
+// a temporary directory or on a fresh schema of the PETSTORE_TEST_POSTGRES
+// database, with a fake clock.
+type testServer struct {
+	*App
+	t      testing.TB
+	sqlite *store.SQLite   // nil on PostgreSQL
+	pg     *store.Postgres // nil on SQLite
+	// wrapped is the store under the deadline and the timing: the engine,
+	// or what opts.wrapStore made of it.
+	wrapped store.Storage
+	clock   *fakeClock
+	dbPath  string
+	opts    testOptions
+	// cfg and deps are what the app was built from, as serve's flags and
+	// the test's clock.
+	cfg  Config
+	deps Deps
+	// redisPrefix is the test's own part of Redis, shared by the servers a
+	// test starts on it (otherServer) and no other test.
+	redisPrefix string
+}
+
+type testOptions struct {
+	env        string
+	trustProxy bool
+	banAfter   int
+	banFor     time.Duration
+	logger     *slog.Logger
+	// petsFromDatabase keeps reads on SQLite, as while the in-memory copy
+	// of the pets is still being made after a start.
+	petsFromDatabase bool
+	// postgres puts the server on PostgreSQL (reads always go to the
+	// database there); the test is skipped without PETSTORE_TEST_POSTGRES.
+	postgres bool
+	// db, when set, is an existing database to serve instead of a fresh one.
+	db string
+	// redis limits through the tests' Redis (testRedisURL; the test is
+	// skipped without one) instead of in process; redisURL, when set, reaches it
+	// another way (through a proxy the test can cut).
+	redis    bool
+	redisURL string
+	// wrapStore, when set, is what the server sees of the store: a test
+	// may count or fail its calls.
+	wrapStore func(store.Storage) store.Storage
+	// metrics, when set, records what the server does.
+	metrics *metrics.Metrics
+	// dbTimeout is --db-timeout; 0: its default.
+	dbTimeout time.Duration
+	// webhookAllowPrivate is --webhook-allow-private: webhooks may go to
+	// the test's receivers on loopback.
+	webhookAllowPrivate bool
+}
+
+// eachStore runs test once on SQLite and once on PostgreSQL: the contract
+// holds on both.
+func eachStore(t *testing.T, test func(t *testing.T, opts testOptions)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { test(t, testOptions{}) })
+	t.Run("postgres", func(t *testing.T) { test(t, testOptions{postgres: true}) })
+}
+
+// eachStoreWithKey runs test on SQLite and on PostgreSQL, each time with a
+// new server and a key of plan.
+func eachStoreWithKey(t *testing.T, plan string, test func(t *testing.T, s *testServer, key string)) {
+	t.Helper()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		s := newTestServerWith(t, opts)
+		test(t, s, s.mustCreateKey(plan))
+	})
+}
+
+func newTestServer(t testing.TB) *testServer {
+	return newTestServerWith(t, testOptions{})
+}
+
+func newTestServerWith(t testing.TB, opts testOptions) *testServer {
+	t.Helper()
+	s := &testServer{t: t, clock: newFakeClock(), opts: opts.withDefaults()}
+	s.cfg = s.opts.Config(t)
+	s.dbPath = s.cfg.DB
+	if opts.redis {
+		s.redisPrefix = testkit.RedisPrefix(t)
+		s.cfg.Redis = cmp.Or(opts.redisURL, testkit.RedisURL(t))
+	}
+	s.deps = Deps{Now: s.clock.now, Logger: s.opts.logger, Metrics: opts.metrics, Files: rootFiles,
+		RedisPrefix: s.redisPrefix, ScriptNow: s.clock.now,
+		WrapStore: func(st store.Storage) store.Storage {
+			s.sqlite, _ = st.(*store.SQLite)
+			s.pg, _ = st.(*store.Postgres)
+			s.wrapped = st
+			if opts.wrapStore != nil {
+				s.wrapped = opts.wrapStore(st)
+			}
+			return s.wrapped
+		}}
+	a, err := New(context.Background(), s.cfg, s.deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	s.App = a
+	if !opts.petsFromDatabase {
+		if err := s.pets.Load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func (o testOptions) withDefaults() testOptions {
+	o.env = cmp.Or(o.env, "production")
+	o.banAfter = cmp.Or(o.banAfter, 10)
+	o.banFor = cmp.Or(o.banFor, 15*time.Minute)
+	o.dbTimeout = cmp.Or(o.dbTimeout, DefaultDBTimeout)
+	if o.logger == nil {
+		o.logger = slog.New(logline.NewHandler(io.Discard, false, slog.LevelInfo))
+	}
+	return o
+}
+
+// Config is the command line of serve for o: a new database in a
+// temporary directory or a fresh PostgreSQL schema, unless o names one.
+func (o testOptions) Config(t testing.TB) Config {
+	db := o.db
+	if db == "" {
+		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
+	}
+	return Config{DBFlags: cli.DBFlags{Env: o.env, DB: db}, TrustProxy: o.trustProxy, BanAfter: o.banAfter, BanFor: o.banFor, DBTimeout: o.dbTimeout,
+		WebhookAllowPrivate: o.webhookAllowPrivate}
+}
+
+// restartLimiter gives the server a new limiter of its kind, with the bans
+// the database holds, and a new audit log, as a restart of the server does:
+// one in process starts from the database, one on Redis finds there what
+// the last one left. The
+// store, keys and pets stay.
+func (s *testServer) restartLimiter() {
+	s.t.Helper()
+	limiter, _, closeLimiter, bans, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { closeLimiter() })
+	restarted := *s.App
+	restarted.limiter, restarted.bans = limiter, bans
+	restarted.audit = newAuditLog(s.cfg.Env, s.clock.now, s.opts.logger)
+	restarted.handler = newServer(&restarted)
+	restarted.adminHandler = newAdminServer(&restarted)
+	s.App = &restarted
+}
+
+// flushAudit writes the events the server recorded, as its flush every
+// usageFlushEvery does.
+func (s *testServer) flushAudit() {
+	s.t.Helper()
+	if err := s.audit.flush(context.Background(), s.store.AddBans); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// forEachLimiter runs test against every rate limiter: in process, and on
+// the tests' Redis (testRedisURL). A rule proven on one is proven on both.
+func forEachLimiter(t *testing.T, opts testOptions, test func(t *testing.T, s *testServer)) {
+	for _, kind := range []string{"in-process", "redis"} {
+		t.Run(kind, func(t *testing.T) {
+			o := opts
+			o.redis = kind == "redis"
+			test(t, newTestServerWith(t, o))
+		})
+	}
+}
+
+// testActor is who makes the changes to keys that tests make through the
+// store, for their audit events.
+const testActor = "tester@test"
+
+// mustCreateKey makes a key of plan (custom limits for enterprise) with
+// every scope and returns its token.
+func (s *testServer) mustCreateKey(plan string, lim ...domain.Limits) string {
+	s.t.Helper()
+	_, token := s.mustCreate(s.keyTerms(plan, lim...))
+	return token
+}
+
+// keyTerms are the terms of a key named test of plan (custom limits for
+// enterprise), with every scope, on the server's environment.
+func (s *testServer) keyTerms(plan string, lim ...domain.Limits) domain.Key {
+	l := domain.Plans[plan]
+	if len(lim) > 0 {
+		l = lim[0]
+	}
+	return domain.Key{Env: s.env, Name: "test", Plan: plan, PerMinute: l.PerMinute, PerDay: l.PerDay, Scopes: domain.AllScopes}
+}
+
+// mustCreate stores a key on terms and returns it with its token.
+func (s *testServer) mustCreate(terms domain.Key) (domain.Key, string) {
+	s.t.Helper()
+	k, token, err := manage.CreateKey(context.Background(), s.store, terms, testActor)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return k, token
+}
+
+// do sends a request through the handler. key "" sends no Authorization.
+func (s *testServer) do(method, target, key, body string, header ...string) *httptest.ResponseRecorder {
+	s.t.Helper()
+	return s.send(s.handler, method, target, key, body, header...)
+}
+
+// admin sends a request to the admin listener's handler, with token as its
+// bearer credential ("" sends none), as a client on its host does.
+func (s *testServer) admin(method, target, token, body string, header ...string) *httptest.ResponseRecorder {
+	s.t.Helper()
+	return s.send(onAdminHost(s.adminHandler), method, target, token, body, header...)
+}
+
+// onAdminHost is h with each request sent to Host localhost:9090, a name
+// the admin listener answers to (httptest's requests have example.com).
+func onAdminHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Host = "localhost:9090"
+		h.ServeHTTP(w, r)
+	})
+}
+
+// eachStoreInDir runs test on SQLite and on PostgreSQL, each time with a
+// new directory to work in and a new database: a file in it, or a fresh
+// PostgreSQL schema.
+func eachStoreInDir(t *testing.T, test func(t *testing.T, dir, db string)) {
+	t.Helper()
+	eachStore(t, func(t *testing.T, opts testOptions) {
+		dir := t.TempDir()
+		test(t, dir, opts.dbAt(t, filepath.Join(dir, "petstore.db")))
+	})
+}
+
+// dbAt returns where a test's database lives: path on SQLite, or on
+// PostgreSQL the URL of a fresh schema.
+func (o testOptions) dbAt(t testing.TB, path string) string {
+	t.Helper()
+	if o.postgres {
+		return testkit.PostgresURL(t)
+	}
+	return path
+}

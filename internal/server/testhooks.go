@@ -1,0 +1,21 @@
+package server
+
+import (
+	"context"
+
+	"petstore/internal/keyring"
+)
+
+// The hooks below are for the tests of a running server in other packages
+// (internal/servertest), which must do at once what the server does in the
+// background. Nothing else calls them.
+
+// LoadPets fills the copy of the pets, as StartBackground does at a start.
+func (a *App) LoadPets(ctx context.Context) error { return a.pets.Load(ctx) }
+
+// Keys is the server's keyring, which a test refreshes at once.
+func (a *App) Keys() *keyring.Ring { return a.keys }
+
+// FlushBans stores the bans this server started, as its flush every
+// limits.UsageFlushEvery does.
+func (a *App) FlushBans(ctx context.Context) error { return a.storeBans(ctx) }
