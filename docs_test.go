@@ -375,14 +375,14 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 			vars["KEY"] = string(out)
 			continue
 		}
-		if rest, ok := strings.CutPrefix(step.command, "KEY=$(go run . "); ok {
+		if name, rest, ok := strings.Cut(step.command, "=$(go run . "); ok && !strings.ContainsAny(name, " $") {
 			res := runBinary(t, dir, nil, strings.Fields(strings.TrimSuffix(rest, ")"))...)
 			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 			if res.code != 0 || !cliAnyKey.MatchString(lines[len(lines)-1]) {
 				t.Fatalf("%s: exit %d, stdout %q, stderr %s", step.command, res.code, res.stdout, res.stderr)
 			}
-			vars["KEY"] = lines[len(lines)-1]
-			server.keysSent = append(server.keysSent, vars["KEY"])
+			vars[name] = lines[len(lines)-1]
+			server.keysSent = append(server.keysSent, vars[name])
 			continue
 		}
 		words := shellWords(step.command, vars)
