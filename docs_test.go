@@ -142,7 +142,8 @@ var otherToolsFlags = []string{
 	"interval", "timeout", "start-period", "retries", // Docker's HEALTHCHECK
 	"yes", "fuzz", "fuzztime", "bench", "benchmem", "benchtime", "count", "run", "race", "short", "load", "short", // npx, go test
 	"latency", "trimpath", "ldflags", "skip-systemctl-redirect", // wrk, go build, pg_ctlcluster
-	"h1", // h2load
+	"h1",                // h2load
+	"cacert", "resolve", // curl
 }
 
 // helpFlags runs every command petstore knows with -h and returns each flag
