@@ -51,7 +51,8 @@ func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 	for i := range servers {
 		addrs[i] = [2]string{testkit.FreeAddr(t), testkit.FreeAddr(t)}
 		servers[i] = launchPetstore(t, t.TempDir(), "--db", db, "--acme-domain", domain, "--acme-ca", pebble.directory,
-			"--acme-ca-root", pebble.rootFile, "--addr", addrs[i][0], "--http-addr", addrs[i][1])
+			"--acme-ca-root", pebble.rootFile, "--addr", addrs[i][0], "--http-addr", addrs[i][1],
+			"--log-level", "debug") // certmagic's steps, which the relay and the checks read, are DEBUG
 	}
 	// The one that did not order, once the other says it solves a challenge.
 	other := func(port int) func() string {

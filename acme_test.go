@@ -70,6 +70,7 @@ func TestACMECertificateFromPebble(t *testing.T) {
 		}
 	}
 	checkCachePermissions(t, filepath.Join(dir, "petstore-acme"))
+	certmagicQuietAtInfo(t, p.stderr.String())
 
 	// petstore healthcheck, as the systemd unit runs it: the server's own
 	// PETSTORE_ACME_DOMAIN and PETSTORE_ADDR.
@@ -116,42 +117,107 @@ func checkCachePermissions(t *testing.T, cache string) {
 }
 
 func init() {
-	// In tests, certmagic looks for certificates to renew every second,
-	// the first certificate is awaited 5 seconds, and the served ones'
-	// expiry is looked at every second.
-	certs.ACMERenewCheck, certs.ACMEFirstWait, certs.ACMEWatchEvery = time.Second, 5*time.Second, time.Second
+	// In tests, certmagic looks for certificates to renew every second and
+	// the first certificate is awaited 5 seconds. The served ones' expiry
+	// is looked at every minute, as in production: the expiry gauge must
+	// not wait for that look.
+	certs.ACMERenewCheck, certs.ACMEFirstWait = time.Second, 5*time.Second
 }
 
 // servedCert is the serial number of the certificate a new connection to
 // url gets for domain, from a client trusting only roots.
 func servedCert(t *testing.T, roots *x509.CertPool, url, domain string) (string, error) {
 	t.Helper()
+	leaf, err := servedLeaf(t, roots, url, domain)
+	if err != nil {
+		return "", err
+	}
+	return leaf.SerialNumber.String(), nil
+}
+
+// servedLeaf is the certificate a new connection to url gets for domain,
+// from a client trusting only roots.
+func servedLeaf(t *testing.T, roots *x509.CertPool, url, domain string) (*x509.Certificate, error) {
+	t.Helper()
 	client := trustingClient(roots, domain)
 	defer client.CloseIdleConnections()
 	resp, err := client.Get(url + "/healthz")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	resp.Body.Close()
-	return resp.TLS.PeerCertificates[0].SerialNumber.String(), nil
+	return resp.TLS.PeerCertificates[0], nil
+}
+
+// expiryGauge is petstore_tls_certificate_expiry_timestamp_seconds for
+// name on the admin listener at admin, 0 when it is not there.
+func expiryGauge(t *testing.T, admin, name string) int64 {
+	t.Helper()
+	f := scrapeAdmin(t, "http://"+admin)["petstore_tls_certificate_expiry_timestamp_seconds"]
+	for _, m := range f.GetMetric() {
+		if labelsOf(m)["name"] == name {
+			return int64(m.GetGauge().GetValue())
+		}
+	}
+	return 0
 }
 
 // A short-lived certificate is renewed on its own, and the new one served.
+// The expiry gauge shows each certificate as it arrives, never a minute
+// late: the first one's as the server says it serves, each renewal's as
+// it is served. certmagic's steps are DEBUG in the server's log; the
+// certificate obtained and renewed are INFO.
 func TestACMERenewsAShortLivedCertificate(t *testing.T) {
 	t.Parallel()
 	pebble := startPebble(t, 30*time.Second)
 	domain := "renewal.petstore.test" // certmagic's backoff after a failure is per name and process
-	p := runServing(t, nil, pebble.acmeArgs(filepath.Join(t.TempDir(), "petstore.db"), domain)...)
-	first, err := servedCert(t, pebble.issuing, p.url, domain)
+	admin := testkit.FreeAddr(t)
+	p := runServing(t, nil, append(pebble.acmeArgs(filepath.Join(t.TempDir(), "petstore.db"), domain), "--admin-addr", admin, "--log-level", "debug")...)
+	logOnFailure(t, p)
+	first, err := servedLeaf(t, pebble.issuing, p.url, domain)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := expiryGauge(t, admin, domain); got != first.NotAfter.Unix() {
+		t.Errorf("the expiry gauge right after the first certificate: %d, want its NotAfter %d", got, first.NotAfter.Unix())
+	}
+	var renewed *x509.Certificate
 	testkit.Eventually(t, 40*time.Second, "a renewed certificate served", func() bool {
-		serial, err := servedCert(t, pebble.issuing, p.url, domain)
-		return err == nil && serial != first
+		renewed, err = servedLeaf(t, pebble.issuing, p.url, domain)
+		return err == nil && renewed.SerialNumber.Cmp(first.SerialNumber) != 0
+	})
+	// Renewals come every few seconds: the gauge may be one ahead of the
+	// certificate served, never a minute behind.
+	testkit.Eventually(t, 3*time.Second, "the expiry gauge at the renewed certificate's NotAfter", func() bool {
+		renewed, err = servedLeaf(t, pebble.issuing, p.url, domain)
+		return err == nil && expiryGauge(t, admin, domain) == renewed.NotAfter.Unix() && renewed.NotAfter.After(first.NotAfter)
 	})
 	if n := pebble.issued(); n < 2 {
 		t.Errorf("Pebble issued %d certificates, want the first and its renewal", n)
+	}
+	for _, want := range []string{`level=INFO msg="certificate obtained successfully" component=acme`, `level=INFO msg="certificate renewed successfully" component=acme`} {
+		testkit.Eventually(t, 10*time.Second, want+" in the log", func() bool { return strings.Contains(p.stderr.String(), want) })
+	}
+	for _, step := range []string{`msg="started background certificate maintenance" component=acme cache=0x`, `msg="creating new account`,
+		`msg="acquiring lock"`, `msg="trying to solve challenge"`, `msg="replaced certificate in cache"`} {
+		if !strings.Contains(p.stderr.String(), "level=DEBUG "+step) || strings.Contains(p.stderr.String(), "level=INFO "+step) {
+			t.Errorf("certmagic's step %s not at DEBUG in the log", step)
+		}
+	}
+}
+
+// certmagicQuietAtInfo fails when a server's log at INFO holds certmagic's
+// steps, which are DEBUG: its cache's address, the account file it did not
+// find, its locks.
+func certmagicQuietAtInfo(t *testing.T, log string) {
+	t.Helper()
+	for _, step := range []string{"cache=0x", "creating new account", "no such file or directory", "acquiring lock", "trying to solve challenge"} {
+		if strings.Contains(log, step) {
+			t.Errorf("%q in the log at INFO, want certmagic's steps at DEBUG", step)
+		}
+	}
+	if want := `level=INFO msg="certificate obtained successfully" component=acme`; !strings.Contains(log, want) {
+		t.Errorf("no %s in the log", want)
 	}
 }
 
@@ -268,12 +334,12 @@ func TestACMETLSALPNChallenge(t *testing.T) {
 	const domain = "alpn.petstore.test"
 	p := runServing(t, nil, "serve", "--db", filepath.Join(t.TempDir(), "petstore.db"), "--acme-domain", domain,
 		"--acme-ca", pebble.directory, "--acme-ca-root", pebble.rootFile,
-		"--addr", "127.0.0.1:"+strconv.Itoa(pebble.tlsPort), "--http-addr", testkit.FreeAddr(t))
+		"--addr", "127.0.0.1:"+strconv.Itoa(pebble.tlsPort), "--http-addr", testkit.FreeAddr(t), "--log-level", "debug")
 	logOnFailure(t, p)
 	if _, err := servedCert(t, pebble.issuing, p.url, domain); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(p.stderr.String(), `msg="served key authentication certificate" component=acme challenge=tls-alpn-01`) {
+	if !strings.Contains(p.stderr.String(), `level=DEBUG msg="served key authentication certificate" component=acme challenge=tls-alpn-01`) {
 		t.Error("no TLS-ALPN-01 challenge answered")
 	}
 }

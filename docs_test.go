@@ -143,7 +143,8 @@ var otherToolsFlags = []string{
 	"interval", "timeout", "start-period", "retries", // Docker's HEALTHCHECK
 	"yes", "fuzz", "fuzztime", "bench", "benchmem", "benchtime", "count", "run", "race", "short", "load", "short", // npx, go test
 	"latency", "trimpath", "ldflags", "skip-systemctl-redirect", // wrk, go build, pg_ctlcluster
-	"h1", // h2load
+	"h1",                // h2load
+	"cacert", "resolve", // curl
 }
 
 // helpFlags runs every command petstore knows with -h and returns each flag
@@ -376,14 +377,14 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 			vars["KEY"] = string(out)
 			continue
 		}
-		if rest, ok := strings.CutPrefix(step.command, "KEY=$(go run . "); ok {
+		if name, rest, ok := strings.Cut(step.command, "=$(go run . "); ok && !strings.ContainsAny(name, " $") {
 			res := runBinary(t, dir, nil, strings.Fields(strings.TrimSuffix(rest, ")"))...)
 			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
 			if res.code != 0 || !cliAnyKey.MatchString(lines[len(lines)-1]) {
 				t.Fatalf("%s: exit %d, stdout %q, stderr %s", step.command, res.code, res.stdout, res.stderr)
 			}
-			vars["KEY"] = lines[len(lines)-1]
-			server.keysSent = append(server.keysSent, vars["KEY"])
+			vars[name] = lines[len(lines)-1]
+			server.keysSent = append(server.keysSent, vars[name])
 			continue
 		}
 		words := shellWords(step.command, vars)

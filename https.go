@@ -154,13 +154,14 @@ type transport struct {
 func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*transport, error) {
 	h := cfg.https
 	tr := &transport{wrap: func(next http.Handler) http.Handler { return next }}
+	var apiFiles *certs.Files
 	switch {
 	case h.tlsCert != "":
 		files, err := certs.OpenFiles("--tls-cert", h.tlsCert, "--tls-key", h.tlsKey, logger, m)
 		if err != nil {
 			return nil, err
 		}
-		tr.api = files.TLSConfig()
+		apiFiles, tr.api = files, files.TLSConfig()
 		tr.follow = append(tr.follow, files.Follow)
 	case h.acmeDomain != "":
 		am, err := certs.NewACME(certs.ACMEConfig{Domains: h.domains, Email: h.acmeEmail, CA: h.acmeCA, CARoot: h.acmeCARoot, Cache: h.acmeCache}, logger, m)
@@ -172,7 +173,11 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 	if h.hsts > 0 {
 		tr.wrap = strictTransport(h.hsts)
 	}
-	if h.adminTLSCert != "" {
+	if h.adminTLSCert != "" && h.adminTLSCert == h.tlsCert && h.adminTLSKey == h.tlsKey {
+		// One pair for both listeners: one follower, so a reload or a
+		// failure is logged once.
+		tr.admin = apiFiles.TLSConfig()
+	} else if h.adminTLSCert != "" {
 		files, err := certs.OpenFiles("--admin-tls-cert", h.adminTLSCert, "--admin-tls-key", h.adminTLSKey, logger, m)
 		if err != nil {
 			return nil, err

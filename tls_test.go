@@ -286,6 +286,36 @@ func TestSIGHUPReloadsTheCertificate(t *testing.T) {
 	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.url).Cmp(serial) == 0 })
 }
 
+// A mismatched pair after SIGHUP is one ERROR, however often SIGHUP asks
+// again for the same files; the matching pair is taken up and the reload
+// line names its IP address as well as its DNS name.
+func TestSIGHUPOnAMismatchedPairLogsOnce(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certFile, keyFile, _ := ca.writePair(t, dir)
+	s := startPetstore(t, dir, "--db", filepath.Join(dir, "petstore.db"), "--tls-cert", certFile, "--tls-key", keyFile)
+	certPEM, keyPEM, serial := ca.leaf(t, time.Now().Add(-time.Minute), time.Now().Add(12*time.Hour), "localhost")
+	mustWrite(t, certFile, certPEM)
+	told := func() int { return strings.Count(s.stderr.String(), "the certificate files do not load") }
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	testkit.Eventually(t, 2*time.Second, "an ERROR for the mismatched pair", func() bool { return told() == 1 })
+	for i := range 2 {
+		s.cmd.Process.Signal(syscall.SIGHUP)
+		testkit.Eventually(t, 2*time.Second, "SIGHUP taken", func() bool { return strings.Count(s.stderr.String(), "SIGHUP: reading") == i+2 })
+	}
+	time.Sleep(2 * time.Second) // past the binary's poll
+	if n := told(); n != 1 {
+		t.Errorf("%d ERRORs for one mismatched pair, want 1:\n%s", n, s.stderr)
+	}
+	mustWrite(t, keyFile, keyPEM)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.url).Cmp(serial) == 0 })
+	testkit.Eventually(t, 2*time.Second, "a reload line naming localhost and 127.0.0.1", func() bool {
+		return strings.Contains(s.stderr.String(), `msg="certificate reloaded" cert=`+certFile+` names=localhost,127.0.0.1 `)
+	})
+}
+
 // The admin listener stays plain HTTP unless it has its own pair; plain on
 // an address other than loopback, it is a WARN.
 func TestAdminListenerTLS(t *testing.T) {

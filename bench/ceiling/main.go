@@ -2,6 +2,8 @@
 // answers the pet store's paths with fixed bytes, with no auth, limits,
 // logging or storage. No Go HTTP service on the same machine can beat it,
 // so the benchmark reports the pet store's throughput as a ratio to it.
+// With -tls-cert and -tls-key it serves HTTPS, HTTP/2 beside HTTP/1.1, the
+// yardstick of bench/https.sh's HTTP/2 comparison.
 //
 // With -headers it also sends the response headers the pet store must send
 // (rate limits, request id, and per operation its Link, Location or
@@ -45,6 +47,8 @@ var (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8099", "address to listen on")
 	withHeaders := flag.Bool("headers", false, "send the headers the pet store must send")
+	tlsCert := flag.String("tls-cert", "", "serve HTTPS (HTTP/2 and HTTP/1.1, net/http's defaults) with this PEM certificate")
+	tlsKey := flag.String("tls-key", "", "the PEM key of -tls-cert")
 	flag.Parse()
 
 	page, pet := bodies()
@@ -53,6 +57,9 @@ func main() {
 	mux.Handle("POST /v1/pets", fixed(*withHeaders, http.StatusCreated, pet, createHeaders))
 	mux.Handle("GET /v1/pets/{petId}", fixed(*withHeaders, http.StatusOK, pet, getHeaders))
 	mux.Handle("GET /readyz", fixed(*withHeaders, http.StatusOK, []byte(`{"status":"ready"}`), nil))
+	if *tlsCert != "" {
+		log.Fatal(http.ListenAndServeTLS(*addr, *tlsCert, *tlsKey, mux))
+	}
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -201,11 +202,20 @@ func (am *ACME) getCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, er
 	return cert, err
 }
 
-// onEvent logs and counts what certmagic reports.
-func (am *ACME) onEvent(_ context.Context, event string, data map[string]any) error {
+// onEvent logs and counts what certmagic reports, and sets the expiry
+// gauge as soon as a certificate arrives: cached_managed_cert is sent once
+// one is in certmagic's cache (loaded from storage at start, or the first
+// one obtained); cert_obtained, for a first certificate and a renewal
+// alike, is sent once it is in storage but before the cache holds it, so
+// the gauge reads it from storage there.
+func (am *ACME) onEvent(ctx context.Context, event string, data map[string]any) error {
 	name, _ := data["identifier"].(string)
 	renewal, _ := data["renewal"].(bool)
 	switch event {
+	case "cached_managed_cert":
+		if sans, _ := data["sans"].([]string); len(sans) > 0 {
+			am.metrics.CertificateExpires(am.current(sans[0]))
+		}
 	case "cert_obtained":
 		outcome := "obtained"
 		if renewal {
@@ -215,6 +225,8 @@ func (am *ACME) onEvent(_ context.Context, event string, data map[string]any) er
 		am.mu.Lock()
 		delete(am.lastErr, name)
 		am.mu.Unlock()
+		path, _ := data["certificate_path"].(string)
+		am.metrics.CertificateExpires(am.stored(ctx, path))
 	case "cert_failed":
 		am.metrics.CountCertificateChange("acme", "failed")
 		err, _ := data["error"].(error)
@@ -225,6 +237,25 @@ func (am *ACME) onEvent(_ context.Context, event string, data map[string]any) er
 			"retried with backoff (1 min, 2 min, 2 min, 5 min, 10 min ... up to 6 h apart)", "name", name, "renewal", renewal, "err", err)
 	}
 	return nil
+}
+
+// stored is the leaf of the certificate certmagic keeps at path in its
+// storage, nil (and a WARN) when it cannot be read.
+func (am *ACME) stored(ctx context.Context, path string) *x509.Certificate {
+	certPEM, err := am.magic.Storage.Load(ctx, path)
+	var leaf *x509.Certificate
+	if err == nil {
+		block, _ := pem.Decode(certPEM)
+		if block == nil {
+			err = errors.New("no PEM certificate")
+		} else {
+			leaf, err = x509.ParseCertificate(block.Bytes)
+		}
+	}
+	if err != nil {
+		am.logger.Warn("the certificate just stored does not read back: its expiry gauge waits for the next look", "path", path, "err", err)
+	}
+	return leaf
 }
 
 // current is the certificate held for name, nil when there is none yet.
@@ -284,8 +315,10 @@ func (am *ACME) lastFailure(names []string) string {
 	return "none yet"
 }
 
-// Watch sets the expiry gauge of each name's certificate and warns while
-// one is near its end (renewal has been failing), until ctx ends.
+// Watch warns while a name's certificate is near its end (renewal has
+// been failing), until ctx ends. It sets the expiry gauge too, though
+// onEvent sets it as a certificate arrives: a renewal another server of a
+// fleet made is taken up from storage without an event.
 func (am *ACME) Watch(ctx context.Context) {
 	for {
 		for _, d := range am.cfg.Domains {
@@ -310,8 +343,8 @@ func (am *ACME) Watch(ctx context.Context) {
 }
 
 // zapToSlog is a zap core that writes certmagic's log lines (obtaining,
-// challenges, renewals, retries) into the server's own log, at the same
-// levels, each field an attribute.
+// challenges, renewals, retries) into the server's own log, each field an
+// attribute, at the level entryLevel gives.
 type zapToSlog struct {
 	logger *slog.Logger
 	fields []zapcore.Field
@@ -329,6 +362,24 @@ func slogLevel(l zapcore.Level) slog.Level {
 	return slog.LevelError
 }
 
+// entryLevel is a certmagic line's level in the server's log. certmagic
+// tells each step at INFO (its cache's address, locks, an account file not
+// found yet as an "error", each challenge answered): those are DEBUG here.
+// A certificate obtained or renewed stays INFO, and its WARN and ERROR
+// lines (a failure among them) keep their levels.
+func entryLevel(e zapcore.Entry) slog.Level {
+	if e.Level != zapcore.InfoLevel {
+		return slogLevel(e.Level)
+	}
+	switch e.Message {
+	case "certificate obtained successfully", "certificate renewed successfully":
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// Enabled is whether a line at l could be written (entryLevel only ever
+// lowers one, and Check decides).
 func (c zapToSlog) Enabled(l zapcore.Level) bool {
 	return c.logger.Enabled(context.Background(), slogLevel(l))
 }
@@ -338,7 +389,7 @@ func (c zapToSlog) With(fields []zapcore.Field) zapcore.Core {
 }
 
 func (c zapToSlog) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
-	if c.Enabled(e.Level) {
+	if c.logger.Enabled(context.Background(), entryLevel(e)) {
 		return ce.AddCore(e, c)
 	}
 	return ce
@@ -353,7 +404,7 @@ func (c zapToSlog) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	for _, k := range slices.Sorted(maps.Keys(enc.Fields)) {
 		attrs = append(attrs, k, enc.Fields[k])
 	}
-	c.logger.Log(context.Background(), slogLevel(e.Level), e.Message, attrs...)
+	c.logger.Log(context.Background(), entryLevel(e), e.Message, attrs...)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"petstore/internal/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,7 +113,8 @@ type Files struct {
 	current certPair
 	stamp   string    // the files' sizes and times when current was read
 	failing time.Time // since when the files changed into a pair that does not load
-	told    bool      // the ERROR for this failure is written
+	failed  string    // the stamp of those files
+	told    string    // the stamp of the files whose failure the ERROR told
 	warned  time.Time // the last WARN of a near expiry
 }
 
@@ -174,8 +176,10 @@ func (c *Files) Follow(ctx context.Context) {
 
 // check reloads the pair when the files changed (or when forced); a pair
 // that does not load keeps the current one serving, and after
-// MismatchGrace an ERROR says which file is at fault. Unchanged files are
-// looked at for a near expiry, a WARN at most once an hour.
+// MismatchGrace (at once when forced) an ERROR says which file is at
+// fault, once for the same files, however often SIGHUP asks again.
+// Unchanged files are looked at for a near expiry, a WARN at most once an
+// hour.
 func (c *Files) check(force bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -191,21 +195,31 @@ func (c *Files) check(force bool) {
 	}
 	pair, err := loadCertPair(c.certFlag, c.certFile, c.keyFlag, c.keyFile, now)
 	if err != nil {
-		if c.failing.IsZero() || force {
-			c.failing, c.told = now, false
+		if c.failing.IsZero() || stamp != c.failed {
+			c.failing, c.failed = now, stamp
 		}
-		if !c.told && (force || now.Sub(c.failing) >= MismatchGrace) {
-			c.told = true
+		if c.told != stamp && (force || now.Sub(c.failing) >= MismatchGrace) {
+			c.told = stamp
 			c.logger.Error("the certificate files do not load; the previous certificate keeps serving", "err", err)
 			c.metrics.CountCertificateChange("files", "failed")
 		}
 		return
 	}
-	c.current, c.stamp, c.failing, c.told = pair, stamp, time.Time{}, false
-	c.logger.Info("certificate reloaded", "cert", c.certFile, "names", strings.Join(pair.leaf.DNSNames, ","),
+	c.current, c.stamp, c.failing, c.failed, c.told = pair, stamp, time.Time{}, "", ""
+	c.logger.Info("certificate reloaded", "cert", c.certFile, "names", leafNames(pair.leaf),
 		"expires", pair.leaf.NotAfter.UTC().Format(time.RFC3339))
 	c.metrics.CountCertificateChange("files", "reloaded")
 	c.metrics.CertificateExpires(pair.leaf)
+}
+
+// leafNames is the names a certificate is valid for, its DNS names and
+// its IP addresses, comma-separated.
+func leafNames(leaf *x509.Certificate) string {
+	names := slices.Clone(leaf.DNSNames)
+	for _, ip := range leaf.IPAddresses {
+		names = append(names, ip.String())
+	}
+	return strings.Join(names, ",")
 }
 
 // nearExpiry is whether leaf has less than a certNearExpiry-th of its life left.

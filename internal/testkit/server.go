@@ -1,10 +1,13 @@
 package testkit
 
 import (
+	"errors"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -60,14 +63,52 @@ func (p *privateServer) watch(script string, as *syscall.SysProcAttr, args ...st
 	return nil
 }
 
-// freeLoopbackPort is a TCP port of 127.0.0.1 that was free a moment ago.
+// freeLoopbackPort is a TCP port of 127.0.0.1 that was free a moment ago,
+// for a program the test starts to listen on. It is picked at random below
+// the kernel's ephemeral range, never in it: a port the kernel handed out
+// for a listen on :0 is given again to the next outgoing connection of any
+// test, which then holds it when the program tries to listen (bind:
+// address already in use). Each port is handed out once in this binary.
 func freeLoopbackPort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	lo := ephemeralStart()
+	for range 100 {
+		port := belowEphemeral + mathrand.IntN(lo-belowEphemeral)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return strconv.Itoa(port), nil
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
+	return "", errors.New("no free loopback port below the ephemeral range after 100 tries")
+}
+
+// belowEphemeral is the lowest port freeLoopbackPort picks: above the
+// well-known and usual service ports.
+const belowEphemeral = 10000
+
+// handedOut are the ports freeLoopbackPort gave in this binary.
+var handedOut sync.Map
+
+// ephemeralStart is the first port of the kernel's ephemeral range
+// (Linux's ip_local_port_range; 32768, its default, elsewhere).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= belowEphemeral+1000 {
+		return 32768
+	}
+	return lo
 }
 
 // FreeAddr is a loopback address (HOST:PORT) where nothing listened a
