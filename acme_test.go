@@ -155,7 +155,7 @@ func expiryGauge(t *testing.T, admin, name string) int64 {
 	t.Helper()
 	f := scrapeAdmin(t, "http://"+admin)["petstore_tls_certificate_expiry_timestamp_seconds"]
 	for _, m := range f.GetMetric() {
-		if labelsOf(m)["name"] == name {
+		if testkit.LabelsOf(m)["name"] == name {
 			return int64(m.GetGauge().GetValue())
 		}
 	}

@@ -89,10 +89,10 @@ func shellBlock(dir string, env []string, block string) *exec.Cmd {
 
 // backgroundBlock runs block as shellBlock does, in a process group of its
 // own ended with the test, and returns its output.
-func backgroundBlock(t *testing.T, dir string, env []string, block string) *syncBuffer {
+func backgroundBlock(t *testing.T, dir string, env []string, block string) *testkit.SyncBuffer {
 	t.Helper()
 	cmd := shellBlock(dir, env, block)
-	out := &syncBuffer{}
+	out := &testkit.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
