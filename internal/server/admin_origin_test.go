@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"petstore/internal/adminapi"
@@ -87,4 +88,10 @@ func TestAdminRequestsWithoutACredentialNeverBanTheAddress(t *testing.T) {
 		s.adminFrom(guesser, "", "Authorization", "Bearer ")
 	}
 	wantError(t, s.adminFrom(guesser, token), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+}
+
+// adminFrom sends GET /admin/v1/keys to the admin listener's handler from
+// the TCP peer addr, with token and the header's name, value pairs.
+func (s *testServer) adminFrom(addr, token string, header ...string) *httptest.ResponseRecorder {
+	return fromPeer(onAdminHost(s.adminHandler), addr, "/admin/v1/keys", token, header...)
 }

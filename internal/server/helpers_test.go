@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -317,4 +318,63 @@ func (o testOptions) dbAt(t testing.TB, path string) string {
 		return testkit.PostgresURL(t)
 	}
 	return path
+}
+
+// mustCreateAdmin makes an admin token named name holding scopes and
+// returns it.
+func (s *testServer) mustCreateAdmin(name string, scopes domain.ScopeSet) string {
+	s.t.Helper()
+	token := domain.NewSecret(domain.AdminPrefixes[s.cfg.Env])
+	hash := domain.HashKey(token)
+	if _, err := s.store.CreateAdminToken(context.Background(), domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.Env}, testActor); err != nil {
+		s.t.Fatal(err)
+	}
+	return token
+}
+
+// anotherServer is a second server on the same database (and Redis), as a
+// second process behind a load balancer: its own keys, limiter and copy
+// of the pets, the same clock.
+func (s *testServer) anotherServer() *testServer {
+	s.t.Helper()
+	deps := s.deps
+	deps.WrapStore = nil
+	a, err := New(context.Background(), s.cfg, deps)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { a.Close() })
+	if err := a.pets.Load(context.Background()); err != nil {
+		s.t.Fatal(err)
+	}
+	other := *s
+	other.App = a
+	return &other
+}
+
+// flushUsage writes the usage history the server counted, as its flush
+// every usageFlushEvery does.
+func (s *testServer) flushUsage() {
+	s.t.Helper()
+	if err := s.keys.FlushUsage(context.Background(), s.store.AddUsageHistory); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// auditPages are the events of the pages from first on, each page's Link
+// followed to the next.
+func auditPages(t *testing.T, s *testServer, admin, first string) []manage.AuditJSON {
+	t.Helper()
+	var events []manage.AuditJSON
+	for next := first; next != ""; {
+		w := s.admin("GET", next, admin, "")
+		var page []manage.AuditJSON
+		testkit.DecodeJSON(t, w, &page)
+		events = append(events, page...)
+		next = ""
+		if link := w.Header().Get("Link"); link != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	return events
 }

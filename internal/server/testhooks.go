@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync"
 
 	"petstore/internal/keyring"
 )
@@ -19,3 +20,16 @@ func (a *App) Keys() *keyring.Ring { return a.keys }
 // FlushBans stores the bans this server started, as its flush every
 // limits.UsageFlushEvery does.
 func (a *App) FlushBans(ctx context.Context) error { return a.storeBans(ctx) }
+
+// DeliverDue makes the webhook attempts that are due now, as the worker's
+// next rounds do, and waits for them.
+func (a *App) DeliverDue(ctx context.Context) {
+	for {
+		var attempts sync.WaitGroup
+		if a.webhooks.Dispatch(ctx, &attempts) == 0 {
+			attempts.Wait()
+			return
+		}
+		attempts.Wait()
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -80,6 +81,8 @@ type Options struct {
 	// WebhookAllowPrivate is --webhook-allow-private: webhooks may go to
 	// the test's receivers on loopback.
 	WebhookAllowPrivate bool
+	// AdminHosts is --admin-host.
+	AdminHosts []string
 }
 
 // Server is a running server of a test.
@@ -90,6 +93,7 @@ type Server struct {
 	DBPath string // the database it serves: a file, or PostgreSQL's URL
 	Env    string
 	Cfg    server.Config
+	deps   server.Deps
 }
 
 // RootFiles are the files the root embeds and passes to the wiring
@@ -121,21 +125,66 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
-	d := server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now}
+	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now}
 	if opts.Redis {
-		d.RedisPrefix = testkit.RedisPrefix(t)
+		s.deps.RedisPrefix = testkit.RedisPrefix(t)
 		s.Cfg.Redis = testkit.RedisURL(t)
 	}
-	a, err := server.New(context.Background(), s.Cfg, d)
+	s.App = s.build()
+	return s
+}
+
+// build is a new App of s's configuration, its pets loaded, closed when
+// the test ends.
+func (s *Server) build() *server.App {
+	s.T.Helper()
+	a, err := server.New(context.Background(), s.Cfg, s.deps)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	s.T.Cleanup(func() { a.Close() })
+	if err := a.LoadPets(context.Background()); err != nil {
+		s.T.Fatal(err)
+	}
+	return a
+}
+
+// AnotherServer is a second server on the same database (and Redis), as a
+// second process behind a load balancer: its own keys, limiter and copy
+// of the pets, the same clock.
+func (s *Server) AnotherServer() *Server {
+	s.T.Helper()
+	other := *s
+	other.App = s.build()
+	return &other
+}
+
+// ForEachLimiter runs test against every rate limiter: in process, and on
+// the tests' Redis. A rule proven on one is proven on both.
+func ForEachLimiter(t *testing.T, opts Options, test func(t *testing.T, s *Server)) {
+	for _, kind := range []string{"in-process", "redis"} {
+		t.Run(kind, func(t *testing.T) {
+			o := opts
+			o.Redis = kind == "redis"
+			test(t, Start(t, o))
+		})
+	}
+}
+
+// NewMetrics are a test server's metrics, of a build that says nothing of
+// itself.
+func NewMetrics() *metrics.Metrics {
+	return server.NewMetrics(metrics.Build{Version: "(devel)", GoVersion: runtime.Version(), Revision: "unknown"})
+}
+
+// ReadRootFile is a file of the module's root, such as admin-openapi.yaml.
+func ReadRootFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := fs.ReadFile(RootFiles(t), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
-	s.App = a
-	if err := a.LoadPets(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return b
 }
 
 func (o Options) withDefaults() Options {
@@ -157,7 +206,7 @@ func (o Options) config(t testing.TB) server.Config {
 		db = o.DBAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
 	return server.Config{DBFlags: cli.DBFlags{Env: o.Env, DB: db}, TrustProxy: o.TrustProxy, BanAfter: o.BanAfter, BanFor: o.BanFor,
-		DBTimeout: o.DBTimeout, WebhookAllowPrivate: o.WebhookAllowPrivate}
+		DBTimeout: o.DBTimeout, WebhookAllowPrivate: o.WebhookAllowPrivate, AdminHosts: o.AdminHosts}
 }
 
 // DBAt returns where a test's database lives: path on SQLite, or on

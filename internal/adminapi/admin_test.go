@@ -1,10 +1,11 @@
-package server
+package adminapi_test
 
 import (
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/servertest"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,47 +19,6 @@ import (
 	"petstore/internal/manage"
 	"petstore/internal/testkit"
 )
-
-// mustCreateAdmin makes an admin token named name holding scopes and
-// returns it.
-func (s *testServer) mustCreateAdmin(name string, scopes domain.ScopeSet) string {
-	s.t.Helper()
-	token := domain.NewSecret(domain.AdminPrefixes[s.cfg.Env])
-	hash := domain.HashKey(token)
-	if _, err := s.store.CreateAdminToken(context.Background(), domain.AdminToken{Hash: hash[:], Name: name, Scopes: scopes, Env: s.cfg.Env}, testActor); err != nil {
-		s.t.Fatal(err)
-	}
-	return token
-}
-
-// anotherServer is a second server on the same database (and Redis), as a
-// second process behind a load balancer: its own keys, limiter and copy
-// of the pets, the same clock.
-func (s *testServer) anotherServer() *testServer {
-	s.t.Helper()
-	deps := s.deps
-	deps.WrapStore = nil
-	a, err := New(context.Background(), s.cfg, deps)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { a.Close() })
-	if err := a.pets.Load(context.Background()); err != nil {
-		s.t.Fatal(err)
-	}
-	other := *s
-	other.App = a
-	return &other
-}
-
-// flushUsage writes the usage history the server counted, as its flush
-// every usageFlushEvery does.
-func (s *testServer) flushUsage() {
-	s.t.Helper()
-	if err := s.keys.FlushUsage(context.Background(), s.store.AddUsageHistory); err != nil {
-		s.t.Fatal(err)
-	}
-}
 
 // adminRequest is a request to a route of the admin API that it answers
 // with success given the scope, and that success.
@@ -94,21 +54,21 @@ func adminRequests(id int64) []adminRequest {
 }
 
 func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 		for _, held := range []domain.ScopeSet{domain.ScopeKeysRead, domain.ScopeKeysWrite, domain.ScopeAuditRead, domain.ScopeWebhooks} {
-			token := s.mustCreateAdmin("only-"+strings.ReplaceAll(held.String(), ":", "-"), held)
-			k, _ := s.mustCreate(s.keyTerms("free"))
+			token := s.MustCreateAdmin("only-"+strings.ReplaceAll(held.String(), ":", "-"), held)
+			k, _ := s.MustCreate(s.KeyTerms("free"))
 			for _, route := range adminRequests(k.ID) {
 				t.Run(held.String()+" "+route.method+" "+route.target, func(t *testing.T) {
-					w := s.admin(route.method, route.target, token, route.body)
+					w := s.Admin(route.method, route.target, token, route.body)
 					if held.Has(route.need) {
 						if w.Code != route.ok {
 							t.Fatalf("HTTP status %d, want %d; body: %s", w.Code, route.ok, w.Body)
 						}
 						return
 					}
-					wantError(t, w, 403, httpapi.CodeInsufficientScope, route.need.String())
+					servertest.WantError(t, w, 403, httpapi.CodeInsufficientScope, route.need.String())
 					want := `Bearer realm="petstore-admin", error="insufficient_scope", scope="` + route.need.String() + `"`
 					if got := w.Header().Get("WWW-Authenticate"); got != want {
 						t.Errorf("WWW-Authenticate %q, want %q", got, want)
@@ -120,58 +80,58 @@ func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
 }
 
 func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-	key := s.mustCreateKey("free")
-	if w := s.do("GET", "/v1/pets", admin, ""); w.Code != 401 {
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
+	key := s.MustCreateKey("free")
+	if w := s.Do("GET", "/v1/pets", admin, ""); w.Code != 401 {
 		t.Errorf("an admin token on /v1: HTTP status %d, want 401", w.Code)
 	}
-	wantError(t, s.admin("GET", "/admin/v1/keys", key, ""), 401, httpapi.CodeUnauthorized, "psk_")
-	w := s.admin("GET", "/admin/v1/keys", "", "")
-	wantError(t, w, 401, httpapi.CodeUnauthorized)
+	servertest.WantError(t, s.Admin("GET", "/admin/v1/keys", key, ""), 401, httpapi.CodeUnauthorized, "psk_")
+	w := s.Admin("GET", "/admin/v1/keys", "", "")
+	servertest.WantError(t, w, 401, httpapi.CodeUnauthorized)
 	if got := w.Header().Get("WWW-Authenticate"); got != adminapi.Challenge {
 		t.Errorf("WWW-Authenticate %q, want %q", got, adminapi.Challenge)
 	}
-	if w := s.admin("GET", "/admin/v1/keys", admin, ""); w.Code != 200 {
+	if w := s.Admin("GET", "/admin/v1/keys", admin, ""); w.Code != 200 {
 		t.Errorf("the admin token on /admin/v1: HTTP status %d, want 200", w.Code)
 	}
 	// The public listener has no admin API at all.
-	if w := s.do("GET", "/admin/v1/keys", admin, ""); w.Code != 404 {
+	if w := s.Do("GET", "/admin/v1/keys", admin, ""); w.Code != 404 {
 		t.Errorf("/admin/v1 on the public listener: HTTP status %d, want 404", w.Code)
 	}
 	// Unknown paths and other methods, after the token.
-	wantError(t, s.admin("GET", "/admin/v1/nothing", "", ""), 401, httpapi.CodeUnauthorized)
-	wantError(t, s.admin("GET", "/admin/v1/nothing", admin, ""), 404, httpapi.CodeNotFound)
-	w = s.admin("DELETE", "/admin/v1/keys", admin, "")
-	wantError(t, w, 405, httpapi.CodeMethodNotAllowed)
+	servertest.WantError(t, s.Admin("GET", "/admin/v1/nothing", "", ""), 401, httpapi.CodeUnauthorized)
+	servertest.WantError(t, s.Admin("GET", "/admin/v1/nothing", admin, ""), 404, httpapi.CodeNotFound)
+	w = s.Admin("DELETE", "/admin/v1/keys", admin, "")
+	servertest.WantError(t, w, 405, httpapi.CodeMethodNotAllowed)
 	if got := w.Header().Get("Allow"); got != "GET, HEAD, POST" {
 		t.Errorf("Allow %q", got)
 	}
 }
 
 func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
-	m := newMetrics()
-	s := newTestServerWith(t, testOptions{metrics: m, banAfter: 2})
-	key := s.mustCreateKey("free")
+	m := servertest.NewMetrics()
+	s := servertest.Start(t, servertest.Options{Metrics: m, BanAfter: 2})
+	key := s.MustCreateKey("free")
 	wrong := domain.NewSecret(domain.AdminPrefixes["production"]) // the shape of a token, and no such token
-	send := func(token string) *httptest.ResponseRecorder { return s.adminFrom("198.51.100.7:4000", token) }
+	send := func(token string) *httptest.ResponseRecorder { return adminFrom(s, "198.51.100.7:4000", token) }
 	for i := range domain.AnonymousLimits.PerMinute {
 		if w := send(wrong); w.Code != 401 {
 			t.Fatalf("failure %d: HTTP status %d, want 401", i+1, w.Code)
 		}
 	}
-	wantError(t, send(wrong), 429, httpapi.CodeRateLimited)
+	servertest.WantError(t, send(wrong), 429, httpapi.CodeRateLimited)
 	send(wrong)
 	send(wrong)
-	wantError(t, send(wrong), 429, httpapi.CodeTemporarilyBanned)
+	servertest.WantError(t, send(wrong), 429, httpapi.CodeTemporarilyBanned)
 	if w := send(wrong); w.Header().Get("Retry-After") == "" {
 		t.Error("a banned address is not told when to come back")
 	}
 	// The same address on /v1 is a caller of its own there.
-	if w := s.from("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
+	if w := s.From("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
 		t.Errorf("/v1 from the address banned on the admin API: HTTP status %d, want 200", w.Code)
 	}
-	if w := s.from("198.51.100.7:4000", "/v1/pets", wrong); w.Code != 401 {
+	if w := s.From("198.51.100.7:4000", "/v1/pets", wrong); w.Code != 401 {
 		t.Errorf("/v1 without a valid key from that address: HTTP status %d, want 401 (its own allowance)", w.Code)
 	}
 	got := testkit.CounterValues(t, testkit.Scrape(t, m.Handler()), "petstore_admin_auth_failures_total", "reason")
@@ -185,8 +145,8 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 
 // adminFrom sends GET /admin/v1/keys to the admin listener's handler from
 // the TCP peer addr, with token and the header's name, value pairs.
-func (s *testServer) adminFrom(addr, token string, header ...string) *httptest.ResponseRecorder {
-	return fromPeer(onAdminHost(s.adminHandler), addr, "/admin/v1/keys", token, header...)
+func adminFrom(s *servertest.Server, addr, token string, header ...string) *httptest.ResponseRecorder {
+	return servertest.FromPeer(servertest.OnAdminHost(s.AdminHandler()), addr, "/admin/v1/keys", token, header...)
 }
 
 // The admin listener is reached directly, never through the public
@@ -194,37 +154,37 @@ func (s *testServer) adminFrom(addr, token string, header ...string) *httptest.R
 // --trust-proxy, and X-Forwarded-For neither spreads them nor bans another.
 func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T) {
 	t.Run("a new X-Forwarded-For on each failure still meets 429", func(t *testing.T) {
-		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
+		s := servertest.Start(t, servertest.Options{TrustProxy: true, BanAfter: 2})
 		for i := range 300 {
 			forged := fmt.Sprintf("203.0.113.%d, 10.0.0.1", i%250+1)
-			w := s.adminFrom("198.51.100.7:4000", domain.NewSecret(domain.AdminPrefixes["production"]), "X-Forwarded-For", forged)
+			w := adminFrom(s, "198.51.100.7:4000", domain.NewSecret(domain.AdminPrefixes["production"]), "X-Forwarded-For", forged)
 			if i < int(domain.AnonymousLimits.PerMinute) {
-				wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+				servertest.WantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
 				continue
 			}
-			wantError(t, w, http.StatusTooManyRequests, "rate_limited|temporarily_banned")
+			servertest.WantError(t, w, http.StatusTooManyRequests, "rate_limited|temporarily_banned")
 		}
 	})
 	t.Run("a forged X-Forwarded-For bans nobody else", func(t *testing.T) {
-		s := newTestServerWith(t, testOptions{trustProxy: true, banAfter: 2})
-		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+		s := servertest.Start(t, servertest.Options{TrustProxy: true, BanAfter: 2})
+		admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 		wrong := domain.NewSecret(domain.AdminPrefixes["production"])
 		for range domain.AnonymousLimits.PerMinute + 5 {
-			s.adminFrom("198.51.100.7:4000", wrong, "X-Forwarded-For", "192.0.2.50")
+			adminFrom(s, "198.51.100.7:4000", wrong, "X-Forwarded-For", "192.0.2.50")
 		}
-		wantError(t, s.adminFrom("198.51.100.7:4000", wrong), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
-		if w := s.adminFrom("192.0.2.50:5000", admin); w.Code != http.StatusOK {
+		servertest.WantError(t, adminFrom(s, "198.51.100.7:4000", wrong), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+		if w := adminFrom(s, "192.0.2.50:5000", admin); w.Code != http.StatusOK {
 			t.Errorf("the address named in the forged header: HTTP status %d, want 200; body: %s", w.Code, w.Body)
 		}
 	})
 }
 
 func TestAdminKeyLifecycle(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 
-		w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","name":"acme","externalId":"acct_1029","scopes":["pets:read"]}`)
+		w := s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"free","name":"acme","externalId":"acct_1029","scopes":["pets:read"]}`)
 		if w.Code != 201 {
 			t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
 		}
@@ -237,26 +197,26 @@ func TestAdminKeyLifecycle(t *testing.T) {
 			created.Plan != "free" || !slices.Equal(created.Scopes, []string{"pets:read"}) {
 			t.Errorf("created %+v", created)
 		}
-		if w := s.do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
+		if w := s.Do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
 			t.Errorf("the new key on /v1: HTTP status %d", w.Code)
 		}
 
 		// A retried signup makes no second key.
-		w = s.admin("POST", "/admin/v1/keys", admin, `{"plan":"pro","externalId":"acct_1029"}`)
-		wantError(t, w, 409, httpapi.CodeConflict, "key "+strconv.FormatInt(created.ID, 10))
+		w = s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"pro","externalId":"acct_1029"}`)
+		servertest.WantError(t, w, 409, httpapi.CodeConflict, "key "+strconv.FormatInt(created.ID, 10))
 
 		// The same object from a get and from the CLI's list.
 		var got manage.ListedKey
-		testkit.DecodeJSON(t, s.admin("GET", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, ""), &got)
+		testkit.DecodeJSON(t, s.Admin("GET", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, ""), &got)
 		if got.ID != created.ID || got.Name != "acme" {
 			t.Errorf("get: %+v", got)
 		}
-		wantError(t, s.admin("GET", "/admin/v1/keys/999", admin, ""), 404, httpapi.CodeNotFound)
-		wantError(t, s.admin("GET", "/admin/v1/keys/x", admin, ""), 400, httpapi.CodeInvalidRequest, "id")
+		servertest.WantError(t, s.Admin("GET", "/admin/v1/keys/999", admin, ""), 404, httpapi.CodeNotFound)
+		servertest.WantError(t, s.Admin("GET", "/admin/v1/keys/x", admin, ""), 400, httpapi.CodeInvalidRequest, "id")
 
 		// An upgrade in place: the same secret, the new limits.
 		path := "/admin/v1/keys/" + strconv.FormatInt(created.ID, 10)
-		w = s.admin("PATCH", path, admin, `{"plan":"pro","scopes":["pets:read","pets:write"]}`)
+		w = s.Admin("PATCH", path, admin, `{"plan":"pro","scopes":["pets:read","pets:write"]}`)
 		if w.Code != 200 {
 			t.Fatalf("patch: HTTP status %d; body: %s", w.Code, w.Body)
 		}
@@ -264,14 +224,14 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if got.Plan != "pro" || got.PerMinute != 300 || len(got.Scopes) != 2 {
 			t.Errorf("patched: %+v", got)
 		}
-		if err := s.keys.Refresh(context.Background()); err != nil {
+		if err := s.Keys().Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if w := s.do("POST", "/v1/pets", created.Key, `{"name":"Rex","categoryId":1}`); w.Code != 201 ||
+		if w := s.Do("POST", "/v1/pets", created.Key, `{"name":"Rex","categoryId":1}`); w.Code != 201 ||
 			w.Header().Get("X-RateLimit-Limit") != "300" {
 			t.Errorf("the upgraded key: HTTP status %d, limit %s", w.Code, w.Header().Get("X-RateLimit-Limit"))
 		}
-		events, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyUpdated})
+		events, err := s.Store().AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyUpdated})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +241,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		}
 
 		// A roll over HTTP: the new key works, the old one stops.
-		w = s.admin("POST", path+"/roll", admin, `{"overlap":"0"}`)
+		w = s.Admin("POST", path+"/roll", admin, `{"overlap":"0"}`)
 		if w.Code != 201 {
 			t.Fatalf("roll: HTTP status %d; body: %s", w.Code, w.Body)
 		}
@@ -290,52 +250,52 @@ func TestAdminKeyLifecycle(t *testing.T) {
 		if rolled.RolledFrom == nil || *rolled.RolledFrom != created.ID || rolled.Key == created.Key {
 			t.Errorf("rolled: %+v", rolled)
 		}
-		if err := s.keys.Refresh(context.Background()); err != nil {
+		if err := s.Keys().Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 200 {
+		if w := s.Do("GET", "/v1/pets", rolled.Key, ""); w.Code != 200 {
 			t.Errorf("the rolled key: HTTP status %d", w.Code)
 		}
-		if w := s.do("GET", "/v1/pets", created.Key, ""); w.Code != 401 {
+		if w := s.Do("GET", "/v1/pets", created.Key, ""); w.Code != 401 {
 			t.Errorf("the old key after a roll without overlap: HTTP status %d", w.Code)
 		}
-		wantError(t, s.admin("POST", path+"/roll", admin, ""), 400, httpapi.CodeInvalidRequest, "cannot be rolled")
+		servertest.WantError(t, s.Admin("POST", path+"/roll", admin, ""), 400, httpapi.CodeInvalidRequest, "cannot be rolled")
 
 		// A revocation, twice: one event.
 		rolledPath := "/admin/v1/keys/" + strconv.FormatInt(rolled.ID, 10)
 		for range 2 {
-			w = s.admin("POST", rolledPath+"/revoke", admin, "")
+			w = s.Admin("POST", rolledPath+"/revoke", admin, "")
 			testkit.DecodeJSON(t, w, &got)
 			if w.Code != 200 || got.State != manage.StateRevoked {
 				t.Errorf("revoke: HTTP status %d, %+v", w.Code, got)
 			}
 		}
-		if err := s.keys.Refresh(context.Background()); err != nil {
+		if err := s.Keys().Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if w := s.do("GET", "/v1/pets", rolled.Key, ""); w.Code != 401 {
+		if w := s.Do("GET", "/v1/pets", rolled.Key, ""); w.Code != 401 {
 			t.Errorf("the revoked key: HTTP status %d", w.Code)
 		}
-		revoked, err := s.store.AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyRevoked, KeyID: rolled.ID})
+		revoked, err := s.Store().AuditEvents(context.Background(), domain.AuditFilter{Action: domain.AuditKeyRevoked, KeyID: rolled.ID})
 		if err != nil || len(revoked) != 1 || revoked[0].Actor != "admin:portal" {
 			t.Errorf("key.revoked events %+v (%v), want one by admin:portal", revoked, err)
 		}
 		// The first key, rolled and stopped but not revoked, still holds
 		// its externalId; revoked, it lets it go.
-		if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1029"}`); w.Code != 409 {
+		if w := s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1029"}`); w.Code != 409 {
 			t.Errorf("externalId of a rolled key: HTTP status %d, want 409", w.Code)
 		}
-		s.admin("POST", path+"/revoke", admin, "")
-		if w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1029"}`); w.Code != 201 {
+		s.Admin("POST", path+"/revoke", admin, "")
+		if w := s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"free","externalId":"acct_1029"}`); w.Code != 201 {
 			t.Errorf("externalId of a revoked key: HTTP status %d, want 201; body: %s", w.Code, w.Body)
 		}
 	})
 }
 
 func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-	k, _ := s.mustCreate(s.keyTerms("free"))
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
+	k, _ := s.MustCreate(s.KeyTerms("free"))
 	path := "/admin/v1/keys/" + strconv.FormatInt(k.ID, 10)
 	tests := []struct {
 		name, method, target, body string
@@ -371,49 +331,49 @@ func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 		{"a bad since", "GET", "/admin/v1/audit?since=yesterday", "", 400, httpapi.CodeInvalidRequest, "since"},
 		{"a bad key", "GET", "/admin/v1/audit?key=-1", "", 400, httpapi.CodeInvalidRequest, "key"},
 	}
-	before, err := s.store.AuditCounts(context.Background())
+	before, err := s.Store().AuditCounts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := s.store.Keys(context.Background())
+	keys, _ := s.Store().Keys(context.Background())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantError(t, s.admin(tt.method, tt.target, admin, tt.body), tt.status, tt.code, tt.says)
+			servertest.WantError(t, s.Admin(tt.method, tt.target, admin, tt.body), tt.status, tt.code, tt.says)
 		})
 	}
 	t.Run("a body of another type", func(t *testing.T) {
-		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`, "Content-Type", "text/plain"), 415, httpapi.CodeUnsupportedMediaType)
+		servertest.WantError(t, s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`, "Content-Type", "text/plain"), 415, httpapi.CodeUnsupportedMediaType)
 	})
 	t.Run("a body too large", func(t *testing.T) {
-		wantError(t, s.admin("POST", "/admin/v1/keys", admin, `{"name":"`+strings.Repeat("x", httpapi.MaxBodyBytes)+`"}`), 413, httpapi.CodePayloadTooLarge)
+		servertest.WantError(t, s.Admin("POST", "/admin/v1/keys", admin, `{"name":"`+strings.Repeat("x", httpapi.MaxBodyBytes)+`"}`), 413, httpapi.CodePayloadTooLarge)
 	})
-	after, err := s.store.AuditCounts(context.Background())
+	after, err := s.Store().AuditCounts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	keysAfter, _ := s.store.Keys(context.Background())
+	keysAfter, _ := s.Store().Keys(context.Background())
 	if fmt.Sprint(before) != fmt.Sprint(after) || len(keys) != len(keysAfter) {
 		t.Errorf("bad input wrote something: events %v then %v, keys %d then %d", before, after, len(keys), len(keysAfter))
 	}
 }
 
 func TestAdminListsPagesAndFilters(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	ctx := context.Background()
 	var ids []int64
 	for i := range 5 {
-		terms := s.keyTerms("free")
+		terms := s.KeyTerms("free")
 		if i%2 == 1 {
-			terms = s.keyTerms("pro")
+			terms = s.KeyTerms("pro")
 		}
-		k, _ := s.mustCreate(terms)
+		k, _ := s.MustCreate(terms)
 		ids = append(ids, k.ID)
 	}
 	var all []int64
 	next := "/admin/v1/keys?limit=2&plan=free"
 	for next != "" {
-		w := s.admin("GET", next, admin, "")
+		w := s.Admin("GET", next, admin, "")
 		var page []manage.ListedKey
 		testkit.DecodeJSON(t, w, &page)
 		for _, k := range page {
@@ -434,11 +394,11 @@ func TestAdminListsPagesAndFilters(t *testing.T) {
 		t.Errorf("pages of free keys: %v, want %v", all, want)
 	}
 
-	if _, err := s.store.RevokeKey(ctx, ids[1], testActor); err != nil {
+	if _, err := s.Store().RevokeKey(ctx, ids[1], servertest.Actor); err != nil {
 		t.Fatal(err)
 	}
 	var revoked []manage.ListedKey
-	testkit.DecodeJSON(t, s.admin("GET", "/admin/v1/keys?revoked=true", admin, ""), &revoked)
+	testkit.DecodeJSON(t, s.Admin("GET", "/admin/v1/keys?revoked=true", admin, ""), &revoked)
 	if len(revoked) != 1 || revoked[0].ID != ids[1] {
 		t.Errorf("revoked=true: %+v", revoked)
 	}
@@ -469,11 +429,11 @@ func TestAdminListsPagesAndFilters(t *testing.T) {
 
 // auditPages are the events of the pages from first on, each page's Link
 // followed to the next.
-func auditPages(t *testing.T, s *testServer, admin, first string) []manage.AuditJSON {
+func auditPages(t *testing.T, s *servertest.Server, admin, first string) []manage.AuditJSON {
 	t.Helper()
 	var events []manage.AuditJSON
 	for next := first; next != ""; {
-		w := s.admin("GET", next, admin, "")
+		w := s.Admin("GET", next, admin, "")
 		var page []manage.AuditJSON
 		testkit.DecodeJSON(t, w, &page)
 		events = append(events, page...)
@@ -486,23 +446,23 @@ func auditPages(t *testing.T, s *testServer, admin, first string) []manage.Audit
 }
 
 func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 		ctx := context.Background()
-		start := s.clock.now()
-		unused, _ := s.mustCreate(s.keyTerms("free"))
-		used, _ := s.mustCreate(s.keyTerms("free"))
-		soon, _ := s.mustCreateKeyExpiring(start.Add(40 * 24 * time.Hour))
-		later, _ := s.mustCreateKeyExpiring(start.Add(90 * 24 * time.Hour))
-		s.clock.advance(35 * 24 * time.Hour)
-		if err := s.store.SetLastUsed(ctx, []domain.LastUse{{KeyID: used.ID, Minute: s.clock.now().Add(-24 * time.Hour).Truncate(time.Minute)}}); err != nil {
+		start := s.Clock.Now()
+		unused, _ := s.MustCreate(s.KeyTerms("free"))
+		used, _ := s.MustCreate(s.KeyTerms("free"))
+		soon, _ := s.MustCreateKeyExpiring(start.Add(40 * 24 * time.Hour))
+		later, _ := s.MustCreateKeyExpiring(start.Add(90 * 24 * time.Hour))
+		s.Clock.Advance(35 * 24 * time.Hour)
+		if err := s.Store().SetLastUsed(ctx, []domain.LastUse{{KeyID: used.ID, Minute: s.Clock.Now().Add(-24 * time.Hour).Truncate(time.Minute)}}); err != nil {
 			t.Fatal(err)
 		}
-		s.clock.advance(time.Hour) // expired keys are not expiring
+		s.Clock.Advance(time.Hour) // expired keys are not expiring
 		list := func(query string) []int64 {
 			t.Helper()
-			w := s.admin("GET", "/admin/v1/keys?"+query, admin, "")
+			w := s.Admin("GET", "/admin/v1/keys?"+query, admin, "")
 			if w.Code != 200 {
 				t.Fatalf("%s: HTTP status %d; body: %s", query, w.Code, w.Body)
 			}
@@ -529,7 +489,7 @@ func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
 				t.Errorf("%s: %v, want %v", tt.query, got, tt.want)
 			}
 		}
-		s.clock.advance(5 * 24 * time.Hour) // soon has expired
+		s.Clock.Advance(5 * 24 * time.Hour) // soon has expired
 		if got := list("expiring=7d"); len(got) != 0 {
 			t.Errorf("expiring=7d after the expiry: %v, want none", got)
 		}
@@ -537,9 +497,9 @@ func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
 }
 
 // usageOf is key id's usage history over days through the admin API.
-func (s *testServer) usageOf(t *testing.T, admin string, id int64, days int) []domain.UsageDay {
+func usageOf(t *testing.T, s *servertest.Server, admin string, id int64, days int) []domain.UsageDay {
 	t.Helper()
-	w := s.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=%d", id, days), admin, "")
+	w := s.Admin("GET", fmt.Sprintf("/admin/v1/keys/%d/usage?days=%d", id, days), admin, "")
 	if w.Code != 200 {
 		t.Fatalf("usage: HTTP status %d; body: %s", w.Code, w.Body)
 	}
@@ -551,22 +511,22 @@ func (s *testServer) usageOf(t *testing.T, admin string, id int64, days int) []d
 func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts testOptions
+		opts servertest.Options
 	}{
-		{"sqlite, one server", testOptions{banAfter: 2}},
-		{"postgres and redis, two servers", testOptions{postgres: true, redis: true, banAfter: 2}},
+		{"sqlite, one server", servertest.Options{BanAfter: 2}},
+		{"postgres and redis, two servers", servertest.Options{Postgres: true, Redis: true, BanAfter: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := newTestServerWith(t, tc.opts)
+			a := servertest.Start(t, tc.opts)
 			b := a
-			if tc.opts.redis {
-				b = a.anotherServer()
+			if tc.opts.Redis {
+				b = a.AnotherServer()
 			}
-			admin := a.mustCreateAdmin("portal", domain.AllAdminScopes)
-			terms := a.keyTerms("enterprise", domain.Limits{PerMinute: 3, PerDay: 5})
+			admin := a.MustCreateAdmin("portal", domain.AllAdminScopes)
+			terms := a.KeyTerms("enterprise", domain.Limits{PerMinute: 3, PerDay: 5})
 			terms.Scopes = domain.ScopePetsRead
-			k, key := a.mustCreate(terms)
-			servers := []*testServer{a, b}
+			k, key := a.MustCreate(terms)
+			servers := []*servertest.Server{a, b}
 			var want domain.UsageDay
 			send := func(i int, method string, status int, outcome domain.UsageOutcome) {
 				t.Helper()
@@ -574,7 +534,7 @@ func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 				if method == "POST" {
 					body = `{"name":"Rex","categoryId":1}`
 				}
-				w := servers[i%2].do(method, "/v1/pets", key, body)
+				w := servers[i%2].Do(method, "/v1/pets", key, body)
 				if w.Code != status {
 					t.Fatalf("request %d (%s): HTTP status %d, want %d; body: %s", i, method, w.Code, status, w.Body)
 				}
@@ -588,22 +548,22 @@ func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 			send(5, "GET", 429, domain.UsageRateLimited)
 			send(6, "GET", 429, domain.UsageBanned)
 			send(7, "GET", 429, domain.UsageBanned)
-			a.clock.advance(16 * time.Minute) // the ban is over, the minute full again
+			a.Clock.Advance(16 * time.Minute) // the ban is over, the minute full again
 			send(8, "GET", 200, domain.UsageAllowed)
 			send(9, "GET", 200, domain.UsageAllowed)
 			send(10, "GET", 429, domain.UsageQuotaExceeded) // 5 a day: 4 allowed and the 403
-			a.flushUsage()
+			a.FlushUsage()
 			if b != a {
-				b.flushUsage()
+				b.FlushUsage()
 			}
-			want.Day = a.clock.now().UTC().Format(time.DateOnly)
-			rows := a.usageOf(t, admin, k.ID, 3)
+			want.Day = a.Clock.Now().UTC().Format(time.DateOnly)
+			rows := usageOf(t, a, admin, k.ID, 3)
 			if len(rows) != 3 || rows[2] != want || rows[0].Allowed != 0 || rows[1].Day >= want.Day {
 				t.Errorf("usage: %+v, want two days of zeros, then %+v", rows, want)
 			}
 			// A roll's keys share the budget: the new key names the same history.
-			_, rolled, _ := a.roll(k.ID, time.Hour)
-			if got := a.usageOf(t, admin, rolled.ID, 1); len(got) != 1 || got[0] != want {
+			_, rolled, _ := a.Roll(k.ID, time.Hour)
+			if got := usageOf(t, a, admin, rolled.ID, 1); len(got) != 1 || got[0] != want {
 				t.Errorf("the rolled key's usage: %+v, want %+v", got, want)
 			}
 		})
@@ -611,22 +571,22 @@ func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 }
 
 func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 		ctx := context.Background()
-		now := s.clock.now()
+		now := s.Clock.Now()
 		rows := []domain.UsageDay{
 			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - manage.UsageHistoryDays), Allowed: 1},
 			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - manage.UsageHistoryDays + 1), Allowed: 2},
 		}
-		if err := s.store.AddUsageHistory(ctx, rows); err != nil {
+		if err := s.Store().AddUsageHistory(ctx, rows); err != nil {
 			t.Fatal(err)
 		}
-		n, err := s.store.PruneUsageHistory(ctx, manage.UsageHistoryCutoff(now))
+		n, err := s.Store().PruneUsageHistory(ctx, manage.UsageHistoryCutoff(now))
 		if err != nil || n != 1 {
 			t.Errorf("pruned %d (%v), want the one day older than 400", n, err)
 		}
-		kept, err := s.store.UsageHistory(ctx, 1, rows[0].Day)
+		kept, err := s.Store().UsageHistory(ctx, 1, rows[0].Day)
 		if err != nil || len(kept) != 1 || kept[0].Day != rows[1].Day {
 			t.Errorf("kept %+v (%v), want the 400th day back", kept, err)
 		}
@@ -634,57 +594,57 @@ func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
 }
 
 func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASecond(t *testing.T) {
-	a := newTestServerWith(t, testOptions{postgres: true, redis: true})
-	b := a.anotherServer()
+	a := servertest.Start(t, servertest.Options{Postgres: true, Redis: true})
+	b := a.AnotherServer()
 	stop := b.StartBackground()
 	defer stop()
-	admin := a.mustCreateAdmin("portal", domain.AllAdminScopes)
-	w := a.admin("POST", "/admin/v1/keys", admin, `{"plan":"pro"}`)
+	admin := a.MustCreateAdmin("portal", domain.AllAdminScopes)
+	w := a.Admin("POST", "/admin/v1/keys", admin, `{"plan":"pro"}`)
 	if w.Code != 201 {
 		t.Fatalf("create: HTTP status %d; body: %s", w.Code, w.Body)
 	}
 	var created adminapi.CreatedKey
 	testkit.DecodeJSON(t, w, &created)
-	if w := b.do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
+	if w := b.Do("GET", "/v1/pets", created.Key, ""); w.Code != 200 {
 		t.Fatalf("the key made on server a, on server b: HTTP status %d; body: %s", w.Code, w.Body)
 	}
-	if w := a.admin("POST", fmt.Sprintf("/admin/v1/keys/%d/revoke", created.ID), admin, ""); w.Code != 200 {
+	if w := a.Admin("POST", fmt.Sprintf("/admin/v1/keys/%d/revoke", created.ID), admin, ""); w.Code != 200 {
 		t.Fatalf("revoke: HTTP status %d", w.Code)
 	}
 	revoked := time.Now()
 	testkit.Eventually(t, time.Second, "server b refuses the key revoked through server a's admin API", func() bool {
-		return b.do("GET", "/v1/pets", created.Key, "").Code == 401
+		return b.Do("GET", "/v1/pets", created.Key, "").Code == 401
 	})
 	t.Logf("refused %v after the revocation", time.Since(revoked).Round(time.Millisecond))
 	// An upgrade reaches it too.
-	if w := a.admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`); w.Code != 201 {
+	if w := a.Admin("POST", "/admin/v1/keys", admin, `{"plan":"free"}`); w.Code != 201 {
 		t.Fatal(w.Body)
 	} else {
 		testkit.DecodeJSON(t, w, &created)
 	}
-	b.do("GET", "/v1/pets", created.Key, "")
-	a.admin("PATCH", fmt.Sprintf("/admin/v1/keys/%d", created.ID), admin, `{"plan":"business"}`)
+	b.Do("GET", "/v1/pets", created.Key, "")
+	a.Admin("PATCH", fmt.Sprintf("/admin/v1/keys/%d", created.ID), admin, `{"plan":"business"}`)
 	testkit.Eventually(t, time.Second, "server b applies the upgrade made through server a", func() bool {
-		return b.do("GET", "/v1/pets", created.Key, "").Header().Get("X-RateLimit-Limit") == "1000"
+		return b.Do("GET", "/v1/pets", created.Key, "").Header().Get("X-RateLimit-Limit") == "1000"
 	})
 }
 
 func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		token := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-		tokens, err := s.store.AdminTokens(context.Background())
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		token := s.MustCreateAdmin("portal", domain.AllAdminScopes)
+		tokens, err := s.Store().AdminTokens(context.Background())
 		if err != nil || len(tokens) != 1 {
 			t.Fatalf("%+v %v", tokens, err)
 		}
-		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); !revoked || err != nil {
+		if revoked, err := s.Store().RevokeAdminToken(context.Background(), tokens[0].ID, servertest.Actor); !revoked || err != nil {
 			t.Fatalf("revoke: %v %v", revoked, err)
 		}
-		wantError(t, s.admin("GET", "/admin/v1/keys", token, ""), 401, httpapi.CodeUnauthorized, "revoked")
-		if revoked, err := s.store.RevokeAdminToken(context.Background(), tokens[0].ID, testActor); revoked || err != nil {
+		servertest.WantError(t, s.Admin("GET", "/admin/v1/keys", token, ""), 401, httpapi.CodeUnauthorized, "revoked")
+		if revoked, err := s.Store().RevokeAdminToken(context.Background(), tokens[0].ID, servertest.Actor); revoked || err != nil {
 			t.Errorf("a second revocation: %v %v, want nothing changed", revoked, err)
 		}
-		events, _ := s.store.AuditEvents(context.Background(), domain.AuditFilter{})
+		events, _ := s.Store().AuditEvents(context.Background(), domain.AuditFilter{})
 		var actions []string
 		for _, e := range events {
 			actions = append(actions, e.Action)
@@ -701,12 +661,12 @@ func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
 // TestAdminListenerServesItsDocumentWithoutAToken: the document is the
 // embedded one, and the metrics are still there beside the API.
 func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
-	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
-	w := s.admin("GET", "/admin/v1/openapi.yaml", "", "")
-	if w.Code != 200 || w.Body.String() != string(adminOpenAPIYAML) || w.Header().Get("Content-Type") != "application/yaml" {
+	s := servertest.Start(t, servertest.Options{Metrics: servertest.NewMetrics()})
+	w := s.Admin("GET", "/admin/v1/openapi.yaml", "", "")
+	if w.Code != 200 || w.Body.String() != string(servertest.ReadRootFile(t, "admin-openapi.yaml")) || w.Header().Get("Content-Type") != "application/yaml" {
 		t.Errorf("GET /admin/v1/openapi.yaml: HTTP status %d, %d bytes, %s", w.Code, w.Body.Len(), w.Header().Get("Content-Type"))
 	}
-	if w := s.admin("GET", "/metrics", "", ""); w.Code != http.StatusOK {
+	if w := s.Admin("GET", "/metrics", "", ""); w.Code != http.StatusOK {
 		t.Errorf("GET /metrics on the admin listener: HTTP status %d", w.Code)
 	}
 }
@@ -714,9 +674,9 @@ func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
 // The README's table writes "Pro": the admin API takes a plan in any case,
 // as keys create does, and keeps it as its name.
 func TestAdminTakesThePlanInAnyCase(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-	w := s.admin("POST", "/admin/v1/keys", admin, `{"plan":"Pro","name":"acme"}`)
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
+	w := s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"Pro","name":"acme"}`)
 	if w.Code != 201 {
 		t.Fatalf("create with plan Pro: HTTP status %d; body: %s", w.Code, w.Body)
 	}
@@ -726,11 +686,11 @@ func TestAdminTakesThePlanInAnyCase(t *testing.T) {
 		t.Errorf("created %+v, want a pro key (300 a minute)", created)
 	}
 	var listed []manage.ListedKey
-	testkit.DecodeJSON(t, s.admin("GET", "/admin/v1/keys?plan=PRO", admin, ""), &listed)
+	testkit.DecodeJSON(t, s.Admin("GET", "/admin/v1/keys?plan=PRO", admin, ""), &listed)
 	if len(listed) != 1 || listed[0].ID != created.ID {
 		t.Errorf("plan=PRO listed %+v, want the pro key", listed)
 	}
-	w = s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, `{"plan":"Business"}`)
+	w = s.Admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(created.ID, 10), admin, `{"plan":"Business"}`)
 	var got manage.ListedKey
 	testkit.DecodeJSON(t, w, &got)
 	if w.Code != 200 || got.Plan != "business" {

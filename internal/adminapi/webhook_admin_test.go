@@ -1,4 +1,4 @@
-package server
+package adminapi_test
 
 import (
 	"net/http"
@@ -11,6 +11,7 @@ import (
 	"petstore/internal/adminapi"
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -19,9 +20,9 @@ import (
 // rotation's answer, and bad input refused naming the field with nothing
 // written.
 func TestAdminWebhooks(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := webhookServer(t, opts)
-		token := s.mustCreateAdmin("portal", domain.ScopeWebhooks)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts.WithWebhooks())
+		token := s.MustCreateAdmin("portal", domain.ScopeWebhooks)
 		rc := testkit.NewReceiver(t)
 
 		for _, tc := range []struct{ body, says string }{
@@ -34,15 +35,15 @@ func TestAdminWebhooks(t *testing.T) {
 			{`{"url":"` + rc.URL() + `","events":["key.created,"]}`, "events"},
 			{`{"url":"` + rc.URL() + `","secret":"whsec_x"}`, "secret"},
 		} {
-			wantError(t, s.admin("POST", "/admin/v1/webhooks", token, tc.body), 400, httpapi.CodeInvalidRequest, tc.says)
+			servertest.WantError(t, s.Admin("POST", "/admin/v1/webhooks", token, tc.body), 400, httpapi.CodeInvalidRequest, tc.says)
 		}
 		var listed []domain.ListedEndpoint
-		testkit.DecodeJSON(t, s.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
+		testkit.DecodeJSON(t, s.Admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 		if len(listed) != 0 {
 			t.Fatalf("refused creates left %+v", listed)
 		}
 
-		w := s.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.URL()+`","events":["webhook.test","key.created"]}`)
+		w := s.Admin("POST", "/admin/v1/webhooks", token, `{"url":"`+rc.URL()+`","events":["webhook.test","key.created"]}`)
 		if w.Code != http.StatusCreated {
 			t.Fatalf("POST /admin/v1/webhooks: %d %s", w.Code, w.Body)
 		}
@@ -53,55 +54,55 @@ func TestAdminWebhooks(t *testing.T) {
 			t.Fatalf("created %+v, Location %q", created, w.Header().Get("Location"))
 		}
 		rc.Trust(created.Secret)
-		w = s.admin("GET", "/admin/v1/webhooks", token, "")
+		w = s.Admin("GET", "/admin/v1/webhooks", token, "")
 		if strings.Contains(w.Body.String(), "whsec_") {
 			t.Fatalf("the list shows a secret: %s", w.Body)
 		}
 
-		w = s.admin("POST", path+"/test", token, "")
+		w = s.Admin("POST", path+"/test", token, "")
 		var queued adminapi.QueuedEvent
 		testkit.DecodeJSON(t, w, &queued)
 		if w.Code != http.StatusAccepted || !strings.HasPrefix(queued.EventID, "msg_") {
 			t.Fatalf("test: %d %s", w.Code, w.Body)
 		}
-		s.deliverDue()
+		s.DeliverDue()
 		if got := rc.Wait(1, 5*time.Second); got[0].ID != queued.EventID || !got[0].Verified || got[0].Event.Type != domain.WebhookTestEvent {
 			t.Fatalf("the test event: %+v", got)
 		}
 		var deliveries []domain.ListedDelivery
-		testkit.DecodeJSON(t, s.admin("GET", path+"/deliveries", token, ""), &deliveries)
+		testkit.DecodeJSON(t, s.Admin("GET", path+"/deliveries", token, ""), &deliveries)
 		if len(deliveries) != 1 || deliveries[0].State != domain.DeliveryDelivered || deliveries[0].EventID != queued.EventID {
 			t.Fatalf("deliveries %+v", deliveries)
 		}
-		wantError(t, s.admin("GET", path+"/deliveries?limit=1&limit=2", token, ""), 400, httpapi.CodeInvalidRequest, "limit must be given at most once")
-		wantError(t, s.admin("GET", path+"/deliveries?failed=true&failed=false", token, ""), 400, httpapi.CodeInvalidRequest, "failed must be given at most once")
-		wantError(t, s.admin("POST", path+"/resend", token, `{}`), 400, httpapi.CodeInvalidRequest, "eventId")
-		wantError(t, s.admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, httpapi.CodeNotFound, "msg_nothing")
-		if w := s.admin("POST", path+"/resend", token, `{"eventId":"`+queued.EventID+`"}`); w.Code != http.StatusOK {
+		servertest.WantError(t, s.Admin("GET", path+"/deliveries?limit=1&limit=2", token, ""), 400, httpapi.CodeInvalidRequest, "limit must be given at most once")
+		servertest.WantError(t, s.Admin("GET", path+"/deliveries?failed=true&failed=false", token, ""), 400, httpapi.CodeInvalidRequest, "failed must be given at most once")
+		servertest.WantError(t, s.Admin("POST", path+"/resend", token, `{}`), 400, httpapi.CodeInvalidRequest, "eventId")
+		servertest.WantError(t, s.Admin("POST", path+"/resend", token, `{"eventId":"msg_nothing"}`), 404, httpapi.CodeNotFound, "msg_nothing")
+		if w := s.Admin("POST", path+"/resend", token, `{"eventId":"`+queued.EventID+`"}`); w.Code != http.StatusOK {
 			t.Fatalf("resend: %d %s", w.Code, w.Body)
 		}
-		s.deliverDue()
+		s.DeliverDue()
 		if got := rc.Wait(2, 5*time.Second); got[1].ID != queued.EventID {
 			t.Fatalf("resent as %s", got[1].ID)
 		}
 
-		wantError(t, s.admin("POST", path+"/rotate", token, `{"overlap":"soon"}`), 400, httpapi.CodeInvalidRequest, "overlap")
-		w = s.admin("POST", path+"/rotate", token, `{"overlap":"1h"}`)
+		servertest.WantError(t, s.Admin("POST", path+"/rotate", token, `{"overlap":"soon"}`), 400, httpapi.CodeInvalidRequest, "overlap")
+		w = s.Admin("POST", path+"/rotate", token, `{"overlap":"1h"}`)
 		var rotated adminapi.CreatedEndpoint
 		testkit.DecodeJSON(t, w, &rotated)
 		if w.Code != http.StatusOK || !webhookSecretForm.MatchString(rotated.Secret) || rotated.Secret == created.Secret || rotated.RotationEnds == nil {
 			t.Fatalf("rotate: %d %s", w.Code, w.Body)
 		}
-		if w := s.admin("POST", path+"/enable", token, ""); w.Code != http.StatusOK {
+		if w := s.Admin("POST", path+"/enable", token, ""); w.Code != http.StatusOK {
 			t.Fatalf("enable: %d %s", w.Code, w.Body)
 		}
-		if w := s.admin("DELETE", path, token, ""); w.Code != http.StatusNoContent {
+		if w := s.Admin("DELETE", path, token, ""); w.Code != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", w.Code, w.Body)
 		}
-		wantError(t, s.admin("DELETE", path, token, ""), 404, httpapi.CodeNotFound)
-		wantError(t, s.admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, httpapi.CodeInvalidRequest, "id")
+		servertest.WantError(t, s.Admin("DELETE", path, token, ""), 404, httpapi.CodeNotFound)
+		servertest.WantError(t, s.Admin("POST", "/admin/v1/webhooks/x/test", token, ""), 400, httpapi.CodeInvalidRequest, "id")
 
-		events, _ := s.store.AuditEvents(t.Context(), domain.AuditFilter{})
+		events, _ := s.Store().AuditEvents(t.Context(), domain.AuditFilter{})
 		var actions []string
 		for _, e := range events {
 			if strings.HasPrefix(e.Action, "webhook.") {
@@ -119,15 +120,15 @@ func TestAdminWebhooks(t *testing.T) {
 // API is a key.updated event, with the terms before and after, sent in the
 // transaction of its audit event.
 func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
-	s := webhookServer(t, testOptions{})
+	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	rc := testkit.NewReceiver(t)
-	s.addEndpoint(rc, "key.updated")
-	token := s.mustCreateAdmin("portal", domain.ScopeKeysWrite)
-	k, _ := s.mustCreate(s.keyTerms("free"))
-	if w := s.admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(k.ID, 10), token, `{"plan":"pro"}`); w.Code != http.StatusOK {
+	s.AddEndpoint(rc, "key.updated")
+	token := s.MustCreateAdmin("portal", domain.ScopeKeysWrite)
+	k, _ := s.MustCreate(s.KeyTerms("free"))
+	if w := s.Admin("PATCH", "/admin/v1/keys/"+strconv.FormatInt(k.ID, 10), token, `{"plan":"pro"}`); w.Code != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", w.Code, w.Body)
 	}
-	s.deliverDue()
+	s.DeliverDue()
 	d := rc.Wait(1, 5*time.Second)[0]
 	before, _ := d.Event.Data["before"].(map[string]any)
 	after, _ := d.Event.Data["after"].(map[string]any)
@@ -143,15 +144,15 @@ func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 // local network, or a name that resolves there. With the flag it takes
 // them.
 func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
-	strict := newTestServerWith(t, testOptions{})
-	token := strict.mustCreateAdmin("portal", domain.ScopeWebhooks)
+	strict := servertest.Start(t, servertest.Options{})
+	token := strict.MustCreateAdmin("portal", domain.ScopeWebhooks)
 	local := []string{
 		"http://127.0.0.1:9000/in", "http://localhost:9000/in", "http://[::1]/in", "https://10.0.0.7/in",
 		"http://169.254.169.254/latest", "http://0.0.0.0:80/", "http://[64:ff9b::7f00:1]/in", "http://[::ffff:127.0.0.1]/in",
 	}
 	for _, url := range local {
-		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
-		wantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "--webhook-allow-private")
+		w := strict.Admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
+		servertest.WantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "--webhook-allow-private")
 	}
 	// Other forms of 127.0.0.1, as browsers and inet_aton read them.
 	disguised := []string{
@@ -159,33 +160,33 @@ func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
 		"http://[::127.0.0.1]/in", "http://[2002:7f00:1::]/in",
 	}
 	for _, url := range disguised {
-		w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
-		wantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "127.0.0.1", "--webhook-allow-private")
+		w := strict.Admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`)
+		servertest.WantError(t, w, 400, httpapi.CodeInvalidRequest, "url", "127.0.0.1", "--webhook-allow-private")
 	}
 	var listed []domain.ListedEndpoint
-	testkit.DecodeJSON(t, strict.admin("GET", "/admin/v1/webhooks", token, ""), &listed)
+	testkit.DecodeJSON(t, strict.Admin("GET", "/admin/v1/webhooks", token, ""), &listed)
 	if len(listed) != 0 {
 		t.Fatalf("refused endpoints were stored: %+v", listed)
 	}
 	// A public address, and a name that does not resolve now (the sender
 	// checks again at each attempt), are taken.
 	for _, url := range []string{"https://203.0.113.7/in", "https://hooks.example.invalid/in"} {
-		if w := strict.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
+		if w := strict.Admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
 			t.Errorf("POST %s: %d %s", url, w.Code, w.Body)
 		}
 	}
 
-	allowing := webhookServer(t, testOptions{})
-	token = allowing.mustCreateAdmin("portal", domain.ScopeWebhooks)
+	allowing := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
+	token = allowing.MustCreateAdmin("portal", domain.ScopeWebhooks)
 	for _, url := range local {
-		if w := allowing.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
+		if w := allowing.Admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`); w.Code != http.StatusCreated {
 			t.Errorf("with --webhook-allow-private, POST %s: %d %s", url, w.Code, w.Body)
 		}
 	}
 	// The IPv4 forms a server would look up as names are refused all the
 	// same; the IPv6 ones it dials.
 	for _, url := range disguised[:5] {
-		wantError(t, allowing.admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`), 400, httpapi.CodeInvalidRequest, "url", "write 127.0.0.1")
+		servertest.WantError(t, allowing.Admin("POST", "/admin/v1/webhooks", token, `{"url":"`+url+`"}`), 400, httpapi.CodeInvalidRequest, "url", "write 127.0.0.1")
 	}
 }
 

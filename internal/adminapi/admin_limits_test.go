@@ -1,8 +1,9 @@
-package server
+package adminapi_test
 
 import (
 	"fmt"
 	"net/http"
+	"petstore/internal/servertest"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 // search q, a key's limits now, and no-store on every answer.
 
 func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
-	s := newTestServer(t)
+	s := servertest.Start(t, servertest.Options{})
 	tests := []struct {
 		name   string
 		scopes domain.ScopeSet
@@ -30,7 +31,7 @@ func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := s.admin("GET", "/admin/v1/whoami", s.mustCreateAdmin(tt.name, tt.scopes), "")
+			w := s.Admin("GET", "/admin/v1/whoami", s.MustCreateAdmin(tt.name, tt.scopes), "")
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status %d: %s", w.Code, w.Body)
 			}
@@ -44,15 +45,15 @@ func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
 }
 
 func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	for _, body := range []string{
 		`{"plan":"free","name":"Acme Corp"}`,
 		`{"plan":"free","name":"other","externalId":"ext-ACME-7"}`,
 		`{"plan":"pro","name":"Globex"}`,
 		`{"plan":"free","name":"acme staging"}`,
 	} {
-		if w := s.admin("POST", "/admin/v1/keys", admin, body); w.Code != http.StatusCreated {
+		if w := s.Admin("POST", "/admin/v1/keys", admin, body); w.Code != http.StatusCreated {
 			t.Fatalf("create %s: %d %s", body, w.Code, w.Body)
 		}
 	}
@@ -68,7 +69,7 @@ func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			w := s.admin("GET", "/admin/v1/keys?"+tt.query, admin, "")
+			w := s.Admin("GET", "/admin/v1/keys?"+tt.query, admin, "")
 			if w.Code != http.StatusOK {
 				t.Fatalf("HTTP status %d: %s", w.Code, w.Body)
 			}
@@ -84,24 +85,24 @@ func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
 		})
 	}
 	t.Run("the next page keeps the search", func(t *testing.T) {
-		w := s.admin("GET", "/admin/v1/keys?q=acme&limit=1", admin, "")
+		w := s.Admin("GET", "/admin/v1/keys?q=acme&limit=1", admin, "")
 		if link := w.Header().Get("Link"); !strings.Contains(link, "q=acme") {
 			t.Fatalf("Link %q, want the next page with q=acme", link)
 		}
 	})
 	for _, bad := range []string{"q=", "q=a&q=b", "q=" + strings.Repeat("x", 256), "q=%07"} {
-		if w := s.admin("GET", "/admin/v1/keys?"+bad, admin, ""); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "q ") {
+		if w := s.Admin("GET", "/admin/v1/keys?"+bad, admin, ""); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "q ") {
 			t.Errorf("GET /admin/v1/keys?%.20s: %d %s, want 400 naming q", bad, w.Code, w.Body)
 		}
 	}
 }
 
 func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		reader := s.mustCreateAdmin("support", domain.ScopeKeysRead)
-		k, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 10, PerDay: 100}))
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		reader := s.MustCreateAdmin("support", domain.ScopeKeysRead)
+		k, key := s.MustCreate(s.KeyTerms("enterprise", domain.Limits{PerMinute: 10, PerDay: 100}))
 		for range 3 {
-			if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
+			if w := s.Do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
 				t.Fatalf("GET /v1/pets: %d %s", w.Code, w.Body)
 			}
 		}
@@ -113,7 +114,7 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 			Day    struct{ Limit, Remaining, Reset int64 }
 		}
 		for range 3 { // asked three times, the same: nothing spent
-			w := s.admin("GET", target, reader, "")
+			w := s.Admin("GET", target, reader, "")
 			if w.Code != http.StatusOK {
 				t.Fatalf("GET %s: %d %s", target, w.Code, w.Body)
 			}
@@ -124,12 +125,12 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 			}
 		}
 		// The key's own view agrees, and the admin's reads were not counted.
-		w := s.do("GET", "/v1/rate_limit", key, "")
+		w := s.Do("GET", "/v1/rate_limit", key, "")
 		if !strings.Contains(w.Body.String(), `"remaining":7,`) || !strings.Contains(w.Body.String(), `"remaining":97,`) {
 			t.Errorf("GET /v1/rate_limit: %s, want 7 and 97 remaining as the admin saw", w.Body)
 		}
-		s.flushUsage()
-		rows, err := manage.KeyUsage(t.Context(), s.store, s.env, k.ID, 1, s.clock.now())
+		s.FlushUsage()
+		rows, err := manage.KeyUsage(t.Context(), s.Store(), s.Env, k.ID, 1, s.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,13 +141,13 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 }
 
 func TestABannedKeyShowsItsBanOnItsLimitsItsObjectAndTheList(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
-	other, _ := s.mustCreate(s.keyTerms("free"))
-	k, key := s.mustCreate(s.keyTerms("enterprise", banTerms))
-	_, r, _ := s.roll(k.ID, time.Hour)
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
+	other, _ := s.MustCreate(s.KeyTerms("free"))
+	k, key := s.MustCreate(s.KeyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
+	_, r, _ := s.Roll(k.ID, time.Hour)
 	rolled := r.ID
-	s.banOf(key, 20) // not stored yet: the admin API stores it before it answers
+	s.BanOf(key, 20) // not stored yet: the admin API stores it before it answers
 	type ban struct {
 		Subject      string
 		Since, Until time.Time
@@ -159,14 +160,14 @@ func TestABannedKeyShowsItsBanOnItsLimitsItsObjectAndTheList(t *testing.T) {
 	check := func(when string, banned bool) {
 		t.Helper()
 		for _, id := range []int64{k.ID, rolled} { // a roll's keys share their ban
-			testkit.DecodeJSON(t, s.admin("GET", fmt.Sprintf("/admin/v1/keys/%d/limits", id), admin, ""), &limits)
+			testkit.DecodeJSON(t, s.Admin("GET", fmt.Sprintf("/admin/v1/keys/%d/limits", id), admin, ""), &limits)
 			if got := limits.Ban != nil; got != banned {
 				t.Errorf("%s: key %d's limits say ban %+v, want banned %v", when, id, limits.Ban, banned)
-			} else if banned && (limits.Ban.Subject != fmt.Sprintf("key:%d", k.ID) || !limits.Ban.Until.After(s.clock.now())) {
+			} else if banned && (limits.Ban.Subject != fmt.Sprintf("key:%d", k.ID) || !limits.Ban.Until.After(s.Clock.Now())) {
 				t.Errorf("%s: key %d's ban is %+v, want key:%d until a time to come", when, id, *limits.Ban, k.ID)
 			}
 		}
-		testkit.DecodeJSON(t, s.admin("GET", "/admin/v1/keys", admin, ""), &listed)
+		testkit.DecodeJSON(t, s.Admin("GET", "/admin/v1/keys", admin, ""), &listed)
 		for _, row := range listed {
 			want := banned && row.ID != other.ID
 			if got := row.Ban != nil; got != want {
@@ -175,15 +176,15 @@ func TestABannedKeyShowsItsBanOnItsLimitsItsObjectAndTheList(t *testing.T) {
 		}
 	}
 	check("banned", true)
-	if w := s.admin("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID), admin, ""); w.Code != http.StatusNoContent {
+	if w := s.Admin("DELETE", fmt.Sprintf("/admin/v1/bans/key:%d", k.ID), admin, ""); w.Code != http.StatusNoContent {
 		t.Fatalf("lifting the ban: %d %s", w.Code, w.Body)
 	}
 	check("lifted", false)
 }
 
 func TestEveryAdminAnswerIsNeverStoredNorSharedWithAnotherOrigin(t *testing.T) {
-	s := newTestServer(t)
-	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
+	s := servertest.Start(t, servertest.Options{})
+	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	for _, tt := range []struct{ method, target, token string }{
 		{"GET", "/admin/v1/keys", admin},
 		{"POST", "/admin/v1/keys", admin},
@@ -193,7 +194,7 @@ func TestEveryAdminAnswerIsNeverStoredNorSharedWithAnotherOrigin(t *testing.T) {
 		{"OPTIONS", "/admin/v1/keys", admin},
 		{"GET", "/admin/v1/nothing", admin},
 	} {
-		w := s.admin(tt.method, tt.target, tt.token, `{"plan":"free"}`, "Origin", "https://evil.example")
+		w := s.Admin(tt.method, tt.target, tt.token, `{"plan":"free"}`, "Origin", "https://evil.example")
 		if got := w.Header().Get("Cache-Control"); got != "no-store" {
 			t.Errorf("%s %s (%d): Cache-Control %q, want no-store", tt.method, tt.target, w.Code, got)
 		}
