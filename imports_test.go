@@ -34,7 +34,7 @@ var allowedImports = map[string][]string{
 	"internal/httpapi":       {"internal/domain", "internal/keyring", "internal/limits", "internal/metrics", "internal/logline", "internal/appendjson"},
 	"internal/adminapi":      {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/manage", "internal/metrics", "internal/store", "internal/webhook"},
 	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook"},
-	"internal/servertest":    {"internal/server", "internal/cli", "internal/domain", "internal/httpapi", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
+	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
 	"internal/testkit":       nil,
 	"bench/ceiling":          nil,
 }
@@ -47,6 +47,7 @@ var testsMayAlsoImport = map[string][]string{
 	"internal/petcopy":  {"internal/store"},
 	".":                 {"internal/servertest"},
 	"internal/adminapi": {"internal/servertest"},
+	"internal/keyring":  {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage"},
 }
 
 // netHTTPAllowed are the packages whose code (not tests) may import

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -377,4 +379,111 @@ func auditPages(t *testing.T, s *testServer, admin, first string) []manage.Audit
 		}
 	}
 	return events
+}
+
+// roll rolls key id as keys roll does, and has the server reload its keys
+// as it does twice a second. It returns the old key, the new one and the
+// new token.
+func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled domain.Key, token string) {
+	s.t.Helper()
+	old, rolled, token, err := s.tryRoll(id, overlap)
+	if err != nil {
+		s.t.Fatalf("roll key %d: %v", id, err)
+	}
+	return old, rolled, token
+}
+
+func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
+	ctx := context.Background()
+	token = domain.NewKeyToken(s.env)
+	hash := domain.HashKey(token)
+	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
+	if err != nil {
+		return old, rolled, "", err
+	}
+	if err := s.keys.Refresh(ctx); err != nil {
+		s.t.Fatal(err)
+	}
+	return old, rolled, token, nil
+}
+
+// rateLimit asks GET /v1/rate_limit and checks that its headers describe
+// the window of its body with fewer requests left.
+func (s *testServer) rateLimit(t *testing.T, key string) rateLimitBody {
+	t.Helper()
+	body, _ := s.rateLimitAnswer(t, key)
+	return body
+}
+
+func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+	t.Helper()
+	w := s.do("GET", "/v1/rate_limit", key, "")
+	testkit.WantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
+	var body rateLimitBody
+	dec := json.NewDecoder(w.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("GET /v1/rate_limit: %v", err)
+	}
+	binding, name := body.Minute, "minute"
+	if body.Day.Remaining < body.Minute.Remaining {
+		binding, name = body.Day, "day"
+	}
+	got := rateLimitWindow{testkit.IntHeader(t, w, "X-RateLimit-Limit"), testkit.IntHeader(t, w, "X-RateLimit-Remaining"), testkit.IntHeader(t, w, "X-RateLimit-Reset")}
+	if got != binding {
+		t.Errorf("headers say %+v, the body's %s window %+v", got, name, binding)
+	}
+	if rl := w.Header().Get("RateLimit"); !strings.HasPrefix(rl, `"`+name+`";r=`+strconv.FormatInt(binding.Remaining, 10)+";") {
+		t.Errorf("RateLimit: %q, want the %s window with r=%d", rl, name, binding.Remaining)
+	}
+	return body, w
+}
+
+// migrationsOf is one engine's SQL of each migration, in order.
+func migrationsOf(engine func(store.Migration) string) []string {
+	var sqls []string
+	for _, m := range store.Migrations {
+		sqls = append(sqls, engine(m))
+	}
+	return sqls
+}
+
+// rateLimitBody is the body of GET /v1/rate_limit.
+type rateLimitBody struct {
+	Plan   string          `json:"plan"`
+	Scopes scopeList       `json:"scopes"`
+	Minute rateLimitWindow `json:"minute"`
+	Day    rateLimitWindow `json:"day"`
+}
+
+// mustCreateKeyOf makes a key of plan and returns it with its token.
+func (s *testServer) mustCreateKeyOf(plan string) (domain.Key, string) {
+	s.t.Helper()
+	return s.mustCreate(s.keyTerms(plan))
+}
+
+// mustCreateKeyExpiring makes a Free key that expires at expires and
+// returns it with its token.
+func (s *testServer) mustCreateKeyExpiring(expires time.Time) (domain.Key, string) {
+	s.t.Helper()
+	terms := s.keyTerms("free")
+	terms.ExpiresAt = expires
+	return s.mustCreate(terms)
+}
+
+type scopeList string
+
+func (l *scopeList) UnmarshalJSON(b []byte) error {
+	var names []string
+	if err := json.Unmarshal(b, &names); err != nil {
+		return err
+	}
+	*l = scopeList(strings.Join(names, ","))
+	return nil
+}
+
+type rateLimitWindow struct {
+	Limit     int64 `json:"limit"`
+	Remaining int64 `json:"remaining"`
+	Reset     int64 `json:"reset"`
 }

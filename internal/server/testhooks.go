@@ -33,3 +33,9 @@ func (a *App) DeliverDue(ctx context.Context) {
 		attempts.Wait()
 	}
 }
+
+// FlushLimiterUsage stores the day usage the limiter counted, as the flush
+// every limits.UsageFlushEvery does.
+func (a *App) FlushLimiterUsage(ctx context.Context) error {
+	return a.limiter.Flush(ctx, a.store.AddUsage)
+}

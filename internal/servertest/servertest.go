@@ -26,6 +26,7 @@ import (
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
 	"petstore/internal/server"
+	"petstore/internal/store"
 	"petstore/internal/testkit"
 )
 
@@ -83,6 +84,9 @@ type Options struct {
 	WebhookAllowPrivate bool
 	// AdminHosts is --admin-host.
 	AdminHosts []string
+	// WrapStore, when set, is what the server sees of the store: a test
+	// may count or fail its calls.
+	WrapStore func(store.Storage) store.Storage
 }
 
 // Server is a running server of a test.
@@ -125,7 +129,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
-	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now}
+	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now, WrapStore: opts.WrapStore}
 	if opts.Redis {
 		s.deps.RedisPrefix = testkit.RedisPrefix(t)
 		s.Cfg.Redis = testkit.RedisURL(t)
@@ -155,7 +159,8 @@ func (s *Server) build() *server.App {
 func (s *Server) AnotherServer() *Server {
 	s.T.Helper()
 	other := *s
-	other.App = s.build()
+	other.deps.WrapStore = nil
+	other.App = other.build()
 	return &other
 }
 

@@ -1,4 +1,4 @@
-package server
+package keyring_test
 
 // Keys over their lifetime (docs/production.md, "Keys over their lifetime"): expiry, rolls with and without an
 // overlap, the budget a roll's keys share, last use written in batches, and
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/servertest"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,43 +33,22 @@ import (
 
 const expiredMessage = "the API key has expired"
 
-// mustCreateKeyExpiring makes a Free key that expires at expires and
-// returns it with its token.
-func (s *testServer) mustCreateKeyExpiring(expires time.Time) (domain.Key, string) {
-	s.t.Helper()
-	terms := s.keyTerms("free")
-	terms.ExpiresAt = expires
-	return s.mustCreate(terms)
-}
-
 // mustCreateKeyOf makes a key of plan and returns it with its token.
-func (s *testServer) mustCreateKeyOf(plan string) (domain.Key, string) {
-	s.t.Helper()
-	return s.mustCreate(s.keyTerms(plan))
+func mustCreateKeyOf(s *servertest.Server, plan string) (domain.Key, string) {
+	s.T.Helper()
+	return s.MustCreate(s.KeyTerms(plan))
 }
 
-// roll rolls key id as keys roll does, and has the server reload its keys
-// as it does twice a second. It returns the old key, the new one and the
-// new token.
-func (s *testServer) roll(id int64, overlap time.Duration) (old, rolled domain.Key, token string) {
-	s.t.Helper()
-	old, rolled, token, err := s.tryRoll(id, overlap)
-	if err != nil {
-		s.t.Fatalf("roll key %d: %v", id, err)
-	}
-	return old, rolled, token
-}
-
-func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
+func tryRoll(s *servertest.Server, id int64, overlap time.Duration) (old, rolled domain.Key, token string, err error) {
 	ctx := context.Background()
-	token = domain.NewKeyToken(s.env)
+	token = domain.NewKeyToken(s.Env)
 	hash := domain.HashKey(token)
-	old, rolled, err = s.store.RollKey(ctx, id, hash[:], overlap, testActor)
+	old, rolled, err = s.Store().RollKey(ctx, id, hash[:], overlap, servertest.Actor)
 	if err != nil {
 		return old, rolled, "", err
 	}
-	if err := s.keys.Refresh(ctx); err != nil {
-		s.t.Fatal(err)
+	if err := s.Keys().Refresh(ctx); err != nil {
+		s.T.Fatal(err)
 	}
 	return old, rolled, token, nil
 }
@@ -76,7 +56,7 @@ func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domai
 // wantExpired checks a 401 for an expired key.
 func wantExpired(t *testing.T, w *httptest.ResponseRecorder) {
 	t.Helper()
-	wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	servertest.WantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
 	var e httpapi.Error
 	if err := json.Unmarshal(w.Body.Bytes(), &struct {
 		Message *string `json:"message"`
@@ -92,44 +72,44 @@ func wantExpired(t *testing.T, w *httptest.ResponseRecorder) {
 }
 
 func TestExpiredKeyIsRefusedFromItsExpiry(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		expires := s.clock.now().Add(time.Hour)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		expires := s.Clock.Now().Add(time.Hour)
 		// One key the keyring has loaded, one it finds in the database on
 		// its first use.
-		_, loaded := s.mustCreateKeyExpiring(expires)
-		if err := s.keys.Refresh(context.Background()); err != nil {
+		_, loaded := s.MustCreateKeyExpiring(expires)
+		if err := s.Keys().Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		_, found := s.mustCreateKeyExpiring(expires)
+		_, found := s.MustCreateKeyExpiring(expires)
 
-		s.clock.advance(time.Hour - time.Second)
+		s.Clock.Advance(time.Hour - time.Second)
 		for _, key := range []string{loaded, found} {
-			testkit.WantStatus(t, s.do("GET", "/v1/pets", key, ""), http.StatusOK, "one second before the expiry")
+			testkit.WantStatus(t, s.Do("GET", "/v1/pets", key, ""), http.StatusOK, "one second before the expiry")
 		}
-		s.clock.advance(time.Second)
+		s.Clock.Advance(time.Second)
 		for _, key := range []string{loaded, found} {
-			wantExpired(t, s.do("GET", "/v1/pets", key, ""))
+			wantExpired(t, s.Do("GET", "/v1/pets", key, ""))
 		}
-		s.clock.advance(time.Second)
+		s.Clock.Advance(time.Second)
 		for _, key := range []string{loaded, found} {
-			wantExpired(t, s.do("GET", "/v1/rate_limit", key, ""))
+			wantExpired(t, s.Do("GET", "/v1/rate_limit", key, ""))
 		}
 		// Refused like any key without a valid one: counted by address.
-		if w := s.do("GET", "/v1/pets", loaded, ""); w.Header().Get("X-RateLimit-Limit") != "60" {
+		if w := s.Do("GET", "/v1/pets", loaded, ""); w.Header().Get("X-RateLimit-Limit") != "60" {
 			t.Errorf("a 401 for an expired key carries X-RateLimit-Limit %q, want the address limit 60", w.Header().Get("X-RateLimit-Limit"))
 		}
 	})
 }
 
 func TestRollWithAnOverlap(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		k, oldToken := s.mustCreateKeyOf("pro")
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		k, oldToken := mustCreateKeyOf(s, "pro")
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
 
-		old, rolled, newToken := s.roll(k.ID, time.Hour)
-		if want := s.clock.now().Add(time.Hour); !old.ExpiresAt.Equal(want) || old.RolledTo != rolled.ID {
+		old, rolled, newToken := s.Roll(k.ID, time.Hour)
+		if want := s.Clock.Now().Add(time.Hour); !old.ExpiresAt.Equal(want) || old.RolledTo != rolled.ID {
 			t.Errorf("old key after the roll: expires %v, rolled to %d; want %v and %d", old.ExpiresAt, old.RolledTo, want, rolled.ID)
 		}
 		if rolled.Plan != "pro" || rolled.PerMinute != 300 || rolled.PerDay != 10_000 || rolled.Name != k.Name ||
@@ -137,45 +117,45 @@ func TestRollWithAnOverlap(t *testing.T) {
 			t.Errorf("new key %+v, want the old one's plan, figures, name, environment and no expiry, spending key %d's budget", rolled, k.ID)
 		}
 		for _, step := range []time.Duration{0, 30 * time.Minute, 30*time.Minute - time.Second} {
-			s.clock.advance(step)
-			testkit.WantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the old key during the overlap")
-			testkit.WantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key during the overlap")
+			s.Clock.Advance(step)
+			testkit.WantStatus(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the old key during the overlap")
+			testkit.WantStatus(t, s.Do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key during the overlap")
 		}
-		s.clock.advance(time.Second)
-		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key after the overlap")
-		s.clock.advance(24 * time.Hour)
-		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key a day later")
+		s.Clock.Advance(time.Second)
+		wantExpired(t, s.Do("GET", "/v1/pets", oldToken, ""))
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key after the overlap")
+		s.Clock.Advance(24 * time.Hour)
+		wantExpired(t, s.Do("GET", "/v1/pets", oldToken, ""))
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key a day later")
 	})
 }
 
 func TestRollWithoutOverlapStopsTheOldKeyAtOnce(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		s.clock.advance(700 * time.Millisecond) // not on a whole second
-		k, oldToken := s.mustCreateKeyOf("free")
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
-		_, _, newToken := s.roll(k.ID, 0)
-		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key")
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		s.Clock.Advance(700 * time.Millisecond) // not on a whole second
+		k, oldToken := mustCreateKeyOf(s, "free")
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
+		_, _, newToken := s.Roll(k.ID, 0)
+		wantExpired(t, s.Do("GET", "/v1/pets", oldToken, ""))
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key")
 	})
 }
 
 func TestRollKeepsAnEarlierExpiryAndChainsOneBudget(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		expires := s.clock.now().Add(30 * time.Minute)
-		first, _ := s.mustCreateKeyExpiring(expires)
-		old, second, _ := s.roll(first.ID, 24*time.Hour)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		expires := s.Clock.Now().Add(30 * time.Minute)
+		first, _ := s.MustCreateKeyExpiring(expires)
+		old, second, _ := s.Roll(first.ID, 24*time.Hour)
 		if !old.ExpiresAt.Equal(expires) || !second.ExpiresAt.Equal(expires) {
 			t.Errorf("old key expires %v and new key %v, want both at the old key's own expiry %v", old.ExpiresAt, second.ExpiresAt, expires)
 		}
-		_, third, _ := s.roll(second.ID, time.Hour)
+		_, third, _ := s.Roll(second.ID, time.Hour)
 		if second.BudgetID != first.ID || third.BudgetID != first.ID {
 			t.Errorf("budgets %d and %d, want both the first key's %d", second.BudgetID, third.BudgetID, first.ID)
 		}
-		keys, err := s.store.Keys(context.Background())
+		keys, err := s.Store().Keys(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,18 +168,18 @@ func TestRollKeepsAnEarlierExpiryAndChainsOneBudget(t *testing.T) {
 }
 
 func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 		ctx := context.Background()
-		rolled, _ := s.mustCreateKeyOf("free")
-		s.roll(rolled.ID, time.Hour)
-		revoked, _ := s.mustCreateKeyOf("free")
-		if _, err := s.store.RevokeKey(ctx, revoked.ID, testActor); err != nil {
+		rolled, _ := mustCreateKeyOf(s, "free")
+		s.Roll(rolled.ID, time.Hour)
+		revoked, _ := mustCreateKeyOf(s, "free")
+		if _, err := s.Store().RevokeKey(ctx, revoked.ID, servertest.Actor); err != nil {
 			t.Fatal(err)
 		}
-		expired, _ := s.mustCreateKeyExpiring(s.clock.now().Add(time.Minute))
-		s.clock.advance(time.Minute)
-		before, err := s.store.Keys(ctx)
+		expired, _ := s.MustCreateKeyExpiring(s.Clock.Now().Add(time.Minute))
+		s.Clock.Advance(time.Minute)
+		before, err := s.Store().Keys(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,52 +196,52 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 			{"an unknown id", 999, domain.KindNotFound, "999"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				_, _, _, err := s.tryRoll(tt.id, time.Hour)
+				_, _, _, err := tryRoll(s, tt.id, time.Hour)
 				var e *domain.Error
 				if !errors.As(err, &e) || e.Kind != tt.wantKind || !strings.Contains(e.Message, tt.mentions) {
 					t.Errorf("roll: %v, want a failure of kind %d mentioning %q", err, tt.wantKind, tt.mentions)
 				}
 			})
 		}
-		if after, err := s.store.Keys(ctx); err != nil || len(after) != len(before) {
+		if after, err := s.Store().Keys(ctx); err != nil || len(after) != len(before) {
 			t.Errorf("%d keys after the refused rolls (%v), want %d: a refused roll makes no key", len(after), err, len(before))
 		}
 	})
 }
 
 func TestRolledKeysShareOneBudget(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			k, oldToken := s.mustCreateKeyOf("free")
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
+			k, oldToken := mustCreateKeyOf(s, "free")
 			for i := range 30 {
-				testkit.WantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "old key, request "+strconv.Itoa(i+1))
+				testkit.WantStatus(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "old key, request "+strconv.Itoa(i+1))
 			}
-			_, _, newToken := s.roll(k.ID, time.Hour)
+			_, _, newToken := s.Roll(k.ID, time.Hour)
 			for i := range 30 {
-				w := s.do("GET", "/v1/pets", newToken, "")
+				w := s.Do("GET", "/v1/pets", newToken, "")
 				testkit.WantStatus(t, w, http.StatusOK, "new key, request "+strconv.Itoa(31+i))
 				if got, want := testkit.IntHeader(t, w, "X-RateLimit-Remaining"), int64(29-i); got != want {
 					t.Fatalf("new key, request %d: X-RateLimit-Remaining %d, want %d (the old key's 30 spent)", 31+i, got, want)
 				}
 			}
 			for _, token := range []string{newToken, oldToken} {
-				wantError(t, s.do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
+				servertest.WantError(t, s.Do("GET", "/v1/pets", token, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			}
 			// The day's count is stored under the budget's id, once.
-			if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
+			if err := s.FlushLimiterUsage(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			day := s.clock.now().UTC().Format(time.DateOnly)
-			if n, err := s.store.Usage(context.Background(), k.ID, day); err != nil || n != 60 {
+			day := s.Clock.Now().UTC().Format(time.DateOnly)
+			if n, err := s.Store().Usage(context.Background(), k.ID, day); err != nil || n != 60 {
 				t.Errorf("stored usage of key %d's budget: %d (%v), want 60", k.ID, n, err)
 			}
 			// One ban for both: 10 more refusals during the wait, then the ban.
 			for range 9 {
-				s.do("GET", "/v1/pets", oldToken, "")
+				s.Do("GET", "/v1/pets", oldToken, "")
 			}
-			s.do("GET", "/v1/pets", newToken, "")
-			wantError(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
-			wantError(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			s.Do("GET", "/v1/pets", newToken, "")
+			servertest.WantError(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", newToken, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 		})
 	})
 }
@@ -309,16 +289,16 @@ func (c *writeCounter) CreatePets(ctx context.Context, batch []domain.PetInsert)
 }
 
 func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		counter := &writeCounter{writes: make(map[string]int)}
-		opts.wrapStore = func(st store.Storage) store.Storage { counter.Storage = st; return counter }
-		s := newTestServerWith(t, opts)
+		opts.WrapStore = func(st store.Storage) store.Storage { counter.Storage = st; return counter }
+		s := servertest.Start(t, opts)
 		ctx := context.Background()
-		used, token := s.mustCreateKeyOf("pro")
-		idle, _ := s.mustCreateKeyOf("pro")
+		used, token := mustCreateKeyOf(s, "pro")
+		idle, _ := mustCreateKeyOf(s, "pro")
 		lastUsed := func(id int64) time.Time {
 			t.Helper()
-			keys, err := s.store.Keys(ctx)
+			keys, err := s.Store().Keys(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,14 +312,14 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 		}
 		flush := func() {
 			t.Helper()
-			if err := s.keys.FlushLastUsed(ctx); err != nil {
+			if err := s.Keys().FlushLastUsed(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 
-		s.clock.advance(25 * time.Second) // 12:00:25
+		s.Clock.Advance(25 * time.Second) // 12:00:25
 		for range 100 {
-			testkit.WantStatus(t, s.do("GET", "/v1/pets", token, ""), http.StatusOK, "a request")
+			testkit.WantStatus(t, s.Do("GET", "/v1/pets", token, ""), http.StatusOK, "a request")
 		}
 		if n := counter.total(); n != 0 {
 			t.Errorf("100 requests made %d store writes (%v), want none before a flush", n, counter.writes)
@@ -361,8 +341,8 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 		}
 
 		// Used again in the same minute: nothing to write.
-		s.clock.advance(20 * time.Second)
-		s.do("GET", "/v1/pets", token, "")
+		s.Clock.Advance(20 * time.Second)
+		s.Do("GET", "/v1/pets", token, "")
 		flush()
 		flush()
 		if n := counter.writes["SetLastUsed"]; n != 1 {
@@ -370,14 +350,14 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 		}
 
 		// Not used for a minute: nothing to write either.
-		s.clock.advance(time.Minute)
+		s.Clock.Advance(time.Minute)
 		flush()
 		if n := counter.writes["SetLastUsed"]; n != 1 {
 			t.Errorf("%d writes of last use, want still 1: the key was not used", n)
 		}
 
-		s.clock.advance(time.Minute) // 12:02:45
-		s.do("GET", "/v1/pets", token, "")
+		s.Clock.Advance(time.Minute) // 12:02:45
+		s.Do("GET", "/v1/pets", token, "")
 		flush()
 		if got, want := lastUsed(used.ID), minute.Add(2*time.Minute); !got.Equal(want) {
 			t.Errorf("last used %v, want %v", got, want)
@@ -387,13 +367,13 @@ func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
 		}
 
 		// A reload of the keys (a key made elsewhere) loses no use.
-		s.do("GET", "/v1/pets", token, "")
-		s.mustCreateKeyOf("free")
-		if err := s.keys.Refresh(ctx); err != nil {
+		s.Do("GET", "/v1/pets", token, "")
+		mustCreateKeyOf(s, "free")
+		if err := s.Keys().Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s.clock.advance(time.Minute)
-		s.do("GET", "/v1/pets", token, "")
+		s.Clock.Advance(time.Minute)
+		s.Do("GET", "/v1/pets", token, "")
 		flush()
 		if got, want := lastUsed(used.ID), minute.Add(3*time.Minute); !got.Equal(want) {
 			t.Errorf("last used after a reload %v, want %v", got, want)
@@ -416,33 +396,33 @@ func (f *failingLastUse) SetLastUsed(ctx context.Context, uses []domain.LastUse)
 
 func TestFailedLastUseWriteIsRetried(t *testing.T) {
 	failing := &failingLastUse{fail: true}
-	s := newTestServerWith(t, testOptions{wrapStore: func(st store.Storage) store.Storage { failing.Storage = st; return failing }})
-	k, token := s.mustCreateKeyOf("free")
-	s.do("GET", "/v1/pets", token, "")
-	if err := s.keys.FlushLastUsed(context.Background()); err == nil {
+	s := servertest.Start(t, servertest.Options{WrapStore: func(st store.Storage) store.Storage { failing.Storage = st; return failing }})
+	k, token := mustCreateKeyOf(s, "free")
+	s.Do("GET", "/v1/pets", token, "")
+	if err := s.Keys().FlushLastUsed(context.Background()); err == nil {
 		t.Fatal("flush with a failing store: no error")
 	}
 	failing.fail = false
-	if err := s.keys.FlushLastUsed(context.Background()); err != nil {
+	if err := s.Keys().FlushLastUsed(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	keys, err := s.store.Keys(context.Background())
-	if err != nil || len(keys) != 1 || keys[0].ID != k.ID || !keys[0].LastUsedAt.Equal(s.clock.now()) {
-		t.Errorf("keys %+v (%v), want key %d last used at %v", keys, err, k.ID, s.clock.now())
+	keys, err := s.Store().Keys(context.Background())
+	if err != nil || len(keys) != 1 || keys[0].ID != k.ID || !keys[0].LastUsedAt.Equal(s.Clock.Now()) {
+		t.Errorf("keys %+v (%v), want key %d last used at %v", keys, err, k.ID, s.Clock.Now())
 	}
 }
 
 func TestLookingUpAKeyAllocatesNothing(t *testing.T) {
-	s := newTestServer(t)
+	s := servertest.Start(t, servertest.Options{})
 	ctx := context.Background()
-	_, plain := s.mustCreateKeyOf("free")
-	_, expiring := s.mustCreateKeyExpiring(s.clock.now().Add(time.Hour))
-	if err := s.keys.Refresh(ctx); err != nil {
+	_, plain := mustCreateKeyOf(s, "free")
+	_, expiring := s.MustCreateKeyExpiring(s.Clock.Now().Add(time.Hour))
+	if err := s.Keys().Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, token := range []string{plain, expiring} {
 		allocs := testing.AllocsPerRun(100, func() {
-			if k, problem, err := s.keys.Lookup(ctx, token, nil); k == nil {
+			if k, problem, err := s.Keys().Lookup(ctx, token, nil); k == nil {
 				t.Fatalf("lookup: %s %v", problem, err)
 			}
 		})
@@ -481,15 +461,15 @@ type rateLimitWindow struct {
 
 // rateLimit asks GET /v1/rate_limit and checks that its headers describe
 // the window of its body with fewer requests left.
-func (s *testServer) rateLimit(t *testing.T, key string) rateLimitBody {
+func rateLimit(s *servertest.Server, t *testing.T, key string) rateLimitBody {
 	t.Helper()
-	body, _ := s.rateLimitAnswer(t, key)
+	body, _ := rateLimitAnswer(s, t, key)
 	return body
 }
 
-func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+func rateLimitAnswer(s *servertest.Server, t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
 	t.Helper()
-	w := s.do("GET", "/v1/rate_limit", key, "")
+	w := s.Do("GET", "/v1/rate_limit", key, "")
 	testkit.WantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
 	var body rateLimitBody
 	dec := json.NewDecoder(w.Body)
@@ -512,20 +492,20 @@ func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *
 }
 
 func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			_, key := s.mustCreateKeyOf("free")
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
+			_, key := mustCreateKeyOf(s, "free")
 			midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
 
-			fresh := s.rateLimit(t, key)
-			want := rateLimitBody{"free", "pets:read,pets:write", rateLimitWindow{60, 60, s.clock.now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
+			fresh := rateLimit(s, t, key)
+			want := rateLimitBody{"free", "pets:read,pets:write", rateLimitWindow{60, 60, s.Clock.Now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
 			if fresh != want {
 				t.Errorf("a fresh key: %+v, want %+v", fresh, want)
 			}
 
-			before := s.do("GET", "/v1/pets", key, "")
+			before := s.Do("GET", "/v1/pets", key, "")
 			for range 5 {
-				body, w := s.rateLimitAnswer(t, key)
+				body, w := rateLimitAnswer(s, t, key)
 				if body.Minute.Remaining != testkit.IntHeader(t, before, "X-RateLimit-Remaining") ||
 					body.Minute.Reset != testkit.IntHeader(t, before, "X-RateLimit-Reset") || body.Day.Remaining != 999 {
 					t.Fatalf("after one request that said Remaining %s, Reset %s: %+v", before.Header().Get("X-RateLimit-Remaining"),
@@ -535,34 +515,34 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 					t.Errorf("RateLimit-Policy %q, the request before said %q", w.Header().Get("RateLimit-Policy"), before.Header().Get("RateLimit-Policy"))
 				}
 			}
-			if after := s.do("GET", "/v1/pets", key, ""); testkit.IntHeader(t, after, "X-RateLimit-Remaining") != 58 {
+			if after := s.Do("GET", "/v1/pets", key, ""); testkit.IntHeader(t, after, "X-RateLimit-Remaining") != 58 {
 				t.Errorf("the request after five GET /v1/rate_limit: Remaining %d, want 58", testkit.IntHeader(t, after, "X-RateLimit-Remaining"))
 			}
 
 			// Half a second later half a token is back: not yet a request.
-			s.clock.advance(500 * time.Millisecond)
-			if body := s.rateLimit(t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.clock.now().Add(2*time.Second).Unix() {
+			s.Clock.Advance(500 * time.Millisecond)
+			if body := rateLimit(s, t, key); body.Minute.Remaining != 58 || body.Minute.Reset != s.Clock.Now().Add(2*time.Second).Unix() {
 				t.Errorf("half a second later: %+v, want 58 left, full again in 1.5 s rounded up", body.Minute)
 			}
 
 			// Over the limit: still answered, and it counts towards no ban.
 			for range 58 {
-				s.do("GET", "/v1/pets", key, "")
+				s.Do("GET", "/v1/pets", key, "")
 			}
-			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			for range 20 {
-				if body, w := s.rateLimitAnswer(t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
+				if body, w := rateLimitAnswer(s, t, key); body.Minute.Remaining != 0 || w.Header().Get("Retry-After") != "" {
 					t.Fatalf("over the limit: %+v, Retry-After %q; want 0 left and no Retry-After on a 200", body.Minute, w.Header().Get("Retry-After"))
 				}
 			}
 			for i := range 10 {
-				if w := s.do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), httpapi.CodeRateLimited) {
+				if w := s.Do("GET", "/v1/pets", key, ""); !strings.Contains(w.Body.String(), httpapi.CodeRateLimited) {
 					t.Fatalf("refusal %d during the wait: %s, want rate_limited (GET /v1/rate_limit must not count)", i+2, w.Body)
 				}
 			}
-			wantError(t, s.do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
-			w := s.do("GET", "/v1/rate_limit", key, "")
-			wantError(t, w, http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			w := s.Do("GET", "/v1/rate_limit", key, "")
+			servertest.WantError(t, w, http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 			if testkit.IntHeader(t, w, "Retry-After") != 900 || testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 0 {
 				t.Errorf("banned: Retry-After %s, Remaining %s; want 900 and 0", w.Header().Get("Retry-After"), w.Header().Get("X-RateLimit-Remaining"))
 			}
@@ -571,11 +551,11 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 }
 
 func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 100, PerDay: 3})
-			last := s.do("GET", "/v1/pets", key, "")
-			body, w := s.rateLimitAnswer(t, key)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
+			key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 100, PerDay: 3})
+			last := s.Do("GET", "/v1/pets", key, "")
+			body, w := rateLimitAnswer(s, t, key)
 			if body.Plan != "enterprise" || body.Day.Limit != 3 || body.Day.Remaining != 2 || body.Minute.Limit != 100 || body.Minute.Remaining != 99 {
 				t.Errorf("%+v, want enterprise with 99 of 100 left this minute and 2 of 3 today", body)
 			}
@@ -584,9 +564,9 @@ func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 					t.Errorf("%s: %q, the request before said %q", name, w.Header().Get(name), last.Header().Get(name))
 				}
 			}
-			s.do("GET", "/v1/pets", key, "")
-			s.do("GET", "/v1/pets", key, "")
-			if body := s.rateLimit(t, key); body.Day.Remaining != 0 {
+			s.Do("GET", "/v1/pets", key, "")
+			s.Do("GET", "/v1/pets", key, "")
+			if body := rateLimit(s, t, key); body.Day.Remaining != 0 {
 				t.Errorf("the day spent: %+v, want none left", body.Day)
 			}
 		})
@@ -594,15 +574,15 @@ func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 }
 
 func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			k, oldToken := s.mustCreateKeyOf("free")
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
+			k, oldToken := mustCreateKeyOf(s, "free")
 			for range 10 {
-				s.do("GET", "/v1/pets", oldToken, "")
+				s.Do("GET", "/v1/pets", oldToken, "")
 			}
-			_, _, newToken := s.roll(k.ID, time.Hour)
-			oldView := s.rateLimit(t, oldToken)
-			newView := s.rateLimit(t, newToken)
+			_, _, newToken := s.Roll(k.ID, time.Hour)
+			oldView := rateLimit(s, t, oldToken)
+			newView := rateLimit(s, t, newToken)
 			if oldView != newView || newView.Minute.Remaining != 50 || newView.Day.Remaining != 990 {
 				t.Errorf("old key sees %+v, new key %+v; want both 50 left this minute and 990 today", oldView, newView)
 			}
@@ -611,9 +591,9 @@ func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
 }
 
 func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		w := s.do("GET", "/v1/rate_limit", "", "")
-		wantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		w := s.Do("GET", "/v1/rate_limit", "", "")
+		servertest.WantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
 		if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 59 {
 			t.Errorf("a 401 spends the address's quota as everywhere: Remaining %d, want 59", got)
 		}
@@ -624,17 +604,17 @@ func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
 // keys and usage, and gain the new fields.
 
 func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 		const servers = 8
 		var created atomic.Int32
 		var wg sync.WaitGroup
 		for i := range servers {
 			wg.Go(func() {
-				terms := s.keyTerms("free")
+				terms := s.KeyTerms("free")
 				terms.Name = fmt.Sprintf("bootstrap-%d", i)
 				k, _ := manage.NewAPIKey(terms)
-				_, ok, err := s.store.CreateFirstKey(context.Background(), k, testActor, nil)
+				_, ok, err := s.Store().CreateFirstKey(context.Background(), k, servertest.Actor, nil)
 				if err != nil {
 					t.Error(err)
 				}
@@ -644,7 +624,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		keys, err := s.store.Keys(context.Background())
+		keys, err := s.Store().Keys(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -652,7 +632,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 			t.Errorf("%d servers starting at once on an empty database: %d said they made the first key, %d keys stored; want 1 and 1",
 				servers, created.Load(), len(keys))
 		}
-		if _, ok, err := s.store.CreateFirstKey(context.Background(), domain.Key{Hash: []byte("later"), Plan: "free", Env: "production"}, testActor, nil); ok || err != nil {
+		if _, ok, err := s.Store().CreateFirstKey(context.Background(), domain.Key{Hash: []byte("later"), Plan: "free", Env: "production"}, servertest.Actor, nil); ok || err != nil {
 			t.Errorf("a first key on a database with a key: created %v, %v; want nothing made", ok, err)
 		}
 	})
@@ -662,28 +642,28 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 // not stay: neither it nor its key.created event is stored, and the next
 // try makes one.
 func TestAFirstKeyThatCouldNotBeKeptIsNotStored(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		ctx := context.Background()
-		s := newTestServerWith(t, opts)
-		before, err := s.store.KeysVersion(ctx)
+		s := servertest.Start(t, opts)
+		before, err := s.Store().KeysVersion(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		k, _ := manage.NewAPIKey(s.keyTerms("free"))
+		k, _ := manage.NewAPIKey(s.KeyTerms("free"))
 		refused := errors.New("the file could not be written")
 		var given domain.Key
-		_, created, err := s.store.CreateFirstKey(ctx, k, testActor, func(k domain.Key) error { given = k; return refused })
+		_, created, err := s.Store().CreateFirstKey(ctx, k, servertest.Actor, func(k domain.Key) error { given = k; return refused })
 		if created || !errors.Is(err, refused) || given.ID == 0 {
 			t.Fatalf("a first key whose keep fails: created %v, %v, keep given %+v; want the keep's error, after the key had its id", created, err, given)
 		}
-		keys, _ := s.store.Keys(ctx)
-		events, _ := s.store.AuditEvents(ctx, domain.AuditFilter{})
-		after, _ := s.store.KeysVersion(ctx)
+		keys, _ := s.Store().Keys(ctx)
+		events, _ := s.Store().AuditEvents(ctx, domain.AuditFilter{})
+		after, _ := s.Store().KeysVersion(ctx)
 		if len(keys) != 0 || len(events) != 0 || after != before {
 			t.Errorf("after the keep failed: %d keys, %d events, keys version %d to %d; want nothing stored", len(keys), len(events), before, after)
 		}
-		made, created, err := s.store.CreateFirstKey(ctx, k, testActor, func(domain.Key) error { return nil })
-		if keys, _ := s.store.Keys(ctx); !created || err != nil || len(keys) != 1 || keys[0].ID != made.ID {
+		made, created, err := s.Store().CreateFirstKey(ctx, k, servertest.Actor, func(domain.Key) error { return nil })
+		if keys, _ := s.Store().Keys(ctx); !created || err != nil || len(keys) != 1 || keys[0].ID != made.ID {
 			t.Errorf("the next try: created %v, %v, keys %+v; want the one key made", created, err, keys)
 		}
 	})
@@ -717,8 +697,8 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			}
 			db.Close()
 
-			clock := newFakeClock()
-			opened, err := store.OpenSQLite(context.Background(), path, false, clock.now)
+			clock := servertest.NewClock()
+			opened, err := store.OpenSQLite(context.Background(), path, false, clock.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -760,8 +740,8 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 			}
 			conn.Close(ctx)
 
-			clock := newFakeClock()
-			opened, err := store.OpenPostgres(ctx, url, clock.now)
+			clock := servertest.NewClock()
+			opened, err := store.OpenPostgres(ctx, url, clock.Now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -778,7 +758,7 @@ func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
 // wantOldKeysKept checks the two keys and the usage of the last release's
 // database, with the new fields at their defaults, and that the new ones
 // work on them.
-func wantOldKeysKept(t *testing.T, store store.Storage, clock *fakeClock, token string) {
+func wantOldKeysKept(t *testing.T, store store.Storage, clock *servertest.Clock, token string) {
 	t.Helper()
 	ctx := context.Background()
 	keys, err := store.Keys(ctx)
@@ -800,7 +780,7 @@ func wantOldKeysKept(t *testing.T, store store.Storage, clock *fakeClock, token 
 	if n, err := store.Usage(ctx, 1, "2026-03-10"); err != nil || n != 40 {
 		t.Errorf("usage %d (%v), want the 40 stored", n, err)
 	}
-	ring, err := keyring.New(ctx, store, "production", clock.now)
+	ring, err := keyring.New(ctx, store, "production", clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -812,7 +792,7 @@ func wantOldKeysKept(t *testing.T, store store.Storage, clock *fakeClock, token 
 	}
 	next := domain.NewKeyToken("production")
 	hash := domain.HashKey(next)
-	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour, testActor)
+	old, rolled, err := store.RollKey(ctx, 1, hash[:], time.Hour, servertest.Actor)
 	if err != nil || rolled.BudgetID != 1 || old.RolledTo != rolled.ID {
 		t.Errorf("roll the old key: %+v %+v %v", old, rolled, err)
 	}
@@ -831,23 +811,23 @@ func migrationsOf(engine func(store.Migration) string) []string {
 // PostgreSQL with limits in Redis all take a rolled key until the overlap
 // ends, and all refuse it from then on.
 func TestEveryServerRefusesARolledKeyAfterTheOverlap(t *testing.T) {
-	a := newTestServerWith(t, testOptions{postgres: true, redis: true})
-	servers := []*testServer{a, a.otherServer(), a.otherServer()}
-	k, oldToken := a.mustCreateKeyOf("pro")
+	a := servertest.Start(t, servertest.Options{Postgres: true, Redis: true})
+	servers := []*servertest.Server{a, a.AnotherServer(), a.AnotherServer()}
+	k, oldToken := mustCreateKeyOf(a, "pro")
 	for _, s := range servers {
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the key before the roll")
 	}
-	_, _, newToken := a.roll(k.ID, 3*time.Second)
-	a.clock.advance(3*time.Second - time.Millisecond)
+	_, _, newToken := a.Roll(k.ID, 3*time.Second)
+	a.Clock.Advance(3*time.Second - time.Millisecond)
 	for _, s := range servers {
-		if err := s.keys.Refresh(context.Background()); err != nil {
+		if err := s.Keys().Refresh(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the old key just before the overlap ends")
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", oldToken, ""), http.StatusOK, "the old key just before the overlap ends")
 	}
-	a.clock.advance(time.Millisecond)
+	a.Clock.Advance(time.Millisecond)
 	for _, s := range servers {
-		wantExpired(t, s.do("GET", "/v1/pets", oldToken, ""))
-		testkit.WantStatus(t, s.do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key after the overlap")
+		wantExpired(t, s.Do("GET", "/v1/pets", oldToken, ""))
+		testkit.WantStatus(t, s.Do("GET", "/v1/pets", newToken, ""), http.StatusOK, "the new key after the overlap")
 	}
 }
