@@ -48,6 +48,8 @@ var testsMayAlsoImport = map[string][]string{
 	".":                 {"internal/servertest"},
 	"internal/adminapi": {"internal/servertest"},
 	"internal/keyring":  {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage"},
+	"internal/webhook":  {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage", "internal/limits"},
+	"internal/store":    {"internal/servertest"},
 }
 
 // netHTTPAllowed are the packages whose code (not tests) may import

@@ -25,23 +25,11 @@ import (
 // real handler on a real SQLite file. Helpers here start with "api" so they
 // do not collide with the helpers of other test files.
 
-// apiAddPets creates one pet per status through the API ("" gives none) and
-// returns them as created.
+// apiAddPets creates a pet of each status ("" for none) through the API
+// and returns them as answered.
 func apiAddPets(s *testServer, key string, statuses ...string) []testkit.Pet {
 	s.t.Helper()
-	var pets []testkit.Pet
-	for i, st := range statuses {
-		body := fmt.Sprintf(`{"name":"Pet %d","categoryId":%d}`, i, 1+i%3)
-		if st != "" {
-			body = fmt.Sprintf(`{"name":"Pet %d","categoryId":%d,"status":%q}`, i, 1+i%3, st)
-		}
-		w := s.do("POST", "/v1/pets", key, body)
-		if w.Code != http.StatusCreated {
-			s.t.Fatalf("create pet %s: HTTP status = %d; body: %s", body, w.Code, w.Body)
-		}
-		pets = append(pets, testkit.ReadPet(s.t, w.Body.Bytes()))
-	}
-	return pets
+	return testkit.AddPets(s.t, s.do, key, statuses...)
 }
 
 // apiListBody is the whole first page of up to 100 pets, as sent.

@@ -487,3 +487,50 @@ type rateLimitWindow struct {
 	Remaining int64 `json:"remaining"`
 	Reset     int64 `json:"reset"`
 }
+
+// webhookServer is a test server whose webhooks may go to the test's
+// receivers on loopback.
+func webhookServer(t *testing.T, opts testOptions) *testServer {
+	t.Helper()
+	opts.webhookAllowPrivate = true
+	return newTestServerWith(t, opts)
+}
+
+// addEndpoint adds an endpoint for rc taking events (none: all), and has
+// rc trust its secret.
+func (s *testServer) addEndpoint(rc *testkit.Receiver, events ...string) domain.WebhookEndpoint {
+	s.t.Helper()
+	terms, err := manage.NewEndpointTerms(rc.URL(), events)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	e, err := s.store.AddWebhookEndpoint(context.Background(), terms, testActor, s.opts.env)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	rc.Trust(e.Secret)
+	return e
+}
+
+// deliverDue makes the attempts that are due now, as the worker's next
+// rounds do, and waits for them.
+func (s *testServer) deliverDue() {
+	for {
+		var attempts sync.WaitGroup
+		n := s.webhooks.Dispatch(context.Background(), &attempts)
+		attempts.Wait()
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// deliveryOf is the one delivery of event id.
+func (s *testServer) deliveryOf(eventID string) domain.WebhookDelivery {
+	s.t.Helper()
+	ds, err := s.store.WebhookDeliveries(context.Background(), domain.DeliveryFilter{EventID: eventID})
+	if err != nil || len(ds) != 1 {
+		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
+	}
+	return ds[0]
+}

@@ -20,6 +20,7 @@ import (
 	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
+	"petstore/internal/manage"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
 
@@ -382,5 +383,35 @@ func TestCopyRefusesATargetThatIsNotEmpty(t *testing.T) {
 	}
 	if got := apiPetCount(dst, dstKey); got != 2 {
 		t.Errorf("the target holds %d pets after a refused copy, want its 2", got)
+	}
+}
+
+// TestWebhooksAreCopiedToPostgreSQL: petstore copy carries the endpoints,
+// with their secrets, and the deliveries still waiting, which a server on
+// PostgreSQL then makes with the same webhook-id.
+func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
+	src := newTestServerWith(t, testOptions{webhookAllowPrivate: true})
+	rc := testkit.NewReceiver(t)
+	e := src.addEndpoint(rc)
+	ev, err := manage.QueueTest(context.Background(), src.store, src.env, e.ID, testActor, src.clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.store.Close()
+
+	to := testkit.PostgresURL(t)
+	if res := viaCLI(t, nil, "copy", "--from", src.dbPath, "--to", to); res.code != 0 {
+		t.Fatalf("copy: exit status %d: %s", res.code, res.stderr)
+	}
+	dst := newTestServerWith(t, testOptions{webhookAllowPrivate: true, postgres: true, db: to, redis: true})
+	dst.clock.t = src.clock.now()
+	dst.deliverDue()
+	if got := rc.Wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
+		t.Fatalf("after the copy: %+v", got)
+	}
+	// The endpoint's id is never given again.
+	next := dst.addEndpoint(testkit.NewReceiver(t))
+	if next.ID <= e.ID {
+		t.Errorf("a new endpoint after the copy has id %d, the copied one %d", next.ID, e.ID)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"petstore/internal/keyring"
+	"petstore/internal/limits"
+	"petstore/internal/webhook"
 )
 
 // The hooks below are for the tests of a running server in other packages
@@ -39,3 +41,9 @@ func (a *App) DeliverDue(ctx context.Context) {
 func (a *App) FlushLimiterUsage(ctx context.Context) error {
 	return a.limiter.Flush(ctx, a.store.AddUsage)
 }
+
+// Webhooks is the server's webhook worker, whose rounds a test runs at once.
+func (a *App) Webhooks() *webhook.Worker { return a.webhooks }
+
+// Quota is the server's watch of the day quotas, which a test flushes at once.
+func (a *App) Quota() *limits.QuotaWatch { return a.quota }

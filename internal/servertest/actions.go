@@ -119,3 +119,10 @@ func (o Options) WithWebhooks() Options {
 // DeliverDue makes the webhook attempts that are due now and waits for
 // them.
 func (s *Server) DeliverDue() { s.App.DeliverDue(context.Background()) }
+
+// AddPets creates a pet of each status ("" for none) through the API with
+// key and returns them as answered.
+func (s *Server) AddPets(key string, statuses ...string) []testkit.Pet {
+	s.T.Helper()
+	return testkit.AddPets(s.T, s.Do, key, statuses...)
+}

@@ -97,6 +97,10 @@ type Server struct {
 	DBPath string // the database it serves: a file, or PostgreSQL's URL
 	Env    string
 	Cfg    server.Config
+	// SQLite and PG are the engine under the server (the other nil), for
+	// a test that reads what it wrote below the store's interfaces.
+	SQLite *store.SQLite
+	PG     *store.Postgres
 	deps   server.Deps
 }
 
@@ -129,7 +133,15 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
-	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now, WrapStore: opts.WrapStore}
+	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now,
+		WrapStore: func(st store.Storage) store.Storage {
+			s.SQLite, _ = st.(*store.SQLite)
+			s.PG, _ = st.(*store.Postgres)
+			if opts.WrapStore != nil {
+				return opts.WrapStore(st)
+			}
+			return st
+		}}
 	if opts.Redis {
 		s.deps.RedisPrefix = testkit.RedisPrefix(t)
 		s.Cfg.Redis = testkit.RedisURL(t)
@@ -161,6 +173,7 @@ func (s *Server) AnotherServer() *Server {
 	other := *s
 	other.deps.WrapStore = nil
 	other.App = other.build()
+	other.SQLite, other.PG = s.SQLite, s.PG
 	return &other
 }
 

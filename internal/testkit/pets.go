@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -130,4 +131,23 @@ func StoredByName(t *testing.T, store PetScanner) map[string][]int64 {
 // PetScanner reads the pets a store holds in id order, as the stores do.
 type PetScanner interface {
 	ScanPets(ctx context.Context, after int64, limit int, fn func(id int64, name []byte, categoryID int64, status []byte)) (int, error)
+}
+
+// AddPets creates one pet per status through the API ("" gives none) and
+// returns them as created.
+func AddPets(t testing.TB, do func(method, target, key, body string, header ...string) *httptest.ResponseRecorder, key string, statuses ...string) []Pet {
+	t.Helper()
+	var pets []Pet
+	for i, st := range statuses {
+		body := fmt.Sprintf(`{"name":"Pet %d","categoryId":%d}`, i, 1+i%3)
+		if st != "" {
+			body = fmt.Sprintf(`{"name":"Pet %d","categoryId":%d,"status":%q}`, i, 1+i%3, st)
+		}
+		w := do("POST", "/v1/pets", key, body)
+		if w.Code != http.StatusCreated {
+			t.Fatalf("create pet %s: HTTP status = %d; body: %s", body, w.Code, w.Body)
+		}
+		pets = append(pets, ReadPet(t, w.Body.Bytes()))
+	}
+	return pets
 }

@@ -1,7 +1,8 @@
-package server
+package store_test
 
 import (
 	"context"
+	"petstore/internal/servertest"
 	"slices"
 	"testing"
 )
@@ -9,17 +10,17 @@ import (
 // A snapshot, what petstore copy reads, holds every table as it was when it
 // was taken, on either engine: a pet stored after it is not in it.
 func TestSnapshotHoldsWhatTheStoreHeldWhenTaken(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		ctx := context.Background()
-		s := newTestServerWith(t, opts)
-		key := s.mustCreateKey("pro")
-		before := apiAddPets(s, key, "available", "", "sold")
-		snap, err := s.store.Snapshot(ctx)
+		s := servertest.Start(t, opts)
+		key := s.MustCreateKey("pro")
+		before := s.AddPets(key, "available", "", "sold")
+		snap, err := s.Store().Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer snap.Close()
-		apiAddPets(s, key, "pending")
+		s.AddPets(key, "pending")
 
 		rows, err := snap.Rows(ctx, "pets", []string{"id", "name", "status"})
 		if err != nil {

@@ -1,10 +1,11 @@
-package server
+package webhook_test
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
+	"petstore/internal/servertest"
 	"strings"
 	"sync"
 	"testing"
@@ -25,25 +26,25 @@ import (
 // TestWebhookAClaimOfADeadServerExpires: a server that claimed an attempt
 // and died leaves it to the others once its claim has expired, not before.
 func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := webhookServer(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
-		e := s.addEndpoint(rc)
-		ev, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now())
+		e := s.AddEndpoint(rc)
+		ev, err := manage.QueueTest(context.Background(), s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		claimed, err := s.store.ClaimWebhookDeliveries(context.Background(), s.env, s.clock.now(), webhook.ClaimFor, nil, 10,
+		claimed, err := s.Store().ClaimWebhookDeliveries(context.Background(), s.Env, s.Clock.Now(), webhook.ClaimFor, nil, 10,
 			func(int64) bool { return true })
 		if err != nil || len(claimed) != 1 || claimed[0].EventID != ev.ID {
 			t.Fatalf("claim: %+v, %v", claimed, err)
 		}
-		s.deliverDue()
+		s.DeliverDue()
 		if n := len(rc.Deliveries()); n != 0 {
 			t.Fatalf("a claimed delivery was sent by another: %d", n)
 		}
-		s.clock.advance(webhook.ClaimFor)
-		s.deliverDue()
+		s.Clock.Advance(webhook.ClaimFor)
+		s.DeliverDue()
 		if got := rc.Wait(1, 5*time.Second); got[0].ID != ev.ID || !got[0].Verified {
 			t.Fatalf("after the claim expired: %+v", got)
 		}
@@ -54,26 +55,26 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 // answer holds maxInFlightPerEndpoint attempts of a server, while the other
 // endpoints' deliveries and the requests go on.
 func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
-	s := webhookServer(t, testOptions{})
+	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	hanging, fine := testkit.NewReceiver(t), testkit.NewReceiver(t)
 	release := make(chan struct{})
 	hanging.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
 	defer close(release)
-	h := s.addEndpoint(hanging)
-	f := s.addEndpoint(fine)
+	h := s.AddEndpoint(hanging)
+	f := s.AddEndpoint(fine)
 	for range 10 {
-		if _, err := manage.QueueTest(context.Background(), s.store, s.env, h.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, h.ID, servertest.Actor, s.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := manage.QueueTest(context.Background(), s.store, s.env, f.ID, testActor, s.clock.now()); err != nil {
+	if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, f.ID, servertest.Actor, s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var attempts sync.WaitGroup
 	defer func() { cancel(); attempts.Wait() }()
 	for range 3 {
-		s.webhooks.Dispatch(ctx, &attempts)
+		s.Webhooks().Dispatch(ctx, &attempts)
 	}
 	fine.Wait(1, 5*time.Second)
 	testkit.Eventually(t, 5*time.Second, "the hanging receiver holds its attempts", func() bool {
@@ -83,47 +84,47 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 	if n := len(hanging.Deliveries()); n != domain.MaxInFlightPerEndpoint {
 		t.Fatalf("%d attempts in flight to one endpoint, want %d", n, domain.MaxInFlightPerEndpoint)
 	}
-	key := s.mustCreateKey("free")
-	if w := s.do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
+	key := s.MustCreateKey("free")
+	if w := s.Do("GET", "/v1/pets", key, ""); w.Code != http.StatusOK {
 		t.Fatalf("a request while a receiver hangs: %d", w.Code)
 	}
 }
 
 func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := webhookServer(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
-		e := s.addEndpoint(rc)
+		e := s.AddEndpoint(rc)
 		ctx := context.Background()
-		if _, err := manage.QueueTest(ctx, s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(ctx, s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		notice := func() domain.WebhookNotice {
-			n, err := limits.QuotaNotice{BudgetID: 1, KeyID: 1, Env: s.env, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.clock.now()}.Notice()
+			n, err := limits.QuotaNotice{BudgetID: 1, KeyID: 1, Env: s.Env, Threshold: 80, Used: 8, Limit: 10, Day: "2026-03-10", At: s.Clock.Now()}.Notice()
 			if err != nil {
 				t.Fatal(err)
 			}
 			return n
 		}
-		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
+		if err := s.Store().AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
-		s.deliverDue()
+		s.DeliverDue()
 		rc.Wait(2, 5*time.Second)
-		waiting, _ := manage.QueueTest(ctx, s.store, s.env, e.ID, testActor, s.clock.now())
-		s.clock.advance(31 * 24 * time.Hour)
-		if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+		waiting, _ := manage.QueueTest(ctx, s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now())
+		s.Clock.Advance(31 * 24 * time.Hour)
+		if err := s.Store().PruneWebhooks(ctx, s.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
-		left, err := s.store.WebhookDeliveries(ctx, domain.DeliveryFilter{})
+		left, err := s.Store().WebhookDeliveries(ctx, domain.DeliveryFilter{})
 		if err != nil || len(left) != 1 || left[0].EventID != waiting.ID {
 			t.Fatalf("after the prune: %+v, %v; want only the waiting delivery", left, err)
 		}
 		// The day's mark is gone with its day.
-		if err := s.store.AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
+		if err := s.Store().AddWebhookNotices(ctx, []domain.WebhookNotice{notice()}); err != nil {
 			t.Fatal(err)
 		}
-		if n, _, _ := s.store.WebhookBacklog(ctx, s.env); n != 2 {
+		if n, _, _ := s.Store().WebhookBacklog(ctx, s.Env); n != 2 {
 			t.Fatalf("backlog %d, want the waiting test and the notice again", n)
 		}
 	})
@@ -133,16 +134,16 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 // hang hold some of a server's places, never all: a delivery to a fast
 // one queued after them goes out at once.
 func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
-	s := webhookServer(t, testOptions{})
+	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	release := make(chan struct{})
 	defer close(release)
 	var hanging []*testkit.Receiver
 	for range 4 {
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(int, testkit.Delivery) int { <-release; return http.StatusOK })
-		e := s.addEndpoint(rc)
+		e := s.AddEndpoint(rc)
 		for range 2 * domain.MaxInFlightPerEndpoint {
-			if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
+			if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -151,7 +152,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()
-	go func() { s.webhooks.Run(ctx); close(done) }()
+	go func() { s.Webhooks().Run(ctx); close(done) }()
 	held := func() (n int) {
 		for _, rc := range hanging {
 			n += len(rc.Deliveries())
@@ -167,11 +168,11 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 	}
 
 	fast := testkit.NewReceiver(t)
-	e := s.addEndpoint(fast)
-	if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
+	e := s.AddEndpoint(fast)
+	if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	s.webhooks.Poke()
+	s.Webhooks().Poke()
 	fast.Wait(1, 3*time.Second)
 }
 
@@ -179,8 +180,8 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 // once to one endpoint holds for all the servers on one PostgreSQL
 // together, through the claim.
 func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
-	s := webhookServer(t, testOptions{postgres: true})
-	servers := []*testServer{s, s.anotherServer()}
+	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true, Postgres: true})
+	servers := []*servertest.Server{s, s.AnotherServer()}
 	slow := testkit.NewReceiver(t)
 	var mu sync.Mutex
 	var now, most int
@@ -195,10 +196,10 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 		mu.Unlock()
 		return http.StatusNoContent
 	})
-	e := s.addEndpoint(slow)
+	e := s.AddEndpoint(slow)
 	const events = 3 * domain.MaxInFlightPerEndpoint
 	for range events {
-		if _, err := manage.QueueTest(context.Background(), s.store, s.env, e.ID, testActor, s.clock.now()); err != nil {
+		if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -206,7 +207,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 	var running sync.WaitGroup
 	defer func() { cancel(); running.Wait() }()
 	for _, srv := range servers {
-		running.Go(func() { srv.webhooks.Run(ctx) })
+		running.Go(func() { srv.Webhooks().Run(ctx) })
 	}
 	slow.Wait(events, 20*time.Second)
 	mu.Lock()
@@ -225,22 +226,22 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 // the hourly prune forgets them by their index; the key is not announced
 // again.
 func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := webhookServer(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
-		s.addEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
-		terms := s.keyTerms("pro")
-		terms.ExpiresAt = s.clock.now().Add(3 * 24 * time.Hour)
-		s.mustCreate(terms)
+		s.AddEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
+		terms := s.KeyTerms("pro")
+		terms.ExpiresAt = s.Clock.Now().Add(3 * 24 * time.Hour)
+		s.MustCreate(terms)
 		ctx := context.Background()
 		step := func(advance time.Duration) []string {
 			t.Helper()
-			s.clock.advance(advance)
-			s.webhooks.NoticeExpiries(ctx)
-			if err := s.store.PruneWebhooks(ctx, s.clock.now()); err != nil {
+			s.Clock.Advance(advance)
+			s.Webhooks().NoticeExpiries(ctx)
+			if err := s.Store().PruneWebhooks(ctx, s.Clock.Now()); err != nil {
 				t.Fatal(err)
 			}
-			return s.noticeMarks()
+			return noticeMarks(s)
 		}
 		if marks := step(2*24*time.Hour + time.Hour); len(marks) != 1 || !strings.HasPrefix(marks[0], "expiring:") {
 			t.Fatalf("a day before the expiry: marks %q", marks)
@@ -256,40 +257,40 @@ func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
 		if marks := step(2 * time.Hour); len(marks) != 0 {
 			t.Fatalf("%s after the expiry: marks %q, want none", domain.KeepExpiryMarks+time.Hour, marks)
 		}
-		s.deliverDue()
+		s.DeliverDue()
 		if got := rc.Wait(2, 5*time.Second); len(got) != 2 {
 			t.Fatalf("the key was announced %d times, want twice: %+v", len(got), got)
 		}
-		if plan := s.queryPlan(`SELECT mark FROM webhook_notices WHERE forget_at < 5`); !strings.Contains(plan, "webhook_notices_forget") {
+		if plan := queryPlan(s, `SELECT mark FROM webhook_notices WHERE forget_at < 5`); !strings.Contains(plan, "webhook_notices_forget") {
 			t.Errorf("the prune's look-up does not use the index: %s", plan)
 		}
 	})
 }
 
 // noticeMarks are the marks of notices stored, in order.
-func (s *testServer) noticeMarks() []string {
-	return s.lastColumn(`SELECT mark FROM webhook_notices ORDER BY mark`)
+func noticeMarks(s *servertest.Server) []string {
+	return lastColumn(s, `SELECT mark FROM webhook_notices ORDER BY mark`)
 }
 
 // queryPlan is the engine's plan of query, as it would run it on a table
 // of any size (PostgreSQL is told to avoid a sequential scan, which it
 // prefers on a table of a few rows).
-func (s *testServer) queryPlan(query string) string {
-	if s.pg != nil {
-		return strings.Join(s.lastColumn(`EXPLAIN `+query, `SET LOCAL enable_seqscan = off`), "\n")
+func queryPlan(s *servertest.Server, query string) string {
+	if s.PG != nil {
+		return strings.Join(lastColumn(s, `EXPLAIN `+query, `SET LOCAL enable_seqscan = off`), "\n")
 	}
-	return strings.Join(s.lastColumn(`EXPLAIN QUERY PLAN `+query), "\n")
+	return strings.Join(lastColumn(s, `EXPLAIN QUERY PLAN `+query), "\n")
 }
 
 // lastColumn is the last column of each row query gives, as text, read in
 // one transaction of the test server's database after the setup statements.
-func (s *testServer) lastColumn(query string, setup ...string) []string {
-	s.t.Helper()
+func lastColumn(s *servertest.Server, query string, setup ...string) []string {
+	s.T.Helper()
 	ctx := context.Background()
 	var col []string
 	var err error
-	if s.pg != nil {
-		err = pgx.BeginFunc(ctx, s.pg.Pool(), func(tx pgx.Tx) error {
+	if s.PG != nil {
+		err = pgx.BeginFunc(ctx, s.PG.Pool(), func(tx pgx.Tx) error {
 			for _, q := range setup {
 				if _, err := tx.Exec(ctx, q); err != nil {
 					return err
@@ -303,10 +304,10 @@ func (s *testServer) lastColumn(query string, setup ...string) []string {
 			return err
 		})
 	} else {
-		col, err = sqliteLastColumn(s.sqlite.Writer(), query)
+		col, err = sqliteLastColumn(s.SQLite.Writer(), query)
 	}
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	return col
 }
