@@ -94,7 +94,7 @@ func openSchema(t *testing.T, reopen func() (Storage, error)) domain.Schema {
 // --contract it is refused while a server that knows fewer migrations
 // checked in during the last minute, naming it and its version, and --force
 // applies it. Then a server without the step refuses the schema, naming
-// petstore migrate. On SQLite a start applies it at once.
+// petstore migrate. An empty database gets it at start, as does SQLite.
 func TestAContractStepWaitsForMigrateContractAndTheOlderServers(t *testing.T) {
 	today := Migrations
 	contract := Migration{Name: "999_contract_probe.sql", SQLite: "-- contract\nCREATE TABLE contract_probe (x INTEGER)",
@@ -141,6 +141,14 @@ func TestAContractStepWaitsForMigrateContractAndTheOlderServers(t *testing.T) {
 		t.Errorf("a server without the contract step on the contracted schema: %v, want it refused naming petstore migrate", err)
 	}
 	Migrations = append(today[:k:k], contract)
+	fresh, err := OpenPostgres(ctx, testkit.PostgresURL(t), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if st, err := fresh.Schema(ctx); err != nil || st != (domain.Schema{Version: k + 1, Level: k + 1}) {
+		t.Errorf("an empty database, which no server uses yet, gets the contract step at start: %+v, %v", st, err)
+	}
 	lite, _ := openTestSQLite(t, time.Now)
 	if st, err := lite.Schema(ctx); err != nil || st != (domain.Schema{Version: k + 1, Level: k + 1}) {
 		t.Errorf("on SQLite a start applies the contract step: %+v, %v", st, err)

@@ -277,6 +277,9 @@ func (s *Postgres) migrate(ctx context.Context, opts MigrateOptions) error {
 	if err := st.tooNew(); err != nil {
 		return err
 	}
+	if st.version == 0 {
+		opts.Contract = true // an empty database: no server that a contract step could leave behind
+	}
 	if st.version < len(Migrations) && (opts.Contract || Migrations[st.version].atStart()) {
 		err = s.applyMigrations(ctx, opts)
 		var pgErr *pgconn.PgError
