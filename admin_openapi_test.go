@@ -121,6 +121,7 @@ var adminOpenAPIStatuses = map[string][]int{
 	"getAdminOpenAPI": {200, 403, 405, 421, 500},
 	"listBans":        {200, 401, 403, 405, 421, 429, 500, 503},
 	"liftBan":         {204, 400, 401, 403, 404, 405, 421, 429, 500, 503},
+	"listServers":     {200, 401, 403, 405, 421, 429, 500, 503},
 
 	"listWebhooks":            {200, 401, 403, 405, 421, 429, 500, 503},
 	"addWebhook":              {201, 400, 401, 403, 405, 413, 415, 421, 429, 500, 503},
@@ -203,6 +204,7 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 404},
 		{"listBans", "GET", "/admin/v1/bans", reader, "", 200},
 		{"listBans", "POST", "/admin/v1/bans", admin, "", 405},
+		{"listServers", "GET", "/admin/v1/servers", reader, "", 200},
 		{"liftBan", "DELETE", ban, reader, "", 403},
 		{"liftBan", "DELETE", ban, admin, "", 204},
 		{"liftBan", "DELETE", ban, admin, "", 404},

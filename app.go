@@ -62,6 +62,9 @@ type app struct {
 	// address, in this process: a subject of its own, apart from /v1's.
 	adminFailures *limits.Local
 	adminHosts    []string // --admin-host
+	// self is this server as it checks in (servers.go): serve sets it
+	// once its port is open; a test's app without it does not check in.
+	self domain.Server
 
 	closeLimiter func() error
 }
@@ -209,6 +212,7 @@ func (a *app) startBackground() (stop func()) {
 	})
 	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.Run(ctx) })
+	a.checkIns(ctx, wg.Go, every, warn)
 	every(limiterSweepEvery, func() {
 		a.limiter.Sweep()
 		a.adminFailures.Sweep()

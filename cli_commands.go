@@ -48,7 +48,7 @@ func cliCommands() []cliCommand {
 		{"webhooks resend", "[--db FILE|URL] EVENT_ID|--failed [--endpoint ID]", cli.WebhooksResend},
 		{"bans list", "[--db FILE|URL] [--json]", cli.BansList},
 		{"bans lift", "[--db FILE|URL] key:ID|address:IP", cli.BansLift},
-		{"migrate", "[--db FILE|URL]   (as the role that owns the tables)", cli.Migrate},
+		{"migrate", "[--db FILE|URL] [--contract [--force]]   (as the role that owns the tables)", cli.Migrate},
 		{"backup", "[--db FILE] --out FILE", cli.Backup},
 		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", cli.Copy},
 		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", healthcheckCommand},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"petstore/internal/cli"
+	"petstore/internal/store"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -72,7 +73,9 @@ func versionString() string {
 	if b.revision != "unknown" {
 		out += " (" + b.revision + b.modified + " " + b.time + ")"
 	}
-	return out + " " + b.goVersion
+	// The migrations it knows, which GET /admin/v1/servers compares with
+	// the schema's (docs/replicas.md, "Upgrading a fleet").
+	return out + " " + b.goVersion + fmt.Sprintf(", %d migrations", len(store.Migrations))
 }
 
 // buildInfo is what the binary knows of its own build, for --version and

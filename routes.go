@@ -170,6 +170,7 @@ func adminRoutes(a *app) []route {
 		{"GET /admin/v1/audit", withAdminToken, domain.ScopeAuditRead, adminapi.Audit(d)},
 		{"GET /admin/v1/bans", withAdminToken, domain.ScopeKeysRead, adminapi.ListBans(d)},
 		{"DELETE /admin/v1/bans/{subject}", withAdminToken, domain.ScopeKeysWrite, adminapi.LiftBan(d, a.env)},
+		{"GET /admin/v1/servers", withAdminToken, domain.ScopeKeysRead, adminapi.ListServers(d)},
 		{"GET /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, adminapi.ListWebhooks(d)},
 		{"POST /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, adminapi.AddWebhook(d, a.env)},
 		{"DELETE /admin/v1/webhooks/{id}", withAdminToken, domain.ScopeWebhooks, adminapi.RemoveWebhook(d, a.env)},

@@ -252,6 +252,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	if err := bootstrapKey(ctx, a.store, cfg, baseURL(scheme(tr.api), ports[0].ln.Addr()), stderr, logger); err != nil {
 		return err
 	}
+	a.self = selfServer(ports[0].ln.Addr(), time.Now())
 	stopBackground := a.startBackground()
 	defer stopBackground()
 	stopTransport, err := tr.start(ctx, a.store, ports)
@@ -286,7 +287,8 @@ func openPorts(cfg serveConfig, a *app, tr *transport, logger *slog.Logger) (por
 	if err := open("addr", cfg.addr, "", tr.strict(httpServer(a.handler, apiLimits, logger, tr.api))); err != nil {
 		return ports, nil, err
 	}
-	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn)
+	b := readBuildInfo()
+	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.limitsIn, "version", b.version, "commit", b.revision+b.modified)
 	if cfg.adminAddr != "" {
 		if err := open("admin", cfg.adminAddr, " (--admin-addr)", tr.strict(httpServer(a.adminHandler, apiLimits.admin(), logger, tr.admin))); err != nil {
 			return ports, nil, err
