@@ -133,14 +133,15 @@ func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
 					Expires: &expires, Overlap: "1h0m0s", OldKeyStops: stops},
 			})
 
-			run(0, "keys", "revoke", "--db", db, "2")
+			run(1, "keys", "revoke", "--db", db, "2") // a staging key: production's command finds none
+			run(0, "keys", "revoke", "--db", db, "--env", "staging", "2")
 			events = wantNewEvents(t, db, events, domain.AuditEvent{
 				Action: domain.AuditKeyRevoked, Actor: actor, KeyID: 2, Env: "staging",
 				Details: domain.AuditDetails{Plan: "free", PerMinute: 60, PerDay: 1000, Scopes: []string{"pets:read", "pets:write"}},
 			})
 
 			// What changes nothing, or fails, leaves nothing.
-			run(0, "keys", "revoke", "--db", db, "2")
+			run(0, "keys", "revoke", "--db", db, "--env", "staging", "2")
 			run(1, "keys", "revoke", "--db", db, "999")
 			run(1, "keys", "roll", "--db", db, "1")
 			run(1, "keys", "roll", "--db", db, "2")
