@@ -1,0 +1,134 @@
+package replicate
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/litestream"
+	"github.com/benbjohnson/litestream/file"
+	"github.com/benbjohnson/litestream/s3"
+	"github.com/superfly/ltx"
+)
+
+// writeTimeout bounds one upload (a snapshot of a large database is the
+// longest) and one deletion: Litestream's S3 client waits up to a day.
+const writeTimeout = 10 * time.Minute
+
+// newClient is the replica client of t, as Litestream reads its URL, with
+// its calls counted.
+func newClient(t Target, now func() time.Time) (*countingClient, error) {
+	var inner litestream.ReplicaClient
+	var err error
+	if strings.HasPrefix(t.raw, "file:") {
+		inner, err = file.NewReplicaClientFromURL("file", "", strings.TrimPrefix(t.raw, "file://"), nil, nil)
+	} else {
+		inner, err = litestream.NewReplicaClientFromURL(t.raw)
+		_ = s3.ReplicaClientType // the s3 package registers the s3 scheme
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &countingClient{ReplicaClient: inner, now: now}, nil
+}
+
+// countingClient is Litestream's replica client with what the server shows
+// of it (Status): the bytes uploaded, when last, and the failures.
+type countingClient struct {
+	litestream.ReplicaClient
+	now func() time.Time
+
+	mu          sync.Mutex
+	bytes       int64
+	errors      int64
+	lastUpload  time.Time
+	lastErr     string
+	lastErrAt   time.Time
+	failing     bool // the last call to the store failed
+	failingFrom time.Time
+}
+
+func (c *countingClient) LTXFiles(ctx context.Context, level int, seek ltx.TXID, useMetadata bool) (ltx.FileIterator, error) {
+	itr, err := c.ReplicaClient.LTXFiles(ctx, level, seek, useMetadata)
+	c.note(ctx, err, 0)
+	return itr, err
+}
+
+func (c *countingClient) OpenLTXFile(ctx context.Context, level int, minTXID, maxTXID ltx.TXID, offset, size int64) (io.ReadCloser, error) {
+	rc, err := c.ReplicaClient.OpenLTXFile(ctx, level, minTXID, maxTXID, offset, size)
+	if errors.Is(err, os.ErrNotExist) {
+		return rc, err // an answer, not a failure to reach the store
+	}
+	c.note(ctx, err, 0)
+	return rc, err
+}
+
+func (c *countingClient) WriteLTXFile(ctx context.Context, level int, minTXID, maxTXID ltx.TXID, r io.Reader) (*ltx.FileInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	info, err := c.ReplicaClient.WriteLTXFile(ctx, level, minTXID, maxTXID, r)
+	var n int64
+	if err == nil && info != nil {
+		n = info.Size
+	}
+	c.note(ctx, err, n)
+	return info, err
+}
+
+func (c *countingClient) DeleteLTXFiles(ctx context.Context, a []*ltx.FileInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	err := c.ReplicaClient.DeleteLTXFiles(ctx, a)
+	c.note(ctx, err, 0)
+	return err
+}
+
+// note counts a call's outcome: an upload of n bytes, or a failure. A call
+// cut short because the server is stopping is neither.
+func (c *countingClient) note(ctx context.Context, err error, uploaded int64) {
+	if err != nil && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if err != nil {
+		c.errors++
+		c.lastErr, c.lastErrAt = err.Error(), now
+		if !c.failing {
+			c.failing, c.failingFrom = true, now
+		}
+		return
+	}
+	c.failing = false
+	if uploaded > 0 {
+		c.bytes += uploaded
+		c.lastUpload = now
+	}
+}
+
+// demoted is Litestream's own log: its lines are the server's at
+// debug level, where --log-level debug shows them; what an operator needs
+// (failing, caught up) the Replicator logs itself.
+func demoted(logger *slog.Logger) *slog.Logger {
+	return slog.New(demote{logger.Handler()})
+}
+
+type demote struct{ slog.Handler }
+
+func (d demote) Enabled(ctx context.Context, _ slog.Level) bool {
+	return d.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (d demote) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demote) WithAttrs(attrs []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(attrs)} }
+func (d demote) WithGroup(name string) slog.Handler       { return demote{d.Handler.WithGroup(name)} }

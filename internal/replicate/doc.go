@@ -1,0 +1,11 @@
+// Package replicate streams the SQLite database's changes off the machine
+// while the server runs, and writes a database back from them: Litestream,
+// as a library, with its S3 and file replica clients (docs/production.md,
+// "Backup and restore"; docs/design.md, "Replication").
+package replicate
+
+import (
+	_ "github.com/benbjohnson/litestream"
+	_ "github.com/benbjohnson/litestream/file"
+	_ "github.com/benbjohnson/litestream/s3"
+)
