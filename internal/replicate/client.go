@@ -3,6 +3,7 @@ package replicate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -35,6 +36,16 @@ func newClient(t Target, now func() time.Time) (*countingClient, error) {
 		return nil, err
 	}
 	return &countingClient{ReplicaClient: inner, now: now}, nil
+}
+
+// Init is the client's, with a hint for the one setting its S3 client
+// cannot take: it brings its own HTTP transport.
+func (c *countingClient) Init(ctx context.Context) error {
+	err := c.ReplicaClient.Init(ctx)
+	if err != nil && strings.Contains(err.Error(), "RootCAs") {
+		return fmt.Errorf("%v (AWS_CA_BUNDLE is not read for the replica: name the CA bundle in SSL_CERT_FILE instead)", err)
+	}
+	return err
 }
 
 // countingClient is Litestream's replica client with what the server shows
