@@ -69,8 +69,14 @@ type ackedPet struct {
 // createWithoutPause creates pets from four clients until stop closes, and
 // returns every one answered 201.
 func createWithoutPause(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) []ackedPet {
+	acked, _ := createCountingFailures(t, s, key, stop)
+	return acked
+}
+
+// createCountingFailures is createWithoutPause that also counts the
+// creates not answered 201 (a killed server's, or a failure).
+func createCountingFailures(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) (acked []ackedPet, failed int) {
 	var mu sync.Mutex
-	var acked []ackedPet
 	var wg sync.WaitGroup
 	for c := range 4 {
 		wg.Go(func() {
@@ -87,20 +93,19 @@ func createWithoutPause(t *testing.T, s *runningPetstore, key string, stop <-cha
 					return
 				}
 				resp, body, err := readResponse(s.client, req)
-				if err != nil || resp.StatusCode != http.StatusCreated {
-					continue // the server was killed under it
-				}
 				var pet struct{ ID int64 }
-				if json.Unmarshal(body, &pet) == nil {
-					mu.Lock()
+				mu.Lock()
+				if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &pet) != nil {
+					failed++
+				} else {
 					acked = append(acked, ackedPet{pet.ID, name, time.Now()})
-					mu.Unlock()
 				}
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return acked
+	return acked, failed
 }
 
 // The disk is lost: pets are created without pause, the server is killed,
@@ -289,4 +294,76 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 	if !strings.Contains(res.stderr, "before the oldest state") {
 		t.Errorf("--at before the retention: %s", res.stderr)
 	}
+}
+
+// The replica's store away for 30 s under steady creates: no request
+// fails, the server logs one WARN as it starts failing and an INFO once
+// the replica has caught up, /metrics and GET /admin/v1/backup show the
+// failures (never a secret), and a restore afterwards holds every pet.
+func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing.T) {
+	f := newReplicaFixture(t)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	res := viaBinary(t, nil, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read")
+	if res.code != 0 {
+		t.Fatalf("admin create: %s", res.stderr)
+	}
+	token := strings.TrimSpace(res.stdout)
+	s := f.serve(t, "--admin-addr", "127.0.0.1:0")
+	s.keysSent = append(s.keysSent, token)
+	admin := "http://" + cliAdmin.FindStringSubmatch(s.stderr.String())[1]
+	backup := func() map[string]any {
+		t.Helper()
+		resp, body := fetch(t, s.client, "GET", admin+"/admin/v1/backup", token, "")
+		var b map[string]any
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &b) != nil {
+			t.Fatalf("GET /admin/v1/backup: %d %s", resp.StatusCode, body)
+		}
+		return b
+	}
+
+	stop := make(chan struct{})
+	var acked []ackedPet
+	var failed int
+	done := make(chan struct{})
+	go func() {
+		acked, failed = createCountingFailures(t, s, key, stop)
+		close(done)
+	}()
+	time.Sleep(3 * time.Second)
+	f.s3.Stop()
+	testkit.Eventually(t, 20*time.Second, "GET /admin/v1/backup shows the failure", func() bool {
+		b := backup()
+		return b["errors"].(float64) > 0 && b["last_error"] != nil && b["behind_seconds"].(float64) > 0
+	})
+	if b := backup(); b["url"] != f.url || strings.Contains(fmt.Sprint(b), f.s3.SecretKey) {
+		t.Errorf("GET /admin/v1/backup: %v, want the URL %s and no secret", b, f.url)
+	}
+	if errs := scrapeAdmin(t, admin)["petstore_replication_errors_total"]; errs == nil || errs.GetMetric()[0].GetCounter().GetValue() == 0 {
+		t.Errorf("petstore_replication_errors_total: %v, want above 0", errs)
+	}
+	time.Sleep(27 * time.Second)
+	f.s3.Start(t)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	<-done
+	if failed > 0 {
+		t.Errorf("%d of %d creates failed while the replica's store was away, want none", failed, len(acked)+failed)
+	}
+	testkit.Eventually(t, 30*time.Second, "the replica catches up", func() bool {
+		return strings.Contains(s.stderr.String(), "replication caught up") && backup()["behind_seconds"].(float64) == 0
+	})
+	if n := strings.Count(s.stderr.String(), "replication is failing"); n != 1 {
+		t.Errorf("%d WARN lines of the failure, want 1:\n%s", n, s.stderr)
+	}
+	out := filepath.Join(t.TempDir(), "after.db")
+	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out); res.code != 0 {
+		t.Fatalf("restore: %s", res.stderr)
+	}
+	names := petNames(t, out)
+	for _, p := range acked {
+		if !names[p.name] {
+			t.Fatalf("the restore after the outage lacks pet %d (%s) of %d acknowledged", p.id, p.name, len(acked))
+		}
+	}
+	t.Logf("%d creates during the test, all in the restore", len(acked))
 }

@@ -46,6 +46,7 @@ type Replicator struct {
 	caughtUp  time.Time // when the replica last held every local transaction
 	localSize int64     // bytes waiting on this machine, at the last look
 	warned    bool      // the failure is logged, its end is not yet
+	lastRetry time.Time // the watch's last try of a failing upload
 }
 
 // Start begins replicating the database at path (which exists, its schema
@@ -121,6 +122,7 @@ func (r *Replicator) watch(ctx context.Context) {
 		if i%10 == 0 {
 			r.bound(ctx)
 		}
+		r.retry(ctx)
 	}
 }
 
@@ -144,6 +146,31 @@ func (r *Replicator) look() {
 	case r.warned && !s.Failing && upToDate:
 		r.warned = false
 		r.cfg.Logger.Info("replication caught up: the replica holds every transaction again", "replica", r.cfg.Target.Shown(), "txid", s.LocalTXID)
+	}
+}
+
+// retryEvery caps the wait between two tries of a failing upload:
+// Litestream's own backoff doubles up to 5 minutes, so a store back after
+// a minute away would wait minutes more for it.
+const retryEvery = 10 * time.Second
+
+// retry uploads what waits, if uploads are failing and the last try is
+// retryEvery old.
+func (r *Replicator) retry(ctx context.Context) {
+	r.mu.Lock()
+	db := r.db
+	due := r.warned && r.cfg.Now().Sub(r.lastRetry) >= retryEvery
+	if due {
+		r.lastRetry = r.cfg.Now()
+	}
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, retryEvery)
+	defer cancel()
+	if err := db.Replica.Sync(ctx); err != nil {
+		r.cfg.Logger.Debug("replication: retry the upload", "replica", r.cfg.Target.Shown(), "err", err)
 	}
 }
 
