@@ -66,8 +66,42 @@ type countingClient struct {
 
 func (c *countingClient) LTXFiles(ctx context.Context, level int, seek ltx.TXID, useMetadata bool) (ltx.FileIterator, error) {
 	itr, err := c.ReplicaClient.LTXFiles(ctx, level, seek, useMetadata)
-	c.note(ctx, err, 0)
-	return itr, err
+	if err != nil {
+		c.note(ctx, err, 0)
+		return itr, err
+	}
+	return &countingIterator{FileIterator: itr, c: c, ctx: ctx}, nil
+}
+
+// countingIterator notes the outcome of a listing, which S3 reads page
+// by page as it is iterated: its failure comes with Err or Close.
+type countingIterator struct {
+	ltx.FileIterator
+	c     *countingClient
+	ctx   context.Context
+	noted bool
+}
+
+func (it *countingIterator) Err() error {
+	err := it.FileIterator.Err()
+	it.noteOnce(err)
+	return err
+}
+
+func (it *countingIterator) Close() error {
+	err := it.FileIterator.Close()
+	if err == nil {
+		err = it.FileIterator.Err()
+	}
+	it.noteOnce(err)
+	return err
+}
+
+func (it *countingIterator) noteOnce(err error) {
+	if !it.noted {
+		it.noted = true
+		it.c.note(it.ctx, err, 0)
+	}
 }
 
 func (c *countingClient) OpenLTXFile(ctx context.Context, level int, minTXID, maxTXID ltx.TXID, offset, size int64) (io.ReadCloser, error) {

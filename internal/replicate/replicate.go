@@ -3,7 +3,6 @@ package replicate
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/litestream"
+	"github.com/superfly/ltx"
 )
 
 // Config is what --replicate-to, --replicate-interval and
@@ -47,6 +47,12 @@ type Replicator struct {
 	localSize int64     // bytes waiting on this machine, at the last look
 	warned    bool      // the failure is logged, its end is not yet
 	lastRetry time.Time // the watch's last try of a failing upload
+	// uploaded is the last transaction seen uploaded: Litestream forgets
+	// its replica's position after a failure, until it reads it again.
+	uploaded uint64
+	// snapshotAfter is the transaction the replica held when what waited
+	// was dropped: the snapshot that follows comes after it.
+	snapshotAfter uint64
 }
 
 // Start begins replicating the database at path (which exists, its schema
@@ -133,7 +139,9 @@ func (r *Replicator) look() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.cfg.Now()
-	upToDate := s.ReplicaTXID >= s.LocalTXID
+	// After a drop, Litestream reads its position back from the replica:
+	// it is up to date once its snapshot is uploaded.
+	upToDate := s.LocalTXID > r.snapshotAfter && s.ReplicaTXID >= s.LocalTXID
 	if upToDate {
 		r.caughtUp = now
 	}
@@ -191,7 +199,10 @@ func (r *Replicator) bound(ctx context.Context) {
 	r.mu.Lock()
 	db, st := r.db, r.store
 	r.mu.Unlock()
-	size := dirSize(filepath.Join(db.MetaPath(), "ltx"))
+	r.mu.Lock()
+	uploaded := r.uploaded
+	r.mu.Unlock()
+	size := waitingSize(db.LTXLevelDir(0), uploaded)
 	r.mu.Lock()
 	r.localSize = size
 	r.mu.Unlock()
@@ -212,18 +223,26 @@ func (r *Replicator) bound(ctx context.Context) {
 	if err := r.open(ctx); err != nil && ctx.Err() == nil {
 		r.cfg.Logger.Error("replication: start again after dropping the waiting files", "err", err)
 	}
+	r.mu.Lock()
+	r.warned, r.localSize, r.snapshotAfter = true, 0, uploaded // the INFO follows once the snapshot is up
+	r.mu.Unlock()
 }
 
-func dirSize(dir string) int64 {
+// waitingSize is the size of the local LTX files of dir (level 0) not yet
+// uploaded: those past transaction uploaded. Litestream keeps the others
+// for a while after their upload (its L0 retention).
+func waitingSize(dir string, uploaded uint64) int64 {
+	entries, _ := os.ReadDir(dir)
 	var n int64
-	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if fi, err := d.Info(); err == nil {
-				n += fi.Size()
-			}
+	for _, e := range entries {
+		_, maxTXID, err := ltx.ParseFilename(e.Name())
+		if err != nil || uint64(maxTXID) <= uploaded {
+			continue
 		}
-		return nil
-	})
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
 	return n
 }
 
@@ -251,7 +270,10 @@ func (r *Replicator) Status() Status {
 	if pos, err := db.Pos(); err == nil {
 		s.LocalTXID = uint64(pos.TXID)
 	}
-	s.ReplicaTXID = uint64(db.Replica.Pos().TXID)
+	r.mu.Lock()
+	r.uploaded = max(r.uploaded, uint64(db.Replica.Pos().TXID))
+	s.ReplicaTXID = r.uploaded
+	r.mu.Unlock()
 	if s.ReplicaTXID < s.LocalTXID {
 		s.Behind = r.cfg.Now().Sub(caughtUp)
 	}
