@@ -38,13 +38,7 @@ func newReplicaFixture(t *testing.T) *replicaFixture {
 		t.Skip("builds and runs the binary and versitygw")
 	}
 	s3 := testkit.StartS3(t)
-	for _, kv := range s3.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	// Litestream's S3 client brings its own HTTP transport, to which the
-	// AWS SDK cannot add AWS_CA_BUNDLE's roots: it refuses to start.
-	t.Setenv("AWS_CA_BUNDLE", "")
+	s3.SetEnv(t)
 	f := &replicaFixture{s3: s3, url: s3.URL(s3.Bucket(t, "petstore"), "prod"), dir: t.TempDir()}
 	f.data = filepath.Join(f.dir, "data")
 	f.db = filepath.Join(f.data, "petstore.db")

@@ -43,11 +43,7 @@ func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
 		t.Skip("builds and runs versitygw")
 	}
 	s3 := testkit.StartS3(t)
-	for _, kv := range s3.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	t.Setenv("AWS_CA_BUNDLE", "")
+	s3.SetEnv(t)
 	target, err := ParseTarget(s3.URL(s3.Bucket(t, "petstore"), "bound"))
 	if err != nil {
 		t.Fatal(err)

@@ -129,7 +129,14 @@ func (s *S3) URL(bucket, path string) string {
 	return "s3://" + bucket + "/" + path + "?endpoint=" + s.Endpoint
 }
 
-// Env is the environment a client of the server needs: its credentials.
-func (s *S3) Env() []string {
-	return []string{"AWS_ACCESS_KEY_ID=" + s.AccessKey, "AWS_SECRET_ACCESS_KEY=" + s.SecretKey, "AWS_REGION=us-east-1"}
+// SetEnv puts the server's credentials in this process's environment for
+// the rest of t (and in that of the commands it runs), and takes
+// AWS_CA_BUNDLE out of it: Litestream's S3 client brings its own HTTP
+// transport, to which the AWS SDK cannot add that bundle's roots, so it
+// refuses to start with one.
+func (s *S3) SetEnv(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", s.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s.SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CA_BUNDLE", "")
 }
