@@ -156,6 +156,19 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	if res := petstoreCmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "hooks.example.com") {
 		t.Errorf("webhooks list after the restore: %s%s, want the endpoint", res.stdout, res.stderr)
 	}
+	// Usage reaches the database on its own flush, every 2 s: what was
+	// counted 2 s more before the kill is in the replica too.
+	usageBy := 0
+	for _, p := range acked {
+		if killedAt.Sub(p.at) > 5*time.Second {
+			usageBy++
+		}
+	}
+	res := petstoreCmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(keyIDByName(t, f.db, "writer")), "--days", "1", "--json")
+	var days []struct{ Allowed int }
+	if json.Unmarshal([]byte(res.stdout), &days) != nil || len(days) != 1 || days[0].Allowed < usageBy {
+		t.Errorf("usage after the restore: %s%s, want at least %d requests allowed today", res.stdout, res.stderr, usageBy)
+	}
 	if res := petstoreCmd(t, "audit", "--db", f.db, "--since", "1h"); !strings.Contains(res.stdout, "key.created") {
 		t.Errorf("audit after the restore: %s%s, want the key's creation", res.stdout, res.stderr)
 	}
