@@ -48,8 +48,10 @@ func (c *replicateConfig) check(db string) error {
 	if err != nil {
 		return cli.Usagef("--replicate-to %v", err)
 	}
-	if c.interval <= 0 || c.retention < time.Minute {
-		return cli.Usagef("--replicate-interval must be above 0 and --replicate-retention at least 1m")
+	// Below these, Litestream would read the WAL without pause, or take
+	// a snapshot of the whole database every few minutes.
+	if c.interval < 100*time.Millisecond || c.retention < time.Hour {
+		return cli.Usagef("--replicate-interval must be 100ms or more and --replicate-retention 1h or more")
 	}
 	c.target = t
 	return nil
