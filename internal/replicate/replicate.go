@@ -43,7 +43,7 @@ type Replicator struct {
 	mu        sync.Mutex
 	store     *litestream.Store
 	db        *litestream.DB
-	caughtUp  time.Time // when the replica last held every local transaction
+	caughtUp  time.Time // every write made before it is in the replica (note)
 	localSize int64     // bytes waiting on this machine, at the last look
 	warned    bool      // the failure is logged, its end is not yet
 	lastRetry time.Time // the watch's last try of a failing upload
@@ -53,6 +53,7 @@ type Replicator struct {
 	// snapshotAfter is the transaction the replica held when what waited
 	// was dropped: the snapshot that follows comes after it.
 	snapshotAfter uint64
+	looks         []look // the looks whose transaction the replica lacks
 }
 
 // Start begins replicating the database at path (which exists, its schema
@@ -132,19 +133,14 @@ func (r *Replicator) watch(ctx context.Context) {
 	}
 }
 
-// look notes whether the replica holds every local transaction, and logs
-// the start and the end of a failure.
+// look notes how far the replica is behind, and logs the start and the
+// end of a failure.
 func (r *Replicator) look() {
 	s := r.Status()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.cfg.Now()
-	// After a drop, Litestream reads its position back from the replica:
-	// it is up to date once its snapshot is uploaded.
-	upToDate := s.LocalTXID > r.snapshotAfter && s.ReplicaTXID >= s.LocalTXID
-	if upToDate {
-		r.caughtUp = now
-	}
+	upToDate := r.note(now, s)
 	stalled := !upToDate && now.Sub(r.caughtUp) > stallAfter(r.cfg.Interval)
 	switch {
 	case !r.warned && (s.Failing || stalled):
@@ -155,6 +151,41 @@ func (r *Replicator) look() {
 		r.warned = false
 		r.cfg.Logger.Info("replication caught up: the replica holds every transaction again", "replica", r.cfg.Target.Shown(), "txid", s.LocalTXID)
 	}
+}
+
+// maxLooks bounds the looks kept while the replica is behind.
+const maxLooks = 4096
+
+// note keeps, at each look, the last local transaction, and moves
+// caughtUp to the last look whose transaction the replica now holds:
+// every write made before it is in the replica. Under steady writes the
+// replica is always a transaction or two behind, but never far. It tells
+// whether the replica holds all. After a drop, what the replica must hold
+// is the snapshot that follows (a transaction past snapshotAfter).
+func (r *Replicator) note(now time.Time, s Status) (upToDate bool) {
+	want := s.LocalTXID
+	if r.snapshotAfter > 0 {
+		want = max(want, r.snapshotAfter+1)
+		if s.ReplicaTXID > r.snapshotAfter {
+			r.snapshotAfter = 0
+		}
+	}
+	if len(r.looks) == maxLooks {
+		r.looks = r.looks[1:]
+	}
+	r.looks = append(r.looks, look{now, want})
+	i := 0
+	for ; i < len(r.looks) && r.looks[i].txid <= s.ReplicaTXID; i++ {
+		r.caughtUp = r.looks[i].at
+	}
+	r.looks = r.looks[i:]
+	return len(r.looks) == 0
+}
+
+// look is the last local transaction at a moment.
+type look struct {
+	at   time.Time
+	txid uint64
 }
 
 // retryEvery caps the wait between two tries of a failing upload:
@@ -224,7 +255,9 @@ func (r *Replicator) bound(ctx context.Context) {
 		r.cfg.Logger.Error("replication: start again after dropping the waiting files", "err", err)
 	}
 	r.mu.Lock()
-	r.warned, r.localSize, r.snapshotAfter = true, 0, uploaded // the INFO follows once the snapshot is up
+	// The dropped transactions are forgotten: what the replica must now
+	// hold is the snapshot, and the INFO follows once it does.
+	r.warned, r.localSize, r.snapshotAfter, r.looks = true, 0, uploaded, nil
 	r.mu.Unlock()
 }
 
@@ -264,7 +297,7 @@ type Status struct {
 // Status reads where the replica is.
 func (r *Replicator) Status() Status {
 	r.mu.Lock()
-	db, caughtUp, waiting := r.db, r.caughtUp, r.localSize
+	db, caughtUp, waiting, behind := r.db, r.caughtUp, r.localSize, len(r.looks) > 0
 	r.mu.Unlock()
 	s := Status{URL: r.cfg.Target.Shown(), Waiting: waiting}
 	if pos, err := db.Pos(); err == nil {
@@ -274,7 +307,7 @@ func (r *Replicator) Status() Status {
 	r.uploaded = max(r.uploaded, uint64(db.Replica.Pos().TXID))
 	s.ReplicaTXID = r.uploaded
 	r.mu.Unlock()
-	if s.ReplicaTXID < s.LocalTXID {
+	if behind || s.ReplicaTXID < s.LocalTXID {
 		s.Behind = r.cfg.Now().Sub(caughtUp)
 	}
 	c := r.client
