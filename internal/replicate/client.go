@@ -13,7 +13,7 @@ import (
 
 	"github.com/benbjohnson/litestream"
 	"github.com/benbjohnson/litestream/file"
-	"github.com/benbjohnson/litestream/s3"
+	_ "github.com/benbjohnson/litestream/s3" // registers the s3 scheme
 	"github.com/superfly/ltx"
 )
 
@@ -30,7 +30,6 @@ func newClient(t Target, now func() time.Time) (*countingClient, error) {
 		inner, err = file.NewReplicaClientFromURL("file", "", strings.TrimPrefix(t.raw, "file://"), nil, nil)
 	} else {
 		inner, err = litestream.NewReplicaClientFromURL(t.raw)
-		_ = s3.ReplicaClientType // the s3 package registers the s3 scheme
 	}
 	if err != nil {
 		return nil, err
