@@ -367,8 +367,8 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	page.waitFor(ctx, "the keys page", `document.querySelector('.page[data-page=keys] tbody')`)
 	var nav []string
 	page.eval(ctx, `[...document.querySelectorAll('#nav a')].map((a) => a.textContent)`, &nav)
-	if strings.Join(nav, ",") != "Keys,Bans" {
-		t.Errorf("a keys:read token sees the pages %v, want Keys and Bans", nav)
+	if strings.Join(nav, ",") != "Keys,Bans,Backup" {
+		t.Errorf("a keys:read token sees the pages %v, want Keys, Bans and Backup", nav)
 	}
 	none := func(where, selector string) {
 		var n int
@@ -382,6 +382,7 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	none("a key's page", ".key-actions, .revoke, form.edit, form.roll")
 	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] tbody')`)
 	none("the bans", ".lift")
+	c.goTo(ctx, "#/backup", `document.querySelector('.page[data-page=backup] p.empty')?.textContent.includes('--replicate-to')`)
 	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=keys]')`) // not allowed: the first page it may see
 	none("the webhooks", ".add-webhook")
 

@@ -1,5 +1,5 @@
 // The console: sign-in, the pages the token's scopes allow, and the router
-// (#/keys, #/keys/ID, #/bans, #/audit, #/webhooks).
+// (#/keys, #/keys/ID, #/bans, #/audit, #/webhooks, #/backup).
 import { api, token, whenSignedOut, ApiError } from './api.js';
 import { h, failed } from './dom.js';
 import * as keys from './keys.js';
@@ -7,12 +7,14 @@ import * as key from './key.js';
 import * as bans from './bans.js';
 import * as audit from './audit.js';
 import * as webhooks from './webhooks.js';
+import * as backup from './backup.js';
 
 const pages = [
   { path: 'keys', title: 'Keys', scope: 'keys:read', page: keys },
   { path: 'bans', title: 'Bans', scope: 'keys:read', page: bans },
   { path: 'audit', title: 'Audit trail', scope: 'audit:read', page: audit },
   { path: 'webhooks', title: 'Webhooks', scope: 'webhooks', page: webhooks },
+  { path: 'backup', title: 'Backup', scope: 'keys:read', page: backup },
 ];
 
 const $ = (id) => document.getElementById(id);
