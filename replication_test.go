@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -131,8 +132,8 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	}
 
 	again := f.serve(t)
-	if !strings.Contains(again.stderr.String(), "restored the database from the replica") {
-		t.Errorf("the new server's log says no restore:\n%s", again.stderr)
+	if !regexp.MustCompile(`msg="restored the database from the replica" .*txid=[1-9][0-9]* last_write=20`).MatchString(again.stderr.String()) {
+		t.Errorf("the new server's log says no restore with its transaction and last write:\n%s", again.stderr)
 	}
 	must := 0
 	for _, p := range acked {
@@ -267,6 +268,7 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 	}{
 		{"an unknown scheme", nil, []string{"serve", "--db", missing, "--replicate-to", "ftp://backup.example.com/petstore"}, 2, "unknown scheme"},
 		{"a secret in the user part", nil, []string{"serve", "--db", missing, "--replicate-to", "s3://AKIAEXAMPLE:hunter2secret@petstore/prod"}, 2, "environment"},
+		{"a secret in PETSTORE_REPLICATE_TO", map[string]string{"PETSTORE_REPLICATE_TO": "s3://AKIAEXAMPLE:hunter2secret@petstore/prod"}, []string{"serve", "--db", missing}, 2, "environment"},
 		{"a secret in the query", nil, []string{"restore", "--db", missing, "--from", "s3://petstore/prod?sseCustomerKey=hunter2secret"}, 2, "sseCustomerKey"},
 		{"a PostgreSQL database", nil, []string{"serve", "--db", "postgres://petstore@127.0.0.1:1/petstore", "--redis", "redis://127.0.0.1:1/0", "--replicate-to", f.url}, 2, "docs/production.md"},
 		{"a bucket that does not exist, at restore", nil, []string{"restore", "--db", missing, "--from", noBucket}, 1, "no-such-bucket"},
