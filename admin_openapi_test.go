@@ -120,6 +120,7 @@ var adminOpenAPIStatuses = map[string][]int{
 	"listAuditEvents": {200, 400, 401, 403, 405, 421, 429, 500, 503},
 	"getAdminOpenAPI": {200, 403, 405, 421, 500},
 	"listBans":        {200, 401, 403, 405, 421, 429, 500, 503},
+	"getBackup":       {200, 401, 403, 405, 421, 429, 500},
 	"liftBan":         {204, 400, 401, 403, 404, 405, 421, 429, 500, 503},
 	"listServers":     {200, 401, 403, 405, 421, 429, 500, 503},
 
@@ -203,6 +204,9 @@ func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
 		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 204},
 		{"removeWebhook", "DELETE", "/admin/v1/webhooks/1", admin, "", 404},
 		{"listBans", "GET", "/admin/v1/bans", reader, "", 200},
+		{"getBackup", "GET", "/admin/v1/backup", reader, "", 200},
+		{"getBackup", "GET", "/admin/v1/backup", "", "", 401},
+		{"getBackup", "POST", "/admin/v1/backup", reader, "", 405},
 		{"listBans", "POST", "/admin/v1/bans", admin, "", 405},
 		{"listServers", "GET", "/admin/v1/servers", reader, "", 200},
 		{"liftBan", "DELETE", ban, reader, "", 403},

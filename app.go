@@ -18,6 +18,7 @@ import (
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
 	"petstore/internal/petcopy"
+	"petstore/internal/replicate"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
 	"petstore/internal/webhook"
@@ -67,6 +68,7 @@ type app struct {
 	self domain.Server
 
 	closeLimiter func() error
+	replica      *replicate.Replicator // nil without --replicate-to
 }
 
 // appDeps is what an app takes from outside its flags: serve gives the

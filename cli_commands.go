@@ -50,6 +50,7 @@ func cliCommands() []cliCommand {
 		{"bans lift", "[--db FILE|URL] key:ID|address:IP", cli.BansLift},
 		{"migrate", "[--db FILE|URL] [--contract [--force]]   (as the role that owns the tables)", cli.Migrate},
 		{"backup", "[--db FILE] --out FILE", cli.Backup},
+		{"restore", "--from s3://BUCKET/PATH|file:///PATH [--db FILE] [--at RFC3339] [--force]", cli.Restore},
 		{"copy", "--from FILE --to postgres://USER@HOST:PORT/DATABASE [--env ENV]", cli.Copy},
 		{"healthcheck", "[--url URL] [--server-name NAME] [--ca-root FILE]   (exit 0 when the server's /readyz answers 200 within 2 s, over http or https)", healthcheckCommand},
 		{"version", "(or petstore --version)", versionCommand},

@@ -169,6 +169,7 @@ func adminRoutes(a *app) []route {
 		{"GET /admin/v1/keys/{id}/limits", withAdminToken, domain.ScopeKeysRead, adminapi.KeyLimits(d)},
 		{"GET /admin/v1/audit", withAdminToken, domain.ScopeAuditRead, adminapi.Audit(d)},
 		{"GET /admin/v1/bans", withAdminToken, domain.ScopeKeysRead, adminapi.ListBans(d)},
+		{"GET /admin/v1/backup", withAdminToken, domain.ScopeKeysRead, adminapi.Backup(a.backupStatus)},
 		{"DELETE /admin/v1/bans/{subject}", withAdminToken, domain.ScopeKeysWrite, adminapi.LiftBan(d, a.env)},
 		{"GET /admin/v1/servers", withAdminToken, domain.ScopeKeysRead, adminapi.ListServers(d)},
 		{"GET /admin/v1/webhooks", withAdminToken, domain.ScopeWebhooks, adminapi.ListWebhooks(d)},

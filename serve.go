@@ -84,6 +84,7 @@ type serveConfig struct {
 	// not a terminal; "" for the default (bootstrapKeyPath).
 	bootstrapKeyFile string
 	https            httpsConfig
+	replicate        replicateConfig
 }
 
 // defaultDBTimeout is --db-timeout's default: far above what a healthy
@@ -152,6 +153,7 @@ func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.dbTimeout, "db-timeout", defaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	cfg.https.register(fs)
+	cfg.replicate.register(fs)
 	fs.BoolVar(&cfg.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to this host's own addresses and to loopback, private, link-local and unique-local ones, and NAT64 of them (a receiver on this network); refused otherwise, both when an endpoint is added over the admin API and at each attempt")
 	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
 }
@@ -163,6 +165,9 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 		return err
 	}
 	if err := cfg.https.check(cfg, setFlags(fs)); err != nil {
+		return err
+	}
+	if err := cfg.replicate.check(cfg.DB); err != nil {
 		return err
 	}
 	if err := checkListenAddr("--addr", cfg.addr); err != nil {
@@ -234,11 +239,19 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	if err != nil {
 		return err
 	}
+	if err := restoreOnStart(ctx, cfg.replicate, cfg.DB, logger); err != nil {
+		return err
+	}
 	a, err := newApp(ctx, cfg, appDeps{now: time.Now, logger: logger, metrics: m})
 	if err != nil {
 		return err
 	}
 	defer a.close()
+	stopReplicating, err := a.startReplication(ctx, cfg.replicate, cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer stopReplicating()
 	ports, serving, err := openPorts(cfg, a, tr, logger)
 	defer func() {
 		for _, p := range ports {
