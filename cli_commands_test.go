@@ -35,7 +35,7 @@ func TestEveryCommandOfAGroupIsNamedWhenOneIsMissingOrUnknown(t *testing.T) {
 		{"keys", "keys needs a command: create, list, update, roll or revoke"},
 		{"webhooks nope", `unknown webhooks command "nope": use add, list, remove, rotate, enable, test, deliveries or resend`},
 		{"bans", "bans needs a command: list or lift"},
-		{"pets", `unknown command "pets": use serve, keys, admin, usage, audit, webhooks, bans, migrate, backup, copy, healthcheck or version`},
+		{"pets", `unknown command "pets": use serve, keys, admin, usage, audit, webhooks, bans, migrate, backup, restore, copy, healthcheck or version`},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"petstore"}, strings.Fields(c.args)...), func(string) string { return "" }, nil, &stdout, &stderr)

@@ -16,7 +16,7 @@ import (
 // (docs/design.md). A package missing from this table fails the test, so
 // that a new one says where it stands.
 var allowedImports = map[string][]string{
-	".":                      {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits", "internal/metrics", "internal/store", "internal/store/bounded", "internal/manage", "internal/cli", "internal/certs", "internal/keyring", "internal/petcopy", "internal/httpapi", "internal/adminapi", "internal/server"},
+	".":                      {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits", "internal/metrics", "internal/store", "internal/store/bounded", "internal/manage", "internal/cli", "internal/certs", "internal/keyring", "internal/petcopy", "internal/httpapi", "internal/adminapi", "internal/server", "internal/replicate"},
 	"internal/domain":        nil,
 	"internal/batch":         nil,
 	"internal/appendjson":    nil,
@@ -27,14 +27,15 @@ var allowedImports = map[string][]string{
 	"internal/store":         {"internal/domain", "internal/batch"},
 	"internal/store/bounded": {"internal/store", "internal/domain", "internal/metrics"},
 	"internal/manage":        {"internal/domain", "internal/limits", "internal/webhook"},
-	"internal/cli":           {"internal/domain", "internal/store", "internal/manage", "internal/webhook"},
+	"internal/cli":           {"internal/domain", "internal/store", "internal/manage", "internal/webhook", "internal/replicate"},
 	"internal/certs":         {"internal/metrics"},
 	"internal/keyring":       {"internal/domain", "internal/limits"},
 	"internal/petcopy":       {"internal/domain", "internal/batch", "internal/appendjson"},
 	"internal/httpapi":       {"internal/domain", "internal/keyring", "internal/limits", "internal/metrics", "internal/logline", "internal/appendjson"},
 	"internal/adminapi":      {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/manage", "internal/metrics", "internal/store", "internal/webhook"},
-	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook"},
+	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate"},
 	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
+	"internal/replicate":     nil,
 	"internal/testkit":       nil,
 	"bench/ceiling":          nil,
 }

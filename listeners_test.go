@@ -59,7 +59,7 @@ func rawExchange(host, req string, wait time.Duration) ([]byte, time.Duration, e
 // httpServer with the same read limits (here shortened from 15 s). A
 // profile, which reads no body, still runs as long as it was asked to.
 func TestASlowBodyIsCutOffOnBothListenersAtTheReadTimeout(t *testing.T) {
-	s := servertest.Start(t, servertest.Options{Metrics: server.NewMetrics(readBuildInfo().metrics())})
+	s := servertest.Start(t, servertest.Options{Metrics: server.NewMetrics(server.ReadBuildInfo().Metrics())})
 	key := s.MustCreateKey("pro")
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	short := serverLimits{readHeader: 300 * time.Millisecond, read: 600 * time.Millisecond, write: 10 * time.Second, idle: 10 * time.Second}

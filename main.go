@@ -11,9 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"petstore/internal/cli"
-	"petstore/internal/metrics"
-	"runtime"
-	"runtime/debug"
+	"petstore/internal/server"
+	"petstore/internal/store"
 	"slices"
 	"strings"
 	"syscall"
@@ -68,47 +67,12 @@ func isHelp(arg string) bool {
 }
 
 func versionString() string {
-	b := readBuildInfo()
-	out := "petstore " + b.version
-	if b.revision != "unknown" {
-		out += " (" + b.revision + b.modified + " " + b.time + ")"
+	b := server.ReadBuildInfo()
+	out := "petstore " + b.Version
+	if b.Revision != "unknown" {
+		out += " (" + b.Revision + b.Modified + " " + b.Time + ")"
 	}
-	return out + " " + b.goVersion
-}
-
-// buildInfo is what the binary knows of its own build, for --version and
-// petstore_build_info.
-type buildInfo struct {
-	version   string // the module version, "(devel)" for a local build
-	revision  string // the VCS commit, "unknown" without one
-	modified  string // "+dirty" when built from a modified tree
-	time      string // the commit time
-	goVersion string
-}
-
-func readBuildInfo() buildInfo {
-	b := buildInfo{version: "unknown", revision: "unknown", goVersion: runtime.Version()}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return b
-	}
-	b.version, b.goVersion = info.Main.Version, info.GoVersion
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			b.revision = s.Value
-		case "vcs.time":
-			b.time = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				b.modified = "+dirty"
-			}
-		}
-	}
-	return b
-}
-
-// metrics is b as petstore_build_info reports it.
-func (b buildInfo) metrics() metrics.Build {
-	return metrics.Build{Version: b.version, GoVersion: b.goVersion, Revision: b.revision}
+	// The migrations it knows, which GET /admin/v1/servers compares with
+	// the schema's (docs/replicas.md, "Upgrading a fleet").
+	return out + " " + b.GoVersion + fmt.Sprintf(", %d migrations", len(store.Migrations))
 }

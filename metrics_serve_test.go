@@ -92,7 +92,7 @@ func TestWithoutAdminAddrNothingListensBesideThePublicAddress(t *testing.T) {
 
 func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
-		m := server.NewMetrics(readBuildInfo().metrics())
+		m := server.NewMetrics(server.ReadBuildInfo().Metrics())
 		opts.Metrics, opts.BanAfter = m, 3
 		s := servertest.Start(t, opts)
 		ctx := context.Background()

@@ -78,6 +78,7 @@ type serveConfig struct {
 	// not a terminal; "" for the default (bootstrapKeyPath).
 	bootstrapKeyFile string
 	https            httpsConfig
+	replicate        replicateConfig
 }
 
 func serveCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -140,6 +141,7 @@ func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.DBTimeout, "db-timeout", server.DefaultDBTimeout, "the longest a request waits for the database (for a connection, a query, a commit) before it is answered 503 unavailable with a Retry-After")
 	fs.DurationVar(&cfg.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, answer /readyz 503 and keep serving this long before stopping (behind a load balancer: a little more than its health-check interval)")
 	cfg.https.register(fs)
+	cfg.replicate.register(fs)
 	fs.BoolVar(&cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to this host's own addresses and to loopback, private, link-local and unique-local ones, and NAT64 of them (a receiver on this network); refused otherwise, both when an endpoint is added over the admin API and at each attempt")
 	fs.StringVar(&cfg.bootstrapKeyFile, "bootstrap-key-file", "", "where the first start writes the first API key when standard error is not a terminal (default: the SQLite file's path with .bootstrap-key added; petstore.bootstrap-key in the working directory on PostgreSQL)")
 }
@@ -151,6 +153,9 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 		return err
 	}
 	if err := cfg.https.check(cfg, setFlags(fs)); err != nil {
+		return err
+	}
+	if err := cfg.replicate.check(cfg.DB); err != nil {
 		return err
 	}
 	if err := checkListenAddr("--addr", cfg.addr); err != nil {
@@ -190,7 +195,7 @@ func (cfg *serveConfig) checkFlags(fs *flag.FlagSet) error {
 func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logline.Buffer, stderr io.Writer) error {
 	var m *metrics.Metrics // only with an admin listener: nobody else could read them
 	if cfg.adminAddr != "" {
-		m = server.NewMetrics(readBuildInfo().metrics())
+		m = server.NewMetrics(server.ReadBuildInfo().Metrics())
 	}
 	if cfg.Redis != "" {
 		// go-redis has one logger for the whole process: this one.
@@ -200,11 +205,19 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	if err != nil {
 		return err
 	}
-	a, err := server.New(ctx, cfg.Config, server.Deps{Now: time.Now, Logger: logger, Metrics: m, Files: files, Version: readBuildInfo().version})
+	if err := restoreOnStart(ctx, cfg.replicate, cfg.DB, logger); err != nil {
+		return err
+	}
+	a, err := server.New(ctx, cfg.Config, server.Deps{Now: time.Now, Logger: logger, Metrics: m, Files: files})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
+	stopReplicating, err := a.StartReplication(ctx, cfg.replicate.replication(), cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer stopReplicating()
 	ports, serving, err := openPorts(cfg, a, tr, logger)
 	defer func() {
 		for _, p := range ports {
@@ -218,6 +231,7 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	if err := bootstrapKey(ctx, a.Store(), cfg, baseURL(scheme(tr.api), ports[0].ln.Addr()), stderr, logger); err != nil {
 		return err
 	}
+	a.CheckInAs(ports[0].ln.Addr(), time.Now())
 	stopBackground := a.StartBackground()
 	defer stopBackground()
 	stopTransport, err := tr.start(ctx, a.Store(), ports)
@@ -252,7 +266,8 @@ func openPorts(cfg serveConfig, a *server.App, tr *transport, logger *slog.Logge
 	if err := open("addr", cfg.addr, "", tr.strict(httpServer(a.Handler(), apiLimits, logger, tr.api))); err != nil {
 		return ports, nil, err
 	}
-	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.LimitsIn())
+	b := server.ReadBuildInfo()
+	serving = append(serving, "env", cfg.Env, "db", cfg.Shown(), "limits", a.LimitsIn(), "version", b.Version, "commit", b.Revision+b.Modified)
 	if cfg.adminAddr != "" {
 		if err := open("admin", cfg.adminAddr, " (--admin-addr)", tr.strict(httpServer(a.AdminHandler(), apiLimits.admin(), logger, tr.admin))); err != nil {
 			return ports, nil, err

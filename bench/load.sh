@@ -8,6 +8,7 @@
 #   STORES="sqlite redis" SIZES=1000 bench/load.sh   # the limiter in process vs in Redis
 #   METRICS=1 STORES=sqlite SIZES=1000 bench/load.sh  # the pet store with and without metrics
 #   KEYS=1000 STORES="redis postgres" SIZES=1000 bench/load.sh  # also over 1,000 keys
+#   REPLICATE=versitygw STORES=sqlite SIZES=1000 bench/load.sh  # with and without --replicate-to
 #
 # STORES (default "sqlite redis postgres") picks the set-ups: SQLite with
 # limits in process, SQLite with limits in Redis, PostgreSQL with limits in
@@ -49,7 +50,17 @@
 # of it. METRICS=1 also runs, in the same alternation, the same binary with
 # --admin-addr (so recording metrics, scraped as Prometheus would) on a copy
 # of the database (PostgreSQL: the same database), and prints its figures and
-# its ratio to the pet store without metrics under each scenario. Needs wrk and sqlite3 (installed from Debian's packages when
+# its ratio to the pet store without metrics under each scenario.
+#
+# REPLICATE=URL (SQLite only) also runs, in the same alternation, the same
+# binary with --replicate-to URL (a path of its own under it for each
+# database; the credentials from the environment, AWS_ACCESS_KEY_ID and
+# the rest) on a copy of the database, and prints its figures, its paired
+# ratio to the pet store without replication and the CPU each takes for a
+# thousand requests (the difference is what replication costs).
+# REPLICATE=versitygw builds versitygw (github.com/versity/versitygw
+# v1.8.0, from the Go module proxy), runs it on CPU 1 beside wrk, with its
+# posix backend in the temporary directory, and replicates to it. Needs wrk and sqlite3 (installed from Debian's packages when
 # missing) and taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +78,9 @@ TWIN_PORT=${TWIN_PORT:-18184}
 BASELINE_PORT=${BASELINE_PORT:-18186}
 KEYS=${KEYS:-1}
 BASELINE=${BASELINE:-}
+REPLICATE=${REPLICATE:-}
+REPLICATE_PORT=${REPLICATE_PORT:-18187}
+VERSITYGW_PORT=${VERSITYGW_PORT:-18188}
 
 . bench/lib.sh
 
@@ -199,6 +213,24 @@ serve() {
   for _ in $(seq 1 1000); do grep -q "pets copied into memory" "$log" && break; sleep 0.01; done
 }
 
+# cpu_ms PID: the CPU time the process has taken, in milliseconds.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) * 1000 / hz }' "/proc/$1/stat"; }
+
+# own_versitygw: build and start an S3-compatible server of this script's
+# own on CPU 1, and point REPLICATE at a bucket of it.
+own_versitygw() {
+  echo "building versitygw ..." >&2
+  GOBIN="$work/vgw" CGO_ENABLED=0 GOFLAGS=-buildvcs=false go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+  mkdir -p "$work/vgw-data/bench"
+  export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_REGION=us-east-1 AWS_CA_BUNDLE=
+  taskset -c 1 "$work/vgw/versitygw" --access bench --secret benchsecret --port "127.0.0.1:$VERSITYGW_PORT" --quiet \
+    posix "$work/vgw-data" >"$work/versitygw.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 400); do curl -s -o /dev/null "http://127.0.0.1:$VERSITYGW_PORT/" && break; sleep 0.05; done
+  REPLICATE="s3://bench/petstore?endpoint=http://127.0.0.1:$VERSITYGW_PORT"
+}
+[ "$REPLICATE" != versitygw ] || own_versitygw
+
 taskset -c 0 "$work/ceiling" -addr "127.0.0.1:$CEILING_PORT" &
 pids+=($!)
 taskset -c 0 "$work/ceiling" -headers -addr "127.0.0.1:$HEADERS_PORT" &
@@ -281,6 +313,15 @@ for n in $SIZES; do
     # Scraped every second while it runs, as a Prometheus would (more often).
     (while kill -0 "$mpid" 2>/dev/null; do curl -s "http://127.0.0.1:$ADMIN_PORT/metrics" >/dev/null; sleep 1; done) &
   fi
+  # With REPLICATE: the same binary replicating, on a copy of the database.
+  rpid=
+  if [ -n "$REPLICATE" ] && [ "$store" != postgres ]; then
+    rdb="$work/pets-$store-$n-replicated.db"
+    sqlite3 "$db" "VACUUM INTO '$rdb'"
+    rbase=${REPLICATE%%\?*}
+    serve "$REPLICATE_PORT" "$rdb" "$log.replicated" --replicate-to "$rbase/$store-$n-$$${REPLICATE#"$rbase"}" "${limits[@]}"
+    rpid=$served
+  fi
   # With limits in Redis: the same binary with limits in process, its twin.
   twin_key=
   if [ "$store" != sqlite ]; then
@@ -319,13 +360,20 @@ for n in $SIZES; do
       # Every request carries a key of the Zipf law's, the ceilings' too.
       label=zipf-$name lua=zipf.lua pkey= tkey= bkey= ckey=
     fi
-    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r" ; : >"$work/b"
+    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r" ; : >"$work/b" ; : >"$work/rp" ; : >"$work/cpu"
     for _ in $(seq 1 "$REPS"); do
       export PETS=$n MODE=$name TOKENS="$work/tokens"
       run "$CEILING_PORT" "$path" "$lua" "$ckey" >>"$work/c"
       run "$HEADERS_PORT" "$path" "$lua" "$pkey" >>"$work/h"
       [ -z "$twin_key" ] || before=$(redis_calls)
+      [ -z "$rpid" ] || cpu0=$(cpu_ms "$pid")
       run "$PORT" "$path" "$lua" "$pkey" >>"$work/p"
+      if [ -n "$rpid" ]; then
+        # The CPU of each server over its run, per thousand requests.
+        cpu1=$(cpu_ms "$pid") rcpu0=$(cpu_ms "$rpid")
+        run "$REPLICATE_PORT" "$path" "$lua" "$pkey" >>"$work/rp"
+        echo "$cpu0 $cpu1 $(tail -n 1 "$work/p" | cut -d' ' -f5) $rcpu0 $(cpu_ms "$rpid") $(tail -n 1 "$work/rp" | cut -d' ' -f5)" >>"$work/cpu"
+      fi
       if [ -n "$twin_key" ]; then
         # The calls Redis ran during the run, and the requests sent.
         join -a 2 -e 0 -o 2.1,1.2,2.2 <(echo "$before" | sort) <(redis_calls | sort) >>"$work/r"
@@ -363,6 +411,14 @@ for n in $SIZES; do
         "$label" "$b" "$(echo "$b $c" | awk '{ print $1 / $2 }')" "$(cut -d' ' -f2 "$work/b" | median)" "$(cut -d' ' -f3 "$work/b" | median)" \
         "$(echo "$p $b" | awk '{ print $1 / $2 }')" "$(paste -d' ' <(cut -d' ' -f1 "$work/p") <(cut -d' ' -f1 "$work/b") | awk '{ print $1 / $2 }' | median)"
     fi
+    if [ -n "$rpid" ]; then
+      rp=$(cut -d' ' -f1 "$work/rp" | median)
+      paired=$(paste -d' ' <(cut -d' ' -f1 "$work/rp") <(cut -d' ' -f1 "$work/p") | awk '{ print $1 / $2 }' | median)
+      cpu=$(awk '{ a += $2 - $1; n += $3; b += $5 - $4; m += $6 } END { printf "%.1f and %.1f", a * 1000 / n, b * 1000 / m }' "$work/cpu")
+      printf "#   %-${sw}s with --replicate-to: %9.0f req/s, p50 %.2f ms, p99 %.2f ms; with/without %.3f, paired %.3f (target: 0.97 reads, 0.90 creates); CPU ms a 1,000 requests without and with: %s\n" \
+        "$label" "$rp" "$(cut -d' ' -f2 "$work/rp" | median)" "$(cut -d' ' -f3 "$work/rp" | median)" \
+        "$(echo "$rp $p" | awk '{ print $1 / $2 }')" "$paired" "$cpu"
+    fi
     if [ -n "$METRICS" ]; then
       m=$(cut -d' ' -f1 "$work/m" | median)
       # Each run with metrics follows one without: the median of those
@@ -381,6 +437,10 @@ for n in $SIZES; do
   fi
   [ -z "$twin_key" ] || stop "$tpid"
   [ -z "$BASELINE" ] || stop "$bpid"
+  if [ -n "$rpid" ]; then
+    grep -E 'level=(WARN|ERROR)' "$log.replicated" | head -3 || true
+    stop "$rpid"
+  fi
   rss=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
   stop "$pid"
   echo "# $store, $n pets: ready in ${ready} ms (target for 1M on SQLite: 300 at most); peak RSS $((rss / 1024)) MiB after the run (target for 1M on SQLite: 96 at most)"

@@ -1,5 +1,5 @@
 // The console: sign-in, the pages the token's scopes allow, and the router
-// (#/keys, #/keys/ID, #/bans, #/audit, #/webhooks; a search or a page is
+// (#/keys, #/keys/ID, #/bans, #/servers, #/audit, #/webhooks, #/backup; a search or a page is
 // in the hash's query, #/keys?q=tiny, so that the back button and a shared
 // link show it again).
 import { api, token, whenSignedOut, ApiError } from './api.js';
@@ -7,14 +7,18 @@ import { h, failed } from './dom.js';
 import * as keys from './keys.js';
 import * as key from './key.js';
 import * as bans from './bans.js';
+import * as servers from './servers.js';
 import * as audit from './audit.js';
 import * as webhooks from './webhooks.js';
+import * as backup from './backup.js';
 
 const pages = [
   { path: 'keys', title: 'Keys', scope: 'keys:read', page: keys },
   { path: 'bans', title: 'Bans', scope: 'keys:read', page: bans },
+  { path: 'servers', title: 'Servers', scope: 'keys:read', page: servers },
   { path: 'audit', title: 'Audit trail', scope: 'audit:read', page: audit },
   { path: 'webhooks', title: 'Webhooks', scope: 'webhooks', page: webhooks },
+  { path: 'backup', title: 'Backup', scope: 'keys:read', page: backup },
 ];
 
 const $ = (id) => document.getElementById(id);

@@ -217,12 +217,17 @@ func (d *DBFlags) Shown() string {
 // stderr with its absolute path, so that a key made in the wrong folder, for
 // a database no server uses, is noticed at once.
 func (d *DBFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, error) {
+	return d.createWith(ctx, stderr, func() (store.Storage, error) { return OpenFlagged(ctx, "--db", d.DB, true, time.Now) })
+}
+
+// createWith is create opening the database with open.
+func (d *DBFlags) createWith(ctx context.Context, stderr io.Writer, open func() (store.Storage, error)) (store.Storage, error) {
 	if err := d.Check(); err != nil {
 		return nil, err
 	}
 	_, statErr := os.Stat(d.DB)
 	isNew := !store.IsPostgresURL(d.DB) && errors.Is(statErr, os.ErrNotExist)
-	store, err := OpenFlagged(ctx, "--db", d.DB, true, time.Now)
+	store, err := open()
 	if err == nil && isNew {
 		abs, absErr := filepath.Abs(d.DB)
 		if absErr != nil {
@@ -236,11 +241,11 @@ func (d *DBFlags) create(ctx context.Context, stderr io.Writer) (store.Storage, 
 // OpenFlagged opens the database the command-line flag names; a URL that
 // no engine can read is a mistake on the command line (exit status 2).
 func OpenFlagged(ctx context.Context, flag, db string, create bool, now func() time.Time) (store.Storage, error) {
-	store, err := store.Open(ctx, db, create, now)
+	s, err := store.Open(ctx, db, create, now)
 	if err != nil {
 		return nil, flagError(flag, err)
 	}
-	return store, nil
+	return s, nil
 }
 
 func flagError(flag string, err error) error {
@@ -250,21 +255,47 @@ func flagError(flag string, err error) error {
 	return err
 }
 
-// Migrate brings a database's schema up to date. On PostgreSQL it is
-// run by the role that owns the tables, so that the servers may run as a
-// role with only the grants they need (docs/production.md, "Least
-// privilege on PostgreSQL").
+// Migrate brings a database's schema up to date: the expand steps, and
+// with --contract the contract steps too, which --contract refuses while a
+// server older than one checked in during the last minute (--force runs
+// them anyway). On SQLite, which one server uses, every step runs. On
+// PostgreSQL it is run by the role that owns the tables, so that the
+// servers may run as a role with only the grants they need
+// (docs/production.md, "Least privilege on PostgreSQL"; docs/replicas.md,
+// "Upgrading a fleet").
 func Migrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("migrate", getenv, stdout).withDB()
+	var opts store.MigrateOptions
+	c.fs.BoolVar(&opts.Contract, "contract", false, "apply the contract steps too, once every server knows them (PostgreSQL)")
+	c.fs.BoolVar(&opts.Force, "force", false, "with --contract: even while an older server checked in during the last minute")
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	db, err := c.db.create(ctx, stderr)
+	if opts.Force && !opts.Contract {
+		return Usagef("--force goes with --contract")
+	}
+	db, err := c.db.createWith(ctx, stderr, func() (store.Storage, error) {
+		s, err := store.OpenToMigrate(ctx, c.db.DB, opts, time.Now)
+		if err != nil {
+			return nil, flagError("--db", err)
+		}
+		return s, nil
+	})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d)\n", c.db.Shown(), len(store.Migrations))
+	st, err := db.Schema(ctx)
+	if err != nil {
+		return err
+	}
+	if st.Version < len(store.Migrations) {
+		m := store.Migrations[st.Version]
+		fmt.Fprintf(stdout, "the schema of %s is at version %d, level %d: migration %d (%s) is a contract step, left for petstore migrate --contract once every server knows it\n",
+			c.db.Shown(), st.Version, st.Level, st.Version+1, m.Name)
+		return nil
+	}
+	fmt.Fprintf(stdout, "the schema of %s is up to date (version %d, level %d)\n", c.db.Shown(), st.Version, st.Level)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
 	"petstore/internal/petcopy"
+	"petstore/internal/replicate"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
 	"petstore/internal/webhook"
@@ -63,6 +64,9 @@ type App struct {
 	// address, in this process: a subject of its own, apart from /v1's.
 	adminFailures *limits.Local
 	adminHosts    []string // --admin-host
+	// self is this server as it checks in (servers.go): serve sets it
+	// once its port is open; a test's app without it does not check in.
+	self domain.Server
 
 	// openapi and adminOpenAPI are the two APIs' documents, served as
 	// they are; files holds the reference page's and the console's files.
@@ -70,6 +74,7 @@ type App struct {
 	files                 fs.FS
 
 	closeLimiter func() error
+	replica      *replicate.Replicator // nil without --replicate-to
 }
 
 // Deps is what an App takes from outside its flags: serve gives the
@@ -82,8 +87,6 @@ type Deps struct {
 	// Files holds openapi.yaml, admin-openapi.yaml, webui/ and console/,
 	// which live at the module's root (go:embed reaches no parent folder).
 	Files fs.FS
-	// Version is the build's, for the webhooks' User-Agent.
-	Version string
 
 	// For tests: WrapStore stands between the engine and the rest of the
 	// app (to count or fail calls); RedisPrefix, when set, keeps a test's
@@ -139,7 +142,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	a.webhookGuard = webhook.NewAddressGuard(cfg.WebhookAllowPrivate)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(d.Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
@@ -231,6 +234,7 @@ func (a *App) StartBackground() (stop func()) {
 	})
 	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.Run(ctx) })
+	a.checkIns(ctx, wg.Go, every, warn)
 	every(limiterSweepEvery, func() {
 		a.limiter.Sweep()
 		a.adminFailures.Sweep()

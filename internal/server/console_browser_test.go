@@ -369,8 +369,8 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	page.waitFor(ctx, "the keys page", `document.querySelector('.page[data-page=keys] tbody')`)
 	var nav []string
 	page.eval(ctx, `[...document.querySelectorAll('#nav a')].map((a) => a.textContent)`, &nav)
-	if strings.Join(nav, ",") != "Keys,Bans" {
-		t.Errorf("a keys:read token sees the pages %v, want Keys and Bans", nav)
+	if strings.Join(nav, ",") != "Keys,Bans,Servers,Backup" {
+		t.Errorf("a keys:read token sees the pages %v, want Keys, Bans, Servers and Backup", nav)
 	}
 	none := func(where, selector string) {
 		var n int
@@ -387,6 +387,16 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 	}
 	c.goTo(ctx, "#/bans", `document.querySelector('.page[data-page=bans] tbody')`)
 	none("the bans", ".lift")
+	self := selfServer(&net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 8080}, time.Now())
+	self.LastSeen = time.Now()
+	if err := s.store.CheckIn(ctx, self); err != nil {
+		t.Fatal(err)
+	}
+	c.goTo(ctx, "#/servers", `document.querySelector('.page[data-page=servers] tbody')`)
+	if got := page.text(ctx, ".page[data-page=servers] tbody"); !strings.Contains(got, "192.0.2.7:8080") || !strings.Contains(got, self.Version) {
+		t.Errorf("the servers page shows %q, want 192.0.2.7:8080 and its version %s", got, self.Version)
+	}
+	c.goTo(ctx, "#/backup", `document.querySelector('.page[data-page=backup] p.empty')?.textContent.includes('--replicate-to')`)
 	c.goTo(ctx, "#/webhooks", `document.querySelector('.page[data-page=keys]')`) // not allowed: the first page it may see
 	none("the webhooks", ".add-webhook")
 

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,10 +44,9 @@ func mustReadRoot(name string) []byte {
 	return b
 }
 
-// newMetrics are a test server's metrics, of a build that says nothing of
-// itself.
+// newMetrics are a test server's metrics.
 func newMetrics() *metrics.Metrics {
-	return NewMetrics(metrics.Build{Version: "(devel)", GoVersion: runtime.Version(), Revision: "unknown"})
+	return NewMetrics(ReadBuildInfo().Metrics())
 }
 
 // fakeClock is the one clock of a test: the limiter, the store and the

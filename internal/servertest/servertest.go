@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -189,10 +188,9 @@ func ForEachLimiter(t *testing.T, opts Options, test func(t *testing.T, s *Serve
 	}
 }
 
-// NewMetrics are a test server's metrics, of a build that says nothing of
-// itself.
+// NewMetrics are a test server's metrics.
 func NewMetrics() *metrics.Metrics {
-	return server.NewMetrics(metrics.Build{Version: "(devel)", GoVersion: runtime.Version(), Revision: "unknown"})
+	return server.NewMetrics(server.ReadBuildInfo().Metrics())
 }
 
 // ReadRootFile is a file of the module's root, such as admin-openapi.yaml.

@@ -26,6 +26,7 @@ var serverTableGrants = []tableGrant{
 	{"SELECT, INSERT, UPDATE, DELETE", "usage, idempotency, usage_history, bans"},
 	{"SELECT, INSERT, UPDATE, DELETE", "webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices"},
 	{"SELECT, INSERT, UPDATE, DELETE", "acme_storage, acme_locks"}, // --acme-domain's cache (acme.go)
+	{"SELECT, INSERT, UPDATE, DELETE", "servers"},                  // the servers' check-ins (servers.go)
 }
 
 // ServerGrants are every GRANT the servers' role needs on schema, in the

@@ -63,6 +63,11 @@ const (
 // to date. Several servers may start at once: the migration runs under an
 // advisory lock.
 func OpenPostgres(ctx context.Context, rawURL string, now func() time.Time) (*Postgres, error) {
+	return openPostgres(ctx, rawURL, now, MigrateOptions{})
+}
+
+// openPostgres is OpenPostgres migrating as opts allow.
+func openPostgres(ctx context.Context, rawURL string, now func() time.Time, opts MigrateOptions) (*Postgres, error) {
 	shown := RedactURL(rawURL)
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
@@ -85,21 +90,21 @@ func OpenPostgres(ctx context.Context, rawURL string, now func() time.Time) (*Po
 	s := &Postgres{pool: pool, now: now, notice: rand.Text(), added: make(chan struct{}, 1)}
 	s.sqlAggregates = newSQLAggregates(s)
 	s.notices = batch.Batcher[struct{}]{Max: math.MaxInt, Run: s.sendNotice}
-	if err := s.setUp(ctx); err != nil {
+	if err := s.setUp(ctx, opts); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database %s: %s", shown, OneLine(RedactPassword(err.Error(), rawURL)))
 	}
 	return s, nil
 }
 
-func (s *Postgres) setUp(ctx context.Context) error {
+func (s *Postgres) setUp(ctx context.Context, opts MigrateOptions) error {
 	if err := s.checkSchemaUsage(ctx); err != nil {
 		return err
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT hashtext(current_database() || '.' || current_schema())`).Scan(&s.lockSpace); err != nil {
 		return err
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, opts); err != nil {
 		// Refused the schema's version: name every grant missing, rather
 		// than the first refusal met.
 		var pgErr *pgconn.PgError

@@ -28,6 +28,7 @@ type Storage interface {
 	domain.AdminTokenStore
 	domain.WebhookStorage // webhooks.go
 	domain.BanStore
+	domain.ServerStore // servers.go, migrations.go
 	Lifecycle
 }
 

@@ -30,10 +30,11 @@ type sqlAggregates struct {
 	sqlKeys     // the keys and the audit trail (keys.go)
 	sqlWebhooks // the webhooks' endpoints, outbox and notices (webhooks.go)
 	sqlBans     // the bans (bans.go)
+	sqlServers  // the servers' check-ins (servers.go)
 }
 
 func newSQLAggregates(db sqlEngine) sqlAggregates {
-	return sqlAggregates{sqlKeys{db}, sqlWebhooks{db}, sqlBans{db}}
+	return sqlAggregates{sqlKeys{db}, sqlWebhooks{db}, sqlBans{db}, sqlServers{db}}
 }
 
 // sqlEngine is what the SQL written once needs of an engine.
@@ -107,10 +108,13 @@ type dialect struct {
 	// transaction ends, so that a check of what it holds stays true until
 	// the commit; "" where the transaction holds such a lock already.
 	lockTable func(table string) string
+	// oneServer: one server uses the database (SQLite), so its check-in
+	// is the only row of servers.
+	oneServer bool
 }
 
 var (
-	sqliteDialect   = dialect{lockTable: func(string) string { return "" }}
+	sqliteDialect   = dialect{lockTable: func(string) string { return "" }, oneServer: true}
 	postgresDialect = dialect{
 		forUpdate:  " FOR UPDATE",
 		skipLocked: " FOR UPDATE SKIP LOCKED",

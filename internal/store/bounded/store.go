@@ -185,6 +185,22 @@ func (b *Store) BanChanges(ctx context.Context, version int64) ([]domain.Ban, er
 	return call(b, ctx, "BanChanges", func(ctx context.Context) ([]domain.Ban, error) { return b.s.BanChanges(ctx, version) })
 }
 
+func (b *Store) CheckIn(ctx context.Context, sv domain.Server) error {
+	return b.bounded(ctx, "CheckIn", func(ctx context.Context) error { return b.s.CheckIn(ctx, sv) })
+}
+
+func (b *Store) Servers(ctx context.Context) ([]domain.Server, error) {
+	return call(b, ctx, "Servers", b.s.Servers)
+}
+
+func (b *Store) PruneServers(ctx context.Context, before time.Time) (int64, error) {
+	return call(b, ctx, "PruneServers", func(ctx context.Context) (int64, error) { return b.s.PruneServers(ctx, before) })
+}
+
+func (b *Store) Schema(ctx context.Context) (domain.Schema, error) {
+	return call(b, ctx, "Schema", b.s.Schema)
+}
+
 // Ping tells whether the database is ready: its file not lost, looked at
 // now, and the health probe's answer.
 func (b *Store) Ping(ctx context.Context) error {

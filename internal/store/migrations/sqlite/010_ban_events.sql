@@ -1,3 +1,4 @@
+-- expand: a new table; servers before it never read it (and may audit a ban twice meanwhile)
 -- The bans whose key.banned event is written: one row a ban, keyed on its
 -- subject (as in bans) and its start (Unix milliseconds). A server writes
 -- the row before the event, in the same transaction, and writes neither

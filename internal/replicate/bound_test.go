@@ -1,0 +1,117 @@
+package replicate
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/internal/testkit"
+
+	_ "modernc.org/sqlite"
+)
+
+// lockedBuffer is a log the test reads while the replicator writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// While the replica's store is away, what waits to be uploaded grows past
+// the bound: it is dropped (a WARN says so, naming the gap) and, once the
+// store is back, a snapshot of the whole database follows, so that a
+// restore holds every row.
+func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs versitygw")
+	}
+	s3 := testkit.StartS3(t)
+	s3.SetEnv(t)
+	target, err := ParseTarget(s3.URL(s3.Bucket(t, "petstore"), "bound"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "rows.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	insert := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := db.Exec(`INSERT INTO rows (v) VALUES (randomblob(2000))`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := db.Exec(`CREATE TABLE rows (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	log := &lockedBuffer{}
+	r, err := Start(context.Background(), Config{Target: target, Interval: 50 * time.Millisecond, Retention: time.Hour,
+		LocalLimit: 256 << 10, Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: time.Now}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	insert(10)
+	testkit.Eventually(t, 10*time.Second, "the first rows are uploaded", func() bool {
+		s := r.Status()
+		return s.LocalTXID > 0 && s.ReplicaTXID >= s.LocalTXID
+	})
+
+	s3.Stop()
+	testkit.Eventually(t, 30*time.Second, "what waits is dropped past the bound", func() bool {
+		insert(20)
+		time.Sleep(50 * time.Millisecond)
+		return strings.Contains(log.String(), "past the bound")
+	})
+	insert(20)
+	testkit.Eventually(t, 30*time.Second, "the store's absence is seen", func() bool {
+		return r.Status().Errors > 0
+	})
+	s3.Start(t)
+	defer func() {
+		if t.Failed() {
+			t.Logf("status %+v\n%s", r.Status(), log)
+		}
+	}()
+	testkit.Eventually(t, 60*time.Second, "the replica catches up", func() bool {
+		s := r.Status()
+		return !s.Failing && s.LocalTXID > 0 && s.ReplicaTXID >= s.LocalTXID && strings.Contains(log.String(), "replication caught up")
+	})
+	var want int
+	db.QueryRow(`SELECT count(*) FROM rows`).Scan(&want)
+	var got int
+	testkit.Eventually(t, 10*time.Second, "a restore holds every row", func() bool {
+		out := filepath.Join(t.TempDir(), "restored.db")
+		if _, err := Restore(context.Background(), target, out, time.Time{}, false, slog.New(slog.NewTextHandler(log, nil))); err != nil {
+			t.Fatal(err)
+		}
+		restored, err := sql.Open("sqlite", "file:"+out+"?mode=ro")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restored.Close()
+		return restored.QueryRow(`SELECT count(*) FROM rows`).Scan(&got) == nil && got == want
+	})
+}

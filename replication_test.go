@@ -1,0 +1,378 @@
+package main
+
+// Continuous replication of the SQLite file (docs/production.md, "Backup
+// and restore") against a real S3-compatible server, versitygw, built from
+// the Go module proxy (internal/testkit): the disk lost, a restore to a
+// point in time, bad input. Skipped with -short, as every test of the
+// built binary is.
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/internal/testkit"
+)
+
+// replicaFixture is a versitygw with a bucket, its credentials in this
+// process's environment (which the binary's runs inherit), and a data
+// directory for a server.
+type replicaFixture struct {
+	s3   *testkit.S3
+	url  string // the replica's URL, s3://petstore/prod?endpoint=...
+	dir  string // the server's working directory
+	data string // the directory of its database: the disk to lose
+	db   string
+}
+
+func newReplicaFixture(t *testing.T) *replicaFixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary and versitygw")
+	}
+	s3 := testkit.StartS3(t)
+	s3.SetEnv(t)
+	f := &replicaFixture{s3: s3, url: s3.URL(s3.Bucket(t, "petstore"), "prod"), dir: t.TempDir()}
+	f.data = filepath.Join(f.dir, "data")
+	f.db = filepath.Join(f.data, "petstore.db")
+	if err := os.Mkdir(f.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *replicaFixture) serve(t *testing.T, extra ...string) *runningPetstore {
+	t.Helper()
+	return startPetstore(t, f.dir, append([]string{"serve", "--db", f.db, "--replicate-to", f.url, "--replicate-interval", "200ms"}, extra...)...)
+}
+
+// ackedPet is a pet a server answered 201 for, and when.
+type ackedPet struct {
+	id   int64
+	name string
+	at   time.Time
+}
+
+// createWithoutPause creates pets from four clients until stop closes, and
+// returns every one answered 201.
+func createWithoutPause(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) []ackedPet {
+	acked, _ := createCountingFailures(t, s, key, stop)
+	return acked
+}
+
+// createCountingFailures is createWithoutPause that also counts the
+// creates not answered 201 (a killed server's, or a failure).
+func createCountingFailures(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) (acked []ackedPet, failed int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("pet-%d-%d", c, i)
+				req, err := testkit.NewRequest("POST", s.url+"/v1/pets", key, `{"name":"`+name+`","categoryId":1}`)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp, body, err := testkit.ReadResponse(s.client, req)
+				var pet struct{ ID int64 }
+				mu.Lock()
+				if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &pet) != nil {
+					failed++
+				} else {
+					acked = append(acked, ackedPet{pet.ID, name, time.Now()})
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return acked, failed
+}
+
+// The disk is lost: pets are created without pause, the server is killed,
+// its directory deleted, and a new server with the same flags starts on an
+// empty one. Every pet acknowledged more than 3 s before the kill is back,
+// with the key, its webhook endpoint and its audit trail, and the next pet
+// id follows the last one restored.
+func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
+	f := newReplicaFixture(t)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	if res := petstoreCmd(t, "webhooks", "add", "--db", f.db, "https://hooks.example.com/petstore"); res.code != 0 {
+		t.Fatalf("webhooks add: %s", res.stderr)
+	}
+	s := f.serve(t)
+	stop := make(chan struct{})
+	var acked []ackedPet
+	done := make(chan struct{})
+	go func() { acked = createWithoutPause(t, s, key, stop); close(done) }()
+	time.Sleep(6 * time.Second)
+	s.kill9()
+	killedAt := time.Now()
+	close(stop)
+	<-done
+	if err := os.RemoveAll(f.data); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f.data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	again := f.serve(t)
+	if !regexp.MustCompile(`msg="restored the database from the replica" .*txid=[1-9][0-9]* last_write=20`).MatchString(again.stderr.String()) {
+		t.Errorf("the new server's log says no restore with its transaction and last write:\n%s", again.stderr)
+	}
+	must := 0
+	for _, p := range acked {
+		if killedAt.Sub(p.at) <= 3*time.Second {
+			continue
+		}
+		must++
+		_, body := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%d", p.id), key, "", http.StatusOK)
+		if !strings.Contains(body, p.name) {
+			t.Errorf("pet %d is %s, want %s", p.id, body, p.name)
+		}
+	}
+	if must < 100 {
+		t.Fatalf("only %d pets acknowledged more than 3 s before the kill, of %d: too few to tell", must, len(acked))
+	}
+	last := maxPetID(t, f.db)
+	_, body := again.wantStatus("POST", "/v1/pets", key, `{"name":"after","categoryId":1}`, http.StatusCreated)
+	if want := fmt.Sprintf(`"id":%d`, last+1); !strings.Contains(body, want) {
+		t.Errorf("the first pet after the restore is %s, want id %d (after the last restored, %d)", body, last+1, last)
+	}
+	if res := petstoreCmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "hooks.example.com") {
+		t.Errorf("webhooks list after the restore: %s%s, want the endpoint", res.stdout, res.stderr)
+	}
+	// Usage reaches the database on its own flush, every 2 s: what was
+	// counted 2 s more before the kill is in the replica too.
+	usageBy := 0
+	for _, p := range acked {
+		if killedAt.Sub(p.at) > 5*time.Second {
+			usageBy++
+		}
+	}
+	res := petstoreCmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(keyIDByName(t, f.db, "writer")), "--days", "1", "--json")
+	var days []struct{ Allowed int }
+	if json.Unmarshal([]byte(res.stdout), &days) != nil || len(days) != 1 || days[0].Allowed < usageBy {
+		t.Errorf("usage after the restore: %s%s, want at least %d requests allowed today", res.stdout, res.stderr, usageBy)
+	}
+	if res := petstoreCmd(t, "audit", "--db", f.db, "--since", "1h"); !strings.Contains(res.stdout, "key.created") {
+		t.Errorf("audit after the restore: %s%s, want the key's creation", res.stdout, res.stderr)
+	}
+	t.Logf("%d pets acknowledged, %d of them more than 3 s before the kill; last restored id %d", len(acked), must, last)
+}
+
+// maxPetID is the largest pet id in the SQLite file at path.
+func maxPetID(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var id sql.NullInt64
+	if err := db.QueryRow(`SELECT max(id) FROM pets`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id.Int64
+}
+
+// petNames are the names of the pets in the SQLite file at path.
+func petNames(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT name FROM pets`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	names := map[string]bool{}
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		names[n] = true
+	}
+	return names
+}
+
+// restore --at T holds the pets created before T and none after; without
+// --at, all of them. It refuses to write over a file without --force.
+func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
+	f := newReplicaFixture(t)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "pro", "--name", "writer")
+	s := f.serve(t)
+	for i := range 5 {
+		s.wantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before-%d","categoryId":1}`, i), http.StatusCreated)
+	}
+	time.Sleep(2 * time.Second)
+	at := time.Now().UTC()
+	time.Sleep(2 * time.Second)
+	for i := range 5 {
+		s.wantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"after-%d","categoryId":1}`, i), http.StatusCreated)
+	}
+	time.Sleep(2 * time.Second)
+
+	out := filepath.Join(t.TempDir(), "then.db")
+	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano)); res.code != 0 {
+		t.Fatalf("restore --at: %s", res.stderr)
+	}
+	names := petNames(t, out)
+	for i := range 5 {
+		if !names[fmt.Sprintf("before-%d", i)] || names[fmt.Sprintf("after-%d", i)] {
+			t.Fatalf("restore --at %s holds %v, want before-0..4 and no after-*", at.Format(time.RFC3339Nano), names)
+		}
+	}
+	res := petstoreCmd(t, "restore", "--from", f.url, "--db", out)
+	wantFailure(t, res, 1)
+	if !strings.Contains(res.stderr, "--force") {
+		t.Errorf("restore over a file: %s, want it to name --force", res.stderr)
+	}
+	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out, "--force"); res.code != 0 {
+		t.Fatalf("restore --force: %s", res.stderr)
+	}
+	if names := petNames(t, out); len(names) != 10 {
+		t.Errorf("restore of the latest state holds %v, want the 10 pets", names)
+	}
+}
+
+// Bad input: each refused with one line on standard error that names the
+// problem and never a secret, and nothing is written.
+func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
+	f := newReplicaFixture(t)
+	missing := filepath.Join(t.TempDir(), "new.db")
+	noBucket := f.s3.URL("no-such-bucket", "prod")
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		says string
+	}{
+		{"an unknown scheme", nil, []string{"serve", "--db", missing, "--replicate-to", "ftp://backup.example.com/petstore"}, 2, "unknown scheme"},
+		{"a secret in the user part", nil, []string{"serve", "--db", missing, "--replicate-to", "s3://AKIAEXAMPLE:hunter2secret@petstore/prod"}, 2, "environment"},
+		{"a secret in PETSTORE_REPLICATE_TO", map[string]string{"PETSTORE_REPLICATE_TO": "s3://AKIAEXAMPLE:hunter2secret@petstore/prod"}, []string{"serve", "--db", missing}, 2, "environment"},
+		{"a secret in the query", nil, []string{"restore", "--db", missing, "--from", "s3://petstore/prod?sseCustomerKey=hunter2secret"}, 2, "sseCustomerKey"},
+		{"a PostgreSQL database", nil, []string{"serve", "--db", "postgres://petstore@127.0.0.1:1/petstore", "--redis", "redis://127.0.0.1:1/0", "--replicate-to", f.url}, 2, "docs/production.md"},
+		{"a bucket that does not exist, at restore", nil, []string{"restore", "--db", missing, "--from", noBucket}, 1, "no-such-bucket"},
+		{"a bucket that does not exist, at a start on a missing file", nil, []string{"serve", "--db", missing, "--replicate-to", noBucket}, 1, "no-such-bucket"},
+		{"wrong credentials", map[string]string{"AWS_SECRET_ACCESS_KEY": "hunter2secret"}, []string{"restore", "--db", missing, "--from", f.url}, 1, "petstore/prod"},
+		{"an --at in the future", nil, []string{"restore", "--db", missing, "--from", f.url, "--at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, 1, "in the future"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := viaBinary(t, tc.env, tc.args...)
+			wantFailure(t, res, tc.code)
+			if !strings.Contains(res.stderr, tc.says) {
+				t.Errorf("stderr %q, want it to say %q", res.stderr, tc.says)
+			}
+			if strings.Contains(res.stderr, "hunter2secret") || strings.Contains(res.stderr, f.s3.SecretKey) {
+				t.Errorf("stderr shows a secret: %s", res.stderr)
+			}
+			wantNoFile(t, missing)
+		})
+	}
+
+	// An empty replica is a fresh start, said in one log line; then --at
+	// before the oldest state kept is refused.
+	s := f.serve(t)
+	if n := strings.Count(s.stderr.String(), "the replica is empty"); n != 1 {
+		t.Errorf("a start on an empty replica logged %d lines of it, want 1:\n%s", n, s.stderr)
+	}
+	testkit.Eventually(t, 10*time.Second, "the replica holds the new database", func() bool {
+		return petstoreCmd(t, "restore", "--from", f.url, "--db", filepath.Join(t.TempDir(), "x.db")).code == 0
+	})
+	res := petstoreCmd(t, "restore", "--from", f.url, "--db", missing, "--at", "2001-01-01T00:00:00Z")
+	wantFailure(t, res, 1)
+	if !strings.Contains(res.stderr, "before the oldest state") {
+		t.Errorf("--at before the retention: %s", res.stderr)
+	}
+}
+
+// The replica's store away for 30 s under steady creates: no request
+// fails, the server logs one WARN as it starts failing and an INFO once
+// the replica has caught up, /metrics and GET /admin/v1/backup show the
+// failures (never a secret), and a restore afterwards holds every pet.
+func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing.T) {
+	f := newReplicaFixture(t)
+	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	res := viaBinary(t, nil, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read")
+	if res.code != 0 {
+		t.Fatalf("admin create: %s", res.stderr)
+	}
+	token := strings.TrimSpace(res.stdout)
+	s := f.serve(t, "--admin-addr", "127.0.0.1:0")
+	s.keysSent = append(s.keysSent, token)
+	admin := "http://" + cliAdmin.FindStringSubmatch(s.stderr.String())[1]
+	backup := func() map[string]any {
+		t.Helper()
+		resp, body := testkit.Fetch(t, s.client, "GET", admin+"/admin/v1/backup", token, "")
+		var b map[string]any
+		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &b) != nil {
+			t.Fatalf("GET /admin/v1/backup: %d %s", resp.StatusCode, body)
+		}
+		return b
+	}
+
+	stop := make(chan struct{})
+	var acked []ackedPet
+	var failed int
+	done := make(chan struct{})
+	go func() {
+		acked, failed = createCountingFailures(t, s, key, stop)
+		close(done)
+	}()
+	time.Sleep(3 * time.Second)
+	f.s3.Stop()
+	testkit.Eventually(t, 20*time.Second, "GET /admin/v1/backup shows the failure", func() bool {
+		b := backup()
+		return b["errors"].(float64) > 0 && b["last_error"] != nil && b["behind_seconds"].(float64) > 0
+	})
+	if b := backup(); b["url"] != f.url || strings.Contains(fmt.Sprint(b), f.s3.SecretKey) {
+		t.Errorf("GET /admin/v1/backup: %v, want the URL %s and no secret", b, f.url)
+	}
+	if errs := scrapeAdmin(t, admin)["petstore_replication_errors_total"]; errs == nil || errs.GetMetric()[0].GetCounter().GetValue() == 0 {
+		t.Errorf("petstore_replication_errors_total: %v, want above 0", errs)
+	}
+	time.Sleep(27 * time.Second)
+	f.s3.Start(t)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	<-done
+	if failed > 0 {
+		t.Errorf("%d of %d creates failed while the replica's store was away, want none", failed, len(acked)+failed)
+	}
+	testkit.Eventually(t, 30*time.Second, "the replica catches up", func() bool {
+		return strings.Contains(s.stderr.String(), "replication caught up") && backup()["behind_seconds"].(float64) == 0
+	})
+	if n := strings.Count(s.stderr.String(), "replication is failing"); n != 1 {
+		t.Errorf("%d WARN lines of the failure, want 1:\n%s", n, s.stderr)
+	}
+	out := filepath.Join(t.TempDir(), "after.db")
+	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out); res.code != 0 {
+		t.Fatalf("restore: %s", res.stderr)
+	}
+	names := petNames(t, out)
+	for _, p := range acked {
+		if !names[p.name] {
+			t.Fatalf("the restore after the outage lacks pet %d (%s) of %d acknowledged", p.id, p.name, len(acked))
+		}
+	}
+	t.Logf("%d creates during the test, all in the restore", len(acked))
+}
