@@ -100,7 +100,7 @@ type Local struct {
 	Bans *BanFloor
 
 	mu      sync.Mutex
-	Callers map[domain.CallerID]*caller
+	callers map[domain.CallerID]*caller
 	peak    int // most callers held since the map was last made anew
 }
 
@@ -125,7 +125,7 @@ func perSecond(lim domain.Limits) float64 { return float64(lim.PerMinute) / 60 }
 
 func NewLocal(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *Local {
-	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, Callers: make(map[domain.CallerID]*caller)}
+	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[domain.CallerID]*caller)}
 }
 
 func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (Decision, error) {
@@ -179,7 +179,7 @@ func (c *caller) retune(now time.Time, lim domain.Limits) {
 // Lift: a caller this limiter does not hold has neither a ban nor a wait.
 func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) error {
 	l.mu.Lock()
-	c := l.Callers[id]
+	c := l.callers[id]
 	l.mu.Unlock()
 	if c == nil {
 		return nil
@@ -194,7 +194,7 @@ func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) err
 // has not stored yet.
 func (l *Local) pending(keyID, day int64) int64 {
 	l.mu.Lock()
-	c := l.Callers[domain.CallerID{KeyID: keyID}]
+	c := l.callers[domain.CallerID{KeyID: keyID}]
 	l.mu.Unlock()
 	if c == nil {
 		return 0
@@ -212,7 +212,7 @@ func (l *Local) pending(keyID, day int64) int64 {
 
 func (l *Local) caller(ctx context.Context, id domain.CallerID, lim domain.Limits, today int64) (*caller, error) {
 	l.mu.Lock()
-	c := l.Callers[id]
+	c := l.callers[id]
 	l.mu.Unlock()
 	if c != nil {
 		return c, nil
@@ -233,11 +233,11 @@ func (l *Local) caller(ctx context.Context, id domain.CallerID, lim domain.Limit
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if existing := l.Callers[id]; existing != nil {
+	if existing := l.callers[id]; existing != nil {
 		return existing, nil
 	}
-	l.Callers[id] = c
-	l.peak = max(l.peak, len(l.Callers))
+	l.callers[id] = c
+	l.peak = max(l.peak, len(l.callers))
 	return c, nil
 }
 
@@ -269,17 +269,17 @@ func (l *Local) Sweep() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for id, c := range l.Callers {
+	for id, c := range l.callers {
 		c.mu.Lock()
 		if len(c.unflushed) == 0 && !now.Before(c.state.bannedUntil) && !now.Before(c.state.waitUntil) &&
 			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
 			c.evicted = true
-			delete(l.Callers, id)
+			delete(l.callers, id)
 			n++
 		}
 		c.mu.Unlock()
 	}
-	shrink(&l.Callers, &l.peak)
+	shrink(&l.callers, &l.peak)
 	return n
 }
 
@@ -315,7 +315,7 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 	written := make(map[*caller][]dayCount)
 	var counts []domain.UsageCount
 	l.mu.Lock()
-	for id, c := range l.Callers {
+	for id, c := range l.callers {
 		if id.KeyID == 0 {
 			continue
 		}

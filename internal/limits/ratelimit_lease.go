@@ -90,11 +90,11 @@ type leaseAsk struct {
 // holding it as out, and before Redis's midnight.
 type lease struct {
 	key     any // the Redis key of the caller's state, boxed for the script
-	Mu      sync.Mutex
+	mu      sync.Mutex
 	evicted bool // forgotten by toSettle: look the caller up again
 	rate    RateCount
 	lim     domain.Limits // the figures the tokens were taken under
-	Left    int64         // tokens not spent yet
+	left    int64         // tokens not spent yet
 	// out: Redis holds this server's lease of the caller as out, until a
 	// run settles it (or it expires there).
 	out       bool
@@ -112,10 +112,10 @@ type lease struct {
 // spend takes a token for a request at now under lim, if a live one is
 // left, and returns the caller's state as this server sees it then.
 func (l *lease) spend(now time.Time, lim domain.Limits) (scriptAnswer, bool) {
-	if l.Left == 0 || !now.Before(l.until) || l.lim != lim {
+	if l.left == 0 || !now.Before(l.until) || l.lim != lim {
 		return scriptAnswer{}, false
 	}
-	l.Left--
+	l.left--
 	l.lastSpent = now
 	return l.view(now), true
 }
@@ -127,7 +127,7 @@ func (l *lease) spend(now time.Time, lim domain.Limits) (scriptAnswer, bool) {
 func (l *lease) view(now time.Time) scriptAnswer {
 	a := l.answer
 	a.NowMs += now.Sub(l.sent).Milliseconds()
-	a.leased = l.Left
+	a.leased = l.left
 	return a
 }
 
@@ -136,21 +136,21 @@ func (l *lease) live(now time.Time, lim domain.Limits) int64 {
 	if !now.Before(l.until) || l.lim != lim {
 		return 0
 	}
-	return l.Left
+	return l.left
 }
 
 // settle starts a run, sent at now, that settles the lease: its unspent
 // tokens go back, and want tokens are asked for. It returns the run's part;
 // the caller reports how it ended through settled.
 func (l *lease) settle(owner string, want int64, now time.Time) leaseAsk {
-	ask := leaseAsk{owner: owner, giveBack: l.Left, spentBy: spentUnknown, want: want}
+	ask := leaseAsk{owner: owner, giveBack: l.left, spentBy: spentUnknown, want: want}
 	switch {
 	case l.out && l.lastSpent.IsZero():
 		ask.spentBy = l.answer.NowMs
 	case l.out:
 		ask.spentBy = l.answer.NowMs + 1 + ceilMilliseconds(l.lastSpent.Sub(l.sent))
 	}
-	l.Left, l.out, l.lastSpent, l.sent = 0, false, time.Time{}, now
+	l.left, l.out, l.lastSpent, l.sent = 0, false, time.Time{}, now
 	l.renewing = true
 	return ask
 }
@@ -160,7 +160,7 @@ func (l *lease) settle(owner string, want int64, now time.Time) leaseAsk {
 func (l *lease) settled(a scriptAnswer, answered bool, lim domain.Limits) {
 	if answered && a.Status == Allowed && a.leased > 0 {
 		toMidnight := time.Duration((a.Day+1)*86_400_000-a.NowMs-1) * time.Millisecond
-		l.answer, l.lim, l.Left, l.out = a, lim, a.leased, true
+		l.answer, l.lim, l.left, l.out = a, lim, a.leased, true
 		l.until = l.sent.Add(min(LeaseLife, toMidnight))
 	}
 	l.renewing = false
@@ -184,21 +184,21 @@ func ceilMilliseconds(d time.Duration) int64 {
 type leases struct {
 	owner string                          // this server's name in the lease records in Redis
 	key   func(id domain.CallerID) string // the Redis key of a caller's state
-	Mu    sync.Mutex
-	M     map[domain.CallerID]*lease
+	mu    sync.Mutex
+	m     map[domain.CallerID]*lease
 	peak  int // most leases held since the map was last made anew
 }
 
 // get returns id's lease, a new empty one the first time.
 func (ls *leases) get(id domain.CallerID) *lease {
-	ls.Mu.Lock()
-	defer ls.Mu.Unlock()
-	l := ls.M[id]
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l := ls.m[id]
 	if l == nil {
 		l = &lease{key: ls.key(id)}
-		l.runEnded.L = &l.Mu
-		ls.M[id] = l
-		ls.peak = max(ls.peak, len(ls.M))
+		l.runEnded.L = &l.mu
+		ls.m[id] = l
+		ls.peak = max(ls.peak, len(ls.m))
 	}
 	return l
 }
@@ -208,14 +208,14 @@ func (ls *leases) get(id domain.CallerID) *lease {
 // settling a lease that aged out, in the look's run: held is that lease, to
 // be told how the run ended (settled).
 func (ls *leases) look(id domain.CallerID, now time.Time, lim domain.Limits) (live int64, held *lease, ask leaseAsk) {
-	ls.Mu.Lock()
-	l := ls.M[id]
-	ls.Mu.Unlock()
+	ls.mu.Lock()
+	l := ls.m[id]
+	ls.mu.Unlock()
 	if l == nil {
 		return 0, nil, leaseAsk{}
 	}
-	l.Mu.Lock()
-	defer l.Mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if live = l.live(now, lim); live > 0 || !l.out || l.renewing {
 		return live, nil, leaseAsk{}
 	}
@@ -234,20 +234,20 @@ type heldLease struct {
 // leased and no request lately.
 func (ls *leases) toSettle(now time.Time, all bool) []heldLease {
 	var held []heldLease
-	ls.Mu.Lock()
-	defer ls.Mu.Unlock()
-	for id, l := range ls.M {
-		l.Mu.Lock()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for id, l := range ls.m {
+		l.mu.Lock()
 		switch {
 		case l.renewing:
 		case l.out && (all || !now.Before(l.until)):
 			held = append(held, heldLease{id, l, l.settle(ls.owner, 0, now)})
 		case !l.out && now.Sub(l.rate.last) >= forgetAfter:
 			l.evicted = true
-			delete(ls.M, id)
+			delete(ls.m, id)
 		}
-		l.Mu.Unlock()
+		l.mu.Unlock()
 	}
-	shrink(&ls.M, &ls.peak)
+	shrink(&ls.m, &ls.peak)
 	return held
 }

@@ -58,17 +58,17 @@ type Redis struct {
 	RedisConfig
 	Link     *redisLink
 	ledger   *usageLedger
-	Scripts  *scriptRunner
-	Leases   leases
+	scripts  *scriptRunner
+	leases   leases
 	fallback *Local
 
 	figuresMu sync.RWMutex
 	figures   map[domain.Limits]*figures
 	owner     any // this server's name in Redis's lease records, boxed for the script's arguments
 
-	Stop     chan struct{} // closed by close: leases are no longer returned as they age
-	StopOnce sync.Once
-	Loop     sync.WaitGroup
+	stop     chan struct{} // closed by close: leases are no longer returned as they age
+	stopOnce sync.Once
+	loop     sync.WaitGroup
 }
 
 // NewRedis connects to cfg.url. A Redis that does not answer yet is
@@ -82,16 +82,16 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	client := redis.NewClient(opts)
 	r := &Redis{
 		RedisConfig: cfg,
-		Link:        &redisLink{Client: client, now: cfg.Now, logger: cfg.Logger, onFallback: cfg.Hooks.Fallback},
-		Scripts:     &scriptRunner{client: client, call: cfg.Hooks.Call},
+		Link:        &redisLink{client: client, now: cfg.Now, logger: cfg.Logger, onFallback: cfg.Hooks.Fallback},
+		scripts:     &scriptRunner{client: client, call: cfg.Hooks.Call},
 		figures:     make(map[domain.Limits]*figures),
 		// The name of this server's leases in Redis, new at each start.
-		Leases: leases{owner: rand.Text()[:12], M: make(map[domain.CallerID]*lease)},
-		Stop:   make(chan struct{}),
+		leases: leases{owner: rand.Text()[:12], m: make(map[domain.CallerID]*lease)},
+		stop:   make(chan struct{}),
 	}
-	r.Scripts.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: r.Scripts.RunBatch}
-	r.owner = r.Leases.owner
-	r.Leases.key = r.Key
+	r.scripts.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: r.scripts.RunBatch}
+	r.owner = r.leases.owner
+	r.leases.key = r.Key
 	r.ledger = &usageLedger{now: cfg.Now, usage: cfg.Usage, dbTimeout: cfg.DBTimeout,
 		storing: make(chan struct{}, 1), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
 	r.fallback = NewLocal(cfg.Now, cfg.BanAfter, cfg.BanFor, r.ledger.knownUsage)
@@ -100,21 +100,21 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if err := client.Ping(ctx).Err(); err != nil {
 		r.failed(err)
 	}
-	r.Loop.Go(func() { r.returnLeasesEvery(returnEvery) })
+	r.loop.Go(func() { r.returnLeasesEvery(returnEvery) })
 	return r, nil
 }
 
 // Close settles every lease this server holds (their unspent tokens go
 // back), then lets Redis go.
 func (r *Redis) Close() error {
-	r.StopOnce.Do(func() {
-		close(r.Stop)
-		r.Loop.Wait()
+	r.stopOnce.Do(func() {
+		close(r.stop)
+		r.loop.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 		defer cancel()
 		r.ReturnLeases(ctx, true)
 	})
-	return r.Link.Client.Close()
+	return r.Link.client.Close()
 }
 
 // failed notes that Redis did not answer; at the start of an outage, the
@@ -134,38 +134,38 @@ func (r *Redis) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits
 	waited := false
 	for {
 		now := r.Now()
-		l := r.Leases.get(id)
-		l.Mu.Lock()
+		l := r.leases.get(id)
+		l.mu.Lock()
 		if l.evicted {
-			l.Mu.Unlock()
+			l.mu.Unlock()
 			continue
 		}
 		if !waited {
 			l.rate.Add(now)
 		}
 		if a, ok := l.spend(now, shared); ok {
-			l.Mu.Unlock()
+			l.mu.Unlock()
 			r.ledger.granted(id, a.Day)
 			return r.standing(a, shared, false).Decision, nil
 		}
 		if l.renewing {
 			if !waited {
 				l.awaitRun() // a script run: it ends within redisTimeout
-				l.Mu.Unlock()
+				l.mu.Unlock()
 				waited = true
 				continue
 			}
-			l.Mu.Unlock()
+			l.mu.Unlock()
 			a, err := r.ask(ctx, id, l.key, shared, 1, leaseAsk{})
 			s, err := r.answer(ctx, id, lim, 1, a, err)
 			return s.Decision, err
 		}
-		ask := l.settle(r.Leases.owner, max(1, l.rate.Recent(now)), now)
-		l.Mu.Unlock()
+		ask := l.settle(r.leases.owner, max(1, l.rate.Recent(now)), now)
+		l.mu.Unlock()
 		a, err := r.ask(ctx, id, l.key, shared, 1, ask)
-		l.Mu.Lock()
+		l.mu.Lock()
 		l.settled(a, err == nil, shared)
-		l.Mu.Unlock()
+		l.mu.Unlock()
 		s, err := r.answer(ctx, id, lim, 1, a, err)
 		return s.Decision, err
 	}
@@ -176,12 +176,12 @@ func (r *Redis) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits
 // settled first, in the same run.
 func (r *Redis) Peek(ctx context.Context, id domain.CallerID, lim domain.Limits) (Standing, error) {
 	shared := sharedLimits(lim)
-	live, held, ask := r.Leases.look(id, r.Now(), shared)
+	live, held, ask := r.leases.look(id, r.Now(), shared)
 	a, err := r.ask(ctx, id, r.Key(id), shared, 0, ask)
 	if held != nil {
-		held.Mu.Lock()
+		held.mu.Lock()
 		held.settled(a, err == nil, shared)
-		held.Mu.Unlock()
+		held.mu.Unlock()
 	}
 	a.leased = live
 	return r.answer(ctx, id, lim, 0, a, err)
@@ -246,14 +246,14 @@ func (r *Redis) ask(ctx context.Context, id domain.CallerID, key any, lim domain
 			run.floor, run.floorDay = n, unsure.Day
 		}
 	}
-	a, err := r.Scripts.Run(run)
+	a, err := r.scripts.Run(run)
 	if err == nil && a.Status == NeedSeed {
 		if run.Seed, err = r.ledger.known(ctx, id.KeyID, a.Day); err != nil {
 			r.ledger.markUnsure(unsure)
 			return scriptAnswer{}, err
 		}
 		run.floor, run.floorDay = -1, 0
-		a, err = r.Scripts.Run(run)
+		a, err = r.scripts.Run(run)
 	}
 	if err != nil {
 		r.ledger.markUnsure(unsure)
@@ -291,7 +291,7 @@ func (r *Redis) Lift(ctx context.Context, id domain.CallerID, until time.Time) e
 	}
 	run := r.Args(r.Key(id), id, domain.AnonymousLimits) // a lift reads no figures: any will do
 	run.lift = until.UnixMilli()
-	if _, err := r.Scripts.Run(run); err != nil {
+	if _, err := r.scripts.Run(run); err != nil {
 		if ctx.Err() == nil {
 			r.failed(err)
 		}
@@ -306,7 +306,7 @@ func (r *Redis) Lift(ctx context.Context, id domain.CallerID, until time.Time) e
 // While Redis does not answer they are dropped: Redis takes them as spent
 // when they expire there.
 func (r *Redis) ReturnLeases(ctx context.Context, all bool) {
-	held := r.Leases.toSettle(r.Now(), all)
+	held := r.leases.toSettle(r.Now(), all)
 	if len(held) == 0 {
 		return
 	}
@@ -316,15 +316,15 @@ func (r *Redis) ReturnLeases(ctx context.Context, all bool) {
 		settle.lease = h.ask
 		runs[i] = ScriptRun{Cmd: settle.Encode()}
 	}
-	if !r.Link.Down.Load() {
+	if !r.Link.down.Load() {
 		for chunk := range slices.Chunk(runs, maxPipeline) {
-			_ = r.Scripts.RunBatch(ctx, chunk) // a failed give-back expires in Redis
+			_ = r.scripts.RunBatch(ctx, chunk) // a failed give-back expires in Redis
 		}
 	}
 	for _, h := range held {
-		h.l.Mu.Lock()
+		h.l.mu.Lock()
 		h.l.settled(scriptAnswer{}, false, h.l.lim)
-		h.l.Mu.Unlock()
+		h.l.mu.Unlock()
 	}
 }
 
@@ -333,7 +333,7 @@ func (r *Redis) returnLeasesEvery(every time.Duration) {
 	defer tick.Stop()
 	for {
 		select {
-		case <-r.Stop:
+		case <-r.stop:
 			return
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)

@@ -26,15 +26,15 @@ const (
 
 // redisLink is the Redis limiter's connection, and whether Redis answers.
 type redisLink struct {
-	Client     *redis.Client
+	client     *redis.Client
 	now        func() time.Time
 	logger     *slog.Logger
 	onFallback func(active bool) // RedisHooks.Fallback (may be nil)
 
-	Down      atomic.Bool
+	down      atomic.Bool
 	downSince atomic.Int64 // UnixNano
 	probeAt   atomic.Int64 // while down: when (UnixNano) a request may try Redis again
-	Outages   atomic.Int64
+	outages   atomic.Int64
 }
 
 // RedisOptions are the client options for a --redis URL: short timeouts and
@@ -64,14 +64,14 @@ func RedisOptions(rawURL string) (*redis.Options, error) {
 
 // Where names the Redis for a log line, without its password.
 func (l *redisLink) Where() string {
-	opts := l.Client.Options()
+	opts := l.client.Options()
 	return "redis://" + opts.Addr + "/" + strconv.Itoa(opts.DB)
 }
 
 // skip reports whether a request goes straight to the fallback: Redis is
 // down and another request tried it less than RedisProbeEvery ago.
 func (l *redisLink) skip() bool {
-	if !l.Down.Load() {
+	if !l.down.Load() {
 		return false
 	}
 	now := l.now().UnixNano()
@@ -84,11 +84,11 @@ func (l *redisLink) skip() bool {
 func (l *redisLink) failed(err error) bool {
 	now := l.now()
 	l.probeAt.Store(now.Add(RedisProbeEvery).UnixNano())
-	if !l.Down.CompareAndSwap(false, true) {
+	if !l.down.CompareAndSwap(false, true) {
 		return false
 	}
 	l.downSince.Store(now.UnixNano())
-	l.Outages.Add(1)
+	l.outages.Add(1)
 	l.logger.Warn("Redis does not answer: this server limits requests on its own until it does", "err", err)
 	if l.onFallback != nil {
 		l.onFallback(true)
@@ -98,7 +98,7 @@ func (l *redisLink) failed(err error) bool {
 
 // answered notes that Redis answered, ending an outage.
 func (l *redisLink) answered() {
-	if !l.Down.Load() || !l.Down.CompareAndSwap(true, false) {
+	if !l.down.Load() || !l.down.CompareAndSwap(true, false) {
 		return
 	}
 	outage := l.now().Sub(time.Unix(0, l.downSince.Load()))

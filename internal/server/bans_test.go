@@ -328,7 +328,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	proxy.Set("drop") // and now away: each server's fallback limits alone
 	for i, s := range []*testServer{a, b} {
 		wantError(t, s.do("GET", "/v1/pets", token, ""), 429, httpapi.CodeTemporarilyBanned)
-		if s.limiter.(*limits.Redis).Link.Outages.Load() != 1 {
+		if limits.Outages(s.limiter.(*limits.Redis)) != 1 {
 			t.Errorf("server %d: not on its fallback", i)
 		}
 	}

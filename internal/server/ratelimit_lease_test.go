@@ -51,19 +51,6 @@ func TestRateCountEstimatesTheLastTenthOfASecond(t *testing.T) {
 	}
 }
 
-// leased is how many tokens r holds leased for id.
-func leased(r *limits.Redis, id domain.CallerID) int64 {
-	r.Leases.Mu.Lock()
-	l := r.Leases.M[id]
-	r.Leases.Mu.Unlock()
-	if l == nil {
-		return 0
-	}
-	l.Mu.Lock()
-	defer l.Mu.Unlock()
-	return l.Left
-}
-
 // mustAllow asks r for n requests of id and fails unless all are allowed.
 func mustAllow(t *testing.T, r *limits.Redis, id domain.CallerID, lim domain.Limits, n int) {
 	t.Helper()
@@ -119,9 +106,9 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 			every := time.Second / time.Duration(tc.perSecond)
 			var largest int64
 			for i := range 2 * tc.perSecond {
-				before := leased(r, id)
+				before := limits.LeaseLeft(r, id)
 				mustAllow(t, r, id, lim, 1)
-				if now := leased(r, id); i >= tc.perSecond && now > before {
+				if now := limits.LeaseLeft(r, id); i >= tc.perSecond && now > before {
 					largest = max(largest, now)
 				}
 				s.clock.advance(every)
@@ -141,12 +128,12 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 	// request so far; the share of what is left caps it.
 	var sizes []int64
 	for accepted := int64(0); accepted < lim.PerMinute; accepted++ {
-		if leased(r, id) > 0 {
+		if limits.LeaseLeft(r, id) > 0 {
 			mustAllow(t, r, id, lim, 1)
 			continue
 		}
 		mustAllow(t, r, id, lim, 1) // it runs the script
-		got := leased(r, id)
+		got := limits.LeaseLeft(r, id)
 		if want := min(accepted+1, max(1, (lim.PerMinute-accepted)/limits.LeaseShare)) - 1; got != want {
 			t.Fatalf("after %d requests, with %d tokens left, a lease of %d, want %d: the rate, at most a 16th of what is left, the request's own aside",
 				accepted, lim.PerMinute-accepted, got, want)
@@ -169,7 +156,7 @@ func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 600, PerDay: 1 << 40}
 	var fromLease int
 	for i := range 100 {
-		if leased(r, id) > 0 {
+		if limits.LeaseLeft(r, id) > 0 {
 			fromLease++
 		}
 		d, err := r.Allow(context.Background(), id, lim)
@@ -187,7 +174,7 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 100_000}
 	mustAllow(t, a, id, lim, 50)
-	k := leased(a, id)
+	k := limits.LeaseLeft(a, id)
 	if k == 0 {
 		t.Fatal("no lease after a burst of 50")
 	}
@@ -200,7 +187,7 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 
 	s.clock.advance(limits.LeaseLife) // 50 tokens refill meanwhile
 	a.ReturnLeases(context.Background(), false)
-	if got := leased(a, id); got != 0 {
+	if got := limits.LeaseLeft(a, id); got != 0 {
 		t.Errorf("%d tokens still leased after the lease aged out", got)
 	}
 	if minute, day := peekAt(t, b, id, lim); minute != 6000 || day != 99_950 {
@@ -213,7 +200,7 @@ func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
-	if leased(a, id) == 0 {
+	if limits.LeaseLeft(a, id) == 0 {
 		t.Fatal("no lease after a burst of 10")
 	}
 	a.Close()
@@ -222,26 +209,16 @@ func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 	}
 }
 
-// kill stops r as kill -9 stops a server: what it leased is neither spent
-// nor given back.
-func kill(r *limits.Redis) {
-	r.StopOnce.Do(func() {
-		close(r.Stop)
-		r.Loop.Wait()
-	})
-	r.Link.Client.Close()
-}
-
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 	s := newTestServerWith(t, testOptions{redis: true})
 	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
-	k := int(leased(a, id))
+	k := int(limits.LeaseLeft(a, id))
 	if k == 0 {
 		t.Fatal("no lease after a burst of 10")
 	}
-	kill(a)
+	limits.Kill(a)
 	for _, step := range []struct {
 		name  string
 		after time.Duration
@@ -268,8 +245,8 @@ func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
-	if leased(a, id) < 2 {
-		t.Fatalf("a lease of %d after a burst of 10, want 2 or more", leased(a, id))
+	if limits.LeaseLeft(a, id) < 2 {
+		t.Fatalf("a lease of %d after a burst of 10, want 2 or more", limits.LeaseLeft(a, id))
 	}
 	allowedUntilRefused(t, b, id, lim)
 	for range 2 {

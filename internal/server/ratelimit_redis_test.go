@@ -45,7 +45,7 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 	}
 	batch = append(batch, batch[0]) // the same caller twice: counted twice, in order
 	// Cached by this test, not by whichever ran before on this Redis.
-	if err := limits.LimitScript.Load(context.Background(), r.Link.Client).Err(); err != nil {
+	if err := limits.LimitScript.Load(context.Background(), limits.Client(r)).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -59,13 +59,13 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 		{"script flushed: the refused runs go again with its text", true, []int64{3, 2, 2, 4}, 2},
 	} {
 		if tc.flush {
-			if err := r.Link.Client.ScriptFlush(context.Background()).Err(); err != nil {
+			if err := limits.Client(r).ScriptFlush(context.Background()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}
 		runs := slices.Clone(batch)
 		before := events.calls.Load()
-		if err := r.Scripts.RunBatch(context.Background(), runs); err != nil {
+		if err := limits.RunScripts(context.Background(), r, runs); err != nil {
 			t.Fatal(err)
 		}
 		counts := make([]int64, len(runs))
@@ -156,13 +156,13 @@ func TestRedisFirstSeedWins(t *testing.T) {
 	id, lim := domain.CallerID{KeyID: 7}, domain.Plans["free"]
 	key := r.Key(id)
 	look := r.Args(key, id, lim)
-	a, err := r.Scripts.Run(look)
+	a, err := limits.RunScript(r, look)
 	if err != nil || a.Status != limits.NeedSeed {
 		t.Fatalf("a missing count: %+v, %v; want status %d", a, err, limits.NeedSeed)
 	}
 	for _, seed := range []int64{5, 9} {
 		look.Seed = seed
-		a, err := r.Scripts.Run(look)
+		a, err := limits.RunScript(r, look)
 		if err != nil || a.Status != limits.Allowed || a.Count != 5 {
 			t.Fatalf("seed %d: %+v, %v; want the count 5 of the first seed", seed, a, err)
 		}
@@ -176,7 +176,7 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 	before := time.Now()
 	run := r.Args(r.Key(domain.CallerID{KeyID: 1}), domain.CallerID{}, domain.Plans["free"])
 	run.Cost = 1
-	a, err := r.Scripts.Run(run)
+	a, err := limits.RunScript(r, run)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 0 {
 		t.Errorf("Remaining = %d after the outage, want 0: 20 of 20 used", got)
 	}
-	if got := r.Link.Outages.Load(); got != 1 {
+	if got := limits.Outages(r); got != 1 {
 		t.Errorf("outages = %d, want 1", got)
 	}
 	if got := events.String(); got != "down up" {
@@ -406,8 +406,8 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("a request waited %v for a Redis that does not answer", took)
 	}
-	if w.Code != 200 || !r.Link.Down.Load() {
-		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, r.Link.Down.Load())
+	if w.Code != 200 || !limits.Down(r) {
+		t.Fatalf("got %d, fallback %v; want 200 from the fallback", w.Code, limits.Down(r))
 	}
 }
 
@@ -424,7 +424,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 		}
 		s.clock.advance(limits.RedisProbeEvery)
 	}
-	if got := r.Link.Outages.Load(); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
+	if got := limits.Outages(r); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
 		t.Errorf("outages = %d, log:\n%s\nwant one outage, logged once", got, logs)
 	}
 }

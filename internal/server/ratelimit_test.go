@@ -349,15 +349,15 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 			clock.advance(time.Second) // 1,000 new addresses a second
 			l.Sweep()
 		}
-		peak = max(peak, len(l.Callers))
+		peak = max(peak, limits.Callers(l))
 	}
 	clock.advance(time.Second)
 	l.Sweep()
 	if peak > 2000 {
 		t.Errorf("peak callers kept = %d, want at most 2,000 (one second's worth)", peak)
 	}
-	if len(l.Callers) != 0 {
-		t.Errorf("%d callers kept after all went idle, want 0", len(l.Callers))
+	if limits.Callers(l) != 0 {
+		t.Errorf("%d callers kept after all went idle, want 0", limits.Callers(l))
 	}
 }
 
@@ -387,7 +387,7 @@ func BenchmarkDecision(b *testing.B) {
 			defer r.Close()
 			benchmarkAllow(b, r, domain.Limits{PerMinute: 1 << 30, PerDay: 1 << 40}, tc.keys)
 			b.StopTimer()
-			if r.Link.Down.Load() {
+			if limits.Down(r) {
 				b.Fatal("Redis went away during the benchmark")
 			}
 		})
