@@ -14,7 +14,6 @@ import (
 	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/manage"
-	"petstore/internal/store"
 	"petstore/internal/webhook"
 )
 
@@ -23,9 +22,18 @@ import (
 // keys list --json's ListedKey, an event audit --json's AuditJSON, a day of
 // usage petstore usage --json's.
 
-// Deps is what the admin API's handlers need.
+// Deps is what the admin API's handlers need: of the database, each
+// aggregate's interface they call (the server passes its one store for
+// all), never the whole store.Storage.
 type Deps struct {
-	Store store.Storage
+	Keys     domain.KeyStore
+	Usage    domain.UsageStore
+	History  domain.UsageHistoryStore
+	Audit    domain.AuditStore
+	Bans     domain.BanStore
+	Webhooks domain.WebhookEndpointStore
+	Servers  domain.ServerStore
+	Secrets  manage.SecretStore
 	// Env is the server's environment: the only one whose keys, usage,
 	// key bans, audit events and webhook endpoints its routes see; another
 	// environment's id is not_found, as an unknown one is.

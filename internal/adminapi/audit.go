@@ -24,7 +24,7 @@ func Audit(d Deps) http.Handler {
 		f.Env = d.Env
 		limit := f.Limit
 		f.Limit++ // one more tells whether a next page exists
-		events, err := d.Store.AuditEvents(r.Context(), f)
+		events, err := d.Audit.AuditEvents(r.Context(), f)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -91,7 +91,10 @@ func ListBans(d Deps) http.Handler {
 		if err := d.StoreBans(r.Context()); err != nil {
 			return 0, nil, err
 		}
-		bans, err := manage.EnvBans(r.Context(), d.Store, d.Env)
+		bans, err := manage.EnvBans(r.Context(), struct {
+			domain.KeyStore
+			domain.BanStore
+		}{d.Keys, d.Bans}, d.Env)
 		return http.StatusOK, manage.ListedBans(bans), err
 	})
 }
@@ -107,7 +110,7 @@ func LiftBan(d Deps, env string) http.Handler {
 			err = d.StoreBans(r.Context())
 		}
 		if err == nil {
-			_, err = d.Store.LiftBan(r.Context(), subject, httpapi.RecordOf(w).Admin().Actor(), env)
+			_, err = d.Bans.LiftBan(r.Context(), subject, httpapi.RecordOf(w).Admin().Actor(), env)
 		}
 		return http.StatusNoContent, nil, err
 	})

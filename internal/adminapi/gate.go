@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +15,6 @@ import (
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
-	"petstore/internal/store"
 )
 
 // Admin tokens (docs/admin.md#admin-tokens): the credential of the admin
@@ -32,7 +32,10 @@ import (
 // credential limited per client address by a limiter of their own, never the /v1 one: a portal with a wrong token
 // never bans its address from /v1, nor /v1 traffic its admin access.
 type Gate struct {
-	Store    store.Storage
+	// Tokens finds an admin token by its hash: all the gate reads.
+	Tokens interface {
+		AdminTokenByHash(ctx context.Context, hash []byte) (domain.AdminToken, bool, error)
+	}
 	Env      string
 	Failures limits.Limiter
 	Metrics  *metrics.Metrics
@@ -137,7 +140,7 @@ func (g *Gate) authenticate(r *http.Request) (*domain.AdminToken, keyring.Failur
 		return nil, Unknown, nil // banned: the token is not even looked up
 	}
 	hash := domain.HashKey(token)
-	t, ok, err := g.Store.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
+	t, ok, err := g.Tokens.AdminTokenByHash(r.Context(), bytes.Clone(hash[:]))
 	switch {
 	case err != nil:
 		return nil, keyring.Failure{}, err

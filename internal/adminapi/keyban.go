@@ -35,7 +35,7 @@ func (d Deps) keyBans(ctx context.Context) (map[int64]KeyBan, error) {
 	if err := d.StoreBans(ctx); err != nil {
 		return nil, err
 	}
-	bans, err := d.Store.Bans(ctx)
+	bans, err := d.Bans.Bans(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func withBans(rows []manage.ListedKey, keys []domain.Key, bans map[int64]KeyBan)
 // listedWithBans is shown (of all the keys) as the admin API lists keys:
 // each with today's usage and its ban.
 func (d Deps) listedWithBans(ctx context.Context, all, shown []domain.Key) ([]AdminKey, error) {
-	rows, err := manage.ListedKeys(ctx, d.Store, d.Env, all, shown, d.Now())
+	rows, err := manage.ListedKeys(ctx, d.Usage, d.Env, all, shown, d.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -32,12 +32,12 @@ func CreateKey(d Deps, env string) http.Handler {
 		}
 		terms, err := newKeyTerms(jsonBody(body), env, d.Now())
 		if err == nil {
-			err = manage.RefuseSecrets(r.Context(), d.Store, manage.JSONTexts, &terms.Name, &terms.ExternalID)
+			err = manage.RefuseSecrets(r.Context(), d.Secrets, manage.JSONTexts, &terms.Name, &terms.ExternalID)
 		}
 		if err != nil {
 			return 0, nil, err
 		}
-		k, token, err := manage.CreateKey(r.Context(), d.Store, terms, httpapi.RecordOf(w).Admin().Actor())
+		k, token, err := manage.CreateKey(r.Context(), d.Keys, terms, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
 			return 0, nil, err
 		}
@@ -68,7 +68,7 @@ func ListKeys(d Deps) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		all, err := manage.EnvKeys(r.Context(), d.Store, d.Env)
+		all, err := manage.EnvKeys(r.Context(), d.Keys, d.Env)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -155,7 +155,7 @@ func GetKey(d Deps) http.Handler {
 // environment's, is not_found):
 // with status 200, or 201 for a key just made, with its Location and token.
 func (d Deps) answerKey(w http.ResponseWriter, r *http.Request, status int, id int64, token string) (int, any, error) {
-	k, all, err := manage.FindKey(r.Context(), d.Store, d.Env, id)
+	k, all, err := manage.FindKey(r.Context(), d.Keys, d.Env, id)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -180,13 +180,13 @@ func UpdateKey(d Deps) http.Handler {
 		now := d.Now()
 		change, err := keyChangeOf(jsonBody(body), now)
 		if err == nil {
-			err = manage.RefuseSecrets(r.Context(), d.Store, manage.JSONTexts, change.Name, change.ExternalID)
+			err = manage.RefuseSecrets(r.Context(), d.Secrets, manage.JSONTexts, change.Name, change.ExternalID)
 		}
 		if err != nil {
 			return 0, nil, err
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.JSONFields) }
-		if _, err := manage.UpdateKey(r.Context(), d.Store, d.Env, id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
+		if _, err := manage.UpdateKey(r.Context(), d.Keys, d.Env, id, apply, httpapi.RecordOf(w).Admin().Actor()); err != nil {
 			return 0, nil, err
 		}
 		return d.answerKey(w, r, http.StatusOK, id, "")
@@ -236,7 +236,7 @@ func RollKey(d Deps) http.Handler {
 			return 0, nil, err
 		}
 		// Only a key of this server's environment, and the new key is of it.
-		_, rolled, token, err := manage.RollKey(r.Context(), d.Store, d.Env, id, overlap, httpapi.RecordOf(w).Admin().Actor())
+		_, rolled, token, err := manage.RollKey(r.Context(), d.Keys, d.Env, id, overlap, httpapi.RecordOf(w).Admin().Actor())
 		if err != nil {
 			return 0, nil, err
 		}
@@ -271,7 +271,7 @@ const defaultRollOverlap = 24 * time.Hour
 
 func RevokeKey(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		if _, err := manage.RevokeKey(r.Context(), d.Store, d.Env, id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
+		if _, err := manage.RevokeKey(r.Context(), d.Keys, d.Env, id, httpapi.RecordOf(w).Admin().Actor()); err != nil {
 			return 0, nil, err
 		}
 		return d.answerKey(w, r, http.StatusOK, id, "")
@@ -291,7 +291,10 @@ func KeyUsage(d Deps) http.Handler {
 				return 0, nil, err
 			}
 		}
-		rows, err := manage.KeyUsage(r.Context(), d.Store, d.Env, id, days, d.Now())
+		rows, err := manage.KeyUsage(r.Context(), struct {
+			domain.KeyStore
+			domain.UsageHistoryStore
+		}{d.Keys, d.History}, d.Env, id, days, d.Now())
 		return http.StatusOK, rows, err
 	})
 }
@@ -303,7 +306,7 @@ func KeyUsage(d Deps) http.Handler {
 // their ban. A banned key's windows are shown as they are.
 func KeyLimits(d Deps) http.Handler {
 	return withPathID("a key", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		k, _, err := manage.FindKey(r.Context(), d.Store, d.Env, id)
+		k, _, err := manage.FindKey(r.Context(), d.Keys, d.Env, id)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -35,11 +35,11 @@ type schemaJSON struct {
 
 func ListServers(d Deps) http.Handler {
 	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		schema, err := d.Store.Schema(r.Context())
+		schema, err := d.Servers.Schema(r.Context())
 		if err != nil {
 			return 0, nil, err
 		}
-		servers, err := d.Store.Servers(r.Context())
+		servers, err := d.Servers.Servers(r.Context())
 		out := serversJSON{Schema: schemaJSON{schema.Version, schema.Level}, Servers: make([]serverJSON, 0, len(servers))}
 		for _, s := range servers {
 			out.Servers = append(out.Servers, serverOf(s, schema))

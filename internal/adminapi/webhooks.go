@@ -28,7 +28,7 @@ type CreatedEndpoint struct {
 
 func ListWebhooks(d Deps) http.Handler {
 	return route(func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		endpoints, err := d.Store.WebhookEndpoints(r.Context(), d.Env)
+		endpoints, err := d.Webhooks.WebhookEndpoints(r.Context(), d.Env)
 		return http.StatusOK, manage.ListedEndpoints(endpoints, d.Now()), err
 	})
 }
@@ -55,7 +55,7 @@ func AddWebhook(d Deps, env string) http.Handler {
 		if problem := d.WebhookGuard.URLProblem(r.Context(), url); problem != "" {
 			return 0, nil, domain.Invalid("%s", problem)
 		}
-		e, err := d.Store.AddWebhookEndpoint(r.Context(), terms, httpapi.RecordOf(w).Admin().Actor(), env)
+		e, err := d.Webhooks.AddWebhookEndpoint(r.Context(), terms, httpapi.RecordOf(w).Admin().Actor(), env)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -66,7 +66,7 @@ func AddWebhook(d Deps, env string) http.Handler {
 
 func RemoveWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		err := d.Store.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
+		err := d.Webhooks.RemoveWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
 		return http.StatusNoContent, nil, err
 	})
 }
@@ -77,14 +77,14 @@ func RotateWebhook(d Deps, env string) http.Handler {
 		if err != nil {
 			return 0, nil, err
 		}
-		e, err := d.Store.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, httpapi.RecordOf(w).Admin().Actor(), env)
+		e, err := d.Webhooks.RotateWebhookSecret(r.Context(), id, webhook.NewSecret(), overlap, httpapi.RecordOf(w).Admin().Actor(), env)
 		return http.StatusOK, CreatedEndpoint{e.Listed(d.Now()), e.Secret}, err
 	})
 }
 
 func EnableWebhook(d Deps, env string) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		e, err := d.Store.EnableWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
+		e, err := d.Webhooks.EnableWebhookEndpoint(r.Context(), id, httpapi.RecordOf(w).Admin().Actor(), env)
 		return http.StatusOK, e.Listed(d.Now()), err
 	})
 }
@@ -97,7 +97,7 @@ type QueuedEvent struct {
 
 func TestWebhook(d Deps) http.Handler {
 	return withPathID("a webhook endpoint", func(w http.ResponseWriter, r *http.Request, id int64) (int, any, error) {
-		ev, err := manage.QueueTest(r.Context(), d.Store, d.Env, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
+		ev, err := manage.QueueTest(r.Context(), d.Webhooks, d.Env, id, httpapi.RecordOf(w).Admin().Actor(), d.Now())
 		return http.StatusAccepted, QueuedEvent{ev.ID}, err
 	})
 }
@@ -120,7 +120,7 @@ func WebhookDeliveries(d Deps) http.Handler {
 		if err := d.checkEndpoint(r.Context(), id); err != nil {
 			return 0, nil, err
 		}
-		deliveries, err := d.Store.WebhookDeliveries(r.Context(), f)
+		deliveries, err := d.Webhooks.WebhookDeliveries(r.Context(), f)
 		return http.StatusOK, manage.Listed(deliveries, domain.WebhookDelivery.Listed), err
 	})
 }
@@ -128,7 +128,7 @@ func WebhookDeliveries(d Deps) http.Handler {
 // checkEndpoint refuses an unknown endpoint id, or another environment's:
 // not_found.
 func (d Deps) checkEndpoint(ctx context.Context, id int64) error {
-	endpoints, err := d.Store.WebhookEndpoints(ctx, d.Env)
+	endpoints, err := d.Webhooks.WebhookEndpoints(ctx, d.Env)
 	if err == nil && !slices.ContainsFunc(endpoints, func(e domain.WebhookEndpoint) bool { return e.ID == id }) {
 		err = domain.NotFound("no webhook endpoint has id %d", id)
 	}
@@ -160,7 +160,7 @@ func ResendWebhook(d Deps) http.Handler {
 		if err := d.checkEndpoint(r.Context(), id); err != nil {
 			return 0, nil, err
 		}
-		n, err := d.Store.ResendWebhookDeliveries(r.Context(), f, d.Now())
+		n, err := d.Webhooks.ResendWebhookDeliveries(r.Context(), f, d.Now())
 		if err != nil {
 			return 0, nil, err
 		}

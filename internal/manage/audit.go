@@ -95,7 +95,7 @@ func NewEndpointTerms(url string, events []string) (domain.WebhookEndpoint, erro
 
 // QueueTest queues a webhook.test event for endpoint id of env and returns
 // it.
-func QueueTest(ctx context.Context, store domain.WebhookStorage, env string, id int64, actor string, now time.Time) (domain.WebhookEvent, error) {
+func QueueTest(ctx context.Context, store domain.WebhookEndpointStore, env string, id int64, actor string, now time.Time) (domain.WebhookEvent, error) {
 	ev, err := domain.NewWebhookEvent(domain.WebhookTestEvent, now, map[string]any{"webhookId": id, "actor": actor})
 	if err != nil {
 		return ev, err

@@ -194,7 +194,7 @@ func CheckExternalID(field, id string) error {
 // not_found, and so is the id of another environment's key: the admin API
 // and the commands of one environment never see the other's keys, even on
 // a database they share.
-func FindKey(ctx context.Context, store domain.KeyStore, env string, id int64) (domain.Key, []domain.Key, error) {
+func FindKey(ctx context.Context, store KeyLister, env string, id int64) (domain.Key, []domain.Key, error) {
 	all, err := EnvKeys(ctx, store, env)
 	if err != nil {
 		return domain.Key{}, nil, err
@@ -208,8 +208,13 @@ func FindKey(ctx context.Context, store domain.KeyStore, env string, id int64) (
 
 func notFoundKey(id int64) error { return domain.NotFound("no API key has id %d", id) }
 
+// KeyLister lists every key, as FindKey and EnvKeys read them.
+type KeyLister interface {
+	Keys(ctx context.Context) ([]domain.Key, error)
+}
+
 // EnvKeys are the keys of env, revoked ones too, oldest first.
-func EnvKeys(ctx context.Context, store domain.KeyStore, env string) ([]domain.Key, error) {
+func EnvKeys(ctx context.Context, store KeyLister, env string) ([]domain.Key, error) {
 	all, err := store.Keys(ctx)
 	if err != nil {
 		return nil, err
@@ -278,8 +283,8 @@ type ListedBan struct {
 // EnvBans are the bans in force that env sees: an address's, which every
 // server applies whatever its environment, and those of env's keys.
 func EnvBans(ctx context.Context, store interface {
-	domain.KeyStore
-	domain.BanStore
+	KeyLister
+	Bans(ctx context.Context) ([]domain.Ban, error)
 }, env string) ([]domain.Ban, error) {
 	bans, err := store.Bans(ctx)
 	if err != nil {
@@ -316,8 +321,8 @@ func UsageDays(field, s string) (int, error) {
 // ending today: one row a day, oldest first. An unknown id, or a key of
 // another environment than env, is not_found.
 func KeyUsage(ctx context.Context, store interface {
-	domain.KeyStore
-	domain.UsageHistoryStore
+	KeyLister
+	UsageHistory(ctx context.Context, budgetID int64, from string) ([]domain.UsageDay, error)
 }, env string, id int64, days int, now time.Time) ([]domain.UsageDay, error) {
 	k, _, err := FindKey(ctx, store, env, id)
 	if err != nil {

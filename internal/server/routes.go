@@ -155,7 +155,7 @@ func closeWhileDraining(draining *atomic.Bool) httpapi.Middleware {
 // adminRoutes are the routes of the admin API under /admin/v1
 // (internal/adminapi), each with the admin scope its token needs.
 func adminRoutes(a *App) []route {
-	d := adminapi.Deps{Store: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans, Env: a.env}
+	d := adminapi.Deps{Keys: a.store, Usage: a.store, History: a.store, Audit: a.store, Bans: a.store, Webhooks: a.store, Servers: a.store, Secrets: a.store, Now: a.now, Limiter: a.limiter, WebhookGuard: a.webhookGuard, StoreBans: a.storeBans, Env: a.env}
 	return withOtherMethods("/admin/v1", withAdminToken, []route{
 		{"GET /admin/v1/openapi.yaml", open, domain.NoScope, handleDocument(a.adminOpenAPI)},
 		{"GET /admin/v1/whoami", withAdminToken, domain.NoScope, adminapi.Whoami()},
@@ -190,7 +190,7 @@ func adminRoutes(a *App) []route {
 // public listener.
 func newAdminServer(a *App) http.Handler {
 	api := http.NewServeMux()
-	gate := &adminapi.Gate{Store: a.store, Env: a.env, Failures: a.adminFailures, Metrics: a.metrics}
+	gate := &adminapi.Gate{Tokens: a.store, Env: a.env, Failures: a.adminFailures, Metrics: a.metrics}
 	for _, rt := range adminRoutes(a) {
 		switch rt.access {
 		case withAdminToken:
