@@ -9,7 +9,7 @@
 // migrations, each an embedded .sql file per engine (migrations/).
 //
 // Open picks the engine a --db names. The deadlines, timing and health of
-// each call are the package bounded's, below this one.
+// each call are the package bounded's (store/bounded), which wraps this one.
 //
 // It imports only the domain and the batcher.
 package store
