@@ -53,7 +53,7 @@ type limitState struct {
 	leases      []leaseOut
 }
 
-// leaseOut is a server's lease of a caller's tokens (ratelimit_lease.go):
+// leaseOut is a server's lease of a caller's tokens (lease.go):
 // counted as spent, and not refilled until settled or held as spent.
 type leaseOut struct {
 	owner  string

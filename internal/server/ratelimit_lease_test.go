@@ -16,7 +16,7 @@ import (
 	"petstore/internal/testkit"
 )
 
-// Leases (ratelimit_lease.go) under the test's clock, which the script
+// Leases (internal/limits/lease.go) under the test's clock, which the script
 // reads too: a frozen clock is a burst, a clock moved between requests a
 // steady rate.
 
