@@ -28,13 +28,13 @@ import (
 // gives out: printed on a terminal, otherwise written to a file whose path
 // alone is logged (README.md, "A first session"). A key that cannot be
 // written to its file is not made: the start stops, naming the place.
-func bootstrapKey(ctx context.Context, store domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
+func bootstrapKey(ctx context.Context, db domain.KeyStore, cfg serveConfig, url string, stderr io.Writer, logger *slog.Logger) error {
 	free := domain.Plans["free"]
 	key, token := manage.NewAPIKey(domain.Key{Env: cfg.Env, Name: "bootstrap", Plan: "free", PerMinute: free.PerMinute, PerDay: free.PerDay, Scopes: domain.AllScopes})
 	if f, ok := stderr.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		return bootstrapKeyToFile(ctx, store, key, token, bootstrapKeyPath(cfg), logger)
+		return bootstrapKeyToFile(ctx, db, key, token, bootstrapKeyPath(cfg), logger)
 	}
-	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor, nil)
+	key, created, err := db.CreateFirstKey(ctx, key, domain.ServerActor, nil)
 	if err != nil {
 		return fmt.Errorf("create the bootstrap key: %w", err)
 	}
@@ -58,9 +58,9 @@ More:    %s
 // the database has none, and writes it to a file at path. The file is
 // made before the key, and written before the key's transaction commits:
 // a place that cannot be written stops the start with no key made.
-func bootstrapKeyToFile(ctx context.Context, store domain.KeyStore, key domain.Key, token, path string, logger *slog.Logger) error {
+func bootstrapKeyToFile(ctx context.Context, db domain.KeyStore, key domain.Key, token, path string, logger *slog.Logger) error {
 	// Most starts find keys: they need no writable place.
-	keys, err := store.Keys(ctx)
+	keys, err := db.Keys(ctx)
 	if err != nil {
 		return fmt.Errorf("look for API keys: %w", err)
 	}
@@ -77,7 +77,7 @@ func bootstrapKeyToFile(ctx context.Context, store domain.KeyStore, key domain.K
 	if err != nil {
 		return keyFileError(abs, err)
 	}
-	key, created, err := store.CreateFirstKey(ctx, key, domain.ServerActor, func(domain.Key) error { return f.hold(token) })
+	key, created, err := db.CreateFirstKey(ctx, key, domain.ServerActor, func(domain.Key) error { return f.hold(token) })
 	f.discard(created && err == nil)
 	switch {
 	case f.err != nil:

@@ -36,7 +36,7 @@ func cliCommands() []cliCommand {
 		{"admin create", "[--db FILE|URL] --name NAME [--scope keys:read,keys:write,audit:read,webhooks]", cli.AdminCreate},
 		{"admin list", "[--db FILE|URL] [--json]", cli.AdminList},
 		{"admin revoke", "[--db FILE|URL] ID", cli.AdminRevoke},
-		{"usage", "[--db FILE|URL] --key ID [--days N] [--json]", cli.Usage},
+		{"usage", "[--db FILE|URL] --key ID [--days N] [--json]", cli.UsageReport},
 		{"audit", "[--db FILE|URL] [--since 24h|RFC3339] [--key ID] [--action NAME] [--json]", cli.Audit},
 		{"webhooks add", "[--db FILE|URL] URL [--events TYPE,...]", cli.WebhooksAdd},
 		{"webhooks list", "[--db FILE|URL] [--json]", cli.WebhooksList},

@@ -35,13 +35,13 @@ func AdminCreate(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	return c.withStore(ctx, true, func(store store.Storage) error {
-		if err := refuseSecrets(ctx, store, name, nil); err != nil {
+	return c.withStore(ctx, true, func(db store.Storage) error {
+		if err := refuseSecrets(ctx, db, name, nil); err != nil {
 			return err
 		}
 		token := domain.NewSecret(domain.AdminPrefixes[c.db.Env])
 		hash := domain.HashKey(token)
-		t, err := store.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: *name, Scopes: scopes, Env: c.db.Env}, CommandActor())
+		t, err := db.CreateAdminToken(ctx, domain.AdminToken{Hash: hash[:], Name: *name, Scopes: scopes, Env: c.db.Env}, CommandActor())
 		if err != nil {
 			return fmt.Errorf("create admin token: %w", err)
 		}
@@ -52,8 +52,8 @@ func AdminCreate(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func AdminList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-	read := func(ctx context.Context, store store.Storage, _ string) ([]domain.ListedAdminToken, error) {
-		tokens, err := store.AdminTokens(ctx)
+	read := func(ctx context.Context, db store.Storage, _ string) ([]domain.ListedAdminToken, error) {
+		tokens, err := db.AdminTokens(ctx)
 		return manage.Listed(tokens, func(t domain.AdminToken) domain.ListedAdminToken { return t.Listed() }), err
 	}
 	return listCommand(ctx, "admin list", "admin tokens", args, getenv, stdout, read, "ID\tNAME\tSCOPES\tCREATED\tREVOKED", func(w io.Writer, t domain.ListedAdminToken) {
@@ -71,8 +71,8 @@ func AdminRevoke(ctx context.Context, args []string, getenv func(string) string,
 	if !ok {
 		return Usagef("ID must be an admin token's numeric id from petstore admin list, not %q", arg)
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		revoked, err := store.RevokeAdminToken(ctx, id, CommandActor())
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		revoked, err := db.RevokeAdminToken(ctx, id, CommandActor())
 		if err != nil {
 			return commandError("revoke admin token key", id, err)
 		}
@@ -85,8 +85,8 @@ func AdminRevoke(ctx context.Context, args []string, getenv func(string) string,
 // server applies within a second.
 
 func BansList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-	read := func(ctx context.Context, store store.Storage, env string) ([]manage.ListedBan, error) {
-		bans, err := manage.EnvBans(ctx, store, env)
+	read := func(ctx context.Context, db store.Storage, env string) ([]manage.ListedBan, error) {
+		bans, err := manage.EnvBans(ctx, db, env)
 		return manage.ListedBans(bans), err
 	}
 	return listCommand(ctx, "bans list", "bans", args, getenv, stdout, read, "SUBJECT\tSINCE\tUNTIL", func(w io.Writer, b manage.ListedBan) {
@@ -104,8 +104,8 @@ func BansLift(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return Usagef("bans lift: %v", err)
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		b, err := store.LiftBan(ctx, subject, CommandActor(), c.db.Env)
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		b, err := db.LiftBan(ctx, subject, CommandActor(), c.db.Env)
 		var notFound *domain.Error
 		if errors.As(err, &notFound) && notFound.Kind == domain.KindNotFound {
 			return notFound

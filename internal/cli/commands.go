@@ -386,8 +386,8 @@ func Audit(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	filter.Env = c.db.Env
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		events, err := store.AuditEvents(ctx, filter)
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		events, err := db.AuditEvents(ctx, filter)
 		if err != nil {
 			return fmt.Errorf("read the audit trail: %w", err)
 		}
@@ -458,8 +458,8 @@ func listCommand[T any](ctx context.Context, name, what string, args []string, g
 	if err := c.parse(args); err != nil {
 		return err
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		rows, err := read(ctx, store, c.db.Env)
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		rows, err := read(ctx, db, c.db.Env)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", what, err)
 		}

@@ -92,8 +92,8 @@ func checkExternalID(fs *flag.FlagSet, id string, clear bool) error {
 
 // refuseSecrets refuses, as a usage error (exit status 2), a --name or
 // --external-id (nil: not given) that holds a secret of store's database.
-func refuseSecrets(ctx context.Context, store manage.SecretStore, name, externalID *string) error {
-	err := manage.RefuseSecrets(ctx, store, manage.FlagTexts, name, externalID)
+func refuseSecrets(ctx context.Context, db manage.SecretStore, name, externalID *string) error {
+	err := manage.RefuseSecrets(ctx, db, manage.FlagTexts, name, externalID)
 	if e := (*domain.Error)(nil); errors.As(err, &e) && e.Kind == domain.KindInvalid {
 		return Usagef("%v", err)
 	}
@@ -129,9 +129,9 @@ func KeysRoll(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
+	return c.withStore(ctx, false, func(db store.Storage) error {
 		// Only a key of --env's environment, and the new key is of it.
-		old, rolled, token, err := manage.RollKey(ctx, store, c.db.Env, id, overlap, CommandActor())
+		old, rolled, token, err := manage.RollKey(ctx, db, c.db.Env, id, overlap, CommandActor())
 		if err != nil {
 			return commandError("roll key", id, err)
 		}
@@ -184,13 +184,13 @@ func KeysList(ctx context.Context, args []string, getenv func(string) string, st
 	if filter.Expiring, err = domain.ReportSpan("--expiring", expiring, given(c.fs, "expiring")); err != nil {
 		return Usagef("%s", err.Error())
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		keys, err := manage.EnvKeys(ctx, store, c.db.Env)
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		keys, err := manage.EnvKeys(ctx, db, c.db.Env)
 		if err != nil {
 			return fmt.Errorf("list keys: %w", err)
 		}
 		now := time.Now()
-		rows, err := manage.ListedKeys(ctx, store, c.db.Env, keys, filter.Pick(keys, now), now)
+		rows, err := manage.ListedKeys(ctx, db, c.db.Env, keys, filter.Pick(keys, now), now)
 		if err != nil {
 			return fmt.Errorf("list keys: %w", err)
 		}
@@ -230,8 +230,8 @@ func KeysRevoke(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		revoked, err := manage.RevokeKey(ctx, store, c.db.Env, id, CommandActor())
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		revoked, err := manage.RevokeKey(ctx, db, c.db.Env, id, CommandActor())
 		if err != nil {
 			return commandError("revoke key", id, err)
 		}
@@ -263,12 +263,12 @@ func KeysUpdate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		if err := refuseSecrets(ctx, store, change.Name, change.ExternalID); err != nil {
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		if err := refuseSecrets(ctx, db, change.Name, change.ExternalID); err != nil {
 			return err
 		}
 		apply := func(k domain.Key) (domain.Key, error) { return change.Apply(k, now, domain.FlagFields) }
-		after, err := manage.UpdateKey(ctx, store, c.db.Env, id, apply, CommandActor())
+		after, err := manage.UpdateKey(ctx, db, c.db.Env, id, apply, CommandActor())
 		if err != nil {
 			return commandError("update key", id, err)
 		}
@@ -368,9 +368,9 @@ func (u *keyUpdate) limitsChange(fs *flag.FlagSet, change *domain.KeyChange) err
 	return nil
 }
 
-// Usage is petstore usage: a key's usage history, a day a line or a
+// UsageReport is petstore usage: a key's usage history, a day a line or a
 // JSON array, oldest first.
-func Usage(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
+func UsageReport(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("usage", getenv, stdout).withDB()
 	var keyID int64
 	var daysFlag string
@@ -387,8 +387,8 @@ func Usage(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
-		rows, err := manage.KeyUsage(ctx, store, c.db.Env, keyID, days, time.Now())
+	return c.withStore(ctx, false, func(db store.Storage) error {
+		rows, err := manage.KeyUsage(ctx, db, c.db.Env, keyID, days, time.Now())
 		if err != nil {
 			return commandError("read the usage of key", keyID, err)
 		}

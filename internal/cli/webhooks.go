@@ -31,8 +31,8 @@ func WebhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if problem := webhook.NewAddressGuard(false).URLProblem(ctx, terms.URL); problem != "" {
 		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
 	}
-	return c.withStore(ctx, true, func(store store.Storage) error {
-		e, err := store.AddWebhookEndpoint(ctx, terms, CommandActor(), c.db.Env)
+	return c.withStore(ctx, true, func(db store.Storage) error {
+		e, err := db.AddWebhookEndpoint(ctx, terms, CommandActor(), c.db.Env)
 		if err != nil {
 			return fmt.Errorf("add webhook endpoint: %w", err)
 		}
@@ -45,8 +45,8 @@ func WebhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 }
 
 func WebhooksList(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
-	read := func(ctx context.Context, store store.Storage, env string) ([]domain.ListedEndpoint, error) {
-		endpoints, err := store.WebhookEndpoints(ctx, env)
+	read := func(ctx context.Context, db store.Storage, env string) ([]domain.ListedEndpoint, error) {
+		endpoints, err := db.WebhookEndpoints(ctx, env)
 		return manage.ListedEndpoints(endpoints, time.Now()), err
 	}
 	return listCommand(ctx, "webhooks list", "webhook endpoints", args, getenv, stdout, read, "ID\tURL\tEVENTS\tENABLED\tCREATED\tLAST_STATUS", func(w io.Writer, e domain.ListedEndpoint) {
@@ -85,13 +85,13 @@ func (c *command) onEndpoint(ctx context.Context, args []string, check func() er
 	if err != nil || id < 1 {
 		return Usagef("ID must be an endpoint's numeric id from petstore webhooks list, not %q", rest[0])
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error { return do(id, store) })
+	return c.withStore(ctx, false, func(db store.Storage) error { return do(id, db) })
 }
 
 func WebhooksRemove(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("webhooks remove", getenv, stdout).withDB()
-	return c.onEndpoint(ctx, args, nil, func(id int64, store store.Storage) error {
-		if err := store.RemoveWebhookEndpoint(ctx, id, CommandActor(), c.db.Env); err != nil {
+	return c.onEndpoint(ctx, args, nil, func(id int64, db store.Storage) error {
+		if err := db.RemoveWebhookEndpoint(ctx, id, CommandActor(), c.db.Env); err != nil {
 			return commandError("remove webhook endpoint", id, err)
 		}
 		fmt.Fprintf(stdout, "removed webhook endpoint %d and its deliveries\n", id)
@@ -107,8 +107,8 @@ func WebhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 		overlap, err = asUsage(manage.OverlapOf("--overlap", *overlapFlag, manage.SecretOverlapAtZero))
 		return err
 	}
-	return c.onEndpoint(ctx, args, check, func(id int64, store store.Storage) error {
-		e, err := store.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, CommandActor(), c.db.Env)
+	return c.onEndpoint(ctx, args, check, func(id int64, db store.Storage) error {
+		e, err := db.RotateWebhookSecret(ctx, id, webhook.NewSecret(), overlap, CommandActor(), c.db.Env)
 		if err != nil {
 			return commandError("rotate the secret of webhook endpoint", id, err)
 		}
@@ -124,8 +124,8 @@ func WebhooksRotate(ctx context.Context, args []string, getenv func(string) stri
 
 func WebhooksEnable(ctx context.Context, args []string, getenv func(string) string, stdout, _ io.Writer) error {
 	c := newCommand("webhooks enable", getenv, stdout).withDB()
-	return c.onEndpoint(ctx, args, nil, func(id int64, store store.Storage) error {
-		if _, err := store.EnableWebhookEndpoint(ctx, id, CommandActor(), c.db.Env); err != nil {
+	return c.onEndpoint(ctx, args, nil, func(id int64, db store.Storage) error {
+		if _, err := db.EnableWebhookEndpoint(ctx, id, CommandActor(), c.db.Env); err != nil {
 			return commandError("enable webhook endpoint", id, err)
 		}
 		fmt.Fprintf(stdout, "webhook endpoint %d is enabled; its waiting deliveries go out again\n", id)
@@ -135,8 +135,8 @@ func WebhooksEnable(ctx context.Context, args []string, getenv func(string) stri
 
 func WebhooksTest(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	c := newCommand("webhooks test", getenv, stdout).withDB()
-	return c.onEndpoint(ctx, args, nil, func(id int64, store store.Storage) error {
-		ev, err := manage.QueueTest(ctx, store, c.db.Env, id, CommandActor(), time.Now())
+	return c.onEndpoint(ctx, args, nil, func(id int64, db store.Storage) error {
+		ev, err := manage.QueueTest(ctx, db, c.db.Env, id, CommandActor(), time.Now())
 		if err != nil {
 			return commandError("test webhook endpoint", id, err)
 		}
@@ -162,9 +162,9 @@ func WebhooksDeliveries(ctx context.Context, args []string, getenv func(string) 
 	if f.Limit < 1 {
 		return Usagef("--limit must be 1 or more")
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
+	return c.withStore(ctx, false, func(db store.Storage) error {
 		f.Env = c.db.Env
-		deliveries, err := store.WebhookDeliveries(ctx, f)
+		deliveries, err := db.WebhookDeliveries(ctx, f)
 		if err != nil {
 			return fmt.Errorf("list webhook deliveries: %w", err)
 		}
@@ -209,9 +209,9 @@ func WebhooksResend(ctx context.Context, args []string, getenv func(string) stri
 	if !f.Failed {
 		f.EventID = rest[0]
 	}
-	return c.withStore(ctx, false, func(store store.Storage) error {
+	return c.withStore(ctx, false, func(db store.Storage) error {
 		f.Env = c.db.Env
-		n, err := store.ResendWebhookDeliveries(ctx, f, time.Now())
+		n, err := db.ResendWebhookDeliveries(ctx, f, time.Now())
 		if err != nil {
 			return fmt.Errorf("resend webhook deliveries: %w", err)
 		}

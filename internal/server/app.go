@@ -157,22 +157,22 @@ func (a *App) Close() error {
 // Redis --redis names, shared by every server naming it, with the bans the
 // database holds under it (bans follows them). where names it for the log;
 // close releases it.
-func newRateLimiter(ctx context.Context, cfg Config, d Deps, store store.Storage) (
+func newRateLimiter(ctx context.Context, cfg Config, d Deps, db store.Storage) (
 	_ limits.Limiter, where string, close func() error, bans *limits.BanFollower, _ error) {
 	floor := limits.NewBanFloor()
 	var limiter limits.Limiter
 	if cfg.Redis == "" {
-		local := limits.NewLocal(d.Now, cfg.BanAfter, cfg.BanFor, store.Usage)
+		local := limits.NewLocal(d.Now, cfg.BanAfter, cfg.BanFor, db.Usage)
 		local.Bans = floor
 		limiter, where, close = local, "this process", func() error { return nil }
 	} else {
 		prefix := d.RedisPrefix
 		if prefix == "" {
-			prefix = redisPrefix(cfg.Env, store)
+			prefix = redisPrefix(cfg.Env, db)
 		}
 		shared, err := limits.NewRedis(ctx, limits.RedisConfig{
 			URL: cfg.Redis, Prefix: prefix, BanAfter: cfg.BanAfter, BanFor: cfg.BanFor, Bans: floor,
-			Now: d.Now, Usage: store.Usage, DBTimeout: cfg.DBTimeout, Logger: d.Logger, Hooks: redisHooks(d.Metrics), ScriptNow: d.ScriptNow,
+			Now: d.Now, Usage: db.Usage, DBTimeout: cfg.DBTimeout, Logger: d.Logger, Hooks: redisHooks(d.Metrics), ScriptNow: d.ScriptNow,
 		})
 		if err != nil {
 			return nil, "", nil, nil, err
@@ -180,7 +180,7 @@ func newRateLimiter(ctx context.Context, cfg Config, d Deps, store store.Storage
 		limiter, where, close = shared, shared.Link.Where(), shared.Close
 	}
 	// The bans the database holds are known before the first request.
-	bans = &limits.BanFollower{Store: store, Floor: floor, Limiter: limiter, Now: d.Now}
+	bans = &limits.BanFollower{Store: db, Floor: floor, Limiter: limiter, Now: d.Now}
 	if err := bans.Refresh(ctx); err != nil {
 		close()
 		return nil, "", nil, nil, fmt.Errorf("load bans: %w", err)
@@ -191,8 +191,8 @@ func newRateLimiter(ctx context.Context, cfg Config, d Deps, store store.Storage
 // redisPrefix begins the Redis keys of the servers of one deployment: its
 // environment and, on PostgreSQL, its database and schema, so that two
 // deployments sharing a Redis never share a key's limits.
-func redisPrefix(env string, store store.Lifecycle) string {
-	if ns := store.Namespace(); ns != "" {
+func redisPrefix(env string, db store.Lifecycle) string {
+	if ns := db.Namespace(); ns != "" {
 		return "petstore:" + env + ":" + ns
 	}
 	return "petstore:" + env

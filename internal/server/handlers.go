@@ -209,14 +209,14 @@ func handleHealth() http.Handler {
 	})
 }
 
-func handleReady(store store.Lifecycle, draining *atomic.Bool) http.Handler {
+func handleReady(db store.Lifecycle, draining *atomic.Bool) http.Handler {
 	body := []byte(`{"status":"ready"}` + "\n")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
 			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the server is shutting down"))
 			return
 		}
-		if err := store.Ping(r.Context()); err != nil {
+		if err := db.Ping(r.Context()); err != nil {
 			httpapi.RecordOf(w).Failed(err, 0)
 			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the database does not answer"))
 			return
