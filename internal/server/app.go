@@ -42,13 +42,13 @@ type App struct {
 	env        string        // production or staging
 	dbTimeout  time.Duration // --db-timeout: bounds each step of the engine's upkeep too
 
-	store    store.Storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
-	keys     *keyring.Ring
-	limiter  limits.Limiter
-	limitsIn string             // where the limits are kept, for the log
-	audit    *auditLog          // the bans this server saw start, until they are stored
-	quota    *limits.QuotaWatch // the day quotas this server saw reach 80% and 100%, until they are stored
-	webhooks *webhook.Worker    // sends the outbox's webhooks
+	store       store.Storage // every call the server makes, bounded by --db-timeout and timed when there are metrics
+	keys        *keyring.Ring
+	limiter     limits.Limiter
+	limitsIn    string              // where the limits are kept, for the log
+	startedBans *limits.StartedBans // the bans this server saw start, until they are stored
+	quota       *limits.QuotaWatch  // the day quotas this server saw reach 80% and 100%, until they are stored
+	webhooks    *webhook.Worker     // sends the outbox's webhooks
 	// webhookGuard refuses the addresses webhooks may not reach (nil with
 	// --webhook-allow-private).
 	webhookGuard *webhook.AddressGuard
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	a := &App{
 		logger: d.Logger, metrics: d.Metrics, now: d.Now, trustProxy: cfg.TrustProxy, env: cfg.Env, dbTimeout: cfg.DBTimeout, adminHosts: cfg.AdminHosts,
 		store: bounded.New(db, cfg.DBTimeout, d.Metrics, d.Logger), idem: newInflight(), draining: new(atomic.Bool),
-		audit: newAuditLog(cfg.Env, d.Now, d.Logger), quota: limits.NewQuotaWatch(d.Now), closeLimiter: func() error { return nil },
+		startedBans: limits.NewStartedBans(cfg.Env, d.Now, d.Logger), quota: limits.NewQuotaWatch(d.Now), closeLimiter: func() error { return nil },
 		files: d.Files,
 	}
 	defer func() {
@@ -232,7 +232,7 @@ func (a *App) StartBackground() (stop func()) {
 		}
 		a.webhooks.Poke()
 	})
-	wg.Go(func() { a.audit.storeAsTheyStart(ctx, a.storeBans, warn) })
+	wg.Go(func() { a.startedBans.StoreAsTheyStart(ctx, a.storeBans, warn) })
 	wg.Go(func() { a.webhooks.Run(ctx) })
 	a.checkIns(ctx, wg.Go, every, warn)
 	every(limiterSweepEvery, func() {
@@ -299,5 +299,5 @@ func (a *App) flushes() []flush {
 // storeBans stores the bans this server started and has not stored yet,
 // each with its key.banned event.
 func (a *App) storeBans(ctx context.Context) error {
-	return a.audit.flush(ctx, a.store.AddBans)
+	return a.startedBans.Flush(ctx, a.store.AddBans)
 }

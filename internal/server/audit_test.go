@@ -234,7 +234,7 @@ func TestAFailedWriteOfBansIsRetried(t *testing.T) {
 	writes := s.wrapped.(*auditWrites)
 	writes.fail.Store(true)
 	s.banOf(s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}), 20)
-	if err := s.audit.flush(context.Background(), s.store.AddBans); err == nil {
+	if err := s.startedBans.Flush(context.Background(), s.store.AddBans); err == nil {
 		t.Fatal("a flush into a store that fails: no error")
 	}
 	writes.fail.Store(false)

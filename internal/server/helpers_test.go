@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/limits"
 	"petstore/internal/logline"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
@@ -218,7 +219,7 @@ func (s *testServer) restartLimiter() {
 	s.t.Cleanup(func() { closeLimiter() })
 	restarted := *s.App
 	restarted.limiter, restarted.bans = limiter, bans
-	restarted.audit = newAuditLog(s.cfg.Env, s.clock.now, s.opts.logger)
+	restarted.startedBans = limits.NewStartedBans(s.cfg.Env, s.clock.now, s.opts.logger)
 	restarted.handler = newServer(&restarted)
 	restarted.adminHandler = newAdminServer(&restarted)
 	s.App = &restarted
@@ -228,7 +229,7 @@ func (s *testServer) restartLimiter() {
 // usageFlushEvery does.
 func (s *testServer) flushAudit() {
 	s.t.Helper()
-	if err := s.audit.flush(context.Background(), s.store.AddBans); err != nil {
+	if err := s.startedBans.Flush(context.Background(), s.store.AddBans); err != nil {
 		s.t.Fatal(err)
 	}
 }

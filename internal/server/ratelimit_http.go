@@ -28,7 +28,7 @@ func redisHooks(m *metrics.Metrics) limits.RedisHooks {
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit;
 // a key's day count is shown to quota, which notices 80% and 100%.
-func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, trustProxy bool) httpapi.Middleware {
+func limit(limiter limits.Limiter, audit *limits.StartedBans, quota *limits.QuotaWatch, trustProxy bool) httpapi.Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := httpapi.RecordOf(w)
@@ -51,7 +51,7 @@ func limit(limiter limits.Limiter, audit *auditLog, quota *limits.QuotaWatch, tr
 			}
 			if !d.Allowed {
 				if d.BanStarted {
-					audit.banned(key, id, d)
+					audit.Banned(key, id, d)
 				}
 				httpapi.Refuse(w, r, &d)
 				return

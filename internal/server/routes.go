@@ -109,7 +109,7 @@ func withOtherMethods(root string, guard access, routes []route) []route {
 // httpapi.LogRequests first.
 func newServer(a *App) http.Handler {
 	mux := http.NewServeMux()
-	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.audit, a.quota, a.trustProxy)
+	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.startedBans, a.quota, a.trustProxy)
 	for _, rt := range apiRoutes(a) {
 		scoped := requireScope(rt.need)
 		switch rt.access {

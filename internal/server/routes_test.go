@@ -89,7 +89,7 @@ func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
 			wantKeyID  int64
 		}{{token, 404, k.ID}, {"", 401, 0}} {
 			w, line := stepsBehind(t, req.token, tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap,
-				limit(s.limiter, s.audit, s.quota, false), tc.wrap, requireKey, tc.wrap, requireScope(domain.ScopePetsRead))
+				limit(s.limiter, s.startedBans, s.quota, false), tc.wrap, requireKey, tc.wrap, requireScope(domain.ScopePetsRead))
 			if w.Code != req.wantStatus || w.Header().Get("X-Ratelimit-Limit") == "" {
 				t.Errorf("%s: answered %d (X-RateLimit-Limit %q), want %d with the limit's headers: %s",
 					tc.name, w.Code, w.Header().Get("X-Ratelimit-Limit"), req.wantStatus, w.Body)
@@ -116,7 +116,7 @@ func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
 		{"http.TimeoutHandler", func(next http.Handler) http.Handler { return http.TimeoutHandler(next, time.Minute, "") }},
 	} {
 		w, line := stepsBehind(t, token, tc.wrap, authenticate(s.keys, s.limiter, false),
-			limit(s.limiter, s.audit, s.quota, false), requireKey, requireScope(domain.ScopePetsRead))
+			limit(s.limiter, s.startedBans, s.quota, false), requireKey, requireScope(domain.ScopePetsRead))
 		if w.Code != 500 || line.Status != 500 || !strings.Contains(line.Err, "no Unwrap method") {
 			t.Errorf("%s: answered %d, logged %+v; want 500 and the reason in the log", tc.name, w.Code, line)
 		}
@@ -132,7 +132,7 @@ func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
 func TestARequestsStepsOutOfOrderFail(t *testing.T) {
 	s := newTestServer(t)
 	_, token := s.mustCreate(s.keyTerms("pro"))
-	authenticated, limited := authenticate(s.keys, s.limiter, false), limit(s.limiter, s.audit, s.quota, false)
+	authenticated, limited := authenticate(s.keys, s.limiter, false), limit(s.limiter, s.startedBans, s.quota, false)
 	scoped := requireScope(domain.ScopePetsRead)
 	peek := func(http.Handler) http.Handler { return handleRateLimit(s.limiter) }
 	for _, tc := range []struct {
