@@ -300,17 +300,6 @@ func onAdminHost(h http.Handler) http.Handler {
 	})
 }
 
-// eachStoreInDir runs test on SQLite and on PostgreSQL, each time with a
-// new directory to work in and a new database: a file in it, or a fresh
-// PostgreSQL schema.
-func eachStoreInDir(t *testing.T, test func(t *testing.T, dir, db string)) {
-	t.Helper()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		dir := t.TempDir()
-		test(t, dir, opts.dbAt(t, filepath.Join(dir, "petstore.db")))
-	})
-}
-
 // dbAt returns where a test's database lives: path on SQLite, or on
 // PostgreSQL the URL of a fresh schema.
 func (o testOptions) dbAt(t testing.TB, path string) string {
@@ -453,21 +442,6 @@ type rateLimitBody struct {
 	Scopes scopeList       `json:"scopes"`
 	Minute rateLimitWindow `json:"minute"`
 	Day    rateLimitWindow `json:"day"`
-}
-
-// mustCreateKeyOf makes a key of plan and returns it with its token.
-func (s *testServer) mustCreateKeyOf(plan string) (domain.Key, string) {
-	s.t.Helper()
-	return s.mustCreate(s.keyTerms(plan))
-}
-
-// mustCreateKeyExpiring makes a Free key that expires at expires and
-// returns it with its token.
-func (s *testServer) mustCreateKeyExpiring(expires time.Time) (domain.Key, string) {
-	s.t.Helper()
-	terms := s.keyTerms("free")
-	terms.ExpiresAt = expires
-	return s.mustCreate(terms)
 }
 
 type scopeList string
