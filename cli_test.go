@@ -71,7 +71,7 @@ func petstoreBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the petstore binary; skipped with -short")
 	}
-	if raceDetector {
+	if testkit.RaceDetector {
 		t.Skip("drives the petstore binary, which is built without the race detector; run by the plain go test ./...")
 	}
 	b := &cliBuild

@@ -1,31 +1,15 @@
 package main
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
+	"petstore/internal/testkit"
 	"strings"
 	"testing"
 )
 
-// testParallel is how many of the tests marked parallel run at once unless
-// -parallel says otherwise. They spend most of their time waiting on the
-// servers, commands and browsers they start, not on a core: the default,
-// one per core, left the two cores of CI half idle (docs/development.md,
-// "Tests"). Under the race detector they do use the cores, and more at once
-// gained little and squeezed the tests with deadlines: there the default
-// stays.
-const testParallel = "4"
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given && !raceDetector {
-		flag.Set("test.parallel", testParallel)
-	}
-	os.Exit(m.Run())
-}
+// The root's suites wait on the binary, servers and browsers they start:
+// four run at once (testkit.Main).
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 func TestServeRefusesAnAddressWithoutAHostAsAUsageMistake(t *testing.T) {
 	t.Parallel()

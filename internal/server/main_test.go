@@ -1,0 +1,11 @@
+package server
+
+import (
+	"testing"
+
+	"petstore/internal/testkit"
+)
+
+// The server's suites wait on the databases, Redis and browsers they use:
+// four run at once (testkit.Main).
+func TestMain(m *testing.M) { testkit.Main(m) }

@@ -1,0 +1,29 @@
+package testkit
+
+import (
+	"flag"
+	"os"
+	"testing"
+)
+
+// testParallel is how many of the tests marked parallel run at once unless
+// -parallel says otherwise. The suites that start servers spend most of
+// their time waiting on the servers, commands and browsers they start, not
+// on a core: the default, one per core, left the two cores of CI half idle
+// (docs/development.md, "Tests"). Under the race detector they do use the
+// cores, and more at once gained little and squeezed the tests with
+// deadlines: there the default stays.
+const testParallel = "4"
+
+// Main runs a test binary's tests with four parallel tests at once, unless
+// -parallel or the race detector says otherwise; a package's TestMain
+// calls it.
+func Main(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given && !RaceDetector {
+		flag.Set("test.parallel", testParallel)
+	}
+	os.Exit(m.Run())
+}
