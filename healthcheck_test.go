@@ -114,9 +114,9 @@ func TestHealthcheckURL(t *testing.T) {
 		url, addr, want string
 	}{
 		{"", "localhost:8080", "http://localhost:8080/readyz"},
-		{"", ":8080", "http://localhost:8080/readyz"},
-		{"", "0.0.0.0:9000", "http://localhost:9000/readyz"},
-		{"", "[::]:9000", "http://localhost:9000/readyz"},
+		{"", ":8080", "http://127.0.0.1:8080/readyz"},
+		{"", "0.0.0.0:9000", "http://127.0.0.1:9000/readyz"},
+		{"", "[::]:9000", "http://127.0.0.1:9000/readyz"},
 		{"", "10.0.0.5:8080", "http://10.0.0.5:8080/readyz"},
 		{"", "[::1]:8080", "http://[::1]:8080/readyz"},
 		{"localhost:8080", "", "http://localhost:8080/readyz"},
