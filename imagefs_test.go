@@ -93,9 +93,10 @@ func readJSONFile(t *testing.T, name string, v any) {
 	}
 }
 
-// untar unpacks the uncompressed tar archive into dir; with owners, as
-// the archive's owners and modes say. An image FROM scratch has files and
-// directories only: anything else (a link, a whiteout) is an error here.
+// untar unpacks the uncompressed tar archive into dir; with owners (an
+// image's layer), as the archive's owners and modes say. An image FROM
+// scratch has files and directories only: anything else in a layer (a
+// link, a whiteout) is an error here.
 func untar(archive, dir string, owners bool) error {
 	f, err := os.Open(archive)
 	if err != nil {
@@ -116,6 +117,17 @@ func untar(archive, dir string, owners bool) error {
 			return fmt.Errorf("%s: a whiteout, which an image FROM scratch should not have", h.Name)
 		}
 		target := filepath.Join(dir, filepath.FromSlash(name))
+		if h.Typeflag == tar.TypeSymlink && !owners {
+			// The saved archive links a layer to another of the same
+			// content.
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := unpackEntry(tr, h, target); err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ func newImageRunner(t *testing.T, engine, ref string, img savedImage) *imageRunn
 	r := &imageRunner{ref: ref, img: img,
 		data:  filepath.Join(img.rootfs, "data"),
 		roots: filepath.Join(img.rootfs, "etc/ssl/certs/ca-certificates.crt")}
-	probe := exec.Command(engine, "run", "--rm", "--network", "host", ref, "version")
+	probe := exec.Command(engine, "run", "--rm", "--no-healthcheck", "--network", "host", ref, "version")
 	out, err := probe.CombinedOutput()
 	if err != nil {
 		t.Logf("%s run cannot run the image here (%v: %s): running its filesystem with chroot", engine, err, firstLine(string(out)))
@@ -71,7 +71,8 @@ func firstLine(s string) string {
 func (r *imageRunner) command(ctx context.Context, stderr *os.File, env []string, argv ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if r.engine != "" {
-		args := []string{"run", "--rm", "--network", "host", "--user", "65532:65532",
+		// The test runs the image's health check itself.
+		args := []string{"run", "--rm", "--no-healthcheck", "--network", "host", "--user", "65532:65532",
 			"-v", r.data + ":/data" + map[bool]string{true: ":ro"}[r.dataRO],
 			"-v", r.roots + ":/etc/ssl/certs/ca-certificates.crt:ro", "--entrypoint", argv[0]}
 		for _, e := range env {
