@@ -1,9 +1,15 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,5 +154,33 @@ func TestHealthcheckOfTheBinaryAgainstARunningServer(t *testing.T) {
 	wantFailure(t, res, 1)
 	if !strings.Contains(res.stderr, "connection refused") {
 		t.Errorf("healthcheck of a stopped server: %q, want connection refused", res.stderr)
+	}
+}
+
+// A server on every interface with a certificate for localhost alone (no
+// IP address in it): the check asks 127.0.0.1, needing no /etc/hosts, and
+// still verifies the name localhost.
+func TestHealthcheckOnEveryInterfaceVerifiesLocalhost(t *testing.T) {
+	ca := newTestCA(t)
+	key := mustKey(t)
+	tmpl := &x509.Certificate{
+		SerialNumber: randomSerial(t), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	srv.StartTLS()
+	defer srv.Close()
+	certFile := filepath.Join(t.TempDir(), "cert.pem")
+	mustWrite(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	env := map[string]string{"PETSTORE_ADDR": ":" + port, "PETSTORE_TLS_CERT": certFile}
+	if res := viaRun(t, env, "healthcheck"); res.code != 0 {
+		t.Errorf("healthcheck of :%s over https: exit %d: %s", port, res.code, res.stderr)
 	}
 }
