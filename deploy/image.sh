@@ -68,8 +68,9 @@ build() { # arch name
   local format=()
   # Podman's default OCI format has no HEALTHCHECK: keep Docker's.
   [ "$engine" = podman ] && format=(--format docker)
+  # TARGETARCH too, for docker's builder without BuildKit, which sets none.
   "$engine" build "${format[@]}" --platform "linux/$1" -t "$2" -f Containerfile \
-    --build-arg "SOURCE=$source" --build-arg "VERSION=${version:-unknown}" \
+    --build-arg "TARGETARCH=$1" --build-arg "SOURCE=$source" --build-arg "VERSION=${version:-unknown}" \
     --build-arg "REVISION=${revision:-unknown}" "$context"
 }
 
