@@ -157,13 +157,16 @@ func checkImageConfig(t *testing.T, img savedImage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	revision := "unknown"
+	revision, dirty := "unknown", ""
 	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" {
+		switch {
+		case s.Key == "vcs.revision":
 			revision = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			dirty = "+dirty"
 		}
 	}
-	for label, want := range map[string]string{"version": info.Main.Version, "revision": revision} {
+	for label, want := range map[string]string{"version": info.Main.Version, "revision": revision + dirty} {
 		if got := c.Labels["org.opencontainers.image."+label]; got != want {
 			t.Errorf("label org.opencontainers.image.%s is %q, but the binary says %q", label, got, want)
 		}
