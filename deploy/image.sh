@@ -66,8 +66,10 @@ source=${PETSTORE_IMAGE_SOURCE:-$(git config --get remote.origin.url || echo unk
 
 build() { # arch name
   local format=()
-  # Podman's default OCI format has no HEALTHCHECK: keep Docker's.
-  [ "$engine" = podman ] && format=(--format docker)
+  # Podman's default OCI format has no HEALTHCHECK: keep Docker's. Its
+  # cache of intermediate images would only pile up: every build copies
+  # a new binary.
+  [ "$engine" = podman ] && format=(--format docker --layers=false)
   # TARGETARCH too, for docker's builder without BuildKit, which sets none.
   "$engine" build "${format[@]}" --platform "linux/$1" -t "$2" -f Containerfile \
     --build-arg "TARGETARCH=$1" --build-arg "SOURCE=$source" --build-arg "VERSION=${version:-unknown}" \
