@@ -53,6 +53,11 @@ func healthcheckCommand(ctx context.Context, args []string, getenv func(string) 
 	if err != nil {
 		return err
 	}
+	if host, _, _ := net.SplitHostPort(*addr); *rawURL == "" && tlsConfig.ServerName == "" && everyInterface(host) {
+		// Asked on 127.0.0.1, the server's certificate still names this
+		// machine as before.
+		tlsConfig.ServerName = "localhost"
+	}
 	if err := checkReady(ctx, target, healthcheckTimeout, tlsConfig); err != nil {
 		return fmt.Errorf("healthcheck %s: %w", target, err)
 	}
@@ -89,15 +94,16 @@ func (hc healthcheckTLS) config() (*tls.Config, error) {
 // healthcheckURL is the URL to check: rawURL as given, with http:// when it
 // has no scheme and /readyz when it has no path; without one, /readyz on
 // addr (over https when overTLS), where an address on every interface
-// (:8080, 0.0.0.0:8080) is asked on localhost.
+// (:8080, 0.0.0.0:8080, [::]:8080) is asked on 127.0.0.1, which needs no
+// /etc/hosts (a container image has none to say what localhost is).
 func healthcheckURL(rawURL, addr string, overTLS bool) (string, error) {
 	if rawURL == "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return "", cli.Usagef("--addr %q is not HOST:PORT: %v", addr, err)
 		}
-		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
-			host = "localhost"
+		if everyInterface(host) {
+			host = "127.0.0.1"
 		}
 		scheme := "http"
 		if overTLS {
@@ -116,6 +122,13 @@ func healthcheckURL(rawURL, addr string, overTLS bool) (string, error) {
 		u.Path = "/readyz"
 	}
 	return u.String(), nil
+}
+
+// everyInterface is true of the host of an address that listens on every
+// interface: empty, 0.0.0.0 or ::.
+func everyInterface(host string) bool {
+	ip, err := netip.ParseAddr(host)
+	return host == "" || (err == nil && ip.IsUnspecified())
 }
 
 // checkReady asks target once, within timeout, and wants a 200; over

@@ -1,9 +1,18 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -115,9 +124,9 @@ func TestHealthcheckURL(t *testing.T) {
 		url, addr, want string
 	}{
 		{"", "localhost:8080", "http://localhost:8080/readyz"},
-		{"", ":8080", "http://localhost:8080/readyz"},
-		{"", "0.0.0.0:9000", "http://localhost:9000/readyz"},
-		{"", "[::]:9000", "http://localhost:9000/readyz"},
+		{"", ":8080", "http://127.0.0.1:8080/readyz"},
+		{"", "0.0.0.0:9000", "http://127.0.0.1:9000/readyz"},
+		{"", "[::]:9000", "http://127.0.0.1:9000/readyz"},
 		{"", "10.0.0.5:8080", "http://10.0.0.5:8080/readyz"},
 		{"", "[::1]:8080", "http://[::1]:8080/readyz"},
 		{"localhost:8080", "", "http://localhost:8080/readyz"},
@@ -149,5 +158,36 @@ func TestHealthcheckOfTheBinaryAgainstARunningServer(t *testing.T) {
 	wantFailure(t, res, 1)
 	if !strings.Contains(res.stderr, "connection refused") {
 		t.Errorf("healthcheck of a stopped server: %q, want connection refused", res.stderr)
+	}
+}
+
+// A server on every interface with a certificate for localhost alone (no
+// IP address in it): the check asks 127.0.0.1, needing no /etc/hosts, and
+// still verifies the name localhost.
+func TestHealthcheckOnEveryInterfaceVerifiesLocalhost(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Self-signed: --tls-cert trusts the server's certificate itself.
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	srv.StartTLS()
+	defer srv.Close()
+	certFile := filepath.Join(t.TempDir(), "cert.pem")
+	mustWrite(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	env := map[string]string{"PETSTORE_ADDR": ":" + port, "PETSTORE_TLS_CERT": certFile}
+	if res := viaRun(t, env, "healthcheck"); res.code != 0 {
+		t.Errorf("healthcheck of :%s over https: exit %d: %s", port, res.code, res.stderr)
 	}
 }

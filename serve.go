@@ -197,6 +197,9 @@ func serve(ctx context.Context, cfg serveConfig, logger *slog.Logger, logs *logl
 	if cfg.adminAddr != "" {
 		m = server.NewMetrics(server.ReadBuildInfo().Metrics())
 	}
+	if err := checkDataDir(cfg.DB); err != nil {
+		return err
+	}
 	if cfg.Redis != "" {
 		// go-redis has one logger for the whole process: this one.
 		redis.SetLogger(limits.RedisLog{Logger: logger})

@@ -480,11 +480,14 @@ func writeRows[T any](w io.Writer, asJSON bool, rows []T, header string, line fu
 }
 
 // CommandActor is who runs a command, for its events: the operating-system
-// user and the host, user@host.
+// user and the host, user@host. Where no /etc/passwd names the user (a
+// container image has none), the user is $USER, else uid=N.
 func CommandActor() string {
-	name := "unknown"
+	name := "uid=" + strconv.Itoa(os.Getuid())
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
+	} else if env := os.Getenv("USER"); env != "" {
+		name = env
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" {
