@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -171,6 +172,25 @@ func (l *upgradeLoad) run(url, key string, workers int) {
 // usage is the count of today's requests the database holds for key.
 func (b *balancedSet) usage(key string) int64 {
 	b.t.Helper()
+	var n int64
+	b.withKey(key, func(st store.Storage, k domain.Key) (err error) {
+		n, err = st.Usage(context.Background(), k.BudgetID, time.Now().UTC().Format(time.DateOnly))
+		return err
+	})
+	return n
+}
+
+// keyID is key's id, as the servers' request lines name it.
+func (b *balancedSet) keyID(key string) int64 {
+	b.t.Helper()
+	var id int64
+	b.withKey(key, func(_ store.Storage, k domain.Key) error { id = k.ID; return nil })
+	return id
+}
+
+// withKey runs fn on the database's record of key.
+func (b *balancedSet) withKey(key string, fn func(store.Storage, domain.Key) error) {
+	b.t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(ctx, b.db, false, time.Now)
 	if err != nil {
@@ -182,11 +202,9 @@ func (b *balancedSet) usage(key string) int64 {
 	if err != nil || !ok {
 		b.t.Fatalf("key not found (%v)", err)
 	}
-	n, err := st.Usage(ctx, k.BudgetID, time.Now().UTC().Format(time.DateOnly))
-	if err != nil {
+	if err := fn(st, k); err != nil {
 		b.t.Fatal(err)
 	}
-	return n
 }
 
 // upgradeFleet is two servers behind HAProxy, each of either build, under
@@ -292,6 +310,13 @@ func (f *upgradeFleet) checkLimitInAMixedFleet() string {
 	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "free", "--name", "limited")
 	if accepted, _ := sendUntil429(t, f.client, f.url, key, 200); accepted != 60 {
 		t.Errorf("a Free key got %d requests through an old and a new server before a 429, want exactly 60", accepted)
+	}
+	// The balancer sent them to both versions: each logged some accepted.
+	accepted := regexp.MustCompile(fmt.Sprintf(`(?m)status=200 .* key_id=%d$`, f.keyID(key)))
+	for i, s := range f.servers {
+		if !accepted.MatchString(s.stderr.String()) {
+			t.Errorf("server %d (%s) accepted no request of the Free key: the test did not limit it across versions", i, f.version(i))
+		}
 	}
 	var last faultResult
 	for range 11 { // --ban-after 10: the 11th request during the wait starts the ban
