@@ -139,7 +139,8 @@ func (l *upgradeLoad) run(url, key string, workers int) {
 	for g := range workers {
 		l.wg.Go(func() {
 			for n := 0; !l.stopped.Load(); n++ {
-				p := apiPet{Name: fmt.Sprintf("upgrade %d pet %d", g, n), CategoryID: int64(n%7 + 1)}
+				p := zeroOf(l.acked)
+				p.Name, p.CategoryID = fmt.Sprintf("upgrade %d pet %d", g, n), int64(n%7+1)
 				idem := fmt.Sprintf("upgrade-%d-%d", g, n)
 				var ids [2]int64
 				for i := range ids {
@@ -168,6 +169,11 @@ func (l *upgradeLoad) run(url, key string, workers int) {
 		})
 	}
 }
+
+// zeroOf and emptyLike give a pet, and a map of them, of the type the
+// balanced load keeps, as the fault tests' helpers take it.
+func zeroOf[K comparable, V any](map[K]V) (v V)      { return v }
+func emptyLike[M ~map[K]V, K comparable, V any](M) M { return M{} }
 
 // usage is the count of today's requests the database holds for key.
 func (b *balancedSet) usage(key string) int64 {
@@ -286,7 +292,8 @@ func TestUpgradeAFleetForwardAndBackUnderLoad(t *testing.T) {
 	f.rc.Trust(secret)
 	loadKey := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "load",
 		"--rpm", "100000000", "--rpd", "1000000000")
-	f.load = &upgradeLoad{balancedLoad: balancedLoad{acked: map[int64]apiPet{}}}
+	f.load = &upgradeLoad{}
+	f.load.acked = emptyLike(f.load.acked)
 	f.load.run(f.url, loadKey, 4)
 	f.load.waitAcked(t, 20)
 	f.phase("old-fleet")
