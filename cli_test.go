@@ -315,11 +315,18 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 // launchPetstore starts the binary as startPetstore does, and returns at once.
 func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
+	return launchPetstoreBinary(t, petstoreBinary(t), dir, args...)
+}
+
+// launchPetstoreBinary is launchPetstore with another build of petstore
+// (an older version, upgrade_test.go).
+func launchPetstoreBinary(t *testing.T, bin, dir string, args ...string) *runningPetstore {
+	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
 	args = withTestRedis(t, args)
-	cmd := exec.Command(petstoreBinary(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = commandEnv(nil)
 	s := &runningPetstore{

@@ -140,6 +140,7 @@ type balancedSet struct {
 	dir     string
 	db      string
 	args    []string // the flags every server gets
+	bins    []string // each server's build of petstore
 	addrs   []string // each server's fixed address, so a restart comes back there
 	servers []*runningPetstore
 	url     string // the balancer, http://127.0.0.1:PORT
@@ -149,12 +150,20 @@ type balancedSet struct {
 
 func startBalancedSet(t *testing.T, n int) *balancedSet {
 	t.Helper()
+	return startBalancedSetOf(t, n, petstoreBinary(t))
+}
+
+// startBalancedSetOf is startBalancedSet with servers of build bin and
+// the flags extra beside the usual ones.
+func startBalancedSetOf(t *testing.T, n int, bin string, extra ...string) *balancedSet {
+	t.Helper()
 	haproxy := balancerBinary(t, "haproxy")
 	b := &balancedSet{t: t, dir: t.TempDir(), db: testkit.PostgresURL(t)}
 	b.redis = startRedisProcess(t, balancerBinary(t, "redis-server"))
-	b.args = []string{"serve", "--db", b.db, "--redis", b.redis.url, "--trust-proxy", "--shutdown-delay", "1s"}
+	b.args = append([]string{"serve", "--db", b.db, "--redis", b.redis.url, "--trust-proxy", "--shutdown-delay", "1s"}, extra...)
 	for i := range n {
 		b.addrs = append(b.addrs, testkit.FreeAddr(t))
+		b.bins = append(b.bins, bin)
 		b.servers = append(b.servers, nil)
 		b.start(i)
 	}
@@ -224,7 +233,7 @@ func (b *balancedSet) waitUp(i int) {
 // start starts server i at its address.
 func (b *balancedSet) start(i int) {
 	b.t.Helper()
-	b.servers[i] = startPetstore(b.t, b.dir, append(slices.Clone(b.args), "--addr", b.addrs[i])...)
+	b.servers[i] = launchPetstoreBinary(b.t, b.bins[i], b.dir, append(slices.Clone(b.args), "--addr", b.addrs[i])...).served()
 }
 
 // balancerBinary is the path of a program the balanced tests need.
