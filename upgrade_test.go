@@ -139,7 +139,7 @@ func (l *upgradeLoad) run(url, key string, workers int) {
 	for g := range workers {
 		l.wg.Go(func() {
 			for n := 0; !l.stopped.Load(); n++ {
-				p := zeroOf(l.acked)
+				var p testkit.Pet
 				p.Name, p.CategoryID = fmt.Sprintf("upgrade %d pet %d", g, n), int64(n%7+1)
 				idem := fmt.Sprintf("upgrade-%d-%d", g, n)
 				var ids [2]int64
@@ -169,11 +169,6 @@ func (l *upgradeLoad) run(url, key string, workers int) {
 		})
 	}
 }
-
-// zeroOf and emptyLike give a pet, and a map of them, of the type the
-// balanced load keeps, as the fault tests' helpers take it.
-func zeroOf[K comparable, V any](map[K]V) (v V)      { return v }
-func emptyLike[M ~map[K]V, K comparable, V any](M) M { return M{} }
 
 // usage is the count of today's requests the database holds for key.
 func (b *balancedSet) usage(key string) int64 {
@@ -293,7 +288,7 @@ func TestUpgradeAFleetForwardAndBackUnderLoad(t *testing.T) {
 	loadKey := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "load",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	f.load = &upgradeLoad{}
-	f.load.acked = emptyLike(f.load.acked)
+	f.load.acked = map[int64]testkit.Pet{}
 	f.load.run(f.url, loadKey, 4)
 	f.load.waitAcked(t, 20)
 	f.phase("old-fleet")
