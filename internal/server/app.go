@@ -22,6 +22,7 @@ import (
 	"petstore/internal/replicate"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
+	"petstore/internal/tracing"
 	"petstore/internal/webhook"
 )
 
@@ -37,6 +38,7 @@ const (
 type App struct {
 	logger     *slog.Logger
 	metrics    *metrics.Metrics // nil without an admin listener: nobody else could read them
+	tracer     *tracing.Tracer  // nil: tracing is off (no OTEL_EXPORTER_OTLP_ENDPOINT)
 	now        func() time.Time
 	trustProxy bool
 	env        string        // production or staging
@@ -121,6 +123,11 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 			a.Close()
 		}
 	}()
+	trace := cfg.Tracing
+	trace.TrustParent = cfg.TrustTraceparent
+	if a.tracer, err = tracing.Start(trace, tracing.Hooks{Dropped: d.Metrics.SpansDropped, Logger: d.Logger}); err != nil {
+		return nil, err
+	}
 	if a.openapi, err = fs.ReadFile(d.Files, "openapi.yaml"); err != nil {
 		return nil, err
 	}
@@ -148,9 +155,10 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	return a, nil
 }
 
-// Close releases the limiter's connection and closes the database.
+// Close releases the limiter's connection, closes the database and sends
+// the spans still queued (within tracing.ShutdownTimeout).
 func (a *App) Close() error {
-	return errors.Join(a.closeLimiter(), a.store.Close())
+	return errors.Join(a.closeLimiter(), a.store.Close(), a.tracer.Shutdown())
 }
 
 // newRateLimiter is the limiter cfg asks for: in this process, or in the
