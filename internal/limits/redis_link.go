@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/tracing"
+
 	"petstore/internal/batch"
 
 	"github.com/redis/go-redis/v9"
@@ -140,9 +142,11 @@ type ScriptRun struct {
 // maxPipeline bounds the script runs sent in one round trip.
 const maxPipeline = 128
 
-// Run runs the script once, in a shared round trip.
-func (s *scriptRunner) Run(args scriptArgs) (scriptAnswer, error) {
-	done, err := s.batch.Do(context.Background(), ScriptRun{Cmd: args.Encode()})
+// Run runs the script once, in a shared round trip. ctx gives the run
+// only its span, for the batch's links: the round trip is bounded by the
+// client's own timeouts, whatever becomes of the request.
+func (s *scriptRunner) Run(ctx context.Context, args scriptArgs) (scriptAnswer, error) {
+	done, err := s.batch.Do(tracing.Detached(ctx), ScriptRun{Cmd: args.Encode()})
 	if err != nil {
 		return scriptAnswer{}, err
 	}
@@ -174,6 +178,15 @@ func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redi
 	var start time.Time
 	if s.call != nil {
 		start = time.Now()
+	}
+	ctx, span := tracing.Child(ctx, "redis round trip")
+	if span.On() {
+		defer span.End()
+		span.SetString("db.system", "redis")
+		span.SetString("db.operation.name", "EVALSHA")
+		if withText {
+			span.SetString("db.operation.name", "EVAL")
+		}
 	}
 	var picked []int
 	for i := range batch {

@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	}
 	a := &App{
 		logger: d.Logger, metrics: d.Metrics, now: d.Now, trustProxy: cfg.TrustProxy, env: cfg.Env, dbTimeout: cfg.DBTimeout, adminHosts: cfg.AdminHosts,
-		store: bounded.New(db, cfg.DBTimeout, d.Metrics, d.Logger), idem: newInflight(), draining: new(atomic.Bool),
+		store: bounded.New(db, engineOf(cfg.DB), cfg.DBTimeout, d.Metrics, d.Logger), idem: newInflight(), draining: new(atomic.Bool),
 		startedBans: limits.NewStartedBans(cfg.Env, d.Now, d.Logger), quota: limits.NewQuotaWatch(d.Now), closeLimiter: func() error { return nil },
 		files: d.Files,
 	}
@@ -153,6 +153,14 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
+}
+
+// engineOf is the engine under db as traces name it (db.system).
+func engineOf(db string) string {
+	if store.IsPostgresURL(db) {
+		return "postgresql"
+	}
+	return "sqlite"
 }
 
 // Close releases the limiter's connection, closes the database and sends
