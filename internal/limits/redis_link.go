@@ -179,15 +179,6 @@ func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redi
 	if s.call != nil {
 		start = time.Now()
 	}
-	ctx, span := tracing.Child(ctx, "redis round trip")
-	if span.On() {
-		defer span.End()
-		span.SetString("db.system", "redis")
-		span.SetString("db.operation.name", "EVALSHA")
-		if withText {
-			span.SetString("db.operation.name", "EVAL")
-		}
-	}
 	var picked []int
 	for i := range batch {
 		if pick(i) {
@@ -195,9 +186,12 @@ func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redi
 			picked = append(picked, i)
 		}
 	}
-	switch len(picked) {
-	case 0:
+	if len(picked) == 0 {
 		return
+	}
+	ctx, span := roundTripSpan(ctx, withText, len(picked))
+	defer span.End()
+	switch len(picked) {
 	case 1:
 		// The error is on the command.
 		_ = s.client.Process(ctx, cmds[picked[0]])
@@ -212,6 +206,21 @@ func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redi
 	if s.call != nil {
 		s.call(start)
 	}
+}
+
+// roundTripSpan starts the span of a round trip of n script runs, under
+// the batch's span when it serves a sampled request.
+func roundTripSpan(ctx context.Context, withText bool, n int) (context.Context, tracing.Span) {
+	ctx, span := tracing.Child(ctx, "redis round trip")
+	if span.On() {
+		span.SetString("db.system", "redis")
+		span.SetString("db.operation.name", "EVALSHA")
+		if withText {
+			span.SetString("db.operation.name", "EVAL")
+		}
+		span.SetInt("petstore.batch.size", int64(n))
+	}
+	return ctx, span
 }
 
 // command is the run's command: EVALSHA, or withText EVAL with the text.

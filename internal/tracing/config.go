@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -20,6 +21,9 @@ type Config struct {
 	Resource []attribute.KeyValue
 	Sampler  string  // one of samplers
 	Ratio    float64 // the ratio of the traceidratio samplers
+	// Delay is the longest a span waits to be sent with others
+	// (OTEL_BSP_SCHEDULE_DELAY, in milliseconds; default 5 s).
+	Delay time.Duration
 	// TrustParent honours an incoming traceparent and tracestate
 	// (--trust-traceparent); otherwise each request starts a trace.
 	TrustParent bool
@@ -66,8 +70,23 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	for k, v := range attrs {
 		c.Resource = append(c.Resource, attribute.String(k, v))
 	}
+	if c.Delay, err = delay(getenv("OTEL_BSP_SCHEDULE_DELAY")); err != nil {
+		return Config{}, err
+	}
 	c.Sampler, c.Ratio, err = sampler(getenv)
 	return c, err
+}
+
+// delay is OTEL_BSP_SCHEDULE_DELAY: whole milliseconds, 5000 by default.
+func delay(raw string) (time.Duration, error) {
+	if raw = strings.TrimSpace(raw); raw == "" {
+		return 5 * time.Second, nil
+	}
+	ms, err := strconv.ParseUint(raw, 10, 31)
+	if err != nil || ms == 0 {
+		return 0, fmt.Errorf("OTEL_BSP_SCHEDULE_DELAY must be a number of milliseconds above 0, not %q", raw)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // endpoint is OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, or

@@ -59,7 +59,7 @@ func Start(c Config, h Hooks) (*Tracer, error) {
 		sdktrace.WithResource(resource.NewSchemaless(c.Resource...)),
 		sdktrace.WithSampler(samplerOf(c.Sampler, c.Ratio)),
 		// Never blocking: a full queue drops the span, the request goes on.
-		sdktrace.WithBatcher(counted, sdktrace.WithExportTimeout(exportTimeout)),
+		sdktrace.WithBatcher(counted, sdktrace.WithExportTimeout(exportTimeout), sdktrace.WithBatchTimeout(c.Delay)),
 	)
 	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}, nil
 }
