@@ -6,14 +6,20 @@ package server
 import (
 	"context"
 	"database/sql"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
+	"petstore/internal/logline"
 	"petstore/internal/testkit"
+	"petstore/internal/tracing"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -240,5 +246,146 @@ func TestNoSpanHoldsASecretOrAValue(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An OTLP endpoint that refuses exports (503) or is down never slows a
+// request: the spans are dropped, counted in
+// petstore_trace_spans_dropped_total, and the log says so once.
+func TestAnEndpointDownDropsAndCountsSpans(t *testing.T) {
+	receiver := testkit.StartOTLP(t)
+	var log testkit.SyncBuffer
+	m := newMetrics()
+	s := newTestServerWith(t, tracedOptions(testOptions{metrics: m, logger: slog.New(logline.NewHandler(&log, false, slog.LevelInfo))}, receiver))
+	key := s.mustCreateKey("business")
+	dropped := func() float64 {
+		f := testkit.Scrape(t, m.Handler())["petstore_trace_spans_dropped_total"]
+		if f == nil || len(f.Metric) != 1 {
+			t.Fatal("no petstore_trace_spans_dropped_total in /metrics")
+		}
+		return f.Metric[0].GetCounter().GetValue()
+	}
+	if got := dropped(); got != 0 {
+		t.Fatalf("spans dropped before any export: %v", got)
+	}
+	for _, down := range []func(){func() { receiver.AnswerWith(http.StatusServiceUnavailable) }, receiver.Close} {
+		down()
+		before := dropped()
+		for i := 0; i < 3; i++ {
+			start := time.Now()
+			if w := s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`); w.Code != http.StatusCreated {
+				t.Fatalf("create with the endpoint down: %d %s", w.Code, w.Body)
+			}
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("a create took %v with the endpoint down", took)
+			}
+			time.Sleep(100 * time.Millisecond) // each in an export of its own
+		}
+		testkit.Eventually(t, 10*time.Second, "the dropped spans counted", func() bool { return dropped() >= before+3*3 })
+	}
+	if n := strings.Count(log.String(), "traces do not reach the OTLP endpoint"); n != 1 {
+		t.Errorf("the log says %d times that traces are dropped, want once:\n%s", n, log.String())
+	}
+}
+
+// A sampled request's latency is an exemplar holding its trace id, in
+// the OpenMetrics exposition of /metrics.
+func TestASampledRequestIsAnExemplar(t *testing.T) {
+	receiver := testkit.StartOTLP(t)
+	m := newMetrics()
+	s := newTestServerWith(t, tracedOptions(testOptions{metrics: m}, receiver))
+	key := s.mustCreateKey("business")
+	s.do("GET", "/v1/pets", key, "")
+	server := spanNamed(t, receiver.WaitFor(10*time.Second, "GET /v1/pets"), "GET /v1/pets")
+	w, r := httptest.NewRecorder(), httptest.NewRequest("GET", "/metrics", nil)
+	r.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	m.Handler().ServeHTTP(w, r)
+	if !strings.Contains(w.Body.String(), `trace_id="`+server.TraceID+`"`) {
+		t.Errorf("no exemplar with trace_id %s in the OpenMetrics exposition (Content-Type %s)", server.TraceID, w.Header().Get("Content-Type"))
+	}
+}
+
+// loggedRequest is a request through logRequests alone, traced by tr
+// (nil: tracing off), its handler told the context it got.
+func loggedRequest(t testing.TB, tr *tracing.Tracer, got func(context.Context)) (http.Handler, *http.Request, *discardWriter) {
+	logger, _ := NewLogger(io.Discard, "json", "info")
+	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got(r.Context())
+		httpapi.WriteBody(w, http.StatusOK, []byte("{}\n"))
+	}), httpapi.LogRequests(logger, nil, tr))
+	r := httptest.NewRequest("GET", "/v1/pets", nil)
+	r.Header.Set("X-Request-Id", "client-chosen")
+	return h, r, &discardWriter{header: http.Header{}}
+}
+
+func startTracer(t testing.TB, sampler string) *tracing.Tracer {
+	c, err := tracing.FromEnv(func(name string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_TRACES_SAMPLER": sampler}[name]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tracing.Start(c, tracing.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Shutdown() })
+	return tr
+}
+
+// Tracing off or a request unsampled, the steps get the request's own
+// context: no WithContext, and no span for the store, the limiter or the
+// batches to find; a sampled request's context carries its span.
+func TestOnlyASampledRequestGetsAContextOfItsOwn(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tr   *tracing.Tracer
+		own  bool
+	}{
+		{"tracing off", nil, false},
+		{"unsampled", startTracer(t, "always_off"), false},
+		{"sampled", startTracer(t, "always_on"), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen context.Context
+			var traced bool
+			h, r, w := loggedRequest(t, tt.tr, func(ctx context.Context) {
+				seen = ctx
+				_, span := tracing.Child(ctx, "store call")
+				traced = span.On()
+				span.End()
+			})
+			h.ServeHTTP(w, r)
+			if own := seen != r.Context(); own != tt.own {
+				t.Errorf("the handler's context is a new one: %v, want %v", own, tt.own)
+			}
+			if traced != tt.own {
+				t.Errorf("a store call under it is traced: %v, want %v", traced, tt.own)
+			}
+		})
+	}
+}
+
+// BenchmarkARequestsRecord is what logRequests costs a request: with
+// tracing off it allocates what it did before tracing (its one record,
+// TestARequestsRecordCostsNoAllocation), and so does an unsampled request's
+// record beyond the sampler's decision.
+func BenchmarkARequestsRecord(b *testing.B) {
+	for _, bb := range []struct {
+		name    string
+		sampler string
+	}{{"tracing off", ""}, {"unsampled", "always_off"}, {"sampled", "always_on"}} {
+		b.Run(bb.name, func(b *testing.B) {
+			var tr *tracing.Tracer
+			if bb.sampler != "" {
+				tr = startTracer(b, bb.sampler)
+			}
+			h, r, w := loggedRequest(b, tr, func(context.Context) {})
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.header)
+				h.ServeHTTP(w, r)
+			}
+		})
 	}
 }
