@@ -330,10 +330,7 @@ func startTracer(t testing.TB, sampler string) *tracing.Tracer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := tracing.Start(c, tracing.Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := tracing.Start(c, tracing.Hooks{})
 	t.Cleanup(func() { tr.Shutdown() })
 	return tr
 }

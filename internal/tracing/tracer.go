@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -38,20 +37,13 @@ const exportTimeout = 5 * time.Second
 const ShutdownTimeout = 3 * time.Second
 
 // Start starts the SDK that c asks for: nil when tracing is off, and then
-// nothing is started at all.
-func Start(c Config, h Hooks) (*Tracer, error) {
+// nothing is started at all. A failed export is dropped, counted and not
+// tried again: the queue behind it would fill while it waited.
+func Start(c Config, h Hooks) *Tracer {
 	if !c.On() {
-		return nil, nil
+		return nil
 	}
-	exporter, err := otlptracehttp.New(context.Background(),
-		otlptracehttp.WithEndpointURL(c.Endpoint), otlptracehttp.WithHeaders(c.Headers),
-		otlptracehttp.WithTimeout(exportTimeout),
-		// A failed export is dropped, counted and not tried again: the
-		// queue behind it would fill while it waited.
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
-	if err != nil {
-		return nil, err
-	}
+	exporter := newHTTPExporter(c.Endpoint, c.Headers)
 	// The SDK reports failures to the global handler, which would log
 	// each one: the counting exporter logs the first.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
@@ -61,7 +53,7 @@ func Start(c Config, h Hooks) (*Tracer, error) {
 		sdktrace.WithSampler(samplerOf(c.Sampler, c.Ratio)),
 		sdktrace.WithSpanProcessor(newQueue(counted, c.Delay)),
 	)
-	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}, nil
+	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}
 }
 
 func samplerOf(name string, ratio float64) sdktrace.Sampler {
