@@ -6,7 +6,7 @@
 // when tracing is off or the request is not sampled: a nil *Tracer, and a
 // zero Span, are checked by one comparison and call no tracer at all.
 //
-// A leaf: it imports nothing of the project, only the OpenTelemetry API,
-// SDK and OTLP/HTTP exporter (never autoexport, which links gRPC and the
-// metric and log SDKs and exports to localhost when no endpoint is set).
+// A leaf: it imports nothing of the project, only the OpenTelemetry API and
+// SDK and the protocol's types, which its exporter posts over HTTP itself
+// (export.go says why neither autoexport nor otlptracehttp).
 package tracing
