@@ -315,12 +315,13 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 // launchPetstore starts the binary as startPetstore does, and returns at once.
 func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
-	return launchPetstoreBinary(t, petstoreBinary(t), dir, args...)
+	return launchPetstoreBinary(t, petstoreBinary(t), dir, nil, args...)
 }
 
 // launchPetstoreBinary is launchPetstore with another build of petstore
-// (an older version, upgrade_test.go).
-func launchPetstoreBinary(t *testing.T, bin, dir string, args ...string) *runningPetstore {
+// (an older version, upgrade_test.go), and env as its only PETSTORE_*
+// variables and the ones it changes.
+func launchPetstoreBinary(t *testing.T, bin, dir string, env map[string]string, args ...string) *runningPetstore {
 	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
@@ -328,7 +329,7 @@ func launchPetstoreBinary(t *testing.T, bin, dir string, args ...string) *runnin
 	args = withTestRedis(t, args)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = commandEnv(nil)
+	cmd.Env = commandEnv(env)
 	s := &runningPetstore{
 		t: t, cmd: cmd, stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{},
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
