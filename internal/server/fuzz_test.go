@@ -32,6 +32,7 @@ import (
 	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/petcopy"
+	"petstore/internal/publicapi"
 	"petstore/internal/testkit"
 )
 
@@ -345,7 +346,7 @@ func FuzzListQuery(f *testing.F) {
 	s := newFuzzServer(f)
 	all := s.addPets(f, append(append(fuzzListStatuses, fuzzListStatuses...), fuzzListStatuses...)...)
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, parseErr := parseListQuery(raw)
+		q, parseErr := publicapi.ParseListQuery(raw)
 		var ws [2]*httptest.ResponseRecorder
 		for i, h := range []http.Handler{s.handler, s.fromDB} {
 			req := fuzzRequest("GET", "/v1/pets", "")
@@ -387,7 +388,7 @@ func FuzzListQuery(f *testing.F) {
 			}
 		}
 
-		next, hasNext := apiNextLink(t, w)
+		next, hasNext := testkit.NextLink(t, w)
 		if hasNext != more {
 			t.Fatalf("query %q: Link rel=\"next\" present = %v, want %v (%d pets follow the page); Link: %q",
 				raw, hasNext, more, len(want), w.Header().Values("Link"))
@@ -399,7 +400,7 @@ func FuzzListQuery(f *testing.F) {
 		if err != nil || u.Path != "/v1/pets" || u.IsAbs() || u.Host != "" {
 			t.Fatalf("query %q: Link target %q is not a relative reference to /v1/pets (%v)", raw, next, err)
 		}
-		nq, err := parseListQuery(u.RawQuery)
+		nq, err := publicapi.ParseListQuery(u.RawQuery)
 		if err != nil {
 			t.Fatalf("query %q: the next link's query %q is refused: %v", raw, u.RawQuery, err)
 		}
@@ -444,19 +445,19 @@ func FuzzParseListQuery(f *testing.F) {
 		}
 
 		values := url.Values{}
-		paramErr := eachQueryParam(raw, func(name, value string) { values[name] = append(values[name], value) })
+		paramErr := publicapi.EachQueryParam(raw, func(name, value string) { values[name] = append(values[name], value) })
 		if !strings.Contains(raw, ";") { // url.ParseQuery refuses ';', eachQueryParam takes it as data
 			ref, refErr := url.ParseQuery(raw)
 			if (paramErr == nil) != (refErr == nil) || (paramErr == nil && !maps.EqualFunc(values, ref, slices.Equal)) {
-				t.Fatalf("eachQueryParam(%q) gives %v, %v; url.ParseQuery gives %v, %v", raw, values, paramErr, ref, refErr)
+				t.Fatalf("publicapi.EachQueryParam(%q) gives %v, %v; url.ParseQuery gives %v, %v", raw, values, paramErr, ref, refErr)
 			}
 		}
 
-		q, err := parseListQuery(raw)
+		q, err := publicapi.ParseListQuery(raw)
 		if err != nil {
 			var e *httpapi.Error
 			if !errors.As(err, &e) || e.Code != httpapi.CodeInvalidRequest || e.Message == "" {
-				t.Fatalf("parseListQuery(%q) error %#v is not an invalid_request Error", raw, err)
+				t.Fatalf("publicapi.ParseListQuery(%q) error %#v is not an invalid_request Error", raw, err)
 			}
 		}
 		want, wantOK := listQueryReference(values)
@@ -467,7 +468,7 @@ func FuzzParseListQuery(f *testing.F) {
 			want, wantOK = petcopy.Query{Limit: httpapi.DefaultPageSize}, true
 		}
 		if (err == nil) != wantOK || (wantOK && q != want) {
-			t.Fatalf("parseListQuery(%q) = %+v, %v; want %+v, ok=%v", raw, q, err, want, wantOK)
+			t.Fatalf("publicapi.ParseListQuery(%q) = %+v, %v; want %+v, ok=%v", raw, q, err, want, wantOK)
 		}
 		if err != nil {
 			return
@@ -479,7 +480,7 @@ func FuzzParseListQuery(f *testing.F) {
 		if q.After != 0 {
 			canonical += "&cursor=" + domain.EncodeCursor(q.After)
 		}
-		if again, err := parseListQuery(canonical); err != nil || again != q {
+		if again, err := publicapi.ParseListQuery(canonical); err != nil || again != q {
 			t.Fatalf("query %q reads as %+v, but its canonical form %q reads as %+v, %v", raw, q, canonical, again, err)
 		}
 	})
@@ -580,6 +581,7 @@ func FuzzPetID(f *testing.F) {
 	}
 	s := newFuzzServer(f)
 	pets := s.addPets(f, "", "available", "sold")
+	deprecatedSince, _ := publicapi.Deprecation()
 	deprecationHeaders := map[string]string{
 		"Deprecation": "@" + strconv.FormatInt(deprecatedSince.Unix(), 10),
 		"Sunset":      "Thu, 05 Dec 2030 00:00:00 GMT",
@@ -768,7 +770,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 		wantKey, wantOK := idempotencyKeyReference(value)
 		wantOK = wantOK && !twice
-		key, ok, err := idempotencyKey(h)
+		key, ok, err := publicapi.IdempotencyKey(h)
 		if wantOK {
 			if err != nil || !ok || key != wantKey {
 				t.Fatalf("idempotencyKey(%q) = %q, %v, %v; want %q", h["Idempotency-Key"], key, ok, err, wantKey)

@@ -19,6 +19,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/logline"
 	"petstore/internal/manage"
@@ -506,4 +507,16 @@ func (s *testServer) deliveryOf(eventID string) domain.WebhookDelivery {
 		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
 	}
 	return ds[0]
+}
+
+// wantError fails unless w is an answer in the Error shape
+// (testkit.WantError) whose HTTP status is also the one the error table
+// (httpapi.CodeStatus) gives its code. It returns the code.
+func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code string, mentions ...string) string {
+	t.Helper()
+	got := testkit.WantError(t, w, status, code, mentions...)
+	if httpapi.CodeStatus[got] != w.Code {
+		t.Errorf("code %q is HTTP %d by the error table, answered %d", got, httpapi.CodeStatus[got], w.Code)
+	}
+	return got
 }

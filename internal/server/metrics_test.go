@@ -16,6 +16,7 @@ import (
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/publicapi"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
 	"petstore/internal/testkit"
@@ -366,7 +367,7 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 	proxy, redisURL := startRedisProxy(t)
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{redis: true, metrics: m})
-	s.useRedisThrough(t, redisURL, io.Discard, redisHooks(m))
+	s.useRedisThrough(t, redisURL, io.Discard, publicapi.RedisHooks(m))
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return testkit.Scrape(t, m.Handler())["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()

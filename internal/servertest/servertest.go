@@ -67,6 +67,10 @@ type Options struct {
 	BanAfter   int
 	BanFor     time.Duration
 	Logger     *slog.Logger
+	// PetsFromDatabase leaves the copy of the pets empty: reads go to the
+	// database, as while the copy is still being made after a start
+	// (LoadPets fills it).
+	PetsFromDatabase bool
 	// Postgres puts the server on PostgreSQL (reads always go to the
 	// database there); the test is skipped without PETSTORE_TEST_POSTGRES.
 	Postgres bool
@@ -101,6 +105,7 @@ type Server struct {
 	SQLite *store.SQLite
 	PG     *store.Postgres
 	deps   server.Deps
+	opts   Options
 }
 
 // RootFiles are the files the root embeds and passes to the wiring
@@ -129,7 +134,7 @@ func RootFiles(t testing.TB) fs.FS {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	opts = opts.withDefaults()
-	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
+	s := &Server{T: t, Clock: NewClock(), Env: opts.Env, opts: opts}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
 	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now,
@@ -149,8 +154,8 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
-// build is a new App of s's configuration, its pets loaded, closed when
-// the test ends.
+// build is a new App of s's configuration, its pets loaded (unless
+// PetsFromDatabase), closed when the test ends.
 func (s *Server) build() *server.App {
 	s.T.Helper()
 	a, err := server.New(context.Background(), s.Cfg, s.deps)
@@ -158,6 +163,9 @@ func (s *Server) build() *server.App {
 		s.T.Fatal(err)
 	}
 	s.T.Cleanup(func() { a.Close() })
+	if s.opts.PetsFromDatabase {
+		return a
+	}
 	if err := a.LoadPets(context.Background()); err != nil {
 		s.T.Fatal(err)
 	}
@@ -241,6 +249,16 @@ func EachStore(t *testing.T, test func(t *testing.T, opts Options)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { test(t, Options{}) })
 	t.Run("postgres", func(t *testing.T) { test(t, Options{Postgres: true}) })
+}
+
+// EachStoreWithKey runs test on SQLite and on PostgreSQL, each time with a
+// new server and a key of plan.
+func EachStoreWithKey(t *testing.T, plan string, test func(t *testing.T, s *Server, key string)) {
+	t.Helper()
+	EachStore(t, func(t *testing.T, opts Options) {
+		s := Start(t, opts)
+		test(t, s, s.MustCreateKey(plan))
+	})
 }
 
 // EachStoreInDir runs test on SQLite and on PostgreSQL, each time with a

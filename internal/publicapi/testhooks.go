@@ -1,0 +1,28 @@
+package publicapi
+
+import (
+	"net/http"
+	"time"
+
+	"petstore/internal/petcopy"
+)
+
+// The hooks below are for the tests in internal/server that hold the /v1
+// API's parsers to references of their own (fuzz_test.go) and the OpenAPI
+// document to the code (openapi_test.go). Nothing else calls them.
+
+// ParseListQuery reads a listPets query string as the handler does.
+func ParseListQuery(raw string) (petcopy.Query, error) { return parseListQuery(raw) }
+
+// EachQueryParam calls fn with each name and value of a query string, as
+// the handler reads them.
+func EachQueryParam(raw string, fn func(name, value string)) error { return eachQueryParam(raw, fn) }
+
+// IdempotencyKey reads a request's Idempotency-Key as createPet does.
+func IdempotencyKey(h http.Header) (key string, ok bool, err error) { return idempotencyKey(h) }
+
+// MaxIdempotencyKeyLen is the longest Idempotency-Key taken.
+const MaxIdempotencyKeyLen = maxIdempotencyKeyLen
+
+// Deprecation is when getPet was declared deprecated and its sunset.
+func Deprecation() (since, sunsetAt time.Time) { return deprecatedSince, sunset }
