@@ -35,7 +35,7 @@ var allowedImports = map[string][]string{
 	"internal/adminapi":      {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/manage", "internal/metrics", "internal/webhook"},
 	"internal/publicapi":     {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/metrics", "internal/petcopy"},
 	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate"},
-	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
+	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
 	"internal/replicate":     nil,
 	"internal/testkit":       nil,
 	"bench/ceiling":          nil,

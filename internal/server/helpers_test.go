@@ -20,7 +20,6 @@ import (
 	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
-	"petstore/internal/limits"
 	"petstore/internal/logline"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
@@ -206,24 +205,25 @@ func (o testOptions) Config(t testing.TB) Config {
 		WebhookAllowPrivate: o.webhookAllowPrivate}
 }
 
-// restartLimiter gives the server a new limiter of its kind, with the bans
-// the database holds, and a new audit log, as a restart of the server does:
-// one in process starts from the database, one on Redis finds there what
-// the last one left. The
-// store, keys and pets stay.
+// restartLimiter gives the server a new limiter of its kind, as a restart
+// of the server does (App.RestartLimiter). The store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
-	limiter, _, closeLimiter, bans, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
+	restarted, stop, err := s.RestartLimiter(context.Background(), s.cfg, s.deps)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Cleanup(func() { closeLimiter() })
-	restarted := *s.App
-	restarted.limiter, restarted.bans = limiter, bans
-	restarted.startedBans = limits.NewStartedBans(s.cfg.Env, s.clock.now, s.opts.logger)
-	restarted.handler = newServer(&restarted)
-	restarted.adminHandler = newAdminServer(&restarted)
-	s.App = &restarted
+	s.t.Cleanup(func() { stop() })
+	s.App = restarted
+}
+
+// otherServer is a second server on the same database and the same Redis,
+// as behind a load balancer: the same store, keys and pets, a limiter of
+// its own.
+func (s *testServer) otherServer() *testServer {
+	other := *s
+	other.restartLimiter()
+	return &other
 }
 
 // flushAudit writes the events the server recorded, as its flush every
@@ -519,4 +519,19 @@ func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code stri
 		t.Errorf("code %q is HTTP %d by the error table, answered %d", got, httpapi.CodeStatus[got], w.Code)
 	}
 	return got
+}
+
+// fromPeer sends GET target through h from the TCP peer addr.
+func fromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", target, nil)
+	req.RemoteAddr = addr
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
 }

@@ -100,6 +100,9 @@ type Server struct {
 	DBPath string // the database it serves: a file, or PostgreSQL's URL
 	Env    string
 	Cfg    server.Config
+	// RedisPrefix is the test's own part of Redis (with Options.Redis),
+	// shared by the servers it starts on it and no other test.
+	RedisPrefix string
 	// SQLite and PG are the engine under the server (the other nil), for
 	// a test that reads what it wrote below the store's interfaces.
 	SQLite *store.SQLite
@@ -150,6 +153,7 @@ func Start(t testing.TB, opts Options) *Server {
 		s.deps.RedisPrefix = testkit.RedisPrefix(t)
 		s.Cfg.Redis = testkit.RedisURL(t)
 	}
+	s.RedisPrefix = s.deps.RedisPrefix
 	s.App = s.build()
 	return s
 }
