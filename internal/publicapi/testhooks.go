@@ -7,9 +7,11 @@ import (
 	"petstore/internal/petcopy"
 )
 
-// The hooks below are for the tests in internal/server that hold the /v1
-// API's parsers to references of their own (fuzz_test.go) and the OpenAPI
-// document to the code (openapi_test.go). Nothing else calls them.
+// The hooks below are for the tests that hold the /v1 API's parsers to
+// references of their own (fuzz_test.go, an external test package: it
+// starts a server through internal/servertest) and internal/server's check
+// of the OpenAPI document against the code (openapi_test.go). Nothing else
+// calls them.
 
 // ParseListQuery reads a listPets query string as the handler does.
 func ParseListQuery(raw string) (petcopy.Query, error) { return parseListQuery(raw) }

@@ -6,6 +6,7 @@ import (
 
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
+	"petstore/internal/petcopy"
 	"petstore/internal/webhook"
 )
 
@@ -76,3 +77,6 @@ func (a *App) RestartLimiter(ctx context.Context, cfg Config, d Deps) (_ *App, s
 	own.bans, own.startedBans = bans, limits.NewStartedBans(cfg.Env, d.Now, d.Logger)
 	return own.WithLimiter(limiter), stop, nil
 }
+
+// Pets is the server's copy of the pets, whose size a test reads.
+func (a *App) Pets() *petcopy.Cache { return a.pets }

@@ -188,6 +188,18 @@ func (s *Server) AnotherServer() *Server {
 	return &other
 }
 
+// ReadingFromDatabase is a second server on the same database whose copy
+// of the pets stays empty: its reads go to the database, as while the copy
+// is still being made after a start.
+func (s *Server) ReadingFromDatabase() *Server {
+	s.T.Helper()
+	other := *s
+	other.deps.WrapStore = nil
+	other.opts.PetsFromDatabase = true
+	other.App = other.build()
+	return &other
+}
+
 // ForEachLimiter runs test against every rate limiter: in process, and on
 // the tests' Redis. A rule proven on one is proven on both.
 func ForEachLimiter(t *testing.T, opts Options, test func(t *testing.T, s *Server)) {

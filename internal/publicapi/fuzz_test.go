@@ -1,4 +1,4 @@
-package server
+package publicapi_test
 
 // Fuzz targets for every parser that takes client bytes: the createPet body,
 // the listPets query string, the petId path segment, the Authorization and
@@ -33,6 +33,7 @@ import (
 	"petstore/internal/keyring"
 	"petstore/internal/petcopy"
 	"petstore/internal/publicapi"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -60,7 +61,7 @@ type fuzzServer struct {
 	handler http.Handler
 	fromDB  http.Handler
 	pets    *petcopy.Cache
-	clock   *fakeClock
+	clock   *servertest.Clock
 	log     *testkit.SyncBuffer // error log lines (a 500's cause), for the failure message
 }
 
@@ -73,32 +74,30 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		}
 	}
 	log := &testkit.SyncBuffer{}
-	s := newTestServerWith(f, testOptions{logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
+	s := servertest.Start(f, servertest.Options{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
 		hash := domain.HashKey(token)
-		k, err := s.store.CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
-			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, testActor)
+		k, err := s.Store().CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
+			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, servertest.Actor)
 		if err != nil {
 			f.Fatal(err)
 		}
 		if token == fuzzRevokedToken {
-			if _, err := s.store.RevokeKey(ctx, k.ID, testActor); err != nil {
+			if _, err := s.Store().RevokeKey(ctx, k.ID, servertest.Actor); err != nil {
 				f.Fatal(err)
 			}
 		}
 	}
-	if err := s.keys.Refresh(ctx); err != nil {
+	if err := s.Keys().Refresh(ctx); err != nil {
 		f.Fatal(err)
 	}
-	// The same server with reads from the database, as while its copy of
-	// the pets is being made.
-	fromDB := *s.App
-	fromDB.pets = petcopy.New(s.store, DefaultDBTimeout)
+	// The same service with reads from the database, as while its copy
+	// of the pets is being made.
 	return &fuzzServer{
-		handler: s.handler,
-		fromDB:  newServer(&fromDB),
-		pets:    s.pets,
-		clock:   s.clock,
+		handler: s.Handler(),
+		fromDB:  s.ReadingFromDatabase().Handler(),
+		pets:    s.Pets(),
+		clock:   s.Clock,
 		log:     log,
 	}
 }
@@ -211,7 +210,7 @@ func FuzzCreatePetBody(f *testing.F) {
 		w := s.send(t, s.handler, fuzzRequest("POST", "/v1/pets", body))
 		accept, wantCode := createPetReference(body)
 		if w.Code != http.StatusCreated {
-			code := wantError(t, w, 0, "")
+			code := servertest.WantError(t, w, 0, "")
 			if w.Code != http.StatusBadRequest {
 				t.Fatalf("HTTP status = %d for a small body with the right Content-Type, want 201 or 400; body: %s", w.Code, w.Body)
 			}
@@ -360,7 +359,7 @@ func FuzzListQuery(f *testing.F) {
 				w.Code, w.Header().Values("Link"), w.Body, ws[1].Code, ws[1].Header().Values("Link"), ws[1].Body)
 		}
 		if parseErr != nil {
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
+			if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("query %q: %d %s, want 400 invalid_request (%v)", raw, w.Code, code, parseErr)
 			}
 			return
@@ -609,7 +608,7 @@ func FuzzPetID(f *testing.F) {
 			// net/http's ServeMux does not hand every escaped segment to
 			// the wildcard (it sends /v1/pets/%2F to "/"): such a request
 			// never reaches getPet, and gets the API's 404.
-			if code := wantError(t, w, 0, ""); code != httpapi.CodeNotFound {
+			if code := servertest.WantError(t, w, 0, ""); code != httpapi.CodeNotFound {
 				t.Fatalf("petId %q, routed by net/http to %q: %d %s, want 404 not_found", seg, pattern, w.Code, w.Body)
 			}
 			return
@@ -621,11 +620,11 @@ func FuzzPetID(f *testing.F) {
 		}
 		switch {
 		case !ok:
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
+			if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("petId %q: %d %s, want 400 invalid_request", seg, w.Code, code)
 			}
 		case id > int64(len(pets)):
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != httpapi.CodeNotFound {
+			if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != httpapi.CodeNotFound {
 				t.Fatalf("petId %q: %d %s, want 404 not_found", seg, w.Code, code)
 			}
 		default:
@@ -714,7 +713,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			t.Fatalf("key %q with byte %d deleted, or %q inserted there, passes", key, i, c)
 		}
 
-		s.clock.advance(time.Hour)
+		s.clock.Advance(time.Hour)
 		req := httptest.NewRequest("GET", "/v1/pets?limit=1", nil)
 		req.Header["Authorization"] = []string{header}
 		w := s.send(t, s.handler, req)
@@ -727,7 +726,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			testkit.ReadPets(t, w)
 			return
 		}
-		if code := wantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != httpapi.CodeUnauthorized {
+		if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != httpapi.CodeUnauthorized {
 			t.Fatalf("Authorization %q: %d %s, want 401 unauthorized", header, w.Code, w.Body)
 		}
 		challenge := `Bearer realm="petstore"`
@@ -791,7 +790,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		before := s.petCount(t)
 		first := send(h["Idempotency-Key"], body)
 		if !wantOK {
-			if code := wantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
+			if code := servertest.WantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("Idempotency-Key %q: %d %s, want 400 invalid_request", h["Idempotency-Key"], first.Code, first.Body)
 			}
 			if after := s.petCount(t); after != before {
@@ -820,7 +819,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 		// The same key with another body is a mismatch.
 		other := send([]string{value}, `{"name":"Other","categoryId":2}`)
-		if code := wantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != httpapi.CodeIdempotencyMismatch {
+		if code := servertest.WantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != httpapi.CodeIdempotencyMismatch {
 			t.Fatalf("Idempotency-Key %q with another body: %d %s, want 422 idempotency_mismatch", value, other.Code, other.Body)
 		}
 	})
