@@ -520,18 +520,3 @@ func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code stri
 	}
 	return got
 }
-
-// fromPeer sends GET target through h from the TCP peer addr.
-func fromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("GET", target, nil)
-	req.RemoteAddr = addr
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w
-}
