@@ -306,7 +306,7 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 // A server that knows a ban from the database keeps it whatever Redis does:
 // emptied, or away.
 func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
-	proxy, redisURL := startRedisProxy(t)
+	proxy, redisURL := testkit.FaultProxyTo(t, testkit.RedisURL(t))
 	a := newTestServerWith(t, testOptions{redis: true, redisURL: redisURL})
 	b := a.otherServer()
 	k, token := a.mustCreate(a.keyTerms("enterprise", banTerms))

@@ -17,7 +17,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
-	"petstore/internal/limits"
+	"petstore/internal/httpapi"
 	"petstore/internal/logline"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
@@ -203,24 +203,25 @@ func (o testOptions) Config(t testing.TB) Config {
 		WebhookAllowPrivate: o.webhookAllowPrivate}
 }
 
-// restartLimiter gives the server a new limiter of its kind, with the bans
-// the database holds, and a new audit log, as a restart of the server does:
-// one in process starts from the database, one on Redis finds there what
-// the last one left. The
-// store, keys and pets stay.
+// restartLimiter gives the server a new limiter of its kind, as a restart
+// of the server does (App.RestartLimiter). The store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
-	limiter, _, closeLimiter, bans, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
+	restarted, stop, err := s.RestartLimiter(context.Background(), s.cfg, s.deps)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Cleanup(func() { closeLimiter() })
-	restarted := *s.App
-	restarted.limiter, restarted.bans = limiter, bans
-	restarted.startedBans = limits.NewStartedBans(s.cfg.Env, s.clock.now, s.opts.logger)
-	restarted.handler = newServer(&restarted)
-	restarted.adminHandler = newAdminServer(&restarted)
-	s.App = &restarted
+	s.t.Cleanup(func() { stop() })
+	s.App = restarted
+}
+
+// otherServer is a second server on the same database and the same Redis,
+// as behind a load balancer: the same store, keys and pets, a limiter of
+// its own.
+func (s *testServer) otherServer() *testServer {
+	other := *s
+	other.restartLimiter()
+	return &other
 }
 
 // flushAudit writes the events the server recorded, as its flush every
@@ -461,4 +462,16 @@ func (s *testServer) deliveryOf(eventID string) domain.WebhookDelivery {
 		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
 	}
 	return ds[0]
+}
+
+// wantError fails unless w is an answer in the Error shape
+// (testkit.WantError) whose HTTP status is also the one the error table
+// (httpapi.CodeStatus) gives its code. It returns the code.
+func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code string, mentions ...string) string {
+	t.Helper()
+	got := testkit.WantError(t, w, status, code, mentions...)
+	if httpapi.CodeStatus[got] != w.Code {
+		t.Errorf("code %q is HTTP %d by the error table, answered %d", got, httpapi.CodeStatus[got], w.Code)
+	}
+	return got
 }
