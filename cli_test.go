@@ -1088,6 +1088,7 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		t.Parallel()
 		for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(sig.String(), func(t *testing.T) {
 				t.Parallel()

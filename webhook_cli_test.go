@@ -139,6 +139,7 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 func TestWebhooksSurviveKill9(t *testing.T) {
 	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
+		t.Parallel() // each store's servers wait out the same Retry-After
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusServiceUnavailable })
 		rc.RetryAfter = "10" // the retries wait past the kill
