@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -398,34 +396,16 @@ func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domai
 
 // rateLimit asks GET /v1/rate_limit and checks that its headers describe
 // the window of its body with fewer requests left.
-func (s *testServer) rateLimit(t *testing.T, key string) rateLimitBody {
+func (s *testServer) rateLimit(t *testing.T, key string) testkit.RateLimitBody {
 	t.Helper()
 	body, _ := s.rateLimitAnswer(t, key)
 	return body
 }
 
-func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+func (s *testServer) rateLimitAnswer(t *testing.T, key string) (testkit.RateLimitBody, *httptest.ResponseRecorder) {
 	t.Helper()
 	w := s.do("GET", "/v1/rate_limit", key, "")
-	testkit.WantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
-	var body rateLimitBody
-	dec := json.NewDecoder(w.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		t.Fatalf("GET /v1/rate_limit: %v", err)
-	}
-	binding, name := body.Minute, "minute"
-	if body.Day.Remaining < body.Minute.Remaining {
-		binding, name = body.Day, "day"
-	}
-	got := rateLimitWindow{testkit.IntHeader(t, w, "X-RateLimit-Limit"), testkit.IntHeader(t, w, "X-RateLimit-Remaining"), testkit.IntHeader(t, w, "X-RateLimit-Reset")}
-	if got != binding {
-		t.Errorf("headers say %+v, the body's %s window %+v", got, name, binding)
-	}
-	if rl := w.Header().Get("RateLimit"); !strings.HasPrefix(rl, `"`+name+`";r=`+strconv.FormatInt(binding.Remaining, 10)+";") {
-		t.Errorf("RateLimit: %q, want the %s window with r=%d", rl, name, binding.Remaining)
-	}
-	return body, w
+	return testkit.RateLimitOf(t, w), w
 }
 
 // migrationsOf is one engine's SQL of each migration, in order.
@@ -435,31 +415,6 @@ func migrationsOf(engine func(store.Migration) string) []string {
 		sqls = append(sqls, engine(m))
 	}
 	return sqls
-}
-
-// rateLimitBody is the body of GET /v1/rate_limit.
-type rateLimitBody struct {
-	Plan   string          `json:"plan"`
-	Scopes scopeList       `json:"scopes"`
-	Minute rateLimitWindow `json:"minute"`
-	Day    rateLimitWindow `json:"day"`
-}
-
-type scopeList string
-
-func (l *scopeList) UnmarshalJSON(b []byte) error {
-	var names []string
-	if err := json.Unmarshal(b, &names); err != nil {
-		return err
-	}
-	*l = scopeList(strings.Join(names, ","))
-	return nil
-}
-
-type rateLimitWindow struct {
-	Limit     int64 `json:"limit"`
-	Remaining int64 `json:"remaining"`
-	Reset     int64 `json:"reset"`
 }
 
 // webhookServer is a test server whose webhooks may go to the test's

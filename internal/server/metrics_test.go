@@ -187,6 +187,7 @@ func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
 }
 
 func TestAdminEndpointsAreNeverOnThePublicListener(t *testing.T) {
+	t.Parallel()
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{metrics: m})
 	admin := metricsHandler(m)
