@@ -35,6 +35,7 @@ func cliJSON(t *testing.T, v any, args ...string) {
 }
 
 func TestAdminCommands(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		res := viaRun(t, nil, "admin", "create", "--db", db, "--name", "portal", "--scope", "keys:read,audit:read")
 		if res.code != 0 {
@@ -89,6 +90,7 @@ func TestAdminCommands(t *testing.T) {
 }
 
 func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
 		id := keyIDByNameVia(t, viaRun, db, "acme")
@@ -258,6 +260,7 @@ func TestAnOperatorSession(t *testing.T) {
 }
 
 func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
 		id := keyIDByNameVia(t, viaRun, db, "acme")

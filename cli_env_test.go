@@ -82,6 +82,7 @@ func cliEnvSeen(t *testing.T, petstore cliRunner, db string, side cliEnvSide) []
 // changes nothing: no key minted, changed or revoked, no ban lifted, no
 // secret rotated, nothing queued; and the other way round.
 func TestACommandOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
+	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db, production, staging := cliEnvDatabase(t, petstore)
 		for _, dir := range []struct {
@@ -141,6 +142,7 @@ func TestACommandOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
 // webhooks list, webhooks deliveries and audit with --env show only that
 // environment's.
 func TestEachEnvironmentsCommandsListOnlyItsOwn(t *testing.T) {
+	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db, production, staging := cliEnvDatabase(t, petstore)
 		for _, side := range []cliEnvSide{production, staging} {

@@ -262,23 +262,10 @@ func keyIDByNameVia(t *testing.T, petstore cliRunner, db, name string) int64 {
 	return 0
 }
 
-// wantFailure checks a failed command: the exit status, nothing on standard
-// output, and one line on standard error that starts "petstore: ".
+// wantFailure checks a failed command (testkit.WantFailure).
 func wantFailure(t *testing.T, res cliResult, code int) {
 	t.Helper()
-	if res.code != code {
-		t.Errorf("exit status %d, want %d; stderr:\n%s", res.code, code, res.stderr)
-	}
-	if res.stdout != "" {
-		t.Errorf("standard output %q, want nothing", res.stdout)
-	}
-	msg := strings.TrimSuffix(res.stderr, "\n")
-	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "petstore: ") || len(msg) == len("petstore: ") {
-		t.Errorf("standard error %q, want one line starting \"petstore: \" that names the problem", res.stderr)
-	}
-	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
-		t.Errorf("standard error holds a panic: %s", res.stderr)
-	}
+	testkit.WantFailure(t, res.stdout, res.stderr, res.code, code)
 }
 
 func wantNoFile(t *testing.T, path string) {
@@ -315,12 +302,13 @@ func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 // launchPetstore starts the binary as startPetstore does, and returns at once.
 func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 	t.Helper()
-	return launchPetstoreBinary(t, petstoreBinary(t), dir, args...)
+	return launchPetstoreBinary(t, petstoreBinary(t), dir, nil, args...)
 }
 
 // launchPetstoreBinary is launchPetstore with another build of petstore
-// (an older version, upgrade_test.go).
-func launchPetstoreBinary(t *testing.T, bin, dir string, args ...string) *runningPetstore {
+// (an older version, upgrade_test.go), and env as its only PETSTORE_*
+// variables and the ones it changes.
+func launchPetstoreBinary(t *testing.T, bin, dir string, env map[string]string, args ...string) *runningPetstore {
 	t.Helper()
 	return launchPetstoreEnv(t, bin, nil, dir, args...)
 }
@@ -1107,6 +1095,7 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		t.Parallel()
 		for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
 			t.Run(sig.String(), func(t *testing.T) {
 				t.Parallel()

@@ -148,8 +148,10 @@ func (s *hangUpServer) wantNoServerErrors(t *testing.T) {
 }
 
 func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
 			s := startHangUpServer(t, engine)
 			for i := range 30 {
 				s.sendAndHangUp(t, "POST", "/v1/pets", s.key, fmt.Sprintf(`{"name":"Rex %d","categoryId":1}`, i), fmt.Sprintf("seed-%d", i), 5*time.Second)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestKeysCreateAndUpdateSetAndClearAnExternalID(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--external-id", "acct_1")

@@ -33,8 +33,9 @@ var allowedImports = map[string][]string{
 	"internal/petcopy":       {"internal/domain", "internal/batch", "internal/appendjson"},
 	"internal/httpapi":       {"internal/domain", "internal/keyring", "internal/limits", "internal/metrics", "internal/logline", "internal/appendjson", "internal/tracing"},
 	"internal/adminapi":      {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/manage", "internal/metrics", "internal/webhook"},
-	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate", "internal/tracing"},
-	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit", "internal/tracing"},
+	"internal/publicapi":     {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/metrics", "internal/petcopy", "internal/tracing"},
+	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate", "internal/tracing"},
+	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit", "internal/tracing"},
 	"internal/replicate":     nil,
 	"internal/testkit":       nil,
 	"internal/tracing":       nil,
@@ -44,22 +45,23 @@ var allowedImports = map[string][]string{
 // testsMayAlsoImport is what a package's tests may import beyond its row
 // and the tests' support: the pet copy's tests open a SQLite store, the
 // source of truth the copy must answer like, which its code never imports;
-// the root's and the admin API's start a server through internal/servertest.
+// the root's and the two APIs' start a server through internal/servertest.
 var testsMayAlsoImport = map[string][]string{
-	"internal/petcopy":  {"internal/store"},
-	".":                 {"internal/servertest"},
-	"internal/adminapi": {"internal/servertest"},
-	"internal/keyring":  {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage"},
-	"internal/webhook":  {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage", "internal/limits"},
-	"internal/store":    {"internal/servertest"},
+	"internal/petcopy":   {"internal/store"},
+	".":                  {"internal/servertest"},
+	"internal/adminapi":  {"internal/servertest"},
+	"internal/publicapi": {"internal/servertest"},
+	"internal/keyring":   {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage"},
+	"internal/webhook":   {"internal/servertest", "internal/store", "internal/httpapi", "internal/manage", "internal/limits"},
+	"internal/store":     {"internal/servertest"},
 }
 
 // netHTTPAllowed are the packages whose code (not tests) may import
-// net/http: the HTTP edge (the root, internal/server, internal/httpapi and
-// internal/adminapi),
+// net/http: the HTTP edge (the root, internal/server, internal/httpapi,
+// internal/adminapi and internal/publicapi),
 // the webhook sender, the metrics' handler, the traces' exporter, the tests' support and the
 // benchmark's yardstick server.
-var netHTTPAllowed = []string{".", "internal/server", "internal/servertest", "internal/httpapi", "internal/adminapi", "internal/webhook", "internal/metrics", "internal/tracing", "internal/testkit", "bench/ceiling"}
+var netHTTPAllowed = []string{".", "internal/server", "internal/servertest", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/webhook", "internal/metrics", "internal/tracing", "internal/testkit", "bench/ceiling"}
 
 const modulePath = "petstore"
 

@@ -59,6 +59,7 @@ func rawExchange(host, req string, wait time.Duration) ([]byte, time.Duration, e
 // httpServer with the same read limits (here shortened from 15 s). A
 // profile, which reads no body, still runs as long as it was asked to.
 func TestASlowBodyIsCutOffOnBothListenersAtTheReadTimeout(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Metrics: server.NewMetrics(server.ReadBuildInfo().Metrics())})
 	key := s.MustCreateKey("pro")
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)

@@ -91,6 +91,7 @@ func TestWithoutAdminAddrNothingListensBesideThePublicAddress(t *testing.T) {
 }
 
 func TestMetricsCountWhatEachClientWasAnswered(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		m := server.NewMetrics(server.ReadBuildInfo().Metrics())
 		opts.Metrics, opts.BanAfter = m, 3

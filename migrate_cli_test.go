@@ -20,6 +20,7 @@ import (
 // naming both counts and petstore migrate, exit status 1, as petstore
 // migrate does.
 func TestMigrateAndServeSayWhereTheSchemaStands(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		db := opts.DBAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 		k := len(store.Migrations)

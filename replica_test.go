@@ -233,7 +233,7 @@ func (b *balancedSet) waitUp(i int) {
 // start starts server i at its address.
 func (b *balancedSet) start(i int) {
 	b.t.Helper()
-	b.servers[i] = launchPetstoreBinary(b.t, b.bins[i], b.dir, append(slices.Clone(b.args), "--addr", b.addrs[i])...).served()
+	b.servers[i] = launchPetstoreBinary(b.t, b.bins[i], b.dir, nil, append(slices.Clone(b.args), "--addr", b.addrs[i])...).served()
 }
 
 // balancerBinary is the path of a program the balanced tests need.

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,14 +23,14 @@ import (
 	"petstore/internal/testkit"
 )
 
-// replicaFixture is a versitygw with a bucket, its credentials in this
-// process's environment (which the binary's runs inherit), and a data
-// directory for a server.
+// replicaFixture is a versitygw with a bucket, the environment the
+// binary's runs reach it with, and a data directory for a server.
 type replicaFixture struct {
 	s3   *testkit.S3
-	url  string // the replica's URL, s3://petstore/prod?endpoint=...
-	dir  string // the server's working directory
-	data string // the directory of its database: the disk to lose
+	env  map[string]string // the versitygw's credentials
+	url  string            // the replica's URL, s3://petstore/prod?endpoint=...
+	dir  string            // the server's working directory
+	data string            // the directory of its database: the disk to lose
 	db   string
 }
 
@@ -39,8 +40,7 @@ func newReplicaFixture(t *testing.T) *replicaFixture {
 		t.Skip("builds and runs the binary and versitygw")
 	}
 	s3 := testkit.StartS3(t)
-	s3.SetEnv(t)
-	f := &replicaFixture{s3: s3, url: s3.URL(s3.Bucket(t, "petstore"), "prod"), dir: t.TempDir()}
+	f := &replicaFixture{s3: s3, env: s3.Env(), url: s3.URL(s3.Bucket(t, "petstore"), "prod"), dir: t.TempDir()}
 	f.data = filepath.Join(f.dir, "data")
 	f.db = filepath.Join(f.data, "petstore.db")
 	if err := os.Mkdir(f.data, 0o755); err != nil {
@@ -49,9 +49,21 @@ func newReplicaFixture(t *testing.T) *replicaFixture {
 	return f
 }
 
+// replicateInterval is the servers' --replicate-interval: how often they
+// read the WAL and upload what it holds.
+const replicateInterval = 200 * time.Millisecond
+
 func (f *replicaFixture) serve(t *testing.T, extra ...string) *runningPetstore {
 	t.Helper()
-	return startPetstore(t, f.dir, append([]string{"serve", "--db", f.db, "--replicate-to", f.url, "--replicate-interval", "200ms"}, extra...)...)
+	args := append([]string{"serve", "--db", f.db, "--replicate-to", f.url, "--replicate-interval", "200ms"}, extra...)
+	return launchPetstoreBinary(t, petstoreBinary(t), f.dir, f.env, args...).served()
+}
+
+// cmd runs the binary with args, beside a running server, with the
+// fixture's environment.
+func (f *replicaFixture) cmd(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	return viaBinary(t, f.env, args...)
 }
 
 // ackedPet is a pet a server answered 201 for, and when.
@@ -64,13 +76,19 @@ type ackedPet struct {
 // createWithoutPause creates pets from four clients until stop closes, and
 // returns every one answered 201.
 func createWithoutPause(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) []ackedPet {
-	acked, _ := createCountingFailures(t, s, key, stop)
+	acked, _ := createCountingFailures(t, s, key, 0, stop)
 	return acked
 }
 
+// steadyPause is what each of the four clients of a steady load waits
+// between its creates: up to 2,000 a second in all, a load that goes on
+// for half a minute without taking both cores from the tests beside it.
+const steadyPause = 2 * time.Millisecond
+
 // createCountingFailures is createWithoutPause that also counts the
-// creates not answered 201 (a killed server's, or a failure).
-func createCountingFailures(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) (acked []ackedPet, failed int) {
+// creates not answered 201 (a killed server's, or a failure); each client
+// waits pause after each of its creates.
+func createCountingFailures(t *testing.T, s *runningPetstore, key string, pause time.Duration, stop <-chan struct{}) (acked []ackedPet, failed int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for c := range 4 {
@@ -96,6 +114,13 @@ func createCountingFailures(t *testing.T, s *runningPetstore, key string, stop <
 					acked = append(acked, ackedPet{pet.ID, name, time.Now()})
 				}
 				mu.Unlock()
+				if pause > 0 {
+					select {
+					case <-stop:
+						return
+					case <-time.After(pause):
+					}
+				}
 			}
 		})
 	}
@@ -109,9 +134,10 @@ func createCountingFailures(t *testing.T, s *runningPetstore, key string, stop <
 // with the key, its webhook endpoint and its audit trail, and the next pet
 // id follows the last one restored.
 func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
+	t.Parallel()
 	f := newReplicaFixture(t)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
-	if res := petstoreCmd(t, "webhooks", "add", "--db", f.db, "https://hooks.example.com/petstore"); res.code != 0 {
+	if res := f.cmd(t, "webhooks", "add", "--db", f.db, "https://hooks.example.com/petstore"); res.code != 0 {
 		t.Fatalf("webhooks add: %s", res.stderr)
 	}
 	s := f.serve(t)
@@ -154,7 +180,7 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	if want := fmt.Sprintf(`"id":%d`, last+1); !strings.Contains(body, want) {
 		t.Errorf("the first pet after the restore is %s, want id %d (after the last restored, %d)", body, last+1, last)
 	}
-	if res := petstoreCmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "hooks.example.com") {
+	if res := f.cmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "hooks.example.com") {
 		t.Errorf("webhooks list after the restore: %s%s, want the endpoint", res.stdout, res.stderr)
 	}
 	// Usage reaches the database on its own flush, every 2 s: what was
@@ -165,12 +191,12 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 			usageBy++
 		}
 	}
-	res := petstoreCmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(keyIDByName(t, f.db, "writer")), "--days", "1", "--json")
+	res := f.cmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(keyIDByName(t, f.db, "writer")), "--days", "1", "--json")
 	var days []struct{ Allowed int }
 	if json.Unmarshal([]byte(res.stdout), &days) != nil || len(days) != 1 || days[0].Allowed < usageBy {
 		t.Errorf("usage after the restore: %s%s, want at least %d requests allowed today", res.stdout, res.stderr, usageBy)
 	}
-	if res := petstoreCmd(t, "audit", "--db", f.db, "--since", "1h"); !strings.Contains(res.stdout, "key.created") {
+	if res := f.cmd(t, "audit", "--db", f.db, "--since", "1h"); !strings.Contains(res.stdout, "key.created") {
 		t.Errorf("audit after the restore: %s%s, want the key's creation", res.stdout, res.stderr)
 	}
 	t.Logf("%d pets acknowledged, %d of them more than 3 s before the kill; last restored id %d", len(acked), must, last)
@@ -216,6 +242,7 @@ func petNames(t *testing.T, path string) map[string]bool {
 // restore --at T holds the pets created before T and none after; without
 // --at, all of them. It refuses to write over a file without --force.
 func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
+	t.Parallel()
 	f := newReplicaFixture(t)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "pro", "--name", "writer")
 	s := f.serve(t)
@@ -231,7 +258,7 @@ func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	out := filepath.Join(t.TempDir(), "then.db")
-	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano)); res.code != 0 {
+	if res := f.cmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano)); res.code != 0 {
 		t.Fatalf("restore --at: %s", res.stderr)
 	}
 	names := petNames(t, out)
@@ -240,12 +267,12 @@ func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 			t.Fatalf("restore --at %s holds %v, want before-0..4 and no after-*", at.Format(time.RFC3339Nano), names)
 		}
 	}
-	res := petstoreCmd(t, "restore", "--from", f.url, "--db", out)
+	res := f.cmd(t, "restore", "--from", f.url, "--db", out)
 	wantFailure(t, res, 1)
 	if !strings.Contains(res.stderr, "--force") {
 		t.Errorf("restore over a file: %s, want it to name --force", res.stderr)
 	}
-	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out, "--force"); res.code != 0 {
+	if res := f.cmd(t, "restore", "--from", f.url, "--db", out, "--force"); res.code != 0 {
 		t.Fatalf("restore --force: %s", res.stderr)
 	}
 	if names := petNames(t, out); len(names) != 10 {
@@ -256,6 +283,7 @@ func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 // Bad input: each refused with one line on standard error that names the
 // problem and never a secret, and nothing is written.
 func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
+	t.Parallel()
 	f := newReplicaFixture(t)
 	missing := filepath.Join(t.TempDir(), "new.db")
 	noBucket := f.s3.URL("no-such-bucket", "prod")
@@ -277,7 +305,9 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 		{"an --at in the future", nil, []string{"restore", "--db", missing, "--from", f.url, "--at", time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}, 1, "in the future"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := viaBinary(t, tc.env, tc.args...)
+			env := maps.Clone(f.env)
+			maps.Copy(env, tc.env)
+			res := viaBinary(t, env, tc.args...)
 			wantFailure(t, res, tc.code)
 			if !strings.Contains(res.stderr, tc.says) {
 				t.Errorf("stderr %q, want it to say %q", res.stderr, tc.says)
@@ -296,9 +326,9 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 		t.Errorf("a start on an empty replica logged %d lines of it, want 1:\n%s", n, s.stderr)
 	}
 	testkit.Eventually(t, 10*time.Second, "the replica holds the new database", func() bool {
-		return petstoreCmd(t, "restore", "--from", f.url, "--db", filepath.Join(t.TempDir(), "x.db")).code == 0
+		return f.cmd(t, "restore", "--from", f.url, "--db", filepath.Join(t.TempDir(), "x.db")).code == 0
 	})
-	res := petstoreCmd(t, "restore", "--from", f.url, "--db", missing, "--at", "2001-01-01T00:00:00Z")
+	res := f.cmd(t, "restore", "--from", f.url, "--db", missing, "--at", "2001-01-01T00:00:00Z")
 	wantFailure(t, res, 1)
 	if !strings.Contains(res.stderr, "before the oldest state") {
 		t.Errorf("--at before the retention: %s", res.stderr)
@@ -310,6 +340,7 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 // the replica has caught up, /metrics and GET /admin/v1/backup show the
 // failures (never a secret), and a restore afterwards holds every pet.
 func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing.T) {
+	t.Parallel()
 	f := newReplicaFixture(t)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
 	res := viaBinary(t, nil, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read")
@@ -335,7 +366,7 @@ func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing
 	var failed int
 	done := make(chan struct{})
 	go func() {
-		acked, failed = createCountingFailures(t, s, key, stop)
+		acked, failed = createCountingFailures(t, s, key, steadyPause, stop)
 		close(done)
 	}()
 	time.Sleep(3 * time.Second)
@@ -358,6 +389,9 @@ func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing
 	if failed > 0 {
 		t.Errorf("%d of %d creates failed while the replica's store was away, want none", failed, len(acked)+failed)
 	}
+	// The server learns of the last creates at its next read of the WAL,
+	// an interval later: behind_seconds is 0 as of its last look.
+	time.Sleep(2 * replicateInterval)
 	testkit.Eventually(t, 30*time.Second, "the replica catches up", func() bool {
 		return strings.Contains(s.stderr.String(), "replication caught up") && backup()["behind_seconds"].(float64) == 0
 	})
@@ -365,7 +399,7 @@ func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing
 		t.Errorf("%d WARN lines of the failure, want 1:\n%s", n, s.stderr)
 	}
 	out := filepath.Join(t.TempDir(), "after.db")
-	if res := petstoreCmd(t, "restore", "--from", f.url, "--db", out); res.code != 0 {
+	if res := f.cmd(t, "restore", "--from", f.url, "--db", out); res.code != 0 {
 		t.Fatalf("restore: %s", res.stderr)
 	}
 	names := petNames(t, out)

@@ -184,6 +184,7 @@ func moduleTypes(t *testing.T) (fset *token.FileSet, pkgs map[string]*types.Info
 // code over maxInterfaceFuncs methods with those it embeds, but the named
 // unions, and each handler package that takes a union.
 func TestInterfacesCountWhatTheyEmbed(t *testing.T) {
+	t.Parallel()
 	fset, pkgs := moduleTypes(t)
 	for dir, info := range pkgs {
 		for expr, tv := range info.Types {

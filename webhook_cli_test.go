@@ -32,6 +32,7 @@ func addWebhookCLI(t *testing.T, petstore cliRunner, db, url string, args ...str
 }
 
 func TestWebhooksCommands(t *testing.T) {
+	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
 		id, secret := addWebhookCLI(t, petstore, db, "https://user:pw@hooks.example.com/in?token=abc", "--events", "key.created,key.expiring")
@@ -93,6 +94,7 @@ func TestWebhooksCommands(t *testing.T) {
 }
 
 func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
+	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
 		id, _ := addWebhookCLI(t, petstore, db, "https://hooks.example.com/in")
@@ -137,6 +139,7 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 func TestWebhooksSurviveKill9(t *testing.T) {
 	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
+		t.Parallel() // each store's servers wait out the same Retry-After
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusServiceUnavailable })
 		rc.RetryAfter = "10" // the retries wait past the kill
@@ -190,6 +193,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 // servers run, so it adds an endpoint on loopback or a private network but
 // warns that a server sends there only with --webhook-allow-private.
 func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
+	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
 		for _, tc := range []struct {

@@ -146,7 +146,7 @@ func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
 // adminFrom sends GET /admin/v1/keys to the admin listener's handler from
 // the TCP peer addr, with token and the header's name, value pairs.
 func adminFrom(s *servertest.Server, addr, token string, header ...string) *httptest.ResponseRecorder {
-	return servertest.FromPeer(servertest.OnAdminHost(s.AdminHandler()), addr, "/admin/v1/keys", token, header...)
+	return testkit.FromPeer(servertest.OnAdminHost(s.AdminHandler()), addr, "/admin/v1/keys", token, header...)
 }
 
 // The admin listener is reached directly, never through the public

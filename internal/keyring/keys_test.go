@@ -432,63 +432,18 @@ func TestLookingUpAKeyAllocatesNothing(t *testing.T) {
 	}
 }
 
-// rateLimitBody is the body of GET /v1/rate_limit.
-type rateLimitBody struct {
-	Plan   string          `json:"plan"`
-	Scopes scopeList       `json:"scopes"`
-	Minute rateLimitWindow `json:"minute"`
-	Day    rateLimitWindow `json:"day"`
-}
-
-// scopeList is a JSON array of scope names, held joined by commas so that
-// a body can be compared with ==.
-type scopeList string
-
-func (l *scopeList) UnmarshalJSON(b []byte) error {
-	var names []string
-	if err := json.Unmarshal(b, &names); err != nil {
-		return err
-	}
-	*l = scopeList(strings.Join(names, ","))
-	return nil
-}
-
-type rateLimitWindow struct {
-	Limit     int64 `json:"limit"`
-	Remaining int64 `json:"remaining"`
-	Reset     int64 `json:"reset"`
-}
-
 // rateLimit asks GET /v1/rate_limit and checks that its headers describe
 // the window of its body with fewer requests left.
-func rateLimit(s *servertest.Server, t *testing.T, key string) rateLimitBody {
+func rateLimit(s *servertest.Server, t *testing.T, key string) testkit.RateLimitBody {
 	t.Helper()
 	body, _ := rateLimitAnswer(s, t, key)
 	return body
 }
 
-func rateLimitAnswer(s *servertest.Server, t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+func rateLimitAnswer(s *servertest.Server, t *testing.T, key string) (testkit.RateLimitBody, *httptest.ResponseRecorder) {
 	t.Helper()
 	w := s.Do("GET", "/v1/rate_limit", key, "")
-	testkit.WantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
-	var body rateLimitBody
-	dec := json.NewDecoder(w.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		t.Fatalf("GET /v1/rate_limit: %v", err)
-	}
-	binding, name := body.Minute, "minute"
-	if body.Day.Remaining < body.Minute.Remaining {
-		binding, name = body.Day, "day"
-	}
-	got := rateLimitWindow{testkit.IntHeader(t, w, "X-RateLimit-Limit"), testkit.IntHeader(t, w, "X-RateLimit-Remaining"), testkit.IntHeader(t, w, "X-RateLimit-Reset")}
-	if got != binding {
-		t.Errorf("headers say %+v, the body's %s window %+v", got, name, binding)
-	}
-	if rl := w.Header().Get("RateLimit"); !strings.HasPrefix(rl, `"`+name+`";r=`+strconv.FormatInt(binding.Remaining, 10)+";") {
-		t.Errorf("RateLimit: %q, want the %s window with r=%d", rl, name, binding.Remaining)
-	}
-	return body, w
+	return testkit.RateLimitOf(t, w), w
 }
 
 func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
@@ -498,7 +453,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 			midnight := time.Date(2026, time.March, 11, 0, 0, 0, 0, time.UTC).Unix()
 
 			fresh := rateLimit(s, t, key)
-			want := rateLimitBody{"free", "pets:read,pets:write", rateLimitWindow{60, 60, s.Clock.Now().Unix()}, rateLimitWindow{1000, 1000, midnight}}
+			want := testkit.RateLimitBody{Plan: "free", Scopes: "pets:read,pets:write", Minute: testkit.RateLimitWindow{Limit: 60, Remaining: 60, Reset: s.Clock.Now().Unix()}, Day: testkit.RateLimitWindow{Limit: 1000, Remaining: 1000, Reset: midnight}}
 			if fresh != want {
 				t.Errorf("a fresh key: %+v, want %+v", fresh, want)
 			}

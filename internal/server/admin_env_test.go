@@ -154,6 +154,7 @@ func envSnapshot(t *testing.T, side envSide) []string {
 // queued). The owner's own token then gets through on each, so each
 // request was one that could succeed.
 func TestATokenOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		production, staging := envPair(t, opts)
 		routes := adminRoutes(production.s.App)
@@ -221,6 +222,7 @@ func TestATokenOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
 // endpoints and the audit trail of one environment show none of the
 // other's; an address's ban is in both, as it applies on every server.
 func TestEachEnvironmentListsOnlyItsOwn(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		production, staging := envPair(t, opts)
 		for _, dir := range []struct{ self, other envSide }{{production, staging}, {staging, production}} {
@@ -273,6 +275,7 @@ func TestEachEnvironmentListsOnlyItsOwn(t *testing.T) {
 // it; and a server sends its own environment's deliveries, never the
 // other's.
 func TestAKeysWebhooksGoToItsEnvironmentsEndpoints(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		prod := webhookServer(t, opts)
 		staging := prod.otherEnvServer("staging")
@@ -315,6 +318,7 @@ func TestAKeysWebhooksGoToItsEnvironmentsEndpoints(t *testing.T) {
 // migration gives the endpoints there production's, so a production server
 // keeps sending to them and a staging one sees none.
 func TestWebhookEndpointsMadeBeforeEnvironmentsBelongToProduction(t *testing.T) {
+	t.Parallel()
 	before := slices.IndexFunc(store.Migrations, func(m store.Migration) bool {
 		return strings.Contains(m.SQLite, "webhook_endpoints ADD COLUMN env")
 	})

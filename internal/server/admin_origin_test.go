@@ -8,6 +8,7 @@ import (
 	"petstore/internal/adminapi"
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
+	"petstore/internal/testkit"
 )
 
 // The admin API answers no other origin's page: Sec-Fetch-Site cross-site
@@ -93,5 +94,5 @@ func TestAdminRequestsWithoutACredentialNeverBanTheAddress(t *testing.T) {
 // adminFrom sends GET /admin/v1/keys to the admin listener's handler from
 // the TCP peer addr, with token and the header's name, value pairs.
 func (s *testServer) adminFrom(addr, token string, header ...string) *httptest.ResponseRecorder {
-	return fromPeer(onAdminHost(s.adminHandler), addr, "/admin/v1/keys", token, header...)
+	return testkit.FromPeer(onAdminHost(s.adminHandler), addr, "/admin/v1/keys", token, header...)
 }

@@ -19,6 +19,7 @@ import (
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
 	"petstore/internal/petcopy"
+	"petstore/internal/publicapi"
 	"petstore/internal/replicate"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
@@ -56,7 +57,6 @@ type App struct {
 	webhookGuard *webhook.AddressGuard
 	bans         *limits.BanFollower // the database's bans and lifts, read into the limiter
 	pets         *petcopy.Cache
-	idem         *inflight
 	// draining is set after a stop signal while --shutdown-delay lets a
 	// load balancer see /readyz fail.
 	draining     *atomic.Bool
@@ -114,7 +114,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	}
 	a := &App{
 		logger: d.Logger, metrics: d.Metrics, now: d.Now, trustProxy: cfg.TrustProxy, env: cfg.Env, dbTimeout: cfg.DBTimeout, adminHosts: cfg.AdminHosts,
-		store: bounded.New(db, engineOf(cfg.DB), cfg.DBTimeout, d.Metrics, d.Logger), idem: newInflight(), draining: new(atomic.Bool),
+		store: bounded.New(db, engineOf(cfg.DB), cfg.DBTimeout, d.Metrics, d.Logger), draining: new(atomic.Bool),
 		startedBans: limits.NewStartedBans(cfg.Env, d.Now, d.Logger), quota: limits.NewQuotaWatch(d.Now), closeLimiter: func() error { return nil },
 		files: d.Files,
 	}
@@ -186,7 +186,7 @@ func newRateLimiter(ctx context.Context, cfg Config, d Deps, db store.Storage) (
 		}
 		shared, err := limits.NewRedis(ctx, limits.RedisConfig{
 			URL: cfg.Redis, Prefix: prefix, BanAfter: cfg.BanAfter, BanFor: cfg.BanFor, Bans: floor,
-			Now: d.Now, Usage: db.Usage, DBTimeout: cfg.DBTimeout, Logger: d.Logger, Hooks: redisHooks(d.Metrics), ScriptNow: d.ScriptNow,
+			Now: d.Now, Usage: db.Usage, DBTimeout: cfg.DBTimeout, Logger: d.Logger, Hooks: publicapi.RedisHooks(d.Metrics), ScriptNow: d.ScriptNow,
 		})
 		if err != nil {
 			return nil, "", nil, nil, err

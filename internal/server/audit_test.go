@@ -54,6 +54,7 @@ func eventString(e domain.AuditEvent) string {
 }
 
 func TestAuditEventsAreAppendOnly(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		s.mustCreateKey("free")
@@ -147,6 +148,7 @@ func (s *testServer) banEvents() []domain.AuditEvent {
 }
 
 func TestEachBanLeavesOneEventWrittenInABatch(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		forEachLimiter(t, withAuditWrites(opts), func(t *testing.T, s *testServer) {
 			writes := s.wrapped.(*auditWrites)
@@ -187,6 +189,7 @@ func withID(e domain.AuditEvent, id int64) domain.AuditEvent {
 }
 
 func TestTheBanOfAnAddressOrARolledKeyNamesIt(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		s.banOf("", 100) // no key: the client address 192.0.2.1 of httptest
 		old, _ := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: 1, PerDay: 100}))
@@ -209,6 +212,7 @@ func TestTheBanOfAnAddressOrARolledKeyNamesIt(t *testing.T) {
 // TestABanThroughTwoServersLeavesOneEvent: of the servers sharing a Redis,
 // only the one whose request started the ban writes it.
 func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		opts.redis = true
 		a := newTestServerWith(t, opts)
@@ -230,6 +234,7 @@ func TestABanThroughTwoServersLeavesOneEvent(t *testing.T) {
 }
 
 func TestAFailedWriteOfBansIsRetried(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, withAuditWrites(testOptions{}))
 	writes := s.wrapped.(*auditWrites)
 	writes.fail.Store(true)
@@ -289,6 +294,7 @@ func noSecretIn(t *testing.T, views, secrets []string) bool {
 }
 
 func TestAuditEventsAreCountedByAction(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		m := newMetrics()
 		opts.metrics = m
@@ -324,6 +330,7 @@ func TestAuditEventsAreCountedByAction(t *testing.T) {
 }
 
 func TestTheAuditTrailPagesBackFromTheNewestOnEitherDatabase(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		admin := s.mustCreateAdmin("portal", domain.ScopeAuditRead)
@@ -347,6 +354,7 @@ func TestTheAuditTrailPagesBackFromTheNewestOnEitherDatabase(t *testing.T) {
 // as stored or as audit prints it, holds the text of a key or its hash; and
 // no key's text is anywhere in a SQLite database's files.
 func TestNoEventHoldsAKeyOrItsHash(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		var tokens, secrets []string

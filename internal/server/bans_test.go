@@ -24,6 +24,7 @@ func sameBan(a, b domain.Ban) bool {
 }
 
 func TestBanSubjects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want string // want "" : refused
 	}{
@@ -82,6 +83,7 @@ func (s *testServer) refreshBans() {
 }
 
 func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		ctx := context.Background()
 		s := newTestServerWith(t, opts)
@@ -158,6 +160,7 @@ func TestABanIsStoredWithItsEventAndLiftedByAnyKeyOfItsBudget(t *testing.T) {
 // took it once more) leaves one key.banned event and, for a key, queues one
 // webhook; a later ban of the same subject is a ban of its own.
 func TestABanWrittenTwiceIsAuditedAndSentOnce(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		ctx := context.Background()
 		s := webhookServer(t, opts)
@@ -204,6 +207,7 @@ func isKind(err error, kind domain.Kind) bool {
 }
 
 func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
 		k, token := s.mustCreate(s.keyTerms("enterprise", banTerms))
 		s.clock.advance(123456 * time.Nanosecond) // between two milliseconds, as a real clock is: the table keeps milliseconds
@@ -225,6 +229,7 @@ func TestALiftReachesTheLimiterAndEndsTheWaitToo(t *testing.T) {
 }
 
 func TestAnIPv6SlashSixtyFourIsLimitedAndBannedAsOne(t *testing.T) {
+	t.Parallel()
 	forEachLimiter(t, testOptions{trustProxy: true}, func(t *testing.T, s *testServer) {
 		from := func(addr string) *httptest.ResponseRecorder {
 			return s.do("GET", "/v1/pets", "", "", "X-Forwarded-For", addr)
@@ -253,6 +258,7 @@ func TestAnIPv6SlashSixtyFourIsLimitedAndBannedAsOne(t *testing.T) {
 }
 
 func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		ctx := context.Background()
 		opts.dbTimeout = time.Minute // the cap's 10,000 bans in one write, on a loaded machine
@@ -306,7 +312,8 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 // A server that knows a ban from the database keeps it whatever Redis does:
 // emptied, or away.
 func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
-	proxy, redisURL := startRedisProxy(t)
+	t.Parallel()
+	proxy, redisURL := testkit.FaultProxyTo(t, testkit.RedisURL(t))
 	a := newTestServerWith(t, testOptions{redis: true, redisURL: redisURL})
 	b := a.otherServer()
 	k, token := a.mustCreate(a.keyTerms("enterprise", banTerms))
@@ -346,6 +353,7 @@ func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 
 // The admin routes of bans, through the admin listener's router.
 func TestAdminBansAreListedAndLifted(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		token := s.mustCreateAdmin("portal", domain.AllAdminScopes)
@@ -393,6 +401,7 @@ func TestAdminBansAreListedAndLifted(t *testing.T) {
 }
 
 func TestABanSeenInRedisIsHeldAtOnceUnlessLifted(t *testing.T) {
+	t.Parallel()
 	now := newFakeClock().now()
 	id, other := domain.CallerID{KeyID: 7}, domain.CallerID{KeyID: 8}
 	until := now.Add(15 * time.Minute)

@@ -32,6 +32,7 @@ import (
 // (as .ci/run sets it) makes a missing chromium a failure instead of a skip.
 
 func TestAPIReferenceInABrowserWithoutNetwork(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumPath(t)
 	s := newTestServer(t)
 	key := s.mustCreateKey("free")

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"petstore/internal/cli"
+	"petstore/internal/testkit"
 )
 
 // The commands of internal/cli that the server's tests run on a server's
@@ -54,21 +55,8 @@ func viaCLI(t *testing.T, env map[string]string, args ...string) cliResult {
 	return cliResult{stdout.String(), stderr.String(), code}
 }
 
-// wantFailure checks a failed command: the exit status, nothing on standard
-// output, and one line on standard error that starts "petstore: ".
+// wantFailure checks a failed command (testkit.WantFailure).
 func wantFailure(t *testing.T, res cliResult, code int) {
 	t.Helper()
-	if res.code != code {
-		t.Errorf("exit status %d, want %d; stderr:\n%s", res.code, code, res.stderr)
-	}
-	if res.stdout != "" {
-		t.Errorf("standard output %q, want nothing", res.stdout)
-	}
-	msg := strings.TrimSuffix(res.stderr, "\n")
-	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "petstore: ") || len(msg) == len("petstore: ") {
-		t.Errorf("standard error %q, want one line starting \"petstore: \" that names the problem", res.stderr)
-	}
-	if strings.Contains(msg, "panic") || strings.Contains(msg, "goroutine ") {
-		t.Errorf("standard error holds a panic: %s", res.stderr)
-	}
+	testkit.WantFailure(t, res.stdout, res.stderr, res.code, code)
 }

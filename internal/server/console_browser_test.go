@@ -83,6 +83,7 @@ func (c *consoleSession) checkLabels(ctx context.Context, where string) {
 }
 
 func TestConsoleOwnersDayInABrowser(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := openConsole(t, ctx)
@@ -311,6 +312,7 @@ func (c *consoleSession) checkOnlyAdminRequests() {
 const hostile = `<img src=x onerror=alert(1)>`
 
 func TestConsoleShowsAHostileKeyNameAsCharacters(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := openConsole(t, ctx)
@@ -355,6 +357,7 @@ func TestConsoleShowsAHostileKeyNameAsCharacters(t *testing.T) {
 }
 
 func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := openConsole(t, ctx)
@@ -417,6 +420,7 @@ func TestConsoleShowsOnlyWhatTheTokensScopesAllow(t *testing.T) {
 }
 
 func TestConsoleReturnsToTheSignInWithTheReason(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := openConsole(t, ctx)
@@ -464,6 +468,7 @@ func TestConsoleReturnsToTheSignInWithTheReason(t *testing.T) {
 // as any site could: each is refused before anything is counted, and the
 // owner's token, from the same address, is still answered.
 func TestAPageOfAnotherOriginCannotLockTheOwnersOut(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumPath(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -100,6 +100,7 @@ func (c *consoleSession) seen(ctx context.Context, selector string) string {
 }
 
 func TestConsoleShowsBansFailuresAndHostileNamesOnADesktopAndAPhone(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := openConsole(t, ctx)

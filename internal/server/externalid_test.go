@@ -31,6 +31,7 @@ func (s *testServer) keyExternalID(t *testing.T, admin string, id int64) string 
 }
 
 func TestPatchSetsChangesAndClearsAnExternalIDWithTheConflictOfCreate(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
@@ -80,6 +81,7 @@ func TestPatchSetsChangesAndClearsAnExternalIDWithTheConflictOfCreate(t *testing
 // U+FFFD without a word: a key's name and externalId refuse it, as a pet's
 // name does on /v1, rather than keep a character nobody sent.
 func TestNamesAndExternalIDsThatAreNotUTF8AreRefused(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	k, _ := s.mustCreate(s.keyTerms("free"))
@@ -110,6 +112,7 @@ func TestNamesAndExternalIDsThatAreNotUTF8AreRefused(t *testing.T) {
 // An externalId is shown in lists, kept in the append-only trail and sent in
 // key.* webhooks: one that holds a key or a token is refused, as a name is.
 func TestAnExternalIDHoldingAKeyOrTokenIsRefused(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	k, _ := s.mustCreate(s.keyTerms("free"))
@@ -165,6 +168,7 @@ func TestAnExternalIDHoldingAKeyOrTokenIsRefused(t *testing.T) {
 // text. The refusal names the field and never the secret; a name that only
 // resembles one is taken.
 func TestNamesAndExternalIDsRefuseEveryLookAlikeOfASecretOfThisDatabase(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		s := newTestServerWith(t, opts)
 		admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)

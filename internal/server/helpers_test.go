@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +17,7 @@ import (
 
 	"petstore/internal/cli"
 	"petstore/internal/domain"
-	"petstore/internal/limits"
+	"petstore/internal/httpapi"
 	"petstore/internal/logline"
 	"petstore/internal/manage"
 	"petstore/internal/metrics"
@@ -217,24 +215,25 @@ func (o testOptions) Config(t testing.TB) Config {
 	return cfg
 }
 
-// restartLimiter gives the server a new limiter of its kind, with the bans
-// the database holds, and a new audit log, as a restart of the server does:
-// one in process starts from the database, one on Redis finds there what
-// the last one left. The
-// store, keys and pets stay.
+// restartLimiter gives the server a new limiter of its kind, as a restart
+// of the server does (App.RestartLimiter). The store, keys and pets stay.
 func (s *testServer) restartLimiter() {
 	s.t.Helper()
-	limiter, _, closeLimiter, bans, err := newRateLimiter(context.Background(), s.cfg, s.deps, s.store)
+	restarted, stop, err := s.RestartLimiter(context.Background(), s.cfg, s.deps)
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Cleanup(func() { closeLimiter() })
-	restarted := *s.App
-	restarted.limiter, restarted.bans = limiter, bans
-	restarted.startedBans = limits.NewStartedBans(s.cfg.Env, s.clock.now, s.opts.logger)
-	restarted.handler = newServer(&restarted)
-	restarted.adminHandler = newAdminServer(&restarted)
-	s.App = &restarted
+	s.t.Cleanup(func() { stop() })
+	s.App = restarted
+}
+
+// otherServer is a second server on the same database and the same Redis,
+// as behind a load balancer: the same store, keys and pets, a limiter of
+// its own.
+func (s *testServer) otherServer() *testServer {
+	other := *s
+	other.restartLimiter()
+	return &other
 }
 
 // flushAudit writes the events the server recorded, as its flush every
@@ -409,34 +408,16 @@ func (s *testServer) tryRoll(id int64, overlap time.Duration) (old, rolled domai
 
 // rateLimit asks GET /v1/rate_limit and checks that its headers describe
 // the window of its body with fewer requests left.
-func (s *testServer) rateLimit(t *testing.T, key string) rateLimitBody {
+func (s *testServer) rateLimit(t *testing.T, key string) testkit.RateLimitBody {
 	t.Helper()
 	body, _ := s.rateLimitAnswer(t, key)
 	return body
 }
 
-func (s *testServer) rateLimitAnswer(t *testing.T, key string) (rateLimitBody, *httptest.ResponseRecorder) {
+func (s *testServer) rateLimitAnswer(t *testing.T, key string) (testkit.RateLimitBody, *httptest.ResponseRecorder) {
 	t.Helper()
 	w := s.do("GET", "/v1/rate_limit", key, "")
-	testkit.WantStatus(t, w, http.StatusOK, "GET /v1/rate_limit")
-	var body rateLimitBody
-	dec := json.NewDecoder(w.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		t.Fatalf("GET /v1/rate_limit: %v", err)
-	}
-	binding, name := body.Minute, "minute"
-	if body.Day.Remaining < body.Minute.Remaining {
-		binding, name = body.Day, "day"
-	}
-	got := rateLimitWindow{testkit.IntHeader(t, w, "X-RateLimit-Limit"), testkit.IntHeader(t, w, "X-RateLimit-Remaining"), testkit.IntHeader(t, w, "X-RateLimit-Reset")}
-	if got != binding {
-		t.Errorf("headers say %+v, the body's %s window %+v", got, name, binding)
-	}
-	if rl := w.Header().Get("RateLimit"); !strings.HasPrefix(rl, `"`+name+`";r=`+strconv.FormatInt(binding.Remaining, 10)+";") {
-		t.Errorf("RateLimit: %q, want the %s window with r=%d", rl, name, binding.Remaining)
-	}
-	return body, w
+	return testkit.RateLimitOf(t, w), w
 }
 
 // migrationsOf is one engine's SQL of each migration, in order.
@@ -446,31 +427,6 @@ func migrationsOf(engine func(store.Migration) string) []string {
 		sqls = append(sqls, engine(m))
 	}
 	return sqls
-}
-
-// rateLimitBody is the body of GET /v1/rate_limit.
-type rateLimitBody struct {
-	Plan   string          `json:"plan"`
-	Scopes scopeList       `json:"scopes"`
-	Minute rateLimitWindow `json:"minute"`
-	Day    rateLimitWindow `json:"day"`
-}
-
-type scopeList string
-
-func (l *scopeList) UnmarshalJSON(b []byte) error {
-	var names []string
-	if err := json.Unmarshal(b, &names); err != nil {
-		return err
-	}
-	*l = scopeList(strings.Join(names, ","))
-	return nil
-}
-
-type rateLimitWindow struct {
-	Limit     int64 `json:"limit"`
-	Remaining int64 `json:"remaining"`
-	Reset     int64 `json:"reset"`
 }
 
 // webhookServer is a test server whose webhooks may go to the test's
@@ -518,4 +474,16 @@ func (s *testServer) deliveryOf(eventID string) domain.WebhookDelivery {
 		s.t.Fatalf("deliveries of %s: %+v, %v", eventID, ds, err)
 	}
 	return ds[0]
+}
+
+// wantError fails unless w is an answer in the Error shape
+// (testkit.WantError) whose HTTP status is also the one the error table
+// (httpapi.CodeStatus) gives its code. It returns the code.
+func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code string, mentions ...string) string {
+	t.Helper()
+	got := testkit.WantError(t, w, status, code, mentions...)
+	if httpapi.CodeStatus[got] != w.Code {
+		t.Errorf("code %q is HTTP %d by the error table, answered %d", got, httpapi.CodeStatus[got], w.Code)
+	}
+	return got
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -188,6 +187,7 @@ func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
 }
 
 func TestAdminEndpointsAreNeverOnThePublicListener(t *testing.T) {
+	t.Parallel()
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{metrics: m})
 	admin := metricsHandler(m)
@@ -363,10 +363,9 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 }
 
 func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
-	proxy, redisURL := startRedisProxy(t)
+	proxy, redisURL := testkit.FaultProxyTo(t, testkit.RedisURL(t))
 	m := newMetrics()
-	s := newTestServerWith(t, testOptions{redis: true, metrics: m})
-	s.useRedisThrough(t, redisURL, io.Discard, redisHooks(m))
+	s := newTestServerWith(t, testOptions{redis: true, redisURL: redisURL, metrics: m})
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return testkit.Scrape(t, m.Handler())["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()

@@ -14,6 +14,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
+	"petstore/internal/publicapi"
 
 	"gopkg.in/yaml.v3"
 )
@@ -420,6 +421,7 @@ func TestOpenAPIGetPetIsDeprecatedWithTheDatesTheServerSends(t *testing.T) {
 		}
 	}
 
+	deprecatedSince, sunset := publicapi.Deprecation()
 	want := map[string]string{
 		"Deprecation": "@" + strconv.FormatInt(deprecatedSince.Unix(), 10),
 		"Sunset":      sunset.Format(http.TimeFormat),
@@ -521,22 +523,22 @@ func TestOpenAPISecurityNamesTheScopeEachRouteNeeds(t *testing.T) {
 }
 
 // openAPIStatuses are the statuses each operation can give, from the code:
-// 401 from requireKey (not on the keyless document), 403 from requireScope
+// 401 from publicapi.RequireKey (not on the keyless document), 403 from RequireScope
 // (on the operations that need a scope), 405 from the path's
-// catch-all for other methods, 429 from limit, 500 for any unexpected failure
+// catch-all for other methods, 429 from Limit, 500 for any unexpected failure
 // or panic, 503 when SQLite is unavailable (storeError, also while looking up
 // the key or its daily usage), and the handler's own.
 var openAPIStatuses = map[string][]int{
-	// handleListPets: 400 from parseListQuery.
+	// publicapi.ListPets: 400 from parseListQuery.
 	"listPets": {200, 400, 401, 403, 405, 429, 500, 503},
-	// handleCreatePet: 400 from idempotencyKey and decodeNewPet (invalid_request,
+	// CreatePet: 400 from idempotencyKey and decodeNewPet (invalid_request,
 	// invalid_json), 413 and 415 from decodeNewPet, 409 and 422 from createOnce.
 	"createPet": {201, 400, 401, 403, 405, 409, 413, 415, 422, 429, 500, 503},
-	// handleGetPet: 400 from parseID, 404 from the store.
+	// GetPet: 400 from parseID, 404 from the store.
 	"getPet": {200, 400, 401, 403, 404, 405, 429, 500, 503},
-	// handleNotImplemented.
+	// NotImplemented.
 	"listStoreOrders": {401, 405, 429, 500, 501, 503},
-	// handleRateLimit: 429 only during a ban (from limit without a key).
+	// RateLimit: 429 only during a ban (from limit without a key).
 	"getRateLimit": {200, 401, 403, 405, 429, 500, 503},
 	// GET /v1/openapi.yaml: no key needed, so no 401.
 	"getOpenAPI": {200, 405, 429, 500, 503},
@@ -654,8 +656,8 @@ func TestOpenAPIParametersAndBodyHaveTheCodesBounds(t *testing.T) {
 
 	key := doc.operationParameter(t, doc.operation(t, "createPet"), "Idempotency-Key")
 	if s := key.Schema; key.In != "header" || key.Required || s.MinLength == nil || *s.MinLength != 1 ||
-		s.MaxLength == nil || *s.MaxLength != maxIdempotencyKeyLen {
-		t.Errorf("Idempotency-Key is in %s (required %v), %s; want an optional header string minLength=1 maxLength=%d", key.In, key.Required, key.Schema, maxIdempotencyKeyLen)
+		s.MaxLength == nil || *s.MaxLength != publicapi.MaxIdempotencyKeyLen {
+		t.Errorf("Idempotency-Key is in %s (required %v), %s; want an optional header string minLength=1 maxLength=%d", key.In, key.Required, key.Schema, publicapi.MaxIdempotencyKeyLen)
 	}
 
 	newPet := doc.Components.Schemas["NewPet"]

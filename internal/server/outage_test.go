@@ -58,7 +58,7 @@ func timedDo(s *testServer, method, target, key, body string, header ...string) 
 func TestSQLiteWriteLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
 	s := newTestServerWith(t, testOptions{dbTimeout: testkit.DBTimeout})
 	key := s.mustCreateKey("business")
-	before := apiAddPets(s, key, "available", "sold")
+	before := testkit.AddPets(s.t, s.do, key, "available", "sold")
 
 	release := testkit.HoldWriteLock(t, s.dbPath)
 	for _, tc := range []struct {
@@ -84,7 +84,7 @@ func TestSQLiteWriteLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
 	}
 	after := testkit.ReadPet(t, w.Body.Bytes())
 	listed := testkit.ReadPets(t, s.do("GET", "/v1/pets?limit=100", key, ""))
-	if got, want := apiIDs(listed), append(apiIDs(before), after.ID); !slices.Equal(got, want) {
+	if got, want := testkit.PetIDs(listed), append(testkit.PetIDs(before), after.ID); !slices.Equal(got, want) {
 		t.Errorf("pets after the lock: %v, want %v (the 503s stored nothing)", got, want)
 	}
 }
@@ -125,7 +125,7 @@ func holdPetsOrderLock(t *testing.T, pg *store.Postgres) (release func()) {
 func TestPostgresLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
 	s := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testkit.DBTimeout})
 	key := s.mustCreateKey("business")
-	before := apiAddPets(s, key, "available", "sold", "available")
+	before := testkit.AddPets(s.t, s.do, key, "available", "sold", "available")
 
 	release := holdPetsLock(t, s.dbPath)
 	for _, req := range []struct{ name, method, target, body string }{
@@ -141,8 +141,8 @@ func TestPostgresLockHeldPastTheDeadlineAnswers503InTime(t *testing.T) {
 	}
 
 	release()
-	after := apiAddPets(s, key, "pending")
-	listed := apiIDs(testkit.ReadPets(t, s.do("GET", "/v1/pets?limit=100", key, "")))
+	after := testkit.AddPets(s.t, s.do, key, "pending")
+	listed := testkit.PetIDs(testkit.ReadPets(t, s.do("GET", "/v1/pets?limit=100", key, "")))
 	for _, p := range append(before, after...) {
 		if !slices.Contains(listed, p.ID) {
 			t.Errorf("pet %d, created with a 201, is not listed after the lock: %v", p.ID, listed)
@@ -354,7 +354,7 @@ func TestPostgresPoolExhaustedAnswers503InTime(t *testing.T) {
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{postgres: true, dbTimeout: testkit.DBTimeout, metrics: m})
 	key := s.mustCreateKey("business")
-	apiAddPets(s, key, "sold")
+	testkit.AddPets(s.t, s.do, key, "sold")
 	ctx := context.Background()
 	var taken []*pgxpool.Conn
 	for range s.pg.Pool().Config().MaxConns {

@@ -35,7 +35,7 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 	proxy, db := testkit.FaultProxyTo(t, testkit.PostgresURL(t))
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	key := s.mustCreateKey("business")
-	before := apiAddPets(s, key, "available", "sold")
+	before := testkit.AddPets(s.t, s.do, key, "available", "sold")
 	if w := s.do("GET", "/readyz", "", ""); w.Code != http.StatusOK {
 		t.Fatalf("/readyz with the database up: %d", w.Code)
 	}
@@ -55,13 +55,13 @@ func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
 	}
 
 	proxy.Set("pass")
-	after := apiAddPets(s, key, "pending")
+	after := testkit.AddPets(s.t, s.do, key, "pending")
 	if w := s.do("GET", "/readyz", "", ""); w.Code != http.StatusOK {
 		t.Errorf("/readyz once the database is back: %d", w.Code)
 	}
 	listed := testkit.ReadPets(t, s.do("GET", "/v1/pets", key, ""))
-	if want := append(before, after...); !slices.Equal(apiIDs(listed), apiIDs(want)) {
-		t.Errorf("pets after the outage: %v, want %v", apiIDs(listed), apiIDs(want))
+	if want := append(before, after...); !slices.Equal(testkit.PetIDs(listed), testkit.PetIDs(want)) {
+		t.Errorf("pets after the outage: %v, want %v", testkit.PetIDs(listed), testkit.PetIDs(want))
 	}
 }
 
@@ -97,7 +97,7 @@ func TestReadYourWritesAcrossServers(t *testing.T) {
 	a := newTestServerWith(t, testOptions{postgres: true})
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
 	key := a.mustCreateKey("business")
-	apiAddPets(a, key, "available", "sold")
+	testkit.AddPets(a.t, a.do, key, "available", "sold")
 	if err := b.keys.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestReadYourWritesAcrossServers(t *testing.T) {
 			t.Fatalf("GET on B right after a 201 from A: %d %s, want %s", got.Code, got.Body, created.Body)
 		}
 		for _, target := range []string{"/v1/pets?limit=100", "/v1/pets?limit=100&status=available"} {
-			listed := apiIDs(testkit.ReadPets(t, b.do("GET", target, key, "")))
+			listed := testkit.PetIDs(testkit.ReadPets(t, b.do("GET", target, key, "")))
 			if len(listed) == 0 || listed[len(listed)-1] != pet.ID {
 				t.Fatalf("GET %s on B right after a 201 from A for pet %d: %v", target, pet.ID, listed)
 			}
@@ -265,7 +265,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 	src := newTestServer(t)
 	key := src.mustCreateKey("pro")
 	revoked := src.mustCreateKey("free")
-	apiAddPets(src, key, "available", "", "sold", "pending", "available")
+	testkit.AddPets(src.t, src.do, key, "available", "", "sold", "pending", "available")
 	replay := src.do("POST", "/v1/pets", key, `{"name":"Once","categoryId":9}`, "Idempotency-Key", "order-1")
 	if replay.Code != http.StatusCreated {
 		t.Fatalf("create with an Idempotency-Key: %d %s", replay.Code, replay.Body)
@@ -370,18 +370,18 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 
 func TestCopyRefusesATargetThatIsNotEmpty(t *testing.T) {
 	src := newTestServer(t)
-	apiAddPets(src, src.mustCreateKey("free"), "available")
+	testkit.AddPets(src.t, src.do, src.mustCreateKey("free"), "available")
 	src.store.Close()
 	dst := newTestServerWith(t, testOptions{postgres: true})
 	dstKey := dst.mustCreateKey("free")
-	apiAddPets(dst, dstKey, "sold", "sold")
+	testkit.AddPets(dst.t, dst.do, dstKey, "sold", "sold")
 
 	res := viaCLI(t, nil, "copy", "--from", src.dbPath, "--to", dst.dbPath)
 	wantFailure(t, res, 1)
 	if !strings.Contains(res.stderr, "not empty") {
 		t.Errorf("copy into a database with pets said %q, want it to say the target is not empty", res.stderr)
 	}
-	if got := apiPetCount(dst, dstKey); got != 2 {
+	if got := testkit.PetCount(dst.t, dst.do, dstKey); got != 2 {
 		t.Errorf("the target holds %d pets after a refused copy, want its 2", got)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
 	"petstore/internal/metrics"
-	"petstore/internal/petcopy"
+	"petstore/internal/publicapi"
 )
 
 // The whole HTTP surface in one place: every route of the public listener
@@ -34,15 +34,15 @@ type access uint8
 
 const (
 	// withKey: a valid key (else 401) that holds the route's scope (else 403).
-	//   authenticate, limit, requireKey, requireScope(need), handler
+	//   Authenticate, Limit, RequireKey, RequireScope(need), handler
 	withKey access = iota
 	// peeksKey: as withKey, except that a request withKey would let
 	// through is not counted: the handler reports the key's rate limits
 	// without spending any.
-	//   authenticate, uncounted(need): the handler, or as withKey
+	//   Authenticate, Uncounted(need): the handler, or as withKey
 	peeksKey
 	// keyless: no key needed; the request is counted all the same.
-	//   authenticate, limit, handler
+	//   Authenticate, Limit, handler
 	keyless
 
 	// The admin API's (on the admin listener):
@@ -51,7 +51,8 @@ const (
 	// (else 403).
 	//   adminapi.Gate.Require(need), handler
 	withAdminToken
-	// open: nothing asked; its own document.
+	// open: nothing asked, nothing counted: the admin API's own
+	// document, and outside the APIs the probes, /docs and the console.
 	//   handler
 	open
 )
@@ -65,17 +66,48 @@ type route struct {
 	handler http.Handler
 }
 
-// apiRoutes are the routes under /v1. The store's orders are not served:
-// any valid key is told so (501), and their own scope will come with them.
+// apiRoutes are the routes under /v1 (internal/publicapi). The store's
+// orders are not served: any valid key is told so (501), and their own
+// scope will come with them.
 func apiRoutes(a *App) []route {
+	d := publicDeps(a)
 	return withOtherMethods("/v1", withKey, []route{
-		{"GET /v1/pets", withKey, domain.ScopePetsRead, handleListPets(a.pets, &petcopy.Pages{})},
-		{"POST /v1/pets", withKey, domain.ScopePetsWrite, handleCreatePet(a.pets, a.idem, a.now)},
-		{"GET /v1/pets/{petId}", withKey, domain.ScopePetsRead, deprecated(handleGetPet(a.pets))},
-		{"GET /v1/store/orders", withKey, domain.NoScope, handleNotImplemented()},
-		{"GET /v1/rate_limit", peeksKey, domain.ScopePetsRead, handleRateLimit(a.limiter)},
+		{"GET /v1/pets", withKey, domain.ScopePetsRead, publicapi.ListPets(d)},
+		{"POST /v1/pets", withKey, domain.ScopePetsWrite, publicapi.CreatePet(d)},
+		{"GET /v1/pets/{petId}", withKey, domain.ScopePetsRead, publicapi.Deprecated(publicapi.GetPet(d))},
+		{"GET /v1/store/orders", withKey, domain.NoScope, publicapi.NotImplemented()},
+		{"GET /v1/rate_limit", peeksKey, domain.ScopePetsRead, publicapi.RateLimit(d)},
 		{"GET /v1/openapi.yaml", keyless, domain.NoScope, handleDocument(a.openapi)},
 	})
+}
+
+// publicDeps is what the /v1 handlers and steps take of a.
+func publicDeps(a *App) publicapi.Deps {
+	return publicapi.Deps{Pets: a.pets, Keys: a.keys, Limiter: a.limiter, StartedBans: a.startedBans, Quota: a.quota, Now: a.now, TrustProxy: a.trustProxy}
+}
+
+// outsideRoutes are the public listener's routes outside the API: the
+// probes, the API reference at /docs with its files and the redirects to
+// it, and the admin API's paths, which are on the admin listener.
+func outsideRoutes(a *App) []route {
+	page, assets := docsAssets(a.files)
+	return []route{
+		{"GET /healthz", open, domain.NoScope, handleHealth()},
+		{"GET /readyz", open, domain.NoScope, handleReady(a.store, a.draining)},
+		{"/healthz", open, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"/readyz", open, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+		{"GET /{$}", open, domain.NoScope, http.RedirectHandler("/docs", http.StatusFound)},
+		// The document lives under the base address; asked for at the
+		// root, as a newcomer does, it is found there.
+		{"GET /openapi.yaml", open, domain.NoScope, http.RedirectHandler("/v1/openapi.yaml", http.StatusMovedPermanently)},
+		{"GET /docs", open, domain.NoScope, page},
+		{"GET /docs/{$}", open, domain.NoScope, http.RedirectHandler("/docs", http.StatusMovedPermanently)},
+		{"GET /docs/openapi.yaml", open, domain.NoScope, newDocsFile("openapi.yaml", docsSpec(a.openapi))},
+		{"GET /docs/assets/{file}", open, domain.NoScope, serveFileOf(assets)},
+		{"/admin/v1/", open, domain.NoScope, adminElsewhere()},
+		{"/admin/v1", open, domain.NoScope, adminElsewhere()},
+		{"/", open, domain.NoScope, httpapi.NotFound()},
+	}
 }
 
 // withOtherMethods adds to routes, all under root, the answers to the
@@ -109,30 +141,22 @@ func withOtherMethods(root string, guard access, routes []route) []route {
 // httpapi.LogRequests first.
 func newServer(a *App) http.Handler {
 	mux := http.NewServeMux()
-	authenticated, limited := authenticate(a.keys, a.limiter, a.trustProxy), limit(a.limiter, a.startedBans, a.quota, a.trustProxy)
-	for _, rt := range apiRoutes(a) {
-		scoped := requireScope(rt.need)
+	d := publicDeps(a)
+	authenticated, limited := publicapi.Authenticate(d), publicapi.Limit(d)
+	for _, rt := range slices.Concat(apiRoutes(a), outsideRoutes(a)) {
+		scoped := publicapi.RequireScope(rt.need)
 		switch rt.access {
 		case withKey:
-			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited, requireKey, scoped))
+			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited, publicapi.RequireKey, scoped))
 		case peeksKey:
-			counted := chain(rt.handler, limited, requireKey, scoped)
-			mux.Handle(rt.pattern, chain(uncounted(rt.need, rt.handler, counted), authenticated))
+			counted := chain(rt.handler, limited, publicapi.RequireKey, scoped)
+			mux.Handle(rt.pattern, chain(publicapi.Uncounted(rt.need, rt.handler, counted), authenticated))
 		case keyless:
 			mux.Handle(rt.pattern, chain(rt.handler, authenticated, limited))
+		case open:
+			mux.Handle(rt.pattern, rt.handler)
 		}
 	}
-
-	// Outside the API: no key, no limit.
-	mux.Handle("GET /healthz", handleHealth())
-	mux.Handle("GET /readyz", handleReady(a.store, a.draining))
-	mux.Handle("/healthz", httpapi.MethodNotAllowed("GET, HEAD"))
-	mux.Handle("/readyz", httpapi.MethodNotAllowed("GET, HEAD"))
-	addDocsRoutes(mux, a.files, a.openapi)
-	mux.Handle("/admin/v1/", adminElsewhere())
-	mux.Handle("/admin/v1", adminElsewhere())
-	mux.Handle("/", httpapi.NotFound())
-
 	return chain(mux, httpapi.LogRequests(a.logger, a.metrics, a.tracer), closeWhileDraining(a.draining))
 }
 
@@ -183,6 +207,20 @@ func adminRoutes(a *App) []route {
 	})
 }
 
+// consoleRoutes are the owner's console's on the admin listener
+// (webui.go): the page at /console/, its files beside it. None needs a
+// token: the page asks for one and sends it to /admin/v1 itself.
+func consoleRoutes(a *App) []route {
+	page, assets := consoleAssets(a.files)
+	return []route{
+		{"GET /console", open, domain.NoScope, http.RedirectHandler("/console/", http.StatusMovedPermanently)},
+		{"GET /console/{$}", open, domain.NoScope, page},
+		{"GET /console/{file}", open, domain.NoScope, serveFileOf(assets)},
+		{"GET /console/", open, domain.NoScope, httpapi.NotFound()},
+		{"/console/", open, domain.NoScope, httpapi.MethodNotAllowed("GET, HEAD")},
+	}
+}
+
 // newAdminServer is the admin listener's handler: the metrics and the
 // profiles (with metrics), and the admin API, whose requests pass
 // httpapi.LogRequests as the public API's do; each only for a Host of the admin
@@ -205,7 +243,9 @@ func newAdminServer(a *App) http.Handler {
 	mux.Handle("/admin/v1/", logged)
 	mux.Handle("/admin/v1", logged)
 	console := http.NewServeMux()
-	addConsoleRoutes(console, a.files)
+	for _, rt := range consoleRoutes(a) {
+		console.Handle(rt.pattern, rt.handler)
+	}
 	mux.Handle("/console/", chain(console, httpapi.LogRequests(a.logger, a.metrics, a.tracer)))
 	mux.Handle("/console", chain(console, httpapi.LogRequests(a.logger, a.metrics, a.tracer)))
 	if a.metrics != nil {

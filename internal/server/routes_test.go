@@ -11,6 +11,7 @@ import (
 
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
+	"petstore/internal/publicapi"
 	"petstore/internal/testkit"
 )
 
@@ -88,8 +89,8 @@ func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
 			wantStatus int
 			wantKeyID  int64
 		}{{token, 404, k.ID}, {"", 401, 0}} {
-			w, line := stepsBehind(t, req.token, tc.wrap, authenticate(s.keys, s.limiter, false), tc.wrap,
-				limit(s.limiter, s.startedBans, s.quota, false), tc.wrap, requireKey, tc.wrap, requireScope(domain.ScopePetsRead))
+			w, line := stepsBehind(t, req.token, tc.wrap, publicapi.Authenticate(publicDeps(s.App)), tc.wrap,
+				publicapi.Limit(publicDeps(s.App)), tc.wrap, publicapi.RequireKey, tc.wrap, publicapi.RequireScope(domain.ScopePetsRead))
 			if w.Code != req.wantStatus || w.Header().Get("X-Ratelimit-Limit") == "" {
 				t.Errorf("%s: answered %d (X-RateLimit-Limit %q), want %d with the limit's headers: %s",
 					tc.name, w.Code, w.Header().Get("X-Ratelimit-Limit"), req.wantStatus, w.Body)
@@ -115,8 +116,8 @@ func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
 		{"a writer without Unwrap", wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return hidingWriter{w} })},
 		{"http.TimeoutHandler", func(next http.Handler) http.Handler { return http.TimeoutHandler(next, time.Minute, "") }},
 	} {
-		w, line := stepsBehind(t, token, tc.wrap, authenticate(s.keys, s.limiter, false),
-			limit(s.limiter, s.startedBans, s.quota, false), requireKey, requireScope(domain.ScopePetsRead))
+		w, line := stepsBehind(t, token, tc.wrap, publicapi.Authenticate(publicDeps(s.App)),
+			publicapi.Limit(publicDeps(s.App)), publicapi.RequireKey, publicapi.RequireScope(domain.ScopePetsRead))
 		if w.Code != 500 || line.Status != 500 || !strings.Contains(line.Err, "no Unwrap method") {
 			t.Errorf("%s: answered %d, logged %+v; want 500 and the reason in the log", tc.name, w.Code, line)
 		}
@@ -124,27 +125,27 @@ func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
 }
 
 // TestARequestsStepsOutOfOrderFail swaps each two steps of a route with a key
-// (routes.go: authenticate, limit, requireKey, requireScope) and of the
-// rate-limit route (authenticate, then handleRateLimit): each request is
+// (routes.go: Authenticate, Limit, RequireKey, RequireScope) and of the
+// rate-limit route (Authenticate, then RateLimit): each request is
 // answered 500, its log line naming the two steps, where a swap would
 // otherwise count a keyed request against its address or let it past a
 // check it has not had.
 func TestARequestsStepsOutOfOrderFail(t *testing.T) {
 	s := newTestServer(t)
 	_, token := s.mustCreate(s.keyTerms("pro"))
-	authenticated, limited := authenticate(s.keys, s.limiter, false), limit(s.limiter, s.startedBans, s.quota, false)
-	scoped := requireScope(domain.ScopePetsRead)
-	peek := func(http.Handler) http.Handler { return handleRateLimit(s.limiter) }
+	authenticated, limited := publicapi.Authenticate(publicDeps(s.App)), publicapi.Limit(publicDeps(s.App))
+	scoped := publicapi.RequireScope(domain.ScopePetsRead)
+	peek := func(http.Handler) http.Handler { return publicapi.RateLimit(publicDeps(s.App)) }
 	for _, tc := range []struct {
 		name  string
 		steps []httpapi.Middleware
 		want  string // in the log line's err; "" when in order
 	}{
-		{"in order", []httpapi.Middleware{authenticated, limited, requireKey, scoped}, ""},
-		{"limit before authenticate", []httpapi.Middleware{limited, authenticated, requireKey, scoped}, "limit after logRequests"},
-		{"requireKey before limit", []httpapi.Middleware{authenticated, requireKey, limited, scoped}, "requireKey after authenticate"},
-		{"requireScope before requireKey", []httpapi.Middleware{authenticated, limited, scoped, requireKey}, "requireScope after limit"},
-		{"a key required before it is looked up", []httpapi.Middleware{requireKey, authenticated, limited, scoped}, "requireKey after logRequests"},
+		{"in order", []httpapi.Middleware{authenticated, limited, publicapi.RequireKey, scoped}, ""},
+		{"limit before authenticate", []httpapi.Middleware{limited, authenticated, publicapi.RequireKey, scoped}, "limit after logRequests"},
+		{"requireKey before limit", []httpapi.Middleware{authenticated, publicapi.RequireKey, limited, scoped}, "requireKey after authenticate"},
+		{"requireScope before requireKey", []httpapi.Middleware{authenticated, limited, scoped, publicapi.RequireKey}, "requireScope after limit"},
+		{"a key required before it is looked up", []httpapi.Middleware{publicapi.RequireKey, authenticated, limited, scoped}, "requireKey after logRequests"},
 		{"the rate limit read in order", []httpapi.Middleware{authenticated, peek}, ""},
 		{"the rate limit read before authenticate", []httpapi.Middleware{peek}, "handleRateLimit after logRequests"},
 		{"the rate limit read after limit", []httpapi.Middleware{authenticated, limited, peek}, "handleRateLimit after limit"},

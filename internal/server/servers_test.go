@@ -28,6 +28,7 @@ type serversAnswer struct {
 // SQLite, which one server uses, only the last to check in. A server not
 // seen for ten minutes is pruned.
 func TestEachServerChecksInAndTheAdminAPIListsThemWithTheSchema(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		a := newTestServerWith(t, opts)
 		b := a.anotherServer()

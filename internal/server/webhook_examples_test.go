@@ -37,6 +37,7 @@ func docBlock(t *testing.T, page, lang string) string {
 }
 
 func TestDocsWebhookExamplesAreTheTestedOnes(t *testing.T) {
+	t.Parallel()
 	page := readFile(t, "../../docs/webhooks.md")
 	if docBlock(t, page, "js") != readFile(t, filepath.Join(nodeReceiver, "receiver.mjs")) {
 		t.Errorf("the Node example of docs/webhooks.md is not %s/receiver.mjs, word for word", nodeReceiver)
@@ -62,6 +63,7 @@ func readFile(t *testing.T, path string) string {
 // verifies a server's deliveries (during a rotation too) and refuses one
 // signed with another secret.
 func TestWebhookNodeReceiverVerifiesRealDeliveries(t *testing.T) {
+	t.Parallel()
 	node, npm := nodeAndNPM(t)
 	dir := t.TempDir()
 	for _, name := range []string{"package.json", "package-lock.json", "receiver.mjs"} {

@@ -9,10 +9,11 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
-	"petstore/internal/httpapi"
 	"strings"
 	"sync"
 	"time"
+
+	"petstore/internal/httpapi"
 )
 
 // The API reference at GET /docs: Swagger UI (npm swagger-ui-dist, the
@@ -28,20 +29,12 @@ import (
 const docsPolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
 	"img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// addDocsRoutes registers the reference page, its files and the redirect of
-// GET / to it. None needs a key or counts against a limit.
-func addDocsRoutes(mux *http.ServeMux, docsFiles fs.FS, openapiYAML []byte) {
-	page := embeddedFile(docsFiles, "webui/index.html")
-	mux.Handle("GET /{$}", http.RedirectHandler("/docs", http.StatusFound))
-	// The document lives under the base address; asked for at the root, as
-	// a newcomer does, it is found there.
-	mux.Handle("GET /openapi.yaml", http.RedirectHandler("/v1/openapi.yaml", http.StatusMovedPermanently))
-	mux.Handle("GET /docs", page)
-	mux.Handle("GET /docs/{$}", http.RedirectHandler("/docs", http.StatusMovedPermanently))
-	mux.Handle("GET /docs/openapi.yaml", newDocsFile("openapi.yaml", docsSpec(openapiYAML)))
-	assets := embeddedFiles(docsFiles, "webui/swagger-ui")
+// docsAssets are the reference page and the files it loads, by name:
+// Swagger UI's and docs.js; routes.go serves them.
+func docsAssets(docsFiles fs.FS) (page *docsFile, assets map[string]*docsFile) {
+	assets = embeddedFiles(docsFiles, "webui/swagger-ui")
 	assets["docs.js"] = embeddedFile(docsFiles, "webui/docs.js")
-	mux.Handle("GET /docs/assets/{file}", serveFileOf(assets))
+	return embeddedFile(docsFiles, "webui/index.html"), assets
 }
 
 // embeddedFiles are the files of dir in fsys by name.
@@ -184,18 +177,15 @@ const consolePolicy = "default-src 'self'; script-src 'self'; style-src 'self'; 
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; " +
 	"require-trusted-types-for 'script'; trusted-types 'none'"
 
-// addConsoleRoutes serves the console on the admin listener's mux: the page
-// at /console/, its files beside it. It needs no token: the page asks for
-// one and sends it to /admin/v1 itself.
-func addConsoleRoutes(mux *http.ServeMux, consoleFiles fs.FS) {
-	assets := embeddedFiles(consoleFiles, "console")
+// consoleAssets are the console's page and its files by name, each sent
+// with the console's policy; routes.go serves them, the page at /console/
+// only.
+func consoleAssets(consoleFiles fs.FS) (page *docsFile, assets map[string]*docsFile) {
+	assets = embeddedFiles(consoleFiles, "console")
 	for _, f := range assets {
 		f.policy = consolePolicy
 	}
-	mux.Handle("GET /console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
-	mux.Handle("GET /console/{$}", assets["index.html"])
-	delete(assets, "index.html") // the page is /console/ only
-	mux.Handle("GET /console/{file}", serveFileOf(assets))
-	mux.Handle("GET /console/", httpapi.NotFound())
-	mux.Handle("/console/", httpapi.MethodNotAllowed("GET, HEAD"))
+	page = assets["index.html"]
+	delete(assets, "index.html")
+	return page, assets
 }

@@ -2,7 +2,6 @@ package servertest
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"time"
@@ -91,22 +90,7 @@ func (s *Server) AddEndpoint(rc *testkit.Receiver, events ...string) domain.Webh
 // From sends GET target with key to the public handler from the client
 // address addr (HOST:PORT).
 func (s *Server) From(addr, target, key string, header ...string) *httptest.ResponseRecorder {
-	return FromPeer(s.Handler(), addr, target, key, header...)
-}
-
-// FromPeer sends GET target with key through h from the TCP peer addr.
-func FromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("GET", target, nil)
-	req.RemoteAddr = addr
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w
+	return testkit.FromPeer(s.Handler(), addr, target, key, header...)
 }
 
 // WithWebhooks is o with --webhook-allow-private: webhooks may go to the

@@ -68,6 +68,10 @@ type Options struct {
 	BanAfter   int
 	BanFor     time.Duration
 	Logger     *slog.Logger
+	// PetsFromDatabase leaves the copy of the pets empty: reads go to the
+	// database, as while the copy is still being made after a start
+	// (LoadPets fills it).
+	PetsFromDatabase bool
 	// Postgres puts the server on PostgreSQL (reads always go to the
 	// database there); the test is skipped without PETSTORE_TEST_POSTGRES.
 	Postgres bool
@@ -103,11 +107,15 @@ type Server struct {
 	DBPath string // the database it serves: a file, or PostgreSQL's URL
 	Env    string
 	Cfg    server.Config
+	// RedisPrefix is the test's own part of Redis (with Options.Redis),
+	// shared by the servers it starts on it and no other test.
+	RedisPrefix string
 	// SQLite and PG are the engine under the server (the other nil), for
 	// a test that reads what it wrote below the store's interfaces.
 	SQLite *store.SQLite
 	PG     *store.Postgres
 	deps   server.Deps
+	opts   Options
 }
 
 // RootFiles are the files the root embeds and passes to the wiring
@@ -136,7 +144,7 @@ func RootFiles(t testing.TB) fs.FS {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	opts = opts.withDefaults()
-	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
+	s := &Server{T: t, Clock: NewClock(), Env: opts.Env, opts: opts}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
 	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now,
@@ -152,12 +160,13 @@ func Start(t testing.TB, opts Options) *Server {
 		s.deps.RedisPrefix = testkit.RedisPrefix(t)
 		s.Cfg.Redis = testkit.RedisURL(t)
 	}
+	s.RedisPrefix = s.deps.RedisPrefix
 	s.App = s.build()
 	return s
 }
 
-// build is a new App of s's configuration, its pets loaded, closed when
-// the test ends.
+// build is a new App of s's configuration, its pets loaded (unless
+// PetsFromDatabase), closed when the test ends.
 func (s *Server) build() *server.App {
 	s.T.Helper()
 	a, err := server.New(context.Background(), s.Cfg, s.deps)
@@ -165,6 +174,9 @@ func (s *Server) build() *server.App {
 		s.T.Fatal(err)
 	}
 	s.T.Cleanup(func() { a.Close() })
+	if s.opts.PetsFromDatabase {
+		return a
+	}
 	if err := a.LoadPets(context.Background()); err != nil {
 		s.T.Fatal(err)
 	}
@@ -180,6 +192,18 @@ func (s *Server) AnotherServer() *Server {
 	other.deps.WrapStore = nil
 	other.App = other.build()
 	other.SQLite, other.PG = s.SQLite, s.PG
+	return &other
+}
+
+// ReadingFromDatabase is a second server on the same database whose copy
+// of the pets stays empty: its reads go to the database, as while the copy
+// is still being made after a start.
+func (s *Server) ReadingFromDatabase() *Server {
+	s.T.Helper()
+	other := *s
+	other.deps.WrapStore = nil
+	other.opts.PetsFromDatabase = true
+	other.App = other.build()
 	return &other
 }
 
@@ -255,6 +279,16 @@ func EachStore(t *testing.T, test func(t *testing.T, opts Options)) {
 	t.Helper()
 	t.Run("sqlite", func(t *testing.T) { test(t, Options{}) })
 	t.Run("postgres", func(t *testing.T) { test(t, Options{Postgres: true}) })
+}
+
+// EachStoreWithKey runs test on SQLite and on PostgreSQL, each time with a
+// new server and a key of plan.
+func EachStoreWithKey(t *testing.T, plan string, test func(t *testing.T, s *Server, key string)) {
+	t.Helper()
+	EachStore(t, func(t *testing.T, opts Options) {
+		s := Start(t, opts)
+		test(t, s, s.MustCreateKey(plan))
+	})
 }
 
 // EachStoreInDir runs test on SQLite and on PostgreSQL, each time with a

@@ -92,3 +92,18 @@ func Recorded(resp *http.Response, body string) *httptest.ResponseRecorder {
 	w.WriteString(body)
 	return w
 }
+
+// FromPeer sends GET target with key through h from the TCP peer addr.
+func FromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", target, nil)
+	req.RemoteAddr = addr
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -150,4 +151,33 @@ func AddPets(t testing.TB, do func(method, target, key, body string, header ...s
 		pets = append(pets, ReadPet(t, w.Body.Bytes()))
 	}
 	return pets
+}
+
+// PetCount is how many pets a list shows (up to 100), asked through do.
+func PetCount(t testing.TB, do func(method, target, key, body string, header ...string) *httptest.ResponseRecorder, key string) int {
+	t.Helper()
+	return len(ReadPets(t, do("GET", "/v1/pets?limit=100", key, "")))
+}
+
+// PetIDs are the ids of pets, in their order.
+func PetIDs(pets []Pet) []int64 {
+	ids := make([]int64, len(pets))
+	for i, p := range pets {
+		ids[i] = p.ID
+	}
+	return ids
+}
+
+// NextLink returns the target of the response's Link rel="next", if any.
+func NextLink(t testing.TB, w *httptest.ResponseRecorder) (string, bool) {
+	t.Helper()
+	for _, v := range w.Header().Values("Link") {
+		if m := NextLinkRE.FindStringSubmatch(v); m != nil {
+			return m[1], true
+		}
+		if strings.Contains(v, `rel="next"`) {
+			t.Fatalf("Link %q is not of the form </v1/pets?...>; rel=\"next\"", v)
+		}
+	}
+	return "", false
 }

@@ -129,14 +129,25 @@ func (s *S3) URL(bucket, path string) string {
 	return "s3://" + bucket + "/" + path + "?endpoint=" + s.Endpoint
 }
 
-// SetEnv puts the server's credentials in this process's environment for
-// the rest of t (and in that of the commands it runs), and takes
-// AWS_CA_BUNDLE out of it: Litestream's S3 client brings its own HTTP
-// transport, to which the AWS SDK cannot add that bundle's roots, so it
-// refuses to start with one.
+// Env is the environment a command needs to reach the server: its
+// credentials, and AWS_CA_BUNDLE emptied: Litestream's S3 client brings
+// its own HTTP transport, to which the AWS SDK cannot add that bundle's
+// roots, so it refuses to start with one. A test that passes it to the
+// commands it runs, rather than setting it in this process, may run in
+// parallel with others.
+func (s *S3) Env() map[string]string {
+	return map[string]string{
+		"AWS_ACCESS_KEY_ID":     s.AccessKey,
+		"AWS_SECRET_ACCESS_KEY": s.SecretKey,
+		"AWS_REGION":            "us-east-1",
+		"AWS_CA_BUNDLE":         "",
+	}
+}
+
+// SetEnv puts Env in this process's environment for the rest of t, for a
+// test that reaches the server in process.
 func (s *S3) SetEnv(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", s.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s.SecretKey)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CA_BUNDLE", "")
+	for k, v := range s.Env() {
+		t.Setenv(k, v)
+	}
 }

@@ -1,12 +1,11 @@
-package server
+package publicapi_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
+	"petstore/internal/servertest"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,10 +22,10 @@ import (
 )
 
 func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("free")
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("free")
 
-		first := s.do("GET", "/v1/pets", key, "")
+		first := s.Do("GET", "/v1/pets", key, "")
 		if first.Code != 200 {
 			t.Fatalf("first request: %d %s", first.Code, first.Body)
 		}
@@ -36,7 +35,7 @@ func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 		if got := testkit.IntHeader(t, first, "X-RateLimit-Remaining"); got != 59 {
 			t.Errorf("a fresh Free key's first response says Remaining %d, want 59", got)
 		}
-		if got, want := testkit.IntHeader(t, first, "X-RateLimit-Reset"), s.clock.now().Add(time.Second).Unix(); got != want {
+		if got, want := testkit.IntHeader(t, first, "X-RateLimit-Reset"), s.Clock.Now().Add(time.Second).Unix(); got != want {
 			t.Errorf("X-RateLimit-Reset = %d, want %d (one token refills in a second)", got, want)
 		}
 		if got := first.Header().Get("RateLimit-Policy"); got != `"minute";q=60;w=60, "day";q=1000;w=86400` {
@@ -47,12 +46,12 @@ func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 		}
 
 		for i := 2; i <= 60; i++ {
-			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 				t.Fatalf("request %d: %d %s", i, w.Code, w.Body)
 			}
 		}
-		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeRateLimited)
+		w := s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 		if got := testkit.IntHeader(t, w, "Retry-After"); got != 1 {
 			t.Errorf("Retry-After = %d, want 1", got)
 		}
@@ -63,34 +62,34 @@ func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 }
 
 func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("pro") // 300 a minute: one token every 200ms
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("pro") // 300 a minute: one token every 200ms
 		for range 300 {
-			s.do("GET", "/v1/pets", key, "")
+			s.Do("GET", "/v1/pets", key, "")
 		}
 		for range 5 { // refused requests must not push the refill further away
-			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 		}
-		w := s.do("GET", "/v1/pets", key, "")
+		w := s.Do("GET", "/v1/pets", key, "")
 		retry := testkit.IntHeader(t, w, "Retry-After")
 		if retry != 1 {
 			t.Fatalf("Retry-After = %d, want 1 (whole seconds, rounded up from 200ms)", retry)
 		}
-		s.clock.advance(time.Duration(retry) * time.Second)
+		s.Clock.Advance(time.Duration(retry) * time.Second)
 		for i := range 5 { // a second refills 5 tokens
-			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 				t.Fatalf("request %d after waiting Retry-After: %d %s", i+1, w.Code, w.Body)
 			}
 		}
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+		servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	})
 }
 
 func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 5})
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 5})
 		for i := range 5 {
-			w := s.do("GET", "/v1/pets", key, "")
+			w := s.Do("GET", "/v1/pets", key, "")
 			if w.Code != 200 {
 				t.Fatalf("request %d: %d", i+1, w.Code)
 			}
@@ -101,10 +100,10 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 				t.Fatalf("request %d: Remaining = %d, want %d", i+1, got, 4-i)
 			}
 		}
-		midnight := limits.NextMidnight(s.clock.now())
-		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeRateLimited)
-		if got, want := testkit.IntHeader(t, w, "Retry-After"), int64(midnight.Sub(s.clock.now())/time.Second); got != want {
+		midnight := limits.NextMidnight(s.Clock.Now())
+		w := s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
+		if got, want := testkit.IntHeader(t, w, "Retry-After"), int64(midnight.Sub(s.Clock.Now())/time.Second); got != want {
 			t.Errorf("Retry-After = %d, want %d (until the next UTC midnight)", got, want)
 		}
 		if got := testkit.IntHeader(t, w, "X-RateLimit-Reset"); got != midnight.Unix() {
@@ -114,8 +113,8 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 			t.Errorf("RateLimit-Policy = %q", got)
 		}
 
-		s.clock.advance(midnight.Sub(s.clock.now()))
-		w = s.do("GET", "/v1/pets", key, "")
+		s.Clock.Advance(midnight.Sub(s.Clock.Now()))
+		w = s.Do("GET", "/v1/pets", key, "")
 		if w.Code != 200 || testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 4 {
 			t.Fatalf("after midnight: %d, Remaining %s; want 200 and 4", w.Code, w.Header().Get("X-RateLimit-Remaining"))
 		}
@@ -123,73 +122,73 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 }
 
 func TestCustomEnterpriseLimits(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
 		for range 2 {
-			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 				t.Fatal(w.Code)
 			}
 		}
-		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeRateLimited)
+		w := s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 		if got := testkit.IntHeader(t, w, "Retry-After"); got != 30 {
 			t.Errorf("Retry-After = %d, want 30 (2 a minute refill one every 30s)", got)
 		}
 		if got := testkit.IntHeader(t, w, "X-RateLimit-Limit"); got != 2 {
 			t.Errorf("X-RateLimit-Limit = %d, want 2", got)
 		}
-		s.clock.advance(29 * time.Second)
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
-		s.clock.advance(time.Second)
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+		s.Clock.Advance(29 * time.Second)
+		servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+		s.Clock.Advance(time.Second)
+		if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("after 30s: %d", w.Code)
 		}
 	})
 }
 
 func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
-	forEachLimiter(t, testOptions{banAfter: 10, banFor: 15 * time.Minute}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 10, BanFor: 15 * time.Minute}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
+		if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatal(w.Code)
 		}
-		wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited) // the wait starts
+		servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited) // the wait starts
 		for i := range 10 {
-			w := s.do("GET", "/v1/pets", key, "")
+			w := s.Do("GET", "/v1/pets", key, "")
 			if w.Code != 429 || !strings.Contains(w.Body.String(), httpapi.CodeRateLimited) {
 				t.Fatalf("request %d during the wait: %d %s, want 429 rate_limited", i+1, w.Code, w.Body)
 			}
 		}
-		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
+		w := s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 		if got := testkit.IntHeader(t, w, "Retry-After"); got != 900 {
 			t.Errorf("Retry-After at the ban = %d, want 900", got)
 		}
 
-		s.clock.advance(10 * time.Minute) // the bucket is full again, the ban is not over
-		w = s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
+		s.Clock.Advance(10 * time.Minute) // the bucket is full again, the ban is not over
+		w = s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 		if got := testkit.IntHeader(t, w, "Retry-After"); got != 300 {
 			t.Errorf("Retry-After = %d, want the rest of the ban, 300", got)
 		}
-		s.clock.advance(5 * time.Minute)
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+		s.Clock.Advance(5 * time.Minute)
+		if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("after the ban: %d %s", w.Code, w.Body)
 		}
 	})
 }
 
 func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
-	forEachLimiter(t, testOptions{banAfter: 3}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
-		s.do("GET", "/v1/pets", key, "")
+	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 3}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
+		s.Do("GET", "/v1/pets", key, "")
 		for round := range 3 {
 			// Each round: a refusal starts a wait, three more are tolerated.
 			for range 4 {
-				wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+				servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 			}
-			s.clock.advance(60 * time.Second) // the wait passes: the count starts again
-			if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+			s.Clock.Advance(60 * time.Second) // the wait passes: the count starts again
+			if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 				t.Fatalf("round %d: %d %s", round, w.Code, w.Body)
 			}
 		}
@@ -197,8 +196,8 @@ func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
 }
 
 func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("free")
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("free")
 		for _, tc := range []struct {
 			name, method, target, key, body string
 			status                          int
@@ -214,7 +213,7 @@ func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
 			{"bad key", "GET", "/v1/pets", "psk_live_nope", "", 401},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				w := s.do(tc.method, tc.target, tc.key, tc.body)
+				w := s.Do(tc.method, tc.target, tc.key, tc.body)
 				if w.Code != tc.status {
 					t.Fatalf("status %d, want %d: %s", w.Code, tc.status, w.Body)
 				}
@@ -229,48 +228,28 @@ func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
 	})
 }
 
-// from sends a request from a given client address.
-func (s *testServer) from(addr, target, key string, header ...string) *httptest.ResponseRecorder {
-	return fromPeer(s.handler, addr, target, key, header...)
-}
-
-// fromPeer sends GET target through h from the TCP peer addr, as from does.
-func fromPeer(h http.Handler, addr, target, key string, header ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("GET", target, nil)
-	req.RemoteAddr = addr
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req)
-	return w
-}
-
 func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		for i := range 60 {
-			w := s.from("198.51.100.7:4000", "/v1/pets", "psk_live_guess"+strconv.Itoa(i))
-			wantError(t, w, 401, httpapi.CodeUnauthorized)
+			w := s.From("198.51.100.7:4000", "/v1/pets", "psk_live_guess"+strconv.Itoa(i))
+			servertest.WantError(t, w, 401, httpapi.CodeUnauthorized)
 			if i == 0 && testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 59 {
 				t.Errorf("first 401 says Remaining %s, want 59", w.Header().Get("X-RateLimit-Remaining"))
 			}
 		}
-		w := s.from("198.51.100.7:5000", "/v1/pets", "psk_live_guess")
-		wantError(t, w, 429, httpapi.CodeRateLimited)
+		w := s.From("198.51.100.7:5000", "/v1/pets", "psk_live_guess")
+		servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 		if w.Header().Get("Retry-After") == "" {
 			t.Error("429 without Retry-After")
 		}
 		// Another address is not affected, and a valid key from the throttled
 		// address is counted against the key.
-		wantError(t, s.from("198.51.100.8:4000", "/v1/pets", ""), 401, httpapi.CodeUnauthorized)
-		key := s.mustCreateKey("free")
+		servertest.WantError(t, s.From("198.51.100.8:4000", "/v1/pets", ""), 401, httpapi.CodeUnauthorized)
+		key := s.MustCreateKey("free")
 		// Made a moment before: the server, which the limited address does
 		// not make look its key up, finds it in one reload.
-		s.clock.advance(keyring.SharedRefreshAge)
-		if w := s.from("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
+		s.Clock.Advance(keyring.SharedRefreshAge)
+		if w := s.From("198.51.100.7:4000", "/v1/pets", key); w.Code != 200 {
 			t.Fatalf("valid key from a throttled address: %d", w.Code)
 		}
 	})
@@ -279,13 +258,13 @@ func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
 func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
 	for _, trust := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trust-proxy=%v", trust), func(t *testing.T) {
-			forEachLimiter(t, testOptions{trustProxy: trust}, func(t *testing.T, s *testServer) {
+			servertest.ForEachLimiter(t, servertest.Options{TrustProxy: trust}, func(t *testing.T, s *servertest.Server) {
 				for i := range 60 {
-					s.from("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113."+strconv.Itoa(i%2)+", 10.0.0.1")
+					s.From("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113."+strconv.Itoa(i%2)+", 10.0.0.1")
 				}
 				// All 60 came from the proxy's address; behind a trusted proxy they
 				// were two clients of 30 each.
-				w := s.from("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113.0")
+				w := s.From("10.0.0.1:1", "/v1/pets", "", "X-Forwarded-For", "203.0.113.0")
 				if trust && w.Code != 401 {
 					t.Fatalf("trusted proxy: %d, want 401 (client 203.0.113.0 made only 30 requests)", w.Code)
 				}
@@ -298,16 +277,16 @@ func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
 }
 
 func TestRestartKeepsTheDaysCount(t *testing.T) {
-	forEachLimiter(t, testOptions{}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 		for range 7 {
-			s.do("GET", "/v1/pets", key, "")
+			s.Do("GET", "/v1/pets", key, "")
 		}
-		if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
+		if err := s.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
 			t.Fatal(err)
 		}
-		s.restartLimiter() // a new limiter on the same database is a restarted server
-		w := s.do("GET", "/v1/pets", key, "")
+		s.RestartLimiter() // a new limiter on the same database is a restarted server
+		w := s.Do("GET", "/v1/pets", key, "")
 		if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 2 {
 			t.Fatalf("after a restart Remaining = %d, want 2 (8 of 10 used today)", got)
 		}
@@ -315,29 +294,29 @@ func TestRestartKeepsTheDaysCount(t *testing.T) {
 }
 
 func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
+	s := servertest.Start(t, servertest.Options{})
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
 	for range 3 {
-		s.do("GET", "/v1/pets", key, "")
+		s.Do("GET", "/v1/pets", key, "")
 	}
-	s.clock.advance(time.Minute)
-	if n := s.limiter.Sweep(); n != 0 {
+	s.Clock.Advance(time.Minute)
+	if n := s.Limiter().Sweep(); n != 0 {
 		t.Fatalf("swept %d callers with unflushed usage, want 0", n)
 	}
-	s.limiter.Flush(context.Background(), s.store.AddUsage)
-	if n := s.limiter.Sweep(); n != 1 {
+	s.Limiter().Flush(context.Background(), s.Store().AddUsage)
+	if n := s.Limiter().Sweep(); n != 1 {
 		t.Fatalf("swept %d, want the idle key forgotten", n)
 	}
-	w := s.do("GET", "/v1/pets", key, "")
+	w := s.Do("GET", "/v1/pets", key, "")
 	if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 6 {
 		t.Fatalf("Remaining = %d, want 6", got)
 	}
 }
 
 func TestIdleAddressesAreForgotten(t *testing.T) {
-	clock := newFakeClock()
-	l := limits.NewLocal(clock.now, 10, time.Minute, nil)
+	clock := servertest.NewClock()
+	l := limits.NewLocal(clock.Now, 10, time.Minute, nil)
 	ctx := context.Background()
 	var peak int
 	for i := range 100_000 {
@@ -346,12 +325,12 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%1000 == 999 {
-			clock.advance(time.Second) // 1,000 new addresses a second
+			clock.Advance(time.Second) // 1,000 new addresses a second
 			l.Sweep()
 		}
 		peak = max(peak, limits.Callers(l))
 	}
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	l.Sweep()
 	if peak > 2000 {
 		t.Errorf("peak callers kept = %d, want at most 2,000 (one second's worth)", peak)
@@ -369,7 +348,7 @@ func TestIdleAddressesAreForgotten(t *testing.T) {
 func BenchmarkDecision(b *testing.B) {
 	noUsage := func(context.Context, int64, string) (int64, error) { return 0, nil }
 	b.Run("in-process", func(b *testing.B) {
-		l := limits.NewLocal(newFakeClock().now, 10, time.Minute, noUsage)
+		l := limits.NewLocal(servertest.NewClock().Now, 10, time.Minute, noUsage)
 		benchmarkAllow(b, l, domain.Limits{PerMinute: 1 << 40, PerDay: 1 << 40}, 10_000)
 	})
 	for _, tc := range []struct {
@@ -379,7 +358,7 @@ func BenchmarkDecision(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			r, err := limits.NewRedis(context.Background(), limits.RedisConfig{
 				URL: testkit.RedisURL(b), Prefix: testkit.RedisPrefix(b), BanAfter: 10, BanFor: time.Minute, Now: time.Now,
-				Usage: noUsage, DBTimeout: DefaultDBTimeout, Logger: testkit.DiscardLogger(),
+				Usage: noUsage, DBTimeout: 3 * time.Second, Logger: testkit.DiscardLogger(),
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -421,15 +400,15 @@ func benchmarkAllow(b *testing.B, l limits.Limiter, lim domain.Limits, keys int)
 // distinct addresses, before and after the idle ones are swept.
 func BenchmarkLimiterMemory(b *testing.B) {
 	for range b.N {
-		clock := newFakeClock()
-		l := limits.NewLocal(clock.now, 10, time.Minute, nil)
+		clock := servertest.NewClock()
+		l := limits.NewLocal(clock.Now, 10, time.Minute, nil)
 		before := heapInUse()
 		for i := range 100_000 {
 			addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 			l.Allow(context.Background(), domain.CallerID{Addr: addr}, domain.AnonymousLimits)
 		}
 		full := heapInUse()
-		clock.advance(2 * time.Second)
+		clock.Advance(2 * time.Second)
 		l.Sweep()
 		swept := heapInUse()
 		b.ReportMetric(float64(full-before)/(1<<20), "MiB-100k-callers")
@@ -516,9 +495,9 @@ func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
 // for a test that counts the limiter's callers: a key the keyring does not
 // hold yet has its sender's address asked about (is it limited?), one more
 // caller for the sweep.
-func heldByTheKeyring(t *testing.T, s *testServer) {
+func heldByTheKeyring(t *testing.T, s *servertest.Server) {
 	t.Helper()
-	if err := s.keys.Refresh(context.Background()); err != nil {
+	if err := s.Keys().Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -526,46 +505,46 @@ func heldByTheKeyring(t *testing.T, s *testServer) {
 // Counts whose write failed stay with their caller, which is therefore not
 // forgotten: the next look-up must not start from a lower stored count.
 func TestFailedUsageWriteLosesNoCount(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
+	s := servertest.Start(t, servertest.Options{})
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
 	for range 4 {
-		s.do("GET", "/v1/pets", key, "")
+		s.Do("GET", "/v1/pets", key, "")
 	}
 	diskFull := func(context.Context, []domain.UsageCount) error { return errors.New("disk full") }
-	if err := s.limiter.Flush(context.Background(), diskFull); err == nil {
+	if err := s.Limiter().Flush(context.Background(), diskFull); err == nil {
 		t.Fatal("flush hid the failed write")
 	}
-	s.clock.advance(time.Hour)
-	if n := s.limiter.Sweep(); n != 0 {
+	s.Clock.Advance(time.Hour)
+	if n := s.Limiter().Sweep(); n != 0 {
 		t.Fatalf("swept %d callers with unwritten counts", n)
 	}
-	if w := s.do("GET", "/v1/pets", key, ""); testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 5 {
+	if w := s.Do("GET", "/v1/pets", key, ""); testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 5 {
 		t.Fatalf("Remaining = %s, want 5 (5 of 10 used)", w.Header().Get("X-RateLimit-Remaining"))
 	}
-	if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := s.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
 		t.Fatal(err)
 	}
-	s.clock.advance(time.Hour)
-	if n := s.limiter.Sweep(); n != 1 {
+	s.Clock.Advance(time.Hour)
+	if n := s.Limiter().Sweep(); n != 1 {
 		t.Fatalf("swept %d, want the idle key forgotten once its counts are stored", n)
 	}
-	if w := s.do("GET", "/v1/pets", key, ""); testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 4 {
+	if w := s.Do("GET", "/v1/pets", key, ""); testkit.IntHeader(t, w, "X-RateLimit-Remaining") != 4 {
 		t.Fatalf("after reloading from the database Remaining = %s, want 4", w.Header().Get("X-RateLimit-Remaining"))
 	}
 }
 
 func TestResetDuringABanIsRoundedUp(t *testing.T) {
-	forEachLimiter(t, testOptions{banAfter: 1, banFor: 5 * time.Second}, func(t *testing.T, s *testServer) {
-		key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
-		s.do("GET", "/v1/pets", key, "")
-		s.clock.advance(300 * time.Millisecond)
+	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 1, BanFor: 5 * time.Second}, func(t *testing.T, s *servertest.Server) {
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
+		s.Do("GET", "/v1/pets", key, "")
+		s.Clock.Advance(300 * time.Millisecond)
 		for range 2 {
-			wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 		}
-		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
-		banEnds := s.clock.now().Add(5 * time.Second)
+		w := s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeTemporarilyBanned)
+		banEnds := s.Clock.Now().Add(5 * time.Second)
 		if got := testkit.IntHeader(t, w, "X-RateLimit-Reset"); got < banEnds.Unix()+1 || got != domain.CeilSecond(banEnds).Unix() {
 			t.Fatalf("X-RateLimit-Reset = %d, ban ends at %v: want %d", got, banEnds, domain.CeilSecond(banEnds).Unix())
 		}

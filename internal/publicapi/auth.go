@@ -1,4 +1,4 @@
-package server
+package publicapi
 
 import (
 	"context"
@@ -11,11 +11,12 @@ import (
 	"petstore/internal/limits"
 )
 
-// authenticate finds the request's API key, if it sends a valid one. It
-// refuses nothing itself: the rate limit comes first, then requireKey. A
+// Authenticate finds the request's API key, if it sends a valid one. It
+// refuses nothing itself: the rate limit comes first, then RequireKey. A
 // key this server does not hold is looked up in the database only when its
 // sender's address is neither limited nor banned by limiter.
-func authenticate(keys *keyring.Ring, limiter limits.Limiter, trustProxy bool) httpapi.Middleware {
+func Authenticate(d Deps) httpapi.Middleware {
+	keys, limiter, trustProxy := d.Keys, d.Limiter, d.TrustProxy
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			header := httpapi.FirstHeader(r.Header, "Authorization")
@@ -33,7 +34,7 @@ func authenticate(keys *keyring.Ring, limiter limits.Limiter, trustProxy bool) h
 			case token == "":
 				auth = keyring.NoToken
 			default:
-				// A failed look-up is answered by requireKey, after the
+				// A failed look-up is answered by RequireKey, after the
 				// address limit has set its headers.
 				h, auth, err = keys.Lookup(r.Context(), token, func(ctx context.Context) bool {
 					return addressLimited(ctx, limiter, httpapi.ClientAddr(r, trustProxy))
@@ -53,8 +54,8 @@ func addressLimited(ctx context.Context, limiter limits.Limiter, addr netip.Addr
 	return err == nil && (!s.Allowed || s.Minute.Remaining < 1 || s.Day.Remaining < 1)
 }
 
-// requireKey answers 401 to a request without a valid API key.
-func requireKey(next http.Handler) http.Handler {
+// RequireKey answers 401 to a request without a valid API key.
+func RequireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := httpapi.RecordOf(w)
 		key := info.Keyed()

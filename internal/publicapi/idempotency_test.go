@@ -1,8 +1,9 @@
-package server
+package publicapi_test
 
 import (
 	"net/http"
 	"net/http/httptest"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 	"strings"
 	"sync"
@@ -46,24 +47,24 @@ func TestIdempotentRetry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newTestServer(t)
-			key := s.mustCreateKey("business")
-			first := s.do("POST", "/v1/pets", key, body, "Idempotency-Key", tt.firstKey)
+			s := servertest.Start(t, servertest.Options{})
+			key := s.MustCreateKey("business")
+			first := s.Do("POST", "/v1/pets", key, body, "Idempotency-Key", tt.firstKey)
 			if first.Code != http.StatusCreated {
 				t.Fatalf("first request: HTTP status = %d, want 201; body: %s", first.Code, first.Body)
 			}
 			firstPet := testkit.ReadPet(t, first.Body.Bytes())
 
-			s.clock.advance(tt.wait)
+			s.Clock.Advance(tt.wait)
 			retryAPIKey := key
 			if tt.otherAPIKey {
-				retryAPIKey = s.mustCreateKey("business")
+				retryAPIKey = s.MustCreateKey("business")
 			}
-			retry := s.do("POST", "/v1/pets", retryAPIKey, tt.retryBody, "Idempotency-Key", tt.retryKey)
+			retry := s.Do("POST", "/v1/pets", retryAPIKey, tt.retryBody, "Idempotency-Key", tt.retryKey)
 
 			switch {
 			case tt.wantCode != "":
-				wantError(t, retry, tt.wantStatus, tt.wantCode, "Idempotency-Key")
+				servertest.WantError(t, retry, tt.wantStatus, tt.wantCode, "Idempotency-Key")
 			case tt.wantReplayed:
 				if retry.Code != first.Code {
 					t.Errorf("retry: HTTP status = %d, want the first one's %d; body: %s", retry.Code, first.Code, retry.Body)
@@ -83,7 +84,7 @@ func TestIdempotentRetry(t *testing.T) {
 					t.Errorf("retry got the first pet's id %d, want a new pet", p.ID)
 				}
 			}
-			if got := apiPetCount(s, key); got != tt.wantPets {
+			if got := testkit.PetCount(s.T, s.Do, key); got != tt.wantPets {
 				t.Errorf("pets = %d, want %d", got, tt.wantPets)
 			}
 		})
@@ -93,11 +94,11 @@ func TestIdempotentRetry(t *testing.T) {
 // TestIdempotencyKeyReplayedTwice checks that a replay is not itself a new
 // first response: the third request still gets the first pet.
 func TestIdempotencyKeyReplayedTwice(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		const body = `{"name":"Rex","categoryId":1}`
 		var bodies []string
 		for i := 0; i < 3; i++ {
-			w := s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "order-7")
+			w := s.Do("POST", "/v1/pets", key, body, "Idempotency-Key", "order-7")
 			if w.Code != http.StatusCreated {
 				t.Fatalf("request %d: HTTP status = %d, want 201; body: %s", i+1, w.Code, w.Body)
 			}
@@ -106,14 +107,14 @@ func TestIdempotencyKeyReplayedTwice(t *testing.T) {
 		if bodies[1] != bodies[0] || bodies[2] != bodies[0] {
 			t.Errorf("bodies differ: %q", bodies)
 		}
-		if got := apiPetCount(s, key); got != 1 {
+		if got := testkit.PetCount(s.T, s.Do, key); got != 1 {
 			t.Errorf("pets = %d, want 1", got)
 		}
 	})
 }
 
 func TestIdempotencyKeyValidation(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		const body = `{"name":"Rex","categoryId":1}`
 
 		tests := []struct {
@@ -135,7 +136,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				before := apiPetCount(s, key)
+				before := testkit.PetCount(s.T, s.Do, key)
 				req := httptest.NewRequest("POST", "/v1/pets", strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+key)
 				req.Header.Set("Content-Type", "application/json")
@@ -148,9 +149,9 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 					}
 					want++
 				} else {
-					wantError(t, w, tt.wantStatus, "invalid_request", "Idempotency-Key")
+					servertest.WantError(t, w, tt.wantStatus, "invalid_request", "Idempotency-Key")
 				}
-				if got := apiPetCount(s, key); got != want {
+				if got := testkit.PetCount(s.T, s.Do, key); got != want {
 					t.Errorf("pets = %d, want %d", got, want)
 				}
 			})
@@ -161,14 +162,14 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 // TestRejectedRequestDoesNotUseUpTheKey: a body refused with 400 stores no
 // response, so the key then works for a valid body.
 func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
-		w := s.do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
-		wantError(t, w, http.StatusBadRequest, "invalid_request", "name")
-		w = s.do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "Idempotency-Key", "k1")
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
+		w := s.Do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
+		servertest.WantError(t, w, http.StatusBadRequest, "invalid_request", "name")
+		w = s.Do("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, "Idempotency-Key", "k1")
 		if w.Code != http.StatusCreated {
 			t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
 		}
-		if got := apiPetCount(s, key); got != 1 {
+		if got := testkit.PetCount(s.T, s.Do, key); got != 1 {
 			t.Errorf("pets = %d, want 1", got)
 		}
 	})
@@ -178,7 +179,7 @@ func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
 // once: exactly one pet is made, and every answer is that pet (201, first or
 // replayed) or 409 idempotency_conflict.
 func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		const n = 20
 		const body = `{"name":"Rex","categoryId":1,"status":"pending"}`
 
@@ -190,7 +191,7 @@ func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				responses[i] = s.do("POST", "/v1/pets", key, body, "Idempotency-Key", "same-for-all")
+				responses[i] = s.Do("POST", "/v1/pets", key, body, "Idempotency-Key", "same-for-all")
 			}()
 		}
 		close(start)
@@ -210,7 +211,7 @@ func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
 					t.Errorf("response %d: id %d, another response has %d", i, p.ID, id)
 				}
 			case http.StatusConflict:
-				wantError(t, w, http.StatusConflict, "idempotency_conflict")
+				servertest.WantError(t, w, http.StatusConflict, "idempotency_conflict")
 			default:
 				t.Errorf("response %d: HTTP status = %d, want 201 or 409; body: %s", i, w.Code, w.Body)
 			}
@@ -219,7 +220,7 @@ func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
 			t.Errorf("no response was 201")
 		}
 		t.Logf("%d responses 201 (the first and its replays), %d 409", created, n-created)
-		if got := apiPetCount(s, key); got != 1 {
+		if got := testkit.PetCount(s.T, s.Do, key); got != 1 {
 			t.Errorf("pets = %d, want exactly 1", got)
 		}
 	})

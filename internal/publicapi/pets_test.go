@@ -1,9 +1,10 @@
-package server
+package publicapi_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"petstore/internal/servertest"
 	"slices"
 	"testing"
 
@@ -12,14 +13,14 @@ import (
 )
 
 func TestListShowsACreatedPetAtOnce(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
+	s := servertest.Start(t, servertest.Options{})
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
 	for i := range 30 {
-		w := s.do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":"pending"}`, i))
+		w := s.Do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":"pending"}`, i))
 		if w.Code != 201 {
 			t.Fatal(w.Code, w.Body)
 		}
-		list := s.do("GET", "/v1/pets?status=pending&limit=100", key, "")
+		list := s.Do("GET", "/v1/pets?status=pending&limit=100", key, "")
 		if !bytes.Contains(list.Body.Bytes(), fmt.Appendf(nil, `"name":"p%d"`, i)) {
 			t.Fatalf("pet p%d acknowledged but missing from the list: %s", i, list.Body)
 		}
@@ -30,15 +31,15 @@ func TestListShowsACreatedPetAtOnce(t *testing.T) {
 // always shows every pet: no kept page is ever stale, including a last
 // page that was exactly full before the create.
 func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
-	s := newTestServer(t)
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
+	s := servertest.Start(t, servertest.Options{})
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
 	var all, available []int64
 	walk := func(start string) []int64 {
 		var ids []int64
 		for target := start; ; {
-			w := s.do("GET", target, key, "")
-			ids = append(ids, apiIDs(testkit.ReadPets(t, w))...)
-			next, ok := apiNextLink(t, w)
+			w := s.Do("GET", target, key, "")
+			ids = append(ids, testkit.PetIDs(testkit.ReadPets(t, w))...)
+			next, ok := testkit.NextLink(t, w)
 			if !ok {
 				return ids
 			}
@@ -47,7 +48,7 @@ func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
 	}
 	for i := range 17 {
 		status := []string{"available", "sold"}[i%2]
-		w := s.do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":%q}`, i, status))
+		w := s.Do("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"p%d","categoryId":1,"status":%q}`, i, status))
 		if w.Code != 201 {
 			t.Fatal(w.Code, w.Body)
 		}
@@ -71,7 +72,7 @@ func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
 // Idempotency-Key; each pet gets the id of its own row, ascending in batch
 // order.
 func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
-	s := newTestServer(t)
+	s := servertest.Start(t, servertest.Options{})
 	ctx := context.Background()
 	for _, size := range []int{1, 2, 3, 27, 256, 300} {
 		batch := make([]domain.PetInsert, size)
@@ -81,7 +82,7 @@ func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
 				batch[i].Idem = &domain.IdempotencyRecord{KeyID: 1, Key: fmt.Sprintf("%d-%d", size, i), RequestHash: []byte{1}}
 			}
 		}
-		if err := s.store.CreatePets(ctx, batch); err != nil {
+		if err := s.Store().CreatePets(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 		for i, in := range batch {
@@ -91,7 +92,7 @@ func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
 			if i > 0 && in.Pet.ID <= batch[i-1].Pet.ID {
 				t.Fatalf("batch of %d: pet %d has id %d after %d", size, i, in.Pet.ID, batch[i-1].Pet.ID)
 			}
-			stored, err := s.store.GetPet(ctx, in.Pet.ID)
+			stored, err := s.Store().GetPet(ctx, in.Pet.ID)
 			if err != nil || stored != in.Pet {
 				t.Fatalf("batch of %d: pet %d was given id %d, which holds %+v (%v)", size, i, in.Pet.ID, stored, err)
 			}

@@ -1,4 +1,4 @@
-package server
+package publicapi_test
 
 // Fuzz targets for every parser that takes client bytes: the createPet body,
 // the listPets query string, the petId path segment, the Authorization and
@@ -32,6 +32,8 @@ import (
 	"petstore/internal/httpapi"
 	"petstore/internal/keyring"
 	"petstore/internal/petcopy"
+	"petstore/internal/publicapi"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 )
 
@@ -59,7 +61,7 @@ type fuzzServer struct {
 	handler http.Handler
 	fromDB  http.Handler
 	pets    *petcopy.Cache
-	clock   *fakeClock
+	clock   *servertest.Clock
 	log     *testkit.SyncBuffer // error log lines (a 500's cause), for the failure message
 }
 
@@ -72,32 +74,30 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		}
 	}
 	log := &testkit.SyncBuffer{}
-	s := newTestServerWith(f, testOptions{logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
+	s := servertest.Start(f, servertest.Options{Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelError}))})
 	for _, token := range []string{fuzzToken, fuzzRevokedToken} {
 		hash := domain.HashKey(token)
-		k, err := s.store.CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
-			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, testActor)
+		k, err := s.Store().CreateKey(ctx, domain.Key{Hash: hash[:], Name: "fuzz", Plan: "enterprise",
+			PerMinute: 1 << 50, PerDay: 1 << 50, Env: "production", Scopes: domain.AllScopes}, servertest.Actor)
 		if err != nil {
 			f.Fatal(err)
 		}
 		if token == fuzzRevokedToken {
-			if _, err := s.store.RevokeKey(ctx, k.ID, testActor); err != nil {
+			if _, err := s.Store().RevokeKey(ctx, k.ID, servertest.Actor); err != nil {
 				f.Fatal(err)
 			}
 		}
 	}
-	if err := s.keys.Refresh(ctx); err != nil {
+	if err := s.Keys().Refresh(ctx); err != nil {
 		f.Fatal(err)
 	}
-	// The same server with reads from the database, as while its copy of
-	// the pets is being made.
-	fromDB := *s.App
-	fromDB.pets = petcopy.New(s.store, DefaultDBTimeout)
+	// The same service with reads from the database, as while its copy
+	// of the pets is being made.
 	return &fuzzServer{
-		handler: s.handler,
-		fromDB:  newServer(&fromDB),
-		pets:    s.pets,
-		clock:   s.clock,
+		handler: s.Handler(),
+		fromDB:  s.ReadingFromDatabase().Handler(),
+		pets:    s.Pets(),
+		clock:   s.Clock,
 		log:     log,
 	}
 }
@@ -210,7 +210,7 @@ func FuzzCreatePetBody(f *testing.F) {
 		w := s.send(t, s.handler, fuzzRequest("POST", "/v1/pets", body))
 		accept, wantCode := createPetReference(body)
 		if w.Code != http.StatusCreated {
-			code := wantError(t, w, 0, "")
+			code := servertest.WantError(t, w, 0, "")
 			if w.Code != http.StatusBadRequest {
 				t.Fatalf("HTTP status = %d for a small body with the right Content-Type, want 201 or 400; body: %s", w.Code, w.Body)
 			}
@@ -345,7 +345,7 @@ func FuzzListQuery(f *testing.F) {
 	s := newFuzzServer(f)
 	all := s.addPets(f, append(append(fuzzListStatuses, fuzzListStatuses...), fuzzListStatuses...)...)
 	f.Fuzz(func(t *testing.T, raw string) {
-		q, parseErr := parseListQuery(raw)
+		q, parseErr := publicapi.ParseListQuery(raw)
 		var ws [2]*httptest.ResponseRecorder
 		for i, h := range []http.Handler{s.handler, s.fromDB} {
 			req := fuzzRequest("GET", "/v1/pets", "")
@@ -359,7 +359,7 @@ func FuzzListQuery(f *testing.F) {
 				w.Code, w.Header().Values("Link"), w.Body, ws[1].Code, ws[1].Header().Values("Link"), ws[1].Body)
 		}
 		if parseErr != nil {
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
+			if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("query %q: %d %s, want 400 invalid_request (%v)", raw, w.Code, code, parseErr)
 			}
 			return
@@ -387,7 +387,7 @@ func FuzzListQuery(f *testing.F) {
 			}
 		}
 
-		next, hasNext := apiNextLink(t, w)
+		next, hasNext := testkit.NextLink(t, w)
 		if hasNext != more {
 			t.Fatalf("query %q: Link rel=\"next\" present = %v, want %v (%d pets follow the page); Link: %q",
 				raw, hasNext, more, len(want), w.Header().Values("Link"))
@@ -399,7 +399,7 @@ func FuzzListQuery(f *testing.F) {
 		if err != nil || u.Path != "/v1/pets" || u.IsAbs() || u.Host != "" {
 			t.Fatalf("query %q: Link target %q is not a relative reference to /v1/pets (%v)", raw, next, err)
 		}
-		nq, err := parseListQuery(u.RawQuery)
+		nq, err := publicapi.ParseListQuery(u.RawQuery)
 		if err != nil {
 			t.Fatalf("query %q: the next link's query %q is refused: %v", raw, u.RawQuery, err)
 		}
@@ -444,19 +444,19 @@ func FuzzParseListQuery(f *testing.F) {
 		}
 
 		values := url.Values{}
-		paramErr := eachQueryParam(raw, func(name, value string) { values[name] = append(values[name], value) })
+		paramErr := publicapi.EachQueryParam(raw, func(name, value string) { values[name] = append(values[name], value) })
 		if !strings.Contains(raw, ";") { // url.ParseQuery refuses ';', eachQueryParam takes it as data
 			ref, refErr := url.ParseQuery(raw)
 			if (paramErr == nil) != (refErr == nil) || (paramErr == nil && !maps.EqualFunc(values, ref, slices.Equal)) {
-				t.Fatalf("eachQueryParam(%q) gives %v, %v; url.ParseQuery gives %v, %v", raw, values, paramErr, ref, refErr)
+				t.Fatalf("publicapi.EachQueryParam(%q) gives %v, %v; url.ParseQuery gives %v, %v", raw, values, paramErr, ref, refErr)
 			}
 		}
 
-		q, err := parseListQuery(raw)
+		q, err := publicapi.ParseListQuery(raw)
 		if err != nil {
 			var e *httpapi.Error
 			if !errors.As(err, &e) || e.Code != httpapi.CodeInvalidRequest || e.Message == "" {
-				t.Fatalf("parseListQuery(%q) error %#v is not an invalid_request Error", raw, err)
+				t.Fatalf("publicapi.ParseListQuery(%q) error %#v is not an invalid_request Error", raw, err)
 			}
 		}
 		want, wantOK := listQueryReference(values)
@@ -467,7 +467,7 @@ func FuzzParseListQuery(f *testing.F) {
 			want, wantOK = petcopy.Query{Limit: httpapi.DefaultPageSize}, true
 		}
 		if (err == nil) != wantOK || (wantOK && q != want) {
-			t.Fatalf("parseListQuery(%q) = %+v, %v; want %+v, ok=%v", raw, q, err, want, wantOK)
+			t.Fatalf("publicapi.ParseListQuery(%q) = %+v, %v; want %+v, ok=%v", raw, q, err, want, wantOK)
 		}
 		if err != nil {
 			return
@@ -479,7 +479,7 @@ func FuzzParseListQuery(f *testing.F) {
 		if q.After != 0 {
 			canonical += "&cursor=" + domain.EncodeCursor(q.After)
 		}
-		if again, err := parseListQuery(canonical); err != nil || again != q {
+		if again, err := publicapi.ParseListQuery(canonical); err != nil || again != q {
 			t.Fatalf("query %q reads as %+v, but its canonical form %q reads as %+v, %v", raw, q, canonical, again, err)
 		}
 	})
@@ -580,6 +580,7 @@ func FuzzPetID(f *testing.F) {
 	}
 	s := newFuzzServer(f)
 	pets := s.addPets(f, "", "available", "sold")
+	deprecatedSince, _ := publicapi.Deprecation()
 	deprecationHeaders := map[string]string{
 		"Deprecation": "@" + strconv.FormatInt(deprecatedSince.Unix(), 10),
 		"Sunset":      "Thu, 05 Dec 2030 00:00:00 GMT",
@@ -607,7 +608,7 @@ func FuzzPetID(f *testing.F) {
 			// net/http's ServeMux does not hand every escaped segment to
 			// the wildcard (it sends /v1/pets/%2F to "/"): such a request
 			// never reaches getPet, and gets the API's 404.
-			if code := wantError(t, w, 0, ""); code != httpapi.CodeNotFound {
+			if code := servertest.WantError(t, w, 0, ""); code != httpapi.CodeNotFound {
 				t.Fatalf("petId %q, routed by net/http to %q: %d %s, want 404 not_found", seg, pattern, w.Code, w.Body)
 			}
 			return
@@ -619,11 +620,11 @@ func FuzzPetID(f *testing.F) {
 		}
 		switch {
 		case !ok:
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
+			if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("petId %q: %d %s, want 400 invalid_request", seg, w.Code, code)
 			}
 		case id > int64(len(pets)):
-			if code := wantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != httpapi.CodeNotFound {
+			if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusNotFound || code != httpapi.CodeNotFound {
 				t.Fatalf("petId %q: %d %s, want 404 not_found", seg, w.Code, code)
 			}
 		default:
@@ -712,7 +713,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			t.Fatalf("key %q with byte %d deleted, or %q inserted there, passes", key, i, c)
 		}
 
-		s.clock.advance(time.Hour)
+		s.clock.Advance(time.Hour)
 		req := httptest.NewRequest("GET", "/v1/pets?limit=1", nil)
 		req.Header["Authorization"] = []string{header}
 		w := s.send(t, s.handler, req)
@@ -725,7 +726,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 			testkit.ReadPets(t, w)
 			return
 		}
-		if code := wantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != httpapi.CodeUnauthorized {
+		if code := servertest.WantError(t, w, 0, ""); w.Code != http.StatusUnauthorized || code != httpapi.CodeUnauthorized {
 			t.Fatalf("Authorization %q: %d %s, want 401 unauthorized", header, w.Code, w.Body)
 		}
 		challenge := `Bearer realm="petstore"`
@@ -768,7 +769,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 		wantKey, wantOK := idempotencyKeyReference(value)
 		wantOK = wantOK && !twice
-		key, ok, err := idempotencyKey(h)
+		key, ok, err := publicapi.IdempotencyKey(h)
 		if wantOK {
 			if err != nil || !ok || key != wantKey {
 				t.Fatalf("idempotencyKey(%q) = %q, %v, %v; want %q", h["Idempotency-Key"], key, ok, err, wantKey)
@@ -789,7 +790,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		before := s.petCount(t)
 		first := send(h["Idempotency-Key"], body)
 		if !wantOK {
-			if code := wantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
+			if code := servertest.WantError(t, first, 0, ""); first.Code != http.StatusBadRequest || code != httpapi.CodeInvalidRequest {
 				t.Fatalf("Idempotency-Key %q: %d %s, want 400 invalid_request", h["Idempotency-Key"], first.Code, first.Body)
 			}
 			if after := s.petCount(t); after != before {
@@ -818,7 +819,7 @@ func FuzzIdempotencyKey(f *testing.F) {
 		}
 		// The same key with another body is a mismatch.
 		other := send([]string{value}, `{"name":"Other","categoryId":2}`)
-		if code := wantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != httpapi.CodeIdempotencyMismatch {
+		if code := servertest.WantError(t, other, 0, ""); other.Code != http.StatusUnprocessableEntity || code != httpapi.CodeIdempotencyMismatch {
 			t.Fatalf("Idempotency-Key %q with another body: %d %s, want 422 idempotency_mismatch", value, other.Code, other.Body)
 		}
 	})

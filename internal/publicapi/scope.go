@@ -1,4 +1,4 @@
-package server
+package publicapi
 
 import (
 	"net/http"
@@ -7,10 +7,10 @@ import (
 	"petstore/internal/httpapi"
 )
 
-// requireScope answers 403 insufficient_scope to a request whose key lacks
-// need; it runs after requireKey, so the request has a key and has been
+// RequireScope answers 403 insufficient_scope to a request whose key lacks
+// need; it runs after RequireKey, so the request has a key and has been
 // counted against its rate limit.
-func requireScope(need domain.ScopeSet) httpapi.Middleware {
+func RequireScope(need domain.ScopeSet) httpapi.Middleware {
 	if need == 0 {
 		return func(next http.Handler) http.Handler { return next }
 	}

@@ -1,10 +1,10 @@
-package server
+package publicapi_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
+	"petstore/internal/servertest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/httpapi"
-	"petstore/internal/limits"
 )
 
 // A key stored before the figures were capped, with the largest an int64
@@ -21,14 +19,14 @@ import (
 func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 	for _, engine := range []struct {
 		name string
-		opts testOptions
-	}{{"in process", testOptions{}}, {"redis", testOptions{redis: true}}} {
+		opts servertest.Options
+	}{{"in process", servertest.Options{}}, {"redis", servertest.Options{Redis: true}}} {
 		t.Run(engine.name, func(t *testing.T) {
-			s := newTestServerWith(t, engine.opts)
-			_, key := s.mustCreate(s.keyTerms("enterprise", domain.Limits{PerMinute: math.MaxInt64, PerDay: math.MaxInt64}))
+			s := servertest.Start(t, engine.opts)
+			_, key := s.MustCreate(s.KeyTerms("enterprise", domain.Limits{PerMinute: math.MaxInt64, PerDay: math.MaxInt64}))
 			figure := regexp.MustCompile(`^[0-9]+$`)
 			for i := range 3 {
-				w := s.do("GET", "/v1/pets", key, "")
+				w := s.Do("GET", "/v1/pets", key, "")
 				if w.Code != http.StatusOK {
 					t.Fatalf("request %d: HTTP status %d; body: %s", i+1, w.Code, w.Body)
 				}
@@ -43,33 +41,17 @@ func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
 				if rl := w.Header().Get("Ratelimit"); strings.Contains(rl, "=-") {
 					t.Errorf("RateLimit %q holds a negative figure", rl)
 				}
-				s.clock.advance(time.Second)
+				s.Clock.Advance(time.Second)
 			}
 			var status struct {
 				Minute, Day struct{ Limit, Remaining int64 }
 			}
-			if err := json.Unmarshal(s.do("GET", "/v1/rate_limit", key, "").Body.Bytes(), &status); err != nil {
+			if err := json.Unmarshal(s.Do("GET", "/v1/rate_limit", key, "").Body.Bytes(), &status); err != nil {
 				t.Fatal(err)
 			}
 			if status.Minute.Remaining < 0 || status.Day.Remaining < 0 || status.Minute.Limit != domain.MaxLimit || status.Day.Limit != domain.MaxLimit {
 				t.Errorf("GET /v1/rate_limit: %+v, want the cap as limits and nothing negative", status)
 			}
 		})
-	}
-}
-
-// Whatever a decision holds, the headers written from it are counts of 0 or
-// more.
-func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
-	d := limits.Decision{Policy: "60;w=60", Window: "minute", Limit: -1, Remaining: math.MinInt64, Reset: time.Unix(1700000000, 0), ResetIn: -time.Second}
-	h := http.Header{}
-	setRateLimitHeaders(h, &httpapi.Record{}, &d)
-	for name, v := range h {
-		if strings.Contains(fmt.Sprint(v), "-") && name != "Ratelimit-Policy" {
-			t.Errorf("%s: %q", name, v)
-		}
-	}
-	if got := h.Get("X-Ratelimit-Remaining"); got != "0" {
-		t.Errorf("X-RateLimit-Remaining %q, want 0", got)
 	}
 }

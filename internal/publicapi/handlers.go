@@ -1,18 +1,15 @@
-package server
+package publicapi
 
 import (
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
-	"petstore/internal/limits"
 	"petstore/internal/petcopy"
-	"petstore/internal/store"
 )
 
 // getPet is deprecated (docs/api.md, "Deprecation"): declared on deprecatedSince, removed
@@ -22,7 +19,8 @@ var (
 	sunset          = time.Date(2030, time.December, 5, 0, 0, 0, 0, time.UTC)
 )
 
-func handleListPets(pets *petcopy.Cache, pages *petcopy.Pages) http.Handler {
+func ListPets(d Deps) http.Handler {
+	pets, pages := d.Pets, &petcopy.Pages{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseListQuery(r.URL.RawQuery)
 		if err != nil {
@@ -114,7 +112,8 @@ func eachQueryParam(raw string, fn func(name, value string)) error {
 	return nil
 }
 
-func handleCreatePet(pets *petcopy.Cache, idem *inflight, now func() time.Time) http.Handler {
+func CreatePet(d Deps) http.Handler {
+	pets, idem, now := d.Pets, newInflight(), d.Now
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, hasKey, err := idempotencyKey(r.Header)
 		if err != nil {
@@ -147,7 +146,8 @@ func handleCreatePet(pets *petcopy.Cache, idem *inflight, now func() time.Time) 
 	})
 }
 
-func handleGetPet(pets *petcopy.Cache) http.Handler {
+func GetPet(d Deps) http.Handler {
+	pets := d.Pets
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := domain.ParseID(r.PathValue("petId"))
 		if !ok {
@@ -163,9 +163,9 @@ func handleGetPet(pets *petcopy.Cache) http.Handler {
 	})
 }
 
-// deprecated marks every response of a deprecated operation (RFC 9745 and
+// Deprecated marks every response of a deprecated operation (RFC 9745 and
 // RFC 8594) and points at its successor.
-func deprecated(next http.Handler) http.Handler {
+func Deprecated(next http.Handler) http.Handler {
 	deprecation := []string{"@" + strconv.FormatInt(deprecatedSince.Unix(), 10)}
 	sunsetAt := []string{sunset.Format(http.TimeFormat)}
 	link := []string{`</v1/pets>; rel="successor-version"`}
@@ -178,62 +178,21 @@ func deprecated(next http.Handler) http.Handler {
 	})
 }
 
-func handleNotImplemented() http.Handler {
+func NotImplemented() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotImplemented, "%s is not implemented in this version", r.URL.Path))
-	})
-}
-
-// adminElsewhere answers the admin API's paths on the public listener: 404,
-// with where the admin API is served.
-func adminElsewhere() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "no resource at %s on this listener: the admin API is served only on the admin listener, "+
-			"petstore serve --admin-addr HOST:PORT, under /admin/v1 (docs/admin.md)", r.URL.Path))
-	})
-}
-
-// handleDocument serves an OpenAPI document (YAML).
-func handleDocument(doc []byte) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
-		w.Write(doc)
-	})
-}
-
-func handleHealth() http.Handler {
-	body := []byte(`{"status":"ok"}` + "\n")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpapi.WriteBody(w, http.StatusOK, body)
-	})
-}
-
-func handleReady(db store.Lifecycle, draining *atomic.Bool) http.Handler {
-	body := []byte(`{"status":"ready"}` + "\n")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() {
-			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the server is shutting down"))
-			return
-		}
-		if err := db.Ping(r.Context()); err != nil {
-			httpapi.RecordOf(w).Failed(err, 0)
-			httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeUnavailable, "the database does not answer"))
-			return
-		}
-		httpapi.WriteBody(w, http.StatusOK, body)
 	})
 }
 
 // GET /v1/rate_limit: a caller's plan and both windows, read without
 // spending anything (GitHub's GET /rate_limit is the model).
 
-// uncounted sends a request with a valid key that holds need to peeked,
+// Uncounted sends a request with a valid key that holds need to peeked,
 // which reports the key's rate-limit state itself without spending any, and
 // every other request to counted: limited and refused, as anywhere (by
 // client address without a key; a key without the scope spends a request
 // on its 403, as on any operation).
-func uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler {
+func Uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if key := httpapi.RecordOf(w).Key(); key == nil || !key.Scopes.Has(need) {
 			counted.ServeHTTP(w, r)
@@ -243,11 +202,12 @@ func uncounted(need domain.ScopeSet, peeked, counted http.Handler) http.Handler 
 	})
 }
 
-// handleRateLimit answers the caller's plan and windows, with the usual
+// RateLimit answers the caller's plan and windows, with the usual
 // headers, which describe the same state: nothing is spent. A caller over a
 // limit is still answered (with nothing remaining); a banned one is refused
 // as everywhere, and this request does not count towards a ban.
-func handleRateLimit(limiter limits.Limiter) http.Handler {
+func RateLimit(d Deps) http.Handler {
+	limiter := d.Limiter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := httpapi.RecordOf(w)
 		key := info.Peeking()

@@ -1,4 +1,4 @@
-package server
+package publicapi_test
 
 // Restricted keys (docs/api.md, "Scopes"): the
 // scopes a key is made with, kept and shown.
@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"petstore/internal/servertest"
 	"testing"
 	"time"
 
@@ -15,17 +16,17 @@ import (
 )
 
 func TestRollKeepsTheScopes(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 		for _, scopes := range []domain.ScopeSet{domain.ScopePetsRead, domain.ScopePetsWrite, domain.AllScopes} {
-			terms := s.keyTerms("pro")
+			terms := s.KeyTerms("pro")
 			terms.Scopes = scopes
-			k, _ := s.mustCreate(terms)
-			_, rolled, _ := s.roll(k.ID, time.Hour)
+			k, _ := s.MustCreate(terms)
+			_, rolled, _ := s.Roll(k.ID, time.Hour)
 			if rolled.Scopes != scopes {
 				t.Errorf("a key of %q rolled to one of %q", scopes, rolled.Scopes)
 			}
-			stored, err := s.store.Keys(context.Background())
+			stored, err := s.Store().Keys(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,24 +43,24 @@ func TestRollKeepsTheScopes(t *testing.T) {
 // answered request like any other; over the limit or banned, the 429 comes
 // first.
 func TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		forEachLimiter(t, opts, func(t *testing.T, s *testServer) {
-			terms := s.keyTerms("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
+			terms := s.KeyTerms("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
 			terms.Scopes = domain.ScopePetsWrite
-			_, writeOnly := s.mustCreate(terms)
+			_, writeOnly := s.MustCreate(terms)
 			for _, remaining := range []int64{1, 0} {
-				w := s.do("GET", "/v1/rate_limit", writeOnly, "")
-				wantError(t, w, http.StatusForbidden, httpapi.CodeInsufficientScope)
+				w := s.Do("GET", "/v1/rate_limit", writeOnly, "")
+				servertest.WantError(t, w, http.StatusForbidden, httpapi.CodeInsufficientScope)
 				if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != remaining {
 					t.Errorf("a 403 says Remaining %d, want %d: it spends a request", got, remaining)
 				}
 			}
-			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
-			for range s.opts.banAfter {
-				wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
+			for range s.Cfg.BanAfter {
+				servertest.WantError(t, s.Do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeRateLimited)
 			}
-			wantError(t, s.do("GET", "/v1/rate_limit", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
-			wantError(t, s.do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			servertest.WantError(t, s.Do("GET", "/v1/rate_limit", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
+			servertest.WantError(t, s.Do("GET", "/v1/pets", writeOnly, ""), http.StatusTooManyRequests, httpapi.CodeTemporarilyBanned)
 		})
 	})
 }

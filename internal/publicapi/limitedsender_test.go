@@ -1,10 +1,11 @@
-package server
+package publicapi_test
 
 import (
 	"net/http"
 	"petstore/internal/domain"
 	"petstore/internal/keyring"
 	"petstore/internal/metrics"
+	"petstore/internal/servertest"
 	"petstore/internal/testkit"
 	"testing"
 )
@@ -24,13 +25,13 @@ func databaseCalls(t *testing.T, m *metrics.Metrics) map[string]uint64 {
 // limited, and none after; the keys this server holds still work from that
 // address (a shared NAT), and so does a key made since, after one reload.
 func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		opts.redis = opts.postgres // as replica mode needs
-		m := newMetrics()
-		opts.metrics = m
-		s := newTestServerWith(t, opts)
-		known := s.mustCreateKey("business")
-		if err := s.keys.Refresh(t.Context()); err != nil {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		opts.Redis = opts.Postgres // as replica mode needs
+		m := servertest.NewMetrics()
+		opts.Metrics = m
+		s := servertest.Start(t, opts)
+		known := s.MustCreateKey("business")
+		if err := s.Keys().Refresh(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 
@@ -38,7 +39,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 		answered := map[int]int{}
 		before := databaseCalls(t, m)["KeyByHash"]
 		for range flood {
-			answered[s.do("GET", "/v1/pets", domain.NewKeyToken("production"), "").Code]++
+			answered[s.Do("GET", "/v1/pets", domain.NewKeyToken("production"), "").Code]++
 		}
 		lookups := databaseCalls(t, m)["KeyByHash"] - before
 		// The Free plan's minute for the address: 60 401s, then 429s.
@@ -50,16 +51,16 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 			t.Errorf("%d made-up keys from one address cost %d key look-ups, want 60: one for each until the address was limited", flood, lookups)
 		}
 
-		if w := s.do("GET", "/v1/pets", known, ""); w.Code != http.StatusOK {
+		if w := s.Do("GET", "/v1/pets", known, ""); w.Code != http.StatusOK {
 			t.Errorf("a key this server holds, from the banned address: %d %s, want 200", w.Code, w.Body)
 		}
 		// A key made since the keys were loaded: once the keyring's look
 		// at the version is older than sharedRefreshAge, one reload finds
 		// it, without a look-up.
-		fresh := s.mustCreateKey("pro")
-		s.clock.advance(keyring.SharedRefreshAge)
+		fresh := s.MustCreateKey("pro")
+		s.Clock.Advance(keyring.SharedRefreshAge)
 		before = databaseCalls(t, m)["KeyByHash"]
-		if w := s.do("GET", "/v1/pets", fresh, ""); w.Code != http.StatusOK {
+		if w := s.Do("GET", "/v1/pets", fresh, ""); w.Code != http.StatusOK {
 			t.Errorf("a key made since the last reload, from the banned address: %d %s, want 200", w.Code, w.Body)
 		}
 		if n := databaseCalls(t, m)["KeyByHash"] - before; n != 0 {
@@ -67,7 +68,7 @@ func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
 		}
 		versions := databaseCalls(t, m)["KeysVersion"]
 		for range 100 {
-			s.do("GET", "/v1/pets", domain.NewKeyToken("production"), "")
+			s.Do("GET", "/v1/pets", domain.NewKeyToken("production"), "")
 		}
 		if n := databaseCalls(t, m)["KeysVersion"] - versions; n != 0 {
 			t.Errorf("100 more made-up keys within %v read the keys' version %d times, want 0", keyring.SharedRefreshAge, n)

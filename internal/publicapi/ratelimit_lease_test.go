@@ -1,9 +1,10 @@
-package server
+package publicapi_test
 
 import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"petstore/internal/servertest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -100,8 +101,8 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 		{"twenty thousand a second", 20_000, 1900, 2000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newTestServerWith(t, testOptions{redis: true})
-			r := s.limiter.(*limits.Redis)
+			s := servertest.Start(t, servertest.Options{Redis: true})
+			r := s.Limiter().(*limits.Redis)
 			id := domain.CallerID{KeyID: 1}
 			every := time.Second / time.Duration(tc.perSecond)
 			var largest int64
@@ -111,7 +112,7 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 				if now := limits.LeaseLeft(r, id); i >= tc.perSecond && now > before {
 					largest = max(largest, now)
 				}
-				s.clock.advance(every)
+				s.Clock.Advance(every)
 			}
 			if largest < tc.min || largest > tc.max {
 				t.Errorf("largest lease %d tokens, want %d to %d (about 100 ms of requests)", largest, tc.min, tc.max)
@@ -121,8 +122,8 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 }
 
 func TestLeaseShrinksNearTheLimit(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	r := s.Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 1 << 40}
 	// A burst: the clock stands still, so the rate here counts every
 	// request so far; the share of what is left caps it.
@@ -151,8 +152,8 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 // The headers of requests spent from a lease count down as without one:
 // the tokens leased here are the caller's, counted once.
 func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	r := s.Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 600, PerDay: 1 << 40}
 	var fromLease int
 	for i := range 100 {
@@ -170,8 +171,8 @@ func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 }
 
 func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 100_000}
 	mustAllow(t, a, id, lim, 50)
 	k := limits.LeaseLeft(a, id)
@@ -185,7 +186,7 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 		t.Errorf("the server holding the lease sees %d and %d left, want 5950 and 99950: its lease is the caller's", minute, day)
 	}
 
-	s.clock.advance(limits.LeaseLife) // 50 tokens refill meanwhile
+	s.Clock.Advance(limits.LeaseLife) // 50 tokens refill meanwhile
 	a.ReturnLeases(context.Background(), false)
 	if got := limits.LeaseLeft(a, id); got != 0 {
 		t.Errorf("%d tokens still leased after the lease aged out", got)
@@ -196,8 +197,8 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 }
 
 func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	if limits.LeaseLeft(a, id) == 0 {
@@ -210,8 +211,8 @@ func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 }
 
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	k := int(limits.LeaseLeft(a, id))
@@ -229,7 +230,7 @@ func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 		{"once Redis takes the lease as spent", time.Second, 1},
 		{"a minute on", time.Minute, 60},
 	} {
-		s.clock.advance(step.after)
+		s.Clock.Advance(step.after)
 		n, d := allowedUntilRefused(t, b, id, lim)
 		if n != step.want {
 			t.Errorf("%s: the other server allowed %d, want %d", step.name, n, step.want)
@@ -241,8 +242,8 @@ func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 }
 
 func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true, banAfter: 1})
-	a, b := s.limiter.(*limits.Redis), s.otherServer().limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true, BanAfter: 1})
+	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
 	mustAllow(t, a, id, lim, 10)
 	if limits.LeaseLeft(a, id) < 2 {
@@ -256,7 +257,7 @@ func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 		t.Fatalf("the other server: %+v, want banned", d)
 	}
 	mustAllow(t, a, id, lim, 1) // its lease is still live
-	s.clock.advance(limits.LeaseLife)
+	s.Clock.Advance(limits.LeaseLife)
 	if d, _ := a.Allow(context.Background(), id, lim); d.Code != httpapi.CodeTemporarilyBanned {
 		t.Errorf("the server that held a lease, once it aged out: %+v, want banned", d)
 	}
@@ -265,12 +266,12 @@ func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 // threeServers are three servers on one database and one Redis, as behind a
 // load balancer, with a ban far away. trips counts their round trips to
 // Redis.
-func threeServers(t *testing.T) (servers []*testServer, trips *atomic.Int64) {
-	first := newTestServerWith(t, testOptions{redis: true, banAfter: 1 << 30})
+func threeServers(t *testing.T) (servers []*servertest.Server, trips *atomic.Int64) {
+	first := servertest.Start(t, servertest.Options{Redis: true, BanAfter: 1 << 30})
 	var events fallbackEvents
 	for range 3 {
 		s := *first
-		s.useRedisThrough(t, testkit.RedisURL(t), io.Discard, events.hooks())
+		s.UseRedisThrough(testkit.RedisURL(t), io.Discard, events.hooks())
 		servers = append(servers, &s)
 	}
 	return servers, &events.calls
@@ -279,7 +280,7 @@ func threeServers(t *testing.T) (servers []*testServer, trips *atomic.Int64) {
 // driveUntilRefused sends GET /v1/pets with key from callers on every
 // server at once, each as fast as it can until it is refused. It returns
 // how many were accepted, and the refusals.
-func driveUntilRefused(servers []*testServer, key string, callersEach int) (accepted int64, refusals []*httptest.ResponseRecorder) {
+func driveUntilRefused(servers []*servertest.Server, key string, callersEach int) (accepted int64, refusals []*httptest.ResponseRecorder) {
 	var n atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -287,7 +288,7 @@ func driveUntilRefused(servers []*testServer, key string, callersEach int) (acce
 		for range callersEach {
 			wg.Go(func() {
 				for {
-					w := s.do("GET", "/v1/pets", key, "")
+					w := s.Do("GET", "/v1/pets", key, "")
 					if w.Code != 200 {
 						mu.Lock()
 						refusals = append(refusals, w)
@@ -315,7 +316,7 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
 			servers, trips := threeServers(t)
-			key := servers[0].mustCreateKey(tc.plan, tc.lim)
+			key := servers[0].MustCreateKey(tc.plan, tc.lim)
 			total := int64(0)
 			for minute := range 3 {
 				accepted, refusals := driveUntilRefused(servers, key, 4)
@@ -323,13 +324,13 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 					t.Errorf("minute %d: %d accepted across three servers, want %d", minute+1, accepted, tc.lim.PerMinute)
 				}
 				for _, w := range refusals {
-					wantError(t, w, 429, httpapi.CodeRateLimited)
+					servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 					if got := testkit.IntHeader(t, w, "Retry-After"); got != 1 {
 						t.Errorf("minute %d: Retry-After %d, want 1", minute+1, got)
 					}
 				}
 				total += accepted
-				servers[0].clock.advance(time.Minute) // every bucket is full again
+				servers[0].Clock.Advance(time.Minute) // every bucket is full again
 			}
 			if tc.plan == "enterprise" && trips.Load() > total/20 {
 				t.Errorf("%d round trips to Redis for %d requests, want at most one in 20: leases this large", trips.Load(), total)
@@ -341,28 +342,28 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
 	servers, _ := threeServers(t)
 	lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
-	key := servers[0].mustCreateKey("enterprise", lim)
+	key := servers[0].MustCreateKey("enterprise", lim)
 	for day := range 2 {
 		accepted, refusals := driveUntilRefused(servers, key, 4)
 		if accepted != lim.PerDay {
 			t.Errorf("day %d: %d accepted across three servers, want %d", day+1, accepted, lim.PerDay)
 		}
-		now := servers[0].clock.now()
+		now := servers[0].Clock.Now()
 		for _, w := range refusals {
-			wantError(t, w, 429, httpapi.CodeRateLimited)
+			servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 			if got, want := testkit.IntHeader(t, w, "Retry-After"), int64(limits.NextMidnight(now).Sub(now)/time.Second); got != want {
 				t.Errorf("day %d: Retry-After %d, want %d: until midnight", day+1, got, want)
 			}
 		}
 		for _, s := range servers {
-			if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
+			if err := s.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
 				t.Fatal(err)
 			}
 		}
-		stored, err := servers[0].store.Usage(context.Background(), 1, limits.DayString(limits.UnixDay(now)))
+		stored, err := servers[0].Store().Usage(context.Background(), 1, limits.DayString(limits.UnixDay(now)))
 		if err != nil || stored != lim.PerDay {
 			t.Errorf("day %d: %d stored, %v; want %d, each request once", day+1, stored, err, lim.PerDay)
 		}
-		servers[0].clock.advance(limits.NextMidnight(now).Sub(now))
+		servers[0].Clock.Advance(limits.NextMidnight(now).Sub(now))
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package publicapi
 
 import (
 	"context"
@@ -16,21 +16,22 @@ import (
 // The limiter's HTTP side: the middleware that asks it about each request,
 // the rate-limit headers, and the 429.
 
-// redisHooks are what the Redis limiter tells the metrics: each run of its
+// RedisHooks are what the Redis limiter tells the metrics: each run of its
 // script, timed, and when it falls back to limiting in process and back.
 // Without metrics, nothing.
-func redisHooks(m *metrics.Metrics) limits.RedisHooks {
+func RedisHooks(m *metrics.Metrics) limits.RedisHooks {
 	if m == nil {
 		return limits.RedisHooks{}
 	}
 	return limits.RedisHooks{Fallback: m.SetRateLimitFallback, Call: m.RedisCall("limit_script").Since}
 }
 
-// limit counts the request against its key, or without a valid key against
+// Limit counts the request against its key, or without a valid key against
 // its client address, sets the rate-limit headers and answers 429 when a
 // limit is reached. The request that starts a ban has it recorded in audit;
 // a key's day count is shown to quota, which notices 80% and 100%.
-func limit(limiter limits.Limiter, audit *limits.StartedBans, quota *limits.QuotaWatch, trustProxy bool) httpapi.Middleware {
+func Limit(d Deps) httpapi.Middleware {
+	limiter, audit, quota, trustProxy := d.Limiter, d.StartedBans, d.Quota, d.TrustProxy
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := httpapi.RecordOf(w)

@@ -1,10 +1,11 @@
-package server
+package publicapi_test
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"net/netip"
+	"petstore/internal/servertest"
 	"slices"
 	"strings"
 	"sync"
@@ -23,18 +24,10 @@ import (
 // one Redis, a day count rebuilt from the database, the fallback while
 // Redis is away. They need a Redis, and touch no key outside their prefix.
 
-// otherServer is a second server on the same database and the same Redis,
-// as behind a load balancer.
-func (s *testServer) otherServer() *testServer {
-	other := *s
-	other.restartLimiter()
-	return &other
-}
-
 func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
+	s := servertest.Start(t, servertest.Options{Redis: true})
 	var events fallbackEvents
-	r := s.useRedisThrough(t, testkit.RedisURL(t), io.Discard, events.hooks())
+	r := s.UseRedisThrough(testkit.RedisURL(t), io.Discard, events.hooks())
 	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
 	batch := make([]limits.ScriptRun, 3)
 	for i := range batch {
@@ -85,63 +78,63 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 }
 
 func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
-	a := newTestServerWith(t, testOptions{redis: true})
-	b := a.otherServer()
-	servers := []*testServer{a, b}
-	key := a.mustCreateKey("free")
+	a := servertest.Start(t, servertest.Options{Redis: true})
+	b := a.WithOwnLimiter()
+	servers := []*servertest.Server{a, b}
+	key := a.MustCreateKey("free")
 	for i := range 60 {
-		if w := servers[i%2].do("GET", "/v1/pets", key, ""); w.Code != 200 {
+		if w := servers[i%2].Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("request %d: %d %s", i+1, w.Code, w.Body)
 		}
 	}
 	for _, s := range servers { // the wait starts, and the second counts towards a ban
-		w := s.do("GET", "/v1/pets", key, "")
-		wantError(t, w, 429, httpapi.CodeRateLimited)
+		w := s.Do("GET", "/v1/pets", key, "")
+		servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 		if got := testkit.IntHeader(t, w, "Retry-After"); got != 1 {
 			t.Errorf("Retry-After = %d, want 1", got)
 		}
 	}
 	for i := range 9 {
-		wantError(t, servers[i%2].do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+		servertest.WantError(t, servers[i%2].Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	}
-	wantError(t, a.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeTemporarilyBanned)
-	a.clock.advance(time.Minute) // the bucket is full again, the ban is not over
-	w := b.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, httpapi.CodeTemporarilyBanned)
+	servertest.WantError(t, a.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeTemporarilyBanned)
+	a.Clock.Advance(time.Minute) // the bucket is full again, the ban is not over
+	w := b.Do("GET", "/v1/pets", key, "")
+	servertest.WantError(t, w, 429, httpapi.CodeTemporarilyBanned)
 	if got := testkit.IntHeader(t, w, "Retry-After"); got != 840 {
 		t.Errorf("Retry-After on the other server = %d, want the rest of the ban, 840", got)
 	}
 }
 
 func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	other := s.otherServer()
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	other := s.WithOwnLimiter()
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	for range 4 {
-		s.do("GET", "/v1/pets", key, "")
+		s.Do("GET", "/v1/pets", key, "")
 	}
-	if err := s.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := s.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 { // counted in Redis, not yet in the database
-		s.do("GET", "/v1/pets", key, "")
+		s.Do("GET", "/v1/pets", key, "")
 	}
 
-	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), s.redisPrefix) // Redis restarted empty
-	w := s.do("GET", "/v1/pets", key, "")
+	testkit.DeleteRedisKeys(t, testkit.RedisURL(t), s.RedisPrefix) // Redis restarted empty
+	w := s.Do("GET", "/v1/pets", key, "")
 	if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 2 {
 		t.Fatalf("after Redis lost the count, Remaining = %d, want 2 (4 stored + 3 unwritten + this one)", got)
 	}
-	w = other.do("GET", "/v1/pets", key, "")
+	w = other.Do("GET", "/v1/pets", key, "")
 	if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 1 {
 		t.Fatalf("the other server: Remaining = %d, want 1: the rebuilt count is shared", got)
 	}
-	for _, server := range []*testServer{s, other} {
-		if err := server.limiter.Flush(context.Background(), s.store.AddUsage); err != nil {
+	for _, server := range []*servertest.Server{s, other} {
+		if err := server.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stored, err := s.store.Usage(context.Background(), 1, limits.DayString(limits.UnixDay(s.clock.now())))
+	stored, err := s.Store().Usage(context.Background(), 1, limits.DayString(limits.UnixDay(s.Clock.Now())))
 	if err != nil || stored != 9 {
 		t.Fatalf("stored count = %d, %v; want 9, each request once", stored, err)
 	}
@@ -151,8 +144,8 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 // one is ignored: a server's own unwritten requests can be missed, at most
 // those of its last flush interval.
 func TestRedisFirstSeedWins(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	r := s.Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 7}, domain.Plans["free"]
 	key := r.Key(id)
 	look := r.Args(key, id, lim)
@@ -170,8 +163,8 @@ func TestRedisFirstSeedWins(t *testing.T) {
 }
 
 func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
-	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.limiter.(*limits.Redis)
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	r := s.Limiter().(*limits.Redis)
 	r.ScriptNow = nil
 	before := time.Now()
 	run := r.Args(r.Key(domain.CallerID{KeyID: 1}), domain.CallerID{}, domain.Plans["free"])
@@ -189,12 +182,12 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 }
 
 func TestPeekSpendsNothing(t *testing.T) {
-	forEachLimiter(t, testOptions{banAfter: 1}, func(t *testing.T, s *testServer) {
+	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 1}, func(t *testing.T, s *servertest.Server) {
 		ctx := context.Background()
 		id, lim := domain.CallerID{KeyID: 42}, domain.Plans["free"]
 		peek := func(wantMinute, wantDay int64) limits.Standing {
 			t.Helper()
-			p, err := s.limiter.Peek(ctx, id, lim)
+			p, err := s.Limiter().Peek(ctx, id, lim)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,18 +198,18 @@ func TestPeekSpendsNothing(t *testing.T) {
 		}
 		p := peek(60, 1000)
 		peek(60, 1000)
-		if !p.Allowed || p.Window != "minute" || p.Remaining != 60 || !p.Minute.Reset.Equal(s.clock.now()) || !p.Day.Reset.Equal(limits.NextMidnight(s.clock.now())) {
+		if !p.Allowed || p.Window != "minute" || p.Remaining != 60 || !p.Minute.Reset.Equal(s.Clock.Now()) || !p.Day.Reset.Equal(limits.NextMidnight(s.Clock.Now())) {
 			t.Fatalf("peek of a fresh caller: %+v", p)
 		}
 		for range 60 {
-			s.limiter.Allow(ctx, id, lim)
+			s.Limiter().Allow(ctx, id, lim)
 		}
 		p = peek(0, 940)
-		if !p.Allowed || !p.Minute.Reset.Equal(s.clock.now().Add(time.Minute)) {
+		if !p.Allowed || !p.Minute.Reset.Equal(s.Clock.Now().Add(time.Minute)) {
 			t.Fatalf("a caller out of requests is not refused a look: %+v", p)
 		}
 		for range 3 {
-			s.limiter.Allow(ctx, id, lim)
+			s.Limiter().Allow(ctx, id, lim)
 		}
 		if p := peek(0, 940); p.Allowed || p.Code != httpapi.CodeTemporarilyBanned {
 			t.Fatalf("peek of a banned caller: %+v, want banned", p)
@@ -263,36 +256,15 @@ func (e *fallbackEvents) String() string {
 	return strings.TrimSpace(b.String())
 }
 
-// useRedisThrough gives s a Redis limiter reaching Redis at redisURL, with
-// its log and its hooks in the test's hands.
-func (s *testServer) useRedisThrough(t *testing.T, redisURL string, logs io.Writer, hooks limits.RedisHooks) *limits.Redis {
-	t.Helper()
-	logger, _ := NewLogger(logs, "text", "info")
-	r, err := limits.NewRedis(context.Background(), limits.RedisConfig{
-		URL: redisURL, Prefix: s.redisPrefix, BanAfter: s.opts.banAfter, BanFor: s.opts.banFor,
-		Now: s.clock.now, Usage: s.store.Usage, DBTimeout: s.cfg.DBTimeout, Logger: logger, Hooks: hooks, ScriptNow: s.clock.now,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	// An app of its own: a copy of s (another server) keeps its limiter.
-	own := *s.App
-	own.limiter = r
-	own.handler = newServer(&own)
-	s.App = &own
-	return r
-}
-
 func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	proxy, redisURL := startRedisProxy(t)
-	s := newTestServerWith(t, testOptions{redis: true})
+	s := servertest.Start(t, servertest.Options{Redis: true})
 	logs := &testkit.SyncBuffer{}
 	var events fallbackEvents
-	r := s.useRedisThrough(t, redisURL, logs, events.hooks())
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 20})
+	r := s.UseRedisThrough(redisURL, logs, events.hooks())
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 20})
 	for i := range 10 {
-		if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+		if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("request %d through Redis: %d %s", i+1, w.Code, w.Body)
 		}
 	}
@@ -303,31 +275,31 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 	proxy.Set("drop")
 	// This server now limits alone, from the count it knows: 10 of 20.
 	for i := range 10 {
-		w := s.do("GET", "/v1/pets", key, "")
+		w := s.Do("GET", "/v1/pets", key, "")
 		if w.Code != 200 || testkit.IntHeader(t, w, "X-RateLimit-Remaining") != int64(9-i) {
 			t.Fatalf("request %d while Redis is away: %d, Remaining %s; want 200 and %d",
 				i+11, w.Code, w.Header().Get("X-RateLimit-Remaining"), 9-i)
 		}
 	}
-	wantError(t, s.do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+	servertest.WantError(t, s.Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
 	dialed := proxy.Accepted.Load()
 	for range 20 {
-		s.do("GET", "/v1/pets", "", "")
+		s.Do("GET", "/v1/pets", "", "")
 	}
 	if got := proxy.Accepted.Load(); got != dialed {
 		t.Errorf("%d connections tried within the probe interval, want none", got-dialed)
 	}
-	s.clock.advance(limits.RedisProbeEvery)
-	s.do("GET", "/v1/pets", key, "") // one probe, still refused
+	s.Clock.Advance(limits.RedisProbeEvery)
+	s.Do("GET", "/v1/pets", key, "") // one probe, still refused
 	if got := proxy.Accepted.Load(); got > dialed+1 {
 		t.Errorf("a probe dialed %d times, want once", got-dialed)
 	}
 
 	proxy.Set("pass")
-	s.clock.advance(limits.RedisProbeEvery)
+	s.Clock.Advance(limits.RedisProbeEvery)
 	// Back on Redis, whose count is raised to the 20 this server knows of.
-	w := s.do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, httpapi.CodeRateLimited)
+	w := s.Do("GET", "/v1/pets", key, "")
+	servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 	if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != 0 {
 		t.Errorf("Remaining = %d after the outage, want 0: 20 of 20 used", got)
 	}
@@ -342,10 +314,10 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 		strings.Count(log, "Redis answers again") != 1 {
 		t.Errorf("want one warning when Redis went and one line when it came back, got:\n%s", log)
 	}
-	if err := r.Flush(context.Background(), s.store.AddUsage); err != nil {
+	if err := r.Flush(context.Background(), s.Store().AddUsage); err != nil {
 		t.Fatal(err)
 	}
-	if stored, _ := s.store.Usage(context.Background(), 1, limits.DayString(limits.UnixDay(s.clock.now()))); stored != 20 {
+	if stored, _ := s.Store().Usage(context.Background(), 1, limits.DayString(limits.UnixDay(s.Clock.Now()))); stored != 20 {
 		t.Errorf("stored count = %d, want 20", stored)
 	}
 }
@@ -357,35 +329,35 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 	for _, restarted := range []bool{true, false} {
 		t.Run(fmt.Sprintf("restarted=%v", restarted), func(t *testing.T) {
 			proxy, redisURL := startRedisProxy(t)
-			a := newTestServerWith(t, testOptions{redis: true})
-			a.useRedisThrough(t, redisURL, io.Discard, limits.RedisHooks{})
+			a := servertest.Start(t, servertest.Options{Redis: true})
+			a.UseRedisThrough(redisURL, io.Discard, limits.RedisHooks{})
 			b := *a
-			b.useRedisThrough(t, redisURL, io.Discard, limits.RedisHooks{})
-			key := a.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 100})
+			b.UseRedisThrough(redisURL, io.Discard, limits.RedisHooks{})
+			key := a.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 100})
 			for range 10 {
-				a.do("GET", "/v1/pets", key, "")
+				a.Do("GET", "/v1/pets", key, "")
 			}
 			proxy.Set("drop")
 			for range 5 {
-				for _, s := range []*testServer{a, &b} {
-					if w := s.do("GET", "/v1/pets", key, ""); w.Code != 200 {
+				for _, s := range []*servertest.Server{a, &b} {
+					if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 						t.Fatalf("while Redis is away: %d %s", w.Code, w.Body)
 					}
 				}
 			}
 			if restarted {
-				testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.redisPrefix)
+				testkit.DeleteRedisKeys(t, testkit.RedisURL(t), a.RedisPrefix)
 			}
-			for _, s := range []*testServer{a, &b} {
-				if err := s.limiter.Flush(context.Background(), a.store.AddUsage); err != nil {
+			for _, s := range []*servertest.Server{a, &b} {
+				if err := s.Limiter().Flush(context.Background(), a.Store().AddUsage); err != nil {
 					t.Fatal(err)
 				}
 			}
 			proxy.Set("pass")
-			a.clock.advance(limits.RedisProbeEvery)
-			for i, s := range []*testServer{a, &b, a, &b} {
-				a.clock.advance(2 * limits.LeaseTraffic) // too few requests for a lease
-				w := s.do("GET", "/v1/pets", key, "")
+			a.Clock.Advance(limits.RedisProbeEvery)
+			for i, s := range []*servertest.Server{a, &b, a, &b} {
+				a.Clock.Advance(2 * limits.LeaseTraffic) // too few requests for a lease
+				w := s.Do("GET", "/v1/pets", key, "")
 				if got := testkit.IntHeader(t, w, "X-RateLimit-Remaining"); got != int64(79-i) {
 					t.Fatalf("request %d after the outage: Remaining %d, want %d (20 counted before it)", i+1, got, 79-i)
 				}
@@ -396,13 +368,13 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 
 func TestRedisThatHangsIsCutShort(t *testing.T) {
 	proxy, redisURL := startRedisProxy(t)
-	s := newTestServerWith(t, testOptions{redis: true})
-	r := s.useRedisThrough(t, redisURL, io.Discard, limits.RedisHooks{})
-	key := s.mustCreateKey("free")
-	s.do("GET", "/v1/pets", key, "")
+	s := servertest.Start(t, servertest.Options{Redis: true})
+	r := s.UseRedisThrough(redisURL, io.Discard, limits.RedisHooks{})
+	key := s.MustCreateKey("free")
+	s.Do("GET", "/v1/pets", key, "")
 	proxy.Set("stall")
 	start := time.Now()
-	w := s.do("GET", "/v1/pets", key, "")
+	w := s.Do("GET", "/v1/pets", key, "")
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("a request waited %v for a Redis that does not answer", took)
 	}
@@ -413,16 +385,16 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 
 func TestRedisUnreachableAtStart(t *testing.T) {
 	closed := testkit.FreeAddr(t)
-	s := newTestServer(t)
+	s := servertest.Start(t, servertest.Options{})
 	logs := &testkit.SyncBuffer{}
-	r := s.useRedisThrough(t, "redis://"+closed+"/0", logs, limits.RedisHooks{})
-	key := s.mustCreateKey("free")
+	r := s.UseRedisThrough("redis://"+closed+"/0", logs, limits.RedisHooks{})
+	key := s.MustCreateKey("free")
 	for i := range 3 { // one token refills in the two probe intervals
-		w := s.do("GET", "/v1/pets", key, "")
+		w := s.Do("GET", "/v1/pets", key, "")
 		if w.Code != 200 || testkit.IntHeader(t, w, "X-RateLimit-Remaining") != []int64{59, 58, 58}[i] {
 			t.Fatalf("request %d: %d, Remaining %s", i+1, w.Code, w.Header().Get("X-RateLimit-Remaining"))
 		}
-		s.clock.advance(limits.RedisProbeEvery)
+		s.Clock.Advance(limits.RedisProbeEvery)
 	}
 	if got := limits.Outages(r); got != 1 || strings.Count(logs.String(), "Redis does not answer") != 1 {
 		t.Errorf("outages = %d, log:\n%s\nwant one outage, logged once", got, logs)
@@ -434,21 +406,21 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 // request a moment before it is refused, one when it has passed accepted,
 // through any of them.
 func TestRedisServersAcceptTheRequestAfterRetryAfter(t *testing.T) {
-	a := newTestServerWith(t, testOptions{redis: true})
-	servers := []*testServer{a, a.otherServer(), a.otherServer()}
-	key := a.mustCreateKey("free")
+	a := servertest.Start(t, servertest.Options{Redis: true})
+	servers := []*servertest.Server{a, a.WithOwnLimiter(), a.WithOwnLimiter()}
+	key := a.MustCreateKey("free")
 	for i := range 60 {
-		if w := servers[i%3].do("GET", "/v1/pets", key, ""); w.Code != 200 {
+		if w := servers[i%3].Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 			t.Fatalf("request %d: %d %s", i+1, w.Code, w.Body)
 		}
 	}
-	w := servers[0].do("GET", "/v1/pets", key, "")
-	wantError(t, w, 429, httpapi.CodeRateLimited)
+	w := servers[0].Do("GET", "/v1/pets", key, "")
+	servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
 	retry := time.Duration(testkit.IntHeader(t, w, "Retry-After")) * time.Second
-	a.clock.advance(retry - 10*time.Millisecond)
-	wantError(t, servers[1].do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
-	a.clock.advance(10 * time.Millisecond)
-	if w := servers[2].do("GET", "/v1/pets", key, ""); w.Code != 200 {
+	a.Clock.Advance(retry - 10*time.Millisecond)
+	servertest.WantError(t, servers[1].Do("GET", "/v1/pets", key, ""), 429, httpapi.CodeRateLimited)
+	a.Clock.Advance(10 * time.Millisecond)
+	if w := servers[2].Do("GET", "/v1/pets", key, ""); w.Code != 200 {
 		t.Errorf("after waiting Retry-After %v: %d %s, want 200", retry, w.Code, w.Body)
 	}
 }

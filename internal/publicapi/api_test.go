@@ -1,4 +1,4 @@
-package server
+package publicapi_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"petstore/internal/servertest"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,65 +26,30 @@ import (
 // real handler on a real SQLite file. Helpers here start with "api" so they
 // do not collide with the helpers of other test files.
 
-// apiAddPets creates a pet of each status ("" for none) through the API
-// and returns them as answered.
-func apiAddPets(s *testServer, key string, statuses ...string) []testkit.Pet {
-	s.t.Helper()
-	return testkit.AddPets(s.t, s.do, key, statuses...)
-}
-
 // apiListBody is the whole first page of up to 100 pets, as sent.
-func apiListBody(s *testServer, key string) string {
-	s.t.Helper()
-	w := s.do("GET", "/v1/pets?limit=100", key, "")
+func apiListBody(s *servertest.Server, key string) string {
+	s.T.Helper()
+	w := s.Do("GET", "/v1/pets?limit=100", key, "")
 	if w.Code != http.StatusOK {
-		s.t.Fatalf("list pets: HTTP status = %d; body: %s", w.Code, w.Body)
+		s.T.Fatalf("list pets: HTTP status = %d; body: %s", w.Code, w.Body)
 	}
 	return w.Body.String()
 }
 
-// apiPetCount is how many pets a list shows (up to 100).
-func apiPetCount(s *testServer, key string) int {
-	s.t.Helper()
-	return len(testkit.ReadPets(s.t, s.do("GET", "/v1/pets?limit=100", key, "")))
-}
-
-// apiNextLink returns the target of the response's Link rel="next", if any.
-func apiNextLink(t testing.TB, w *httptest.ResponseRecorder) (string, bool) {
-	t.Helper()
-	for _, v := range w.Header().Values("Link") {
-		if m := testkit.NextLinkRE.FindStringSubmatch(v); m != nil {
-			return m[1], true
-		}
-		if strings.Contains(v, `rel="next"`) {
-			t.Fatalf("Link %q is not of the form </v1/pets?...>; rel=\"next\"", v)
-		}
-	}
-	return "", false
-}
-
-// apiSend sends a request built by hand, for what s.do cannot express (an
+// apiSend sends a request built by hand, for what s.Do cannot express (an
 // empty header value, a body of unknown length, a header given twice).
-func apiSend(s *testServer, req *http.Request) *httptest.ResponseRecorder {
-	s.t.Helper()
+func apiSend(s *servertest.Server, req *http.Request) *httptest.ResponseRecorder {
+	s.T.Helper()
 	w := httptest.NewRecorder()
-	s.handler.ServeHTTP(w, req)
+	s.Handler().ServeHTTP(w, req)
 	return w
-}
-
-func apiIDs(pets []testkit.Pet) []int64 {
-	ids := make([]int64, len(pets))
-	for i, p := range pets {
-		ids[i] = p.ID
-	}
-	return ids
 }
 
 // apiEachReadMode runs test on a fresh server holding pets of the given
 // statuses, once for each way the server answers pet reads: from its
 // in-memory copy, from SQLite while that copy is still being made after a
 // start, from a copy made after the pets were stored, and from PostgreSQL.
-func apiEachReadMode(t *testing.T, statuses []string, test func(t *testing.T, s *testServer, key string, pets []testkit.Pet)) {
+func apiEachReadMode(t *testing.T, statuses []string, test func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet)) {
 	t.Helper()
 	modes := []struct {
 		name          string
@@ -99,11 +65,11 @@ func apiEachReadMode(t *testing.T, statuses []string, test func(t *testing.T, s 
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			s := newTestServerWith(t, testOptions{petsFromDatabase: m.fromDatabase, postgres: m.postgres})
-			key := s.mustCreateKey("business")
-			pets := apiAddPets(s, key, statuses...)
+			s := servertest.Start(t, servertest.Options{PetsFromDatabase: m.fromDatabase, Postgres: m.postgres})
+			key := s.MustCreateKey("business")
+			pets := s.AddPets(key, statuses...)
 			if m.loadAfterSeed {
-				if err := s.pets.Load(context.Background()); err != nil {
+				if err := s.LoadPets(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -121,7 +87,7 @@ func apiPadBody(n int) string {
 // ---------------------------------------------------------------- listPets
 
 func TestListPetsLimit(t *testing.T) {
-	apiEachReadMode(t, make([]string, 101), func(t *testing.T, s *testServer, key string, pets []testkit.Pet) {
+	apiEachReadMode(t, make([]string, 101), func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		tests := []struct {
 			name     string
 			target   string
@@ -136,15 +102,15 @@ func TestListPetsLimit(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", tt.target, key, "")
+				w := s.Do("GET", tt.target, key, "")
 				got := testkit.ReadPets(t, w)
 				if len(got) != tt.wantLen {
 					t.Fatalf("got %d pets, want %d", len(got), tt.wantLen)
 				}
-				if want := apiIDs(pets[:tt.wantLen]); !slices.Equal(apiIDs(got), want) {
-					t.Errorf("ids = %v, want the first ones in ascending order %v", apiIDs(got), want)
+				if want := testkit.PetIDs(pets[:tt.wantLen]); !slices.Equal(testkit.PetIDs(got), want) {
+					t.Errorf("ids = %v, want the first ones in ascending order %v", testkit.PetIDs(got), want)
 				}
-				if _, ok := apiNextLink(t, w); ok != tt.wantNext {
+				if _, ok := testkit.NextLink(t, w); ok != tt.wantNext {
 					t.Errorf("Link rel=next present = %v, want %v", ok, tt.wantNext)
 				}
 			})
@@ -157,18 +123,18 @@ type apiBadQuery struct{ name, query string }
 
 // apiWantQueriesRefused sends GET /v1/pets with each query after prefix,
 // and wants each refused with a 400 invalid_request naming field.
-func apiWantQueriesRefused(t *testing.T, s *testServer, key, prefix, field string, queries []apiBadQuery) {
+func apiWantQueriesRefused(t *testing.T, s *servertest.Server, key, prefix, field string, queries []apiBadQuery) {
 	t.Helper()
 	for _, q := range queries {
 		t.Run(q.name, func(t *testing.T) {
-			wantError(t, s.do("GET", "/v1/pets?"+prefix+q.query, key, ""), http.StatusBadRequest, "invalid_request", field)
+			servertest.WantError(t, s.Do("GET", "/v1/pets?"+prefix+q.query, key, ""), http.StatusBadRequest, "invalid_request", field)
 		})
 	}
 }
 
 func TestListPetsRejectsABadLimit(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
-		apiAddPets(s, key, "available")
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
+		s.AddPets(key, "available")
 
 		apiWantQueriesRefused(t, s, key, "", "limit", []apiBadQuery{
 			{"limit 0", "limit=0"},
@@ -189,7 +155,7 @@ func TestListPetsRejectsABadLimit(t *testing.T) {
 }
 
 func TestListPetsStatusFilter(t *testing.T) {
-	apiEachReadMode(t, []string{"available", "pending", "sold", "", "sold", "available", "", "pending", "available"}, func(t *testing.T, s *testServer, key string, pets []testkit.Pet) {
+	apiEachReadMode(t, []string{"available", "pending", "sold", "", "sold", "available", "", "pending", "available"}, func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		for _, status := range []string{"available", "pending", "sold"} {
 			t.Run("only "+status, func(t *testing.T) {
 				var want []int64
@@ -198,31 +164,31 @@ func TestListPetsStatusFilter(t *testing.T) {
 						want = append(want, p.ID)
 					}
 				}
-				got := testkit.ReadPets(t, s.do("GET", "/v1/pets?status="+status, key, ""))
+				got := testkit.ReadPets(t, s.Do("GET", "/v1/pets?status="+status, key, ""))
 				for _, p := range got {
 					if p.Status == nil || *p.Status != status {
 						t.Errorf("pet %d has status %v, want %s", p.ID, p.Status, status)
 					}
 				}
-				if !slices.Equal(apiIDs(got), want) {
-					t.Errorf("ids = %v, want %v", apiIDs(got), want)
+				if !slices.Equal(testkit.PetIDs(got), want) {
+					t.Errorf("ids = %v, want %v", testkit.PetIDs(got), want)
 				}
 			})
 		}
 		t.Run("no filter lists every pet in ascending id order", func(t *testing.T) {
-			got := testkit.ReadPets(t, s.do("GET", "/v1/pets", key, ""))
-			if !slices.Equal(apiIDs(got), apiIDs(pets)) {
-				t.Errorf("ids = %v, want %v", apiIDs(got), apiIDs(pets))
+			got := testkit.ReadPets(t, s.Do("GET", "/v1/pets", key, ""))
+			if !slices.Equal(testkit.PetIDs(got), testkit.PetIDs(pets)) {
+				t.Errorf("ids = %v, want %v", testkit.PetIDs(got), testkit.PetIDs(pets))
 			}
-			if !slices.IsSorted(apiIDs(got)) {
-				t.Errorf("ids %v are not ascending", apiIDs(got))
+			if !slices.IsSorted(testkit.PetIDs(got)) {
+				t.Errorf("ids %v are not ascending", testkit.PetIDs(got))
 			}
 		})
 	})
 }
 
 func TestListPetsRejectsABadStatus(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		apiWantQueriesRefused(t, s, key, "", "status", []apiBadQuery{
 			{"status outside the enum", "status=lost"},
 			{"status in capitals", "status=Available"},
@@ -234,7 +200,7 @@ func TestListPetsRejectsABadStatus(t *testing.T) {
 }
 
 func TestListPetsPagination(t *testing.T) {
-	apiEachReadMode(t, []string{"available", "pending", "available", "", "sold", "available", "available", "pending", "available", "", "available", "sold", "available"}, func(t *testing.T, s *testServer, key string, pets []testkit.Pet) {
+	apiEachReadMode(t, []string{"available", "pending", "available", "", "sold", "available", "available", "pending", "available", "", "available", "sold", "available"}, func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		tests := []struct {
 			name      string
 			start     string
@@ -266,13 +232,13 @@ func TestListPetsPagination(t *testing.T) {
 					if pages > 50 {
 						t.Fatalf("more than 50 pages: the Link rel=next never ends")
 					}
-					w := s.do("GET", target, key, "")
+					w := s.Do("GET", target, key, "")
 					page := testkit.ReadPets(t, w)
 					if len(page) > tt.limit {
 						t.Errorf("page %d has %d pets, more than the limit %d", pages, len(page), tt.limit)
 					}
-					seen = append(seen, apiIDs(page)...)
-					next, ok := apiNextLink(t, w)
+					seen = append(seen, testkit.PetIDs(page)...)
+					next, ok := testkit.NextLink(t, w)
 					if !ok {
 						break
 					}
@@ -307,31 +273,31 @@ func TestListPetsPagination(t *testing.T) {
 }
 
 func TestListPetsDefaultPageLinksToTheNext(t *testing.T) {
-	apiEachReadMode(t, make([]string, 25), func(t *testing.T, s *testServer, key string, pets []testkit.Pet) {
-		w := s.do("GET", "/v1/pets", key, "")
+	apiEachReadMode(t, make([]string, 25), func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
+		w := s.Do("GET", "/v1/pets", key, "")
 		first := testkit.ReadPets(t, w)
-		next, ok := apiNextLink(t, w)
+		next, ok := testkit.NextLink(t, w)
 		if !ok {
 			t.Fatalf("first page of 25 pets has no Link rel=next; Link: %q", w.Header().Values("Link"))
 		}
 		if !strings.HasPrefix(next, "/v1/pets?limit=20&cursor=") {
 			t.Errorf("Link rel=next = %q, want /v1/pets?limit=20&cursor=...", next)
 		}
-		w = s.do("GET", next, key, "")
+		w = s.Do("GET", next, key, "")
 		second := testkit.ReadPets(t, w)
-		if _, ok := apiNextLink(t, w); ok {
+		if _, ok := testkit.NextLink(t, w); ok {
 			t.Errorf("last page has a Link rel=next")
 		}
-		if got := append(apiIDs(first), apiIDs(second)...); !slices.Equal(got, apiIDs(pets)) {
-			t.Errorf("two pages gave ids %v, want %v", got, apiIDs(pets))
+		if got := append(testkit.PetIDs(first), testkit.PetIDs(second)...); !slices.Equal(got, testkit.PetIDs(pets)) {
+			t.Errorf("two pages gave ids %v, want %v", got, testkit.PetIDs(pets))
 		}
 	})
 }
 
 func TestListPetsRejectsAMalformedCursor(t *testing.T) {
-	apiEachReadMode(t, []string{"", "", ""}, func(t *testing.T, s *testServer, key string, _ []testkit.Pet) {
-		w := s.do("GET", "/v1/pets?limit=1", key, "")
-		next, ok := apiNextLink(t, w)
+	apiEachReadMode(t, []string{"", "", ""}, func(t *testing.T, s *servertest.Server, key string, _ []testkit.Pet) {
+		w := s.Do("GET", "/v1/pets?limit=1", key, "")
+		next, ok := testkit.NextLink(t, w)
 		if !ok {
 			t.Fatal("no Link rel=next on a page of 1 of 3 pets")
 		}
@@ -349,17 +315,17 @@ func TestListPetsRejectsAMalformedCursor(t *testing.T) {
 }
 
 func TestListPetsEmptyListIsAnEmptyArray(t *testing.T) {
-	apiEachReadMode(t, nil, func(t *testing.T, s *testServer, key string, _ []testkit.Pet) {
+	apiEachReadMode(t, nil, func(t *testing.T, s *servertest.Server, key string, _ []testkit.Pet) {
 		for _, target := range []string{"/v1/pets", "/v1/pets?status=sold", "/v1/pets?limit=1"} {
 			t.Run(target, func(t *testing.T) {
-				w := s.do("GET", target, key, "")
+				w := s.Do("GET", target, key, "")
 				if got := testkit.ReadPets(t, w); len(got) != 0 {
 					t.Errorf("got %d pets, want none", len(got))
 				}
 				if got := strings.TrimSpace(w.Body.String()); got != "[]" {
 					t.Errorf("body = %q, want []", got)
 				}
-				if _, ok := apiNextLink(t, w); ok {
+				if _, ok := testkit.NextLink(t, w); ok {
 					t.Errorf("an empty list has a Link rel=next")
 				}
 			})
@@ -370,7 +336,7 @@ func TestListPetsEmptyListIsAnEmptyArray(t *testing.T) {
 // --------------------------------------------------------------- createPet
 
 func TestCreatePet(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		str := func(s string) *string { return &s }
 
 		tests := []struct {
@@ -397,7 +363,7 @@ func TestCreatePet(t *testing.T) {
 		var lastID int64
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("POST", "/v1/pets", key, tt.body, tt.header...)
+				w := s.Do("POST", "/v1/pets", key, tt.body, tt.header...)
 				if w.Code != http.StatusCreated {
 					t.Fatalf("HTTP status = %d, want 201; body: %s", w.Code, w.Body)
 				}
@@ -423,7 +389,7 @@ func TestCreatePet(t *testing.T) {
 					t.Errorf("Location = %q, want %q", loc, want)
 				}
 				// The pet is stored: reading it back gives the same pet.
-				r := s.do("GET", "/v1/pets/"+strconv.FormatInt(got.ID, 10), key, "")
+				r := s.Do("GET", "/v1/pets/"+strconv.FormatInt(got.ID, 10), key, "")
 				if r.Code != http.StatusOK {
 					t.Fatalf("read back: HTTP status = %d; body: %s", r.Code, r.Body)
 				}
@@ -437,8 +403,8 @@ func TestCreatePet(t *testing.T) {
 }
 
 func TestCreatePetRejectsABadBody(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
-		apiAddPets(s, key, "available")
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
+		s.AddPets(key, "available")
 		valid := `{"name":"Rex","categoryId":1}`
 
 		tests := []struct {
@@ -500,12 +466,12 @@ func TestCreatePetRejectsABadBody(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				before := apiListBody(s, key)
-				w := s.do("POST", "/v1/pets", key, tt.body, tt.header...)
+				w := s.Do("POST", "/v1/pets", key, tt.body, tt.header...)
 				var mentions []string
 				if tt.mention != "" {
 					mentions = append(mentions, tt.mention)
 				}
-				wantError(t, w, tt.wantStatus, tt.wantCode, mentions...)
+				servertest.WantError(t, w, tt.wantStatus, tt.wantCode, mentions...)
 				if loc := w.Header().Get("Location"); loc != "" {
 					t.Errorf("a rejected request has Location %q", loc)
 				}
@@ -518,7 +484,7 @@ func TestCreatePetRejectsABadBody(t *testing.T) {
 }
 
 func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name       string
 			body       string
@@ -531,7 +497,7 @@ func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				before := apiPetCount(s, key)
+				before := testkit.PetCount(s.T, s.Do, key)
 				// A MultiReader hides the length, as a chunked upload does.
 				req := httptest.NewRequest("POST", "/v1/pets", io.MultiReader(strings.NewReader(tt.body)))
 				req.Header.Set("Authorization", "Bearer "+key)
@@ -547,9 +513,9 @@ func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
 					}
 					wantCount++
 				} else {
-					wantError(t, w, tt.wantStatus, "payload_too_large")
+					servertest.WantError(t, w, tt.wantStatus, "payload_too_large")
 				}
-				if got := apiPetCount(s, key); got != wantCount {
+				if got := testkit.PetCount(s.T, s.Do, key); got != wantCount {
 					t.Errorf("pets = %d, want %d", got, wantCount)
 				}
 			})
@@ -560,7 +526,7 @@ func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
 // ------------------------------------------------------------------ getPet
 
 func TestGetPet(t *testing.T) {
-	apiEachReadMode(t, []string{"pending", ""}, func(t *testing.T, s *testServer, key string, pets []testkit.Pet) {
+	apiEachReadMode(t, []string{"pending", ""}, func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		sunsetUnix := time.Date(2030, time.December, 5, 0, 0, 0, 0, time.UTC).Unix()
 
 		tests := []struct {
@@ -583,7 +549,7 @@ func TestGetPet(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", "/v1/pets/"+tt.petID, key, "")
+				w := s.Do("GET", "/v1/pets/"+tt.petID, key, "")
 				if tt.want != nil {
 					if w.Code != http.StatusOK {
 						t.Fatalf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
@@ -599,7 +565,7 @@ func TestGetPet(t *testing.T) {
 					if tt.wantStatus == 400 {
 						mentions = []string{"petId"}
 					}
-					wantError(t, w, tt.wantStatus, tt.wantCode, mentions...)
+					servertest.WantError(t, w, tt.wantStatus, tt.wantCode, mentions...)
 				}
 
 				// Every routed response of the deprecated operation says so.
@@ -621,31 +587,31 @@ func TestGetPet(t *testing.T) {
 // ---------------------------------------------------------- authentication
 
 func TestAuthentication(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 		ctx := context.Background()
-		key := s.mustCreateKey("business")
+		key := s.MustCreateKey("business")
 
-		revoked := s.mustCreateKey("free")
+		revoked := s.MustCreateKey("free")
 		hash := domain.HashKey(revoked)
-		rk, ok, err := s.store.KeyByHash(ctx, hash[:])
+		rk, ok, err := s.Store().KeyByHash(ctx, hash[:])
 		if err != nil || !ok {
 			t.Fatalf("find the key to revoke: ok=%v err=%v", ok, err)
 		}
-		if _, err := s.store.RevokeKey(ctx, rk.ID, testActor); err != nil {
+		if _, err := s.Store().RevokeKey(ctx, rk.ID, servertest.Actor); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.keys.Refresh(ctx); err != nil {
+		if err := s.Keys().Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 
-		staging := newTestServerWith(t, testOptions{env: "staging"})
-		stagingKey := staging.mustCreateKey("free")
+		staging := servertest.Start(t, servertest.Options{Env: "staging"})
+		stagingKey := staging.MustCreateKey("free")
 		// A staging key stored in the production database is still refused.
-		terms := s.keyTerms("free")
+		terms := s.KeyTerms("free")
 		terms.Env = "staging"
-		_, stagingHere := s.mustCreate(terms)
-		if err := s.keys.Refresh(ctx); err != nil {
+		_, stagingHere := s.MustCreate(terms)
+		if err := s.Keys().Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 		wrongChecksum := key[:len(key)-1] + "A"
@@ -681,7 +647,7 @@ func TestAuthentication(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", "/v1/pets", "", "", "Authorization", tt.authorization)
+				w := s.Do("GET", "/v1/pets", "", "", "Authorization", tt.authorization)
 				if tt.wantStatus == 200 {
 					if w.Code != http.StatusOK {
 						t.Fatalf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
@@ -691,7 +657,7 @@ func TestAuthentication(t *testing.T) {
 					}
 					return
 				}
-				wantError(t, w, http.StatusUnauthorized, "unauthorized")
+				servertest.WantError(t, w, http.StatusUnauthorized, "unauthorized")
 				if got := w.Header().Values("WWW-Authenticate"); !slices.Equal(got, []string{tt.wantChallenge}) {
 					t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantChallenge)
 				}
@@ -699,14 +665,14 @@ func TestAuthentication(t *testing.T) {
 		}
 
 		t.Run("production key on the staging server", func(t *testing.T) {
-			w := staging.do("GET", "/v1/pets", key, "")
-			wantError(t, w, http.StatusUnauthorized, "unauthorized")
+			w := staging.Do("GET", "/v1/pets", key, "")
+			servertest.WantError(t, w, http.StatusUnauthorized, "unauthorized")
 			if got := w.Header().Get("WWW-Authenticate"); got != invalidToken {
 				t.Errorf("WWW-Authenticate = %q, want %q", got, invalidToken)
 			}
 		})
 		t.Run("staging key on the staging server", func(t *testing.T) {
-			if w := staging.do("GET", "/v1/pets", stagingKey, ""); w.Code != http.StatusOK {
+			if w := staging.Do("GET", "/v1/pets", stagingKey, ""); w.Code != http.StatusOK {
 				t.Errorf("HTTP status = %d, want 200; body: %s", w.Code, w.Body)
 			}
 		})
@@ -714,7 +680,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestAuthenticationComesBeforeRouting(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name       string
 			method     string
@@ -741,8 +707,8 @@ func TestAuthenticationComesBeforeRouting(t *testing.T) {
 				if tt.method == "POST" {
 					body = `{"name":""}`
 				}
-				w := s.do(tt.method, tt.target, k, body)
-				wantError(t, w, tt.wantStatus, tt.wantCode)
+				w := s.Do(tt.method, tt.target, k, body)
+				servertest.WantError(t, w, tt.wantStatus, tt.wantCode)
 			})
 		}
 	})
@@ -751,8 +717,8 @@ func TestAuthenticationComesBeforeRouting(t *testing.T) {
 // ------------------------------------------------ errors and the other paths
 
 func TestMethodNotAllowed(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
-		apiAddPets(s, key, "")
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
+		s.AddPets(key, "")
 
 		tests := []struct {
 			method    string
@@ -769,8 +735,8 @@ func TestMethodNotAllowed(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.method+" "+tt.target, func(t *testing.T) {
-				w := s.do(tt.method, tt.target, key, "")
-				wantError(t, w, http.StatusMethodNotAllowed, "method_not_allowed")
+				w := s.Do(tt.method, tt.target, key, "")
+				servertest.WantError(t, w, http.StatusMethodNotAllowed, "method_not_allowed")
 				allow := map[string]bool{}
 				for _, m := range strings.Split(w.Header().Get("Allow"), ",") {
 					allow[strings.TrimSpace(m)] = true
@@ -789,20 +755,20 @@ func TestMethodNotAllowed(t *testing.T) {
 }
 
 func TestStoreOrdersIsNotImplemented(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		t.Run("with a key", func(t *testing.T) {
-			wantError(t, s.do("GET", "/v1/store/orders", key, ""), http.StatusNotImplemented, "not_implemented")
+			servertest.WantError(t, s.Do("GET", "/v1/store/orders", key, ""), http.StatusNotImplemented, "not_implemented")
 		})
 		t.Run("without a key", func(t *testing.T) {
-			w := s.do("GET", "/v1/store/orders", "", "")
-			wantError(t, w, http.StatusUnauthorized, "unauthorized")
+			w := s.Do("GET", "/v1/store/orders", "", "")
+			servertest.WantError(t, w, http.StatusUnauthorized, "unauthorized")
 		})
 	})
 }
 
 func TestPathsOutsideV1(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
 
 		tests := []struct {
 			name       string
@@ -817,7 +783,7 @@ func TestPathsOutsideV1(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				w := s.do("GET", tt.target, "", "")
+				w := s.Do("GET", tt.target, "", "")
 				if tt.wantStatus == 200 {
 					if w.Code != http.StatusOK {
 						t.Errorf("HTTP status = %d, want 200 without a key; body: %s", w.Code, w.Body)
@@ -825,14 +791,14 @@ func TestPathsOutsideV1(t *testing.T) {
 					testkit.WantJSON(t, w)
 					return
 				}
-				wantError(t, w, tt.wantStatus, "not_found")
+				servertest.WantError(t, w, tt.wantStatus, "not_found")
 			})
 		}
 	})
 }
 
 func TestRequestID(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name   string
 			target string
@@ -846,14 +812,14 @@ func TestRequestID(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run("echoed "+tt.name, func(t *testing.T) {
-				w := s.do("GET", tt.target, tt.key, "", "X-Request-Id", "req-42-abc")
+				w := s.Do("GET", tt.target, tt.key, "", "X-Request-Id", "req-42-abc")
 				if got := w.Header().Get("X-Request-Id"); got != "req-42-abc" {
 					t.Errorf("X-Request-Id = %q, want the one sent, req-42-abc", got)
 				}
 			})
 			t.Run("generated "+tt.name, func(t *testing.T) {
-				a := s.do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
-				b := s.do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
+				a := s.Do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
+				b := s.Do("GET", tt.target, tt.key, "").Header().Get("X-Request-Id")
 				if a == "" || b == "" {
 					t.Fatalf("X-Request-Id = %q and %q, want one generated", a, b)
 				}
@@ -868,7 +834,7 @@ func TestRequestID(t *testing.T) {
 // TestEveryErrorHasTheErrorShape walks one request to each error the service
 // gives and checks the shape, status and content type of each.
 func TestEveryErrorHasTheErrorShape(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name       string
 			method     string
@@ -895,8 +861,8 @@ func TestEveryErrorHasTheErrorShape(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				w := s.do(tt.method, tt.target, tt.key, tt.body, tt.header...)
-				wantError(t, w, tt.wantStatus, tt.wantCode)
+				w := s.Do(tt.method, tt.target, tt.key, tt.body, tt.header...)
+				servertest.WantError(t, w, tt.wantStatus, tt.wantCode)
 			})
 		}
 	})
@@ -907,8 +873,8 @@ func TestEveryErrorHasTheErrorShape(t *testing.T) {
 // TestSpecErrorTable has one row per line of the error codes (README, "Error codes"), on each operation it
 // applies to.
 func TestSpecErrorTable(t *testing.T) {
-	eachStoreWithKey(t, "business", func(t *testing.T, s *testServer, key string) {
-		pets := apiAddPets(s, key, "available")
+	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
+		pets := s.AddPets(key, "available")
 		existing := "/v1/pets/" + strconv.FormatInt(pets[0].ID, 10)
 
 		tests := []struct {
@@ -932,10 +898,10 @@ func TestSpecErrorTable(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				before := apiPetCount(s, key)
-				w := s.do(tt.method, tt.target, tt.key, tt.body)
-				wantError(t, w, tt.wantStatus, tt.wantCode)
-				if after := apiPetCount(s, key); after != before {
+				before := testkit.PetCount(s.T, s.Do, key)
+				w := s.Do(tt.method, tt.target, tt.key, tt.body)
+				servertest.WantError(t, w, tt.wantStatus, tt.wantCode)
+				if after := testkit.PetCount(s.T, s.Do, key); after != before {
 					t.Errorf("pets went from %d to %d after a %d", before, after, tt.wantStatus)
 				}
 			})
@@ -960,27 +926,27 @@ func TestTooManyRequests(t *testing.T) {
 		{"store orders over a Free key's minute", true, "GET", "/v1/store/orders", "", 501},
 		{"no key, over the client address's minute", false, "GET", "/v1/pets", "", 401},
 	}
-	eachStore(t, func(t *testing.T, opts testOptions) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				s := newTestServerWith(t, opts)
+				s := servertest.Start(t, opts)
 				key := ""
 				if tt.withKey {
-					key = s.mustCreateKey("free")
+					key = s.MustCreateKey("free")
 				}
 				for i := 0; i < 60; i++ {
-					if w := s.do("GET", "/v1/pets", key, ""); w.Code == http.StatusTooManyRequests {
+					if w := s.Do("GET", "/v1/pets", key, ""); w.Code == http.StatusTooManyRequests {
 						t.Fatalf("request %d of 60 got 429", i+1)
 					}
 				}
-				w := s.do(tt.method, tt.target, key, tt.body)
-				wantError(t, w, http.StatusTooManyRequests, "rate_limited")
+				w := s.Do(tt.method, tt.target, key, tt.body)
+				servertest.WantError(t, w, http.StatusTooManyRequests, "rate_limited")
 				retry, err := strconv.Atoi(w.Header().Get("Retry-After"))
 				if err != nil || retry < 1 {
 					t.Fatalf("Retry-After = %q, want whole seconds >= 1", w.Header().Get("Retry-After"))
 				}
-				s.clock.advance(time.Duration(retry) * time.Second)
-				if w := s.do(tt.method, tt.target, key, tt.body); w.Code != tt.wantOK {
+				s.Clock.Advance(time.Duration(retry) * time.Second)
+				if w := s.Do(tt.method, tt.target, key, tt.body); w.Code != tt.wantOK {
 					t.Errorf("after waiting Retry-After: HTTP status = %d, want %d; body: %s", w.Code, tt.wantOK, w.Body)
 				}
 			})
@@ -989,10 +955,10 @@ func TestTooManyRequests(t *testing.T) {
 }
 
 func TestOpenAPIDocumentNeedsNoKey(t *testing.T) {
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		for _, key := range []string{"", s.mustCreateKey("business")} {
-			w := s.do("GET", "/v1/openapi.yaml", key, "")
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		s := servertest.Start(t, opts)
+		for _, key := range []string{"", s.MustCreateKey("business")} {
+			w := s.Do("GET", "/v1/openapi.yaml", key, "")
 			if w.Code != http.StatusOK {
 				t.Fatalf("key %q: HTTP status = %d, want 200; body: %.200s", key, w.Code, w.Body)
 			}
@@ -1007,7 +973,7 @@ func TestOpenAPIDocumentNeedsNoKey(t *testing.T) {
 // once while others list: every 201's pet is listed once, in ascending id
 // order, and ids are never given twice.
 func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
-	apiEachReadMode(t, []string{"available", ""}, func(t *testing.T, s *testServer, key string, seeded []testkit.Pet) {
+	apiEachReadMode(t, []string{"available", ""}, func(t *testing.T, s *servertest.Server, key string, seeded []testkit.Pet) {
 		const writers, perWriter = 8, 10
 		created := make(chan int64, writers*perWriter)
 		statuses := []string{"available", "pending", "sold", ""}
@@ -1019,7 +985,7 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 					if st := statuses[(w+i)%len(statuses)]; st != "" {
 						body = fmt.Sprintf(`{"name":"W%d-%d","categoryId":1,"status":%q}`, w, i, st)
 					}
-					r := s.do("POST", "/v1/pets", key, body)
+					r := s.Do("POST", "/v1/pets", key, body)
 					if r.Code != http.StatusCreated {
 						t.Errorf("create: HTTP status = %d; body: %s", r.Code, r.Body)
 						return
@@ -1036,7 +1002,7 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 		for range 4 {
 			wg.Go(func() {
 				for range 20 {
-					r := s.do("GET", "/v1/pets?limit=7&status=available", key, "")
+					r := s.Do("GET", "/v1/pets?limit=7&status=available", key, "")
 					if r.Code != http.StatusOK {
 						t.Errorf("list while creating: HTTP status = %d; body: %s", r.Code, r.Body)
 						return
@@ -1047,7 +1013,7 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 		wg.Wait()
 		close(created)
 
-		want := apiIDs(seeded)
+		want := testkit.PetIDs(seeded)
 		for id := range created {
 			want = append(want, id)
 		}
@@ -1057,9 +1023,9 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 		}
 		var seen []int64
 		for target := "/v1/pets?limit=9"; ; {
-			w := s.do("GET", target, key, "")
-			seen = append(seen, apiIDs(testkit.ReadPets(t, w))...)
-			next, ok := apiNextLink(t, w)
+			w := s.Do("GET", target, key, "")
+			seen = append(seen, testkit.PetIDs(testkit.ReadPets(t, w))...)
+			next, ok := testkit.NextLink(t, w)
 			if !ok {
 				break
 			}
@@ -1072,25 +1038,25 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 }
 
 func TestABodyCutShortIsCalledCutShort(t *testing.T) {
-	eachStoreWithKey(t, "pro", func(t *testing.T, s *testServer, key string) {
+	servertest.EachStoreWithKey(t, "pro", func(t *testing.T, s *servertest.Server, key string) {
 		for _, body := range []string{`{`, `{"name":`, `{"name":"a",`, `{"name":"a","categoryId":1`} {
-			w := s.do("POST", "/v1/pets", key, body)
-			wantError(t, w, 400, "invalid_json", "ends in the middle")
+			w := s.Do("POST", "/v1/pets", key, body)
+			servertest.WantError(t, w, 400, "invalid_json", "ends in the middle")
 		}
-		wantError(t, s.do("POST", "/v1/pets", key, " ", "Content-Type", "application/json"), 400, "invalid_json", "empty")
+		servertest.WantError(t, s.Do("POST", "/v1/pets", key, " ", "Content-Type", "application/json"), 400, "invalid_json", "empty")
 	})
 }
 
 // Small bodies get their Content-Length from net/http, large ones from
 // writeBody: every answer has one, none is chunked.
 func TestEveryResponseHasAContentLength(t *testing.T) {
-	s := newTestServerWith(t, testOptions{petsFromDatabase: true})
-	testkit.SeedPets(t, s.sqlite.Writer(), 300)
-	if err := s.pets.Load(context.Background()); err != nil {
+	s := servertest.Start(t, servertest.Options{PetsFromDatabase: true})
+	testkit.SeedPets(t, s.SQLite.Writer(), 300)
+	if err := s.LoadPets(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	key := s.mustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
-	srv := httptest.NewServer(s.handler)
+	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
+	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	for _, tt := range []struct{ name, method, path, body string }{
 		{"a page of 20", "GET", "/v1/pets?limit=20", ""},
@@ -1124,16 +1090,4 @@ func TestEveryResponseHasAContentLength(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wantError fails unless w is an answer in the Error shape
-// (testkit.WantError) whose HTTP status is also the one the error table
-// (httpapi.CodeStatus) gives its code. It returns the code.
-func wantError(t testing.TB, w *httptest.ResponseRecorder, status int, code string, mentions ...string) string {
-	t.Helper()
-	got := testkit.WantError(t, w, status, code, mentions...)
-	if httpapi.CodeStatus[got] != w.Code {
-		t.Errorf("code %q is HTTP %d by the error table, answered %d", got, httpapi.CodeStatus[got], w.Code)
-	}
-	return got
 }
