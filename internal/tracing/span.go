@@ -101,6 +101,9 @@ func knownMethod(m string) string {
 // sampled request's; otherwise it returns ctx and no span, having called
 // no tracer.
 func Child(ctx context.Context, name string) (context.Context, Span) {
+	if !started.Load() {
+		return ctx, Span{}
+	}
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
 		return ctx, Span{}
@@ -112,6 +115,9 @@ func Child(ctx context.Context, name string) (context.Context, Span) {
 // EndIn ends the span Child put in ctx, failed by err when err is not nil.
 // A ctx without one is left alone.
 func EndIn(ctx context.Context, err error) {
+	if !started.Load() {
+		return
+	}
 	s := trace.SpanFromContext(ctx)
 	if !s.IsRecording() {
 		return
@@ -126,6 +132,9 @@ func EndIn(ctx context.Context, err error) {
 // carries its sampled span, for work done for a request in a batch that
 // others share; context.Background when it has none.
 func Detached(ctx context.Context) context.Context {
+	if !started.Load() {
+		return context.Background()
+	}
 	s := trace.SpanFromContext(ctx)
 	if !s.IsRecording() {
 		return context.Background()
@@ -142,6 +151,9 @@ type Links struct {
 
 // Add adds ctx's span when it is a sampled request's.
 func (l *Links) Add(ctx context.Context) {
+	if !started.Load() {
+		return
+	}
 	s := trace.SpanFromContext(ctx)
 	if !s.IsRecording() {
 		return

@@ -28,6 +28,11 @@ type Hooks struct {
 	Logger  *slog.Logger
 }
 
+// started is set once a tracer has started in this process: until then
+// the spans under a request's (Child, Links, Detached) are one load of it,
+// not a walk up the request's context.
+var started atomic.Bool
+
 // exportTimeout bounds one export: an endpoint that is away costs the
 // exporter's goroutine this much, never a request.
 const exportTimeout = 5 * time.Second
@@ -43,6 +48,7 @@ func Start(c Config, h Hooks) *Tracer {
 	if !c.On() {
 		return nil
 	}
+	started.Store(true)
 	exporter := newHTTPExporter(c.Endpoint, c.Headers)
 	// The SDK reports failures to the global handler, which would log
 	// each one: the counting exporter logs the first.
