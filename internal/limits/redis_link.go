@@ -11,9 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"petstore/internal/tracing"
-
 	"petstore/internal/batch"
+	"petstore/internal/tracing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
