@@ -16,28 +16,29 @@ import (
 // (docs/design.md). A package missing from this table fails the test, so
 // that a new one says where it stands.
 var allowedImports = map[string][]string{
-	".":                      {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits", "internal/metrics", "internal/store", "internal/store/bounded", "internal/manage", "internal/cli", "internal/certs", "internal/keyring", "internal/petcopy", "internal/httpapi", "internal/adminapi", "internal/server", "internal/replicate"},
+	".":                      {"internal/domain", "internal/batch", "internal/appendjson", "internal/logline", "internal/webhook", "internal/limits", "internal/metrics", "internal/store", "internal/store/bounded", "internal/manage", "internal/cli", "internal/certs", "internal/keyring", "internal/petcopy", "internal/httpapi", "internal/adminapi", "internal/server", "internal/replicate", "internal/tracing"},
 	"internal/domain":        nil,
-	"internal/batch":         nil,
+	"internal/batch":         {"internal/tracing"},
 	"internal/appendjson":    nil,
 	"internal/logline":       {"internal/appendjson"},
 	"internal/webhook":       {"internal/domain"},
-	"internal/limits":        {"internal/domain", "internal/batch"},
+	"internal/limits":        {"internal/domain", "internal/batch", "internal/tracing"},
 	"internal/metrics":       nil,
-	"internal/store":         {"internal/domain", "internal/batch"},
-	"internal/store/bounded": {"internal/store", "internal/domain", "internal/metrics"},
+	"internal/store":         {"internal/domain", "internal/batch", "internal/tracing"},
+	"internal/store/bounded": {"internal/store", "internal/domain", "internal/metrics", "internal/tracing"},
 	"internal/manage":        {"internal/domain", "internal/limits", "internal/webhook"},
 	"internal/cli":           {"internal/domain", "internal/store", "internal/manage", "internal/webhook", "internal/replicate"},
 	"internal/certs":         {"internal/metrics"},
 	"internal/keyring":       {"internal/domain", "internal/limits"},
 	"internal/petcopy":       {"internal/domain", "internal/batch", "internal/appendjson"},
-	"internal/httpapi":       {"internal/domain", "internal/keyring", "internal/limits", "internal/metrics", "internal/logline", "internal/appendjson"},
+	"internal/httpapi":       {"internal/domain", "internal/keyring", "internal/limits", "internal/metrics", "internal/logline", "internal/appendjson", "internal/tracing"},
 	"internal/adminapi":      {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/manage", "internal/metrics", "internal/webhook"},
-	"internal/publicapi":     {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/metrics", "internal/petcopy"},
-	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate"},
-	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit"},
+	"internal/publicapi":     {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/metrics", "internal/petcopy", "internal/tracing"},
+	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate", "internal/tracing"},
+	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit", "internal/tracing"},
 	"internal/replicate":     nil,
 	"internal/testkit":       nil,
+	"internal/tracing":       nil,
 	"bench/ceiling":          nil,
 }
 
@@ -58,9 +59,9 @@ var testsMayAlsoImport = map[string][]string{
 // netHTTPAllowed are the packages whose code (not tests) may import
 // net/http: the HTTP edge (the root, internal/server, internal/httpapi,
 // internal/adminapi and internal/publicapi),
-// the webhook sender, the metrics' handler, the tests' support and the
+// the webhook sender, the metrics' handler, the traces' exporter, the tests' support and the
 // benchmark's yardstick server.
-var netHTTPAllowed = []string{".", "internal/server", "internal/servertest", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/webhook", "internal/metrics", "internal/testkit", "bench/ceiling"}
+var netHTTPAllowed = []string{".", "internal/server", "internal/servertest", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/webhook", "internal/metrics", "internal/tracing", "internal/testkit", "bench/ceiling"}
 
 const modulePath = "petstore"
 

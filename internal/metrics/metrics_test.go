@@ -14,7 +14,7 @@ var testNames = Names{
 
 const testReasonInvalid = 3
 
-func TestRecordingARequestAllocatesNothing(t *testing.T) {
+func TestRecordingAnUnsampledRequestAllocatesNothing(t *testing.T) {
 	m := New(Build{}, testNames)
 	ok := Answered{Pattern: "GET /v1/pets/{petId}", Method: "GET", Code: 200, Took: time.Millisecond, Decision: Allowed}
 	m.ObserveRequest(&ok) // the first resolves the series

@@ -23,6 +23,7 @@ import (
 	"petstore/internal/replicate"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
+	"petstore/internal/tracing"
 	"petstore/internal/webhook"
 )
 
@@ -38,6 +39,7 @@ const (
 type App struct {
 	logger     *slog.Logger
 	metrics    *metrics.Metrics // nil without an admin listener: nobody else could read them
+	tracer     *tracing.Tracer  // nil: tracing is off (no OTEL_EXPORTER_OTLP_ENDPOINT)
 	now        func() time.Time
 	trustProxy bool
 	env        string        // production or staging
@@ -112,7 +114,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	}
 	a := &App{
 		logger: d.Logger, metrics: d.Metrics, now: d.Now, trustProxy: cfg.TrustProxy, env: cfg.Env, dbTimeout: cfg.DBTimeout, adminHosts: cfg.AdminHosts,
-		store: bounded.New(db, cfg.DBTimeout, d.Metrics, d.Logger), draining: new(atomic.Bool),
+		store: bounded.New(db, engineOf(cfg.DB), cfg.DBTimeout, d.Metrics, d.Logger), draining: new(atomic.Bool),
 		startedBans: limits.NewStartedBans(cfg.Env, d.Now, d.Logger), quota: limits.NewQuotaWatch(d.Now), closeLimiter: func() error { return nil },
 		files: d.Files,
 	}
@@ -121,6 +123,9 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 			a.Close()
 		}
 	}()
+	trace := cfg.Tracing
+	trace.TrustParent = cfg.TrustTraceparent
+	a.tracer = tracing.Start(trace, tracing.Hooks{Dropped: d.Metrics.SpansDropped, Logger: d.Logger})
 	if a.openapi, err = fs.ReadFile(d.Files, "openapi.yaml"); err != nil {
 		return nil, err
 	}
@@ -148,9 +153,18 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	return a, nil
 }
 
-// Close releases the limiter's connection and closes the database.
+// engineOf is the engine under db as traces name it (db.system).
+func engineOf(db string) string {
+	if store.IsPostgresURL(db) {
+		return "postgresql"
+	}
+	return "sqlite"
+}
+
+// Close releases the limiter's connection, closes the database and sends
+// the spans still queued (within tracing.ShutdownTimeout).
 func (a *App) Close() error {
-	return errors.Join(a.closeLimiter(), a.store.Close())
+	return errors.Join(a.closeLimiter(), a.store.Close(), a.tracer.Shutdown())
 }
 
 // newRateLimiter is the limiter cfg asks for: in this process, or in the

@@ -157,7 +157,7 @@ func newServer(a *App) http.Handler {
 			mux.Handle(rt.pattern, rt.handler)
 		}
 	}
-	return chain(mux, httpapi.LogRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
+	return chain(mux, httpapi.LogRequests(a.logger, a.metrics, a.tracer), closeWhileDraining(a.draining))
 }
 
 // closeWhileDraining: during --shutdown-delay each answer carries
@@ -237,7 +237,7 @@ func newAdminServer(a *App) http.Handler {
 			api.Handle(rt.pattern, rt.handler)
 		}
 	}
-	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics), adminapi.NoStore, adminapi.SameOrigin)
+	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics, a.tracer), adminapi.NoStore, adminapi.SameOrigin)
 
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)
@@ -246,8 +246,8 @@ func newAdminServer(a *App) http.Handler {
 	for _, rt := range consoleRoutes(a) {
 		console.Handle(rt.pattern, rt.handler)
 	}
-	mux.Handle("/console/", chain(console, httpapi.LogRequests(a.logger, a.metrics)))
-	mux.Handle("/console", chain(console, httpapi.LogRequests(a.logger, a.metrics)))
+	mux.Handle("/console/", chain(console, httpapi.LogRequests(a.logger, a.metrics, a.tracer)))
+	mux.Handle("/console", chain(console, httpapi.LogRequests(a.logger, a.metrics, a.tracer)))
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}
