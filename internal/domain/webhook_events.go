@@ -250,6 +250,26 @@ type ClaimedDelivery struct {
 	URL  string
 	Keys [][]byte
 	Body []byte
+	// Cause is the trace context of what queued the event, in
+	// TraceCause's form; "" when it was not traced.
+	Cause string
+}
+
+// TraceCause is how the outbox keeps the W3C trace context of what queued
+// an event (webhook_events.trace_context): the value of its traceparent
+// header, then a space and tracestate's when there is one. A traceparent
+// holds no space, so the first one parts them (SplitTraceCause).
+func TraceCause(traceparent, tracestate string) string {
+	if tracestate == "" {
+		return traceparent
+	}
+	return traceparent + " " + tracestate
+}
+
+// SplitTraceCause is TraceCause undone.
+func SplitTraceCause(cause string) (traceparent, tracestate string) {
+	traceparent, tracestate, _ = strings.Cut(cause, " ")
+	return traceparent, tracestate
 }
 
 // DeliveryOutcome is what an attempt came to.
