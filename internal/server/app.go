@@ -23,6 +23,8 @@ import (
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
 	"petstore/internal/webhook"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // How often the background work of a server runs.
@@ -87,6 +89,9 @@ type Deps struct {
 	// Files holds openapi.yaml, admin-openapi.yaml, webui/ and console/,
 	// which live at the module's root (go:embed reaches no parent folder).
 	Files fs.FS
+	// Tracing makes the spans of the webhooks' attempts; nil: tracing is
+	// off, and the worker calls no tracer.
+	Tracing trace.TracerProvider
 
 	// For tests: WrapStore stands between the engine and the rest of the
 	// app (to count or fail calls); RedisPrefix, when set, keeps a test's
@@ -142,7 +147,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	a.webhookGuard = webhook.NewAddressGuard(cfg.WebhookAllowPrivate)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env, d.Tracing)
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil

@@ -27,6 +27,8 @@ import (
 	"petstore/internal/server"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Actor is who makes the changes to keys that tests make through the
@@ -86,6 +88,8 @@ type Options struct {
 	// WrapStore, when set, is what the server sees of the store: a test
 	// may count or fail its calls.
 	WrapStore func(store.Storage) store.Storage
+	// Tracing, when set, makes the server's spans (server.Deps.Tracing).
+	Tracing trace.TracerProvider
 }
 
 // Server is a running server of a test.
@@ -132,7 +136,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
-	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now,
+	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now, Tracing: opts.Tracing,
 		WrapStore: func(st store.Storage) store.Storage {
 			s.SQLite, _ = st.(*store.SQLite)
 			s.PG, _ = st.(*store.Postgres)

@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // One attempt of a delivery: docs/webhooks.md, "Verifying a delivery".
@@ -135,6 +137,9 @@ func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 	h["Webhook-Id"] = []string{a.ID}
 	h["Webhook-Timestamp"] = []string{strconv.FormatInt(timestamp, 10)}
 	h["Webhook-Signature"] = []string{webhookSignature(a.ID, timestamp, a.Body, a.Keys...)}
+	// The attempt's span, when tracing is on (trace.go): a receiver that
+	// traces sees the delivery inside its own trace. Without one, nothing.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return attemptResult{Err: attemptError(err, s.now())}

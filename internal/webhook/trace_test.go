@@ -1,0 +1,167 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/internal/domain"
+	"petstore/internal/manage"
+	"petstore/internal/servertest"
+	"petstore/internal/testkit"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracedServer is a server whose spans end up in the exporter it returns,
+// with an endpoint for rc whose URL carries a secret of the receiver's in
+// its path and query, which no span may hold.
+func tracedServer(t *testing.T, opts servertest.Options, rc *testkit.Receiver) (*servertest.Server, domain.WebhookEndpoint, *tracetest.InMemoryExporter) {
+	t.Helper()
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	opts.Tracing = tp
+	s := servertest.Start(t, opts.WithWebhooks())
+	terms, err := manage.NewEndpointTerms(rc.URL()+"/receiver-path-secret?token=receiver-query-secret", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Store().AddWebhookEndpoint(context.Background(), terms, servertest.Actor, s.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Trust(e.Secret)
+	return s, e, spans
+}
+
+// attemptSpans are the spans of the webhooks' attempts the exporter holds.
+func attemptSpans(spans *tracetest.InMemoryExporter) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == "webhook deliver" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attributesOf(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
+	m := map[attribute.Key]attribute.Value{}
+	for _, kv := range s.Attributes {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// Each attempt of a delivery is a client span of its own trace that links
+// to the span that queued the event (a link, not a parent: the attempts
+// come minutes or hours later, maybe from another server), says which
+// endpoint, event and attempt it was and what the receiver answered, and
+// sends its traceparent, so that a receiver that traces sees it inside its
+// own trace. No span holds the endpoint's URL path or query, its secret or
+// the body.
+func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
+	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
+		rc := testkit.NewReceiver(t)
+		rc.AnswerWith(func(n int, _ testkit.Delivery) int {
+			if n == 0 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusNoContent
+		})
+		s, e, spans := tracedServer(t, opts, rc)
+		ctx, cause := sdktrace.NewTracerProvider().Tracer("test").Start(context.Background(), "POST /admin/v1/webhooks/{id}/test")
+		ev, err := manage.QueueTest(ctx, s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now())
+		cause.End()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.DeliverDue()
+		s.Clock.Advance(time.Minute)
+		s.DeliverDue()
+
+		got, attempts := rc.Wait(2, 5*time.Second), attemptSpans(spans)
+		if len(attempts) != 2 {
+			t.Fatalf("%d attempt spans, want 2 (a 503, then a 204): %+v", len(attempts), attempts)
+		}
+		for i, want := range []struct {
+			status int64
+			code   codes.Code
+		}{{503, codes.Error}, {204, codes.Unset}} {
+			span := attempts[i]
+			if span.SpanKind != trace.SpanKindClient || span.Parent.IsValid() || span.SpanContext.TraceID() == cause.SpanContext().TraceID() {
+				t.Errorf("attempt %d: kind %v, parent %v, trace %v: want a client span at the root of a trace of its own", i+1,
+					span.SpanKind, span.Parent.SpanID(), span.SpanContext.TraceID())
+			}
+			if len(span.Links) != 1 || span.Links[0].SpanContext.TraceID() != cause.SpanContext().TraceID() ||
+				span.Links[0].SpanContext.SpanID() != cause.SpanContext().SpanID() {
+				t.Errorf("attempt %d links to %+v, want the span that queued the event %v", i+1, span.Links, cause.SpanContext().SpanID())
+			}
+			attrs := attributesOf(span)
+			for key, value := range map[attribute.Key]attribute.Value{
+				"petstore.webhook.endpoint_id": attribute.Int64Value(e.ID), "petstore.webhook.event_type": attribute.StringValue(domain.WebhookTestEvent),
+				"petstore.webhook.event_id": attribute.StringValue(ev.ID), "petstore.webhook.attempt": attribute.IntValue(i + 1),
+				"http.response.status_code": attribute.Int64Value(want.status), "server.address": attribute.StringValue("127.0.0.1"),
+			} {
+				if attrs[key] != value {
+					t.Errorf("attempt %d: %s = %v, want %v", i+1, key, attrs[key].Emit(), value.Emit())
+				}
+			}
+			if span.Status.Code != want.code {
+				t.Errorf("attempt %d: status %+v, want %v", i+1, span.Status, want.code)
+			}
+			traceparent := fmt.Sprintf("00-%s-%s-01", span.SpanContext.TraceID(), span.SpanContext.SpanID())
+			if got[i].Traceparent != traceparent || !got[i].Verified {
+				t.Errorf("attempt %d: the receiver got traceparent %q (verified: %v), want its span's %q", i+1, got[i].Traceparent, got[i].Verified, traceparent)
+			}
+			for _, kv := range span.Attributes {
+				if v := kv.Value.Emit(); strings.Contains(v, "secret") || strings.Contains(v, "whsec_") || strings.Contains(v, "webhookId") {
+					t.Errorf("attempt %d: %s = %q holds the URL's path or query, the secret or the body", i+1, kv.Key, v)
+				}
+			}
+		}
+		if d := deliveryOf(s, ev.ID); d.State != domain.DeliveryDelivered {
+			t.Errorf("the delivery: %+v, want delivered", d)
+		}
+	})
+}
+
+// An event queued by what was not traced (a command, a server before
+// migration 012) is delivered with a span that links to nothing.
+func TestWebhookAttemptOfAnUntracedEventLinksToNothing(t *testing.T) {
+	rc := testkit.NewReceiver(t)
+	s, e, spans := tracedServer(t, servertest.Options{}, rc)
+	if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.DeliverDue()
+	got, attempts := rc.Wait(1, 5*time.Second), attemptSpans(spans)
+	if len(attempts) != 1 || len(attempts[0].Links) != 0 || got[0].Traceparent == "" {
+		t.Fatalf("spans %+v, traceparent %q: want one span linking to nothing, its traceparent sent", attempts, got[0].Traceparent)
+	}
+}
+
+// With tracing off the worker sends no traceparent, not even the cause's
+// of an event queued by a server that traces.
+func TestWebhookAttemptWithTracingOffSendsNoTraceparent(t *testing.T) {
+	s := servertest.Start(t, servertest.Options{}.WithWebhooks())
+	rc := testkit.NewReceiver(t)
+	e := s.AddEndpoint(rc)
+	ctx, cause := sdktrace.NewTracerProvider().Tracer("test").Start(context.Background(), "cause")
+	if _, err := manage.QueueTest(ctx, s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	cause.End()
+	s.DeliverDue()
+	if got := rc.Wait(1, 5*time.Second); got[0].Traceparent != "" || !got[0].Verified {
+		t.Errorf("with tracing off the receiver got traceparent %q (verified: %v), want none", got[0].Traceparent, got[0].Verified)
+	}
+}
