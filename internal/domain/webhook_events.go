@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,11 @@ type WebhookEvent struct {
 	Type string
 	At   time.Time
 	Body []byte // {"type", "timestamp", "data"}
+	// Cause is the trace context of what caused the event (TraceCause's
+	// form) when that is not what queues it: the request that reached a
+	// quota threshold, queued by the next usage flush. "": the trace
+	// context of what queues it, if any.
+	Cause string
 }
 
 // NewWebhookEvent is an event of typ at at with data, which never holds a
@@ -255,15 +261,24 @@ type ClaimedDelivery struct {
 	Cause string
 }
 
-// TraceCause is how the outbox keeps the W3C trace context of what queued
-// an event (webhook_events.trace_context): the value of its traceparent
-// header, then a space and tracestate's when there is one. A traceparent
-// holds no space, so the first one parts them (SplitTraceCause).
-func TraceCause(traceparent, tracestate string) string {
-	if tracestate == "" {
-		return traceparent
+// TraceCause is how the outbox keeps the W3C trace context of the span
+// that caused an event (webhook_events.trace_context), given its trace
+// id, span id, flags and tracestate: what its traceparent header would
+// hold (version 00), then a space and its tracestate when it has one. A
+// traceparent holds no space, so the first one parts them
+// (SplitTraceCause), and the W3C propagator reads each.
+func TraceCause(traceID [16]byte, spanID [8]byte, flags byte, tracestate string) string {
+	b := make([]byte, 0, 56+len(tracestate))
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, traceID[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, spanID[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, []byte{flags})
+	if tracestate != "" {
+		b = append(append(b, ' '), tracestate...)
 	}
-	return traceparent + " " + tracestate
+	return string(b)
 }
 
 // SplitTraceCause is TraceCause undone.

@@ -47,7 +47,7 @@ func limit(limiter limits.Limiter, audit *limits.StartedBans, quota *limits.Quot
 			info.Decided(&d)
 			setRateLimitHeaders(w.Header(), info, &d)
 			if key != nil {
-				quota.Observe(key, lim, d)
+				quota.Observe(r.Context(), key, lim, d)
 			}
 			if !d.Allowed {
 				if d.BanStarted {

@@ -14,7 +14,6 @@ import (
 
 	"petstore/internal/domain"
 
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -127,7 +126,7 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64, env string) error {
 	_, err := s.withEndpoint(ctx, endpointID, env, func(tx dbTx, _ *domain.WebhookEndpoint) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body, trace_context) VALUES (?, ?, ?, ?, ?)`,
-			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), traceCause(ctx)); err != nil {
+			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), traceCause(ctx, ev)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)`,
@@ -147,7 +146,7 @@ func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent, env
 	pattern := "%," + ev.Type + ",%"
 	n, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body, trace_context)
 		SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint), CAST(? AS text), CAST(? AS text) WHERE EXISTS (SELECT 1 `+takers+`)`,
-		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), traceCause(ctx), env, pattern)
+		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), traceCause(ctx, ev), env, pattern)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -298,19 +297,21 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body), Cause: cause.String}, nil
 }
 
-// traceCause is the trace context an event queued in ctx keeps, in
-// domain.TraceCause's form, so that its deliveries' spans link to what
-// queued it, however much later and on whichever server: that of ctx's
-// span when it is sampled, else NULL. With tracing off ctx holds no span,
-// and this costs one lookup of ctx's values: no allocation, no tracer.
-func traceCause(ctx context.Context) any {
+// traceCause is the trace context ev, queued in ctx, keeps (in
+// domain.TraceCause's form), so that its deliveries' spans link to what
+// caused it, however much later and on whichever server: ev's own Cause
+// when it has one, else that of ctx's span when it is sampled, else NULL.
+// With tracing off ctx holds no span, and this costs one lookup of ctx's
+// values: no allocation, no tracer.
+func traceCause(ctx context.Context, ev domain.WebhookEvent) any {
+	if ev.Cause != "" {
+		return ev.Cause
+	}
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() || !sc.IsSampled() {
 		return nil
 	}
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
-	return domain.TraceCause(carrier.Get("traceparent"), carrier.Get("tracestate"))
+	return domain.TraceCause(sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()), sc.TraceState().String())
 }
 
 func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor string) (disabled string, err error) {

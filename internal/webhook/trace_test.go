@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,42 @@ func TestWebhookAttemptWithTracingOffSendsNoTraceparent(t *testing.T) {
 	s.DeliverDue()
 	if got := rc.Wait(1, 5*time.Second); got[0].Traceparent != "" || !got[0].Verified {
 		t.Errorf("with tracing off the receiver got traceparent %q (verified: %v), want none", got[0].Traceparent, got[0].Verified)
+	}
+}
+
+// A quota notice is queued by the usage flush after the request that
+// reached the threshold: its deliveries link to that request's span all
+// the same.
+func TestWebhookQuotaNoticeLinksToTheRequestThatReachedIt(t *testing.T) {
+	rc := testkit.NewReceiver(t)
+	s, _, spans := tracedServer(t, servertest.Options{}, rc)
+	_, key := s.MustCreate(s.KeyTerms("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10}))
+	tracer := sdktrace.NewTracerProvider().Tracer("test")
+	var reached trace.SpanContext
+	for i := range 8 {
+		ctx, span := tracer.Start(context.Background(), "GET /v1/pets")
+		r := httptest.NewRequest("GET", "/v1/pets", nil).WithContext(ctx)
+		r.Header.Set("Authorization", "Bearer "+key)
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		span.End()
+		if w.Code != http.StatusOK {
+			t.Fatalf("request %d: %d", i+1, w.Code)
+		}
+		reached = span.SpanContext()
+	}
+	if err := s.Quota().Flush(context.Background(), s.Store().AddWebhookNotices); err != nil {
+		t.Fatal(err)
+	}
+	s.DeliverDue()
+	rc.Wait(2, 5*time.Second) // key.created, then the notice
+	var links []sdktrace.Link
+	for _, span := range attemptSpans(spans) {
+		if attributesOf(span)["petstore.webhook.event_type"].AsString() == domain.WebhookQuotaThreshold {
+			links = append(links, span.Links...)
+		}
+	}
+	if len(links) != 1 || links[0].SpanContext.SpanID() != reached.SpanID() || links[0].SpanContext.TraceID() != reached.TraceID() {
+		t.Fatalf("the notice's attempts link to %+v, want the 8th request's span %v alone", links, reached.SpanID())
 	}
 }
