@@ -48,6 +48,10 @@ type AuditEvent struct {
 	Address  string // key.banned of a client address
 	Env      string
 	Details  AuditDetails
+	// Cause is the trace context (TraceCause's form) of the request that
+	// caused an event stored later by a flush (a ban's start), which its
+	// webhook event keeps; never written to the audit trail.
+	Cause string
 }
 
 // AuditDetails are what the change was: a key's terms, a roll's overlap, a

@@ -91,6 +91,7 @@ func AuditWebhookEvent(e AuditEvent, keyName string) (WebhookEvent, bool, error)
 	}
 	data["actor"] = e.Actor
 	ev, err := NewWebhookEvent(e.Action, e.At, data)
+	ev.Cause = e.Cause
 	return ev, err == nil, err
 }
 

@@ -234,15 +234,24 @@ func (q *QuotaWatch) Observe(ctx context.Context, key *domain.Key, lim domain.Li
 			continue
 		}
 		q.seen[seen] = true
-		n := QuotaNotice{
+		q.Pending = append(q.Pending, QuotaNotice{
 			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Env: key.Env, Plan: key.Plan, Threshold: t,
-			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now,
-		}
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && sc.IsSampled() {
-			n.Cause = domain.TraceCause(sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()), sc.TraceState().String())
-		}
-		q.Pending = append(q.Pending, n)
+			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now, Cause: traceCause(ctx),
+		})
 	}
+}
+
+// traceCause is the trace context of the request of ctx that started a
+// notice or a ban (in domain.TraceCause's form), which the event keeps
+// until the flush stores it, so that its webhook links to the request: ""
+// when its span is not sampled, as when tracing is off (then without an
+// allocation).
+func traceCause(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	return domain.TraceCause(sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()), sc.TraceState().String())
 }
 
 // Flush stores the notices seen since the last flush through add; what

@@ -51,7 +51,7 @@ func limit(limiter limits.Limiter, audit *limits.StartedBans, quota *limits.Quot
 			}
 			if !d.Allowed {
 				if d.BanStarted {
-					audit.Banned(key, id, d)
+					audit.Banned(r.Context(), key, id, d)
 				}
 				httpapi.Refuse(w, r, &d)
 				return

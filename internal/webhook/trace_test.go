@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/httpapi"
 	"petstore/internal/manage"
 	"petstore/internal/servertest"
 	"petstore/internal/testkit"
@@ -167,39 +168,71 @@ func TestWebhookAttemptWithTracingOffSendsNoTraceparent(t *testing.T) {
 	}
 }
 
-// A quota notice is queued by the usage flush after the request that
-// reached the threshold: its deliveries link to that request's span all
-// the same.
-func TestWebhookQuotaNoticeLinksToTheRequestThatReachedIt(t *testing.T) {
-	rc := testkit.NewReceiver(t)
-	s, _, spans := tracedServer(t, servertest.Options{}, rc)
-	_, key := s.MustCreate(s.KeyTerms("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10}))
-	tracer := sdktrace.NewTracerProvider().Tracer("test")
-	var reached trace.SpanContext
-	for i := range 8 {
-		ctx, span := tracer.Start(context.Background(), "GET /v1/pets")
-		r := httptest.NewRequest("GET", "/v1/pets", nil).WithContext(ctx)
-		r.Header.Set("Authorization", "Bearer "+key)
-		w := httptest.NewRecorder()
-		s.Handler().ServeHTTP(w, r)
-		span.End()
-		if w.Code != http.StatusOK {
-			t.Fatalf("request %d: %d", i+1, w.Code)
-		}
-		reached = span.SpanContext()
-	}
-	if err := s.Quota().Flush(context.Background(), s.Store().AddWebhookNotices); err != nil {
-		t.Fatal(err)
-	}
-	s.DeliverDue()
-	rc.Wait(2, 5*time.Second) // key.created, then the notice
+// tracedGet sends GET /v1/pets with key through s's handler in a span of
+// tracer, as a request a server traces, and returns the answer and the span.
+func tracedGet(s *servertest.Server, tracer trace.Tracer, key string) (*httptest.ResponseRecorder, trace.SpanContext) {
+	ctx, span := tracer.Start(context.Background(), "GET /v1/pets")
+	defer span.End()
+	r := httptest.NewRequest("GET", "/v1/pets", nil).WithContext(ctx)
+	r.Header.Set("Authorization", "Bearer "+key)
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	return w, span.SpanContext()
+}
+
+// linksOf are the links of the attempts' spans of events of type typ.
+func linksOf(spans *tracetest.InMemoryExporter, typ string) []sdktrace.Link {
 	var links []sdktrace.Link
 	for _, span := range attemptSpans(spans) {
-		if attributesOf(span)["petstore.webhook.event_type"].AsString() == domain.WebhookQuotaThreshold {
+		if attributesOf(span)["petstore.webhook.event_type"].AsString() == typ {
 			links = append(links, span.Links...)
 		}
 	}
-	if len(links) != 1 || links[0].SpanContext.SpanID() != reached.SpanID() || links[0].SpanContext.TraceID() != reached.TraceID() {
-		t.Fatalf("the notice's attempts link to %+v, want the 8th request's span %v alone", links, reached.SpanID())
+	return links
+}
+
+// A quota notice and a ban's key.banned are stored by a flush after the
+// request that reached the threshold or started the ban: their deliveries
+// link to that request's span all the same.
+func TestWebhookNoticesAndBansLinkToTheRequestThatStartedThem(t *testing.T) {
+	tracer := sdktrace.NewTracerProvider().Tracer("test")
+	for _, c := range []struct {
+		typ   string
+		limit domain.Limits
+		// started tells whether the answer is the one that started it.
+		started func(n int, w *httptest.ResponseRecorder) bool
+		flush   func(s *servertest.Server)
+	}{
+		{domain.WebhookQuotaThreshold, domain.Limits{PerMinute: 1000, PerDay: 10},
+			func(n int, _ *httptest.ResponseRecorder) bool { return n == 8 }, // 80%
+			func(s *servertest.Server) {
+				if err := s.Quota().Flush(context.Background(), s.Store().AddWebhookNotices); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{domain.AuditKeyBanned, domain.Limits{PerMinute: 2, PerDay: 1000},
+			func(_ int, w *httptest.ResponseRecorder) bool {
+				return strings.Contains(w.Body.String(), httpapi.CodeTemporarilyBanned)
+			},
+			func(s *servertest.Server) { s.FlushAudit() }},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			rc := testkit.NewReceiver(t)
+			s, _, spans := tracedServer(t, servertest.Options{}, rc)
+			_, key := s.MustCreate(s.KeyTerms("enterprise", c.limit))
+			var cause trace.SpanContext
+			for n := 1; n <= 30 && !cause.IsValid(); n++ {
+				if w, span := tracedGet(s, tracer, key); c.started(n, w) {
+					cause = span
+				}
+			}
+			c.flush(s)
+			s.DeliverDue()
+			rc.Wait(2, 5*time.Second) // key.created, then the event
+			links := linksOf(spans, c.typ)
+			if !cause.IsValid() || len(links) != 1 || links[0].SpanContext.SpanID() != cause.SpanID() || links[0].SpanContext.TraceID() != cause.TraceID() {
+				t.Fatalf("the %s event's attempts link to %+v, want the span %v of the request that started it alone", c.typ, links, cause.SpanID())
+			}
+		})
 	}
 }
