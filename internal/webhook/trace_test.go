@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,8 +69,8 @@ func attributesOf(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
 // come minutes or hours later, maybe from another server), says which
 // endpoint, event and attempt it was and what the receiver answered, and
 // sends its traceparent, so that a receiver that traces sees it inside its
-// own trace. No span holds the endpoint's URL path or query, its secret or
-// the body.
+// own trace; its log line names the span. No span holds the endpoint's URL
+// path or query, its secret or the body.
 func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		rc := testkit.NewReceiver(t)
@@ -79,6 +80,8 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 			}
 			return http.StatusNoContent
 		})
+		var log testkit.SyncBuffer
+		opts.Logger = slog.New(slog.NewJSONHandler(&log, nil))
 		s, e, spans := tracedServer(t, opts, rc)
 		ctx, cause := sdktrace.NewTracerProvider().Tracer("test").Start(context.Background(), "POST /admin/v1/webhooks/{id}/test")
 		ev, err := manage.QueueTest(ctx, s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now())
@@ -123,6 +126,9 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 			traceparent := fmt.Sprintf("00-%s-%s-01", span.SpanContext.TraceID(), span.SpanContext.SpanID())
 			if got[i].Traceparent != traceparent || !got[i].Verified {
 				t.Errorf("attempt %d: the receiver got traceparent %q (verified: %v), want its span's %q", i+1, got[i].Traceparent, got[i].Verified, traceparent)
+			}
+			if ids := fmt.Sprintf(`"trace_id":"%s","span_id":"%s"`, span.SpanContext.TraceID(), span.SpanContext.SpanID()); !strings.Contains(log.String(), ids) {
+				t.Errorf("attempt %d: no log line with %s:\n%s", i+1, ids, log.String())
 			}
 			for _, kv := range span.Attributes {
 				if v := kv.Value.Emit(); strings.Contains(v, "secret") || strings.Contains(v, "whsec_") || strings.Contains(v, "webhookId") {

@@ -200,6 +200,9 @@ func (w *Worker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 		}
 	}
 	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", domain.ShownURL(c.URL), "attempt", o.Attempts)
+	if sc := trace.SpanContextFromContext(traced); sc.IsSampled() {
+		log = log.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+	}
 	switch o.State {
 	case domain.DeliveryDelivered:
 		log.Info("webhook delivered", "status", r.Status)
