@@ -34,7 +34,7 @@ import (
 // server's or another's on the same storage, with certmagic's issuer once
 // it started.
 func plainHandler(health http.Handler, acme *certs.ACME, names []string, httpsPort int, logger *slog.Logger, m *metrics.Metrics) http.Handler {
-	logged := httpapi.LogRequests(logger, m)
+	logged := httpapi.LogRequests(logger, m, nil)
 	own := logged(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "" || underV1(r.URL.Path) {
 			w.Header().Set("Connection", "close")

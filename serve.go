@@ -26,6 +26,7 @@ import (
 	"petstore/internal/metrics"
 	"petstore/internal/server"
 	"petstore/internal/store"
+	"petstore/internal/tracing"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -99,6 +100,11 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err := cfg.checkFlags(fs); err != nil {
 		return err
 	}
+	// The SDK would fall back to its defaults on a bad value, silently:
+	// the service reads the variables itself (docs/observing.md, "Traces").
+	if cfg.Tracing, err = tracing.FromEnv(getenv); err != nil {
+		return cli.Usagef("%v", err)
+	}
 	if getenv("GOGC") == "" {
 		// Most of the heap is the in-memory copy of the pets, which holds no
 		// pointers: the collector never scans it, so collecting at half the
@@ -132,6 +138,7 @@ func (cfg *serveConfig) registerFlags(fs *flag.FlagSet) {
 		return err
 	})
 	fs.BoolVar(&cfg.TrustProxy, "trust-proxy", false, "take the client address from the first X-Forwarded-For hop (only behind a proxy that sets it)")
+	fs.BoolVar(&cfg.TrustTraceparent, "trust-traceparent", false, "continue the trace of a request's traceparent and tracestate headers (only behind a proxy or for clients you trust: a caller could otherwise choose what is sampled); without it each request starts a trace")
 	fs.StringVar(&cfg.Redis, "redis", "", "share rate limits with every server naming this Redis, redis://HOST:PORT/N (default: kept in this process)")
 	fs.IntVar(&cfg.BanAfter, "ban-after", 10, "requests a caller may send while told to wait, before a ban")
 	fs.DurationVar(&cfg.BanFor, "ban-for", 15*time.Minute, "how long a ban lasts")

@@ -1,6 +1,7 @@
 // Package batch is the batcher: concurrent calls that share one round
 // trip or one commit (the pet inserts, the Redis pipelines, the webhook
-// notices). A leaf: it imports nothing of the project.
+// notices). It imports nothing of the project but the tracing of a
+// batch that serves sampled requests.
 package batch
 
 import (
@@ -9,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"petstore/internal/tracing"
 )
 
 // Batcher runs concurrent calls in shared batches, for work whose cost is
@@ -25,6 +28,9 @@ import (
 // many queued fails at once (ErrQueueFull): work that stalls does not pile
 // up without bound.
 type Batcher[T any] struct {
+	// Name names the span of a batch that serves a sampled request (a
+	// commit, a round trip), linked to every sampled call's; "": no span.
+	Name      string
 	Max       int
 	MaxQueued int // 0: no bound
 	// Run does a batch: it fills in each item's result, and returns an
@@ -174,6 +180,17 @@ func (b *Batcher[T]) runQueued() {
 	if len(batch) == 0 {
 		err = nil // every call had ended: nothing to run
 		return
+	}
+	if b.Name != "" {
+		var links tracing.Links
+		for _, call := range calls {
+			links.Add(call.ctx)
+		}
+		if links.Any() {
+			var span tracing.Span
+			ctx, span = tracing.Batch(ctx, b.Name, len(calls), &links)
+			defer func() { span.Failed(err); span.End() }()
+		}
 	}
 	err = b.Run(ctx, batch)
 }

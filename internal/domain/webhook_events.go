@@ -3,7 +3,6 @@ package domain
 import (
 	"context"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,10 +35,11 @@ type WebhookEvent struct {
 	Type string
 	At   time.Time
 	Body []byte // {"type", "timestamp", "data"}
-	// Cause is the trace context of what caused the event (TraceCause's
-	// form) when that is not what queues it: the request that reached a
-	// quota threshold, queued by the next usage flush. "": the trace
-	// context of what queues it, if any.
+	// Cause is the W3C trace context of the request that caused the
+	// event, as the outbox keeps it (internal/tracing's Cause), when that
+	// is not what queues it: the request that reached a quota threshold or
+	// started a ban, stored by the next flush. "": that of what queues it,
+	// if any.
 	Cause string
 }
 
@@ -257,35 +257,10 @@ type ClaimedDelivery struct {
 	URL  string
 	Keys [][]byte
 	Body []byte
-	// Cause is the trace context of what queued the event, in
-	// TraceCause's form; "" when it was not traced.
+	// Cause is the W3C trace context of the request that caused the
+	// event, as the outbox keeps it (internal/tracing's Cause); "" when it
+	// was not traced.
 	Cause string
-}
-
-// TraceCause is how the outbox keeps the W3C trace context of the span
-// that caused an event (webhook_events.trace_context), given its trace
-// id, span id, flags and tracestate: what its traceparent header would
-// hold (version 00), then a space and its tracestate when it has one. A
-// traceparent holds no space, so the first one parts them
-// (SplitTraceCause), and the W3C propagator reads each.
-func TraceCause(traceID [16]byte, spanID [8]byte, flags byte, tracestate string) string {
-	b := make([]byte, 0, 56+len(tracestate))
-	b = append(b, "00-"...)
-	b = hex.AppendEncode(b, traceID[:])
-	b = append(b, '-')
-	b = hex.AppendEncode(b, spanID[:])
-	b = append(b, '-')
-	b = hex.AppendEncode(b, []byte{flags})
-	if tracestate != "" {
-		b = append(append(b, ' '), tracestate...)
-	}
-	return string(b)
-}
-
-// SplitTraceCause is TraceCause undone.
-func SplitTraceCause(cause string) (traceparent, tracestate string) {
-	traceparent, tracestate, _ = strings.Cut(cause, " ")
-	return traceparent, tracestate
 }
 
 // DeliveryOutcome is what an attempt came to.

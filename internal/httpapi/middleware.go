@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"petstore/internal/logline"
 	"petstore/internal/metrics"
+	"petstore/internal/tracing"
 )
 
 // statusWriter records what was written, for the log line and for the panic
@@ -79,14 +81,15 @@ func validRequestID(s string) bool {
 }
 
 // LogRequests gives each request its record, an id echoed in
-// X-Request-Id, a 500 Error for a panic, one log line, and its place in the
-// metrics (m may be nil: none).
-func LogRequests(logger *slog.Logger, m *metrics.Metrics) Middleware {
+// X-Request-Id, a 500 Error for a panic, one log line, its place in the
+// metrics (m may be nil: none) and, when tracing is on (tr not nil) and the
+// request is sampled, its server span.
+func LogRequests(logger *slog.Logger, m *metrics.Metrics, tr *tracing.Tracer) Middleware {
 	var prefix [6]byte
 	rand.Read(prefix[:])
 	ids := &requestIDs{prefix: hex.EncodeToString(prefix[:]) + "-"}
 	return func(next http.Handler) http.Handler {
-		return &requestLogger{logger: logger, metrics: m, ids: ids, next: next}
+		return &requestLogger{logger: logger, metrics: m, tracer: tr, ids: ids, next: next}
 	}
 }
 
@@ -94,6 +97,7 @@ func LogRequests(logger *slog.Logger, m *metrics.Metrics) Middleware {
 type requestLogger struct {
 	logger  *slog.Logger
 	metrics *metrics.Metrics
+	tracer  *tracing.Tracer // nil: tracing is off
 	ids     *requestIDs
 	next    http.Handler
 }
@@ -109,6 +113,15 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	info.logged(id)
 	w.Header()["X-Request-Id"] = info.HeaderValue(id)
+	if l.tracer != nil {
+		// The store, the limiter and the batches find the span in the
+		// context: one WithContext for a sampled request, none otherwise.
+		var ctx context.Context
+		if ctx, info.span = l.tracer.StartRequest(r.Context(), r.Method,
+			FirstHeader(r.Header, "Traceparent"), FirstHeader(r.Header, "Tracestate")); info.span.On() {
+			r = r.WithContext(ctx)
+		}
+	}
 
 	defer func() {
 		if p := recover(); p != nil {
@@ -123,13 +136,18 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		end := time.Now()
 		status := recordedStatus(r, sw.status)
 		info.finished()
+		var traceID, spanID string
+		if info.span.On() {
+			traceID, spanID = info.span.IDs()
+			info.span.EndRequest(r.Method, r.Pattern, status, info.keyID())
+		}
 		if l.metrics != nil && !healthCheck(r) {
 			l.metrics.ObserveRequest(&metrics.Answered{
 				Pattern: r.Pattern, Method: r.Method, Code: status, Took: end.Sub(start),
-				Decision: info.rateLimit, AuthFailure: uint8(info.auth.Reason), DBFailure: uint8(info.db),
+				Decision: info.rateLimit, AuthFailure: uint8(info.auth.Reason), DBFailure: uint8(info.db), TraceID: traceID,
 			})
 		}
-		logRequest(l.logger, r, info, status, sw, start, end)
+		logRequest(l.logger, r, info, status, sw, start, end, traceID, spanID)
 	}()
 	l.next.ServeHTTP(sw, r)
 }
@@ -152,7 +170,7 @@ func recordedStatus(r *http.Request, written int) int {
 	return StatusClientClosed
 }
 
-func logRequest(logger *slog.Logger, r *http.Request, info *Record, status int, sw *statusWriter, start, end time.Time) {
+func logRequest(logger *slog.Logger, r *http.Request, info *Record, status int, sw *statusWriter, start, end time.Time, traceID, spanID string) {
 	level := slog.LevelInfo
 	switch {
 	case healthCheck(r): // a load balancer's, one a second on every server
@@ -167,6 +185,7 @@ func logRequest(logger *slog.Logger, r *http.Request, info *Record, status int, 
 	line := logline.RequestLine{
 		Time: end, Level: level, Method: r.Method, Path: r.URL.Path, Status: status,
 		Duration: end.Sub(start), Bytes: sw.bytes, RequestID: info.id, Err: info.err,
+		TraceID: traceID, SpanID: spanID,
 	}
 	if info.key != nil {
 		line.KeyID = info.key.ID

@@ -9,6 +9,7 @@ import (
 	"petstore/internal/keyring"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/tracing"
 )
 
 // The request's record: what the steps of a request learn about it, for the
@@ -85,6 +86,10 @@ type Record struct {
 	// could not serve the request (a 503), for the metrics.
 	err error
 	db  domain.DBFailure
+
+	// span is the request's server span when it is sampled; the zero Span
+	// otherwise (LogRequests).
+	span tracing.Span
 
 	// values backs the response's header values (see HeaderValue).
 	values  [6]string
@@ -263,7 +268,16 @@ func (info *Record) HeaderValue(v string) []string {
 // has one), the error that kept the key from being looked up, and whether
 // it sent a bearer token at all.
 
-func (info *Record) Key() *domain.Key          { return info.key }
+func (info *Record) Key() *domain.Key { return info.key }
+
+// keyID is the caller's key's id for its server span; 0: no key.
+func (info *Record) keyID() int64 {
+	if info.key == nil {
+		return 0
+	}
+	return info.key.ID
+}
+
 func (info *Record) Admin() *domain.AdminToken { return info.admin }
 func (info *Record) Auth() keyring.Failure     { return info.auth }
 func (info *Record) AuthErr() error            { return info.authErr }

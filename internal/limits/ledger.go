@@ -8,8 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-
-	"go.opentelemetry.io/otel/trace"
+	"petstore/internal/tracing"
 )
 
 // usageLedger holds the API keys' requests the Redis limiter granted until
@@ -173,7 +172,7 @@ type QuotaNotice struct {
 	Limit     int64
 	Day       string // YYYY-MM-DD, UTC
 	At        time.Time
-	Cause     string // the trace context of the request that reached it (domain.TraceCause), "" when not sampled
+	Cause     string // the trace context of the request that reached it (tracing.Cause), "" when not sampled
 }
 
 // Notice is n as the store keeps it, with the mark that makes it once: its
@@ -236,22 +235,9 @@ func (q *QuotaWatch) Observe(ctx context.Context, key *domain.Key, lim domain.Li
 		q.seen[seen] = true
 		q.Pending = append(q.Pending, QuotaNotice{
 			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Env: key.Env, Plan: key.Plan, Threshold: t,
-			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now, Cause: traceCause(ctx),
+			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now, Cause: tracing.Cause(ctx),
 		})
 	}
-}
-
-// traceCause is the trace context of the request of ctx that started a
-// notice or a ban (in domain.TraceCause's form), which the event keeps
-// until the flush stores it, so that its webhook links to the request: ""
-// when its span is not sampled, as when tracing is off (then without an
-// allocation).
-func traceCause(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() || !sc.IsSampled() {
-		return ""
-	}
-	return domain.TraceCause(sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()), sc.TraceState().String())
 }
 
 // Flush stores the notices seen since the last flush through add; what

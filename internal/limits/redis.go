@@ -89,7 +89,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		leases: leases{owner: rand.Text()[:12], m: make(map[domain.CallerID]*lease)},
 		stop:   make(chan struct{}),
 	}
-	r.scripts.batch = batch.Batcher[ScriptRun]{Max: maxPipeline, Run: r.scripts.RunBatch}
+	r.scripts.batch = batch.Batcher[ScriptRun]{Name: "redis limit_script batch", Max: maxPipeline, Run: r.scripts.RunBatch}
 	r.owner = r.leases.owner
 	r.leases.key = r.Key
 	r.ledger = &usageLedger{now: cfg.Now, usage: cfg.Usage, dbTimeout: cfg.DBTimeout,
@@ -246,14 +246,14 @@ func (r *Redis) ask(ctx context.Context, id domain.CallerID, key any, lim domain
 			run.floor, run.floorDay = n, unsure.Day
 		}
 	}
-	a, err := r.scripts.Run(run)
+	a, err := r.scripts.Run(ctx, run)
 	if err == nil && a.Status == NeedSeed {
 		if run.Seed, err = r.ledger.known(ctx, id.KeyID, a.Day); err != nil {
 			r.ledger.markUnsure(unsure)
 			return scriptAnswer{}, err
 		}
 		run.floor, run.floorDay = -1, 0
-		a, err = r.scripts.Run(run)
+		a, err = r.scripts.Run(ctx, run)
 	}
 	if err != nil {
 		r.ledger.markUnsure(unsure)
@@ -291,7 +291,7 @@ func (r *Redis) Lift(ctx context.Context, id domain.CallerID, until time.Time) e
 	}
 	run := r.Args(r.Key(id), id, domain.AnonymousLimits) // a lift reads no figures: any will do
 	run.lift = until.UnixMilli()
-	if _, err := r.scripts.Run(run); err != nil {
+	if _, err := r.scripts.Run(ctx, run); err != nil {
 		if ctx.Err() == nil {
 			r.failed(err)
 		}

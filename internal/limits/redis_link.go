@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"petstore/internal/tracing"
+
 	"petstore/internal/batch"
 
 	"github.com/redis/go-redis/v9"
@@ -140,9 +142,11 @@ type ScriptRun struct {
 // maxPipeline bounds the script runs sent in one round trip.
 const maxPipeline = 128
 
-// Run runs the script once, in a shared round trip.
-func (s *scriptRunner) Run(args scriptArgs) (scriptAnswer, error) {
-	done, err := s.batch.Do(context.Background(), ScriptRun{Cmd: args.Encode()})
+// Run runs the script once, in a shared round trip. ctx gives the run
+// only its span, for the batch's links: the round trip is bounded by the
+// client's own timeouts, whatever becomes of the request.
+func (s *scriptRunner) Run(ctx context.Context, args scriptArgs) (scriptAnswer, error) {
+	done, err := s.batch.Do(tracing.Detached(ctx), ScriptRun{Cmd: args.Encode()})
 	if err != nil {
 		return scriptAnswer{}, err
 	}
@@ -182,9 +186,12 @@ func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redi
 			picked = append(picked, i)
 		}
 	}
-	switch len(picked) {
-	case 0:
+	if len(picked) == 0 {
 		return
+	}
+	ctx, span := roundTripSpan(ctx, withText, len(picked))
+	defer span.End()
+	switch len(picked) {
 	case 1:
 		// The error is on the command.
 		_ = s.client.Process(ctx, cmds[picked[0]])
@@ -199,6 +206,21 @@ func (s *scriptRunner) send(ctx context.Context, batch []ScriptRun, cmds []*redi
 	if s.call != nil {
 		s.call(start)
 	}
+}
+
+// roundTripSpan starts the span of a round trip of n script runs, under
+// the batch's span when it serves a sampled request.
+func roundTripSpan(ctx context.Context, withText bool, n int) (context.Context, tracing.Span) {
+	ctx, span := tracing.Child(ctx, "redis round trip")
+	if span.On() {
+		span.SetString("db.system", "redis")
+		span.SetString("db.operation.name", "EVALSHA")
+		if withText {
+			span.SetString("db.operation.name", "EVAL")
+		}
+		span.SetInt("petstore.batch.size", int64(n))
+	}
+	return ctx, span
 }
 
 // command is the run's command: EVALSHA, or withText EVAL with the text.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/tracing"
 )
 
 // The audit trail (docs/production.md, "The audit trail"): every
@@ -69,7 +70,7 @@ func (sb *StartedBans) Banned(ctx context.Context, key *domain.Key, id domain.Ca
 			PerMinute: domain.AnonymousLimits.PerMinute, PerDay: domain.AnonymousLimits.PerDay,
 			BannedUntil: &until, BanFor: d.RetryAfter.String(),
 		},
-		Cause: traceCause(ctx),
+		Cause: tracing.Cause(ctx),
 	}
 	if key != nil {
 		e.KeyID = key.ID

@@ -40,7 +40,9 @@ func Kill(r *Redis) {
 func Client(r *Redis) *redis.Client { return r.Link.client }
 
 // RunScript runs the limit script once, as a request does.
-func RunScript(r *Redis, args scriptArgs) (scriptAnswer, error) { return r.scripts.Run(args) }
+func RunScript(r *Redis, args scriptArgs) (scriptAnswer, error) {
+	return r.scripts.Run(context.Background(), args)
+}
 
 // RunScripts runs a batch of the limit script in one round trip.
 func RunScripts(ctx context.Context, r *Redis, batch []ScriptRun) error {

@@ -107,6 +107,10 @@ func (h *Handler) WriteRequestLine(ctx context.Context, l *RequestLine) error {
 	if l.KeyID != 0 {
 		b = strconv.AppendInt(h.appendKey(b, "key_id"), l.KeyID, 10)
 	}
+	if l.TraceID != "" {
+		b = h.appendString(h.appendKey(b, "trace_id"), l.TraceID)
+		b = h.appendString(h.appendKey(b, "span_id"), l.SpanID)
+	}
 	if l.Err != nil {
 		b = h.appendString(h.appendKey(b, "err"), l.Err.Error())
 	}
@@ -298,7 +302,10 @@ type RequestLine struct {
 	Bytes     int64
 	RequestID string
 	KeyID     int64 // 0: the request had no key (key ids start at 1)
-	Err       error
+	// TraceID and SpanID are the request's server span's, in hex, when it
+	// is sampled (docs/observing.md, "Traces"); "" otherwise.
+	TraceID, SpanID string
+	Err             error
 }
 
 const requestMessage = "request"
@@ -318,6 +325,9 @@ func (l *RequestLine) Record() slog.Record {
 	)
 	if l.KeyID != 0 {
 		rec.AddAttrs(slog.Int64("key_id", l.KeyID))
+	}
+	if l.TraceID != "" {
+		rec.AddAttrs(slog.String("trace_id", l.TraceID), slog.String("span_id", l.SpanID))
 	}
 	if l.Err != nil {
 		rec.AddAttrs(slog.String("err", l.Err.Error()))

@@ -24,7 +24,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are one server's. Recording a request allocates nothing.
+// Metrics are one server's. Recording an unsampled request allocates
+// nothing; a sampled one's exemplar does.
 type Metrics struct {
 	registry *prometheus.Registry
 
@@ -49,6 +50,9 @@ type Metrics struct {
 	// what came of each change.
 	certExpiry  *prometheus.GaugeVec
 	certChanges *prometheus.CounterVec
+	// spansDropped counts the trace spans that never reached the OTLP
+	// endpoint (docs/observing.md, "Traces").
+	spansDropped prometheus.Counter
 }
 
 // Build is what petstore_build_info's labels say of the running binary.
@@ -95,11 +99,13 @@ func New(build Build, names Names) *Metrics {
 		certChanges: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "petstore_tls_certificate_changes_total",
 			Help: "Certificates taken up or not, by source (files: --tls-cert and --admin-tls-cert; acme: --acme-domain) " +
 				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed)."}, []string{"source", "outcome"}),
+		spansDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "petstore_trace_spans_dropped_total",
+			Help: "Trace spans sampled but never received by the OTLP endpoint: their export failed (the endpoint down, refusing or too slow)."}),
 	}
 	m.requests.Store(&map[requestSeries]prometheus.Observer{})
 	m.registry.MustRegister(m.newCounters(names)...)
 	m.registry.MustRegister(
-		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls, m.certExpiry, m.certChanges,
+		m.requestDuration, m.fallback, m.dbDown, m.dbCalls, m.redisCalls, m.certExpiry, m.certChanges, m.spansDropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "petstore_build_info", Help: "Always 1; the labels say which build is running.",
 			ConstLabels: prometheus.Labels{"version": build.Version, "goversion": build.GoVersion, "revision": build.Revision},
 		}, func() float64 { return 1 }),
@@ -162,7 +168,9 @@ func resolveAll(v *prometheus.CounterVec, names []string) []prometheus.Counter {
 
 // Handler serves the registry in Prometheus's text format: GET /metrics.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	// OpenMetrics, to a scraper that asks for it, carries the latency
+	// histogram's exemplars: the trace ids of sampled requests.
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
 }
 
 // Decision is the rate limiter's decision on a request, as
@@ -197,6 +205,7 @@ type Answered struct {
 	Decision    Decision // the rate limiter's; 0 when not limited
 	AuthFailure uint8    // why a 401 had no valid key, an index of Names.AuthReasons; 0 when not that
 	DBFailure   uint8    // why a 503's database failed, an index of Names.DBCauses; 0 when not that
+	TraceID     string   // the request's trace when it is sampled, for the exemplar; "" otherwise
 }
 
 // ObserveRequest records one answered request: its duration, the rate
@@ -216,7 +225,11 @@ func (m *Metrics) ObserveRequest(a *Answered) {
 	if !ok {
 		obs = m.resolve(key)
 	}
-	obs.Observe(a.Took.Seconds())
+	if a.TraceID == "" {
+		obs.Observe(a.Took.Seconds())
+	} else {
+		obs.(prometheus.ExemplarObserver).ObserveWithExemplar(a.Took.Seconds(), prometheus.Labels{"trace_id": a.TraceID})
+	}
 	if a.Decision != 0 {
 		m.decisions[a.Decision].Inc()
 	}
@@ -225,6 +238,13 @@ func (m *Metrics) ObserveRequest(a *Answered) {
 	}
 	if code == http.StatusServiceUnavailable && a.DBFailure != 0 {
 		m.dbUnavailable[a.DBFailure].Inc()
+	}
+}
+
+// SpansDropped counts n trace spans that never reached the OTLP endpoint.
+func (m *Metrics) SpansDropped(n int) {
+	if m != nil {
+		m.spansDropped.Add(float64(n))
 	}
 }
 

@@ -135,7 +135,7 @@ func (ch *petChunk) set(i int, id, category int64) {
 // fills it, and reads go to store until it is complete.
 func New(store Store, timeout time.Duration) *Cache {
 	c := &Cache{store: store, shared: store.Shared(), timeout: timeout, tailing: make(chan struct{}, 1)}
-	c.commits = batch.Batcher[domain.PetInsert]{Max: MaxBatch, MaxQueued: MaxQueuedCreates, Run: c.write}
+	c.commits = batch.Batcher[domain.PetInsert]{Name: "group commit", Max: MaxBatch, MaxQueued: MaxQueuedCreates, Run: c.write}
 	return c
 }
 

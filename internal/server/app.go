@@ -22,9 +22,8 @@ import (
 	"petstore/internal/replicate"
 	"petstore/internal/store"
 	"petstore/internal/store/bounded"
+	"petstore/internal/tracing"
 	"petstore/internal/webhook"
-
-	"go.opentelemetry.io/otel/trace"
 )
 
 // How often the background work of a server runs.
@@ -39,6 +38,7 @@ const (
 type App struct {
 	logger     *slog.Logger
 	metrics    *metrics.Metrics // nil without an admin listener: nobody else could read them
+	tracer     *tracing.Tracer  // nil: tracing is off (no OTEL_EXPORTER_OTLP_ENDPOINT)
 	now        func() time.Time
 	trustProxy bool
 	env        string        // production or staging
@@ -89,9 +89,6 @@ type Deps struct {
 	// Files holds openapi.yaml, admin-openapi.yaml, webui/ and console/,
 	// which live at the module's root (go:embed reaches no parent folder).
 	Files fs.FS
-	// Tracing makes the spans of the webhooks' attempts; nil: tracing is
-	// off, and the worker calls no tracer.
-	Tracing trace.TracerProvider
 
 	// For tests: WrapStore stands between the engine and the rest of the
 	// app (to count or fail calls); RedisPrefix, when set, keeps a test's
@@ -117,7 +114,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	}
 	a := &App{
 		logger: d.Logger, metrics: d.Metrics, now: d.Now, trustProxy: cfg.TrustProxy, env: cfg.Env, dbTimeout: cfg.DBTimeout, adminHosts: cfg.AdminHosts,
-		store: bounded.New(db, cfg.DBTimeout, d.Metrics, d.Logger), idem: newInflight(), draining: new(atomic.Bool),
+		store: bounded.New(db, engineOf(cfg.DB), cfg.DBTimeout, d.Metrics, d.Logger), idem: newInflight(), draining: new(atomic.Bool),
 		startedBans: limits.NewStartedBans(cfg.Env, d.Now, d.Logger), quota: limits.NewQuotaWatch(d.Now), closeLimiter: func() error { return nil },
 		files: d.Files,
 	}
@@ -126,6 +123,11 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 			a.Close()
 		}
 	}()
+	trace := cfg.Tracing
+	trace.TrustParent = cfg.TrustTraceparent
+	if a.tracer, err = tracing.Start(trace, tracing.Hooks{Dropped: d.Metrics.SpansDropped, Logger: d.Logger}); err != nil {
+		return nil, err
+	}
 	if a.openapi, err = fs.ReadFile(d.Files, "openapi.yaml"); err != nil {
 		return nil, err
 	}
@@ -147,15 +149,24 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	a.webhookGuard = webhook.NewAddressGuard(cfg.WebhookAllowPrivate)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env, d.Tracing)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env, a.tracer.Provider())
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil
 }
 
-// Close releases the limiter's connection and closes the database.
+// engineOf is the engine under db as traces name it (db.system).
+func engineOf(db string) string {
+	if store.IsPostgresURL(db) {
+		return "postgresql"
+	}
+	return "sqlite"
+}
+
+// Close releases the limiter's connection, closes the database and sends
+// the spans still queued (within tracing.ShutdownTimeout).
 func (a *App) Close() error {
-	return errors.Join(a.closeLimiter(), a.store.Close())
+	return errors.Join(a.closeLimiter(), a.store.Close(), a.tracer.Shutdown())
 }
 
 // newRateLimiter is the limiter cfg asks for: in this process, or in the

@@ -13,6 +13,7 @@ import (
 	"petstore/internal/logline"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
+	"petstore/internal/tracing"
 	"petstore/internal/webhook"
 )
 
@@ -21,8 +22,14 @@ import (
 // with it.
 type Config struct {
 	cli.DBFlags
-	AdminHosts          []string // --admin-host
-	TrustProxy          bool
+	AdminHosts []string // --admin-host
+	TrustProxy bool
+	// TrustTraceparent is --trust-traceparent: a request's traceparent
+	// and tracestate are its server span's parent.
+	TrustTraceparent bool
+	// Tracing is what the OTEL_* variables ask for (tracing.FromEnv); the
+	// zero value is tracing off.
+	Tracing             tracing.Config
 	Redis               string // --redis; "" keeps the limits in this process
 	BanAfter            int
 	BanFor              time.Duration

@@ -25,6 +25,7 @@ import (
 	"petstore/internal/metrics"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
+	"petstore/internal/tracing"
 )
 
 // The files the root embeds and passes to the wiring (Deps.Files), read
@@ -125,6 +126,10 @@ type testOptions struct {
 	// webhookAllowPrivate is --webhook-allow-private: webhooks may go to
 	// the test's receivers on loopback.
 	webhookAllowPrivate bool
+	// getenv, when set, is the environment the OTEL_* variables are read
+	// from, as serve reads them; trustTraceparent is --trust-traceparent.
+	getenv           func(string) string
+	trustTraceparent bool
 }
 
 // eachStore runs test once on SQLite and once on PostgreSQL: the contract
@@ -201,8 +206,15 @@ func (o testOptions) Config(t testing.TB) Config {
 	if db == "" {
 		db = o.dbAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
-	return Config{DBFlags: cli.DBFlags{Env: o.env, DB: db}, TrustProxy: o.trustProxy, BanAfter: o.banAfter, BanFor: o.banFor, DBTimeout: o.dbTimeout,
-		WebhookAllowPrivate: o.webhookAllowPrivate}
+	cfg := Config{DBFlags: cli.DBFlags{Env: o.env, DB: db}, TrustProxy: o.trustProxy, BanAfter: o.banAfter, BanFor: o.banFor, DBTimeout: o.dbTimeout,
+		WebhookAllowPrivate: o.webhookAllowPrivate, TrustTraceparent: o.trustTraceparent}
+	if o.getenv != nil {
+		var err error
+		if cfg.Tracing, err = tracing.FromEnv(o.getenv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
 }
 
 // restartLimiter gives the server a new limiter of its kind, with the bans

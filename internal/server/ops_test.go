@@ -88,7 +88,7 @@ func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 			panic("boom")
 		}
 		httpapi.WriteBody(w, 200, []byte("{}\n"))
-	}), httpapi.LogRequests(logger, nil))
+	}), httpapi.LogRequests(logger, nil, nil))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest("GET", "/v1/pets", nil))
 	wantError(t, w, 500, httpapi.CodeInternal)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"petstore/internal/httpapi"
 	"petstore/internal/limits"
 	"petstore/internal/metrics"
+	"petstore/internal/tracing"
 )
 
 // The limiter's HTTP side: the middleware that asks it about each request,
@@ -39,7 +41,7 @@ func limit(limiter limits.Limiter, audit *limits.StartedBans, quota *limits.Quot
 			} else {
 				id.Addr = httpapi.ClientAddr(r, trustProxy)
 			}
-			d, err := limiter.Allow(r.Context(), id, lim)
+			d, err := allow(r.Context(), limiter, id, lim)
 			if err != nil {
 				httpapi.WriteError(w, err)
 				return
@@ -59,6 +61,26 @@ func limit(limiter limits.Limiter, audit *limits.StartedBans, quota *limits.Quot
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// allow asks limiter about the request, in a span of its own when the
+// request is sampled: the limiter's decision, a Redis round trip within.
+func allow(ctx context.Context, limiter limits.Limiter, id domain.CallerID, lim domain.Limits) (limits.Decision, error) {
+	ctx, span := tracing.Child(ctx, "rate limit")
+	d, err := limiter.Allow(ctx, id, lim)
+	if span.On() {
+		span.SetString("petstore.ratelimit.decision", decisionName(&d))
+		span.Failed(err)
+		span.End()
+	}
+	return d, err
+}
+
+func decisionName(d *limits.Decision) string {
+	if d.Allowed {
+		return "allowed"
+	}
+	return d.Code
 }
 
 // setRateLimitHeaders reports d in the rate-limit headers, their values

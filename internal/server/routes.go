@@ -133,7 +133,7 @@ func newServer(a *App) http.Handler {
 	mux.Handle("/admin/v1", adminElsewhere())
 	mux.Handle("/", httpapi.NotFound())
 
-	return chain(mux, httpapi.LogRequests(a.logger, a.metrics), closeWhileDraining(a.draining))
+	return chain(mux, httpapi.LogRequests(a.logger, a.metrics, a.tracer), closeWhileDraining(a.draining))
 }
 
 // closeWhileDraining: during --shutdown-delay each answer carries
@@ -199,15 +199,15 @@ func newAdminServer(a *App) http.Handler {
 			api.Handle(rt.pattern, rt.handler)
 		}
 	}
-	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics), adminapi.NoStore, adminapi.SameOrigin)
+	logged := chain(api, httpapi.LogRequests(a.logger, a.metrics, a.tracer), adminapi.NoStore, adminapi.SameOrigin)
 
 	mux := http.NewServeMux()
 	mux.Handle("/admin/v1/", logged)
 	mux.Handle("/admin/v1", logged)
 	console := http.NewServeMux()
 	addConsoleRoutes(console, a.files)
-	mux.Handle("/console/", chain(console, httpapi.LogRequests(a.logger, a.metrics)))
-	mux.Handle("/console", chain(console, httpapi.LogRequests(a.logger, a.metrics)))
+	mux.Handle("/console/", chain(console, httpapi.LogRequests(a.logger, a.metrics, a.tracer)))
+	mux.Handle("/console", chain(console, httpapi.LogRequests(a.logger, a.metrics, a.tracer)))
 	if a.metrics != nil {
 		mux.Handle("/", metricsHandler(a.metrics))
 	}

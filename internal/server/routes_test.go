@@ -55,7 +55,7 @@ func stepsBehind(t *testing.T, token string, steps ...httpapi.Middleware) (*http
 	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, httpapi.Errorf(httpapi.CodeNotFound, "nothing here"))
 	}),
-		append([]httpapi.Middleware{httpapi.LogRequests(logger, nil)}, steps...)...)
+		append([]httpapi.Middleware{httpapi.LogRequests(logger, nil, nil)}, steps...)...)
 	r := httptest.NewRequest("GET", "/v1/pets/7", nil)
 	if token != "" {
 		r.Header.Set("Authorization", "Bearer "+token)
@@ -196,7 +196,7 @@ func TestARequestsRecordCostsNoAllocation(t *testing.T) {
 	h := chain(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.RecordOf(w).Failed(nil, 0)
 		httpapi.WriteBody(w, http.StatusOK, body)
-	}), httpapi.LogRequests(logger, nil))
+	}), httpapi.LogRequests(logger, nil, nil))
 	r := httptest.NewRequest("GET", "/v1/pets", nil)
 	r.Header.Set("X-Request-Id", "client-chosen")
 	w := &discardWriter{header: http.Header{}}

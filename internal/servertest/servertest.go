@@ -27,8 +27,7 @@ import (
 	"petstore/internal/server"
 	"petstore/internal/store"
 	"petstore/internal/testkit"
-
-	"go.opentelemetry.io/otel/trace"
+	"petstore/internal/tracing"
 )
 
 // Actor is who makes the changes to keys that tests make through the
@@ -88,8 +87,12 @@ type Options struct {
 	// WrapStore, when set, is what the server sees of the store: a test
 	// may count or fail its calls.
 	WrapStore func(store.Storage) store.Storage
-	// Tracing, when set, makes the server's spans (server.Deps.Tracing).
-	Tracing trace.TracerProvider
+	// Getenv, when set, is the environment the server's OTEL_* variables
+	// are read from, as serve reads them (nil: none, tracing off); a test
+	// passes it rather than set the process's, so that tests run in parallel.
+	Getenv func(string) string
+	// TrustTraceparent is --trust-traceparent.
+	TrustTraceparent bool
 }
 
 // Server is a running server of a test.
@@ -136,7 +139,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s := &Server{T: t, Clock: NewClock(), Env: opts.Env}
 	s.Cfg = opts.config(t)
 	s.DBPath = s.Cfg.DB
-	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now, Tracing: opts.Tracing,
+	s.deps = server.Deps{Now: s.Clock.Now, Logger: opts.Logger, Metrics: opts.Metrics, Files: RootFiles(t), ScriptNow: s.Clock.Now,
 		WrapStore: func(st store.Storage) store.Storage {
 			s.SQLite, _ = st.(*store.SQLite)
 			s.PG, _ = st.(*store.Postgres)
@@ -225,8 +228,15 @@ func (o Options) config(t testing.TB) server.Config {
 	if db == "" {
 		db = o.DBAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 	}
-	return server.Config{DBFlags: cli.DBFlags{Env: o.Env, DB: db}, TrustProxy: o.TrustProxy, BanAfter: o.BanAfter, BanFor: o.BanFor,
-		DBTimeout: o.DBTimeout, WebhookAllowPrivate: o.WebhookAllowPrivate, AdminHosts: o.AdminHosts}
+	cfg := server.Config{DBFlags: cli.DBFlags{Env: o.Env, DB: db}, TrustProxy: o.TrustProxy, BanAfter: o.BanAfter, BanFor: o.BanFor,
+		DBTimeout: o.DBTimeout, WebhookAllowPrivate: o.WebhookAllowPrivate, AdminHosts: o.AdminHosts, TrustTraceparent: o.TrustTraceparent}
+	if o.Getenv != nil {
+		var err error
+		if cfg.Tracing, err = tracing.FromEnv(o.Getenv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
 }
 
 // DBAt returns where a test's database lives: path on SQLite, or on

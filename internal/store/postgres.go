@@ -83,6 +83,7 @@ func openPostgres(ctx context.Context, rawURL string, now func() time.Time, opts
 	if !q.Has("pool_max_conns") {
 		cfg.MaxConns = int32(max(pgMinMaxConns, 2*runtime.GOMAXPROCS(0)))
 	}
+	cfg.ConnConfig.Tracer = poolTracer{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %s", shown, OneLine(RedactPassword(err.Error(), rawURL)))

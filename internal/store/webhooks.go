@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
-
-	"go.opentelemetry.io/otel/trace"
+	"petstore/internal/tracing"
 )
 
 type sqlWebhooks struct{ db sqlEngine }
@@ -297,21 +296,19 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body), Cause: cause.String}, nil
 }
 
-// traceCause is the trace context ev, queued in ctx, keeps (in
-// domain.TraceCause's form), so that its deliveries' spans link to what
-// caused it, however much later and on whichever server: ev's own Cause
-// when it has one, else that of ctx's span when it is sampled, else NULL.
-// With tracing off ctx holds no span, and this costs one lookup of ctx's
-// values: no allocation, no tracer.
+// traceCause is the trace context ev, queued in ctx, keeps, so that its
+// deliveries' spans link to what caused it, however much later and on
+// whichever server: ev's own Cause when it has one, else that of the
+// sampled request ctx belongs to (tracing.Cause), else NULL. With tracing
+// off it allocates nothing and calls no tracer.
 func traceCause(ctx context.Context, ev domain.WebhookEvent) any {
 	if ev.Cause != "" {
 		return ev.Cause
 	}
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() || !sc.IsSampled() {
-		return nil
+	if cause := tracing.Cause(ctx); cause != "" {
+		return cause
 	}
-	return domain.TraceCause(sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()), sc.TraceState().String())
+	return nil
 }
 
 func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor string) (disabled string, err error) {

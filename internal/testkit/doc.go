@@ -4,9 +4,11 @@
 // name), one free-address finder, one polling loop (Eventually, and Until
 // for a wait that fails in its own words or not at all), one seeder of many
 // pets in a SQLite file, and a webhook receiver that checks Standard
-// Webhooks signatures with the algorithm written out on its own.
+// Webhooks signatures with the algorithm written out on its own, and an
+// OTLP/HTTP trace receiver (StartOTLP) that decodes exports with the
+// OpenTelemetry protocol's types.
 //
 // It is ordinary code, not a _test file, so that tests of several packages
 // can import it; only tests do. It imports nothing of the project: only the
-// standard library and the PostgreSQL and Redis clients.
+// standard library, the PostgreSQL and Redis clients and the OTLP protocol types.
 package testkit

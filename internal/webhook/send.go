@@ -5,9 +5,10 @@
 // sends them, records what came of each, and queues the keys' expiry
 // notices.
 //
-// Of the project it imports only the domain: the outbox is the domain's
+// Of the project it imports the domain (the outbox is the domain's
 // WebhookOutbox, which the store implements, and the metrics reach it as a
-// plain function.
+// plain function) and tracing, which reads the trace context the outbox
+// keeps of what queued each event.
 package webhook
 
 import (

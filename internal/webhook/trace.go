@@ -8,10 +8,10 @@ import (
 	"net/url"
 
 	"petstore/internal/domain"
+	"petstore/internal/tracing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -41,7 +41,7 @@ func (w *Worker) startAttempt(ctx context.Context, c domain.ClaimedDelivery) (co
 		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
 	}
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
-	if cause := causeOf(c.Cause); cause.IsValid() {
+	if cause := tracing.CauseOf(c.Cause); cause.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: cause}))
 	}
 	return w.tracer.Start(ctx, "webhook deliver", opts...)
@@ -61,16 +61,4 @@ func endAttempt(span trace.Span, r attemptResult) {
 		span.SetStatus(codes.Error, r.Err)
 	}
 	span.End()
-}
-
-// causeOf reads the trace context the outbox kept of what queued an event
-// (domain.TraceCause's form) with the W3C propagator's own parser: an
-// invalid span context when there is none or it does not parse.
-func causeOf(cause string) trace.SpanContext {
-	if cause == "" {
-		return trace.SpanContext{}
-	}
-	traceparent, tracestate := domain.SplitTraceCause(cause)
-	carrier := propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate}
-	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"petstore/internal/manage"
 	"petstore/internal/servertest"
 	"petstore/internal/testkit"
+	"petstore/internal/webhook"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -23,16 +25,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// tracedServer is a server whose spans end up in the exporter it returns,
-// with an endpoint for rc whose URL carries a secret of the receiver's in
-// its path and query, which no span may hold.
-func tracedServer(t *testing.T, opts servertest.Options, rc *testkit.Receiver) (*servertest.Server, domain.WebhookEndpoint, *tracetest.InMemoryExporter) {
+// traced is a server with the worker of a server that traces (its
+// attempts' spans end up in spans, its lines in log), and an endpoint for
+// rc whose URL carries a secret of the receiver's in its path and query,
+// which no span may hold.
+type traced struct {
+	*servertest.Server
+	endpoint domain.WebhookEndpoint
+	worker   *webhook.Worker
+	spans    *tracetest.InMemoryExporter
+	log      *testkit.SyncBuffer
+}
+
+func tracedServer(t *testing.T, opts servertest.Options, rc *testkit.Receiver) traced {
 	t.Helper()
-	spans := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	tr := traced{Server: servertest.Start(t, opts), spans: tracetest.NewInMemoryExporter(), log: &testkit.SyncBuffer{}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tr.spans))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	opts.Tracing = tp
-	s := servertest.Start(t, opts.WithWebhooks())
+	s := tr.Server
+	tr.worker = webhook.NewWorker(s.Store(), s.Store().Keys, webhook.NewSender(nil, "petstore/test", time.Now), s.Clock.Now,
+		slog.New(slog.NewJSONHandler(tr.log, nil)), func(string) {}, s.Env, tp)
 	terms, err := manage.NewEndpointTerms(rc.URL()+"/receiver-path-secret?token=receiver-query-secret", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +54,21 @@ func tracedServer(t *testing.T, opts servertest.Options, rc *testkit.Receiver) (
 		t.Fatal(err)
 	}
 	rc.Trust(e.Secret)
-	return s, e, spans
+	tr.endpoint = e
+	return tr
+}
+
+// deliverDue makes the attempts due now with the traced worker, and waits
+// for them.
+func (tr traced) deliverDue() {
+	for {
+		var attempts sync.WaitGroup
+		n := tr.worker.Dispatch(context.Background(), &attempts)
+		attempts.Wait()
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // attemptSpans are the spans of the webhooks' attempts the exporter holds.
@@ -80,20 +106,19 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 			}
 			return http.StatusNoContent
 		})
-		var log testkit.SyncBuffer
-		opts.Logger = slog.New(slog.NewJSONHandler(&log, nil))
-		s, e, spans := tracedServer(t, opts, rc)
+		s := tracedServer(t, opts, rc)
+		e := s.endpoint
 		ctx, cause := sdktrace.NewTracerProvider().Tracer("test").Start(context.Background(), "POST /admin/v1/webhooks/{id}/test")
 		ev, err := manage.QueueTest(ctx, s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now())
 		cause.End()
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.DeliverDue()
+		s.deliverDue()
 		s.Clock.Advance(time.Minute)
-		s.DeliverDue()
+		s.deliverDue()
 
-		got, attempts := rc.Wait(2, 5*time.Second), attemptSpans(spans)
+		got, attempts := rc.Wait(2, 5*time.Second), attemptSpans(s.spans)
 		if len(attempts) != 2 {
 			t.Fatalf("%d attempt spans, want 2 (a 503, then a 204): %+v", len(attempts), attempts)
 		}
@@ -127,8 +152,8 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 			if got[i].Traceparent != traceparent || !got[i].Verified {
 				t.Errorf("attempt %d: the receiver got traceparent %q (verified: %v), want its span's %q", i+1, got[i].Traceparent, got[i].Verified, traceparent)
 			}
-			if ids := fmt.Sprintf(`"trace_id":"%s","span_id":"%s"`, span.SpanContext.TraceID(), span.SpanContext.SpanID()); !strings.Contains(log.String(), ids) {
-				t.Errorf("attempt %d: no log line with %s:\n%s", i+1, ids, log.String())
+			if ids := fmt.Sprintf(`"trace_id":"%s","span_id":"%s"`, span.SpanContext.TraceID(), span.SpanContext.SpanID()); !strings.Contains(s.log.String(), ids) {
+				t.Errorf("attempt %d: no log line with %s:\n%s", i+1, ids, s.log.String())
 			}
 			for _, kv := range span.Attributes {
 				if v := kv.Value.Emit(); strings.Contains(v, "secret") || strings.Contains(v, "whsec_") || strings.Contains(v, "webhookId") {
@@ -136,7 +161,7 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 				}
 			}
 		}
-		if d := deliveryOf(s, ev.ID); d.State != domain.DeliveryDelivered {
+		if d := deliveryOf(s.Server, ev.ID); d.State != domain.DeliveryDelivered {
 			t.Errorf("the delivery: %+v, want delivered", d)
 		}
 	})
@@ -146,12 +171,12 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 // migration 012) is delivered with a span that links to nothing.
 func TestWebhookAttemptOfAnUntracedEventLinksToNothing(t *testing.T) {
 	rc := testkit.NewReceiver(t)
-	s, e, spans := tracedServer(t, servertest.Options{}, rc)
-	if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, e.ID, servertest.Actor, s.Clock.Now()); err != nil {
+	s := tracedServer(t, servertest.Options{}, rc)
+	if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, s.endpoint.ID, servertest.Actor, s.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	s.DeliverDue()
-	got, attempts := rc.Wait(1, 5*time.Second), attemptSpans(spans)
+	s.deliverDue()
+	got, attempts := rc.Wait(1, 5*time.Second), attemptSpans(s.spans)
 	if len(attempts) != 1 || len(attempts[0].Links) != 0 || got[0].Traceparent == "" {
 		t.Fatalf("spans %+v, traceparent %q: want one span linking to nothing, its traceparent sent", attempts, got[0].Traceparent)
 	}
@@ -207,11 +232,11 @@ func TestWebhookNoticesAndBansLinkToTheRequestThatStartedThem(t *testing.T) {
 		limit domain.Limits
 		// started tells whether the answer is the one that started it.
 		started func(n int, w *httptest.ResponseRecorder) bool
-		flush   func(s *servertest.Server)
+		flush   func(s traced)
 	}{
 		{domain.WebhookQuotaThreshold, domain.Limits{PerMinute: 1000, PerDay: 10},
 			func(n int, _ *httptest.ResponseRecorder) bool { return n == 8 }, // 80%
-			func(s *servertest.Server) {
+			func(s traced) {
 				if err := s.Quota().Flush(context.Background(), s.Store().AddWebhookNotices); err != nil {
 					t.Fatal(err)
 				}
@@ -220,22 +245,22 @@ func TestWebhookNoticesAndBansLinkToTheRequestThatStartedThem(t *testing.T) {
 			func(_ int, w *httptest.ResponseRecorder) bool {
 				return strings.Contains(w.Body.String(), httpapi.CodeTemporarilyBanned)
 			},
-			func(s *servertest.Server) { s.FlushAudit() }},
+			func(s traced) { s.FlushAudit() }},
 	} {
 		t.Run(c.typ, func(t *testing.T) {
 			rc := testkit.NewReceiver(t)
-			s, _, spans := tracedServer(t, servertest.Options{}, rc)
+			s := tracedServer(t, servertest.Options{}, rc)
 			_, key := s.MustCreate(s.KeyTerms("enterprise", c.limit))
 			var cause trace.SpanContext
 			for n := 1; n <= 30 && !cause.IsValid(); n++ {
-				if w, span := tracedGet(s, tracer, key); c.started(n, w) {
+				if w, span := tracedGet(s.Server, tracer, key); c.started(n, w) {
 					cause = span
 				}
 			}
 			c.flush(s)
-			s.DeliverDue()
+			s.deliverDue()
 			rc.Wait(2, 5*time.Second) // key.created, then the event
-			links := linksOf(spans, c.typ)
+			links := linksOf(s.spans, c.typ)
 			if !cause.IsValid() || len(links) != 1 || links[0].SpanContext.SpanID() != cause.SpanID() || links[0].SpanContext.TraceID() != cause.TraceID() {
 				t.Fatalf("the %s event's attempts link to %+v, want the span %v of the request that started it alone", c.typ, links, cause.SpanID())
 			}

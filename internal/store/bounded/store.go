@@ -10,6 +10,7 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/metrics"
 	"petstore/internal/store"
+	"petstore/internal/tracing"
 
 	"github.com/caddyserver/certmagic"
 )
@@ -27,18 +28,20 @@ import (
 // themselves: they are the hot path, which a generic call would lengthen.
 type Store struct {
 	s       store.Storage
+	system  string // the engine, as a span's db.system says it: sqlite or postgresql
 	timeout time.Duration
 	health  *dbHealth
 	metrics *metrics.Metrics
 	timers  sync.Map // method name → metrics.CallTimer, made at its first call
 }
 
-// New returns s bounded by timeout, timed into m (nil: not
-// timed), its outages logged to logger.
-func New(s store.Storage, timeout time.Duration, m *metrics.Metrics, logger *slog.Logger) *Store {
+// New returns s, the engine system (sqlite or postgresql), bounded by
+// timeout, timed into m (nil: not timed), its outages logged to logger.
+func New(s store.Storage, system string, timeout time.Duration, m *metrics.Metrics, logger *slog.Logger) *Store {
 	ping := m.DatabaseCall("Ping")
 	return &Store{
 		s:       s,
+		system:  system,
 		timeout: timeout,
 		metrics: m,
 		health: &dbHealth{ping: func(ctx context.Context) error {
@@ -49,9 +52,16 @@ func New(s store.Storage, timeout time.Duration, m *metrics.Metrics, logger *slo
 }
 
 // bounded runs call, the storage's method name: its context ends by the
-// deadline unless it ends sooner, it is timed, and what it returns tells
-// the health probe.
+// deadline unless it ends sooner, it is timed (and traced, for a sampled
+// request: the span's time is the call's, a wait for a lock or a
+// connection included), and what it returns tells the health probe.
 func (b *Store) bounded(ctx context.Context, name string, call func(context.Context) error) error {
+	ctx, span := tracing.Child(ctx, name)
+	if span.On() {
+		span.SetString("db.system", b.system)
+		span.SetString("db.operation.name", name)
+		defer span.End()
+	}
 	start := time.Now()
 	if d, ok := ctx.Deadline(); !ok || d.Sub(start) > b.timeout {
 		var cancel context.CancelFunc
@@ -64,6 +74,7 @@ func (b *Store) bounded(ctx context.Context, name string, call func(context.Cont
 		err = domain.Unavailable(domain.DBTimeout, err)
 	}
 	b.health.saw(err)
+	span.Failed(err)
 	return err
 }
 
