@@ -322,13 +322,20 @@ func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 // (an older version, upgrade_test.go).
 func launchPetstoreBinary(t *testing.T, bin, dir string, args ...string) *runningPetstore {
 	t.Helper()
+	return launchPetstoreEnv(t, bin, nil, dir, args...)
+}
+
+// launchPetstoreEnv is launchPetstoreBinary with env added to the
+// process's environment.
+func launchPetstoreEnv(t *testing.T, bin string, env map[string]string, dir string, args ...string) *runningPetstore {
+	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}
 	args = withTestRedis(t, args)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = commandEnv(nil)
+	cmd.Env = commandEnv(env)
 	s := &runningPetstore{
 		t: t, cmd: cmd, stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{},
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},

@@ -92,6 +92,8 @@ func TestRequestLineIsWhatSlogWrites(t *testing.T) {
 	}{
 		{"a read with a key", RequestLine{Time: at, Level: slog.LevelInfo, Method: "GET", Path: "/v1/pets/7", Status: 200,
 			Duration: 12345 * time.Nanosecond, Bytes: 58, RequestID: "0a1b2c3d4e5f-1bxr", KeyID: 7}},
+		{"a sampled request", RequestLine{Time: at, Level: slog.LevelInfo, Method: "POST", Path: "/v1/pets", Status: 201,
+			Duration: time.Millisecond, Bytes: 80, RequestID: "r", KeyID: 3, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: "00f067aa0ba902b7"}},
 		{"a 401 without a key", RequestLine{Time: at, Level: slog.LevelInfo, Method: "GET", Path: "/v1/pets", Status: 401,
 			Duration: time.Millisecond, Bytes: 120, RequestID: "client-chosen"}},
 		{"a 500 with a stack trace", RequestLine{Time: at, Level: slog.LevelError, Method: "POST", Path: "/v1/pets", Status: 500,
