@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -52,3 +53,23 @@ func CauseOf(cause string) trace.SpanContext {
 	carrier["traceparent"], carrier["tracestate"], _ = strings.Cut(cause, " ")
 	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 }
+
+// followCause samples a trace's first span when it links to a sampled
+// span, whatever its sampler says: a webhook attempt linked to the sampled
+// request that queued its event is traced too, rather than one time in a
+// hundred (a ratio sampler reads only the attempt's own trace id). Every
+// other span is sampled as the sampler decides.
+type followCause struct{ sdktrace.Sampler }
+
+func (f followCause) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if !trace.SpanContextFromContext(p.ParentContext).IsValid() {
+		for _, l := range p.Links {
+			if l.SpanContext.IsSampled() {
+				return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+			}
+		}
+	}
+	return f.Sampler.ShouldSample(p)
+}
+
+func (f followCause) Description() string { return "FollowCause{" + f.Sampler.Description() + "}" }

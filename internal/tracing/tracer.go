@@ -57,7 +57,7 @@ func Start(c Config, h Hooks) (*Tracer, error) {
 	counted := &countingExporter{SpanExporter: exporter, hooks: h, endpoint: c.Endpoint}
 	provider := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(resource.NewSchemaless(c.Resource...)),
-		sdktrace.WithSampler(samplerOf(c.Sampler, c.Ratio)),
+		sdktrace.WithSampler(followCause{samplerOf(c.Sampler, c.Ratio)}),
 		// Never blocking: a full queue drops the span, the request goes on.
 		sdktrace.WithBatcher(counted, sdktrace.WithExportTimeout(exportTimeout), sdktrace.WithBatchTimeout(c.Delay)),
 	)
