@@ -113,9 +113,10 @@ func (l *requestLogger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	info.logged(id)
 	w.Header()["X-Request-Id"] = info.HeaderValue(id)
-	if l.tracer != nil {
+	if l.tracer != nil && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 		// The store, the limiter and the batches find the span in the
 		// context: one WithContext for a sampled request, none otherwise.
+		// A load balancer's health checks, every second, are not traced.
 		var ctx context.Context
 		if ctx, info.span = l.tracer.StartRequest(r.Context(), r.Method,
 			FirstHeader(r.Header, "Traceparent"), FirstHeader(r.Header, "Tracestate")); info.span.On() {

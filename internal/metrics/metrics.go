@@ -100,7 +100,7 @@ func New(build Build, names Names) *Metrics {
 			Help: "Certificates taken up or not, by source (files: --tls-cert and --admin-tls-cert; acme: --acme-domain) " +
 				"and outcome (files: reloaded, failed; acme: obtained, renewed, failed)."}, []string{"source", "outcome"}),
 		spansDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "petstore_trace_spans_dropped_total",
-			Help: "Trace spans sampled but never received by the OTLP endpoint: their export failed (the endpoint down, refusing or too slow)."}),
+			Help: "Trace spans sampled but never sent to the OTLP endpoint: their export failed (the endpoint down or refusing), or the queue waiting for it was full."}),
 	}
 	m.requests.Store(&map[requestSeries]prometheus.Observer{})
 	m.registry.MustRegister(m.newCounters(names)...)

@@ -208,8 +208,13 @@ func TestTraceparentIsHonouredOnlyWhenTrusted(t *testing.T) {
 			opts.trustTraceparent = trusted
 			s := newTestServerWith(t, opts)
 			key := s.mustCreateKey("business")
+			s.do("GET", "/healthz", "", "", "traceparent", "00-"+traceID+"-"+parentID+"-01")
 			s.do("GET", "/v1/pets", key, "", "traceparent", "00-"+traceID+"-"+parentID+"-01", "tracestate", "vendor=1")
-			server := spanNamed(t, receiver.WaitFor(10*time.Second, "GET /v1/pets"), "GET /v1/pets")
+			spans := receiver.WaitFor(10*time.Second, "GET /v1/pets")
+			if _, traced := testkit.Named(spans, "GET /healthz"); traced {
+				t.Error("a health check was traced")
+			}
+			server := spanNamed(t, spans, "GET /v1/pets")
 			honoured := server.TraceID == traceID && server.ParentSpanID == parentID
 			if honoured != trusted || (!trusted && (server.TraceID == traceID || server.ParentSpanID != "")) {
 				t.Errorf("trusted %v: the server span is in trace %s under %q", trusted, server.TraceID, server.ParentSpanID)

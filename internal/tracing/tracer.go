@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -51,15 +52,14 @@ func Start(c Config, h Hooks) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The SDK reports each failed export to the global handler, which
-	// would log every one: the counting exporter logs the first.
+	// The SDK reports failures to the global handler, which would log
+	// each one: the counting exporter logs the first.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	counted := &countingExporter{SpanExporter: exporter, hooks: h, endpoint: c.Endpoint}
 	provider := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(resource.NewSchemaless(c.Resource...)),
 		sdktrace.WithSampler(followCause{samplerOf(c.Sampler, c.Ratio)}),
-		// Never blocking: a full queue drops the span, the request goes on.
-		sdktrace.WithBatcher(counted, sdktrace.WithExportTimeout(exportTimeout), sdktrace.WithBatchTimeout(c.Delay)),
+		sdktrace.WithSpanProcessor(newQueue(counted, c.Delay)),
 	)
 	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}, nil
 }
@@ -100,9 +100,9 @@ func (t *Tracer) Shutdown() error {
 	return t.provider.Shutdown(ctx)
 }
 
-// countingExporter counts the spans of each failed export as dropped and
-// logs the first failure, once: an endpoint that is away would otherwise
-// fill the log.
+// countingExporter counts the spans of each failed export, and those the
+// queue had no room for, as dropped, and logs the first loss, once: an
+// endpoint that is away would otherwise fill the log.
 type countingExporter struct {
 	sdktrace.SpanExporter
 	hooks    Hooks
@@ -112,15 +112,21 @@ type countingExporter struct {
 
 func (e *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	err := e.SpanExporter.ExportSpans(ctx, spans)
-	if err == nil {
-		return nil
+	if err != nil {
+		e.dropped(len(spans), err)
 	}
+	return err
+}
+
+var errQueueFull = errors.New("the queue of spans waiting to be sent is full")
+
+// dropped counts n spans lost for err, and logs the first loss.
+func (e *countingExporter) dropped(n int, err error) {
 	if e.hooks.Dropped != nil {
-		e.hooks.Dropped(len(spans))
+		e.hooks.Dropped(n)
 	}
 	if e.hooks.Logger != nil && e.warned.CompareAndSwap(false, true) {
 		e.hooks.Logger.Warn("traces do not reach the OTLP endpoint: spans are dropped and counted in petstore_trace_spans_dropped_total; said once",
 			"endpoint", e.endpoint, "err", err.Error())
 	}
-	return err
 }
