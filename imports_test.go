@@ -21,7 +21,7 @@ var allowedImports = map[string][]string{
 	"internal/batch":         {"internal/tracing"},
 	"internal/appendjson":    nil,
 	"internal/logline":       {"internal/appendjson"},
-	"internal/webhook":       {"internal/domain"},
+	"internal/webhook":       {"internal/domain", "internal/tracing"},
 	"internal/limits":        {"internal/domain", "internal/batch", "internal/tracing"},
 	"internal/metrics":       nil,
 	"internal/store":         {"internal/domain", "internal/batch", "internal/tracing"},

@@ -48,6 +48,10 @@ type AuditEvent struct {
 	Address  string // key.banned of a client address
 	Env      string
 	Details  AuditDetails
+	// Cause is the W3C trace context of the request that caused an event
+	// stored later by a flush (a ban's start), as its webhook event keeps
+	// it (internal/tracing's Cause); never written to the audit trail.
+	Cause string
 }
 
 // AuditDetails are what the change was: a key's terms, a roll's overlap, a

@@ -35,6 +35,12 @@ type WebhookEvent struct {
 	Type string
 	At   time.Time
 	Body []byte // {"type", "timestamp", "data"}
+	// Cause is the W3C trace context of the request that caused the
+	// event, as the outbox keeps it (internal/tracing's Cause), when that
+	// is not what queues it: the request that reached a quota threshold or
+	// started a ban, stored by the next flush. "": that of what queues it,
+	// if any.
+	Cause string
 }
 
 // NewWebhookEvent is an event of typ at at with data, which never holds a
@@ -85,6 +91,7 @@ func AuditWebhookEvent(e AuditEvent, keyName string) (WebhookEvent, bool, error)
 	}
 	data["actor"] = e.Actor
 	ev, err := NewWebhookEvent(e.Action, e.At, data)
+	ev.Cause = e.Cause
 	return ev, err == nil, err
 }
 
@@ -250,6 +257,10 @@ type ClaimedDelivery struct {
 	URL  string
 	Keys [][]byte
 	Body []byte
+	// Cause is the W3C trace context of the request that caused the
+	// event, as the outbox keeps it (internal/tracing's Cause); "" when it
+	// was not traced.
+	Cause string
 }
 
 // DeliveryOutcome is what an attempt came to.

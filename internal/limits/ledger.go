@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/tracing"
 )
 
 // usageLedger holds the API keys' requests the Redis limiter granted until
@@ -171,6 +172,7 @@ type QuotaNotice struct {
 	Limit     int64
 	Day       string // YYYY-MM-DD, UTC
 	At        time.Time
+	Cause     string // the trace context of the request that reached it (tracing.Cause), "" when not sampled
 }
 
 // Notice is n as the store keeps it, with the mark that makes it once: its
@@ -181,6 +183,7 @@ func (n QuotaNotice) Notice() (domain.WebhookNotice, error) {
 		"used": n.Used, "limit": n.Limit, "day": n.Day,
 	})
 	mark := fmt.Sprintf("quota:%d:%s:%d", n.BudgetID, n.Day, n.Threshold)
+	ev.Cause = n.Cause
 	return domain.WebhookNotice{Mark: mark, Event: ev, ForgetAt: n.At.Add(domain.KeepQuotaMarks), Env: n.Env}, err
 }
 
@@ -207,8 +210,10 @@ func NewQuotaWatch(now func() time.Time) *QuotaWatch {
 }
 
 // Observe looks at the day count d reports for key, whose budget has
-// limit lim.
-func (q *QuotaWatch) Observe(key *domain.Key, lim domain.Limits, d Decision) {
+// limit lim, in the request of ctx: a notice it starts keeps the trace
+// context of the request's span when it is sampled, so that the notice's
+// deliveries link to the request.
+func (q *QuotaWatch) Observe(ctx context.Context, key *domain.Key, lim domain.Limits, d Decision) {
 	if q == nil || key == nil || d.DayCount*100 < lim.PerDay*int64(quotaThresholds[0]) {
 		return
 	}
@@ -230,7 +235,7 @@ func (q *QuotaWatch) Observe(key *domain.Key, lim domain.Limits, d Decision) {
 		q.seen[seen] = true
 		q.Pending = append(q.Pending, QuotaNotice{
 			BudgetID: key.BudgetID, KeyID: key.ID, KeyName: key.Name, Env: key.Env, Plan: key.Plan, Threshold: t,
-			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now,
+			Used: d.DayCount, Limit: lim.PerDay, Day: DayString(today), At: now, Cause: tracing.Cause(ctx),
 		})
 	}
 }

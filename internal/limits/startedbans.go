@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/tracing"
 )
 
 // The audit trail (docs/production.md, "The audit trail"): every
@@ -55,8 +56,9 @@ func (sb *StartedBans) StoreAsTheyStart(ctx context.Context, store func(context.
 }
 
 // Banned records the start of a ban of id that d tells of: of key's
-// budget, or without a key, of the client address id names.
-func (sb *StartedBans) Banned(key *domain.Key, id domain.CallerID, d Decision) {
+// budget, or without a key, of the client address id names, in the
+// request of ctx, whose sampled span its webhook links to.
+func (sb *StartedBans) Banned(ctx context.Context, key *domain.Key, id domain.CallerID, d Decision) {
 	if sb == nil {
 		return
 	}
@@ -68,6 +70,7 @@ func (sb *StartedBans) Banned(key *domain.Key, id domain.CallerID, d Decision) {
 			PerMinute: domain.AnonymousLimits.PerMinute, PerDay: domain.AnonymousLimits.PerDay,
 			BannedUntil: &until, BanFor: d.RetryAfter.String(),
 		},
+		Cause: tracing.Cause(ctx),
 	}
 	if key != nil {
 		e.KeyID = key.ID

@@ -50,11 +50,11 @@ func Limit(d Deps) httpapi.Middleware {
 			info.Decided(&d)
 			setRateLimitHeaders(w.Header(), info, &d)
 			if key != nil {
-				quota.Observe(key, lim, d)
+				quota.Observe(r.Context(), key, lim, d)
 			}
 			if !d.Allowed {
 				if d.BanStarted {
-					audit.Banned(key, id, d)
+					audit.Banned(r.Context(), key, id, d)
 				}
 				httpapi.Refuse(w, r, &d)
 				return

@@ -147,7 +147,7 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	a.webhookGuard = webhook.NewAddressGuard(cfg.WebhookAllowPrivate)
 	// An attempt's webhook-timestamp is for the receiver's clock, which a
 	// test's fake clock does not move.
-	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env)
+	a.webhooks = webhook.NewWorker(a.store, a.store.Keys, webhook.NewSender(a.webhookGuard, "petstore/"+strings.Trim(ReadBuildInfo().Version, "()"), time.Now), d.Now, d.Logger, d.Metrics.CountDelivery, cfg.Env, a.tracer.Provider())
 	a.handler = newServer(a)
 	a.adminHandler = newAdminServer(a)
 	return a, nil

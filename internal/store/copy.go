@@ -34,7 +34,7 @@ var copyTables = []struct {
 		func(c *domain.Copied) *int64 { return &c.UsageHistory }},
 	{"webhook_endpoints", []string{"id", "url", "events", "enabled", "created_at", "secret", "previous_secret", "previous_until",
 		"failing_since", "last_attempt_at", "last_status", "last_error", "env"}, func(c *domain.Copied) *int64 { return &c.WebhookEndpoints }},
-	{"webhook_events", []string{"id", "type", "at", "body"}, func(c *domain.Copied) *int64 { return &c.WebhookEvents }},
+	{"webhook_events", []string{"id", "type", "at", "body", "trace_context"}, func(c *domain.Copied) *int64 { return &c.WebhookEvents }},
 	{"webhook_deliveries", []string{"event_id", "endpoint_id", "state", "attempts", "next_at", "claimed_until",
 		"last_attempt_at", "last_status", "last_error"}, func(c *domain.Copied) *int64 { return &c.WebhookDeliveries }},
 	{"webhook_notices", []string{"mark", "at", "forget_at"}, func(c *domain.Copied) *int64 { return &c.WebhookNotices }},

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/tracing"
 )
 
 type sqlWebhooks struct{ db sqlEngine }
@@ -123,8 +124,8 @@ func (s sqlWebhooks) EnableWebhookEndpoint(ctx context.Context, id int64, actor,
 
 func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent, endpointID int64, env string) error {
 	_, err := s.withEndpoint(ctx, endpointID, env, func(tx dbTx, _ *domain.WebhookEndpoint) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body) VALUES (?, ?, ?, ?)`,
-			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body, trace_context) VALUES (?, ?, ?, ?, ?)`,
+			ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), traceCause(ctx, ev)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, next_at) VALUES (?, ?, 'pending', ?)`,
@@ -136,15 +137,15 @@ func (s sqlWebhooks) AddWebhookEvent(ctx context.Context, ev domain.WebhookEvent
 
 // queueWebhookEvent queues ev in tx for every endpoint of env (the
 // environment of the key it is about) that takes its type now; with none,
-// nothing is written.
+// nothing is written. The event keeps ctx's trace context (traceCause).
 func queueWebhookEvent(ctx context.Context, tx dbTx, ev domain.WebhookEvent, env string) error {
 	// events holds the types an endpoint takes between commas, '' for all;
 	// no type holds a LIKE wildcard.
 	const takers = `FROM webhook_endpoints WHERE enabled = 1 AND env = ? AND (events = '' OR ',' || events || ',' LIKE ?)`
 	pattern := "%," + ev.Type + ",%"
-	n, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body)
-		SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint), CAST(? AS text) WHERE EXISTS (SELECT 1 `+takers+`)`,
-		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), env, pattern)
+	n, err := tx.Exec(ctx, `INSERT INTO webhook_events (id, type, at, body, trace_context)
+		SELECT CAST(? AS text), CAST(? AS text), CAST(? AS bigint), CAST(? AS text), CAST(? AS text) WHERE EXISTS (SELECT 1 `+takers+`)`,
+		ev.ID, ev.Type, ev.At.UnixMilli(), string(ev.Body), traceCause(ctx, ev), env, pattern)
 	if err != nil || n == 0 {
 		return err
 	}
@@ -279,11 +280,11 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 	var c domain.ClaimedDelivery
 	var body string
 	var e domain.WebhookEndpoint
-	var previous sql.NullString
+	var previous, cause sql.NullString
 	var previousUntil sql.NullInt64
-	d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+`, ev.body, e.url, e.secret, e.previous_secret, e.previous_until
+	d, err := scanDelivery(tx.QueryRow(ctx, `SELECT `+deliveryColumns+`, ev.body, ev.trace_context, e.url, e.secret, e.previous_secret, e.previous_until
 		FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
-		WHERE d.event_id = ? AND d.endpoint_id = ?`, eventID, endpointID).Scan, &body, &e.URL, &e.Secret, &previous, &previousUntil)
+		WHERE d.event_id = ? AND d.endpoint_id = ?`, eventID, endpointID).Scan, &body, &cause, &e.URL, &e.Secret, &previous, &previousUntil)
 	if err != nil {
 		return c, err
 	}
@@ -292,7 +293,22 @@ func claimedOf(ctx context.Context, tx dbTx, eventID string, endpointID int64, n
 	if err != nil {
 		return c, err
 	}
-	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body)}, nil
+	return domain.ClaimedDelivery{WebhookDelivery: d, URL: e.URL, Keys: keys, Body: []byte(body), Cause: cause.String}, nil
+}
+
+// traceCause is the trace context ev, queued in ctx, keeps, so that its
+// deliveries' spans link to what caused it, however much later and on
+// whichever server: ev's own Cause when it has one, else that of the
+// sampled request ctx belongs to (tracing.Cause), else NULL. With tracing
+// off it allocates nothing and calls no tracer.
+func traceCause(ctx context.Context, ev domain.WebhookEvent) any {
+	if ev.Cause != "" {
+		return ev.Cause
+	}
+	if cause := tracing.Cause(ctx); cause != "" {
+		return cause
+	}
+	return nil
 }
 
 func (s sqlWebhooks) FinishWebhookDelivery(ctx context.Context, o domain.DeliveryOutcome, actor string) (disabled string, err error) {

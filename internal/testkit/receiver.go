@@ -39,7 +39,10 @@ type Delivery struct {
 	Signatures []string
 	Verified   bool // a v1 signature matched one of the secrets
 	UserAgent  string
-	Event      struct {
+	// Traceparent is the W3C header a server sends when it traces: the
+	// attempt's span, for a receiver's own trace.
+	Traceparent string
+	Event       struct {
 		Type      string         `json:"type"`
 		Timestamp string         `json:"timestamp"`
 		Data      map[string]any `json:"data"`
@@ -71,7 +74,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	d := Delivery{
 		ID: r.Header.Get("webhook-id"), Signatures: strings.Fields(r.Header.Get("webhook-signature")),
-		UserAgent: r.Header.Get("user-agent"), Body: string(body),
+		UserAgent: r.Header.Get("user-agent"), Traceparent: r.Header.Get("traceparent"), Body: string(body),
 	}
 	d.Timestamp, _ = strconv.ParseInt(r.Header.Get("webhook-timestamp"), 10, 64)
 	rc.mu.Lock()

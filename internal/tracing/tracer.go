@@ -56,7 +56,7 @@ func Start(c Config, h Hooks) *Tracer {
 	counted := &countingExporter{SpanExporter: exporter, hooks: h, endpoint: c.Endpoint}
 	provider := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(resource.NewSchemaless(c.Resource...)),
-		sdktrace.WithSampler(samplerOf(c.Sampler, c.Ratio)),
+		sdktrace.WithSampler(followCause{samplerOf(c.Sampler, c.Ratio)}),
 		sdktrace.WithSpanProcessor(newQueue(counted, c.Delay)),
 	)
 	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}
@@ -76,6 +76,15 @@ func samplerOf(name string, ratio float64) sdktrace.Sampler {
 		return sdktrace.ParentBased(sdktrace.NeverSample())
 	}
 	return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
+}
+
+// Provider is the SDK's tracer provider, for work that starts traces of its
+// own (a webhook's attempts, internal/webhook); nil when tracing is off.
+func (t *Tracer) Provider() trace.TracerProvider {
+	if t == nil {
+		return nil
+	}
+	return t.provider
 }
 
 // Shutdown sends the spans still queued, within ShutdownTimeout, and stops

@@ -5,9 +5,10 @@
 // sends them, records what came of each, and queues the keys' expiry
 // notices.
 //
-// Of the project it imports only the domain: the outbox is the domain's
+// Of the project it imports the domain (the outbox is the domain's
 // WebhookOutbox, which the store implements, and the metrics reach it as a
-// plain function.
+// plain function) and tracing, which reads the trace context the outbox
+// keeps of what queued each event.
 package webhook
 
 import (
@@ -32,6 +33,8 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // One attempt of a delivery: docs/webhooks.md, "Verifying a delivery".
@@ -135,6 +138,9 @@ func (s *Sender) Send(ctx context.Context, a Attempt) attemptResult {
 	h["Webhook-Id"] = []string{a.ID}
 	h["Webhook-Timestamp"] = []string{strconv.FormatInt(timestamp, 10)}
 	h["Webhook-Signature"] = []string{webhookSignature(a.ID, timestamp, a.Body, a.Keys...)}
+	// The attempt's span, when tracing is on (trace.go): a receiver that
+	// traces sees the delivery inside its own trace. Without one, nothing.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return attemptResult{Err: attemptError(err, s.now())}

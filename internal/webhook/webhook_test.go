@@ -484,11 +484,11 @@ func TestQuotaWatchCostsARequestNothing(t *testing.T) {
 	q := limits.NewQuotaWatch(clock.Now)
 	key := &domain.Key{ID: 1, BudgetID: 1, Name: "test", Plan: "free"}
 	lim := domain.Limits{PerMinute: 60, PerDay: 1000}
-	if n := testing.AllocsPerRun(100, func() { q.Observe(key, lim, limits.Decision{DayCount: 500}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { q.Observe(context.Background(), key, lim, limits.Decision{DayCount: 500}) }); n != 0 {
 		t.Errorf("below 80%%: %v allocations a request", n)
 	}
-	q.Observe(key, lim, limits.Decision{DayCount: 1000})
-	if n := testing.AllocsPerRun(100, func() { q.Observe(key, lim, limits.Decision{DayCount: 1000}) }); n != 0 {
+	q.Observe(context.Background(), key, lim, limits.Decision{DayCount: 1000})
+	if n := testing.AllocsPerRun(100, func() { q.Observe(context.Background(), key, lim, limits.Decision{DayCount: 1000}) }); n != 0 {
 		t.Errorf("at 100%%, noticed already: %v allocations a request", n)
 	}
 	if len(q.Pending) != 2 || q.Pending[0].Threshold != 80 || q.Pending[1].Threshold != 100 {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -41,6 +43,7 @@ type Worker struct {
 	logger  *slog.Logger
 	counted func(state string) // counts an attempt that left its delivery in state
 	env     string             // whose endpoints it sends to: its server's environment
+	tracer  trace.Tracer       // the attempts' spans (trace.go); nil: tracing is off
 	wake    chan struct{}
 
 	mu       sync.Mutex
@@ -48,12 +51,19 @@ type Worker struct {
 	inFlight map[int64]int // attempts in flight by endpoint
 }
 
+// NewWorker is a worker on store sending with sender to env's endpoints.
+// With a tracer provider tp each attempt is a span (trace.go); with nil,
+// tracing off, the worker calls no tracer.
 func NewWorker(store domain.WebhookOutbox, keys func(context.Context) ([]domain.Key, error), sender *Sender,
-	now func() time.Time, logger *slog.Logger, counted func(state string), env string) *Worker {
-	return &Worker{
+	now func() time.Time, logger *slog.Logger, counted func(state string), env string, tp trace.TracerProvider) *Worker {
+	w := &Worker{
 		store: store, keys: keys, sender: sender, now: now, logger: logger, counted: counted, env: env,
 		wake: make(chan struct{}, 1), inFlight: make(map[int64]int),
 	}
+	if tp != nil {
+		w.tracer = tp.Tracer(tracerName)
+	}
+	return w
 }
 
 // Run sends due deliveries until ctx ends, then waits for the attempts in
@@ -169,7 +179,9 @@ func (w *Worker) release(endpointID int64) {
 // by the server's stop is not recorded: its claim expires and it is made
 // again.
 func (w *Worker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
-	r := w.sender.Send(ctx, Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+	traced, span := w.startAttempt(ctx, c)
+	r := w.sender.Send(traced, Attempt{URL: c.URL, ID: c.EventID, Body: c.Body, Keys: c.Keys})
+	endAttempt(span, r)
 	if ctx.Err() != nil {
 		return
 	}
@@ -188,6 +200,9 @@ func (w *Worker) attempt(ctx context.Context, c domain.ClaimedDelivery) {
 		}
 	}
 	log := w.logger.With("event", c.EventID, "type", c.Type, "endpoint", c.EndpointID, "url", domain.ShownURL(c.URL), "attempt", o.Attempts)
+	if sc := trace.SpanContextFromContext(traced); sc.IsSampled() {
+		log = log.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+	}
 	switch o.State {
 	case domain.DeliveryDelivered:
 		log.Info("webhook delivered", "status", r.Status)
