@@ -36,7 +36,7 @@ stop() { # stop PID: end a server started here, and forget it for cleanup
 }
 
 echo "building into $work ..." >&2
-CGO_ENABLED=0 go build -trimpath -o "$work/petstore" .
+CGO_ENABLED=0 go build -tags grpcnotrace -trimpath -o "$work/petstore" .
 CGO_ENABLED=0 go build -trimpath -o "$work/ceiling" ./bench/ceiling
 
 # seed FILE N [BINARY]: a database with N pets and an Enterprise key no

@@ -125,7 +125,9 @@ func New(ctx context.Context, cfg Config, d Deps) (_ *App, err error) {
 	}()
 	trace := cfg.Tracing
 	trace.TrustParent = cfg.TrustTraceparent
-	a.tracer = tracing.Start(trace, tracing.Hooks{Dropped: d.Metrics.SpansDropped, Logger: d.Logger})
+	if a.tracer, err = tracing.Start(trace, tracing.Hooks{Dropped: d.Metrics.SpansDropped, Logger: d.Logger}); err != nil {
+		return nil, err
+	}
 	if a.openapi, err = fs.ReadFile(d.Files, "openapi.yaml"); err != nil {
 		return nil, err
 	}

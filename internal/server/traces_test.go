@@ -330,7 +330,10 @@ func startTracer(t testing.TB, sampler string) *tracing.Tracer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tracing.Start(c, tracing.Hooks{})
+	tr, err := tracing.Start(c, tracing.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { tr.Shutdown() })
 	return tr
 }

@@ -97,9 +97,9 @@ func TestFromEnvRefusesABadValueNamingTheVariable(t *testing.T) {
 // Without an endpoint nothing starts: a nil Tracer, whose Shutdown is
 // nothing either.
 func TestStartWithoutAnEndpointStartsNothing(t *testing.T) {
-	tr := Start(Config{}, Hooks{})
-	if tr != nil {
-		t.Fatalf("Start(off) = %v", tr)
+	tr, err := Start(Config{}, Hooks{})
+	if tr != nil || err != nil {
+		t.Fatalf("Start(off) = %v, %v", tr, err)
 	}
 	if err := tr.Shutdown(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@
 // zero Span, are checked by one comparison and call no tracer at all.
 //
 // A leaf: it imports nothing of the project, only the OpenTelemetry API and
-// SDK and the protocol's types, which its exporter posts over HTTP itself
-// (export.go says why neither autoexport nor otlptracehttp).
+// SDK and the SDK's OTLP/HTTP exporter, otlptracehttp (not autoexport:
+// docs/development.md, "Dependencies", says why, and why builds add the
+// grpcnotrace tag).
 package tracing

@@ -23,8 +23,11 @@ func TestAFullQueueDropsAndCounts(t *testing.T) {
 	defer hung.Close()
 	defer close(release)
 	var dropped atomic.Int64
-	tr := Start(Config{Endpoint: hung.URL + "/v1/traces", Sampler: "always_on", Delay: time.Millisecond},
+	tr, err := Start(Config{Endpoint: hung.URL + "/v1/traces", Sampler: "always_on", Delay: time.Millisecond},
 		Hooks{Dropped: func(n int) { dropped.Add(int64(n)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const spans = 3 * queueSize
 	start := time.Now()
 	for i := 0; i < spans; i++ {

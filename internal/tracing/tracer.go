@@ -3,11 +3,13 @@ package tracing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -42,14 +44,22 @@ const exportTimeout = 5 * time.Second
 const ShutdownTimeout = 3 * time.Second
 
 // Start starts the SDK that c asks for: nil when tracing is off, and then
-// nothing is started at all. A failed export is dropped, counted and not
-// tried again: the queue behind it would fill while it waited.
-func Start(c Config, h Hooks) *Tracer {
+// nothing is started at all. The exporter is the SDK's OTLP/HTTP one
+// (docs/development.md says why builds add the grpcnotrace tag).
+func Start(c Config, h Hooks) (*Tracer, error) {
 	if !c.On() {
-		return nil
+		return nil, nil
+	}
+	exporter, err := otlptracehttp.New(context.Background(),
+		otlptracehttp.WithEndpointURL(c.Endpoint), otlptracehttp.WithHeaders(c.Headers),
+		otlptracehttp.WithTimeout(exportTimeout),
+		// A failed export is dropped, counted and not tried again: the
+		// queue behind it would fill while it waited.
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
 	}
 	started.Store(true)
-	exporter := newHTTPExporter(c.Endpoint, c.Headers)
 	// The SDK reports failures to the global handler, which would log
 	// each one: the counting exporter logs the first.
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
@@ -59,7 +69,7 @@ func Start(c Config, h Hooks) *Tracer {
 		sdktrace.WithSampler(followCause{samplerOf(c.Sampler, c.Ratio)}),
 		sdktrace.WithSpanProcessor(newQueue(counted, c.Delay)),
 	)
-	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}
+	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}, nil
 }
 
 func samplerOf(name string, ratio float64) sdktrace.Sampler {

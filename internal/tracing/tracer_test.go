@@ -21,7 +21,10 @@ func TestTheExporterSpeaksOTLPOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := Start(c, Hooks{})
+	tr, err := Start(c, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, server := tr.StartRequest(context.Background(), "POST", "", "")
 	_, child := Child(ctx, "CreatePets")
 	child.SetString("db.system", "sqlite")
