@@ -6,6 +6,7 @@
 #   bench/instructions.sh
 #   DURATION=10s PETS=1000 bench/instructions.sh
 #   METRICS=1 PETS=1000 bench/instructions.sh   # also the pet store with metrics
+#   TRACING="0.01 1" PETS=1000 bench/instructions.sh   # also traced, 1% and 100% sampled
 #
 # Unlike requests per second, an instruction count does not move with what
 # else the machine is doing, so it shows a change of a few percent that the
@@ -16,7 +17,10 @@
 # So its ratio is a proxy for load.sh's, not the same figure; compare it
 # between two versions of the code. METRICS=1 also counts the same binary with
 # --admin-addr (recording metrics) on a copy of the database, and prints its
-# count and how much it adds to the count without metrics.
+# count and how much it adds to the count without metrics. TRACING="RATIO ..."
+# also counts the same binary with traces on at each sampling ratio, its
+# spans posted to a bare ceiling on CPU 1 that drops them (its exporter's
+# work, in the server's process, is counted), and prints what each adds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +33,9 @@ HEADERS_PORT=${HEADERS_PORT:-18198}
 METRICS=${METRICS:-}
 METRICS_PORT=${METRICS_PORT:-18182}
 ADMIN_PORT=${ADMIN_PORT:-18183}
+TRACING=${TRACING:-}
+TRACING_PORT=${TRACING_PORT:-18189}
+OTLP_PORT=${OTLP_PORT:-18190}
 
 . bench/lib.sh
 need valgrind valgrind
@@ -52,7 +59,7 @@ measure() {
   local vg=$!
   pids+=("$vg")
   wait_ready "$port" 12000 >/dev/null
-  if [ "$name" = petstore ] || [ "$name" = metrics ]; then # reads are served from memory once the copy is made
+  if [ "$name" = petstore ] || [ "$name" = metrics ] || [[ "$name" == traced-* ]]; then # reads are served from memory once the copy is made
     for _ in $(seq 1 1200); do grep -q "pets copied into memory" "$work/$name.log" && break; sleep 0.5; done
     grep -q "pets copied into memory" "$work/$name.log" ||
       { echo "the pet store did not copy its pets into memory in 10 minutes" >&2; tail -n 20 "$work/$name.log" >&2; exit 1; }
@@ -98,6 +105,16 @@ if [ -n "$METRICS" ]; then
   measure metrics "$METRICS_PORT" "$key" "$work/petstore" --addr "127.0.0.1:$METRICS_PORT" \
     --admin-addr "127.0.0.1:$ADMIN_PORT" --db "$db-metrics"
 fi
+if [ -n "$TRACING" ]; then
+  taskset -c 1 "$work/ceiling" -addr "127.0.0.1:$OTLP_PORT" &
+  pids+=($!)
+  wait_ready "$OTLP_PORT" >/dev/null
+  for ratio in $TRACING; do
+    sqlite3 "$db" "VACUUM INTO '$db-traced-$ratio'"
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP_PORT" OTEL_TRACES_SAMPLER_ARG=$ratio \
+      measure "traced-$ratio" "$TRACING_PORT" "$key" "$work/petstore" --addr "127.0.0.1:$TRACING_PORT" --db "$db-traced-$ratio"
+  done
+fi
 
 # hdrs: the ceiling run with -headers (sending the pet store's headers).
 printf '%-8s %-12s %12s %12s %6s %12s %6s %7s\n' pets scenario instr/req ceiling ratio hdrs vs_hdrs non2xx
@@ -118,3 +135,12 @@ if [ -n "$METRICS" ]; then
       END { printf "# %-12s with metrics: %.0f instructions a request, %+.1f%% against without (%d non-2xx)\n", s, m, (m / p - 1) * 100, bad }' "$work/counts"
   done
 fi
+for ratio in $TRACING; do
+  for scenario in "${scenarios[@]}"; do
+    name=${scenario%%:*}
+    awk -v s="$name" -v r="$ratio" '
+      $2 == s && $1 == "petstore"      { p = $3 / $4 }
+      $2 == s && $1 == "traced-" r     { x = $3 / $4; bad = $5 + 0 }
+      END { printf "# %-12s traced at %s: %.0f instructions a request, %+.1f%% against untraced (%d non-2xx)\n", s, r, x, (x / p - 1) * 100, bad }' "$work/counts"
+  done
+done

@@ -9,6 +9,7 @@
 #   METRICS=1 STORES=sqlite SIZES=1000 bench/load.sh  # the pet store with and without metrics
 #   KEYS=1000 STORES="redis postgres" SIZES=1000 bench/load.sh  # also over 1,000 keys
 #   REPLICATE=versitygw STORES=sqlite SIZES=1000 bench/load.sh  # with and without --replicate-to
+#   TRACING=0.01 STORES=sqlite SIZES=1000 bench/load.sh  # with and without traces, 1% sampled
 #
 # STORES (default "sqlite redis postgres") picks the set-ups: SQLite with
 # limits in process, SQLite with limits in Redis, PostgreSQL with limits in
@@ -58,6 +59,12 @@
 # the rest) on a copy of the database, and prints its figures, its paired
 # ratio to the pet store without replication and the CPU each takes for a
 # thousand requests (the difference is what replication costs).
+# TRACING=RATIO also runs, in the same alternation, the same binary with
+# traces on (OTEL_EXPORTER_OTLP_ENDPOINT set, OTEL_TRACES_SAMPLER_ARG=RATIO
+# under the default parent-based ratio sampler) on a copy of the database,
+# its spans posted to a bare ceiling of their own on CPU 1 (it takes OTLP/HTTP
+# exports and drops them), and prints its figures and its paired ratio to
+# the pet store without traces (docs/observing.md, "Traces").
 # REPLICATE=versitygw builds versitygw (github.com/versity/versitygw
 # v1.8.0, from the Go module proxy), runs it on CPU 1 beside wrk, with its
 # posix backend in the temporary directory, and replicates to it. Needs wrk and sqlite3 (installed from Debian's packages when
@@ -81,6 +88,9 @@ BASELINE=${BASELINE:-}
 REPLICATE=${REPLICATE:-}
 REPLICATE_PORT=${REPLICATE_PORT:-18187}
 VERSITYGW_PORT=${VERSITYGW_PORT:-18188}
+TRACING=${TRACING:-}
+TRACING_PORT=${TRACING_PORT:-18189}
+OTLP_PORT=${OTLP_PORT:-18190}
 
 . bench/lib.sh
 
@@ -237,6 +247,11 @@ taskset -c 0 "$work/ceiling" -headers -addr "127.0.0.1:$HEADERS_PORT" &
 pids+=($!)
 wait_ready "$CEILING_PORT" >/dev/null
 wait_ready "$HEADERS_PORT" >/dev/null
+if [ -n "$TRACING" ]; then
+  taskset -c 1 "$work/ceiling" -addr "127.0.0.1:$OTLP_PORT" &
+  pids+=($!)
+  wait_ready "$OTLP_PORT" >/dev/null
+fi
 
 # The issues' targets: the ratio each scenario must reach, and the p99 in ms.
 declare -A target=([sqlite-list]=0.60 [sqlite-list_status]=0.55 [sqlite-get]=0.60 [sqlite-create]=0.35 [sqlite-p99]=3
@@ -322,6 +337,18 @@ for n in $SIZES; do
     serve "$REPLICATE_PORT" "$rdb" "$log.replicated" --replicate-to "$rbase/$store-$n-$$${REPLICATE#"$rbase"}" "${limits[@]}"
     rpid=$served
   fi
+  # With TRACING: the same binary tracing, on a copy of the database.
+  xpid=
+  if [ -n "$TRACING" ]; then
+    xdb=$db
+    if [ "$store" != postgres ]; then
+      xdb="$work/pets-$store-$n-traced.db"
+      sqlite3 "$db" "VACUUM INTO '$xdb'"
+    fi
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$OTLP_PORT" OTEL_TRACES_SAMPLER_ARG=$TRACING \
+      serve "$TRACING_PORT" "$xdb" "$log.traced" "${limits[@]}"
+    xpid=$served
+  fi
   # With limits in Redis: the same binary with limits in process, its twin.
   twin_key=
   if [ "$store" != sqlite ]; then
@@ -360,7 +387,7 @@ for n in $SIZES; do
       # Every request carries a key of the Zipf law's, the ceilings' too.
       label=zipf-$name lua=zipf.lua pkey= tkey= bkey= ckey=
     fi
-    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r" ; : >"$work/b" ; : >"$work/rp" ; : >"$work/cpu"
+    : >"$work/c" ; : >"$work/h" ; : >"$work/p" ; : >"$work/m" ; : >"$work/t" ; : >"$work/r" ; : >"$work/b" ; : >"$work/rp" ; : >"$work/x" ; : >"$work/cpu"
     for _ in $(seq 1 "$REPS"); do
       export PETS=$n MODE=$name TOKENS="$work/tokens"
       run "$CEILING_PORT" "$path" "$lua" "$ckey" >>"$work/c"
@@ -381,6 +408,7 @@ for n in $SIZES; do
         run "$TWIN_PORT" "$path" "$lua" "$tkey" >>"$work/t"
       fi
       [ -z "$METRICS" ] || run "$METRICS_PORT" "$path" "$lua" "$pkey" >>"$work/m"
+      [ -z "$xpid" ] || run "$TRACING_PORT" "$path" "$lua" "$pkey" >>"$work/x"
       [ -z "$BASELINE" ] || run "$BASELINE_PORT" "$path" "$lua" "$bkey" >>"$work/b"
     done
     c=$(cut -d' ' -f1 "$work/c" | median)
@@ -419,6 +447,13 @@ for n in $SIZES; do
         "$label" "$rp" "$(cut -d' ' -f2 "$work/rp" | median)" "$(cut -d' ' -f3 "$work/rp" | median)" \
         "$(echo "$rp $p" | awk '{ print $1 / $2 }')" "$paired" "$cpu"
     fi
+    if [ -n "$xpid" ]; then
+      x=$(cut -d' ' -f1 "$work/x" | median)
+      paired=$(paste -d' ' <(cut -d' ' -f1 "$work/x") <(cut -d' ' -f1 "$work/p") | awk '{ print $1 / $2 }' | median)
+      printf "#   %-${sw}s traced at %s: %9.0f req/s, p50 %.2f ms, p99 %.2f ms; traced/untraced %.3f, paired %.3f (target at 0.01: 0.97 at least)\n" \
+        "$label" "$TRACING" "$x" "$(cut -d' ' -f2 "$work/x" | median)" "$(cut -d' ' -f3 "$work/x" | median)" \
+        "$(echo "$x $p" | awk '{ print $1 / $2 }')" "$paired"
+    fi
     if [ -n "$METRICS" ]; then
       m=$(cut -d' ' -f1 "$work/m" | median)
       # Each run with metrics follows one without: the median of those
@@ -437,6 +472,10 @@ for n in $SIZES; do
   fi
   [ -z "$twin_key" ] || stop "$tpid"
   [ -z "$BASELINE" ] || stop "$bpid"
+  if [ -n "$xpid" ]; then
+    grep -E 'level=(WARN|ERROR)' "$log.traced" | head -3 || true
+    stop "$xpid"
+  fi
   if [ -n "$rpid" ]; then
     grep -E 'level=(WARN|ERROR)' "$log.replicated" | head -3 || true
     stop "$rpid"

@@ -15,6 +15,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"strconv"
@@ -57,6 +58,13 @@ func main() {
 	mux.Handle("POST /v1/pets", fixed(*withHeaders, http.StatusCreated, pet, createHeaders))
 	mux.Handle("GET /v1/pets/{petId}", fixed(*withHeaders, http.StatusOK, pet, getHeaders))
 	mux.Handle("GET /readyz", fixed(*withHeaders, http.StatusOK, []byte(`{"status":"ready"}`), nil))
+	// bench/load.sh's TRACING runs post their spans to a ceiling of their
+	// own: an OTLP/HTTP export read and dropped, answered with an empty
+	// (valid) ExportTraceServiceResponse.
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	})
 	if *tlsCert != "" {
 		log.Fatal(http.ListenAndServeTLS(*addr, *tlsCert, *tlsKey, mux))
 	}
