@@ -67,7 +67,11 @@
 # the pet store without traces (docs/observing.md, "Traces").
 # REPLICATE=versitygw builds versitygw (github.com/versity/versitygw
 # v1.8.0, from the Go module proxy), runs it on CPU 1 beside wrk, with its
-# posix backend in the temporary directory, and replicates to it. Needs wrk and sqlite3 (installed from Debian's packages when
+# posix backend in the temporary directory, and replicates to it; with
+# REPLICA_AWAY=1 as well, that versitygw is stopped (SIGSTOP: connections
+# hang, as when the network is down) once the replicating server has
+# started, and continued after its runs, so that its figures are those of a
+# server whose replica's store is away. Needs wrk and sqlite3 (installed from Debian's packages when
 # missing) and taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -235,6 +239,7 @@ own_versitygw() {
   export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_REGION=us-east-1 AWS_CA_BUNDLE=
   taskset -c 1 "$work/vgw/versitygw" --access bench --secret benchsecret --port "127.0.0.1:$VERSITYGW_PORT" --quiet \
     posix "$work/vgw-data" >"$work/versitygw.log" 2>&1 &
+  vgw_pid=$!
   pids+=($!)
   for _ in $(seq 1 400); do curl -s -o /dev/null "http://127.0.0.1:$VERSITYGW_PORT/" && break; sleep 0.05; done
   REPLICATE="s3://bench/petstore?endpoint=http://127.0.0.1:$VERSITYGW_PORT"
@@ -336,6 +341,10 @@ for n in $SIZES; do
     rbase=${REPLICATE%%\?*}
     serve "$REPLICATE_PORT" "$rdb" "$log.replicated" --replicate-to "$rbase/$store-$n-$$${REPLICATE#"$rbase"}" "${limits[@]}"
     rpid=$served
+    if [ -n "${REPLICA_AWAY:-}" ] && [ -n "${vgw_pid:-}" ]; then
+      sleep 3 # its first snapshot uploaded
+      kill -STOP "$vgw_pid"
+    fi
   fi
   # With TRACING: the same binary tracing, on a copy of the database.
   xpid=
@@ -477,6 +486,7 @@ for n in $SIZES; do
     stop "$xpid"
   fi
   if [ -n "$rpid" ]; then
+    [ -z "${REPLICA_AWAY:-}" ] || [ -z "${vgw_pid:-}" ] || kill -CONT "$vgw_pid"
     grep -E 'level=(WARN|ERROR)' "$log.replicated" | head -3 || true
     stop "$rpid"
   fi
