@@ -138,16 +138,6 @@ func eachStore(t *testing.T, test func(t *testing.T, opts testOptions)) {
 	t.Run("postgres", func(t *testing.T) { test(t, testOptions{postgres: true}) })
 }
 
-// eachStoreWithKey runs test on SQLite and on PostgreSQL, each time with a
-// new server and a key of plan.
-func eachStoreWithKey(t *testing.T, plan string, test func(t *testing.T, s *testServer, key string)) {
-	t.Helper()
-	eachStore(t, func(t *testing.T, opts testOptions) {
-		s := newTestServerWith(t, opts)
-		test(t, s, s.mustCreateKey(plan))
-	})
-}
-
 func newTestServer(t testing.TB) *testServer {
 	return newTestServerWith(t, testOptions{})
 }
