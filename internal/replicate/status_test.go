@@ -2,7 +2,6 @@ package replicate
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -19,22 +18,7 @@ func TestBehindIsZeroOnlyOnceEveryCommitIsUploaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "rows.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	insert := func(n int) {
-		t.Helper()
-		for range n {
-			if _, err := db.Exec(`INSERT INTO rows (v) VALUES (randomblob(100))`); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := db.Exec(`CREATE TABLE rows (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
-		t.Fatal(err)
-	}
+	_, insert := rowsDB(t, path, 100)
 	log := &lockedBuffer{}
 	// An interval of an hour: nothing reads the WAL or uploads but the
 	// test, through the replicator's look and the replica's upload.
@@ -66,17 +50,7 @@ func TestBehindIsZeroOnlyOnceEveryCommitIsUploaded(t *testing.T) {
 	if s := r.Status(); s.Behind != 0 {
 		t.Fatalf("after the upload: %+v, want caught up\n%s", s, log)
 	}
-	out := filepath.Join(t.TempDir(), "restored.db")
-	if _, err := Restore(ctx, target, out, time.Time{}, false, slog.New(slog.NewTextHandler(log, nil))); err != nil {
-		t.Fatal(err)
-	}
-	restored, err := sql.Open("sqlite", "file:"+out+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer restored.Close()
-	var got int
-	if err := restored.QueryRow(`SELECT count(*) FROM rows`).Scan(&got); err != nil || got != 20 {
-		t.Errorf("the restore once caught up holds %d rows (%v), want 20", got, err)
+	if got := restoredRows(t, target, log); got != 20 {
+		t.Errorf("the restore once caught up holds %d rows, want 20", got)
 	}
 }
