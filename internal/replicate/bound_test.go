@@ -49,23 +49,8 @@ func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "rows.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, insert := rowsDB(t, path, 2000)
 	db.SetMaxOpenConns(1)
-	insert := func(n int) {
-		t.Helper()
-		for range n {
-			if _, err := db.Exec(`INSERT INTO rows (v) VALUES (randomblob(2000))`); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := db.Exec(`CREATE TABLE rows (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
-		t.Fatal(err)
-	}
 	log := &lockedBuffer{}
 	r, err := Start(context.Background(), Config{Target: target, Interval: 50 * time.Millisecond, Retention: time.Hour,
 		LocalLimit: 256 << 10, Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})), Now: time.Now}, path)
@@ -101,17 +86,48 @@ func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
 	})
 	var want int
 	db.QueryRow(`SELECT count(*) FROM rows`).Scan(&want)
-	var got int
 	testkit.Eventually(t, 10*time.Second, "a restore holds every row", func() bool {
-		out := filepath.Join(t.TempDir(), "restored.db")
-		if _, err := Restore(context.Background(), target, out, time.Time{}, false, slog.New(slog.NewTextHandler(log, nil))); err != nil {
-			t.Fatal(err)
-		}
-		restored, err := sql.Open("sqlite", "file:"+out+"?mode=ro")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer restored.Close()
-		return restored.QueryRow(`SELECT count(*) FROM rows`).Scan(&got) == nil && got == want
+		return restoredRows(t, target, log) == want
 	})
+}
+
+// rowsDB is a database in WAL mode with a table of rows, and what inserts
+// n rows of size bytes each.
+func rowsDB(t *testing.T, path string, size int) (*sql.DB, func(n int)) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE rows (id INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	return db, func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := db.Exec(`INSERT INTO rows (v) VALUES (randomblob(?))`, size); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// restoredRows restores the latest state of target and counts its rows.
+func restoredRows(t *testing.T, target Target, log *lockedBuffer) int {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "restored.db")
+	if _, err := Restore(context.Background(), target, out, time.Time{}, false, slog.New(slog.NewTextHandler(log, nil))); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := sql.Open("sqlite", "file:"+out+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	var n int
+	if err := restored.QueryRow(`SELECT count(*) FROM rows`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -54,6 +54,10 @@ type Replicator struct {
 	// was dropped: the snapshot that follows comes after it.
 	snapshotAfter uint64
 	looks         []look // the looks whose transaction the replica lacks
+	// walSeen is the WAL as it was when the last look had Litestream
+	// read it to its end (readWAL): a WAL changed since holds commits
+	// Litestream may not have read.
+	walSeen walState
 }
 
 // Start begins replicating the database at path (which exists, its schema
@@ -125,7 +129,7 @@ func (r *Replicator) watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		r.look()
+		r.look(ctx)
 		if i%10 == 0 {
 			r.bound(ctx)
 		}
@@ -134,8 +138,11 @@ func (r *Replicator) watch(ctx context.Context) {
 }
 
 // look notes how far the replica is behind, and logs the start and the
-// end of a failure.
-func (r *Replicator) look() {
+// end of a failure. It first has Litestream read the WAL to its end:
+// Litestream's own position lags the WAL by up to an interval, and the
+// replica holding that position would claim commits it has not read.
+func (r *Replicator) look(ctx context.Context) {
+	r.readWAL(ctx)
 	s := r.Status()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -151,6 +158,41 @@ func (r *Replicator) look() {
 		r.warned = false
 		r.cfg.Logger.Info("replication caught up: the replica holds every transaction again", "replica", r.cfg.Target.Shown(), "txid", s.LocalTXID)
 	}
+}
+
+// readWAL has Litestream read every commit in the WAL into its local
+// files (the same Sync its monitor makes each interval) and notes the
+// WAL as it was before: each commit in it is then in Litestream's
+// position.
+func (r *Replicator) readWAL(ctx context.Context) {
+	r.mu.Lock()
+	db := r.db
+	r.mu.Unlock()
+	before := walStateOf(db.WALPath())
+	ctx, cancel := context.WithTimeout(ctx, max(r.cfg.Interval, time.Second))
+	defer cancel()
+	if err := db.Sync(ctx); err != nil {
+		r.cfg.Logger.Debug("replication: read the WAL", "replica", r.cfg.Target.Shown(), "err", err)
+		before = walState{}
+	}
+	r.mu.Lock()
+	r.walSeen = before
+	r.mu.Unlock()
+}
+
+// walState is the WAL file's size and last change: a commit changes them
+// (a WAL started over is written from its start, and its time changes).
+type walState struct {
+	size int64
+	mod  time.Time
+}
+
+func walStateOf(path string) walState {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return walState{}
+	}
+	return walState{fi.Size(), fi.ModTime()}
 }
 
 // maxLooks bounds the looks kept while the replica is behind.
@@ -294,10 +336,14 @@ type Status struct {
 	Waiting     int64 // bytes waiting on this machine to be uploaded
 }
 
-// Status reads where the replica is.
+// Status reads where the replica is. Behind is zero only when the replica
+// holds every commit the WAL held at the last look and the WAL has not
+// changed since; otherwise it counts from the last look whose commits the
+// replica holds (caughtUp).
 func (r *Replicator) Status() Status {
 	r.mu.Lock()
 	db, caughtUp, waiting, behind := r.db, r.caughtUp, r.localSize, len(r.looks) > 0
+	behind = behind || walStateOf(db.WALPath()) != r.walSeen
 	r.mu.Unlock()
 	s := Status{URL: r.cfg.Target.Shown(), Waiting: waiting}
 	if pos, err := db.Pos(); err == nil {

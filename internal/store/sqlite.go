@@ -74,8 +74,9 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 	// commit would stall every create waiting on that commit (see
 	// Checkpoint). When the WAL starts over, a file grown past
 	// walSizeLimit is cut back to it.
-	write, err := sql.Open("sqlite", dsn+q.Encode()+
-		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
+	file := &dbFile{path: path, lostErr: domain.Unavailable(domain.DBRefused, errFileLost)}
+	write, err := file.open(dsn + q.Encode() +
+		"&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(" + strconv.Itoa(walSizeLimit) + ")")
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -85,7 +86,7 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 	// fails rather than reading a new, empty database.
 	q.Add("_pragma", "query_only(1)")
 	q.Add("mode", "rw")
-	read, err := sql.Open("sqlite", dsn+q.Encode())
+	read, err := file.open(dsn + q.Encode())
 	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -94,7 +95,7 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 	read.SetMaxOpenConns(readers)
 	read.SetMaxIdleConns(readers)
 
-	s := &SQLite{write: write, read: read, now: now}
+	s := &SQLite{write: write, read: read, now: now, file: file}
 	s.sqlAggregates = newSQLAggregates(s)
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
@@ -104,7 +105,7 @@ func OpenSQLite(ctx context.Context, path string, create bool, now func() time.T
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if s.file, err = openedFile(path); err != nil {
+	if err := file.opened(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

@@ -9,6 +9,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +21,8 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+
+	"modernc.org/sqlite"
 )
 
 // fileCheckEvery is how often the server looks at its database file's
@@ -31,9 +35,18 @@ const fileCheckEvery = time.Second
 // write answers unavailable, without touching the file. A write reads one
 // atomic flag; the look at the path (a stat) is made in the background and
 // by the health probe.
+//
+// Nor does the server open a new connection to a lost file: database/sql
+// opens one by path whenever its pool wants one (a reader dropped after an
+// interrupted query, a pool not yet full), and that one would find the
+// file renamed over the path and beside it the lost file's WAL and SHM,
+// and SQLite would copy the lost file's pages into it (a checkpoint when
+// that connection closes). Every connection is opened through the file
+// (open), which looks at the path first.
 type dbFile struct {
 	path     string
 	dev, ino uint64
+	known    atomic.Bool // dev and ino are noted (opened); till then the file is being made
 	lost     atomic.Bool
 	logged   atomic.Bool
 	// lostErr is what writes answer once lost, made once: the hot path
@@ -41,18 +54,53 @@ type dbFile struct {
 	lostErr error
 }
 
-// openedFile notes the file at path, just opened.
-func openedFile(path string) (*dbFile, error) {
-	dev, ino, err := fileIdentity(path)
+var errFileLost = errors.New("the database file was deleted or replaced while open: nothing more is written to it")
+
+// open is a pool of connections to the file, each opened only while the
+// path still names the file (connect).
+func (f *dbFile) open(dsn string) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	// The path is in the one ERROR line that tells of the loss (watch),
-	// not in every failure that follows it.
-	return &dbFile{path: path, dev: dev, ino: ino, lostErr: domain.Unavailable(domain.DBRefused, errFileLost)}, nil
+	return sql.OpenDB(fileConnector{c, f}), nil
 }
 
-var errFileLost = errors.New("the database file was deleted or replaced while open: nothing more is written to it")
+// opened notes the device and inode of the file at the path, just opened
+// (and made, if it was new).
+func (f *dbFile) opened() error {
+	dev, ino, err := fileIdentity(f.path)
+	if err != nil {
+		return err
+	}
+	f.dev, f.ino = dev, ino
+	f.known.Store(true)
+	return nil
+}
+
+// fileConnector opens a connection only while the file is not lost. A
+// file replaced between the look and the open (microseconds, against the
+// watch's second) is seen by the look after it: the connection is closed
+// unused, and the file is lost from then on.
+type fileConnector struct {
+	driver.Connector
+	file *dbFile
+}
+
+func (c fileConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	if err := c.file.check(); err != nil {
+		return nil, err
+	}
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.file.check(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
 
 // fileIdentity is the device and inode of the file at path.
 func fileIdentity(path string) (dev, ino uint64, err error) {
@@ -81,6 +129,9 @@ func (f *dbFile) writable() error {
 func (f *dbFile) check() error {
 	if f.lost.Load() {
 		return f.lostErr
+	}
+	if !f.known.Load() {
+		return nil
 	}
 	dev, ino, err := fileIdentity(f.path)
 	switch {

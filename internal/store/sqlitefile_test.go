@@ -79,3 +79,36 @@ func TestADeletedOrReplacedDatabaseFileTakesNoMoreWrites(t *testing.T) {
 		})
 	}
 }
+
+// The file renamed over a lost one is someone else's: the server never
+// writes it, even when its pool wants a new connection after the loss (a
+// reader dropped, a pool not yet full) with the lost file's WAL still
+// beside the path, nor when it closes.
+func TestAFileRenamedOverTheDatabaseIsLeftAsItWas(t *testing.T) {
+	s, path := openTestSQLite(t, time.Now)
+	ctx := context.Background()
+	for range 50 {
+		if err := s.CreatePets(ctx, []domain.PetInsert{{Pet: domain.Pet{Name: "Rex", CategoryID: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// No reader kept: the next read opens a new connection by path.
+	s.read.SetMaxIdleConns(0)
+	const replacement = "another file, not the server's database"
+	other := filepath.Join(filepath.Dir(path), "other")
+	if err := errors.Join(os.WriteFile(other, []byte(replacement), 0o600), os.Rename(other, path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, s.file.lostErr) {
+		t.Fatalf("Ping after the loss: %v, want the file's loss", err)
+	}
+	if _, err := s.GetPet(ctx, 1); !errors.Is(err, s.file.lostErr) {
+		t.Errorf("a read on a new connection after the loss: %v, want the file's loss", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != replacement {
+		t.Errorf("the file renamed over the database holds %d bytes %.60q (%v), want it as it was", len(b), b, err)
+	}
+}
