@@ -310,13 +310,6 @@ func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
 // variables and the ones it changes.
 func launchPetstoreBinary(t *testing.T, bin, dir string, env map[string]string, args ...string) *runningPetstore {
 	t.Helper()
-	return launchPetstoreEnv(t, bin, nil, dir, args...)
-}
-
-// launchPetstoreEnv is launchPetstoreBinary with env added to the
-// process's environment.
-func launchPetstoreEnv(t *testing.T, bin string, env map[string]string, dir string, args ...string) *runningPetstore {
-	t.Helper()
 	if !slices.Contains(args, "--addr") {
 		args = append(args, "--addr", "127.0.0.1:0")
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -549,9 +550,13 @@ func TestBalancedRedisRestartKeepsTheDayAndNeverFails(t *testing.T) {
 
 	free := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "outage")
 	b.redis.stop()
+	began := time.Now()
 	accepted, _ := sendUntil429(t, client, b.url, free, 400) // fails the test on any 5xx
-	if accepted < 60 || accepted > 180 {
-		t.Errorf("with Redis away, a Free key got %d requests through three servers, want each server's own 60 at most (60 to 180)", accepted)
+	// Each server's own bucket holds 60 and refills one a second (Free's
+	// 60 a minute): three buckets, and what they refilled while it lasted.
+	most := 180 + 3*int(math.Ceil(time.Since(began).Seconds()))
+	if accepted < 60 || accepted > most {
+		t.Errorf("with Redis away, a Free key got %d requests through three servers, want each server's own 60 and its refill at most (60 to %d)", accepted, most)
 	}
 	b.redis.start()
 	b.waitRedisShared(client) // each server tries Redis again within a second

@@ -24,7 +24,7 @@ func TestServeSendsItsTracesWhereTheVariablesSay(t *testing.T) {
 		// Nothing is sent before the stop, so only the flush at the stop sends it.
 		"OTEL_BSP_SCHEDULE_DELAY": "600000",
 	}
-	s := launchPetstoreEnv(t, petstoreBinary(t), env, dir, "serve", "--db", filepath.Join(dir, "petstore.db")).served()
+	s := launchPetstoreBinary(t, petstoreBinary(t), dir, env, "serve", "--db", filepath.Join(dir, "petstore.db")).served()
 	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", 200)
 	if code := s.stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM:\n%s", code, s.stderr)
