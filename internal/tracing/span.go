@@ -49,11 +49,18 @@ func (s Span) IDs() (traceID, spanID string) {
 // that a public client cannot force sampling. An unsampled request gets
 // ctx back and no span.
 func (t *Tracer) StartRequest(ctx context.Context, method, traceparent, tracestate string) (context.Context, Span) {
+	parent := ctx
 	if t.trustParent && traceparent != "" {
-		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
+		parent = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
+	}
+	if !trace.SpanContextFromContext(parent).IsValid() {
+		var sampled bool
+		if parent, sampled = t.roots.start(ctx); !sampled {
+			return ctx, Span{}
+		}
 	}
 	method = knownMethod(method)
-	sctx, s := t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
+	sctx, s := t.tracer.Start(parent, method, trace.WithSpanKind(trace.SpanKindServer))
 	if !s.IsRecording() {
 		return ctx, Span{}
 	}

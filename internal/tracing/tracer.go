@@ -21,6 +21,7 @@ type Tracer struct {
 	provider    *sdktrace.TracerProvider
 	tracer      trace.Tracer
 	trustParent bool
+	roots       rootSampler
 }
 
 // Hooks are what the tracer tells the rest of the server.
@@ -67,9 +68,11 @@ func Start(c Config, h Hooks) (*Tracer, error) {
 	provider := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(resource.NewSchemaless(c.Resource...)),
 		sdktrace.WithSampler(followCause{samplerOf(c.Sampler, c.Ratio)}),
+		sdktrace.WithIDGenerator(presetIDs{}),
 		sdktrace.WithSpanProcessor(newQueue(counted, c.Delay)),
 	)
-	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent}, nil
+	return &Tracer{provider: provider, tracer: provider.Tracer("petstore"), trustParent: c.TrustParent,
+		roots: rootSamplerOf(c.Sampler, c.Ratio)}, nil
 }
 
 func samplerOf(name string, ratio float64) sdktrace.Sampler {
