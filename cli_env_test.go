@@ -32,7 +32,7 @@ func cliEnvDatabase(t *testing.T, petstore cliRunner) (db string, production, st
 	production, staging = cliEnvSide{env: "production", key: "1", endpoint: "1"}, cliEnvSide{env: "staging", key: "2", endpoint: "2"}
 	for _, side := range []cliEnvSide{production, staging} {
 		mustCreateKeyCLI(t, petstore, "--db", db, "--env", side.env, "--plan", "free")
-		addWebhookCLI(t, petstore, db, "https://hooks.example.com/"+side.env, "--env", side.env)
+		addWebhookCLI(t, petstore, db, "https://203.0.113.10/"+side.env, "--env", side.env)
 		if res := petstore(t, nil, "webhooks", "test", "--db", db, "--env", side.env, side.endpoint); res.code != 0 {
 			t.Fatalf("webhooks test: %d %s", res.code, res.stderr)
 		}

@@ -137,7 +137,7 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
-	if res := f.cmd(t, "webhooks", "add", "--db", f.db, "https://hooks.example.com/petstore"); res.code != 0 {
+	if res := f.cmd(t, "webhooks", "add", "--db", f.db, "https://203.0.113.10/petstore"); res.code != 0 {
 		t.Fatalf("webhooks add: %s", res.stderr)
 	}
 	s := f.serve(t)
@@ -180,7 +180,7 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	if want := fmt.Sprintf(`"id":%d`, last+1); !strings.Contains(body, want) {
 		t.Errorf("the first pet after the restore is %s, want id %d (after the last restored, %d)", body, last+1, last)
 	}
-	if res := f.cmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "hooks.example.com") {
+	if res := f.cmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "203.0.113.10") {
 		t.Errorf("webhooks list after the restore: %s%s, want the endpoint", res.stdout, res.stderr)
 	}
 	// Usage reaches the database on its own flush, every 2 s: what was

@@ -35,14 +35,14 @@ func TestWebhooksCommands(t *testing.T) {
 	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
-		id, secret := addWebhookCLI(t, petstore, db, "https://user:pw@hooks.example.com/in?token=abc", "--events", "key.created,key.expiring")
+		id, secret := addWebhookCLI(t, petstore, db, "https://user:pw@203.0.113.10/in?token=abc", "--events", "key.created,key.expiring")
 
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
 		var listed []map[string]any
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 {
 			t.Fatalf("webhooks list --json: %v %s", err, res.stdout)
 		}
-		if l := listed[0]; l["url"] != "https://user:pw@hooks.example.com/in?token=abc" || l["enabled"] != true || l["lastStatus"] != nil ||
+		if l := listed[0]; l["url"] != "https://user:pw@203.0.113.10/in?token=abc" || l["enabled"] != true || l["lastStatus"] != nil ||
 			testkit.JSONString(l["events"]) != `["key.created","key.expiring"]` || testkit.JSONString(l["id"]) != id {
 			t.Errorf("listed %v", l)
 		}
@@ -97,15 +97,15 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
-		id, _ := addWebhookCLI(t, petstore, db, "https://hooks.example.com/in")
+		id, _ := addWebhookCLI(t, petstore, db, "https://203.0.113.10/in")
 		for _, tc := range []struct {
 			args []string
 			says string
 		}{
-			{[]string{"webhooks", "add", "--db", db, "ftp://hooks.example.com/"}, "url"},
-			{[]string{"webhooks", "add", "--db", db, "hooks.example.com/in"}, "url"},
-			{[]string{"webhooks", "add", "--db", db, "https://hooks.example.com/", "--events", "key.created,pet.sold"}, "events"},
-			{[]string{"webhooks", "add", "--db", db, "https://hooks.example.com/", "--events", ""}, "events"},
+			{[]string{"webhooks", "add", "--db", db, "ftp://203.0.113.10/"}, "url"},
+			{[]string{"webhooks", "add", "--db", db, "203.0.113.10/in"}, "url"},
+			{[]string{"webhooks", "add", "--db", db, "https://203.0.113.10/", "--events", "key.created,pet.sold"}, "events"},
+			{[]string{"webhooks", "add", "--db", db, "https://203.0.113.10/", "--events", ""}, "events"},
 			{[]string{"webhooks", "add", "--db", db}, "URL"},
 			{[]string{"webhooks", "rotate", "--db", db, id, "--overlap", "soon"}, "--overlap"},
 			{[]string{"webhooks", "rotate", "--db", db, id, "--overlap", "-1h"}, "--overlap"},
