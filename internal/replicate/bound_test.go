@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,11 @@ func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
 	})
 
 	s3.Stop()
+	defer func() {
+		if t.Failed() {
+			t.Logf("status %+v\n%s", r.Status(), log)
+		}
+	}()
 	testkit.Eventually(t, 30*time.Second, "what waits is dropped past the bound", func() bool {
 		insert(20)
 		time.Sleep(50 * time.Millisecond)
@@ -74,12 +80,19 @@ func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "the store's absence is seen", func() bool {
 		return r.Status().Errors > 0
 	})
-	s3.Start(t)
-	defer func() {
-		if t.Failed() {
-			t.Logf("status %+v\n%s", r.Status(), log)
+	// Litestream lists under a lock its WAL reader takes: while the store
+	// is away a listing gives up after failingListTimeout, not after the
+	// S3 client's eight tries, so the WAL goes on being read.
+	itr, err := r.client.LTXFiles(context.Background(), 1, 0, false)
+	if err == nil {
+		for itr.Next() {
 		}
-	}()
+		err = itr.Close()
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a listing while the store is away ended with %v, want it cut at %v", err, failingListTimeout)
+	}
+	s3.Start(t)
 	testkit.Eventually(t, 60*time.Second, "the replica catches up", func() bool {
 		s := r.Status()
 		return !s.Failing && s.LocalTXID > 0 && s.ReplicaTXID >= s.LocalTXID && strings.Contains(log.String(), "replication caught up")

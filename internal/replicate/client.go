@@ -47,11 +47,19 @@ func (c *countingClient) Init(ctx context.Context) error {
 	return err
 }
 
+// SetLogger gives the client its logger once. Litestream sets it on each
+// start, and the replicator starts Litestream again over the same client
+// after a drop (bound), while a call of the stopped one may still log.
+func (c *countingClient) SetLogger(logger *slog.Logger) {
+	c.loggerSet.Do(func() { c.ReplicaClient.SetLogger(logger) })
+}
+
 // countingClient is Litestream's replica client with what the server shows
 // of it (Status): the bytes uploaded, when last, and the failures.
 type countingClient struct {
 	litestream.ReplicaClient
-	now func() time.Time
+	now       func() time.Time
+	loggerSet sync.Once
 
 	mu          sync.Mutex
 	bytes       int64
@@ -63,22 +71,49 @@ type countingClient struct {
 	failingFrom time.Time
 }
 
+// failingListTimeout bounds a listing while the store is failing.
+// Litestream lists the replica's files under a lock that its WAL reader
+// also takes (DB.MaxLTXFileInfo), and its S3 client tries a call eight
+// times with backoff: a store that is away would stop the WAL from being
+// read, and so from being checkpointed, for seconds at a time.
+const failingListTimeout = time.Second
+
 func (c *countingClient) LTXFiles(ctx context.Context, level int, seek ltx.TXID, useMetadata bool) (ltx.FileIterator, error) {
+	cancel := context.CancelFunc(func() {})
+	if c.isFailing() {
+		ctx, cancel = context.WithTimeout(ctx, failingListTimeout)
+	}
 	itr, err := c.ReplicaClient.LTXFiles(ctx, level, seek, useMetadata)
 	if err != nil {
+		cancel()
 		c.note(ctx, err, 0)
 		return itr, err
 	}
-	return &countingIterator{FileIterator: itr, c: c, ctx: ctx}, nil
+	return &countingIterator{FileIterator: itr, c: c, ctx: ctx, cancel: cancel}, nil
+}
+
+func (c *countingClient) isFailing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failing
 }
 
 // countingIterator notes the outcome of a listing, which S3 reads page
 // by page as it is iterated: its failure comes with Err or Close.
 type countingIterator struct {
 	ltx.FileIterator
-	c     *countingClient
-	ctx   context.Context
-	noted bool
+	c      *countingClient
+	ctx    context.Context
+	cancel context.CancelFunc // ends the listing's deadline, if any
+	noted  bool
+	read   bool
+}
+
+// Next reads the listing: a listing never read made no call to the store,
+// and says nothing of it.
+func (it *countingIterator) Next() bool {
+	it.read = true
+	return it.FileIterator.Next()
 }
 
 func (it *countingIterator) Err() error {
@@ -88,6 +123,7 @@ func (it *countingIterator) Err() error {
 }
 
 func (it *countingIterator) Close() error {
+	defer it.cancel()
 	err := it.FileIterator.Close()
 	if err == nil {
 		err = it.FileIterator.Err()
@@ -97,7 +133,7 @@ func (it *countingIterator) Close() error {
 }
 
 func (it *countingIterator) noteOnce(err error) {
-	if !it.noted {
+	if !it.noted && (it.read || err != nil) {
 		it.noted = true
 		it.c.note(it.ctx, err, 0)
 	}
@@ -128,7 +164,9 @@ func (c *countingClient) DeleteLTXFiles(ctx context.Context, a []*ltx.FileInfo) 
 	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	err := c.ReplicaClient.DeleteLTXFiles(ctx, a)
-	c.note(ctx, err, 0)
+	if len(a) > 0 {
+		c.note(ctx, err, 0)
+	}
 	return err
 }
 
