@@ -29,6 +29,13 @@ type Config struct {
 // DefaultLocalLimit is Config.LocalLimit's default.
 const DefaultLocalLimit = 1 << 30
 
+// checkpointPages is how many pages the WAL holds before Litestream
+// checkpoints it (its default is 1,000). Litestream holds every writer
+// back while its checkpoint copies the WAL into the database file and
+// syncs it (docs/design.md), so a smaller WAL makes a shorter wait for
+// the creates that arrive meanwhile.
+const checkpointPages = 256
+
 // shutdownSync bounds the last upload when the server stops.
 const shutdownSync = 5 * time.Second
 
@@ -82,6 +89,7 @@ func Start(ctx context.Context, cfg Config, path string) (*Replicator, error) {
 func (r *Replicator) open(ctx context.Context) error {
 	db := litestream.NewDB(r.path)
 	db.MonitorInterval = r.cfg.Interval
+	db.MinCheckpointPageN = checkpointPages
 	db.Replica = litestream.NewReplicaWithClient(db, r.client)
 	db.Replica.SyncInterval = r.cfg.Interval
 	levels := litestream.CompactionLevels{}
