@@ -36,6 +36,7 @@ func laptopSession(t *testing.T) []string {
 // The test's own names and ports stand in for the recipe's, so that it runs
 // beside anything else on the machine.
 func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
+	t.Parallel()
 	haproxy := balancerBinary(t, "haproxy")
 	redis := startRedisProcess(t, balancerBinary(t, "redis-server"))
 	psql, err := exec.LookPath("psql")
