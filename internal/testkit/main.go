@@ -10,14 +10,12 @@ import (
 // -parallel says otherwise. The suites that start servers spend most of
 // their time waiting on the servers, commands and browsers they start, not
 // on a core: the default, one per core, left the two cores of CI half idle
-// (docs/development.md, "Tests"), and four still left the root's binary
-// waiting on its long tests (its outages and certificate renewals) with a
-// core idle. Under the race detector they do use the cores, and more at
-// once gained little and squeezed the tests with deadlines: there the
-// default stays.
-const testParallel = "8"
+// (docs/development.md, "Tests"). Under the race detector they do use the
+// cores, and more at once gained little and squeezed the tests with
+// deadlines: there the default stays.
+const testParallel = "4"
 
-// Main runs a test binary's tests with eight parallel tests at once, unless
+// Main runs a test binary's tests with four parallel tests at once, unless
 // -parallel or the race detector says otherwise; a package's TestMain
 // calls it.
 func Main(m *testing.M) {
