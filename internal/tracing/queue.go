@@ -14,22 +14,11 @@ const (
 	batchSize = 512
 )
 
-// How long spans are held in memory. A span waiting to be sent is marked
-// by every garbage collection, and on a small heap collections are
-// frequent: at 1% sampling most of tracing's cost is the collector's
-// (docs/performance.md). So once smallBatch spans wait they go out, but
-// no more often than every smallBatchGap, which keeps the exports few when
-// every request is sampled (each export is an HTTP request).
-const (
-	smallBatch    = 64
-	smallBatchGap = 100 * time.Millisecond
-)
-
 // queue is the span processor: ended spans wait in a bounded queue and go
-// out in batches, from one goroutine, every delay, once smallBatch wait
-// (at most every smallBatchGap) or once batchSize wait. A full queue
-// drops the span and counts it (the SDK's batcher drops without a word),
-// so that neither a slow endpoint nor a burst ever holds a request up.
+// out in batches, from one goroutine, every delay or once batchSize wait.
+// A full queue drops the span and counts it (the SDK's batcher drops
+// without a word), so that neither a slow endpoint nor a burst ever holds
+// a request up.
 type queue struct {
 	spans    chan sdktrace.ReadOnlySpan
 	exporter *countingExporter
@@ -65,14 +54,10 @@ func (q *queue) run() {
 	timer := time.NewTimer(q.delay)
 	defer timer.Stop()
 	batch := make([]sdktrace.ReadOnlySpan, 0, batchSize)
-	var sent time.Time
 	for {
 		select {
 		case s := <-q.spans:
-			if batch = append(batch, s); !q.due(len(batch), sent) {
-				if len(batch) == smallBatch { // out once the gap is up, not the delay
-					timer.Reset(time.Until(sent.Add(smallBatchGap)))
-				}
+			if batch = append(batch, s); len(batch) < batchSize {
 				continue
 			}
 		case <-timer.C:
@@ -85,14 +70,8 @@ func (q *queue) run() {
 			return
 		}
 		batch = q.send(batch)
-		sent = time.Now()
 		timer.Reset(q.delay)
 	}
-}
-
-// due tells whether n waiting spans go out before the delay is up.
-func (q *queue) due(n int, sent time.Time) bool {
-	return n >= batchSize || n >= smallBatch && time.Since(sent) >= smallBatchGap
 }
 
 // drain adds to batch every span queued now.

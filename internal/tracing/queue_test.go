@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"petstore/internal/testkit"
 )
 
 // An endpoint that does not answer never holds a request up: while an
@@ -43,22 +41,4 @@ func TestAFullQueueDropsAndCounts(t *testing.T) {
 		t.Errorf("%d spans counted as dropped, want at least %d", got, least)
 	}
 	tr.Shutdown()
-}
-
-// Spans are not held for the whole delay once a small batch waits: each
-// one held is work for every garbage collection. Fewer wait for the delay.
-func TestASmallBatchGoesOutBeforeTheDelay(t *testing.T) {
-	receiver := testkit.StartOTLP(t)
-	tr, err := Start(Config{Endpoint: receiver.Endpoint() + "/v1/traces", Sampler: "always_on", Delay: time.Hour}, Hooks{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Shutdown()
-	for i := 0; i < smallBatch; i++ {
-		_, span := tr.StartRequest(context.Background(), "GET", "", "")
-		span.EndRequest("GET", "GET /v1/pets/{petId}", 200, 0)
-	}
-	testkit.Eventually(t, 10*time.Second, "a batch of 64 is sent with the delay an hour away", func() bool {
-		return len(receiver.Exports()) == 1
-	})
 }
