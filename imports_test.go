@@ -36,7 +36,7 @@ var allowedImports = map[string][]string{
 	"internal/publicapi":     {"internal/domain", "internal/httpapi", "internal/keyring", "internal/limits", "internal/metrics", "internal/petcopy", "internal/tracing"},
 	"internal/server":        {"internal/domain", "internal/appendjson", "internal/cli", "internal/httpapi", "internal/adminapi", "internal/publicapi", "internal/keyring", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/petcopy", "internal/store", "internal/store/bounded", "internal/webhook", "internal/replicate", "internal/tracing"},
 	"internal/servertest":    {"internal/server", "internal/store", "internal/cli", "internal/domain", "internal/httpapi", "internal/limits", "internal/logline", "internal/manage", "internal/metrics", "internal/testkit", "internal/tracing"},
-	"internal/replicate":     nil,
+	"internal/replicate":     {"internal/domain"},
 	"internal/testkit":       nil,
 	"internal/tracing":       nil,
 	"bench/ceiling":          nil,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"petstore/internal/domain"
+
 	"github.com/benbjohnson/litestream"
 	"github.com/superfly/ltx"
 )
@@ -275,19 +277,12 @@ const walSyncEvery = 100 * time.Millisecond
 // creates' p99 with it. Synced here, outside any lock, they leave little
 // for the checkpoint to write (docs/design.md).
 func syncWAL(ctx context.Context, path string) {
-	tick := time.NewTicker(walSyncEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	domain.Every(ctx, walSyncEvery, func() {
 		if f, err := os.Open(path); err == nil {
 			_ = f.Sync() // best effort: SQLite syncs what matters itself
 			f.Close()
 		}
-	}
+	})
 }
 
 // stallAfter is how long the replica may stay behind, with no failure
