@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PostgresURL returns the URL of a new, empty schema of the tests'
@@ -45,9 +47,7 @@ func PostgresURL(t testing.TB) string {
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
+		dropSchema(t, conn, schema)
 	})
 	u, err := url.Parse(base)
 	if err != nil {
@@ -57,6 +57,25 @@ func PostgresURL(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// dropSchema drops schema and all in it. A server the test stopped may
+// still hold a session that PostgreSQL has not ended yet, whose locks can
+// make the drop a deadlock's victim: that drop is tried again.
+func dropSchema(t testing.TB, conn *pgx.Conn, schema string) {
+	t.Helper()
+	var err error
+	for range 5 {
+		_, err = conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+	}
 }
 
 // PostgresServer is the URL of the tests' database, as a superuser:
