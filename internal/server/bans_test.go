@@ -258,6 +258,11 @@ func TestAnIPv6SlashSixtyFourIsLimitedAndBannedAsOne(t *testing.T) {
 }
 
 func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
+	if testkit.RaceDetector {
+		// One goroutine writes 20,000 rows: nothing for the detector to find,
+		// and a minute of SQLite under it (CI's race run timed it out).
+		t.Skip("the cap's 10,001 bans in one write: checked by the plain run")
+	}
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
 		ctx := context.Background()
