@@ -300,6 +300,7 @@ func TestBadACMEFlagsNameTheFlag(t *testing.T) {
 		{"a domain with a scheme", []string{"--acme-domain", "https://api.example.com"}, 2, `--acme-domain "https://api.example.com": give the bare name, without a scheme`},
 		{"a domain with a path", []string{"--acme-domain", "api.example.com/v1"}, 2, "without a path"},
 		{"an IP address", []string{"--acme-domain", "192.0.2.1"}, 2, "an IP address, not a domain name"},
+		{"a name with no dot", []string{"--acme-domain", "localhost"}, 2, `--acme-domain "localhost": not a fully qualified domain name`},
 		{"a wildcard", []string{"--acme-domain", "*.example.com"}, 2, "a wildcard needs the DNS-01 challenge"},
 		{"one bad name of two", []string{"--acme-domain", "api.example.com,bad_name.example.com"}, 2, `--acme-domain "bad_name.example.com": not a valid domain name`},
 		{"no way to answer a challenge", []string{"--acme-domain", "api.example.com", "--http-addr", "off", "--addr", "127.0.0.1:8443"}, 2,

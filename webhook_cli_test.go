@@ -191,7 +191,8 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 
 // TestWebhooksAddWarnsOfTheLocalNetwork: webhooks add cannot know how the
 // servers run, so it adds an endpoint on loopback or a private network but
-// warns that a server sends there only with --webhook-allow-private.
+// warns that a server sends there only with --webhook-allow-private; a host
+// no server reaches (an address in another form) it refuses.
 func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
 	t.Parallel()
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
@@ -216,6 +217,18 @@ func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
 		var listed []domain.ListedEndpoint
 		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
 			t.Errorf("after the adds: %v %s", err, res.stdout)
+		}
+		// A host no server reaches whatever its flags is refused, as the
+		// admin API refuses it, and nothing is added.
+		for _, url := range []string{"http://0x7f000001/in", "http://2130706433/in", "http://1.2.3.256/in"} {
+			res := petstore(t, nil, "webhooks", "add", "--db", db, url)
+			if res.code != 2 || !strings.Contains(res.stderr, "url's host") {
+				t.Errorf("webhooks add %s: exit status %d, want 2 naming the url's host: %s", url, res.code, res.stderr)
+			}
+		}
+		res = petstore(t, nil, "webhooks", "list", "--db", db, "--json")
+		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
+			t.Errorf("after the refused adds: %v %s", err, res.stdout)
 		}
 	})
 }

@@ -28,6 +28,13 @@ func WebhooksAdd(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return Usagef("webhooks add: %v", err)
 	}
+	// A host no server can reach whatever its flags (an address in another
+	// form, a name ending in a number) is refused, as the admin API refuses
+	// it; one only a server without --webhook-allow-private refuses is
+	// added with a warning.
+	if problem := webhook.NewAddressGuard(true).URLProblem(ctx, terms.URL); problem != "" {
+		return Usagef("webhooks add: %s", problem)
+	}
 	if problem := webhook.NewAddressGuard(false).URLProblem(ctx, terms.URL); problem != "" {
 		fmt.Fprintf(stderr, "warning: the %s; added all the same, as this command cannot know how the servers run.\n", problem)
 	}
