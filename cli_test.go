@@ -844,11 +844,33 @@ func TestVersion(t *testing.T) {
 			if res.code != 0 {
 				t.Errorf("petstore %s: exit status %d\n%s", args[0], res.code, res.stderr)
 			}
-			if !strings.HasPrefix(res.stdout, "petstore ") || strings.Count(res.stdout, "\n") != 1 {
-				t.Errorf("petstore %s printed %q, want one line starting \"petstore \"", args[0], res.stdout)
+			migrations := fmt.Sprintf(", %d migrations\n", len(store.Migrations))
+			if !strings.HasPrefix(res.stdout, "petstore ") || strings.Count(res.stdout, "\n") != 1 || !strings.HasSuffix(res.stdout, migrations) {
+				t.Errorf("petstore %s printed %q, want one line starting \"petstore \" and ending %q", args[0], res.stdout, migrations)
 			}
 		}
 	})
+}
+
+// TestServingLineNamesTheVersionAndCommit: an operator reading a fleet's
+// logs sees which build each server runs, as petstore version says it.
+func TestServingLineNamesTheVersionAndCommit(t *testing.T) {
+	t.Parallel()
+	version := viaBinary(t, nil, "version").stdout // petstore VERSION (COMMIT TIME) GO, N migrations
+	fields := strings.Fields(version)
+	if len(fields) < 2 {
+		t.Fatalf("petstore version printed %q", version)
+	}
+	want := "version=" + fields[1] + " commit=unknown"
+	if len(fields) > 2 && strings.HasPrefix(fields[2], "(") {
+		want = "version=" + fields[1] + " commit=" + strings.TrimPrefix(fields[2], "(")
+	}
+	dir := t.TempDir()
+	p := startPetstore(t, dir, "serve", "--db", filepath.Join(dir, "petstore.db"))
+	serving := regexp.MustCompile(`(?m)^.*msg=serving .*$`).FindString(p.stderr.String())
+	if !strings.HasSuffix(serving, want) {
+		t.Errorf("the serving line %q does not end %q (petstore version: %q)", serving, want, version)
+	}
 }
 
 // run() as a server in this process.
