@@ -217,6 +217,7 @@ type upgradeFleet struct {
 	load     *upgradeLoad
 	client   *http.Client
 	phases   []string // the keys made one a phase: each a key.created to deliver
+	quotaKey int64    // the key checkQuotaInAMixedFleet took to its day quota
 }
 
 // swap stops server i (SIGTERM: it drains) and starts build bin in its
@@ -295,6 +296,7 @@ func TestUpgradeAFleetForwardAndBackUnderLoad(t *testing.T) {
 
 	f.swap(0, f.new, "mixed-fleet")
 	limited := f.checkLimitInAMixedFleet()
+	f.checkQuotaInAMixedFleet()
 	f.swap(1, f.new, "new-fleet")
 	f.checkBanned(limited, "with both servers upgraded")
 	f.swap(0, f.old, "rolled-back")
@@ -329,6 +331,36 @@ func (f *upgradeFleet) checkLimitInAMixedFleet() string {
 	}
 	f.checkBanned(key, "in the mixed fleet")
 	return key
+}
+
+// checkQuotaInAMixedFleet takes an Enterprise key of 10 requests a day
+// through the old and the new server to its quota: its notices at 80% and
+// 100% arrive, each once (checkEachWebhookOnce), whichever version noticed
+// the threshold and whichever stored its mark.
+func (f *upgradeFleet) checkQuotaInAMixedFleet() {
+	t := f.t
+	t.Helper()
+	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "quota", "--rpm", "1000", "--rpd", "10")
+	if accepted, refused := sendUntil429(t, f.client, f.url, key, 20); accepted != 10 || !strings.Contains(string(refused.body), "rate_limited") {
+		t.Errorf("a key of 10 requests a day got %d through an old and a new server, then %d %s; want 10, then its quota's 429", accepted, refused.status, refused.body)
+	}
+	f.quotaKey = f.keyID(key)
+	testkit.Eventually(t, 15*time.Second, "key.quota.threshold at 80 and 100 delivered", func() bool {
+		return len(f.quotaNotices()) >= 2
+	})
+}
+
+// quotaNotices counts the key.quota.threshold deliveries of f.quotaKey by
+// threshold.
+func (f *upgradeFleet) quotaNotices() map[float64]int {
+	notices := map[float64]int{}
+	for _, d := range f.rc.Deliveries() {
+		if d.Event.Type == domain.WebhookQuotaThreshold && d.Event.Data["keyId"] == float64(f.quotaKey) {
+			threshold, _ := d.Event.Data["threshold"].(float64)
+			notices[threshold]++
+		}
+	}
+	return notices
 }
 
 // checkAfterTheRoll checks what the whole roll kept: no failure, every
@@ -376,6 +408,9 @@ func (f *upgradeFleet) checkEachWebhookOnce() {
 		if n != 1 {
 			t.Errorf("webhook %s arrived %d times, want once", id, n)
 		}
+	}
+	if got := f.quotaNotices(); got[80] != 1 || got[100] != 1 || len(got) != 2 {
+		t.Errorf("the quota key's notices by threshold: %v, want one at 80 and one at 100", got)
 	}
 	if len(seen) != len(events) {
 		t.Errorf("%d webhooks arrived, the outbox holds %d events", len(seen), len(events))
