@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +30,6 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/cli"
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
 	"petstore/internal/manage"
@@ -1329,19 +1327,4 @@ func TestDailyUsageSurvivesRestart(t *testing.T) {
 			t.Error("8th request: no Retry-After")
 		}
 	})
-}
-
-func TestPetstoreVersionInTheEnvironmentIsNotTheVersionFlag(t *testing.T) {
-	var version bool
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.BoolVar(&version, "version", false, "")
-	getenv := func(name string) string {
-		if name == "PETSTORE_VERSION" {
-			return "2.1.0"
-		}
-		return ""
-	}
-	if _, err := cli.ParseFlags(fs, nil, getenv, io.Discard); err != nil || version {
-		t.Fatalf("PETSTORE_VERSION=2.1.0 gave err %v, version %v; want it ignored", err, version)
-	}
 }
