@@ -3,10 +3,8 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,18 +34,7 @@ func newTestCA(t testing.TB) *testCA {
 // notAfter, in PEM, with its key in PEM.
 func (ca *testCA) leaf(t testing.TB, notBefore, notAfter time.Time, names ...string) (certPEM, keyPEM []byte, serial *big.Int) {
 	t.Helper()
-	tmpl := &x509.Certificate{
-		Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: notBefore, NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, key := testkit.Issue(t, tmpl, ca.root)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), tmpl.SerialNumber
+	return ca.root.Leaf(t, notBefore, notAfter, names...)
 }
 
 // writePair writes a valid leaf for localhost into dir as cert.pem and

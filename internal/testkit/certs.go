@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"math/big"
+	"net"
 	"testing"
 	"time"
 )
@@ -55,6 +57,26 @@ func Issue(tb testing.TB, tmpl *x509.Certificate, ca *CA) ([]byte, *ecdsa.Privat
 		tb.Fatal(err)
 	}
 	return der, key
+}
+
+// Leaf is a server certificate signed by ca for names (the first its
+// common name) and 127.0.0.1, valid from notBefore to notAfter, in PEM,
+// with its key in PEM and its serial number: a pair as a server reads it
+// from its files.
+func (ca *CA) Leaf(tb testing.TB, notBefore, notAfter time.Time, names ...string) (certPEM, keyPEM []byte, serial *big.Int) {
+	tb.Helper()
+	tmpl := &x509.Certificate{
+		Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: notBefore, NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, key := Issue(tb, tmpl, ca)
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), tmpl.SerialNumber
 }
 
 func NewKey(tb testing.TB) *ecdsa.PrivateKey {
