@@ -106,53 +106,6 @@ func faultPetString(p testkit.Pet) string {
 	return fmt.Sprintf("{id %d, name %q, categoryId %d, status %s}", p.ID, p.Name, p.CategoryID, st)
 }
 
-// faultListAll reads every pet through listPets, following Link rel="next"
-// from /v1/pets?limit=100, and checks the ids ascend strictly across pages.
-func faultListAll(t *testing.T, client *http.Client, base, key string) []testkit.Pet {
-	t.Helper()
-	return faultListAllFrom(t, client, base, key, "/v1/pets?limit=100")
-}
-
-// faultListAllFrom lists every pet from the page at target on, following
-// rel="next", and checks that ids ascend strictly.
-func faultListAllFrom(t *testing.T, client *http.Client, base, key, target string) []testkit.Pet {
-	t.Helper()
-	var all []testkit.Pet
-	for pages := 0; ; pages++ {
-		if pages > 100_000 {
-			t.Fatalf("listPets pagination does not end")
-		}
-		res := faultDo(client, "GET", base+target, key, "")
-		if res.err != nil || res.bodyErr != nil || res.status != http.StatusOK {
-			t.Fatalf("GET %s: status %d, %v %v: %s", target, res.status, res.err, res.bodyErr, res.body)
-		}
-		var raw []json.RawMessage
-		if err := json.Unmarshal(res.body, &raw); err != nil {
-			t.Fatalf("GET %s: not a JSON array: %v: %s", target, err, res.body)
-		}
-		for _, r := range raw {
-			p := testkit.ReadPet(t, r)
-			if n := len(all); n > 0 && p.ID <= all[n-1].ID {
-				t.Fatalf("GET %s: id %d after id %d; ids must ascend strictly, without repeats", target, p.ID, all[n-1].ID)
-			}
-			all = append(all, p)
-		}
-		next := ""
-		for _, v := range res.header.Values("Link") {
-			if m := testkit.NextLinkRE.FindStringSubmatch(v); m != nil {
-				next = m[1]
-			}
-		}
-		if next == "" {
-			return all
-		}
-		if len(raw) == 0 {
-			t.Fatalf("GET %s: an empty page with a Link rel=\"next\"", target)
-		}
-		target = next
-	}
-}
-
 // faultCheckStore checks a freshly started server against what the test
 // knows: every acknowledged pet readable by id with exactly its fields, and
 // listed exactly once. A listed pet that was never acknowledged must be one
@@ -173,7 +126,7 @@ func faultCheckStore(t *testing.T, s *testkit.Petstore, client *http.Client, key
 		}
 	}
 	listed := map[int64]bool{}
-	for _, p := range faultListAll(t, client, s.URL, key) {
+	for _, p := range testkit.AllPets(t, client, s.URL, key, "/v1/pets?limit=100") {
 		listed[p.ID] = true
 		maxID = max(maxID, p.ID)
 		if want, ok := acked[p.ID]; ok {

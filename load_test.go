@@ -345,7 +345,7 @@ func TestLoad(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of the %d pets created are not readable, the first: %s", len(missing), len(all.created), missing[0])
 	}
-	listed := faultListAll(t, client, s.URL, key)
+	listed := testkit.AllPets(t, client, s.URL, key, "/v1/pets?limit=100")
 	if want := loadSeed + len(all.created); len(listed) != want {
 		t.Errorf("the list holds %d pets, want the %d seeded and created", len(listed), want)
 	}

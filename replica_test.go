@@ -114,7 +114,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 func replicaWalk(t *testing.T, client *http.Client, base, key string, limit int) []int64 {
 	t.Helper()
 	var ids []int64
-	for _, p := range faultListAllFrom(t, client, base, key, "/v1/pets?limit="+strconv.Itoa(limit)) {
+	for _, p := range testkit.AllPets(t, client, base, key, "/v1/pets?limit="+strconv.Itoa(limit)) {
 		ids = append(ids, p.ID)
 	}
 	return ids
@@ -350,7 +350,7 @@ func (l *balancedLoad) checkEveryPetOnce(t *testing.T, b *balancedSet, key strin
 	client := faultClient(1)
 	defer client.CloseIdleConnections()
 	listed := map[int64]bool{}
-	for _, p := range faultListAll(t, client, b.url, key) {
+	for _, p := range testkit.AllPets(t, client, b.url, key, "/v1/pets?limit=100") {
 		if want, ok := l.acked[p.ID]; ok && !faultSamePet(p, want) {
 			t.Errorf("listed %s, acknowledged as %s", faultPetString(p), faultPetString(want))
 		}

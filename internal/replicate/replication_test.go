@@ -1,10 +1,11 @@
-package main
+package replicate_test
 
 // Continuous replication of the SQLite file (docs/production.md, "Backup
 // and restore") against a real S3-compatible server, versitygw, built from
-// the Go module proxy (internal/testkit): the disk lost, a restore to a
-// point in time, bad input. Skipped with -short, as every test of the
-// built binary is.
+// the Go module proxy (internal/testkit), and the built petstore binary
+// (testkit.PetstoreBinary): the disk lost, a restore to a point in time,
+// bad input. Skipped with -short and under the race detector, as every
+// test of the built binary is.
 
 import (
 	"database/sql"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"petstore/internal/testkit"
+
+	_ "modernc.org/sqlite"
 )
 
 // replicaFixture is a versitygw with a bucket, the environment the
@@ -29,6 +32,7 @@ type replicaFixture struct {
 	s3   *testkit.S3
 	env  map[string]string // the versitygw's credentials
 	url  string            // the replica's URL, s3://petstore/prod?endpoint=...
+	bin  string            // the built petstore binary
 	dir  string            // the server's working directory
 	data string            // the directory of its database: the disk to lose
 	db   string
@@ -36,11 +40,9 @@ type replicaFixture struct {
 
 func newReplicaFixture(t *testing.T) *replicaFixture {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary and versitygw")
-	}
+	bin := testkit.PetstoreBinary(t) // first: it skips under -short and the race detector
 	s3 := testkit.StartS3(t)
-	f := &replicaFixture{s3: s3, env: s3.Env(), url: s3.URL(s3.Bucket(t, "petstore"), "prod"), dir: t.TempDir()}
+	f := &replicaFixture{s3: s3, env: s3.Env(), url: s3.URL(s3.Bucket(t, "petstore"), "prod"), bin: bin, dir: t.TempDir()}
 	f.data = filepath.Join(f.dir, "data")
 	f.db = filepath.Join(f.data, "petstore.db")
 	if err := os.Mkdir(f.data, 0o755); err != nil {
@@ -56,14 +58,50 @@ const replicateInterval = 200 * time.Millisecond
 func (f *replicaFixture) serve(t *testing.T, extra ...string) *testkit.Petstore {
 	t.Helper()
 	args := append([]string{"serve", "--db", f.db, "--replicate-to", f.url, "--replicate-interval", replicateInterval.String()}, extra...)
-	return launchPetstoreBinary(t, testkit.PetstoreBinary(t), f.dir, f.env, args...).Served()
+	return testkit.LaunchPetstore(t, f.bin, f.dir, f.env, args...).Served()
 }
 
 // cmd runs the binary with args, beside a running server, with the
 // fixture's environment.
-func (f *replicaFixture) cmd(t *testing.T, args ...string) cliResult {
+func (f *replicaFixture) cmd(t *testing.T, args ...string) testkit.Result {
 	t.Helper()
-	return viaBinary(t, f.env, args...)
+	return testkit.RunPetstore(t, t.TempDir(), f.env, args...)
+}
+
+// mustCmd is cmd for a command that must succeed.
+func (f *replicaFixture) mustCmd(t *testing.T, args ...string) testkit.Result {
+	t.Helper()
+	res := f.cmd(t, args...)
+	if res.Code != 0 {
+		t.Fatalf("petstore %s: exit status %d\n%s", strings.Join(args, " "), res.Code, res.Stderr)
+	}
+	return res
+}
+
+// createKey runs keys create on the fixture's database with args and
+// returns the key.
+func (f *replicaFixture) createKey(t *testing.T, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(f.mustCmd(t, append([]string{"keys", "create", "--db", f.db}, args...)...).Stdout)
+}
+
+// keyID is the id of the key called name, from keys list --json.
+func (f *replicaFixture) keyID(t *testing.T, name string) int64 {
+	t.Helper()
+	var keys []struct {
+		ID   int64
+		Name string
+	}
+	if err := json.Unmarshal([]byte(f.mustCmd(t, "keys", "list", "--db", f.db, "--json").Stdout), &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.Name == name {
+			return k.ID
+		}
+	}
+	t.Fatalf("keys list has no key named %q", name)
+	return 0
 }
 
 // ackedPet is a pet a server answered 201 for, and when.
@@ -136,10 +174,8 @@ func createCountingFailures(t *testing.T, s *testkit.Petstore, key string, pause
 func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
-	if res := f.cmd(t, "webhooks", "add", "--db", f.db, "https://203.0.113.10/petstore"); res.Code != 0 {
-		t.Fatalf("webhooks add: %s", res.Stderr)
-	}
+	key := f.createKey(t, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	f.mustCmd(t, "webhooks", "add", "--db", f.db, "https://203.0.113.10/petstore")
 	s := f.serve(t)
 	stop := make(chan struct{})
 	var acked []ackedPet
@@ -163,7 +199,7 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	}
 	// One listing reads the thousands of pets that one GET each would.
 	restored := map[int64]string{}
-	for _, p := range faultListAll(t, again.Client, again.URL, key) {
+	for _, p := range testkit.AllPets(t, again.Client, again.URL, key, "/v1/pets?limit=100") {
 		restored[p.ID] = p.Name
 	}
 	must := 0
@@ -195,7 +231,7 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 			usageBy++
 		}
 	}
-	res := f.cmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(keyIDByName(t, f.db, "writer")), "--days", "1", "--json")
+	res := f.cmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(f.keyID(t, "writer")), "--days", "1", "--json")
 	var days []struct{ Allowed int }
 	if json.Unmarshal([]byte(res.Stdout), &days) != nil || len(days) != 1 || days[0].Allowed < usageBy {
 		t.Errorf("usage after the restore: %s%s, want at least %d requests allowed today", res.Stdout, res.Stderr, usageBy)
@@ -248,7 +284,7 @@ func petNames(t *testing.T, path string) map[string]bool {
 func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "pro", "--name", "writer")
+	key := f.createKey(t, "--plan", "pro", "--name", "writer")
 	s := f.serve(t)
 	for i := range 5 {
 		s.WantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before-%d","categoryId":1}`, i), http.StatusCreated)
@@ -262,9 +298,7 @@ func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	out := filepath.Join(t.TempDir(), "then.db")
-	if res := f.cmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano)); res.Code != 0 {
-		t.Fatalf("restore --at: %s", res.Stderr)
-	}
+	f.mustCmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano))
 	names := petNames(t, out)
 	for i := range 5 {
 		if !names[fmt.Sprintf("before-%d", i)] || names[fmt.Sprintf("after-%d", i)] {
@@ -272,13 +306,11 @@ func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 		}
 	}
 	res := f.cmd(t, "restore", "--from", f.url, "--db", out)
-	wantFailure(t, res, 1)
+	testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, 1)
 	if !strings.Contains(res.Stderr, "--force") {
 		t.Errorf("restore over a file: %s, want it to name --force", res.Stderr)
 	}
-	if res := f.cmd(t, "restore", "--from", f.url, "--db", out, "--force"); res.Code != 0 {
-		t.Fatalf("restore --force: %s", res.Stderr)
-	}
+	f.mustCmd(t, "restore", "--from", f.url, "--db", out, "--force")
 	if names := petNames(t, out); len(names) != 10 {
 		t.Errorf("restore of the latest state holds %v, want the 10 pets", names)
 	}
@@ -311,8 +343,8 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := maps.Clone(f.env)
 			maps.Copy(env, tc.env)
-			res := viaBinary(t, env, tc.args...)
-			wantFailure(t, res, tc.code)
+			res := testkit.RunPetstore(t, t.TempDir(), env, tc.args...)
+			testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, tc.code)
 			if !strings.Contains(res.Stderr, tc.says) {
 				t.Errorf("stderr %q, want it to say %q", res.Stderr, tc.says)
 			}
@@ -333,7 +365,7 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 		return f.cmd(t, "restore", "--from", f.url, "--db", filepath.Join(t.TempDir(), "x.db")).Code == 0
 	})
 	res := f.cmd(t, "restore", "--from", f.url, "--db", missing, "--at", "2001-01-01T00:00:00Z")
-	wantFailure(t, res, 1)
+	testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, 1)
 	if !strings.Contains(res.Stderr, "before the oldest state") {
 		t.Errorf("--at before the retention: %s", res.Stderr)
 	}
@@ -346,12 +378,8 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
-	res := viaBinary(t, nil, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read")
-	if res.Code != 0 {
-		t.Fatalf("admin create: %s", res.Stderr)
-	}
-	token := strings.TrimSpace(res.Stdout)
+	key := f.createKey(t, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	token := strings.TrimSpace(f.mustCmd(t, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read").Stdout)
 	s := f.serve(t, "--admin-addr", "127.0.0.1:0")
 	s.KeysSent = append(s.KeysSent, token)
 	admin := "http://" + testkit.AdminServing.FindStringSubmatch(s.Stderr.String())[1]
@@ -402,9 +430,7 @@ func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing
 		t.Errorf("%d WARN lines of the failure, want 1:\n%s", n, s.Stderr)
 	}
 	out := filepath.Join(t.TempDir(), "after.db")
-	if res := f.cmd(t, "restore", "--from", f.url, "--db", out); res.Code != 0 {
-		t.Fatalf("restore: %s", res.Stderr)
-	}
+	f.mustCmd(t, "restore", "--from", f.url, "--db", out)
 	names := petNames(t, out)
 	for _, p := range acked {
 		if !names[p.name] {
