@@ -18,7 +18,7 @@ import (
 // The recipe of docs/production.md's "Try ACME on a laptop", run as
 // written, as the README's first session is: each block through sh in one
 // directory, the servers' blocks in the background, with Pebble built from
-// the Go module proxy (pebbleBinaries) and the petstore binary on PATH.
+// the Go module proxy (testkit.PebbleBinaries) and the petstore binary on PATH.
 // Names resolve through Pebble's DNS stand-in, never the machine's
 // resolver. The test's own ports stand in for the recipe's, so that it
 // runs beside anything else on the machine.
