@@ -42,11 +42,11 @@ func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 	t.Parallel()
 	pebble := startPebble(t, 24*time.Hour)
 	db := testkit.PostgresURL(t)
-	if res := viaRun(t, nil, "migrate", "--db", db); res.code != 0 {
-		t.Fatalf("petstore migrate: %s", res.stderr)
+	if res := viaRun(t, nil, "migrate", "--db", db); res.Code != 0 {
+		t.Fatalf("petstore migrate: %s", res.Stderr)
 	}
 	const domain = "fleet.petstore.test"
-	servers := make([]*runningPetstore, 2)
+	servers := make([]*testkit.Petstore, 2)
 	addrs := make([][2]string, 2) // each one's --addr and --http-addr
 	for i := range servers {
 		addrs[i] = [2]string{testkit.FreeAddr(t), testkit.FreeAddr(t)}
@@ -59,7 +59,7 @@ func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 		return func() string {
 			var solving []int
 			for i, s := range servers {
-				if strings.Contains(s.stderr.String(), "trying to solve challenge") {
+				if strings.Contains(s.Stderr.String(), "trying to solve challenge") {
 					solving = append(solving, i)
 				}
 			}
@@ -74,10 +74,10 @@ func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 
 	var serials []string
 	for _, s := range servers {
-		s.served()
-		serial, err := servedCert(t, pebble.issuing, s.url, domain)
+		s.Served()
+		serial, err := servedCert(t, pebble.issuing, s.URL, domain)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", s.url, err, s.stderr)
+			t.Fatalf("%s: %v\n%s", s.URL, err, s.Stderr)
 		}
 		serials = append(serials, serial)
 	}
@@ -86,7 +86,7 @@ func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 	}
 	var ordered, answered int
 	for _, s := range servers {
-		log := s.stderr.String()
+		log := s.Stderr.String()
 		if strings.Contains(log, `msg="obtaining certificate"`) {
 			ordered++
 		} else if strings.Contains(log, "distributed=true") {
@@ -95,6 +95,6 @@ func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 	}
 	if ordered != 1 || answered != 1 {
 		t.Errorf("%d servers ordered and %d answered a challenge from the database; want one of each:\n%s\n----\n%s",
-			ordered, answered, servers[0].stderr, servers[1].stderr)
+			ordered, answered, servers[0].Stderr, servers[1].Stderr)
 	}
 }

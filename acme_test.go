@@ -29,7 +29,7 @@ func TestACMECertificateFromPebble(t *testing.T) {
 	pebble := startPebble(t, 24*time.Hour)
 	dir := t.TempDir()
 	p := runServing(t, nil, pebble.acmeArgs(filepath.Join(dir, "petstore.db"), testDomain)...)
-	key := bootstrapKeyIn(t, p.stderr.String())
+	key := testkit.BootstrapKeyIn(t, p.stderr.String())
 	client := trustingClient(pebble.issuing, testDomain)
 	defer client.CloseIdleConnections()
 	resp, body := testkit.Fetch(t, client, "GET", p.url+"/v1/pets", key, "")
@@ -83,8 +83,8 @@ func TestACMECertificateFromPebble(t *testing.T) {
 		{nil, 1}, // Pebble's root is not among the system's
 		{[]string{"--ca-root", pebble.issuingPEM, "--server-name", "other.petstore.test"}, 1},
 	} {
-		if res := viaRun(t, env, append([]string{"healthcheck"}, tc.args...)...); res.code != tc.want {
-			t.Errorf("healthcheck %v: exit %d %s, want %d", tc.args, res.code, res.stderr, tc.want)
+		if res := viaRun(t, env, append([]string{"healthcheck"}, tc.args...)...); res.Code != tc.want {
+			t.Errorf("healthcheck %v: exit %d %s, want %d", tc.args, res.Code, res.Stderr, tc.want)
 		}
 	}
 }
@@ -153,7 +153,7 @@ func servedLeaf(t *testing.T, roots *x509.CertPool, url, domain string) (*x509.C
 // name on the admin listener at admin, 0 when it is not there.
 func expiryGauge(t *testing.T, admin, name string) int64 {
 	t.Helper()
-	f := scrapeAdmin(t, "http://"+admin)["petstore_tls_certificate_expiry_timestamp_seconds"]
+	f := testkit.ScrapeAdmin(t, "http://"+admin)["petstore_tls_certificate_expiry_timestamp_seconds"]
 	for _, m := range f.GetMetric() {
 		if testkit.LabelsOf(m)["name"] == name {
 			return int64(m.GetGauge().GetValue())

@@ -26,11 +26,11 @@ import (
 func cliJSON(t *testing.T, v any, args ...string) {
 	t.Helper()
 	res := viaRun(t, nil, args...)
-	if res.code != 0 {
-		t.Fatalf("%s: exit status %d\n%s", strings.Join(args, " "), res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("%s: exit status %d\n%s", strings.Join(args, " "), res.Code, res.Stderr)
 	}
-	if err := json.Unmarshal([]byte(res.stdout), v); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, res.stdout)
+	if err := json.Unmarshal([]byte(res.Stdout), v); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, res.Stdout)
 	}
 }
 
@@ -38,15 +38,15 @@ func TestAdminCommands(t *testing.T) {
 	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		res := viaRun(t, nil, "admin", "create", "--db", db, "--name", "portal", "--scope", "keys:read,audit:read")
-		if res.code != 0 {
-			t.Fatalf("admin create: exit status %d\n%s", res.code, res.stderr)
+		if res.Code != 0 {
+			t.Fatalf("admin create: exit status %d\n%s", res.Code, res.Stderr)
 		}
-		token := strings.TrimSpace(res.stdout)
-		if strings.Count(res.stdout, "\n") != 1 || len(token) != len("psa_live_")+domain.KeyRandomLen+domain.KeyChecksumLen ||
+		token := strings.TrimSpace(res.Stdout)
+		if strings.Count(res.Stdout, "\n") != 1 || len(token) != len("psa_live_")+domain.KeyRandomLen+domain.KeyChecksumLen ||
 			keyring.SecretProblem(token, "production", domain.AdminPrefixes).Reason != 0 {
-			t.Errorf("admin create printed %q, want one psa_live_ token alone", res.stdout)
+			t.Errorf("admin create printed %q, want one psa_live_ token alone", res.Stdout)
 		}
-		if strings.Contains(res.stderr, token) {
+		if strings.Contains(res.Stderr, token) {
 			t.Error("admin create printed the token on standard error too")
 		}
 
@@ -55,16 +55,16 @@ func TestAdminCommands(t *testing.T) {
 		if len(tokens) != 1 || tokens[0].Name != "portal" || strings.Join(tokens[0].Scopes, ",") != "keys:read,audit:read" || tokens[0].Revoked != nil {
 			t.Errorf("admin list: %+v", tokens)
 		}
-		if list := viaRun(t, nil, "admin", "list", "--db", db); !strings.Contains(list.stdout, "portal") || strings.Contains(list.stdout, "psa_") {
-			t.Errorf("admin list:\n%s", list.stdout)
+		if list := viaRun(t, nil, "admin", "list", "--db", db); !strings.Contains(list.Stdout, "portal") || strings.Contains(list.Stdout, "psa_") {
+			t.Errorf("admin list:\n%s", list.Stdout)
 		}
 
 		id := strconv.FormatInt(tokens[0].ID, 10)
-		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.code != 0 || !strings.Contains(res.stdout, "revoked admin token "+id) {
-			t.Errorf("admin revoke: exit status %d, %q", res.code, res.stdout+res.stderr)
+		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.Code != 0 || !strings.Contains(res.Stdout, "revoked admin token "+id) {
+			t.Errorf("admin revoke: exit status %d, %q", res.Code, res.Stdout+res.Stderr)
 		}
-		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.code != 0 || !strings.Contains(res.stdout, "revoked already") {
-			t.Errorf("admin revoke again: %q", res.stdout)
+		if res := viaRun(t, nil, "admin", "revoke", "--db", db, id); res.Code != 0 || !strings.Contains(res.Stdout, "revoked already") {
+			t.Errorf("admin revoke again: %q", res.Stdout)
 		}
 		var events []manage.AuditJSON
 		cliJSON(t, &events, "audit", "--db", db, "--json")
@@ -72,8 +72,8 @@ func TestAdminCommands(t *testing.T) {
 			events[1].Details.AdminID != tokens[0].ID {
 			t.Errorf("audit: %+v", events)
 		}
-		if audit := viaRun(t, nil, "audit", "--db", db); strings.Contains(audit.stdout, token[len("psa_live_"):]) {
-			t.Errorf("the audit trail holds the token:\n%s", audit.stdout)
+		if audit := viaRun(t, nil, "audit", "--db", db); strings.Contains(audit.Stdout, token[len("psa_live_"):]) {
+			t.Errorf("the audit trail holds the token:\n%s", audit.Stdout)
 		}
 
 		for _, bad := range [][]string{
@@ -95,15 +95,15 @@ func TestKeysUpdateChangesAKeyInPlace(t *testing.T) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "acme")
 		id := keyIDByNameVia(t, viaRun, db, "acme")
 		res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--plan", "enterprise", "--rpm", "500", "--rpd", "9000", "--name", "acme-ent", "--expires", "30d")
-		if res.code != 0 {
-			t.Fatalf("keys update: exit status %d\n%s", res.code, res.stderr)
+		if res.Code != 0 {
+			t.Fatalf("keys update: exit status %d\n%s", res.Code, res.Stderr)
 		}
 		k := listKeysJSON(t, viaRun, db)[0]
 		if k.Plan != "enterprise" || k.PerMinute != 500 || k.PerDay != 9000 || k.Name != "acme-ent" || k.Expires == nil {
 			t.Errorf("after keys update: %+v", k)
 		}
-		if res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--expires", "never"); res.code != 0 {
-			t.Fatalf("keys update --expires never: %s", res.stderr)
+		if res := viaRun(t, nil, "keys", "update", "--db", db, strconv.FormatInt(id, 10), "--expires", "never"); res.Code != 0 {
+			t.Fatalf("keys update --expires never: %s", res.Stderr)
 		}
 		if k := listKeysJSON(t, viaRun, db)[0]; k.Expires != nil {
 			t.Errorf("expires %v after --expires never", k.Expires)
@@ -154,8 +154,8 @@ func TestKeysListReportsIdleAndExpiringKeys(t *testing.T) {
 			t.Errorf("keys list %v: %q, want %q", tt.args, got, tt.want)
 		}
 	}
-	if table := viaRun(t, nil, "keys", "list", "--db", db, "--expiring", "7d"); strings.Count(table.stdout, "\n") != 2 || !strings.Contains(table.stdout, "soon") {
-		t.Errorf("keys list --expiring 7d as a table:\n%s", table.stdout)
+	if table := viaRun(t, nil, "keys", "list", "--db", db, "--expiring", "7d"); strings.Count(table.Stdout, "\n") != 2 || !strings.Contains(table.Stdout, "soon") {
+		t.Errorf("keys list --expiring 7d as a table:\n%s", table.Stdout)
 	}
 	for _, bad := range []string{"yesterday", "0", "-1d", ""} {
 		wantFailure(t, viaRun(t, nil, "keys", "list", "--db", db, "--idle", bad), 2)
@@ -169,15 +169,15 @@ func TestAnOperatorSession(t *testing.T) {
 	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		res := viaBinary(t, nil, "admin", "create", "--db", db, "--name", "portal")
-		if res.code != 0 {
-			t.Fatalf("admin create: %s", res.stderr)
+		if res.Code != 0 {
+			t.Fatalf("admin create: %s", res.Stderr)
 		}
-		token := strings.TrimSpace(res.stdout)
+		token := strings.TrimSpace(res.Stdout)
 		p := startPetstore(t, dir, "--db", db, "--admin-addr", "127.0.0.1:0")
-		p.keysSent = append(p.keysSent, token) // never in a log line either
-		adminAt := cliAdmin.FindStringSubmatch(p.stderr.String())
+		p.KeysSent = append(p.KeysSent, token) // never in a log line either
+		adminAt := testkit.AdminServing.FindStringSubmatch(p.Stderr.String())
 		if adminAt == nil {
-			t.Fatalf("no admin= address on the serving line:\n%s", p.stderr)
+			t.Fatalf("no admin= address on the serving line:\n%s", p.Stderr)
 		}
 		adminAPI := "http://" + adminAt[1] + "/admin/v1"
 		call := func(method, url, body string, want int) []byte {
@@ -187,7 +187,7 @@ func TestAnOperatorSession(t *testing.T) {
 			if body != "" {
 				req.Header.Set("Content-Type", "application/json")
 			}
-			resp, err := p.client.Do(req)
+			resp, err := p.Client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,11 +202,11 @@ func TestAnOperatorSession(t *testing.T) {
 		if err := json.Unmarshal(call("POST", adminAPI+"/keys", `{"plan":"free","name":"acme"}`, 201), &k); err != nil {
 			t.Fatal(err)
 		}
-		p.keysSent = append(p.keysSent, k.Key)
+		p.KeysSent = append(p.KeysSent, k.Key)
 		for range 3 {
-			p.wantStatus("GET", "/v1/pets", k.Key, "", 200)
+			p.WantStatus("GET", "/v1/pets", k.Key, "", 200)
 		}
-		p.wantStatus("POST", "/v1/pets", k.Key, `{"name":"Rex","categoryId":1}`, 201)
+		p.WantStatus("POST", "/v1/pets", k.Key, `{"name":"Rex","categoryId":1}`, 201)
 		keyPath := adminAPI + "/keys/" + strconv.FormatInt(k.ID, 10)
 		call("PATCH", keyPath, `{"plan":"pro"}`, 200)
 		// Within a second the server applies the upgrade. Polled every 50 ms,
@@ -214,7 +214,7 @@ func TestAnOperatorSession(t *testing.T) {
 		// checked below.
 		deadline := time.Now().Add(time.Second)
 		for {
-			resp, _ := p.wantStatus("GET", "/v1/pets", k.Key, "", 200)
+			resp, _ := p.WantStatus("GET", "/v1/pets", k.Key, "", 200)
 			if resp.Header.Get("X-RateLimit-Limit") == "300" {
 				break
 			}
@@ -227,11 +227,11 @@ func TestAnOperatorSession(t *testing.T) {
 		if err := json.Unmarshal(call("POST", keyPath+"/roll", `{"overlap":"0"}`, 201), &rolled); err != nil {
 			t.Fatal(err)
 		}
-		p.keysSent = append(p.keysSent, rolled.Key)
+		p.KeysSent = append(p.KeysSent, rolled.Key)
 		call("POST", adminAPI+"/keys/"+strconv.FormatInt(rolled.ID, 10)+"/revoke", "", 200)
 		deadline = time.Now().Add(time.Second)
 		for {
-			resp, _ := p.request("GET", "/v1/pets", rolled.Key, "")
+			resp, _ := p.Request("GET", "/v1/pets", rolled.Key, "")
 			if resp.StatusCode == 401 {
 				break
 			}
@@ -288,9 +288,9 @@ func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 			t.Errorf("usage --json: %+v, want %+v", rows, want)
 		}
 		table := viaRun(t, nil, "usage", "--db", db, "--key", strconv.FormatInt(id, 10), "--days", "2")
-		if lines := strings.Split(strings.TrimSpace(table.stdout), "\n"); len(lines) != 3 ||
+		if lines := strings.Split(strings.TrimSpace(table.Stdout), "\n"); len(lines) != 3 ||
 			!strings.HasPrefix(lines[0], "DAY") || strings.Join(strings.Fields(lines[1]), " ") != yesterday+" 7 2 1 3 4" {
-			t.Errorf("usage as a table:\n%s", table.stdout)
+			t.Errorf("usage as a table:\n%s", table.Stdout)
 		}
 		wantFailure(t, viaRun(t, nil, "usage", "--db", db), 2)
 		wantFailure(t, viaRun(t, nil, "usage", "--db", db, "--key", "1", "--days", "0"), 2)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"petstore/internal/adminapi"
+
+	"petstore/internal/testkit"
 )
 
 func TestAdminHostFlagTakesNamesWithoutAPort(t *testing.T) {
@@ -16,8 +18,8 @@ func TestAdminHostFlagTakesNamesWithoutAPort(t *testing.T) {
 	} {
 		res := viaRun(t, nil, args...)
 		wantFailure(t, res, 2)
-		if !strings.Contains(res.stderr, "--admin-host") {
-			t.Errorf("petstore %s: standard error %q does not name --admin-host", strings.Join(args, " "), res.stderr)
+		if !strings.Contains(res.Stderr, "--admin-host") {
+			t.Errorf("petstore %s: standard error %q does not name --admin-host", strings.Join(args, " "), res.Stderr)
 		}
 	}
 	for _, tc := range []struct {
@@ -47,7 +49,7 @@ func TestAdminHostFromTheEnvironmentOverTCP(t *testing.T) {
 	t.Parallel()
 	p := runServing(t, map[string]string{"PETSTORE_ADMIN_ADDR": "127.0.0.1:0", "PETSTORE_ADMIN_HOST": "petstore-admin"},
 		"--addr", "127.0.0.1:0", "--db", t.TempDir()+"/petstore.db")
-	adminAt := cliAdmin.FindStringSubmatch(p.stderr.String())
+	adminAt := testkit.AdminServing.FindStringSubmatch(p.stderr.String())
 	if adminAt == nil {
 		t.Fatalf("no admin= address on the serving line:\n%s", p.stderr)
 	}

@@ -32,8 +32,8 @@ func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
 			db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			run := func(want int, args ...string) {
 				t.Helper()
-				if res := petstore(t, nil, args...); res.code != want {
-					t.Fatalf("%s: exit status %d, want %d\n%s", strings.Join(args, " "), res.code, want, res.stderr)
+				if res := petstore(t, nil, args...); res.Code != want {
+					t.Fatalf("%s: exit status %d, want %d\n%s", strings.Join(args, " "), res.Code, want, res.Stderr)
 				}
 			}
 
@@ -121,8 +121,8 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "free", "--name", "first")
 		mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "pro", "--scope", "pets:read")
 		for _, args := range [][]string{{"keys", "roll", "--db", db, "1"}, {"keys", "revoke", "--db", db, "2"}} {
-			if res := viaRun(t, nil, args...); res.code != 0 {
-				t.Fatalf("%v: %s", args, res.stderr)
+			if res := viaRun(t, nil, args...); res.Code != 0 {
+				t.Fatalf("%v: %s", args, res.Stderr)
 			}
 		}
 		// Two bans two days ago: an address's and key 2's.
@@ -168,12 +168,12 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				lines := viaRun(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
 				jsonOut := viaRun(t, nil, append([]string{"audit", "--db", db, "--json"}, tt.args...)...)
-				if lines.code != 0 || jsonOut.code != 0 {
-					t.Fatalf("exit status %d and %d with --json\n%s%s", lines.code, jsonOut.code, lines.stderr, jsonOut.stderr)
+				if lines.Code != 0 || jsonOut.Code != 0 {
+					t.Fatalf("exit status %d and %d with --json\n%s%s", lines.Code, jsonOut.Code, lines.Stderr, jsonOut.Stderr)
 				}
 				var got []string
-				if lines.stdout != "" {
-					for _, line := range strings.Split(strings.TrimSuffix(lines.stdout, "\n"), "\n") {
+				if lines.Stdout != "" {
+					for _, line := range strings.Split(strings.TrimSuffix(lines.Stdout, "\n"), "\n") {
 						f := strings.Fields(line)
 						if _, err := time.Parse(manage.AuditTimeFormat, f[0]); err != nil || !strings.HasSuffix(f[0], "Z") || len(f) < 4 {
 							t.Errorf("line %q does not start with a time in UTC to the millisecond, then the action and its fields", line)
@@ -182,12 +182,12 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 					}
 				}
 				if !slices.Equal(got, tt.actions) {
-					t.Errorf("audit %v: actions %q, want %q\n%s", tt.args, got, tt.actions, lines.stdout)
+					t.Errorf("audit %v: actions %q, want %q\n%s", tt.args, got, tt.actions, lines.Stdout)
 				}
 				var events []auditJSONEvent
-				testkit.DecodeJSON(t, jsonOut.stdout, &events)
+				testkit.DecodeJSON(t, jsonOut.Stdout, &events)
 				if events == nil || len(events) != len(tt.actions) {
-					t.Fatalf("audit --json %v: %s, want an array of %d", tt.args, jsonOut.stdout, len(tt.actions))
+					t.Fatalf("audit --json %v: %s, want an array of %d", tt.args, jsonOut.Stdout, len(tt.actions))
 				}
 				for i, e := range events {
 					if e.Action != tt.actions[i] {
@@ -198,7 +198,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 		}
 
 		t.Run("the fields of each line and each JSON object", func(t *testing.T) {
-			lines := strings.Split(viaRun(t, nil, "audit", "--db", db).stdout, "\n")
+			lines := strings.Split(viaRun(t, nil, "audit", "--db", db).Stdout, "\n")
 			actor := cli.CommandActor()
 			for i, want := range []string{
 				" key.banned address=2001:db8::1 actor=server env=production perMinute=60 perDay=1000 bannedUntil=" + until.Format(time.RFC3339) + " banFor=15m0s",
@@ -213,7 +213,7 @@ func TestAuditCommandFiltersAndFormats(t *testing.T) {
 				}
 			}
 			var events []auditJSONEvent
-			testkit.DecodeJSON(t, viaRun(t, nil, "audit", "--db", db, "--json").stdout, &events)
+			testkit.DecodeJSON(t, viaRun(t, nil, "audit", "--db", db, "--json").Stdout, &events)
 			ban, rolled := events[0], events[4]
 			if ban.KeyID != nil || ban.Address == nil || *ban.Address != "2001:db8::1" || ban.Time != old.Format(manage.AuditTimeFormat) ||
 				ban.Details["bannedUntil"] != until.Format(time.RFC3339) || ban.Actor != domain.ServerActor || ban.Env != "production" {
@@ -251,10 +251,10 @@ func TestAuditCommandRefusesBadInput(t *testing.T) {
 				db := filepath.Join(t.TempDir(), "petstore.db")
 				res := petstore(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
 				wantFailure(t, res, 2)
-				if !strings.Contains(res.stderr, tt.flag) {
-					t.Errorf("standard error %q does not name %s", res.stderr, tt.flag)
+				if !strings.Contains(res.Stderr, tt.flag) {
+					t.Errorf("standard error %q does not name %s", res.Stderr, tt.flag)
 				}
-				wantNoFile(t, db)
+				testkit.WantNoFile(t, db)
 			})
 		})
 	}
@@ -263,7 +263,7 @@ func TestAuditCommandRefusesBadInput(t *testing.T) {
 		bothWays(t, func(t *testing.T, petstore cliRunner) {
 			db := filepath.Join(t.TempDir(), "missing.db")
 			wantFailure(t, petstore(t, nil, "audit", "--db", db), 1)
-			wantNoFile(t, db)
+			testkit.WantNoFile(t, db)
 		})
 	})
 }

@@ -30,10 +30,10 @@ func banned(status int, body string) bool {
 // banKey sends requests with key to s until one is refused for a ban: a
 // ban the server decides live, held in its limiter (or its Redis). A key
 // of many requests a minute takes a few hundred.
-func banKey(t *testing.T, s *runningPetstore, key string) {
+func banKey(t *testing.T, s *testkit.Petstore, key string) {
 	t.Helper()
 	for range 400 {
-		if resp, body := s.request("GET", "/v1/pets", key, ""); banned(resp.StatusCode, body) {
+		if resp, body := s.Request("GET", "/v1/pets", key, ""); banned(resp.StatusCode, body) {
 			return
 		}
 	}
@@ -58,12 +58,12 @@ func banAddress(t *testing.T, url, addr string) {
 func listBans(t *testing.T, db string) []map[string]any {
 	t.Helper()
 	res := petstoreCmd(t, "bans", "list", "--db", db, "--json")
-	if res.code != 0 {
-		t.Fatalf("bans list --json: exit status %d: %s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("bans list --json: exit status %d: %s", res.Code, res.Stderr)
 	}
 	var bans []map[string]any
-	if err := json.Unmarshal([]byte(res.stdout), &bans); err != nil {
-		t.Fatalf("bans list --json: %v\n%s", err, res.stdout)
+	if err := json.Unmarshal([]byte(res.Stdout), &bans); err != nil {
+		t.Fatalf("bans list --json: %v\n%s", err, res.Stdout)
 	}
 	return bans
 }
@@ -87,8 +87,8 @@ func waitStored(t *testing.T, db string, subjects ...string) {
 // on every server, which it must within a second.
 func liftedWithinASecond(t *testing.T, db, subject string, check func() bool) {
 	t.Helper()
-	if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); res.code != 0 || !strings.Contains(res.stdout, "lifted the ban of "+subject) {
-		t.Fatalf("bans lift %s: exit status %d: %s%s", subject, res.code, res.stdout, res.stderr)
+	if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); res.Code != 0 || !strings.Contains(res.Stdout, "lifted the ban of "+subject) {
+		t.Fatalf("bans lift %s: exit status %d: %s%s", subject, res.Code, res.Stdout, res.Stderr)
 	}
 	testkit.Eventually(t, time.Second, "the lift of "+subject+" on every server", check)
 }
@@ -103,9 +103,9 @@ func TestABanOnSQLiteSurvivesARestartAndALiftEndsItWithinASecond(t *testing.T) {
 	banKey(t, server, key)
 	waitStored(t, db, subject)
 
-	server.kill9() // no shutdown: what holds the ban now is the database
+	server.Kill9() // no shutdown: what holds the ban now is the database
 	server = startPetstore(t, dir, "serve", "--db", db)
-	resp, body := server.request("GET", "/v1/pets", key, "")
+	resp, body := server.Request("GET", "/v1/pets", key, "")
 	if retry, _ := strconv.Atoi(resp.Header.Get("Retry-After")); !banned(resp.StatusCode, body) || retry < 800 {
 		t.Fatalf("after a restart: %d %s (Retry-After %d), want still banned, most of 15 minutes", resp.StatusCode, body, retry)
 	}
@@ -113,30 +113,30 @@ func TestABanOnSQLiteSurvivesARestartAndALiftEndsItWithinASecond(t *testing.T) {
 	if len(bans) != 1 || len(bans[0]) != 3 || bans[0]["subject"] != subject || bans[0]["since"] == nil || bans[0]["until"] == nil {
 		t.Errorf("bans list --json: %v, want [{subject: %s, since, until}]", bans, subject)
 	}
-	if res := petstoreCmd(t, "bans", "list", "--db", db); !strings.HasPrefix(res.stdout, "SUBJECT") || !strings.Contains(res.stdout, subject) {
-		t.Errorf("bans list:\n%s", res.stdout)
+	if res := petstoreCmd(t, "bans", "list", "--db", db); !strings.HasPrefix(res.Stdout, "SUBJECT") || !strings.Contains(res.Stdout, subject) {
+		t.Errorf("bans list:\n%s", res.Stdout)
 	}
 
 	liftedWithinASecond(t, db, subject, func() bool {
-		resp, body := server.request("GET", "/v1/pets", key, "")
+		resp, body := server.Request("GET", "/v1/pets", key, "")
 		return !banned(resp.StatusCode, body)
 	})
 	wantFailure(t, petstoreCmd(t, "bans", "lift", "--db", db, subject), 1)
-	if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); !strings.Contains(res.stderr, subject+" is not banned") {
-		t.Errorf("a second lift said %q, want that %s is not banned", res.stderr, subject)
+	if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); !strings.Contains(res.Stderr, subject+" is not banned") {
+		t.Errorf("a second lift said %q, want that %s is not banned", res.Stderr, subject)
 	}
 	for _, bad := range []string{"key:x", "13", "address:somewhere"} {
 		res := petstoreCmd(t, "bans", "lift", "--db", db, bad)
 		wantFailure(t, res, 2)
-		if !strings.Contains(res.stderr, strconv.Quote(bad)) {
-			t.Errorf("bans lift %s said %q, want it to name the subject", bad, res.stderr)
+		if !strings.Contains(res.Stderr, strconv.Quote(bad)) {
+			t.Errorf("bans lift %s said %q, want it to name the subject", bad, res.Stderr)
 		}
 	}
 	res := petstoreCmd(t, "audit", "--db", db, "--action", "ban.lifted", "--json")
 	var events []manage.AuditJSON
-	if err := json.Unmarshal([]byte(res.stdout), &events); err != nil || len(events) != 1 || events[0].KeyID == nil ||
+	if err := json.Unmarshal([]byte(res.Stdout), &events); err != nil || len(events) != 1 || events[0].KeyID == nil ||
 		"key:"+strconv.FormatInt(*events[0].KeyID, 10) != subject {
-		t.Errorf("audit --action ban.lifted: %v %s, want the one lift of %s", err, res.stdout, subject)
+		t.Errorf("audit --action ban.lifted: %v %s, want the one lift of %s", err, res.Stdout, subject)
 	}
 }
 
@@ -152,12 +152,12 @@ func TestBansOnTwoServersSurviveARedisRestartAndALiftReachesBoth(t *testing.T) {
 	rp := startRedisProcess(t, path)
 	db, dir := testkit.PostgresURL(t), t.TempDir()
 	args := []string{"serve", "--db", db, "--redis", rp.url, "--trust-proxy", "--ban-after", "0"}
-	servers := []*runningPetstore{startPetstore(t, dir, args...), startPetstore(t, dir, args...)}
+	servers := []*testkit.Petstore{startPetstore(t, dir, args...), startPetstore(t, dir, args...)}
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1", "--rpd", "100", "--name", "banned")
 	keySubject := "key:" + strconv.FormatInt(keyIDByName(t, db, "banned"), 10)
 	const addrSubject = "address:2001:db8:5:6::/64"
 	banKey(t, servers[0], key)
-	banAddress(t, servers[1].url, "2001:db8:5:6::1")
+	banAddress(t, servers[1].URL, "2001:db8:5:6::1")
 	waitStored(t, db, keySubject, addrSubject)
 	// Each server reads what changed in the bans table every
 	// keyRefreshEvery: a Redis lost before then loses the ban.
@@ -167,15 +167,15 @@ func TestBansOnTwoServersSurviveARedisRestartAndALiftReachesBoth(t *testing.T) {
 	rp.start() // empty: it keeps nothing on disk
 	client := faultClient(1)
 	defer client.CloseIdleConnections()
-	fromTheSlash64 := func(s *runningPetstore) faultResult {
-		return faultDo(client, "GET", s.url+"/v1/pets", "", "", "X-Forwarded-For", "2001:db8:5:6:ab::9")
+	fromTheSlash64 := func(s *testkit.Petstore) faultResult {
+		return faultDo(client, "GET", s.URL+"/v1/pets", "", "", "X-Forwarded-For", "2001:db8:5:6:ab::9")
 	}
 	redisBan := redisBanOf(t, rp.url, keySubject)
 	// Each server comes back to Redis (within a probe interval) and
 	// rebuilds the ban there from the database.
 	testkit.Eventually(t, 5*time.Second, "the key's ban back in the restarted Redis", func() bool {
 		for i, s := range servers {
-			resp, body := s.request("GET", "/v1/pets", key, "")
+			resp, body := s.Request("GET", "/v1/pets", key, "")
 			if !banned(resp.StatusCode, body) {
 				t.Fatalf("server %d after Redis restarted: %d %s, want the key still banned", i, resp.StatusCode, body)
 			}
@@ -188,7 +188,7 @@ func TestBansOnTwoServersSurviveARedisRestartAndALiftReachesBoth(t *testing.T) {
 
 	liftedWithinASecond(t, db, keySubject, func() bool {
 		for _, s := range servers {
-			if resp, body := s.request("GET", "/v1/pets", key, ""); banned(resp.StatusCode, body) {
+			if resp, body := s.Request("GET", "/v1/pets", key, ""); banned(resp.StatusCode, body) {
 				return false
 			}
 		}

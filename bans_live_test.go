@@ -24,12 +24,12 @@ import (
 // polling below never asks while told to wait, which --ban-after 2 would
 // punish with a new ban before a lift that takes a few hundred
 // milliseconds to reach a server on PostgreSQL.
-func servedWithinASecond(t *testing.T, s *runningPetstore, key, how string, lift func()) {
+func servedWithinASecond(t *testing.T, s *testkit.Petstore, key, how string, lift func()) {
 	t.Helper()
 	time.Sleep(600 * time.Millisecond)
 	lift()
 	testkit.Eventually(t, time.Second, "key served again after the lift "+how, func() bool {
-		resp, _ := s.request("GET", "/v1/pets", key, "")
+		resp, _ := s.Request("GET", "/v1/pets", key, "")
 		return resp.StatusCode == http.StatusOK
 	})
 }
@@ -56,26 +56,26 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 			// half a second of a lift, as the bucket refills.
 			key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "120", "--rpd", "100000", "--name", "banned")
 			subject := "key:" + strconv.FormatInt(keyIDByName(t, db, "banned"), 10)
-			token := strings.TrimSpace(petstoreCmd(t, "admin", "create", "--db", db, "--name", "portal").stdout)
+			token := strings.TrimSpace(petstoreCmd(t, "admin", "create", "--db", db, "--name", "portal").Stdout)
 			args := []string{"serve", "--db", db, "--admin-addr", "127.0.0.1:0", "--ban-after", "2"}
 			if setup.redis {
 				args = append(args, "--redis", startRedisProcess(t, redisServer).url) // its own: key ids repeat across SQLite files
 			}
 			server := startPetstore(t, dir, args...)
-			server.keysSent = append(server.keysSent, token)
-			adminAt := cliAdmin.FindStringSubmatch(server.stderr.String())
+			server.KeysSent = append(server.KeysSent, token)
+			adminAt := testkit.AdminServing.FindStringSubmatch(server.Stderr.String())
 			if adminAt == nil {
-				t.Fatalf("no admin= address on the serving line:\n%s", server.stderr)
+				t.Fatalf("no admin= address on the serving line:\n%s", server.Stderr)
 			}
 
 			// At once: the ban is listed and lifted as soon as it is refused.
 			bans := "http://" + adminAt[1] + "/admin/v1/bans"
 			banKey(t, server, key)
-			if resp, body := testkit.Fetch(t, server.client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
+			if resp, body := testkit.Fetch(t, server.Client, "GET", bans, token, ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"`+subject+`"`) {
 				t.Fatalf("GET /admin/v1/bans just after the ban: %d %s, want %s listed", resp.StatusCode, body, subject)
 			}
 			servedWithinASecond(t, server, key, "over the admin API", func() {
-				if resp, body := testkit.Fetch(t, server.client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
+				if resp, body := testkit.Fetch(t, server.Client, "DELETE", bans+"/"+subject, token, ""); resp.StatusCode != http.StatusNoContent {
 					t.Fatalf("DELETE /admin/v1/bans/%s just after the ban: %d %s, want 204", subject, resp.StatusCode, body)
 				}
 			})
@@ -87,8 +87,8 @@ func TestALiveBanIsLiftedWithinASecondWithoutARestart(t *testing.T) {
 				return slices.ContainsFunc(listBans(t, db), func(b map[string]any) bool { return b["subject"] == subject })
 			})
 			servedWithinASecond(t, server, key, "by bans lift", func() {
-				if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); res.code != 0 {
-					t.Fatalf("bans lift %s: exit status %d: %s", subject, res.code, res.stderr)
+				if res := petstoreCmd(t, "bans", "lift", "--db", db, subject); res.Code != 0 {
+					t.Fatalf("bans lift %s: exit status %d: %s", subject, res.Code, res.Stderr)
 				}
 			})
 		})
@@ -114,7 +114,7 @@ func TestAFreshBanHoldsWhenRedisGoesAwayAtOnce(t *testing.T) {
 	proxy.Set("drop") // for a second: long before the ban is stored (2 s) and read back
 	passed := 0
 	for range 40 {
-		if resp, body := server.request("GET", "/v1/pets", key, ""); !banned(resp.StatusCode, body) {
+		if resp, body := server.Request("GET", "/v1/pets", key, ""); !banned(resp.StatusCode, body) {
 			passed++
 		}
 		time.Sleep(25 * time.Millisecond)
@@ -123,7 +123,7 @@ func TestAFreshBanHoldsWhenRedisGoesAwayAtOnce(t *testing.T) {
 	if passed != 0 {
 		t.Errorf("%d of the banned key's 40 requests were not refused for its ban while Redis was away", passed)
 	}
-	if !strings.Contains(server.stderr.String(), "Redis does not answer") {
-		t.Errorf("the server never limited on its own: the outage was not met\n%s", server.stderr)
+	if !strings.Contains(server.Stderr.String(), "Redis does not answer") {
+		t.Errorf("the server never limited on its own: the outage was not met\n%s", server.Stderr)
 	}
 }

@@ -60,7 +60,7 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("script (util-linux) is needed for a terminal: %v", err)
 	}
-	bin := petstoreBinary(t)
+	bin := testkit.PetstoreBinary(t)
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		args := withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})
 		line := shellWord(bin)
@@ -68,7 +68,7 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 			line += " " + shellWord(a)
 		}
 		cmd := exec.Command(script, "-qefc", line, "/dev/null")
-		cmd.Dir, cmd.Env = dir, commandEnv(nil)
+		cmd.Dir, cmd.Env = dir, testkit.CommandEnv(nil)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		out := &testkit.SyncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
@@ -78,10 +78,10 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
 		defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM); <-exited }()
-		waitServing(t, out, exited)
+		testkit.WaitServing(t, out, exited)
 
 		screen := strings.ReplaceAll(out.String(), "\r", "")
-		if !strings.Contains(screen, "It is shown only this once: keep it.") || !cliAnyKey.MatchString(screen) {
+		if !strings.Contains(screen, "It is shown only this once: keep it.") || !testkit.AnyKey.MatchString(screen) {
 			t.Fatalf("no key shown on the terminal:\n%s", screen)
 		}
 		if files, _ := filepath.Glob(filepath.Join(dir, "*bootstrap-key*")); len(files) > 0 {
@@ -95,9 +95,9 @@ func TestFirstStartOnATerminalShowsTheKeyAndACommandThatWorks(t *testing.T) {
 			t.Errorf("the command holds a masked password: %s", more[1])
 		}
 		sh := exec.Command("sh", "-c", shellWord(bin)+" "+more[1])
-		sh.Dir, sh.Env = dir, append(commandEnv(nil), "PGPASSWORD=unused-by-trust-auth")
+		sh.Dir, sh.Env = dir, append(testkit.CommandEnv(nil), "PGPASSWORD=unused-by-trust-auth")
 		stdout, err := sh.Output()
-		if err != nil || !cliAnyKey.Match(stdout) {
+		if err != nil || !testkit.AnyKey.Match(stdout) {
 			t.Errorf("petstore %s: %v, %q; want a new key", more[1], err, stdout)
 		}
 	})
@@ -144,8 +144,8 @@ func TestAnUnwritableBootstrapKeyFileStopsTheFirstStartWithNoKeyMade(t *testing.
 
 		writable := filepath.Join(dir, "first.key")
 		p := runServing(t, map[string]string{"PETSTORE_BOOTSTRAP_KEY_FILE": writable}, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
-		key := bootstrapKeyIn(t, p.stderr.String())
-		if !cliAnyKey.MatchString(key) || !strings.Contains(p.stderr.String(), writable) {
+		key := testkit.BootstrapKeyIn(t, p.stderr.String())
+		if !testkit.AnyKey.MatchString(key) || !strings.Contains(p.stderr.String(), writable) {
 			t.Fatalf("the next start wrote %q, log:\n%s\nwant a key in %s", key, p.stderr.String(), writable)
 		}
 		res := faultDo(&http.Client{Timeout: 5 * time.Second}, "GET", p.url+"/v1/pets", key, "")

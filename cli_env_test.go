@@ -33,8 +33,8 @@ func cliEnvDatabase(t *testing.T, petstore cliRunner) (db string, production, st
 	for _, side := range []cliEnvSide{production, staging} {
 		mustCreateKeyCLI(t, petstore, "--db", db, "--env", side.env, "--plan", "free")
 		addWebhookCLI(t, petstore, db, "https://203.0.113.10/"+side.env, "--env", side.env)
-		if res := petstore(t, nil, "webhooks", "test", "--db", db, "--env", side.env, side.endpoint); res.code != 0 {
-			t.Fatalf("webhooks test: %d %s", res.code, res.stderr)
+		if res := petstore(t, nil, "webhooks", "test", "--db", db, "--env", side.env, side.endpoint); res.Code != 0 {
+			t.Fatalf("webhooks test: %d %s", res.Code, res.Stderr)
 		}
 	}
 	s, err := store.Open(context.Background(), db, false, time.Now)
@@ -68,10 +68,10 @@ func cliEnvSeen(t *testing.T, petstore cliRunner, db string, side cliEnvSide) []
 		{"webhooks", "deliveries", "--endpoint", side.endpoint},
 	} {
 		res := petstore(t, nil, append(args, "--db", db, "--env", side.env, "--json")...)
-		if res.code != 0 {
-			t.Fatalf("%s --env %s: %d %s", strings.Join(args, " "), side.env, res.code, res.stderr)
+		if res.Code != 0 {
+			t.Fatalf("%s --env %s: %d %s", strings.Join(args, " "), side.env, res.Code, res.Stderr)
 		}
-		seen = append(seen, res.stdout)
+		seen = append(seen, res.Stdout)
 	}
 	return seen
 }
@@ -111,8 +111,8 @@ func TestACommandOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
 				t.Run(dir.name+": "+strings.Join(tc.args, " "), func(t *testing.T) {
 					res := petstore(t, nil, append(tc.args, "--db", db, "--env", dir.caller.env)...)
 					wantFailure(t, res, 1)
-					if !strings.Contains(res.stderr, tc.says) {
-						t.Errorf("stderr %q, want it to say %q", res.stderr, tc.says)
+					if !strings.Contains(res.Stderr, tc.says) {
+						t.Errorf("stderr %q, want it to say %q", res.Stderr, tc.says)
 					}
 				})
 			}
@@ -121,13 +121,13 @@ func TestACommandOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
 				{"webhooks", "deliveries", "--json", "--endpoint", endpoint},
 			} {
 				res := petstore(t, nil, append(args, "--db", db, "--env", dir.caller.env)...)
-				if res.code != 0 || strings.TrimSpace(res.stdout) != "[]" {
-					t.Errorf("%s: %s, %d %s, want []", dir.name, strings.Join(args, " "), res.code, res.stdout)
+				if res.Code != 0 || strings.TrimSpace(res.Stdout) != "[]" {
+					t.Errorf("%s: %s, %d %s, want []", dir.name, strings.Join(args, " "), res.Code, res.Stdout)
 				}
 			}
 			res := petstore(t, nil, "webhooks", "resend", "--db", db, "--env", dir.caller.env, "--failed", "--endpoint", endpoint)
-			if res.code != 0 || !strings.Contains(res.stdout, "queued 0 deliveries") {
-				t.Errorf("%s: webhooks resend --failed: %d %q", dir.name, res.code, res.stdout)
+			if res.Code != 0 || !strings.Contains(res.Stdout, "queued 0 deliveries") {
+				t.Errorf("%s: webhooks resend --failed: %d %q", dir.name, res.Code, res.Stdout)
 			}
 			for i, after := range cliEnvSeen(t, petstore, db, dir.owner) {
 				if after != before[i] {
@@ -158,8 +158,8 @@ func TestEachEnvironmentsCommandsListOnlyItsOwn(t *testing.T) {
 				{[]string{"webhooks", "deliveries"}, &deliveries}, {[]string{"audit"}, &events},
 			} {
 				res := petstore(t, nil, append(read.args, "--db", db, "--env", side.env, "--json")...)
-				if err := json.Unmarshal([]byte(res.stdout), read.into); res.code != 0 || err != nil {
-					t.Fatalf("%s --env %s: %d %v %s", strings.Join(read.args, " "), side.env, res.code, err, res.stderr)
+				if err := json.Unmarshal([]byte(res.Stdout), read.into); res.Code != 0 || err != nil {
+					t.Fatalf("%s --env %s: %d %v %s", strings.Join(read.args, " "), side.env, res.Code, err, res.Stderr)
 				}
 			}
 			if len(keys) != 1 || keys[0].ID != mustAtoi(t, side.key) {

@@ -18,14 +18,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,82 +41,12 @@ var (
 		"production": regexp.MustCompile(`^psk_live_[0-9A-Za-z]{38}$`),
 		"staging":    regexp.MustCompile(`^psk_test_[0-9A-Za-z]{38}$`),
 	}
-	// cliAnyKey finds anything that looks like an API key or an admin token
-	// in output.
-	cliAnyKey = regexp.MustCompile(`ps[ka]_(?:live|test)_[0-9A-Za-z]+`)
-	// cliServing is the log line that tells where the server listens.
-	cliServing = regexp.MustCompile(`msg=serving addr=(https?://127\.0\.0\.1:[0-9]+)`)
 )
-
-// The binary, built once per test process.
-
-const cliBuildDirPrefix = "petstore-cli-test-"
-
-var cliBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// petstoreBinary builds the binary the way a user does, on the first call,
-// and returns its path. It skips the test under -short, and under -race:
-// the binary is built without the race detector, so the race run would only
-// repeat what the plain go test already proves.
-func petstoreBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the petstore binary; skipped with -short")
-	}
-	if testkit.RaceDetector {
-		t.Skip("drives the petstore binary, which is built without the race detector; run by the plain go test ./...")
-	}
-	b := &cliBuild
-	b.once.Do(func() {
-		removeOldCLIBuilds()
-		dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", cliBuildDirPrefix, os.Getpid()))
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "petstore")
-		cmd := exec.Command("go", "build", "-o", b.path, ".")
-		// The same settings as the test build, so the build cache is shared.
-		// GIT_OPTIONAL_LOCKS=0: the version stamp's git status must not
-		// write the index of a tree others are working in.
-		cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-// removeOldCLIBuilds deletes the binaries of earlier test processes that
-// have ended: without a TestMain, a process cannot remove its own. Each
-// directory is named for the process that built it.
-func removeOldCLIBuilds() {
-	old, _ := filepath.Glob(filepath.Join(os.TempDir(), cliBuildDirPrefix+"*"))
-	for _, dir := range old {
-		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), cliBuildDirPrefix), "-")
-		n, err := strconv.Atoi(pid)
-		if err != nil {
-			continue
-		}
-		if p, err := os.FindProcess(n); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
-			os.RemoveAll(dir)
-		}
-	}
-}
 
 // One-shot commands.
 
-type cliResult struct {
-	stdout, stderr string
-	code           int // exit status
-}
+// cliResult is what one command line did, run either way.
+type cliResult = testkit.Result
 
 // cliRunner runs one petstore command line (without the program name) with
 // env as its only PETSTORE_* variables.
@@ -134,7 +62,7 @@ func viaRun(t *testing.T, env map[string]string, args ...string) cliResult {
 	args = withTestRedis(t, args)
 	err := run(context.Background(), append([]string{"petstore"}, args...), getenv, strings.NewReader(""), &stdout, &stderr)
 	code := exitCode(err, &stderr)
-	return cliResult{stdout.String(), stderr.String(), code}
+	return cliResult{Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
 }
 
 // withTestRedis adds --redis with the tests' Redis to a serve command line
@@ -152,7 +80,7 @@ func withTestRedis(t *testing.T, args []string) []string {
 // viaBinary runs the built binary in a fresh working directory.
 func viaBinary(t *testing.T, env map[string]string, args ...string) cliResult {
 	t.Helper()
-	return runBinary(t, t.TempDir(), env, args...)
+	return testkit.RunPetstore(t, t.TempDir(), env, args...)
 }
 
 // bothWays runs test with run() and with the binary: a command line must
@@ -164,46 +92,9 @@ func bothWays(t *testing.T, test func(t *testing.T, petstore cliRunner)) {
 	})
 	t.Run("binary", func(t *testing.T) {
 		t.Parallel()
-		petstoreBinary(t)
+		testkit.PetstoreBinary(t)
 		test(t, viaBinary)
 	})
-}
-
-// commandEnv is this process's environment without its PETSTORE_*
-// variables, plus env.
-func commandEnv(env map[string]string) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PETSTORE_") {
-			out = append(out, kv)
-		}
-	}
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-func runBinary(t *testing.T, dir string, env map[string]string, args ...string) cliResult {
-	t.Helper()
-	bin := petstoreBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.Env = commandEnv(env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("petstore %s: %v", strings.Join(args, " "), err)
-	}
-	return cliResult{stdout.String(), stderr.String(), code}
 }
 
 // petstoreCmd runs the binary with args, as a second process beside a
@@ -217,10 +108,10 @@ func petstoreCmd(t *testing.T, args ...string) cliResult {
 func mustCreateKeyCLI(t *testing.T, petstore cliRunner, args ...string) string {
 	t.Helper()
 	res := petstore(t, nil, append([]string{"keys", "create"}, args...)...)
-	if res.code != 0 {
-		t.Fatalf("keys create %s: exit status %d\n%s", strings.Join(args, " "), res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("keys create %s: exit status %d\n%s", strings.Join(args, " "), res.Code, res.Stderr)
 	}
-	return strings.TrimSpace(res.stdout)
+	return strings.TrimSpace(res.Stdout)
 }
 
 // cliListColumns are the columns of the keys list table, in order: the
@@ -232,12 +123,12 @@ var cliListColumns = []string{"id", "name", "plan", "per_minute", "per_day", "cr
 func listKeysJSON(t *testing.T, petstore cliRunner, db string, args ...string) []manage.ListedKey {
 	t.Helper()
 	res := petstore(t, nil, append([]string{"keys", "list", "--db", db, "--json"}, args...)...)
-	if res.code != 0 {
-		t.Fatalf("keys list --json: exit status %d\n%s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("keys list --json: exit status %d\n%s", res.Code, res.Stderr)
 	}
 	var keys []manage.ListedKey
-	if err := json.Unmarshal([]byte(res.stdout), &keys); err != nil {
-		t.Fatalf("keys list --json: %v\n%s", err, res.stdout)
+	if err := json.Unmarshal([]byte(res.Stdout), &keys); err != nil {
+		t.Fatalf("keys list --json: %v\n%s", err, res.Stdout)
 	}
 	return keys
 }
@@ -263,228 +154,29 @@ func keyIDByNameVia(t *testing.T, petstore cliRunner, db, name string) int64 {
 // wantFailure checks a failed command (testkit.WantFailure).
 func wantFailure(t *testing.T, res cliResult, code int) {
 	t.Helper()
-	testkit.WantFailure(t, res.stdout, res.stderr, res.code, code)
-}
-
-func wantNoFile(t *testing.T, path string) {
-	t.Helper()
-	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("%s exists (stat: %v); the command must not create it", path, err)
-	}
+	testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, code)
 }
 
 // A running server.
 
-type runningPetstore struct {
-	t         *testing.T
-	cmd       *exec.Cmd
-	stdout    *testkit.SyncBuffer
-	stderr    *testkit.SyncBuffer
-	url       string // http://127.0.0.1:PORT
-	client    *http.Client
-	exited    chan struct{} // closed once the process has ended
-	exitCode  int           // set before exited is closed; -1 for a signal
-	bootstrap string        // the key this start printed, if any
-	keysSent  []string      // keys sent to it, none of which it may print
-}
-
-// startPetstore starts the binary in dir with args and --addr
-// 127.0.0.1:0 unless args give one, and returns once /healthz answers
-// (once it serves, over https). The
-// process is killed when the test ends, and its output is checked for keys.
-func startPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
+// startPetstore starts the binary in dir with args (launchPetstore), and
+// returns once it serves.
+func startPetstore(t *testing.T, dir string, args ...string) *testkit.Petstore {
 	t.Helper()
-	return launchPetstore(t, dir, args...).served()
+	return launchPetstore(t, dir, args...).Served()
 }
 
 // launchPetstore starts the binary as startPetstore does, and returns at once.
-func launchPetstore(t *testing.T, dir string, args ...string) *runningPetstore {
+func launchPetstore(t *testing.T, dir string, args ...string) *testkit.Petstore {
 	t.Helper()
-	return launchPetstoreBinary(t, petstoreBinary(t), dir, nil, args...)
+	return launchPetstoreBinary(t, testkit.PetstoreBinary(t), dir, nil, args...)
 }
 
-// launchPetstoreBinary is launchPetstore with another build of petstore
-// (an older version, upgrade_test.go), and env as its only PETSTORE_*
-// variables and the ones it changes.
-func launchPetstoreBinary(t *testing.T, bin, dir string, env map[string]string, args ...string) *runningPetstore {
+// launchPetstoreBinary is testkit.LaunchPetstore with the tests' Redis
+// added to a serve command line on PostgreSQL (withTestRedis).
+func launchPetstoreBinary(t *testing.T, bin, dir string, env map[string]string, args ...string) *testkit.Petstore {
 	t.Helper()
-	if !slices.Contains(args, "--addr") {
-		args = append(args, "--addr", "127.0.0.1:0")
-	}
-	args = withTestRedis(t, args)
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Env = commandEnv(env)
-	s := &runningPetstore{
-		t: t, cmd: cmd, stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{},
-		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{}},
-		exited: make(chan struct{}),
-	}
-	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		err := cmd.Wait()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			s.exitCode = exit.ExitCode()
-		} else if err != nil {
-			s.exitCode = -1
-		}
-		close(s.exited)
-	}()
-	t.Cleanup(s.cleanup)
-	return s
-}
-
-// served waits for s's serving line, then for /healthz over plain HTTP
-// (over https, the caller's client knows the root to trust).
-func (s *runningPetstore) served() *runningPetstore {
-	t := s.t
-	t.Helper()
-	s.url = waitServing(t, s.stderr, s.exited)
-	if strings.HasPrefix(s.url, "http://") {
-		waitHealthy(t, s.client, s.url)
-	}
-	s.bootstrap = bootstrapKeyIn(t, s.stderr.String())
-	return s
-}
-
-// cliBootstrapFile finds the file the first start wrote its key to, in its
-// log line (text or JSON).
-var cliBootstrapFile = regexp.MustCompile(`"?bootstrap_key_file"?[=:]"?([^"\s]+)`)
-
-// bootstrapKeyIn is the key in the file that stderr's log names, or "" when
-// the server wrote none.
-func bootstrapKeyIn(t *testing.T, stderr string) string {
-	t.Helper()
-	m := cliBootstrapFile.FindStringSubmatch(stderr)
-	if m == nil {
-		return ""
-	}
-	b, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatalf("the bootstrap key's file: %v", err)
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// waitServing returns the URL of the "serving" log line, http://HOST:PORT
-// or https://HOST:PORT.
-func waitServing(t *testing.T, stderr *testkit.SyncBuffer, exited <-chan struct{}) string {
-	t.Helper()
-	var addr string
-	testkit.Eventually(t, 10*time.Second, "a msg=serving line on standard error", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("petstore ended before serving:\n%s", stderr)
-		default:
-		}
-		m := cliServing.FindStringSubmatch(stderr.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
-	return addr
-}
-
-func waitHealthy(t *testing.T, client *http.Client, url string) {
-	t.Helper()
-	testkit.Eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
-		resp, err := client.Get(url + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-}
-
-func (s *runningPetstore) cleanup() {
-	select {
-	case <-s.exited:
-	default:
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.client.CloseIdleConnections()
-	s.checkNoKeyPrinted()
-	if s.t.Failed() {
-		s.t.Logf("petstore's standard error:\n%s", s.stderr)
-	}
-}
-
-// checkNoKeyPrinted: log lines never hold a key; the only key the server
-// may print is its bootstrap key, in the banner on standard error.
-func (s *runningPetstore) checkNoKeyPrinted() {
-	stderr := s.stderr.String()
-	for _, line := range strings.Split(stderr, "\n") {
-		if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
-			s.t.Errorf("a log line holds an API key: %s", line)
-		}
-	}
-	if out := s.stdout.String(); cliAnyKey.MatchString(out) {
-		s.t.Errorf("the server printed a key on standard output:\n%s", out)
-	}
-	for _, key := range s.keysSent {
-		if key == s.bootstrap {
-			continue
-		}
-		sum := sha256.Sum256([]byte(key))
-		if strings.Contains(stderr, key) || strings.Contains(strings.ToLower(stderr), hex.EncodeToString(sum[:])) {
-			s.t.Errorf("standard error holds key %s or its hash:\n%s", key, stderr)
-		}
-	}
-}
-
-// request sends one request; key "" sends no Authorization.
-func (s *runningPetstore) request(method, path, key, body string) (*http.Response, string) {
-	s.t.Helper()
-	if key != "" && !slices.Contains(s.keysSent, key) {
-		s.keysSent = append(s.keysSent, key)
-	}
-	return testkit.Fetch(s.t, s.client, method, s.url+path, key, body)
-}
-
-// wantStatus sends a request and fails the test unless it gets status.
-func (s *runningPetstore) wantStatus(method, path, key, body string, status int) (*http.Response, string) {
-	s.t.Helper()
-	resp, got := s.request(method, path, key, body)
-	if resp.StatusCode != status {
-		s.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, resp.StatusCode, status, got)
-	}
-	return resp, got
-}
-
-// stop sends sig and returns the exit status.
-func (s *runningPetstore) stop(sig os.Signal) int {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatalf("signal %v: %v", sig, err)
-	}
-	return s.wait()
-}
-
-func (s *runningPetstore) wait() int {
-	s.t.Helper()
-	select {
-	case <-s.exited:
-		return s.exitCode
-	case <-time.After(15 * time.Second):
-		s.t.Fatalf("petstore still running 15 s later:\n%s", s.stderr)
-		return 0
-	}
-}
-
-// kill9 ends the process the hard way: no shutdown, no flush.
-func (s *runningPetstore) kill9() {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		s.t.Fatal(err)
-	}
-	<-s.exited
+	return testkit.LaunchPetstore(t, bin, dir, env, withTestRedis(t, args)...)
 }
 
 // keys create
@@ -522,12 +214,12 @@ func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			keysCreateBothWays(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
-				if res.code != 0 {
-					t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+				if res.Code != 0 {
+					t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 				}
-				key := strings.TrimSuffix(res.stdout, "\n")
-				if !strings.HasSuffix(res.stdout, "\n") || strings.Contains(key, "\n") {
-					t.Errorf("standard output %q, want the key alone on one line", res.stdout)
+				key := strings.TrimSuffix(res.Stdout, "\n")
+				if !strings.HasSuffix(res.Stdout, "\n") || strings.Contains(key, "\n") {
+					t.Errorf("standard output %q, want the key alone on one line", res.Stdout)
 				}
 				if !cliKeyPattern[tt.env].MatchString(key) {
 					t.Errorf("key %q does not match %s", key, cliKeyPattern[tt.env])
@@ -576,7 +268,7 @@ func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
 			t.Parallel()
 			keysCreateBothWays(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
 				wantFailure(t, res, 2)
-				wantNoFile(t, db)
+				testkit.WantNoFile(t, db)
 			})
 		})
 	}
@@ -588,7 +280,7 @@ func TestKeysCreateInMissingDirectoryFails(t *testing.T) {
 		missing := filepath.Join(t.TempDir(), "no", "such")
 		res := petstore(t, nil, "keys", "create", "--db", filepath.Join(missing, "petstore.db"), "--plan", "free")
 		wantFailure(t, res, 1)
-		wantNoFile(t, filepath.Dir(missing))
+		testkit.WantNoFile(t, filepath.Dir(missing))
 	})
 }
 
@@ -599,10 +291,10 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 		create := func(env map[string]string, args ...string) string {
 			t.Helper()
 			res := petstore(t, env, append([]string{"keys", "create"}, args...)...)
-			if res.code != 0 {
-				t.Fatalf("keys create %v with %v: exit status %d\n%s", args, env, res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("keys create %v with %v: exit status %d\n%s", args, env, res.Code, res.Stderr)
 			}
-			return strings.TrimSpace(res.stdout)
+			return strings.TrimSpace(res.Stdout)
 		}
 		onlyKey := func(db string) manage.ListedKey {
 			t.Helper()
@@ -652,12 +344,12 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 			fromEnv, fromFlag := filepath.Join(dir, "db-env.db"), filepath.Join(dir, "db-flag.db")
 			create(map[string]string{"PETSTORE_DB": fromEnv}, "--db", fromFlag, "--plan", "free")
 			onlyKey(fromFlag)
-			wantNoFile(t, fromEnv)
+			testkit.WantNoFile(t, fromEnv)
 		})
 		t.Run("unknown plan in PETSTORE_PLAN", func(t *testing.T) {
 			db := filepath.Join(dir, "bad-env.db")
 			wantFailure(t, petstore(t, map[string]string{"PETSTORE_PLAN": "gold"}, "keys", "create", "--db", db), 2)
-			wantNoFile(t, db)
+			testkit.WantNoFile(t, db)
 		})
 	})
 }
@@ -679,16 +371,16 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 				t.Fatalf("keys list --json: %d keys, want 3", len(keys))
 			}
 			res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[2].ID, 10))
-			if res.code != 0 {
-				t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("keys revoke: exit status %d\n%s", res.Code, res.Stderr)
 			}
 
 			table := petstore(t, nil, "keys", "list", "--db", db)
-			if table.code != 0 {
-				t.Fatalf("keys list: exit status %d\n%s", table.code, table.stderr)
+			if table.Code != 0 {
+				t.Fatalf("keys list: exit status %d\n%s", table.Code, table.Stderr)
 			}
 			jsonOut := petstore(t, nil, "keys", "list", "--db", db, "--json")
-			for _, out := range []string{table.stdout, table.stderr, jsonOut.stdout, jsonOut.stderr} {
+			for _, out := range []string{table.Stdout, table.Stderr, jsonOut.Stdout, jsonOut.Stderr} {
 				for _, token := range tokens {
 					sum := sha256.Sum256([]byte(token))
 					for _, secret := range []string{token, hex.EncodeToString(sum[:]), base64.StdEncoding.EncodeToString(sum[:])} {
@@ -700,9 +392,9 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 			}
 
 			t.Run("table", func(t *testing.T) {
-				lines := strings.Split(strings.TrimSuffix(table.stdout, "\n"), "\n")
+				lines := strings.Split(strings.TrimSuffix(table.Stdout, "\n"), "\n")
 				if len(lines) != 4 {
-					t.Fatalf("%d lines, want a header and 3 keys:\n%s", len(lines), table.stdout)
+					t.Fatalf("%d lines, want a header and 3 keys:\n%s", len(lines), table.Stdout)
 				}
 				header := strings.Fields(lines[0])
 				if !slices.EqualFunc(header, cliListColumns, strings.EqualFold) {
@@ -737,7 +429,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 
 			t.Run("json", func(t *testing.T) {
 				var raw []map[string]any
-				testkit.DecodeJSON(t, jsonOut.stdout, &raw)
+				testkit.DecodeJSON(t, jsonOut.Stdout, &raw)
 				wantFields := []string{"created", "expires", "externalId", "id", "lastUsed", "name", "perDay", "perMinute", "plan", "revoked", "rolledFrom", "rolledTo", "scopes", "state", "today"}
 				for _, obj := range raw {
 					var got []string
@@ -787,8 +479,8 @@ func TestKeysRevoke(t *testing.T) {
 
 			t.Run("a known key", func(t *testing.T) {
 				res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(keys[1].ID, 10))
-				if res.code != 0 {
-					t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+				if res.Code != 0 {
+					t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 				}
 				after := listKeysJSON(t, petstore, db)
 				if after[0].Revoked != nil || after[1].Revoked == nil {
@@ -827,8 +519,8 @@ func TestCommandsOnMissingDatabaseFail(t *testing.T) {
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				wantFailure(t, petstore(t, nil, tt.args...), 1)
-				wantNoFile(t, db)
-				wantNoFile(t, filepath.Join(dir, "copy.db"))
+				testkit.WantNoFile(t, db)
+				testkit.WantNoFile(t, filepath.Join(dir, "copy.db"))
 			})
 		}
 	})
@@ -839,12 +531,12 @@ func TestVersion(t *testing.T) {
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		for _, args := range [][]string{{"version"}, {"--version"}} {
 			res := petstore(t, nil, args...)
-			if res.code != 0 {
-				t.Errorf("petstore %s: exit status %d\n%s", args[0], res.code, res.stderr)
+			if res.Code != 0 {
+				t.Errorf("petstore %s: exit status %d\n%s", args[0], res.Code, res.Stderr)
 			}
 			migrations := fmt.Sprintf(", %d migrations\n", len(store.Migrations))
-			if !strings.HasPrefix(res.stdout, "petstore ") || strings.Count(res.stdout, "\n") != 1 || !strings.HasSuffix(res.stdout, migrations) {
-				t.Errorf("petstore %s printed %q, want one line starting \"petstore \" and ending %q", args[0], res.stdout, migrations)
+			if !strings.HasPrefix(res.Stdout, "petstore ") || strings.Count(res.Stdout, "\n") != 1 || !strings.HasSuffix(res.Stdout, migrations) {
+				t.Errorf("petstore %s printed %q, want one line starting \"petstore \" and ending %q", args[0], res.Stdout, migrations)
 			}
 		}
 	})
@@ -854,7 +546,7 @@ func TestVersion(t *testing.T) {
 // logs sees which build each server runs, as petstore version says it.
 func TestServingLineNamesTheVersionAndCommit(t *testing.T) {
 	t.Parallel()
-	version := viaBinary(t, nil, "version").stdout // petstore VERSION (COMMIT TIME) GO, N migrations
+	version := viaBinary(t, nil, "version").Stdout // petstore VERSION (COMMIT TIME) GO, N migrations
 	fields := strings.Fields(version)
 	if len(fields) < 2 {
 		t.Fatalf("petstore version printed %q", version)
@@ -865,7 +557,7 @@ func TestServingLineNamesTheVersionAndCommit(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := startPetstore(t, dir, "serve", "--db", filepath.Join(dir, "petstore.db"))
-	serving := regexp.MustCompile(`(?m)^.*msg=serving .*$`).FindString(p.stderr.String())
+	serving := regexp.MustCompile(`(?m)^.*msg=serving .*$`).FindString(p.Stderr.String())
 	if !strings.HasSuffix(serving, want) {
 		t.Errorf("the serving line %q does not end %q (petstore version: %q)", serving, want, version)
 	}
@@ -900,7 +592,7 @@ func runServing(t *testing.T, env map[string]string, args ...string) *inProcess 
 		close(p.exited)
 	}()
 	t.Cleanup(func() { cancel(); <-p.exited }) // before the database's directory goes
-	p.url = waitServing(t, p.stderr, p.exited)
+	p.url = testkit.WaitServing(t, p.stderr, p.exited)
 	return p
 }
 
@@ -925,9 +617,9 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 		p := runServing(t, nil, withTestRedis(t, []string{"serve", "--addr", "127.0.0.1:0", "--db", db})...)
 		client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 		defer client.CloseIdleConnections()
-		waitHealthy(t, client, p.url)
+		testkit.WaitHealthy(t, client, p.url)
 
-		key := bootstrapKeyIn(t, p.stderr.String())
+		key := testkit.BootstrapKeyIn(t, p.stderr.String())
 		if !cliKeyPattern["production"].MatchString(key) {
 			t.Fatalf("no bootstrap key in the file standard error names:\n%s", p.stderr)
 		}
@@ -944,7 +636,7 @@ func TestRunServesUntilContextEnds(t *testing.T) {
 
 		p.stop(t)
 		for _, line := range strings.Split(p.stderr.String(), "\n") {
-			if strings.HasPrefix(line, "time=") && cliAnyKey.MatchString(line) {
+			if strings.HasPrefix(line, "time=") && testkit.AnyKey.MatchString(line) {
 				t.Errorf("a log line holds an API key: %s", line)
 			}
 		}
@@ -960,24 +652,24 @@ func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "--db", db) // serve is the default command
 
-		if printed := cliAnyKey.FindAllString(s.stderr.String(), -1); len(printed) > 0 {
-			t.Errorf("the first start printed keys %q on standard error, which is not a terminal:\n%s", printed, s.stderr)
+		if printed := testkit.AnyKey.FindAllString(s.Stderr.String(), -1); len(printed) > 0 {
+			t.Errorf("the first start printed keys %q on standard error, which is not a terminal:\n%s", printed, s.Stderr)
 		}
 		want := filepath.Join(dir, "petstore.bootstrap-key") // PostgreSQL: the working directory
 		if !strings.HasPrefix(db, "postgres") {
 			want = db + ".bootstrap-key"
 		}
-		if m := cliBootstrapFile.FindStringSubmatch(s.stderr.String()); m == nil || m[1] != want {
-			t.Fatalf("the log names the key's file as %q, want %s:\n%s", m, want, s.stderr)
+		if m := testkit.BootstrapFile.FindStringSubmatch(s.Stderr.String()); m == nil || m[1] != want {
+			t.Fatalf("the log names the key's file as %q, want %s:\n%s", m, want, s.Stderr)
 		}
 		if info, err := os.Stat(want); err != nil || info.Mode().Perm() != 0o600 {
 			t.Errorf("the key's file: %v, %v; want mode 0600", info.Mode(), err)
 		}
-		key := s.bootstrap
+		key := s.Bootstrap
 		if !cliKeyPattern["production"].MatchString(key) {
 			t.Errorf("bootstrap key %q does not match %s", key, cliKeyPattern["production"])
 		}
-		if _, body := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK); strings.TrimSpace(body) != "[]" {
+		if _, body := s.WantStatus("GET", "/v1/pets", key, "", http.StatusOK); strings.TrimSpace(body) != "[]" {
 			t.Errorf("GET /v1/pets on an empty store: %s, want []", body)
 		}
 		// One character changed: the checksum no longer matches.
@@ -987,13 +679,13 @@ func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 		} else {
 			typo[i] = 'A'
 		}
-		s.wantStatus("GET", "/v1/pets", string(typo), "", http.StatusUnauthorized)
+		s.WantStatus("GET", "/v1/pets", string(typo), "", http.StatusUnauthorized)
 
 		keys := listKeysJSON(t, viaBinary, db)
 		if len(keys) != 1 || keys[0].Name != "bootstrap" || keys[0].Plan != "free" {
 			t.Errorf("keys list after the first start: %+v, want one free key named bootstrap", keys)
 		}
-		if code := s.stop(syscall.SIGTERM); code != 0 {
+		if code := s.Stop(syscall.SIGTERM); code != 0 {
 			t.Errorf("exit status %d after SIGTERM, want 0", code)
 		}
 
@@ -1001,13 +693,13 @@ func TestFirstStartWritesOneBootstrapKeyToAFileOnlyItsOwnerReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		again := startPetstore(t, dir, "--db", db)
-		if got := cliAnyKey.FindAllString(again.stderr.String(), -1); len(got) > 0 || again.bootstrap != "" {
-			t.Errorf("the second start printed keys %q or wrote one, want none:\n%s", got, again.stderr)
+		if got := testkit.AnyKey.FindAllString(again.Stderr.String(), -1); len(got) > 0 || again.Bootstrap != "" {
+			t.Errorf("the second start printed keys %q or wrote one, want none:\n%s", got, again.Stderr)
 		}
 		if _, err := os.Stat(want); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the second start wrote the key's file again: %v", err)
 		}
-		again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		again.WantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 		if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 {
 			t.Errorf("the second start made another key: %+v", keys)
 		}
@@ -1018,15 +710,15 @@ func TestKeyCreatedWhileServingWorksAtOnce(t *testing.T) {
 	t.Parallel()
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "serve", "--db", db)
-		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+		s.WantStatus("GET", "/v1/pets", s.Bootstrap, "", http.StatusOK)
 
 		for _, args := range [][]string{
 			{"--plan", "pro", "--name", "new-pro"},
 			{"--plan", "enterprise", "--rpm", "50", "--rpd", "500", "--name", "new-enterprise"},
 		} {
 			key := mustCreateKeyCLI(t, viaBinary, append([]string{"--db", db}, args...)...)
-			s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK) // the first try, no retry
-			s.wantStatus("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, http.StatusCreated)
+			s.WantStatus("GET", "/v1/pets", key, "", http.StatusOK) // the first try, no retry
+			s.WantStatus("POST", "/v1/pets", key, `{"name":"Rex","categoryId":1}`, http.StatusCreated)
 		}
 	})
 }
@@ -1036,16 +728,16 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 	servertest.EachStoreInDir(t, func(t *testing.T, dir, db string) {
 		s := startPetstore(t, dir, "serve", "--db", db)
 		key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "doomed")
-		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		s.WantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 		id := keyIDByName(t, db, "doomed")
 
 		res := petstoreCmd(t, "keys", "revoke", "--db", db, strconv.FormatInt(id, 10))
 		revoked := time.Now()
-		if res.code != 0 {
-			t.Fatalf("keys revoke: exit status %d\n%s", res.code, res.stderr)
+		if res.Code != 0 {
+			t.Fatalf("keys revoke: exit status %d\n%s", res.Code, res.Stderr)
 		}
 		testkit.Eventually(t, 5*time.Second, "the revoked key refused", func() bool {
-			resp, body := s.request("GET", "/v1/pets", key, "")
+			resp, body := s.Request("GET", "/v1/pets", key, "")
 			if resp.StatusCode == http.StatusOK {
 				return false
 			}
@@ -1055,7 +747,7 @@ func TestRevokeWhileServingTakesEffectWithinOneSecond(t *testing.T) {
 			servertest.WantError(t, testkit.Recorded(resp, body), http.StatusUnauthorized, httpapi.CodeUnauthorized)
 			return true
 		})
-		s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK) // other keys still work
+		s.WantStatus("GET", "/v1/pets", s.Bootstrap, "", http.StatusOK) // other keys still work
 	})
 }
 
@@ -1073,7 +765,7 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 				body += `,"status":"` + st + `"`
 			}
 			body += "}"
-			_, got := s.wantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
+			_, got := s.WantStatus("POST", "/v1/pets", key, body, http.StatusCreated)
 			var pet map[string]any
 			testkit.DecodeJSON(t, got, &pet)
 			want := map[string]any{"id": pet["id"], "name": fmt.Sprintf("pet %d", i), "categoryId": float64(i + 1)}
@@ -1085,18 +777,18 @@ func TestAcknowledgedPetsSurviveKill9(t *testing.T) {
 			}
 			acked = append(acked, pet)
 		}
-		s.kill9()
+		s.Kill9()
 
 		again := startPetstore(t, dir, "serve", "--db", db)
 		for _, want := range acked {
-			_, got := again.wantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
+			_, got := again.WantStatus("GET", fmt.Sprintf("/v1/pets/%.0f", want["id"]), key, "", http.StatusOK)
 			var pet map[string]any
 			testkit.DecodeJSON(t, got, &pet)
 			if !reflect.DeepEqual(pet, want) {
 				t.Errorf("after kill -9: pet %s, want %v", got, want)
 			}
 		}
-		_, got := again.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+		_, got := again.WantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 		var list []map[string]any
 		testkit.DecodeJSON(t, got, &list)
 		if !reflect.DeepEqual(list, acked) {
@@ -1115,7 +807,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 				dir := t.TempDir()
 				db := opts.DBAt(t, filepath.Join(dir, "petstore.db"))
 				s := startPetstore(t, dir, "serve", "--db", db)
-				host := strings.TrimPrefix(s.url, "http://")
+				host := strings.TrimPrefix(s.URL, "http://")
 
 				// Each request sends its headers with Expect: 100-continue; the
 				// server says 100 Continue once the handler reads the body, so
@@ -1137,7 +829,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 					body := fmt.Sprintf(`{"name":"in flight %d","categoryId":%d}`, i, i+1)
 					fmt.Fprintf(conn, "POST /v1/pets HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
 						"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
-						host, s.bootstrap, len(body))
+						host, s.Bootstrap, len(body))
 					r := bufio.NewReader(conn)
 					resp, err := http.ReadResponse(r, nil)
 					if err != nil || resp.StatusCode != http.StatusContinue {
@@ -1146,7 +838,7 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 					reqs = append(reqs, pending{conn, r, body})
 				}
 
-				if err := s.cmd.Process.Signal(sig); err != nil {
+				if err := s.Cmd.Process.Signal(sig); err != nil {
 					t.Fatal(err)
 				}
 				// Shutting down: new connections are refused...
@@ -1159,8 +851,8 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 				})
 				// ...but the process waits for the requests in flight.
 				select {
-				case <-s.exited:
-					t.Fatalf("exited (status %d) with %d requests in flight:\n%s", s.exitCode, inFlight, s.stderr)
+				case <-s.Exited:
+					t.Fatalf("exited (status %d) with %d requests in flight:\n%s", s.ExitCode, inFlight, s.Stderr)
 				default:
 				}
 				for i, p := range reqs {
@@ -1179,12 +871,12 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 						t.Errorf("request %d: %d %s (%v), want 201", i, resp.StatusCode, got, err)
 					}
 				}
-				if code := s.wait(); code != 0 {
-					t.Errorf("exit status %d after %v, want 0:\n%s", code, sig, s.stderr)
+				if code := s.Wait(); code != 0 {
+					t.Errorf("exit status %d after %v, want 0:\n%s", code, sig, s.Stderr)
 				}
 
 				again := startPetstore(t, dir, "serve", "--db", db)
-				_, got := again.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+				_, got := again.WantStatus("GET", "/v1/pets", s.Bootstrap, "", http.StatusOK)
 				var pets []struct{ Name string }
 				testkit.DecodeJSON(t, got, &pets)
 				if len(pets) != inFlight {
@@ -1198,18 +890,18 @@ func TestGracefulShutdownFinishesRequestsInFlight(t *testing.T) {
 // startWithDefaultDB starts a server of env without --db in a new
 // directory, and wants it to make file there (not other) and print a
 // bootstrap key of env that works.
-func startWithDefaultDB(t *testing.T, env, file, other string, args ...string) (dir string, s *runningPetstore) {
+func startWithDefaultDB(t *testing.T, env, file, other string, args ...string) (dir string, s *testkit.Petstore) {
 	t.Helper()
 	dir = t.TempDir()
 	s = startPetstore(t, dir, append([]string{"serve"}, args...)...)
 	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
 		t.Errorf("%s did not use %s in its working directory: %v", env, file, err)
 	}
-	wantNoFile(t, filepath.Join(dir, other))
-	if !cliKeyPattern[env].MatchString(s.bootstrap) {
-		t.Errorf("%s bootstrap key %q, want a %s key", env, s.bootstrap, domain.KeyPrefixes[env])
+	testkit.WantNoFile(t, filepath.Join(dir, other))
+	if !cliKeyPattern[env].MatchString(s.Bootstrap) {
+		t.Errorf("%s bootstrap key %q, want a %s key", env, s.Bootstrap, domain.KeyPrefixes[env])
 	}
-	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", http.StatusOK)
+	s.WantStatus("GET", "/v1/pets", s.Bootstrap, "", http.StatusOK)
 	return dir, s
 }
 
@@ -1220,17 +912,17 @@ func TestStagingAndProductionKeepApart(t *testing.T) {
 		dir, s := startWithDefaultDB(t, "staging", "petstore-staging.db", "petstore.db", "--env", "staging")
 
 		// keys create --env staging finds the same default file.
-		res := runBinary(t, dir, nil, "keys", "create", "--env", "staging", "--plan", "free")
-		if res.code != 0 {
-			t.Fatalf("keys create --env staging without --db: exit status %d\n%s", res.code, res.stderr)
+		res := testkit.RunPetstore(t, dir, nil, "keys", "create", "--env", "staging", "--plan", "free")
+		if res.Code != 0 {
+			t.Fatalf("keys create --env staging without --db: exit status %d\n%s", res.Code, res.Stderr)
 		}
-		s.wantStatus("GET", "/v1/pets", strings.TrimSpace(res.stdout), "", http.StatusOK)
+		s.WantStatus("GET", "/v1/pets", strings.TrimSpace(res.Stdout), "", http.StatusOK)
 		// A production key is refused even when it is in staging's own database.
 		live := mustCreateKeyCLI(t, viaBinary, "--db", filepath.Join(dir, "petstore-staging.db"), "--env", "production", "--plan", "free")
 		if !cliKeyPattern["production"].MatchString(live) {
 			t.Fatalf("keys create --env production made %q", live)
 		}
-		_, body := s.wantStatus("GET", "/v1/pets", live, "", http.StatusUnauthorized)
+		_, body := s.WantStatus("GET", "/v1/pets", live, "", http.StatusUnauthorized)
 		if !strings.Contains(body, `"unauthorized"`) {
 			t.Errorf("body %s, want code unauthorized", body)
 		}
@@ -1239,7 +931,7 @@ func TestStagingAndProductionKeepApart(t *testing.T) {
 		t.Parallel()
 		dir, s := startWithDefaultDB(t, "production", "petstore.db", "petstore-staging.db")
 		test := mustCreateKeyCLI(t, viaBinary, "--db", filepath.Join(dir, "petstore.db"), "--env", "staging", "--plan", "free")
-		s.wantStatus("GET", "/v1/pets", test, "", http.StatusUnauthorized)
+		s.WantStatus("GET", "/v1/pets", test, "", http.StatusUnauthorized)
 	})
 }
 
@@ -1248,23 +940,23 @@ func TestBackupWhileServing(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "petstore.db")
 	s := startPetstore(t, dir, "serve", "--db", db)
-	key := s.bootstrap
+	key := s.Bootstrap
 	for i := range 5 {
-		s.wantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before %d","categoryId":%d,"status":"available"}`, i, i+1), http.StatusCreated)
+		s.WantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before %d","categoryId":%d,"status":"available"}`, i, i+1), http.StatusCreated)
 	}
-	_, before := s.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+	_, before := s.WantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 
 	out := filepath.Join(dir, "copy.db")
-	if res := petstoreCmd(t, "backup", "--db", db, "--out", out); res.code != 0 || res.stdout != "" {
-		t.Fatalf("backup: exit status %d, stdout %q\n%s", res.code, res.stdout, res.stderr)
+	if res := petstoreCmd(t, "backup", "--db", db, "--out", out); res.Code != 0 || res.Stdout != "" {
+		t.Fatalf("backup: exit status %d, stdout %q\n%s", res.Code, res.Stdout, res.Stderr)
 	}
-	s.wantStatus("POST", "/v1/pets", key, `{"name":"after","categoryId":9}`, http.StatusCreated)
+	s.WantStatus("POST", "/v1/pets", key, `{"name":"after","categoryId":9}`, http.StatusCreated)
 
 	copied := startPetstore(t, dir, "serve", "--db", out)
-	if copied.bootstrap != "" {
+	if copied.Bootstrap != "" {
 		t.Errorf("the copy has no keys: its server printed a bootstrap key")
 	}
-	_, got := copied.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+	_, got := copied.WantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 	var want, have []map[string]any
 	testkit.DecodeJSON(t, before, &want)
 	testkit.DecodeJSON(t, got, &have)
@@ -1274,7 +966,7 @@ func TestBackupWhileServing(t *testing.T) {
 
 	t.Run("to an existing file", func(t *testing.T) {
 		wantFailure(t, petstoreCmd(t, "backup", "--db", db, "--out", out), 1)
-		_, again := copied.wantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
+		_, again := copied.WantStatus("GET", "/v1/pets?limit=100", key, "", http.StatusOK)
 		if again != got {
 			t.Errorf("the existing file changed: %s, was %s", again, got)
 		}
@@ -1298,28 +990,28 @@ func TestDailyUsageSurvivesRestart(t *testing.T) {
 
 		s := startPetstore(t, dir, "serve", "--db", db)
 		for i := 1; i <= 5; i++ {
-			resp, _ := s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+			resp, _ := s.WantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 			if got, want := remaining(resp), strconv.Itoa(7-i); got != want {
 				t.Errorf("request %d: X-RateLimit-Remaining %s, want %s", i, got, want)
 			}
 		}
-		if code := s.stop(syscall.SIGTERM); code != 0 {
+		if code := s.Stop(syscall.SIGTERM); code != 0 {
 			t.Fatalf("exit status %d after SIGTERM, want 0", code)
 		}
 
 		again := startPetstore(t, dir, "serve", "--db", db)
-		resp, _ := again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		resp, _ := again.WantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 		if got := remaining(resp); got != "1" {
 			t.Errorf("6th request, after the restart: X-RateLimit-Remaining %s, want 1 (5 of 7 spent before it)", got)
 		}
 		if got := resp.Header.Get("X-RateLimit-Limit"); got != "7" {
 			t.Errorf("X-RateLimit-Limit %s, want 7 (the day binds)", got)
 		}
-		resp, _ = again.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		resp, _ = again.WantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 		if got := remaining(resp); got != "0" {
 			t.Errorf("7th request: X-RateLimit-Remaining %s, want 0", got)
 		}
-		resp, body := again.request("GET", "/v1/pets", key, "")
+		resp, body := again.Request("GET", "/v1/pets", key, "")
 		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"rate_limited"`) {
 			t.Errorf("8th request: %d %s, want 429 rate_limited", resp.StatusCode, body)
 		}

@@ -21,10 +21,6 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/httpapi"
 	"petstore/internal/testkit"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // hangUpServer is a real server (run, with an admin listener) on one
@@ -64,7 +60,7 @@ func startHangUpServer(t *testing.T, engine string) *hangUpServer {
 		"--rpm", "100000000", "--rpd", "1000000000")
 	p := runServing(t, nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--db", via,
 		"--db-timeout", hangUpDBTimeout.String()}, redis...)...)
-	admin := cliAdmin.FindStringSubmatch(p.stderr.String())
+	admin := testkit.AdminServing.FindStringSubmatch(p.stderr.String())
 	if admin == nil {
 		t.Fatalf("no admin= address on the serving line:\n%s", p.stderr)
 	}
@@ -109,27 +105,11 @@ func (s *hangUpServer) loggedRequests() map[string]loggedRequest {
 	return logged
 }
 
-// scrapeAdmin reads an admin listener's /metrics as Prometheus would.
-func scrapeAdmin(t testing.TB, admin string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get(admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return families
-}
-
 // wantNoServerErrors fails on any 5xx counted or logged at ERROR, and on
 // any database failure counted.
 func (s *hangUpServer) wantNoServerErrors(t *testing.T) {
 	t.Helper()
-	families := scrapeAdmin(t, s.admin)
+	families := testkit.ScrapeAdmin(t, s.admin)
 	for series, n := range testkit.RequestCounts(t, families) {
 		if code := series[strings.LastIndexByte(series, ' ')+1:]; strings.HasPrefix(code, "5") {
 			t.Errorf("%d requests counted as %s, want no 5xx", n, series)
@@ -248,7 +228,7 @@ func TestAClientThatHangsUpIsRecordedAs499(t *testing.T) {
 						t.Errorf("%s whose client gave up: logged status %d at %s, want 499 at INFO", r.name, line.status, line.level)
 					}
 				}
-				if got := testkit.RequestCounts(t, scrapeAdmin(t, s.admin))["POST /v1/pets 499"]; got != 1 {
+				if got := testkit.RequestCounts(t, testkit.ScrapeAdmin(t, s.admin))["POST /v1/pets 499"]; got != 1 {
 					t.Errorf("creates counted as POST /v1/pets 499: %d, want 1", got)
 				}
 				s.wantNoServerErrors(t)

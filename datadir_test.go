@@ -16,8 +16,8 @@ import (
 func TestServeRefusesADataDirectoryItCannotWrite(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "petstore.db")
-	if res := viaRun(t, nil, "keys", "create", "--db", db, "--plan", "pro", "--name", "kept"); res.code != 0 {
-		t.Fatalf("keys create: %d %s", res.code, res.stderr)
+	if res := viaRun(t, nil, "keys", "create", "--db", db, "--plan", "pro", "--name", "kept"); res.Code != 0 {
+		t.Fatalf("keys create: %d %s", res.Code, res.Stderr)
 	}
 	before := fileSum(t, db)
 	want := "on a read-only file system"
@@ -37,10 +37,10 @@ func TestServeRefusesADataDirectoryItCannotWrite(t *testing.T) {
 		defer os.Chmod(dir, 0o755)
 	}
 	res := viaRun(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", db)
-	line := strings.TrimSpace(res.stderr)
-	if res.code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "cannot write to "+dir) ||
+	line := strings.TrimSpace(res.Stderr)
+	if res.Code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "cannot write to "+dir) ||
 		!strings.Contains(line, want) || !strings.Contains(line, "--db") {
-		t.Errorf("exit %d: %q; want 1 and one line: cannot write to %s, %s, what to do", res.code, res.stderr, dir, want)
+		t.Errorf("exit %d: %q; want 1 and one line: cannot write to %s, %s, what to do", res.Code, res.Stderr, dir, want)
 	}
 	if fileSum(t, db) != before {
 		t.Error("the database changed")

@@ -18,7 +18,7 @@ import (
 // The recipe of docs/production.md's "Try ACME on a laptop", run as
 // written, as the README's first session is: each block through sh in one
 // directory, the servers' blocks in the background, with Pebble built from
-// the Go module proxy (pebbleBinaries) and the petstore binary on PATH.
+// the Go module proxy (testkit.PebbleBinaries) and the petstore binary on PATH.
 // Names resolve through Pebble's DNS stand-in, never the machine's
 // resolver. The test's own ports stand in for the recipe's, so that it
 // runs beside anything else on the machine.
@@ -28,19 +28,19 @@ func TestACMEOnALaptopRunsAsShown(t *testing.T) {
 	if len(blocks) != 5 {
 		t.Fatalf("read %d blocks from the recipe, want the setup, the DNS stand-in, Pebble, the server and the checks: %q", len(blocks), blocks)
 	}
-	mod, version, _ := strings.Cut(pebbleModule, "@")
+	mod, version, _ := strings.Cut(testkit.PebbleModule, "@")
 	install := "go install " + mod + "/cmd/pebble@" + version + " " + mod + "/cmd/pebble-challtestsrv@" + version
 	setup, ok := strings.CutPrefix(blocks[0], install+"\n")
 	if !ok {
-		t.Fatalf("the recipe's first block does not begin with %q (pebble_test.go's version): %q", install, blocks[0])
+		t.Fatalf("the recipe's first block does not begin with %q (internal/testkit's version): %q", install, blocks[0])
 	}
 	// What the go install of the recipe makes, and the module in the
 	// cache, where the recipe copies Pebble's test certificates from.
-	path := strings.Join([]string{pebbleBinaries(t), filepath.Dir(petstoreBinary(t)), os.Getenv("PATH")}, string(os.PathListSeparator))
-	download := exec.Command("go", "mod", "download", pebbleModule)
+	path := strings.Join([]string{testkit.PebbleBinaries(t), filepath.Dir(testkit.PetstoreBinary(t)), os.Getenv("PATH")}, string(os.PathListSeparator))
+	download := exec.Command("go", "mod", "download", testkit.PebbleModule)
 	download.Dir = os.TempDir()
 	if out, err := download.CombinedOutput(); err != nil {
-		t.Fatalf("go mod download %s: %v\n%s", pebbleModule, err, out)
+		t.Fatalf("go mod download %s: %v\n%s", testkit.PebbleModule, err, out)
 	}
 
 	ports := map[string]string{}

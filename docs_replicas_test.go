@@ -37,8 +37,8 @@ func laptopSession(t *testing.T) []string {
 // beside anything else on the machine.
 func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
 	t.Parallel()
-	haproxy := balancerBinary(t, "haproxy")
-	redis := startRedisProcess(t, balancerBinary(t, "redis-server"))
+	haproxy := testkit.BalancerBinary(t, "haproxy")
+	redis := startRedisProcess(t, testkit.BalancerBinary(t, "redis-server"))
 	psql, err := exec.LookPath("psql")
 	if err != nil {
 		t.Skip("psql is not installed (apt-get install postgresql-client)")
@@ -100,7 +100,7 @@ func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
 			if err := os.WriteFile(own, []byte(stands.Replace(string(raw))), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			startProcess(t, "haproxy", haproxy, append(words[1:len(words)-1], own)...)
+			testkit.StartProcess(t, "haproxy", haproxy, append(words[1:len(words)-1], own)...)
 			testkit.Eventually(t, 10*time.Second, "HAProxy finds both servers ready", func() bool {
 				for range 2 {
 					resp, err := http.Get("http://" + lb + "/readyz")
@@ -116,11 +116,11 @@ func TestReplicasLaptopRecipeRunsAsShown(t *testing.T) {
 			})
 		case strings.HasPrefix(words[0], "KEY=$(go"):
 			args := strings.Fields(strings.TrimSuffix(strings.TrimPrefix(command, "KEY=$(go run . "), ")"))
-			res := runBinary(t, dir, env, args...)
-			if res.code != 0 || !cliAnyKey.MatchString(strings.TrimSpace(res.stdout)) {
-				t.Fatalf("%s: exit %d, stdout %q, stderr %s", command, res.code, res.stdout, res.stderr)
+			res := testkit.RunPetstore(t, dir, env, args...)
+			if res.Code != 0 || !testkit.AnyKey.MatchString(strings.TrimSpace(res.Stdout)) {
+				t.Fatalf("%s: exit %d, stdout %q, stderr %s", command, res.Code, res.Stdout, res.Stderr)
 			}
-			vars["KEY"] = strings.TrimSpace(res.stdout)
+			vars["KEY"] = strings.TrimSpace(res.Stdout)
 		case words[0] == "curl":
 			laptopCurl(t, command, words)
 		default:
@@ -145,8 +145,8 @@ func withEnv(env, more map[string]string) map[string]string {
 // variables until the test ends, and waits until it is ready.
 func laptopServer(t *testing.T, dir string, env map[string]string) {
 	t.Helper()
-	cmd := exec.Command(petstoreBinary(t), "serve")
-	cmd.Dir, cmd.Env = dir, commandEnv(env)
+	cmd := exec.Command(testkit.PetstoreBinary(t), "serve")
+	cmd.Dir, cmd.Env = dir, testkit.CommandEnv(env)
 	var out testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

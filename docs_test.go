@@ -368,8 +368,8 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 			sh := exec.Command("sh", "-c", step.command+` && printf %s "$KEY"`)
 			sh.Dir = dir
 			out, err := sh.Output()
-			if err != nil || string(out) != server.bootstrap {
-				t.Fatalf("%s: %v, %q; want the bootstrap key %q", step.command, err, out, server.bootstrap)
+			if err != nil || string(out) != server.Bootstrap {
+				t.Fatalf("%s: %v, %q; want the bootstrap key %q", step.command, err, out, server.Bootstrap)
 			}
 			if files, _ := filepath.Glob(filepath.Join(dir, "*.bootstrap-key")); len(files) > 0 {
 				t.Errorf("%s left %v", step.command, files)
@@ -378,13 +378,13 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 			continue
 		}
 		if name, rest, ok := strings.Cut(step.command, "=$(go run . "); ok && !strings.ContainsAny(name, " $") {
-			res := runBinary(t, dir, nil, strings.Fields(strings.TrimSuffix(rest, ")"))...)
-			lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-			if res.code != 0 || !cliAnyKey.MatchString(lines[len(lines)-1]) {
-				t.Fatalf("%s: exit %d, stdout %q, stderr %s", step.command, res.code, res.stdout, res.stderr)
+			res := testkit.RunPetstore(t, dir, nil, strings.Fields(strings.TrimSuffix(rest, ")"))...)
+			lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+			if res.Code != 0 || !testkit.AnyKey.MatchString(lines[len(lines)-1]) {
+				t.Fatalf("%s: exit %d, stdout %q, stderr %s", step.command, res.Code, res.Stdout, res.Stderr)
 			}
 			vars[name] = lines[len(lines)-1]
-			server.keysSent = append(server.keysSent, vars[name])
+			server.KeysSent = append(server.KeysSent, vars[name])
 			continue
 		}
 		words := shellWords(step.command, vars)
@@ -393,9 +393,9 @@ func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
 		}
 		req := curlRequest(t, step.command, words, func(word string) (string, bool) {
 			target, ok := strings.CutPrefix(word, "http://localhost:8080")
-			return server.url + target, ok
+			return server.URL + target, ok
 		})
-		resp, body, err := testkit.ReadResponse(server.client, req)
+		resp, body, err := testkit.ReadResponse(server.Client, req)
 		if err != nil {
 			t.Fatalf("%s: %v", step.command, err)
 		}

@@ -31,8 +31,8 @@ func TestKeysCreateAndUpdateSetAndClearAnExternalID(t *testing.T) {
 		}
 		res := viaRun(t, nil, "keys", "create", "--db", db, "--plan", "free", "--external-id", "acct_1")
 		wantFailure(t, res, 1)
-		if !strings.Contains(res.stderr, `externalId "acct_1" belongs to key 1 already`) {
-			t.Errorf("keys create with a taken externalId: %q", res.stderr)
+		if !strings.Contains(res.Stderr, `externalId "acct_1" belongs to key 1 already`) {
+			t.Errorf("keys create with a taken externalId: %q", res.Stderr)
 		}
 		steps := []struct {
 			args []string
@@ -47,8 +47,8 @@ func TestKeysCreateAndUpdateSetAndClearAnExternalID(t *testing.T) {
 		}
 		for _, st := range steps {
 			res := viaRun(t, nil, append([]string{"keys", "update", "--db", db}, st.args...)...)
-			if res.code != st.code {
-				t.Errorf("keys update %q: exit status %d, want %d\n%s", st.args, res.code, st.code, res.stderr)
+			if res.Code != st.code {
+				t.Errorf("keys update %q: exit status %d, want %d\n%s", st.args, res.Code, st.code, res.Stderr)
 			}
 			if got := externalIDs(); got != st.want {
 				t.Errorf("after keys update %q: %s, want %s", st.args, got, st.want)

@@ -106,63 +106,16 @@ func faultPetString(p testkit.Pet) string {
 	return fmt.Sprintf("{id %d, name %q, categoryId %d, status %s}", p.ID, p.Name, p.CategoryID, st)
 }
 
-// faultListAll reads every pet through listPets, following Link rel="next"
-// from /v1/pets?limit=100, and checks the ids ascend strictly across pages.
-func faultListAll(t *testing.T, client *http.Client, base, key string) []testkit.Pet {
-	t.Helper()
-	return faultListAllFrom(t, client, base, key, "/v1/pets?limit=100")
-}
-
-// faultListAllFrom lists every pet from the page at target on, following
-// rel="next", and checks that ids ascend strictly.
-func faultListAllFrom(t *testing.T, client *http.Client, base, key, target string) []testkit.Pet {
-	t.Helper()
-	var all []testkit.Pet
-	for pages := 0; ; pages++ {
-		if pages > 100_000 {
-			t.Fatalf("listPets pagination does not end")
-		}
-		res := faultDo(client, "GET", base+target, key, "")
-		if res.err != nil || res.bodyErr != nil || res.status != http.StatusOK {
-			t.Fatalf("GET %s: status %d, %v %v: %s", target, res.status, res.err, res.bodyErr, res.body)
-		}
-		var raw []json.RawMessage
-		if err := json.Unmarshal(res.body, &raw); err != nil {
-			t.Fatalf("GET %s: not a JSON array: %v: %s", target, err, res.body)
-		}
-		for _, r := range raw {
-			p := testkit.ReadPet(t, r)
-			if n := len(all); n > 0 && p.ID <= all[n-1].ID {
-				t.Fatalf("GET %s: id %d after id %d; ids must ascend strictly, without repeats", target, p.ID, all[n-1].ID)
-			}
-			all = append(all, p)
-		}
-		next := ""
-		for _, v := range res.header.Values("Link") {
-			if m := testkit.NextLinkRE.FindStringSubmatch(v); m != nil {
-				next = m[1]
-			}
-		}
-		if next == "" {
-			return all
-		}
-		if len(raw) == 0 {
-			t.Fatalf("GET %s: an empty page with a Link rel=\"next\"", target)
-		}
-		target = next
-	}
-}
-
 // faultCheckStore checks a freshly started server against what the test
 // knows: every acknowledged pet readable by id with exactly its fields, and
 // listed exactly once. A listed pet that was never acknowledged must be one
 // the test sent (its request was cut off by the kill); with exact, there
 // may be none. It returns the highest id listed.
-func faultCheckStore(t *testing.T, s *runningPetstore, client *http.Client, key string, acked map[int64]testkit.Pet, sent map[string]testkit.Pet, exact bool) (maxID int64, unacked int) {
+func faultCheckStore(t *testing.T, s *testkit.Petstore, client *http.Client, key string, acked map[int64]testkit.Pet, sent map[string]testkit.Pet, exact bool) (maxID int64, unacked int) {
 	t.Helper()
 	for _, id := range slices.Sorted(maps.Keys(acked)) {
 		want := acked[id]
-		res := faultDo(client, "GET", s.url+"/v1/pets/"+strconv.FormatInt(id, 10), key, "")
+		res := faultDo(client, "GET", s.URL+"/v1/pets/"+strconv.FormatInt(id, 10), key, "")
 		if res.err != nil || res.bodyErr != nil || res.status != http.StatusOK {
 			t.Errorf("acknowledged pet %s lost: GET answered %d %v %v: %s", faultPetString(want), res.status, res.err, res.bodyErr, res.body)
 			continue
@@ -173,7 +126,7 @@ func faultCheckStore(t *testing.T, s *runningPetstore, client *http.Client, key 
 		}
 	}
 	listed := map[int64]bool{}
-	for _, p := range faultListAll(t, client, s.url, key) {
+	for _, p := range testkit.AllPets(t, client, s.URL, key, "/v1/pets?limit=100") {
 		listed[p.ID] = true
 		maxID = max(maxID, p.ID)
 		if want, ok := acked[p.ID]; ok {
@@ -203,9 +156,9 @@ func faultCheckStore(t *testing.T, s *runningPetstore, client *http.Client, key 
 // error-level line, a 5xx.
 var faultLogProblem = regexp.MustCompile(`(?m)^.*(?:panic|goroutine \d+ \[|level=ERROR|status=5\d\d).*$`)
 
-func faultCheckLog(t *testing.T, s *runningPetstore) {
+func faultCheckLog(t *testing.T, s *testkit.Petstore) {
 	t.Helper()
-	if m := faultLogProblem.FindAllString(s.stderr.String(), 5); m != nil {
+	if m := faultLogProblem.FindAllString(s.Stderr.String(), 5); m != nil {
 		t.Errorf("the server logged:\n%s", strings.Join(m, "\n"))
 	}
 }
@@ -240,12 +193,12 @@ func faultRoundsOn(t *testing.T, opts servertest.Options, name string, sig sysca
 	start := time.Now()
 	for round := range rounds + 1 {
 		s := startPetstore(t, dir, "serve", "--db", db)
-		s.keysSent = append(s.keysSent, key)
+		s.KeysSent = append(s.KeysSent, key)
 		client := faultClient(faultWorkers)
 		if round > 0 {
 			maxID, unackedStored = faultCheckStore(t, s, client, key, acked, sent, sig == syscall.SIGTERM)
 			if t.Failed() {
-				t.Fatalf("after round %d (%s): pets lost or changed; server log:\n%s", round, name, s.stderr)
+				t.Fatalf("after round %d (%s): pets lost or changed; server log:\n%s", round, name, s.Stderr)
 			}
 		}
 		if round == rounds {
@@ -277,7 +230,7 @@ func faultRoundsOn(t *testing.T, opts servertest.Options, name string, sig sysca
 					mu.Lock()
 					sent[p.Name] = p
 					mu.Unlock()
-					res := faultDo(client, "POST", s.url+"/v1/pets", key, faultNewPetBody(p))
+					res := faultDo(client, "POST", s.URL+"/v1/pets", key, faultNewPetBody(p))
 					switch {
 					case res.err != nil && signalled.Load():
 						unanswered.Add(1)
@@ -314,14 +267,14 @@ func faultRoundsOn(t *testing.T, opts servertest.Options, name string, sig sysca
 		time.Sleep(delay)
 		signalled.Store(true)
 		if sig == syscall.SIGKILL {
-			s.kill9()
+			s.Kill9()
 			faultCheckLog(t, s)
 		} else {
-			if code := s.stop(sig); code != 0 {
-				t.Errorf("exit status %d after %s, want 0:\n%s", code, name, s.stderr)
+			if code := s.Stop(sig); code != 0 {
+				t.Errorf("exit status %d after %s, want 0:\n%s", code, name, s.Stderr)
 			}
-			if !strings.Contains(s.stderr.String(), "msg=stopped") {
-				t.Errorf("no msg=stopped line after %s:\n%s", name, s.stderr)
+			if !strings.Contains(s.Stderr.String(), "msg=stopped") {
+				t.Errorf("no msg=stopped line after %s:\n%s", name, s.Stderr)
 			}
 			faultCheckLog(t, s)
 		}

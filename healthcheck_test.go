@@ -106,14 +106,14 @@ func TestHealthcheck(t *testing.T) {
 				t.Errorf("took %v, want at most the 2 s timeout and a little", took)
 			}
 			if tt.wantCode == 0 {
-				if res.code != 0 || res.stderr != "" || res.stdout != "" {
-					t.Errorf("exit status %d, stdout %q, stderr %q; want 0 and nothing printed", res.code, res.stdout, res.stderr)
+				if res.Code != 0 || res.Stderr != "" || res.Stdout != "" {
+					t.Errorf("exit status %d, stdout %q, stderr %q; want 0 and nothing printed", res.Code, res.Stdout, res.Stderr)
 				}
 				return
 			}
 			wantFailure(t, res, tt.wantCode)
-			if !strings.Contains(res.stderr, tt.wantError) {
-				t.Errorf("stderr %q, want it to say %q", res.stderr, tt.wantError)
+			if !strings.Contains(res.Stderr, tt.wantError) {
+				t.Errorf("stderr %q, want it to say %q", res.Stderr, tt.wantError)
 			}
 		})
 	}
@@ -149,15 +149,15 @@ func TestHealthcheckOfTheBinaryAgainstARunningServer(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := startPetstore(t, dir, "--db", dir+"/petstore.db")
-	res := viaBinary(t, map[string]string{"PETSTORE_URL": s.url}, "healthcheck")
-	if res.code != 0 {
-		t.Errorf("petstore healthcheck against a running server: exit %d, stderr %q", res.code, res.stderr)
+	res := viaBinary(t, map[string]string{"PETSTORE_URL": s.URL}, "healthcheck")
+	if res.Code != 0 {
+		t.Errorf("petstore healthcheck against a running server: exit %d, stderr %q", res.Code, res.Stderr)
 	}
-	s.stop(syscall.SIGTERM)
-	res = viaBinary(t, nil, "healthcheck", "--url", s.url)
+	s.Stop(syscall.SIGTERM)
+	res = viaBinary(t, nil, "healthcheck", "--url", s.URL)
 	wantFailure(t, res, 1)
-	if !strings.Contains(res.stderr, "connection refused") {
-		t.Errorf("healthcheck of a stopped server: %q, want connection refused", res.stderr)
+	if !strings.Contains(res.Stderr, "connection refused") {
+		t.Errorf("healthcheck of a stopped server: %q, want connection refused", res.Stderr)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestHealthcheckOnEveryInterfaceVerifiesLocalhost(t *testing.T) {
 	mustWrite(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	env := map[string]string{"PETSTORE_ADDR": ":" + port, "PETSTORE_TLS_CERT": certFile}
-	if res := viaRun(t, env, "healthcheck"); res.code != 0 {
-		t.Errorf("healthcheck of :%s over https: exit %d: %s", port, res.code, res.stderr)
+	if res := viaRun(t, env, "healthcheck"); res.Code != 0 {
+		t.Errorf("healthcheck of :%s over https: exit %d: %s", port, res.Code, res.Stderr)
 	}
 }

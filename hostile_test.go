@@ -28,7 +28,7 @@ import (
 // whose limits no test here reaches: requests are refused for what they
 // are, not for how many there are.
 type hostileServer struct {
-	*runningPetstore
+	*testkit.Petstore
 	key  string
 	host string // 127.0.0.1:PORT
 }
@@ -40,8 +40,8 @@ func startHostile(t *testing.T) *hostileServer {
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "hostile",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	s := startPetstore(t, dir, "serve", "--db", db)
-	s.keysSent = append(s.keysSent, key)
-	return &hostileServer{runningPetstore: s, key: key, host: strings.TrimPrefix(s.url, "http://")}
+	s.KeysSent = append(s.KeysSent, key)
+	return &hostileServer{Petstore: s, key: key, host: strings.TrimPrefix(s.URL, "http://")}
 }
 
 // alive checks the server still answers, on a new connection: /healthz
@@ -49,10 +49,10 @@ func startHostile(t *testing.T) *hostileServer {
 func (h *hostileServer) alive(t *testing.T) {
 	t.Helper()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	if res := faultDo(client, "GET", h.url+"/healthz", "", ""); res.err != nil || res.status != http.StatusOK {
-		t.Fatalf("GET /healthz afterwards: %d %v; server log:\n%s", res.status, res.err, h.stderr)
+	if res := faultDo(client, "GET", h.URL+"/healthz", "", ""); res.err != nil || res.status != http.StatusOK {
+		t.Fatalf("GET /healthz afterwards: %d %v; server log:\n%s", res.status, res.err, h.Stderr)
 	}
-	if res := faultDo(client, "GET", h.url+"/v1/pets?limit=1", h.key, ""); res.err != nil || res.status != http.StatusOK {
+	if res := faultDo(client, "GET", h.URL+"/v1/pets?limit=1", h.key, ""); res.err != nil || res.status != http.StatusOK {
 		t.Fatalf("GET /v1/pets afterwards: %d %v %s", res.status, res.err, res.body)
 	}
 }
@@ -61,10 +61,10 @@ func (h *hostileServer) alive(t *testing.T) {
 // nothing alarming in its log.
 func (h *hostileServer) finish(t *testing.T) {
 	t.Helper()
-	if code := h.stop(syscall.SIGTERM); code != 0 {
-		t.Errorf("exit status %d after SIGTERM, want 0:\n%s", code, h.stderr)
+	if code := h.Stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("exit status %d after SIGTERM, want 0:\n%s", code, h.Stderr)
 	}
-	faultCheckLog(t, h.runningPetstore)
+	faultCheckLog(t, h.Petstore)
 }
 
 // hostileExchange dials the server, writes req from a goroutine (the
@@ -315,7 +315,7 @@ func TestHostileMalformedInput(t *testing.T) {
 	}
 	for _, tc := range bodies {
 		t.Run("body/"+tc.name, func(t *testing.T) {
-			resp, got := h.request("POST", "/v1/pets", h.key, tc.body)
+			resp, got := h.Request("POST", "/v1/pets", h.key, tc.body)
 			servertest.WantError(t, testkit.Recorded(resp, got), http.StatusBadRequest, tc.wantCode)
 		})
 	}
@@ -452,7 +452,7 @@ func TestHostileManyQueryParameters(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			resp, got := h.request("GET", "/v1/pets?"+tc.query, h.key, "")
+			resp, got := h.Request("GET", "/v1/pets?"+tc.query, h.key, "")
 			took := time.Since(start)
 			if tc.wantCode != "" {
 				servertest.WantError(t, testkit.Recorded(resp, got), tc.wantStatus, tc.wantCode)
@@ -530,7 +530,7 @@ func TestHostileSlowHeadersAreDropped(t *testing.T) {
 	for dropped.Load() < slowClients && time.Now().Before(deadline) {
 		for _, target := range []string{"/healthz", "/v1/pets?limit=5"} {
 			start := time.Now()
-			res := faultDo(client, "GET", h.url+target, h.key, "")
+			res := faultDo(client, "GET", h.URL+target, h.key, "")
 			if res.err != nil || res.status != http.StatusOK {
 				t.Fatalf("GET %s while slow clients wait: %d %v %s", target, res.status, res.err, res.body)
 			}

@@ -53,8 +53,8 @@ func TestKeysCreateExpires(t *testing.T) {
 		t.Run("PETSTORE_EXPIRES", func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "keys.db")
 			res := petstore(t, map[string]string{"PETSTORE_EXPIRES": "2099-01-31T00:00:00Z"}, "keys", "create", "--db", db, "--plan", "free")
-			if res.code != 0 {
-				t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 			}
 			if keys := listKeysJSON(t, petstore, db); keys[0].Expires == nil || keys[0].Expires.Year() != 2099 {
 				t.Errorf("keys list: %+v, want the expiry from PETSTORE_EXPIRES", keys[0])
@@ -85,10 +85,10 @@ func TestKeysCreateRefusesABadExpires(t *testing.T) {
 				db := filepath.Join(t.TempDir(), "keys.db")
 				res := petstore(t, nil, "keys", "create", "--db", db, "--plan", "free", "--expires", expires)
 				wantFailure(t, res, 2)
-				if !strings.Contains(res.stderr, "--expires") {
-					t.Errorf("standard error %q does not name --expires", res.stderr)
+				if !strings.Contains(res.Stderr, "--expires") {
+					t.Errorf("standard error %q does not name --expires", res.Stderr)
 				}
-				wantNoFile(t, db)
+				testkit.WantNoFile(t, db)
 			})
 		})
 	}
@@ -105,15 +105,15 @@ func TestKeysRoll(t *testing.T) {
 
 		t.Run("with the default overlap", func(t *testing.T) {
 			res := petstore(t, nil, "keys", "roll", "--db", db, strconv.FormatInt(id, 10))
-			if res.code != 0 {
-				t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 			}
-			if key := strings.TrimSuffix(res.stdout, "\n"); !cliKeyPattern["production"].MatchString(key) {
-				t.Errorf("standard output %q, want the new key alone", res.stdout)
+			if key := strings.TrimSuffix(res.Stdout, "\n"); !cliKeyPattern["production"].MatchString(key) {
+				t.Errorf("standard output %q, want the new key alone", res.Stdout)
 			}
-			m := rolledNote.FindStringSubmatch(res.stderr)
+			m := rolledNote.FindStringSubmatch(res.Stderr)
 			if m == nil {
-				t.Fatalf("standard error %q, want a note of the roll", res.stderr)
+				t.Fatalf("standard error %q, want a note of the roll", res.Stderr)
 			}
 			keys := listKeysJSON(t, petstore, db)
 			if len(keys) != 2 {
@@ -138,8 +138,8 @@ func TestKeysRoll(t *testing.T) {
 		t.Run("with no overlap", func(t *testing.T) {
 			next := listKeysJSON(t, petstore, db)[1].ID
 			res := petstore(t, map[string]string{"PETSTORE_OVERLAP": "5h"}, "keys", "roll", "--db", db, "--overlap", "0", strconv.FormatInt(next, 10))
-			if res.code != 0 {
-				t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 			}
 			keys := listKeysJSON(t, petstore, db)
 			if keys[1].State != "expired" || keys[2].State != "active" {
@@ -151,8 +151,8 @@ func TestKeysRoll(t *testing.T) {
 		})
 		t.Run("a revoked key", func(t *testing.T) {
 			last := listKeysJSON(t, petstore, db)[2].ID
-			if res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(last, 10)); res.code != 0 {
-				t.Fatalf("keys revoke: %d\n%s", res.code, res.stderr)
+			if res := petstore(t, nil, "keys", "revoke", "--db", db, strconv.FormatInt(last, 10)); res.Code != 0 {
+				t.Fatalf("keys revoke: %d\n%s", res.Code, res.Stderr)
 			}
 			wantFailure(t, petstore(t, nil, "keys", "roll", "--db", db, strconv.FormatInt(last, 10)), 1)
 			if keys := listKeysJSON(t, petstore, db); len(keys) != 3 || keys[2].State != "revoked" {
@@ -166,8 +166,8 @@ func TestKeysRoll(t *testing.T) {
 			staging := filepath.Join(t.TempDir(), "staging.db")
 			mustCreateKeyCLI(t, petstore, "--db", staging, "--plan", "free", "--env", "staging")
 			res := petstore(t, nil, "keys", "roll", "--db", staging, "--env", "staging", "--overlap", "1h", "1")
-			if key := strings.TrimSpace(res.stdout); res.code != 0 || !cliKeyPattern["staging"].MatchString(key) {
-				t.Errorf("exit status %d, standard output %q, want a psk_test_ key\n%s", res.code, res.stdout, res.stderr)
+			if key := strings.TrimSpace(res.Stdout); res.Code != 0 || !cliKeyPattern["staging"].MatchString(key) {
+				t.Errorf("exit status %d, standard output %q, want a psk_test_ key\n%s", res.Code, res.Stdout, res.Stderr)
 			}
 		})
 	})
@@ -205,7 +205,7 @@ func TestKeysRollOnAMissingDatabaseFails(t *testing.T) {
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "missing.db")
 		wantFailure(t, petstore(t, nil, "keys", "roll", "--db", db, "1"), 1)
-		wantNoFile(t, db)
+		testkit.WantNoFile(t, db)
 	})
 }
 
@@ -218,30 +218,30 @@ func TestRollWhileServing(t *testing.T) {
 	db := filepath.Join(dir, "petstore.db")
 	s := startPetstore(t, dir, "serve", "--db", db)
 	old := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "pro", "--name", "rolling")
-	s.wantStatus("GET", "/v1/pets", old, "", http.StatusOK)
+	s.WantStatus("GET", "/v1/pets", old, "", http.StatusOK)
 	id := keyIDByName(t, db, "rolling")
 
 	res := petstoreCmd(t, "keys", "roll", "--db", db, "--overlap", "2s", strconv.FormatInt(id, 10))
-	if res.code != 0 {
-		t.Fatalf("keys roll: exit status %d\n%s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("keys roll: exit status %d\n%s", res.Code, res.Stderr)
 	}
-	m := rolledNote.FindStringSubmatch(res.stderr)
+	m := rolledNote.FindStringSubmatch(res.Stderr)
 	if m == nil {
-		t.Fatalf("keys roll said %q, want a note of when the old key stops", res.stderr)
+		t.Fatalf("keys roll said %q, want a note of when the old key stops", res.Stderr)
 	}
 	end, err := time.Parse(time.RFC3339, m[3])
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := strings.TrimSpace(res.stdout)
-	s.wantStatus("GET", "/v1/pets", fresh, "", http.StatusOK) // at once
+	fresh := strings.TrimSpace(res.Stdout)
+	s.WantStatus("GET", "/v1/pets", fresh, "", http.StatusOK) // at once
 
 	// Past the end, a few more: each 401 spends the address's limit.
 	deadline := end.Add(1500 * time.Millisecond)
 	refused := 0
 	for time.Now().Before(deadline) && refused < 5 {
 		sent := time.Now()
-		resp, body := s.request("GET", "/v1/pets", old, "")
+		resp, body := s.Request("GET", "/v1/pets", old, "")
 		done := time.Now()
 		switch resp.StatusCode {
 		case http.StatusOK:
@@ -267,7 +267,7 @@ func TestRollWhileServing(t *testing.T) {
 	if refused == 0 {
 		t.Error("the old key was never refused")
 	}
-	s.wantStatus("GET", "/v1/pets", fresh, "", http.StatusOK)
+	s.WantStatus("GET", "/v1/pets", fresh, "", http.StatusOK)
 }
 
 func TestKeysListShowsLastUseAndTodaysUsageWrittenByTheServer(t *testing.T) {
@@ -282,9 +282,9 @@ func TestKeysListShowsLastUseAndTodaysUsageWrittenByTheServer(t *testing.T) {
 	s := startPetstore(t, dir, "serve", "--db", db)
 	start := time.Now().UTC().Truncate(time.Minute)
 	for range 3 {
-		s.wantStatus("GET", "/v1/pets", key, "", http.StatusOK)
+		s.WantStatus("GET", "/v1/pets", key, "", http.StatusOK)
 	}
-	if code := s.stop(syscall.SIGTERM); code != 0 {
+	if code := s.Stop(syscall.SIGTERM); code != 0 {
 		t.Fatalf("exit status %d after SIGTERM, want 0", code)
 	}
 	end := time.Now().UTC()
@@ -304,8 +304,8 @@ func TestKeysListShowsLastUseAndTodaysUsageWrittenByTheServer(t *testing.T) {
 		}
 	}
 	table := petstoreCmd(t, "keys", "list", "--db", db)
-	if !strings.Contains(table.stdout, start.Format("2006-01-02T15:04")) && !strings.Contains(table.stdout, end.Truncate(time.Minute).Format("2006-01-02T15:04")) {
-		t.Errorf("keys list does not show the last use:\n%s", table.stdout)
+	if !strings.Contains(table.Stdout, start.Format("2006-01-02T15:04")) && !strings.Contains(table.Stdout, end.Truncate(time.Minute).Format("2006-01-02T15:04")) {
+		t.Errorf("keys list does not show the last use:\n%s", table.Stdout)
 	}
 }
 
@@ -350,13 +350,13 @@ func TestRollAcrossServersSharesOneBudget(t *testing.T) {
 	}
 
 	res := petstoreCmd(t, "keys", "roll", "--db", b.db, "--overlap", "3s", strconv.FormatInt(id, 10))
-	if res.code != 0 {
-		t.Fatalf("keys roll: exit status %d\n%s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("keys roll: exit status %d\n%s", res.Code, res.Stderr)
 	}
-	fresh := strings.TrimSpace(res.stdout)
-	m := rolledNote.FindStringSubmatch(res.stderr)
+	fresh := strings.TrimSpace(res.Stdout)
+	m := rolledNote.FindStringSubmatch(res.Stderr)
 	if m == nil {
-		t.Fatalf("keys roll said %q", res.stderr)
+		t.Fatalf("keys roll said %q", res.Stderr)
 	}
 	end, err := time.Parse(time.RFC3339, m[3])
 	if err != nil {
@@ -422,15 +422,15 @@ func TestKeysUpdateExpiresListsNeverAmongTheForms(t *testing.T) {
 	res := viaRun(t, nil, "keys", "update", "--db", db, id, "--expires", "nevr")
 	wantFailure(t, res, 2)
 	for _, form := range []string{"RFC 3339", "duration", "never"} {
-		if !strings.Contains(res.stderr, form) {
-			t.Errorf("keys update --expires nevr: standard error %q does not list %s", res.stderr, form)
+		if !strings.Contains(res.Stderr, form) {
+			t.Errorf("keys update --expires nevr: standard error %q does not list %s", res.Stderr, form)
 		}
 	}
 	// keys create has no never to give: a key without --expires never expires.
 	res = viaRun(t, nil, "keys", "create", "--db", db, "--plan", "free", "--expires", "nevr")
 	wantFailure(t, res, 2)
-	if strings.Contains(res.stderr, "or never") {
-		t.Errorf("keys create --expires nevr offers never: %q", res.stderr)
+	if strings.Contains(res.Stderr, "or never") {
+		t.Errorf("keys create --expires nevr offers never: %q", res.Stderr)
 	}
 }
 
@@ -467,8 +467,8 @@ func TestEnterpriseFiguresAboveTheMaximumAreRefusedNamingTheField(t *testing.T) 
 		{[]string{"keys", "update", "--db", db, "1", "--rpd", over}, 2, "--rpd must be at most 1000000000"},
 	} {
 		res := viaRun(t, nil, c.args...)
-		if res.code != c.code || !strings.Contains(res.stderr, c.says) {
-			t.Errorf("%s: exit status %d, %q; want %d saying %q", c.args[:2], res.code, res.stderr, c.code, c.says)
+		if res.Code != c.code || !strings.Contains(res.Stderr, c.says) {
+			t.Errorf("%s: exit status %d, %q; want %d saying %q", c.args[:2], res.Code, res.Stderr, c.code, c.says)
 		}
 	}
 }

@@ -117,7 +117,7 @@ func TestLoad(t *testing.T) {
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "load",
 		"--rpm", "1000000000", "--rpd", "100000000000")
 	s := startPetstore(t, dir, "serve", "--db", db)
-	s.keysSent = append(s.keysSent, key)
+	s.KeysSent = append(s.KeysSent, key)
 
 	var dials atomic.Int64
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
@@ -140,7 +140,7 @@ func TestLoad(t *testing.T) {
 	}
 	known := &loadIDs{}
 	for i := range loadSeed {
-		res := faultDo(client, "POST", s.url+"/v1/pets", key, faultNewPetBody(newPet(i)))
+		res := faultDo(client, "POST", s.URL+"/v1/pets", key, faultNewPetBody(newPet(i)))
 		if res.err != nil || res.status != http.StatusCreated {
 			t.Fatalf("seeding: %d %v %s", res.status, res.err, res.body)
 		}
@@ -196,25 +196,25 @@ func TestLoad(t *testing.T) {
 				var want testkit.Pet
 				switch op.name {
 				case "list":
-					req, _ = http.NewRequest("GET", s.url+"/v1/pets?limit="+strconv.Itoa(1+rand.N(100)), nil)
+					req, _ = http.NewRequest("GET", s.URL+"/v1/pets?limit="+strconv.Itoa(1+rand.N(100)), nil)
 				case "list filtered":
-					req, _ = http.NewRequest("GET", s.url+"/v1/pets?limit=50&status="+statuses[rand.N(3)], nil)
+					req, _ = http.NewRequest("GET", s.URL+"/v1/pets?limit=50&status="+statuses[rand.N(3)], nil)
 				case "list next page":
-					req, _ = http.NewRequest("GET", s.url+next, nil)
+					req, _ = http.NewRequest("GET", s.URL+next, nil)
 				case "get":
-					req, _ = http.NewRequest("GET", s.url+"/v1/pets/"+strconv.FormatInt(known.random(), 10), nil)
+					req, _ = http.NewRequest("GET", s.URL+"/v1/pets/"+strconv.FormatInt(known.random(), 10), nil)
 				case "create":
 					want = newPet(int(serial.Add(1)))
-					req, _ = http.NewRequest("POST", s.url+"/v1/pets", strings.NewReader(faultNewPetBody(want)))
+					req, _ = http.NewRequest("POST", s.URL+"/v1/pets", strings.NewReader(faultNewPetBody(want)))
 					req.Header.Set("Content-Type", "application/json")
 				case "bad request":
 					b := bad[rand.N(len(bad))]
-					req, _ = http.NewRequest(b.method, s.url+b.path, strings.NewReader(b.body))
+					req, _ = http.NewRequest(b.method, s.URL+b.path, strings.NewReader(b.body))
 					if b.contentType != "" {
 						req.Header.Set("Content-Type", b.contentType)
 					}
 				case "no key":
-					req, _ = http.NewRequest("GET", s.url+"/v1/pets", nil)
+					req, _ = http.NewRequest("GET", s.URL+"/v1/pets", nil)
 				}
 				switch {
 				case op.name == "no key" && rand.N(2) == 0:
@@ -267,7 +267,7 @@ func TestLoad(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	elapsed := time.Since(start)
-	hwm, rss := loadMemory(t, s.cmd.Process.Pid)
+	hwm, rss := loadMemory(t, s.Cmd.Process.Pid)
 
 	// Add up.
 	all := &loadStats{statuses: map[int]int{}, unexpected: map[string]int{}}
@@ -327,7 +327,7 @@ func TestLoad(t *testing.T) {
 	for range loadWorkers {
 		readers.Go(func() {
 			for want := range queue {
-				res := faultDo(client, "GET", s.url+"/v1/pets/"+strconv.FormatInt(want.ID, 10), key, "")
+				res := faultDo(client, "GET", s.URL+"/v1/pets/"+strconv.FormatInt(want.ID, 10), key, "")
 				got, err := faultDecodePet(res.body)
 				if res.err != nil || res.status != http.StatusOK || err != nil || !faultSamePet(got, want) {
 					mu.Lock()
@@ -345,12 +345,12 @@ func TestLoad(t *testing.T) {
 	if len(missing) > 0 {
 		t.Errorf("%d of the %d pets created are not readable, the first: %s", len(missing), len(all.created), missing[0])
 	}
-	listed := faultListAll(t, client, s.url, key)
+	listed := testkit.AllPets(t, client, s.URL, key, "/v1/pets?limit=100")
 	if want := loadSeed + len(all.created); len(listed) != want {
 		t.Errorf("the list holds %d pets, want the %d seeded and created", len(listed), want)
 	}
 
-	if code := s.stop(syscall.SIGTERM); code != 0 {
+	if code := s.Stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("exit status %d after SIGTERM, want 0", code)
 	}
 	faultCheckLog(t, s)

@@ -25,8 +25,8 @@ func TestServeRefusesAnAddressWithoutAHostAsAUsageMistake(t *testing.T) {
 			t.Parallel()
 			res := viaRun(t, nil, "serve", "--db", filepath.Join(t.TempDir(), "petstore.db"), tt.flag, tt.addr)
 			wantFailure(t, res, 2)
-			if !strings.Contains(res.stderr, tt.flag) || !strings.Contains(res.stderr, tt.want) {
-				t.Errorf("standard error %q, want it to name %s and say %q", res.stderr, tt.flag, tt.want)
+			if !strings.Contains(res.Stderr, tt.flag) || !strings.Contains(res.Stderr, tt.want) {
+				t.Errorf("standard error %q, want it to name %s and say %q", res.Stderr, tt.flag, tt.want)
 			}
 		})
 	}
@@ -53,8 +53,8 @@ func TestServeRefusesABadTracingVariable(t *testing.T) {
 			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", tt.variable: tt.value}
 			res := viaRun(t, env, "serve", "--db", filepath.Join(t.TempDir(), "petstore.db"), "--addr", "127.0.0.1:0")
 			wantFailure(t, res, 2)
-			if !strings.Contains(res.stderr, tt.variable) {
-				t.Errorf("standard error %q does not name %s", res.stderr, tt.variable)
+			if !strings.Contains(res.Stderr, tt.variable) {
+				t.Errorf("standard error %q does not name %s", res.Stderr, tt.variable)
 			}
 		})
 	}

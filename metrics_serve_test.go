@@ -3,7 +3,6 @@ package main
 import (
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +22,8 @@ func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) 
 	public, stderr := p.url, p.stderr
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	waitHealthy(t, client, public)
-	adminAt := cliAdmin.FindStringSubmatch(stderr.String())
+	testkit.WaitHealthy(t, client, public)
+	adminAt := testkit.AdminServing.FindStringSubmatch(stderr.String())
 	if adminAt == nil {
 		t.Fatalf("no admin= address on the serving line:\n%s", stderr)
 	}
@@ -80,10 +79,7 @@ func TestAdminListenerServesMetricsBesideThePublicOneAndShutsDown(t *testing.T) 
 func TestWithoutAdminAddrNothingListensBesideThePublicAddress(t *testing.T) {
 	t.Parallel()
 	p := runServing(t, nil, "--addr", "127.0.0.1:0", "--db", t.TempDir()+"/petstore.db")
-	if cliAdmin.MatchString(p.stderr.String()) {
+	if testkit.AdminServing.MatchString(p.stderr.String()) {
 		t.Errorf("an admin listener was started without --admin-addr:\n%s", p.stderr)
 	}
 }
-
-// cliAdmin finds the admin listener's address on the serving line.
-var cliAdmin = regexp.MustCompile(`msg=serving .*admin=http://(127\.0\.0\.1:[0-9]+)`)

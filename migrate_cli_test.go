@@ -25,19 +25,19 @@ func TestMigrateAndServeSayWhereTheSchemaStands(t *testing.T) {
 		db := opts.DBAt(t, filepath.Join(t.TempDir(), "petstore.db"))
 		k := len(store.Migrations)
 		res := viaRun(t, nil, "migrate", "--db", db)
-		if want := fmt.Sprintf("up to date (version %d, level ", k); res.code != 0 || !strings.Contains(res.stdout, want) {
-			t.Fatalf("migrate: exit %d, %q %q; want %q", res.code, res.stdout, res.stderr, want)
+		if want := fmt.Sprintf("up to date (version %d, level ", k); res.Code != 0 || !strings.Contains(res.Stdout, want) {
+			t.Fatalf("migrate: exit %d, %q %q; want %q", res.Code, res.Stdout, res.Stderr, want)
 		}
-		if res := viaRun(t, nil, "migrate", "--db", db, "--force"); res.code != 2 || !strings.Contains(res.stderr, "--force goes with --contract") {
-			t.Errorf("migrate --force: exit %d, %q; want 2 saying it goes with --contract", res.code, res.stderr)
+		if res := viaRun(t, nil, "migrate", "--db", db, "--force"); res.Code != 2 || !strings.Contains(res.Stderr, "--force goes with --contract") {
+			t.Errorf("migrate --force: exit %d, %q; want 2 saying it goes with --contract", res.Code, res.Stderr)
 		}
 		contractSchema(t, db, k+3, k+1)
 		for _, args := range [][]string{{"serve", "--addr", "127.0.0.1:0", "--db", db}, {"migrate", "--db", db}} {
 			res := viaRun(t, nil, args...)
-			msg := strings.TrimSpace(res.stderr)
-			if res.code != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, fmt.Sprintf("level %d", k+1)) ||
+			msg := strings.TrimSpace(res.Stderr)
+			if res.Code != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, fmt.Sprintf("level %d", k+1)) ||
 				!strings.Contains(msg, fmt.Sprintf("%d migrations", k)) || !strings.Contains(msg, "petstore migrate") {
-				t.Errorf("%s on a contracted schema: exit %d, %q; want exit 1 and one line naming level %d, %d migrations and petstore migrate", args[0], res.code, msg, k+1, k)
+				t.Errorf("%s on a contracted schema: exit %d, %q; want exit 1 and one line naming level %d, %d migrations and petstore migrate", args[0], res.Code, msg, k+1, k)
 			}
 		}
 	})

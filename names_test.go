@@ -9,6 +9,8 @@ import (
 	"petstore/internal/domain"
 	"petstore/internal/manage"
 	"petstore/internal/store"
+
+	"petstore/internal/testkit"
 )
 
 // nameCases are names a person might give a key or an admin token: printable
@@ -60,7 +62,7 @@ func TestCheckName(t *testing.T) {
 // the database.
 func TestKeysCreateNames(t *testing.T) {
 	t.Parallel()
-	petstoreBinary(t)
+	testkit.PetstoreBinary(t)
 	for _, tt := range nameCases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -68,14 +70,14 @@ func TestKeysCreateNames(t *testing.T) {
 			res := viaBinary(t, nil, "keys", "create", "--db", db, "--plan", "free", "--name", tt.text)
 			if !tt.ok {
 				wantFailure(t, res, 2)
-				if !strings.Contains(res.stderr, "--name must be printable text") {
-					t.Errorf("standard error %q does not name the rule", res.stderr)
+				if !strings.Contains(res.Stderr, "--name must be printable text") {
+					t.Errorf("standard error %q does not name the rule", res.Stderr)
 				}
-				wantNoFile(t, db)
+				testkit.WantNoFile(t, db)
 				return
 			}
-			if res.code != 0 {
-				t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 			}
 			if keys := listKeysJSON(t, viaBinary, db); len(keys) != 1 || keys[0].Name != tt.text {
 				t.Errorf("keys list shows %+v, want one key named %q", keys, tt.text)
@@ -98,10 +100,10 @@ func TestKeysListQuotesAnOldHiddenName(t *testing.T) {
 	}
 	store.Close()
 	res := viaRun(t, nil, "keys", "list", "--db", db)
-	if res.code != 0 {
-		t.Fatalf("keys list: exit status %d\n%s", res.code, res.stderr)
+	if res.Code != 0 {
+		t.Fatalf("keys list: exit status %d\n%s", res.Code, res.Stderr)
 	}
-	if strings.ContainsAny(res.stdout, "\u202E\x1b") || !strings.Contains(res.stdout, `"evil\u202etxt\x1b[2J"`) {
-		t.Errorf("keys list shows the name raw or unquoted:\n%q", res.stdout)
+	if strings.ContainsAny(res.Stdout, "\u202E\x1b") || !strings.Contains(res.Stdout, `"evil\u202etxt\x1b[2J"`) {
+		t.Errorf("keys list shows the name raw or unquoted:\n%q", res.Stdout)
 	}
 }

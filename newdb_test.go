@@ -5,28 +5,30 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"petstore/internal/testkit"
 )
 
 // keys create on a database that is not there makes it, and says so with
 // its absolute path, once: run from the wrong folder, the mistake shows.
 func TestKeysCreateSaysWhenItMakesANewDatabase(t *testing.T) {
 	t.Parallel()
-	petstoreBinary(t)
+	testkit.PetstoreBinary(t)
 	dir := t.TempDir()
 	const announce = "petstore: created a new, empty database at "
 	want := announce + filepath.Join(dir, "petstore.db") + "\n"
-	first := runBinary(t, dir, nil, "keys", "create", "--plan", "free")
-	if first.code != 0 || !strings.Contains(first.stderr, want) {
-		t.Errorf("keys create in an empty folder: exit status %d, stderr:\n%s\nwant the line %q", first.code, first.stderr, want)
+	first := testkit.RunPetstore(t, dir, nil, "keys", "create", "--plan", "free")
+	if first.Code != 0 || !strings.Contains(first.Stderr, want) {
+		t.Errorf("keys create in an empty folder: exit status %d, stderr:\n%s\nwant the line %q", first.Code, first.Stderr, want)
 	}
-	if strings.Contains(first.stdout, announce) {
-		t.Errorf("standard output %q holds the notice; it must hold the key alone", first.stdout)
+	if strings.Contains(first.Stdout, announce) {
+		t.Errorf("standard output %q holds the notice; it must hold the key alone", first.Stdout)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "petstore.db")); err != nil {
 		t.Fatal(err)
 	}
-	again := runBinary(t, dir, nil, "keys", "create", "--plan", "free")
-	if again.code != 0 || strings.Contains(again.stderr, announce) {
-		t.Errorf("keys create on the database it made: exit status %d, stderr:\n%s\nwant no notice", again.code, again.stderr)
+	again := testkit.RunPetstore(t, dir, nil, "keys", "create", "--plan", "free")
+	if again.Code != 0 || strings.Contains(again.Stderr, announce) {
+		t.Errorf("keys create on the database it made: exit status %d, stderr:\n%s\nwant no notice", again.Code, again.Stderr)
 	}
 }

@@ -25,11 +25,11 @@ func TestServeRefusesADatabaseTimeoutNotAboveZero(t *testing.T) {
 	for _, bad := range []string{"0", "-1s", "soon"} {
 		res := viaRun(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", db, "--db-timeout", bad)
 		wantFailure(t, res, 2)
-		if !strings.Contains(res.stderr, "db-timeout") {
-			t.Errorf("--db-timeout %s: %q does not name the flag", bad, res.stderr)
+		if !strings.Contains(res.Stderr, "db-timeout") {
+			t.Errorf("--db-timeout %s: %q does not name the flag", bad, res.Stderr)
 		}
 	}
-	wantNoFile(t, db)
+	testkit.WantNoFile(t, db)
 }
 
 // The SQLite file deleted (its data directory removed) or replaced (another

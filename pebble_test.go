@@ -4,59 +4,21 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"petstore/internal/testkit"
 )
 
-// Let's Encrypt's test CA, Pebble, with its DNS stand-in: every name
-// resolves to 127.0.0.1, and Pebble validates real HTTP-01 and TLS-ALPN-01
-// challenges on the ports its config names (never "always valid"). Both
-// are built from the Go module proxy once per test process; a machine where
-// they cannot be built fails the test, never skips it.
-
-const pebbleModule = "github.com/letsencrypt/pebble/v2@v2.10.1"
-
-var pebbleBuild struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// pebbleBinaries is the directory of pebble and pebble-challtestsrv.
-func pebbleBinaries(t testing.TB) string {
-	t.Helper()
-	b := &pebbleBuild
-	b.once.Do(func() {
-		b.dir = filepath.Join(os.TempDir(), "petstore-pebble-"+strings.ReplaceAll(filepath.Base(pebbleModule), "@", "-"))
-		if _, err := os.Stat(filepath.Join(b.dir, "pebble-challtestsrv")); err == nil {
-			return
-		}
-		mod, version, _ := strings.Cut(pebbleModule, "@")
-		cmd := exec.Command("go", "install", mod+"/cmd/pebble@"+version, mod+"/cmd/pebble-challtestsrv@"+version)
-		cmd.Env = append(os.Environ(), "GOBIN="+b.dir, "GOFLAGS=-buildvcs=false")
-		cmd.Dir = os.TempDir()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("build Pebble (%s) from the Go module proxy: %v\n%s", pebbleModule, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.dir
-}
-
-// pebbleCA is a running Pebble.
+// pebbleCA is a running Pebble, Let's Encrypt's test CA, with its DNS
+// stand-in (testkit.PebbleBinaries): every name resolves to 127.0.0.1,
+// and Pebble validates real HTTP-01 and TLS-ALPN-01 challenges on the
+// ports its config names (never "always valid").
 type pebbleCA struct {
 	directory  string         // the ACME directory URL, for --acme-ca
 	rootFile   string         // the root of Pebble's own HTTPS endpoint, for --acme-ca-root
@@ -64,17 +26,17 @@ type pebbleCA struct {
 	issuingPEM string         // a file of it
 	httpPort   int            // where Pebble asks HTTP-01 challenges (--http-addr)
 	tlsPort    int            // where it asks TLS-ALPN-01 challenges (--addr)
-	proc       *process
+	proc       *testkit.Process
 }
 
 // startPebble starts Pebble and its DNS stand-in, issuing certificates
 // valid for validity, and returns once its directory answers.
 func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
 	t.Helper()
-	bin := pebbleBinaries(t)
+	bin := testkit.PebbleBinaries(t)
 	dir := t.TempDir()
 	dns := testkit.FreeAddr(t)
-	startProcess(t, "pebble-challtestsrv", filepath.Join(bin, "pebble-challtestsrv"), "-dnsserver", dns, "-management", testkit.FreeAddr(t),
+	testkit.StartProcess(t, "pebble-challtestsrv", filepath.Join(bin, "pebble-challtestsrv"), "-dnsserver", dns, "-management", testkit.FreeAddr(t),
 		"-http01", "", "-https01", "", "-doh", "", "-tlsalpn01", "", "-defaultIPv6", "")
 
 	ca := newTestCA(t)
@@ -95,7 +57,7 @@ func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
 	}})
 	mustWrite(t, filepath.Join(dir, "pebble.json"), config)
 	env := []string{"PEBBLE_VA_NOSLEEP=1", "PEBBLE_WFE_NONCEREJECT=0", "PEBBLE_AUTHZREUSE=0"}
-	p.proc = startProcessEnv(t, "pebble", filepath.Join(bin, "pebble"), env, "-config", filepath.Join(dir, "pebble.json"), "-dnsserver", dns)
+	p.proc = testkit.StartProcessEnv(t, "pebble", filepath.Join(bin, "pebble"), env, "-config", filepath.Join(dir, "pebble.json"), "-dnsserver", dns)
 	p.directory = "https://" + listen + "/dir"
 
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
@@ -124,12 +86,12 @@ func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
 
 // stop ends Pebble: the CA is away.
 func (p *pebbleCA) stop() {
-	p.proc.kill()
+	p.proc.Kill()
 }
 
 // issued is how many certificates Pebble has issued.
 func (p *pebbleCA) issued() int {
-	return strings.Count(p.proc.out.String(), "Issued certificate serial")
+	return strings.Count(p.proc.Out.String(), "Issued certificate serial")
 }
 
 // acmeArgs are serve's flags for a server that gets its certificate for

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"petstore/internal/testkit"
 )
 
 // The grants a server checks at start are those docs/production.md gives.
@@ -24,8 +26,8 @@ func TestTheGrantsCheckedAreTheDocumentedOnes(t *testing.T) {
 func TestARoleLackingAGrantIsToldTheStatementThatGivesIt(t *testing.T) {
 	roles := newTwoRoles(t)
 	app, schema := roles.app, roles.schema
-	if res := viaRun(t, nil, "migrate", "--db", roles.as(t, roles.owner)); res.code != 0 {
-		t.Fatalf("petstore migrate as the owner: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	if res := viaRun(t, nil, "migrate", "--db", roles.as(t, roles.owner)); res.Code != 0 {
+		t.Fatalf("petstore migrate as the owner: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
 	owner, err := pgx.Connect(t.Context(), roles.as(t, roles.owner))
 	if err != nil {
@@ -50,14 +52,14 @@ func TestARoleLackingAGrantIsToldTheStatementThatGivesIt(t *testing.T) {
 			if c.revoke != "" {
 				mustExecPG(t, owner, c.revoke)
 			}
-			res := runBinary(t, t.TempDir(), nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", roles.as(t, app)}, redis...)...)
+			res := testkit.RunPetstore(t, t.TempDir(), nil, append([]string{"serve", "--addr", "127.0.0.1:0", "--db", roles.as(t, app)}, redis...)...)
 			wantFailure(t, res, 1)
-			if !strings.Contains(res.stderr, c.want) || strings.Contains(res.stderr, "NULL") {
-				t.Errorf("serve as a role with %s: %q, want it to name %s", c.name, res.stderr, c.want)
+			if !strings.Contains(res.Stderr, c.want) || strings.Contains(res.Stderr, "NULL") {
+				t.Errorf("serve as a role with %s: %q, want it to name %s", c.name, res.Stderr, c.want)
 			}
 			mustExecPG(t, owner, c.want)
-			if res := viaRun(t, nil, "keys", "list", "--db", roles.as(t, app)); res.code != 0 {
-				t.Errorf("keys list after %s: exit %d %s", c.want, res.code, res.stderr)
+			if res := viaRun(t, nil, "keys", "list", "--db", roles.as(t, app)); res.Code != 0 {
+				t.Errorf("keys list after %s: exit %d %s", c.want, res.Code, res.Stderr)
 			}
 		})
 	}

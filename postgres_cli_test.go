@@ -65,8 +65,8 @@ func TestBadPostgresURLIsOneLineWithoutThePassword(t *testing.T) {
 			} {
 				res := viaRun(t, nil, args...)
 				wantFailure(t, res, tt.code)
-				if strings.Contains(res.stderr, "s3cret-pw") {
-					t.Errorf("petstore %s printed the password: %s", args[0], res.stderr)
+				if strings.Contains(res.Stderr, "s3cret-pw") {
+					t.Errorf("petstore %s printed the password: %s", args[0], res.Stderr)
 				}
 			}
 		})
@@ -79,10 +79,10 @@ func TestPostgresWithoutRedisIsRefused(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{"petstore", "serve", "--addr", "127.0.0.1:0", "--db", "postgres://postgres@127.0.0.1:5432/test"},
 		func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
-	res := cliResult{stdout.String(), stderr.String(), exitCode(err, &stderr)}
-	res.stderr = stderr.String()
+	res := cliResult{Stdout: stdout.String(), Stderr: stderr.String(), Code: exitCode(err, &stderr)}
+	res.Stderr = stderr.String()
 	wantFailure(t, res, 2)
-	if !strings.Contains(res.stderr, "--redis") {
-		t.Errorf("the refusal %q does not say that --redis is needed", res.stderr)
+	if !strings.Contains(res.Stderr, "--redis") {
+		t.Errorf("the refusal %q does not say that --redis is needed", res.Stderr)
 	}
 }

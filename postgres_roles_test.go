@@ -109,20 +109,20 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	as := func(role string) string { return roles.as(t, role) }
 	redis := testkit.RedisURL(t)
 	serveAs := func(role string) cliResult {
-		return runBinary(t, t.TempDir(), nil, "serve", "--addr", "127.0.0.1:0", "--db", as(role), "--redis", redis)
+		return testkit.RunPetstore(t, t.TempDir(), nil, "serve", "--addr", "127.0.0.1:0", "--db", as(role), "--redis", redis)
 	}
 	wantRefusedToMigrate := func(when string) {
 		t.Helper()
 		res := serveAs(app)
 		wantFailure(t, res, 1)
-		if !strings.Contains(res.stderr, "petstore migrate") {
-			t.Errorf("serve as the servers' role %s: %s, want it to name petstore migrate", when, res.stderr)
+		if !strings.Contains(res.Stderr, "petstore migrate") {
+			t.Errorf("serve as the servers' role %s: %s, want it to name petstore migrate", when, res.Stderr)
 		}
 	}
 
 	wantRefusedToMigrate("on an empty schema")
-	if res := viaRun(t, nil, "migrate", "--db", as(owner)); res.code != 0 || !strings.Contains(res.stdout, "up to date") {
-		t.Fatalf("petstore migrate as the owner: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	if res := viaRun(t, nil, "migrate", "--db", as(owner)); res.Code != 0 || !strings.Contains(res.Stdout, "up to date") {
+		t.Fatalf("petstore migrate as the owner: exit %d\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
 	ownerConn, err := pgx.Connect(ctx, as(owner))
 	if err != nil {
@@ -136,11 +136,11 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	// The servers' role runs the commands and a server.
 	id, _ := addWebhookCLI(t, viaRun, as(app), "http://127.0.0.1:9/in")                     // refused: loopback
 	key := mustCreateKeyCLI(t, viaRun, "--db", as(app), "--plan", "pro", "--name", "least") // queues key.created
-	if res := viaRun(t, nil, "webhooks", "rotate", "--db", as(app), id); res.code != 0 {
-		t.Errorf("webhooks rotate as the servers' role: exit %d %s", res.code, res.stderr)
+	if res := viaRun(t, nil, "webhooks", "rotate", "--db", as(app), id); res.Code != 0 {
+		t.Errorf("webhooks rotate as the servers' role: exit %d %s", res.Code, res.Stderr)
 	}
-	if res := viaRun(t, nil, "admin", "create", "--db", as(app), "--name", "least"); res.code != 0 {
-		t.Errorf("admin create as the servers' role: exit %d %s", res.code, res.stderr)
+	if res := viaRun(t, nil, "admin", "create", "--db", as(app), "--name", "least"); res.Code != 0 {
+		t.Errorf("admin create as the servers' role: exit %d %s", res.Code, res.Stderr)
 	}
 	p := runServing(t, nil, "serve", "--addr", "127.0.0.1:0", "--db", as(app), "--redis", redis)
 	client := &http.Client{}
@@ -159,8 +159,8 @@ func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
 	if strings.Contains(p.stderr.String(), "permission denied") {
 		t.Errorf("the server as the servers' role was refused something:\n%s", p.stderr)
 	}
-	if res := viaRun(t, nil, "keys", "list", "--db", as(app)); res.code != 0 {
-		t.Errorf("keys list as the servers' role: exit %d %s", res.code, res.stderr)
+	if res := viaRun(t, nil, "keys", "list", "--db", as(app)); res.Code != 0 {
+		t.Errorf("keys list as the servers' role: exit %d %s", res.Code, res.Stderr)
 	}
 
 	// The trail, as the servers' role: only added to.

@@ -19,12 +19,12 @@ func TestServeRefusesABadRedisURL(t *testing.T) {
 			viaRun(t, map[string]string{"PETSTORE_REDIS": bad}, "serve", "--db", db),
 		} {
 			wantFailure(t, res, 2)
-			if !strings.Contains(res.stderr, "--redis") || strings.Contains(res.stderr, "secret") {
-				t.Errorf("--redis %s: stderr %q, want a line about --redis without the password", bad, res.stderr)
+			if !strings.Contains(res.Stderr, "--redis") || strings.Contains(res.Stderr, "secret") {
+				t.Errorf("--redis %s: stderr %q, want a line about --redis without the password", bad, res.Stderr)
 			}
 		}
 	}
-	wantNoFile(t, db)
+	testkit.WantNoFile(t, db)
 }
 
 func TestServeStartsWhileRedisIsAway(t *testing.T) {
@@ -39,12 +39,12 @@ func TestServeStartsWhileRedisIsAway(t *testing.T) {
 		close(exited)
 	}()
 	t.Cleanup(func() { cancel(); <-exited })
-	base := waitServing(t, stderr, exited)
+	base := testkit.WaitServing(t, stderr, exited)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	waitHealthy(t, client, base)
+	testkit.WaitHealthy(t, client, base)
 	req, _ := http.NewRequest("GET", base+"/v1/pets", nil)
-	req.Header.Set("Authorization", "Bearer "+bootstrapKeyIn(t, stderr.String()))
+	req.Header.Set("Authorization", "Bearer "+testkit.BootstrapKeyIn(t, stderr.String()))
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,10 +38,10 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "replicas",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	dir := t.TempDir()
-	writers := []*runningPetstore{startPetstore(t, dir, "serve", "--db", db), startPetstore(t, dir, "serve", "--db", db)}
+	writers := []*testkit.Petstore{startPetstore(t, dir, "serve", "--db", db), startPetstore(t, dir, "serve", "--db", db)}
 	reader := startPetstore(t, dir, "serve", "--db", db)
 	for _, s := range append(slices.Clone(writers), reader) {
-		s.keysSent = append(s.keysSent, key)
+		s.KeysSent = append(s.KeysSent, key)
 	}
 
 	const perServer = 8
@@ -59,7 +58,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 			wg.Go(func() {
 				for n := 0; !stopped.Load(); n++ {
 					p := testkit.Pet{Name: fmt.Sprintf("server %d worker %d pet %d", w, g, n), CategoryID: int64(n + 1)}
-					res := faultDo(client, "POST", s.url+"/v1/pets", key, faultNewPetBody(p))
+					res := faultDo(client, "POST", s.URL+"/v1/pets", key, faultNewPetBody(p))
 					if res.err != nil || res.status != http.StatusCreated {
 						t.Errorf("POST to server %d: %d %v %s", w, res.status, res.err, res.body)
 						return
@@ -80,7 +79,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 	readerClient := faultClient(1)
 	defer readerClient.CloseIdleConnections()
 	for start := time.Now(); time.Since(start) < 3*time.Second && !t.Failed(); {
-		walks = append(walks, replicaWalk(t, readerClient, reader.url, key, 7))
+		walks = append(walks, replicaWalk(t, readerClient, reader.URL, key, 7))
 	}
 	stopped.Store(true)
 	wg.Wait()
@@ -89,7 +88,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 	}
 
 	all := slices.Sorted(maps.Keys(acked))
-	final := replicaWalk(t, readerClient, reader.url, key, 100)
+	final := replicaWalk(t, readerClient, reader.URL, key, 100)
 	if !slices.Equal(final, all) {
 		t.Errorf("after the load the list holds %d pets, want the %d acknowledged, each once, ascending", len(final), len(all))
 	}
@@ -115,7 +114,7 @@ func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 func replicaWalk(t *testing.T, client *http.Client, base, key string, limit int) []int64 {
 	t.Helper()
 	var ids []int64
-	for _, p := range faultListAllFrom(t, client, base, key, "/v1/pets?limit="+strconv.Itoa(limit)) {
+	for _, p := range testkit.AllPets(t, client, base, key, "/v1/pets?limit="+strconv.Itoa(limit)) {
 		ids = append(ids, p.ID)
 	}
 	return ids
@@ -143,7 +142,7 @@ type balancedSet struct {
 	args    []string // the flags every server gets
 	bins    []string // each server's build of petstore
 	addrs   []string // each server's fixed address, so a restart comes back there
-	servers []*runningPetstore
+	servers []*testkit.Petstore
 	url     string // the balancer, http://127.0.0.1:PORT
 	stats   string // its state of each server, as CSV
 	redis   *redisProcess
@@ -151,16 +150,16 @@ type balancedSet struct {
 
 func startBalancedSet(t *testing.T, n int) *balancedSet {
 	t.Helper()
-	return startBalancedSetOf(t, n, petstoreBinary(t))
+	return startBalancedSetOf(t, n, testkit.PetstoreBinary(t))
 }
 
 // startBalancedSetOf is startBalancedSet with servers of build bin and
 // the flags extra beside the usual ones.
 func startBalancedSetOf(t *testing.T, n int, bin string, extra ...string) *balancedSet {
 	t.Helper()
-	haproxy := balancerBinary(t, "haproxy")
+	haproxy := testkit.BalancerBinary(t, "haproxy")
 	b := &balancedSet{t: t, dir: t.TempDir(), db: testkit.PostgresURL(t)}
-	b.redis = startRedisProcess(t, balancerBinary(t, "redis-server"))
+	b.redis = startRedisProcess(t, testkit.BalancerBinary(t, "redis-server"))
 	b.args = append([]string{"serve", "--db", b.db, "--redis", b.redis.url, "--trust-proxy", "--shutdown-delay", "1s"}, extra...)
 	for i := range n {
 		b.addrs = append(b.addrs, testkit.FreeAddr(t))
@@ -203,10 +202,10 @@ backend servers
 	if err := os.WriteFile(conf, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, "haproxy", haproxy, "-db", "-f", conf)
+	testkit.StartProcess(t, "haproxy", haproxy, "-db", "-f", conf)
 	b.url = "http://" + lb
 	b.stats = "http://" + stats + "/stats;csv"
-	waitHealthy(t, &http.Client{Timeout: time.Second}, b.url)
+	testkit.WaitHealthy(t, &http.Client{Timeout: time.Second}, b.url)
 	return b
 }
 
@@ -234,65 +233,7 @@ func (b *balancedSet) waitUp(i int) {
 // start starts server i at its address.
 func (b *balancedSet) start(i int) {
 	b.t.Helper()
-	b.servers[i] = launchPetstoreBinary(b.t, b.bins[i], b.dir, nil, append(slices.Clone(b.args), "--addr", b.addrs[i])...).served()
-}
-
-// balancerBinary is the path of a program the balanced tests need.
-func balancerBinary(t *testing.T, name string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts servers behind a balancer; skipped with -short")
-	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("PETSTORE_TEST_BALANCER") != "" {
-			t.Fatalf("PETSTORE_TEST_BALANCER is set and %s is missing: %v", name, err)
-		}
-		t.Skipf("%s is not installed: apt-get install haproxy redis-server, then set PETSTORE_TEST_BALANCER=1 (.ci/run does)", name)
-	}
-	return path
-}
-
-// process is a helper program the test started.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}       // closed once it has ended
-	out  *testkit.SyncBuffer // its standard output and error
-}
-
-// kill ends it, if it still runs, and waits for that.
-func (p *process) kill() {
-	p.cmd.Process.Kill()
-	<-p.done
-}
-
-// startProcess runs a helper program until the test ends.
-func startProcess(t *testing.T, name, path string, args ...string) *process {
-	t.Helper()
-	return startProcessEnv(t, name, path, nil, args...)
-}
-
-// startProcessEnv runs a helper program with env added to the test's
-// environment until the test ends.
-func startProcessEnv(t *testing.T, name, path string, env []string, args ...string) *process {
-	t.Helper()
-	p := &process{cmd: exec.Command(path, args...), done: make(chan struct{}), out: &testkit.SyncBuffer{}}
-	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
-	}
-	out := p.out
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, out)
-		}
-	})
-	return p
+	b.servers[i] = launchPetstoreBinary(b.t, b.bins[i], b.dir, nil, append(slices.Clone(b.args), "--addr", b.addrs[i])...).Served()
 }
 
 // redisProcess is a Redis server of the test's own, which it may stop and
@@ -302,7 +243,7 @@ type redisProcess struct {
 	path string
 	addr string
 	url  string
-	proc *process
+	proc *testkit.Process
 }
 
 func startRedisProcess(t *testing.T, path string) *redisProcess {
@@ -315,7 +256,7 @@ func startRedisProcess(t *testing.T, path string) *redisProcess {
 func (r *redisProcess) start() {
 	r.t.Helper()
 	_, port, _ := net.SplitHostPort(r.addr)
-	r.proc = startProcess(r.t, "redis-server", r.path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no")
+	r.proc = testkit.StartProcess(r.t, "redis-server", r.path, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no")
 	testkit.Eventually(r.t, 5*time.Second, "redis-server answers on "+r.addr, func() bool {
 		c, err := net.Dial("tcp", r.addr)
 		if err == nil {
@@ -326,7 +267,7 @@ func (r *redisProcess) start() {
 }
 
 // stop ends the server the hard way; start brings it back empty.
-func (r *redisProcess) stop() { r.proc.kill() }
+func (r *redisProcess) stop() { r.proc.Kill() }
 
 // balancedLoad creates pets through the balancer from workers goroutines,
 // each list-reading every few creates, until stop is called. It keeps the
@@ -409,7 +350,7 @@ func (l *balancedLoad) checkEveryPetOnce(t *testing.T, b *balancedSet, key strin
 	client := faultClient(1)
 	defer client.CloseIdleConnections()
 	listed := map[int64]bool{}
-	for _, p := range faultListAll(t, client, b.url, key) {
+	for _, p := range testkit.AllPets(t, client, b.url, key, "/v1/pets?limit=100") {
 		if want, ok := l.acked[p.ID]; ok && !faultSamePet(p, want) {
 			t.Errorf("listed %s, acknowledged as %s", faultPetString(p), faultPetString(want))
 		}
@@ -433,7 +374,7 @@ func TestBalancedRollingRestartFailsNoRequest(t *testing.T) {
 	b := startBalancedSet(t, 3)
 	load, key := b.startLoad("rolling", 6)
 	for i := range b.servers {
-		if code := b.servers[i].stop(syscall.SIGTERM); code != 0 {
+		if code := b.servers[i].Stop(syscall.SIGTERM); code != 0 {
 			t.Errorf("server %d: exit status %d after SIGTERM", i, code)
 		}
 		b.start(i)
@@ -455,7 +396,7 @@ func TestBalancedKill9LosesNoAcknowledgedPet(t *testing.T) {
 	t.Parallel()
 	b := startBalancedSet(t, 3)
 	load, key := b.startLoad("kill9", 8)
-	b.servers[1].kill9()
+	b.servers[1].Kill9()
 	load.waitAcked(t, 50) // the others go on serving
 	load.stop()
 	if len(load.failed) > 8 {
@@ -504,7 +445,7 @@ func TestBalancedLimitsAreSharedByTheServers(t *testing.T) {
 	}
 
 	banned := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "banned")
-	direct := b.servers[0].url
+	direct := b.servers[0].URL
 	if n, _ := sendUntil429(t, client, direct, banned, 200); n != 60 {
 		t.Fatalf("the key got %d requests before its first 429, want 60", n)
 	}
@@ -516,7 +457,7 @@ func TestBalancedLimitsAreSharedByTheServers(t *testing.T) {
 		t.Fatalf("after 11 more requests during the wait: %d %s, want temporarily_banned", last.status, last.body)
 	}
 	for i, s := range b.servers[1:] {
-		res := faultDo(client, "GET", s.url+"/v1/pets", banned, "")
+		res := faultDo(client, "GET", s.URL+"/v1/pets", banned, "")
 		if res.status != http.StatusTooManyRequests || !strings.Contains(string(res.body), "temporarily_banned") {
 			t.Errorf("server %d, for a key banned through server 0: %d %s, want 429 temporarily_banned", i+1, res.status, res.body)
 		}
@@ -593,8 +534,8 @@ func (b *balancedSet) waitRedisShared(client *http.Client) {
 	key := mustCreateKeyCLI(b.t, viaBinary, "--db", b.db, "--plan", "enterprise", "--name", "probe", "--rpm", "100000", "--rpd", "1000000")
 	for i, s := range b.servers {
 		testkit.Eventually(b.t, 10*time.Second, fmt.Sprintf("server %d on Redis again", i), func() bool {
-			faultDo(client, "GET", s.url+"/v1/pets", key, "")
-			logs := s.stderr.String()
+			faultDo(client, "GET", s.URL+"/v1/pets", key, "")
+			logs := s.Stderr.String()
 			return strings.Count(logs, "Redis answers again") == strings.Count(logs, "Redis does not answer")
 		})
 	}

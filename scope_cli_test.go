@@ -39,19 +39,19 @@ func TestKeysCreateScopes(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				db := filepath.Join(t.TempDir(), "keys.db")
 				res := petstore(t, tt.env, append([]string{"keys", "create", "--db", db, "--plan", "free"}, tt.args...)...)
-				if res.code != 0 {
-					t.Fatalf("exit status %d\n%s", res.code, res.stderr)
+				if res.Code != 0 {
+					t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 				}
-				if !strings.Contains(res.stderr, strings.Join(tt.want, " and ")) {
-					t.Errorf("standard error %q does not name the key's scopes %v", res.stderr, tt.want)
+				if !strings.Contains(res.Stderr, strings.Join(tt.want, " and ")) {
+					t.Errorf("standard error %q does not name the key's scopes %v", res.Stderr, tt.want)
 				}
 				if keys := listKeysJSON(t, petstore, db); !slices.Equal(keys[0].Scopes, tt.want) {
 					t.Errorf("keys list --json: scopes %q, want %q", keys[0].Scopes, tt.want)
 				}
 				table := petstore(t, nil, "keys", "list", "--db", db)
-				lines := strings.Split(strings.TrimSpace(table.stdout), "\n")
+				lines := strings.Split(strings.TrimSpace(table.Stdout), "\n")
 				if f := strings.Fields(lines[len(lines)-1]); f[len(f)-1] != tt.table {
-					t.Errorf("keys list: scopes column %q, want %q\n%s", f[len(f)-1], tt.table, table.stdout)
+					t.Errorf("keys list: scopes column %q, want %q\n%s", f[len(f)-1], tt.table, table.Stdout)
 				}
 			})
 		}
@@ -81,11 +81,11 @@ func TestKeysCreateRefusesABadScope(t *testing.T) {
 				res := petstore(t, nil, append([]string{"keys", "create", "--db", db, "--plan", "free"}, tt.args...)...)
 				wantFailure(t, res, 2)
 				for _, m := range tt.mentions {
-					if !strings.Contains(res.stderr, m) {
-						t.Errorf("standard error %q does not name %s", res.stderr, m)
+					if !strings.Contains(res.Stderr, m) {
+						t.Errorf("standard error %q does not name %s", res.Stderr, m)
 					}
 				}
-				wantNoFile(t, db)
+				testkit.WantNoFile(t, db)
 			})
 		})
 	}
@@ -96,8 +96,8 @@ func TestKeysRollKeepsTheScopes(t *testing.T) {
 	bothWays(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "keys.db")
 		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--scope", "pets:read")
-		if res := petstore(t, nil, "keys", "roll", "--db", db, "1"); res.code != 0 {
-			t.Fatalf("keys roll: exit status %d\n%s", res.code, res.stderr)
+		if res := petstore(t, nil, "keys", "roll", "--db", db, "1"); res.Code != 0 {
+			t.Fatalf("keys roll: exit status %d\n%s", res.Code, res.Stderr)
 		}
 		keys := listKeysJSON(t, petstore, db)
 		for _, k := range keys {

@@ -167,7 +167,7 @@ func TestEveryAnswerOfBothTLSListenersCarriesHSTS(t *testing.T) {
 	if admin == nil || !strings.HasPrefix(p.url, "https://") {
 		t.Fatalf("want https:// for both listeners on the serving line:\n%s", p.stderr)
 	}
-	key := bootstrapKeyIn(t, p.stderr.String())
+	key := testkit.BootstrapKeyIn(t, p.stderr.String())
 	big := "X-Padding: " + strings.Repeat("z", headerLimit) + "\r\n" // past headerLimit, within what net/http reads
 	for _, tc := range []struct {
 		listener, addr, request, status string

@@ -110,7 +110,7 @@ func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
 	p, certFile, _ := httpsServing(t, ca, t.TempDir())
-	key := bootstrapKeyIn(t, p.stderr.String())
+	key := testkit.BootstrapKeyIn(t, p.stderr.String())
 	client := ca.client()
 	defer client.CloseIdleConnections()
 	req, _ := http.NewRequest("GET", p.url+"/v1/pets", nil)
@@ -133,8 +133,8 @@ func TestCertificateFilesServeHTTP2WithHSTS(t *testing.T) {
 		{map[string]string{"PETSTORE_TLS_CERT": certFile}, 0},
 		{nil, 1}, // the test root is not among the system's
 	} {
-		if res := viaRun(t, tc.env, "healthcheck", "--url", p.url); res.code != tc.want {
-			t.Errorf("healthcheck --url %s with %v: exit %d %s, want %d", p.url, tc.env, res.code, res.stderr, tc.want)
+		if res := viaRun(t, tc.env, "healthcheck", "--url", p.url); res.Code != tc.want {
+			t.Errorf("healthcheck --url %s with %v: exit %d %s, want %d", p.url, tc.env, res.Code, res.Stderr, tc.want)
 		}
 	}
 	// Plain HTTP to the HTTPS port: 400 https_required, in the Error shape.
@@ -259,8 +259,8 @@ func TestSIGHUPReloadsTheCertificate(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, _ := ca.writePair(t, dir)
 	s := startPetstore(t, dir, "--db", filepath.Join(dir, "petstore.db"), "--tls-cert", certFile, "--tls-key", keyFile)
-	if !strings.HasPrefix(s.url, "https://") {
-		t.Fatalf("serving at %s, want https://", s.url)
+	if !strings.HasPrefix(s.URL, "https://") {
+		t.Fatalf("serving at %s, want https://", s.URL)
 	}
 	oldCert, _ := os.ReadFile(certFile)
 	oldKey, _ := os.ReadFile(keyFile)
@@ -279,11 +279,11 @@ func TestSIGHUPReloadsTheCertificate(t *testing.T) {
 	os.Chtimes(certFile, info.ModTime(), info.ModTime())
 	os.Chtimes(keyFile, keyInfo.ModTime(), keyInfo.ModTime())
 	time.Sleep(3 * certs.PollEvery)
-	if got := servedSerial(t, ca, s.url); got.Cmp(serial) == 0 {
+	if got := servedSerial(t, ca, s.URL); got.Cmp(serial) == 0 {
 		t.Fatal("the new pair was served before SIGHUP: the test cannot tell SIGHUP did it")
 	}
-	s.cmd.Process.Signal(syscall.SIGHUP)
-	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.url).Cmp(serial) == 0 })
+	s.Cmd.Process.Signal(syscall.SIGHUP)
+	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.URL).Cmp(serial) == 0 })
 }
 
 // A mismatched pair after SIGHUP is one ERROR, however often SIGHUP asks
@@ -297,22 +297,22 @@ func TestSIGHUPOnAMismatchedPairLogsOnce(t *testing.T) {
 	s := startPetstore(t, dir, "--db", filepath.Join(dir, "petstore.db"), "--tls-cert", certFile, "--tls-key", keyFile)
 	certPEM, keyPEM, serial := ca.leaf(t, time.Now().Add(-time.Minute), time.Now().Add(12*time.Hour), "localhost")
 	mustWrite(t, certFile, certPEM)
-	told := func() int { return strings.Count(s.stderr.String(), "the certificate files do not load") }
-	s.cmd.Process.Signal(syscall.SIGHUP)
+	told := func() int { return strings.Count(s.Stderr.String(), "the certificate files do not load") }
+	s.Cmd.Process.Signal(syscall.SIGHUP)
 	testkit.Eventually(t, 2*time.Second, "an ERROR for the mismatched pair", func() bool { return told() == 1 })
 	for i := range 2 {
-		s.cmd.Process.Signal(syscall.SIGHUP)
-		testkit.Eventually(t, 2*time.Second, "SIGHUP taken", func() bool { return strings.Count(s.stderr.String(), "SIGHUP: reading") == i+2 })
+		s.Cmd.Process.Signal(syscall.SIGHUP)
+		testkit.Eventually(t, 2*time.Second, "SIGHUP taken", func() bool { return strings.Count(s.Stderr.String(), "SIGHUP: reading") == i+2 })
 	}
 	time.Sleep(2 * time.Second) // past the binary's poll
 	if n := told(); n != 1 {
-		t.Errorf("%d ERRORs for one mismatched pair, want 1:\n%s", n, s.stderr)
+		t.Errorf("%d ERRORs for one mismatched pair, want 1:\n%s", n, s.Stderr)
 	}
 	mustWrite(t, keyFile, keyPEM)
-	s.cmd.Process.Signal(syscall.SIGHUP)
-	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.url).Cmp(serial) == 0 })
+	s.Cmd.Process.Signal(syscall.SIGHUP)
+	testkit.Eventually(t, 2*time.Second, "the new certificate served after SIGHUP", func() bool { return servedSerial(t, ca, s.URL).Cmp(serial) == 0 })
 	testkit.Eventually(t, 2*time.Second, "a reload line naming localhost and 127.0.0.1", func() bool {
-		return strings.Contains(s.stderr.String(), `msg="certificate reloaded" cert=`+certFile+` names=localhost,127.0.0.1 `)
+		return strings.Contains(s.Stderr.String(), `msg="certificate reloaded" cert=`+certFile+` names=localhost,127.0.0.1 `)
 	})
 }
 
@@ -417,7 +417,7 @@ func TestPlainPortRefusesAKeyWhateverThePath(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no http= in the serving line:\n%s", p.stderr)
 	}
-	key := bootstrapKeyIn(t, p.stderr.String())
+	key := testkit.BootstrapKeyIn(t, p.stderr.String())
 	for _, tc := range []struct {
 		target, authorization string
 		refused               bool

@@ -24,10 +24,10 @@ func TestServeSendsItsTracesWhereTheVariablesSay(t *testing.T) {
 		// Nothing is sent before the stop, so only the flush at the stop sends it.
 		"OTEL_BSP_SCHEDULE_DELAY": "600000",
 	}
-	s := launchPetstoreBinary(t, petstoreBinary(t), dir, env, "serve", "--db", filepath.Join(dir, "petstore.db")).served()
-	s.wantStatus("GET", "/v1/pets", s.bootstrap, "", 200)
-	if code := s.stop(syscall.SIGTERM); code != 0 {
-		t.Fatalf("exit status %d after SIGTERM:\n%s", code, s.stderr)
+	s := launchPetstoreBinary(t, testkit.PetstoreBinary(t), dir, env, "serve", "--db", filepath.Join(dir, "petstore.db")).Served()
+	s.WantStatus("GET", "/v1/pets", s.Bootstrap, "", 200)
+	if code := s.Stop(syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM:\n%s", code, s.Stderr)
 	}
 	spans := receiver.WaitFor(5*time.Second, "GET /v1/pets")
 	server, _ := testkit.Named(spans, "GET /v1/pets")
@@ -39,7 +39,7 @@ func TestServeSendsItsTracesWhereTheVariablesSay(t *testing.T) {
 			t.Errorf("an export's Authorization is %q", h.Get("Authorization"))
 		}
 	}
-	if log := s.stderr.String(); !strings.Contains(log, "trace_id="+server.TraceID) || strings.Contains(log, "otlp-secret") {
+	if log := s.Stderr.String(); !strings.Contains(log, "trace_id="+server.TraceID) || strings.Contains(log, "otlp-secret") {
 		t.Errorf("the log has no trace_id %s, or holds the OTLP header's secret:\n%s", server.TraceID, log)
 	}
 }

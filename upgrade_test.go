@@ -53,7 +53,7 @@ func upgradeGate(t *testing.T) {
 	if os.Getenv("PETSTORE_TEST_UPGRADE") == "" {
 		t.Skip("builds older commits and runs a fleet behind HAProxy: set PETSTORE_TEST_UPGRADE=1 (.ci/run does)")
 	}
-	petstoreBinary(t) // skipped with -short and under -race
+	testkit.PetstoreBinary(t) // skipped with -short and under -race
 }
 
 // buildCommit builds commit of this repository's history, as a user
@@ -99,8 +99,8 @@ func TestUpgradeACommitBeforeTheLevelRefusesTheNewerSchema(t *testing.T) {
 	t.Parallel()
 	old := buildCommit(t, preLevelCommit)
 	db := testkit.PostgresURL(t)
-	if res := petstoreCmd(t, "migrate", "--db", db); res.code != 0 {
-		t.Fatalf("petstore migrate: %d %s", res.code, res.stderr)
+	if res := petstoreCmd(t, "migrate", "--db", db); res.Code != 0 {
+		t.Fatalf("petstore migrate: %d %s", res.Code, res.Stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -226,7 +226,7 @@ type upgradeFleet struct {
 func (f *upgradeFleet) swap(i int, bin, phase string) {
 	t := f.t
 	t.Helper()
-	if code := f.servers[i].stop(syscall.SIGTERM); code != 0 {
+	if code := f.servers[i].Stop(syscall.SIGTERM); code != 0 {
 		t.Errorf("server %d: exit status %d after SIGTERM", i, code)
 	}
 	f.bins[i] = bin
@@ -255,7 +255,7 @@ func (f *upgradeFleet) phase(phase string) {
 func (f *upgradeFleet) checkBanned(key, when string) {
 	f.t.Helper()
 	for i, s := range f.servers {
-		res := faultDo(f.client, "GET", s.url+"/v1/pets", key, "")
+		res := faultDo(f.client, "GET", s.URL+"/v1/pets", key, "")
 		if res.status != http.StatusTooManyRequests || !strings.Contains(string(res.body), "temporarily_banned") {
 			f.t.Errorf("%s, server %d (%s): %d %s, want 429 temporarily_banned", when, i, f.version(i), res.status, res.body)
 		}
@@ -282,7 +282,7 @@ func TestUpgradeAFleetForwardAndBackUnderLoad(t *testing.T) {
 	t.Parallel()
 	old := buildCommit(t, upgradeFrom(t))
 	f := &upgradeFleet{balancedSet: startBalancedSetOf(t, 2, old, "--webhook-allow-private"),
-		old: old, new: petstoreBinary(t), rc: testkit.NewReceiver(t), client: faultClient(1)}
+		old: old, new: testkit.PetstoreBinary(t), rc: testkit.NewReceiver(t), client: faultClient(1)}
 	defer f.client.CloseIdleConnections()
 	_, secret := addWebhookCLI(t, viaBinary, f.db, f.rc.URL())
 	f.rc.Trust(secret)
@@ -318,7 +318,7 @@ func (f *upgradeFleet) checkLimitInAMixedFleet() string {
 	// The balancer sent them to both versions: each logged some accepted.
 	accepted := regexp.MustCompile(fmt.Sprintf(`(?m)status=200 .* key_id=%d$`, f.keyID(key)))
 	for i, s := range f.servers {
-		if !accepted.MatchString(s.stderr.String()) {
+		if !accepted.MatchString(s.Stderr.String()) {
 			t.Errorf("server %d (%s) accepted no request of the Free key: the test did not limit it across versions", i, f.version(i))
 		}
 	}
@@ -375,7 +375,7 @@ func (f *upgradeFleet) checkAfterTheRoll(loadKey, limited string) {
 	f.load.checkEveryPetOnce(t, f.balancedSet, mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "lister",
 		"--rpm", "100000", "--rpd", "1000000"))
 	for i := range f.servers { // each writes its counts as it stops
-		if code := f.servers[i].stop(syscall.SIGTERM); code != 0 {
+		if code := f.servers[i].Stop(syscall.SIGTERM); code != 0 {
 			t.Errorf("server %d: exit status %d after SIGTERM", i, code)
 		}
 	}
@@ -394,7 +394,7 @@ func (f *upgradeFleet) checkEachWebhookOnce() {
 	t := f.t
 	t.Helper()
 	var events []domain.ListedDelivery
-	if err := json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", f.db, "--json").stdout), &events); err != nil {
+	if err := json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", f.db, "--json").Stdout), &events); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}

@@ -21,12 +21,12 @@ var cliWebhookSecret = regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`)
 func addWebhookCLI(t *testing.T, petstore cliRunner, db, url string, args ...string) (id, secret string) {
 	t.Helper()
 	res := petstore(t, nil, append([]string{"webhooks", "add", "--db", db, url}, args...)...)
-	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
-	if res.code != 0 || len(lines) != 2 || !cliWebhookSecret.MatchString(lines[1]) {
-		t.Fatalf("webhooks add: exit status %d, stdout %q, stderr %s", res.code, res.stdout, res.stderr)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	if res.Code != 0 || len(lines) != 2 || !cliWebhookSecret.MatchString(lines[1]) {
+		t.Fatalf("webhooks add: exit status %d, stdout %q, stderr %s", res.Code, res.Stdout, res.Stderr)
 	}
-	if strings.Contains(res.stderr, lines[1]) {
-		t.Fatalf("the secret is on standard error too: %s", res.stderr)
+	if strings.Contains(res.Stderr, lines[1]) {
+		t.Fatalf("the secret is on standard error too: %s", res.Stderr)
 	}
 	return lines[0], lines[1]
 }
@@ -39,42 +39,42 @@ func TestWebhooksCommands(t *testing.T) {
 
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
 		var listed []map[string]any
-		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 {
-			t.Fatalf("webhooks list --json: %v %s", err, res.stdout)
+		if err := json.Unmarshal([]byte(res.Stdout), &listed); err != nil || len(listed) != 1 {
+			t.Fatalf("webhooks list --json: %v %s", err, res.Stdout)
 		}
 		if l := listed[0]; l["url"] != "https://user:pw@203.0.113.10/in?token=abc" || l["enabled"] != true || l["lastStatus"] != nil ||
 			testkit.JSONString(l["events"]) != `["key.created","key.expiring"]` || testkit.JSONString(l["id"]) != id {
 			t.Errorf("listed %v", l)
 		}
 		res = petstore(t, nil, "webhooks", "rotate", "--db", db, id, "--overlap", "1h")
-		if res.code != 0 || !cliWebhookSecret.MatchString(strings.TrimSpace(res.stdout)) || strings.TrimSpace(res.stdout) == secret {
-			t.Fatalf("webhooks rotate: %d %q %s", res.code, res.stdout, res.stderr)
+		if res.Code != 0 || !cliWebhookSecret.MatchString(strings.TrimSpace(res.Stdout)) || strings.TrimSpace(res.Stdout) == secret {
+			t.Fatalf("webhooks rotate: %d %q %s", res.Code, res.Stdout, res.Stderr)
 		}
 		res = petstore(t, nil, "webhooks", "test", "--db", db, id)
-		eventID := strings.TrimSpace(res.stdout)
-		if res.code != 0 || !strings.HasPrefix(eventID, "msg_") {
-			t.Fatalf("webhooks test: %d %q %s", res.code, res.stdout, res.stderr)
+		eventID := strings.TrimSpace(res.Stdout)
+		if res.Code != 0 || !strings.HasPrefix(eventID, "msg_") {
+			t.Fatalf("webhooks test: %d %q %s", res.Code, res.Stdout, res.Stderr)
 		}
 		res = petstore(t, nil, "webhooks", "deliveries", "--db", db, "--json")
 		var deliveries []domain.ListedDelivery
-		if err := json.Unmarshal([]byte(res.stdout), &deliveries); err != nil || len(deliveries) != 1 ||
+		if err := json.Unmarshal([]byte(res.Stdout), &deliveries); err != nil || len(deliveries) != 1 ||
 			deliveries[0].EventID != eventID || deliveries[0].State != domain.DeliveryPending {
-			t.Fatalf("webhooks deliveries --json: %v %s", err, res.stdout)
+			t.Fatalf("webhooks deliveries --json: %v %s", err, res.Stdout)
 		}
-		if res := petstore(t, nil, "webhooks", "resend", "--db", db, eventID); res.code != 0 {
-			t.Fatalf("webhooks resend: %d %s", res.code, res.stderr)
+		if res := petstore(t, nil, "webhooks", "resend", "--db", db, eventID); res.Code != 0 {
+			t.Fatalf("webhooks resend: %d %s", res.Code, res.Stderr)
 		}
-		if res := petstore(t, nil, "webhooks", "enable", "--db", db, id); res.code != 0 {
-			t.Fatalf("webhooks enable: %d %s", res.code, res.stderr)
+		if res := petstore(t, nil, "webhooks", "enable", "--db", db, id); res.Code != 0 {
+			t.Fatalf("webhooks enable: %d %s", res.Code, res.Stderr)
 		}
 		res = petstore(t, nil, "audit", "--db", db, "--json")
 		for _, secretPart := range []string{"whsec_", "pw", "token=abc", strings.TrimPrefix(secret, "whsec_")} {
-			if strings.Contains(res.stdout, secretPart) {
-				t.Errorf("the audit trail holds %q: %s", secretPart, res.stdout)
+			if strings.Contains(res.Stdout, secretPart) {
+				t.Errorf("the audit trail holds %q: %s", secretPart, res.Stdout)
 			}
 		}
 		var audited []auditJSONEvent
-		if err := json.Unmarshal([]byte(res.stdout), &audited); err != nil {
+		if err := json.Unmarshal([]byte(res.Stdout), &audited); err != nil {
 			t.Fatal(err)
 		}
 		var actions []string
@@ -86,8 +86,8 @@ func TestWebhooksCommands(t *testing.T) {
 				t.Errorf("the audit trail lacks %s of env production: %q", action, actions)
 			}
 		}
-		if res := petstore(t, nil, "webhooks", "remove", "--db", db, id); res.code != 0 {
-			t.Fatalf("webhooks remove: %d %s", res.code, res.stderr)
+		if res := petstore(t, nil, "webhooks", "remove", "--db", db, id); res.Code != 0 {
+			t.Fatalf("webhooks remove: %d %s", res.Code, res.Stderr)
 		}
 		wantFailure(t, petstore(t, nil, "webhooks", "remove", "--db", db, id), 1)
 	})
@@ -117,17 +117,17 @@ func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 		} {
 			res := petstore(t, nil, tc.args...)
 			wantFailure(t, res, 2)
-			if !strings.Contains(res.stderr, tc.says) {
-				t.Errorf("%q: %s, want it to name %s", tc.args, res.stderr, tc.says)
+			if !strings.Contains(res.Stderr, tc.says) {
+				t.Errorf("%q: %s, want it to name %s", tc.args, res.Stderr, tc.says)
 			}
 		}
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
 		var listed []domain.ListedEndpoint
-		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 1 || listed[0].RotationEnds != nil {
-			t.Errorf("after the refusals: %v %s", err, res.stdout)
+		if err := json.Unmarshal([]byte(res.Stdout), &listed); err != nil || len(listed) != 1 || listed[0].RotationEnds != nil {
+			t.Errorf("after the refusals: %v %s", err, res.Stdout)
 		}
-		if res := petstore(t, nil, "audit", "--db", db, "--action", domain.AuditWebhookRotated, "--json"); strings.TrimSpace(res.stdout) != "[]" {
-			t.Errorf("a refused rotation left %s", res.stdout)
+		if res := petstore(t, nil, "audit", "--db", db, "--action", domain.AuditWebhookRotated, "--json"); strings.TrimSpace(res.Stdout) != "[]" {
+			t.Errorf("a refused rotation left %s", res.Stdout)
 		}
 	})
 }
@@ -152,10 +152,10 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		s := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
 		testkit.Eventually(t, 10*time.Second, "an attempt of each event recorded", func() bool {
 			var deliveries []domain.ListedDelivery
-			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").stdout), &deliveries)
+			json.Unmarshal([]byte(petstoreCmd(t, "webhooks", "deliveries", "--db", db, "--json").Stdout), &deliveries)
 			return len(deliveries) == 2 && deliveries[0].Attempts > 0 && deliveries[1].Attempts > 0
 		})
-		s.kill9()
+		s.Kill9()
 
 		rc.AnswerWith(nil)
 		if n := len(rc.Deliveries()); n != 2 {
@@ -165,7 +165,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		again := startPetstore(t, dir, "serve", "--db", db, "--webhook-allow-private")
 		defer func() {
 			if t.Failed() {
-				t.Logf("deliveries:\n%s\nlog:\n%s", petstoreCmd(t, "webhooks", "deliveries", "--db", db).stdout, again.stderr)
+				t.Logf("deliveries:\n%s\nlog:\n%s", petstoreCmd(t, "webhooks", "deliveries", "--db", db).Stdout, again.Stderr)
 			}
 		}()
 		var got []testkit.Delivery
@@ -206,29 +206,29 @@ func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
 			{"https://203.0.113.7/in", false},
 		} {
 			res := petstore(t, nil, "webhooks", "add", "--db", db, tc.url)
-			if res.code != 0 {
-				t.Fatalf("webhooks add %s: exit status %d: %s", tc.url, res.code, res.stderr)
+			if res.Code != 0 {
+				t.Fatalf("webhooks add %s: exit status %d: %s", tc.url, res.Code, res.Stderr)
 			}
-			if warned := strings.Contains(res.stderr, "warning:") && strings.Contains(res.stderr, "--webhook-allow-private"); warned != tc.warn {
-				t.Errorf("webhooks add %s: warned %v, want %v: %s", tc.url, warned, tc.warn, res.stderr)
+			if warned := strings.Contains(res.Stderr, "warning:") && strings.Contains(res.Stderr, "--webhook-allow-private"); warned != tc.warn {
+				t.Errorf("webhooks add %s: warned %v, want %v: %s", tc.url, warned, tc.warn, res.Stderr)
 			}
 		}
 		res := petstore(t, nil, "webhooks", "list", "--db", db, "--json")
 		var listed []domain.ListedEndpoint
-		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
-			t.Errorf("after the adds: %v %s", err, res.stdout)
+		if err := json.Unmarshal([]byte(res.Stdout), &listed); err != nil || len(listed) != 3 {
+			t.Errorf("after the adds: %v %s", err, res.Stdout)
 		}
 		// A host no server reaches whatever its flags is refused, as the
 		// admin API refuses it, and nothing is added.
 		for _, url := range []string{"http://0x7f000001/in", "http://2130706433/in", "http://1.2.3.256/in"} {
 			res := petstore(t, nil, "webhooks", "add", "--db", db, url)
-			if res.code != 2 || !strings.Contains(res.stderr, "url's host") {
-				t.Errorf("webhooks add %s: exit status %d, want 2 naming the url's host: %s", url, res.code, res.stderr)
+			if res.Code != 2 || !strings.Contains(res.Stderr, "url's host") {
+				t.Errorf("webhooks add %s: exit status %d, want 2 naming the url's host: %s", url, res.Code, res.Stderr)
 			}
 		}
 		res = petstore(t, nil, "webhooks", "list", "--db", db, "--json")
-		if err := json.Unmarshal([]byte(res.stdout), &listed); err != nil || len(listed) != 3 {
-			t.Errorf("after the refused adds: %v %s", err, res.stdout)
+		if err := json.Unmarshal([]byte(res.Stdout), &listed); err != nil || len(listed) != 3 {
+			t.Errorf("after the refused adds: %v %s", err, res.Stdout)
 		}
 	})
 }

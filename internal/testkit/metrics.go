@@ -71,3 +71,20 @@ func Scrape(t testing.TB, h http.Handler) map[string]*dto.MetricFamily {
 	}
 	return families
 }
+
+// ScrapeAdmin reads GET /metrics of a running server's admin listener
+// (admin is its http://HOST:PORT) as Prometheus would.
+func ScrapeAdmin(t testing.TB, admin string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return families
+}

@@ -181,3 +181,45 @@ func NextLink(t testing.TB, w *httptest.ResponseRecorder) (string, bool) {
 	}
 	return "", false
 }
+
+// AllPets reads every pet a running server at base lists, from the page at
+// target on (/v1/pets?limit=100 for all of them), following Link
+// rel="next": one listing reads the thousands of pets that one GET each
+// would. It checks that the ids ascend strictly across pages.
+func AllPets(t testing.TB, client *http.Client, base, key, target string) []Pet {
+	t.Helper()
+	var all []Pet
+	for pages := 0; ; pages++ {
+		if pages > 100_000 {
+			t.Fatalf("listPets pagination does not end")
+		}
+		resp, body := Fetch(t, client, "GET", base+target, key, "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: status %d: %s", target, resp.StatusCode, body)
+		}
+		var raw []json.RawMessage
+		if err := json.Unmarshal([]byte(body), &raw); err != nil {
+			t.Fatalf("GET %s: not a JSON array: %v: %s", target, err, body)
+		}
+		for _, r := range raw {
+			p := ReadPet(t, r)
+			if n := len(all); n > 0 && p.ID <= all[n-1].ID {
+				t.Fatalf("GET %s: id %d after id %d; ids must ascend strictly, without repeats", target, p.ID, all[n-1].ID)
+			}
+			all = append(all, p)
+		}
+		next := ""
+		for _, v := range resp.Header.Values("Link") {
+			if m := NextLinkRE.FindStringSubmatch(v); m != nil {
+				next = m[1]
+			}
+		}
+		if next == "" {
+			return all
+		}
+		if len(raw) == 0 {
+			t.Fatalf("GET %s: an empty page with a Link rel=\"next\"", target)
+		}
+		target = next
+	}
+}

@@ -2,12 +2,10 @@ package testkit
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,34 +20,12 @@ import (
 
 const versitygwModule = "github.com/versity/versitygw@v1.8.0"
 
-var versitygwBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
+var versitygwBuild = proxyBuild{name: "versitygw", module: versitygwModule, cmds: []string{"versitygw"}, env: []string{"CGO_ENABLED=0"}}
 
 // versitygwBinary is the path of the versitygw command, built on first use.
 func versitygwBinary(t testing.TB) string {
 	t.Helper()
-	b := &versitygwBuild
-	b.once.Do(func() {
-		dir := filepath.Join(os.TempDir(), "petstore-"+strings.ReplaceAll(filepath.Base(versitygwModule), "@", "-"))
-		b.path = filepath.Join(dir, "versitygw")
-		if _, err := os.Stat(b.path); err == nil {
-			return
-		}
-		mod, version, _ := strings.Cut(versitygwModule, "@")
-		cmd := exec.Command("go", "install", mod+"/cmd/versitygw@"+version)
-		cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
-		cmd.Dir = os.TempDir()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("build versitygw (%s) from the Go module proxy: %v\n%s", versitygwModule, err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
+	return filepath.Join(versitygwBuild.installed(t), "versitygw")
 }
 
 // S3 is a running versitygw on a loopback port.

@@ -1,10 +1,11 @@
-package main
+package replicate_test
 
 // Continuous replication of the SQLite file (docs/production.md, "Backup
 // and restore") against a real S3-compatible server, versitygw, built from
-// the Go module proxy (internal/testkit): the disk lost, a restore to a
-// point in time, bad input. Skipped with -short, as every test of the
-// built binary is.
+// the Go module proxy (internal/testkit), and the built petstore binary
+// (testkit.PetstoreBinary): the disk lost, a restore to a point in time,
+// bad input. Skipped with -short and under the race detector, as every
+// test of the built binary is.
 
 import (
 	"database/sql"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"petstore/internal/testkit"
+
+	_ "modernc.org/sqlite"
 )
 
 // replicaFixture is a versitygw with a bucket, the environment the
@@ -29,6 +32,7 @@ type replicaFixture struct {
 	s3   *testkit.S3
 	env  map[string]string // the versitygw's credentials
 	url  string            // the replica's URL, s3://petstore/prod?endpoint=...
+	bin  string            // the built petstore binary
 	dir  string            // the server's working directory
 	data string            // the directory of its database: the disk to lose
 	db   string
@@ -36,11 +40,9 @@ type replicaFixture struct {
 
 func newReplicaFixture(t *testing.T) *replicaFixture {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs the binary and versitygw")
-	}
+	bin := testkit.PetstoreBinary(t) // first: it skips under -short and the race detector
 	s3 := testkit.StartS3(t)
-	f := &replicaFixture{s3: s3, env: s3.Env(), url: s3.URL(s3.Bucket(t, "petstore"), "prod"), dir: t.TempDir()}
+	f := &replicaFixture{s3: s3, env: s3.Env(), url: s3.URL(s3.Bucket(t, "petstore"), "prod"), bin: bin, dir: t.TempDir()}
 	f.data = filepath.Join(f.dir, "data")
 	f.db = filepath.Join(f.data, "petstore.db")
 	if err := os.Mkdir(f.data, 0o755); err != nil {
@@ -53,17 +55,53 @@ func newReplicaFixture(t *testing.T) *replicaFixture {
 // read the WAL and upload what it holds.
 const replicateInterval = 200 * time.Millisecond
 
-func (f *replicaFixture) serve(t *testing.T, extra ...string) *runningPetstore {
+func (f *replicaFixture) serve(t *testing.T, extra ...string) *testkit.Petstore {
 	t.Helper()
 	args := append([]string{"serve", "--db", f.db, "--replicate-to", f.url, "--replicate-interval", replicateInterval.String()}, extra...)
-	return launchPetstoreBinary(t, petstoreBinary(t), f.dir, f.env, args...).served()
+	return testkit.LaunchPetstore(t, f.bin, f.dir, f.env, args...).Served()
 }
 
 // cmd runs the binary with args, beside a running server, with the
 // fixture's environment.
-func (f *replicaFixture) cmd(t *testing.T, args ...string) cliResult {
+func (f *replicaFixture) cmd(t *testing.T, args ...string) testkit.Result {
 	t.Helper()
-	return viaBinary(t, f.env, args...)
+	return testkit.RunPetstore(t, t.TempDir(), f.env, args...)
+}
+
+// mustCmd is cmd for a command that must succeed.
+func (f *replicaFixture) mustCmd(t *testing.T, args ...string) testkit.Result {
+	t.Helper()
+	res := f.cmd(t, args...)
+	if res.Code != 0 {
+		t.Fatalf("petstore %s: exit status %d\n%s", strings.Join(args, " "), res.Code, res.Stderr)
+	}
+	return res
+}
+
+// createKey runs keys create on the fixture's database with args and
+// returns the key.
+func (f *replicaFixture) createKey(t *testing.T, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(f.mustCmd(t, append([]string{"keys", "create", "--db", f.db}, args...)...).Stdout)
+}
+
+// keyID is the id of the key called name, from keys list --json.
+func (f *replicaFixture) keyID(t *testing.T, name string) int64 {
+	t.Helper()
+	var keys []struct {
+		ID   int64
+		Name string
+	}
+	if err := json.Unmarshal([]byte(f.mustCmd(t, "keys", "list", "--db", f.db, "--json").Stdout), &keys); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.Name == name {
+			return k.ID
+		}
+	}
+	t.Fatalf("keys list has no key named %q", name)
+	return 0
 }
 
 // ackedPet is a pet a server answered 201 for, and when.
@@ -75,7 +113,7 @@ type ackedPet struct {
 
 // createWithoutPause creates pets from four clients until stop closes, and
 // returns every one answered 201.
-func createWithoutPause(t *testing.T, s *runningPetstore, key string, stop <-chan struct{}) []ackedPet {
+func createWithoutPause(t *testing.T, s *testkit.Petstore, key string, stop <-chan struct{}) []ackedPet {
 	acked, _ := createCountingFailures(t, s, key, 0, stop)
 	return acked
 }
@@ -88,7 +126,7 @@ const steadyPause = 2 * time.Millisecond
 // createCountingFailures is createWithoutPause that also counts the
 // creates not answered 201 (a killed server's, or a failure); each client
 // waits pause after each of its creates.
-func createCountingFailures(t *testing.T, s *runningPetstore, key string, pause time.Duration, stop <-chan struct{}) (acked []ackedPet, failed int) {
+func createCountingFailures(t *testing.T, s *testkit.Petstore, key string, pause time.Duration, stop <-chan struct{}) (acked []ackedPet, failed int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for c := range 4 {
@@ -100,12 +138,12 @@ func createCountingFailures(t *testing.T, s *runningPetstore, key string, pause 
 				default:
 				}
 				name := fmt.Sprintf("pet-%d-%d", c, i)
-				req, err := testkit.NewRequest("POST", s.url+"/v1/pets", key, `{"name":"`+name+`","categoryId":1}`)
+				req, err := testkit.NewRequest("POST", s.URL+"/v1/pets", key, `{"name":"`+name+`","categoryId":1}`)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				resp, body, err := testkit.ReadResponse(s.client, req)
+				resp, body, err := testkit.ReadResponse(s.Client, req)
 				var pet struct{ ID int64 }
 				mu.Lock()
 				if err != nil || resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &pet) != nil {
@@ -136,17 +174,15 @@ func createCountingFailures(t *testing.T, s *runningPetstore, key string, pause 
 func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
-	if res := f.cmd(t, "webhooks", "add", "--db", f.db, "https://203.0.113.10/petstore"); res.code != 0 {
-		t.Fatalf("webhooks add: %s", res.stderr)
-	}
+	key := f.createKey(t, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	f.mustCmd(t, "webhooks", "add", "--db", f.db, "https://203.0.113.10/petstore")
 	s := f.serve(t)
 	stop := make(chan struct{})
 	var acked []ackedPet
 	done := make(chan struct{})
 	go func() { acked = createWithoutPause(t, s, key, stop); close(done) }()
 	time.Sleep(6 * time.Second)
-	s.kill9()
+	s.Kill9()
 	killedAt := time.Now()
 	close(stop)
 	<-done
@@ -158,12 +194,12 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 	}
 
 	again := f.serve(t)
-	if !regexp.MustCompile(`msg="restored the database from the replica" .*txid=[1-9][0-9]* last_write=20`).MatchString(again.stderr.String()) {
-		t.Errorf("the new server's log says no restore with its transaction and last write:\n%s", again.stderr)
+	if !regexp.MustCompile(`msg="restored the database from the replica" .*txid=[1-9][0-9]* last_write=20`).MatchString(again.Stderr.String()) {
+		t.Errorf("the new server's log says no restore with its transaction and last write:\n%s", again.Stderr)
 	}
 	// One listing reads the thousands of pets that one GET each would.
 	restored := map[int64]string{}
-	for _, p := range faultListAll(t, again.client, again.url, key) {
+	for _, p := range testkit.AllPets(t, again.Client, again.URL, key, "/v1/pets?limit=100") {
 		restored[p.ID] = p.Name
 	}
 	must := 0
@@ -180,12 +216,12 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 		t.Fatalf("only %d pets acknowledged more than 3 s before the kill, of %d: too few to tell", must, len(acked))
 	}
 	last := maxPetID(t, f.db)
-	_, body := again.wantStatus("POST", "/v1/pets", key, `{"name":"after","categoryId":1}`, http.StatusCreated)
+	_, body := again.WantStatus("POST", "/v1/pets", key, `{"name":"after","categoryId":1}`, http.StatusCreated)
 	if want := fmt.Sprintf(`"id":%d`, last+1); !strings.Contains(body, want) {
 		t.Errorf("the first pet after the restore is %s, want id %d (after the last restored, %d)", body, last+1, last)
 	}
-	if res := f.cmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.stdout, "203.0.113.10") {
-		t.Errorf("webhooks list after the restore: %s%s, want the endpoint", res.stdout, res.stderr)
+	if res := f.cmd(t, "webhooks", "list", "--db", f.db); !strings.Contains(res.Stdout, "203.0.113.10") {
+		t.Errorf("webhooks list after the restore: %s%s, want the endpoint", res.Stdout, res.Stderr)
 	}
 	// Usage reaches the database on its own flush, every 2 s: what was
 	// counted 2 s more before the kill is in the replica too.
@@ -195,13 +231,13 @@ func TestDiskLostEveryPetAcknowledgedBeforeTheIntervalComesBack(t *testing.T) {
 			usageBy++
 		}
 	}
-	res := f.cmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(keyIDByName(t, f.db, "writer")), "--days", "1", "--json")
+	res := f.cmd(t, "usage", "--db", f.db, "--key", fmt.Sprint(f.keyID(t, "writer")), "--days", "1", "--json")
 	var days []struct{ Allowed int }
-	if json.Unmarshal([]byte(res.stdout), &days) != nil || len(days) != 1 || days[0].Allowed < usageBy {
-		t.Errorf("usage after the restore: %s%s, want at least %d requests allowed today", res.stdout, res.stderr, usageBy)
+	if json.Unmarshal([]byte(res.Stdout), &days) != nil || len(days) != 1 || days[0].Allowed < usageBy {
+		t.Errorf("usage after the restore: %s%s, want at least %d requests allowed today", res.Stdout, res.Stderr, usageBy)
 	}
-	if res := f.cmd(t, "audit", "--db", f.db, "--since", "1h"); !strings.Contains(res.stdout, "key.created") {
-		t.Errorf("audit after the restore: %s%s, want the key's creation", res.stdout, res.stderr)
+	if res := f.cmd(t, "audit", "--db", f.db, "--since", "1h"); !strings.Contains(res.Stdout, "key.created") {
+		t.Errorf("audit after the restore: %s%s, want the key's creation", res.Stdout, res.Stderr)
 	}
 	t.Logf("%d pets acknowledged, %d of them more than 3 s before the kill; last restored id %d", len(acked), must, last)
 }
@@ -248,23 +284,21 @@ func petNames(t *testing.T, path string) map[string]bool {
 func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "pro", "--name", "writer")
+	key := f.createKey(t, "--plan", "pro", "--name", "writer")
 	s := f.serve(t)
 	for i := range 5 {
-		s.wantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before-%d","categoryId":1}`, i), http.StatusCreated)
+		s.WantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"before-%d","categoryId":1}`, i), http.StatusCreated)
 	}
 	time.Sleep(2 * time.Second)
 	at := time.Now().UTC()
 	time.Sleep(2 * time.Second)
 	for i := range 5 {
-		s.wantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"after-%d","categoryId":1}`, i), http.StatusCreated)
+		s.WantStatus("POST", "/v1/pets", key, fmt.Sprintf(`{"name":"after-%d","categoryId":1}`, i), http.StatusCreated)
 	}
 	time.Sleep(2 * time.Second)
 
 	out := filepath.Join(t.TempDir(), "then.db")
-	if res := f.cmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano)); res.code != 0 {
-		t.Fatalf("restore --at: %s", res.stderr)
-	}
+	f.mustCmd(t, "restore", "--from", f.url, "--db", out, "--at", at.Format(time.RFC3339Nano))
 	names := petNames(t, out)
 	for i := range 5 {
 		if !names[fmt.Sprintf("before-%d", i)] || names[fmt.Sprintf("after-%d", i)] {
@@ -272,13 +306,11 @@ func TestRestoreAtATimeHoldsThePetsBeforeItAndNoneAfter(t *testing.T) {
 		}
 	}
 	res := f.cmd(t, "restore", "--from", f.url, "--db", out)
-	wantFailure(t, res, 1)
-	if !strings.Contains(res.stderr, "--force") {
-		t.Errorf("restore over a file: %s, want it to name --force", res.stderr)
+	testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, 1)
+	if !strings.Contains(res.Stderr, "--force") {
+		t.Errorf("restore over a file: %s, want it to name --force", res.Stderr)
 	}
-	if res := f.cmd(t, "restore", "--from", f.url, "--db", out, "--force"); res.code != 0 {
-		t.Fatalf("restore --force: %s", res.stderr)
-	}
+	f.mustCmd(t, "restore", "--from", f.url, "--db", out, "--force")
 	if names := petNames(t, out); len(names) != 10 {
 		t.Errorf("restore of the latest state holds %v, want the 10 pets", names)
 	}
@@ -311,31 +343,31 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := maps.Clone(f.env)
 			maps.Copy(env, tc.env)
-			res := viaBinary(t, env, tc.args...)
-			wantFailure(t, res, tc.code)
-			if !strings.Contains(res.stderr, tc.says) {
-				t.Errorf("stderr %q, want it to say %q", res.stderr, tc.says)
+			res := testkit.RunPetstore(t, t.TempDir(), env, tc.args...)
+			testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, tc.code)
+			if !strings.Contains(res.Stderr, tc.says) {
+				t.Errorf("stderr %q, want it to say %q", res.Stderr, tc.says)
 			}
-			if strings.Contains(res.stderr, "hunter2secret") || strings.Contains(res.stderr, f.s3.SecretKey) {
-				t.Errorf("stderr shows a secret: %s", res.stderr)
+			if strings.Contains(res.Stderr, "hunter2secret") || strings.Contains(res.Stderr, f.s3.SecretKey) {
+				t.Errorf("stderr shows a secret: %s", res.Stderr)
 			}
-			wantNoFile(t, missing)
+			testkit.WantNoFile(t, missing)
 		})
 	}
 
 	// An empty replica is a fresh start, said in one log line; then --at
 	// before the oldest state kept is refused.
 	s := f.serve(t)
-	if n := strings.Count(s.stderr.String(), "the replica is empty"); n != 1 {
-		t.Errorf("a start on an empty replica logged %d lines of it, want 1:\n%s", n, s.stderr)
+	if n := strings.Count(s.Stderr.String(), "the replica is empty"); n != 1 {
+		t.Errorf("a start on an empty replica logged %d lines of it, want 1:\n%s", n, s.Stderr)
 	}
 	testkit.Eventually(t, 10*time.Second, "the replica holds the new database", func() bool {
-		return f.cmd(t, "restore", "--from", f.url, "--db", filepath.Join(t.TempDir(), "x.db")).code == 0
+		return f.cmd(t, "restore", "--from", f.url, "--db", filepath.Join(t.TempDir(), "x.db")).Code == 0
 	})
 	res := f.cmd(t, "restore", "--from", f.url, "--db", missing, "--at", "2001-01-01T00:00:00Z")
-	wantFailure(t, res, 1)
-	if !strings.Contains(res.stderr, "before the oldest state") {
-		t.Errorf("--at before the retention: %s", res.stderr)
+	testkit.WantFailure(t, res.Stdout, res.Stderr, res.Code, 1)
+	if !strings.Contains(res.Stderr, "before the oldest state") {
+		t.Errorf("--at before the retention: %s", res.Stderr)
 	}
 }
 
@@ -346,18 +378,14 @@ func TestReplicationBadInputsAreRefusedInOneClearLine(t *testing.T) {
 func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing.T) {
 	t.Parallel()
 	f := newReplicaFixture(t)
-	key := mustCreateKeyCLI(t, viaBinary, "--db", f.db, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
-	res := viaBinary(t, nil, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read")
-	if res.code != 0 {
-		t.Fatalf("admin create: %s", res.stderr)
-	}
-	token := strings.TrimSpace(res.stdout)
+	key := f.createKey(t, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
+	token := strings.TrimSpace(f.mustCmd(t, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read").Stdout)
 	s := f.serve(t, "--admin-addr", "127.0.0.1:0")
-	s.keysSent = append(s.keysSent, token)
-	admin := "http://" + cliAdmin.FindStringSubmatch(s.stderr.String())[1]
+	s.KeysSent = append(s.KeysSent, token)
+	admin := "http://" + testkit.AdminServing.FindStringSubmatch(s.Stderr.String())[1]
 	backup := func() map[string]any {
 		t.Helper()
-		resp, body := testkit.Fetch(t, s.client, "GET", admin+"/admin/v1/backup", token, "")
+		resp, body := testkit.Fetch(t, s.Client, "GET", admin+"/admin/v1/backup", token, "")
 		var b map[string]any
 		if resp.StatusCode != http.StatusOK || json.Unmarshal([]byte(body), &b) != nil {
 			t.Fatalf("GET /admin/v1/backup: %d %s", resp.StatusCode, body)
@@ -382,7 +410,7 @@ func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing
 	if b := backup(); b["url"] != f.url || strings.Contains(fmt.Sprint(b), f.s3.SecretKey) {
 		t.Errorf("GET /admin/v1/backup: %v, want the URL %s and no secret", b, f.url)
 	}
-	if errs := scrapeAdmin(t, admin)["petstore_replication_errors_total"]; errs == nil || errs.GetMetric()[0].GetCounter().GetValue() == 0 {
+	if errs := testkit.ScrapeAdmin(t, admin)["petstore_replication_errors_total"]; errs == nil || errs.GetMetric()[0].GetCounter().GetValue() == 0 {
 		t.Errorf("petstore_replication_errors_total: %v, want above 0", errs)
 	}
 	time.Sleep(27 * time.Second)
@@ -396,15 +424,13 @@ func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing
 	// Caught up and behind_seconds 0 mean every acknowledged create is in
 	// the replica: the restore right after holds them all.
 	testkit.Eventually(t, 30*time.Second, "the replica catches up", func() bool {
-		return strings.Contains(s.stderr.String(), "replication caught up") && backup()["behind_seconds"].(float64) == 0
+		return strings.Contains(s.Stderr.String(), "replication caught up") && backup()["behind_seconds"].(float64) == 0
 	})
-	if n := strings.Count(s.stderr.String(), "replication is failing"); n != 1 {
-		t.Errorf("%d WARN lines of the failure, want 1:\n%s", n, s.stderr)
+	if n := strings.Count(s.Stderr.String(), "replication is failing"); n != 1 {
+		t.Errorf("%d WARN lines of the failure, want 1:\n%s", n, s.Stderr)
 	}
 	out := filepath.Join(t.TempDir(), "after.db")
-	if res := f.cmd(t, "restore", "--from", f.url, "--db", out); res.code != 0 {
-		t.Fatalf("restore: %s", res.stderr)
-	}
+	f.mustCmd(t, "restore", "--from", f.url, "--db", out)
 	names := petNames(t, out)
 	for _, p := range acked {
 		if !names[p.name] {
