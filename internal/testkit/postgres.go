@@ -14,12 +14,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // PostgresURL returns the URL of a new, empty schema of the tests'
@@ -30,25 +32,12 @@ import (
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base := PostgresServer(t)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("the tests' PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
+	pool := schemaPools.get(t, base)
 	schema := "petstore_test_" + strings.ToLower(rand.Text()[:12])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		dropSchema(t, conn, schema)
-	})
+	t.Cleanup(func() { dropSchema(t, pool, schema) })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -59,14 +48,45 @@ func PostgresURL(t testing.TB) string {
 	return u.String()
 }
 
+// schemaPools holds the connections that create and drop the tests'
+// schemas, one pool per database for the whole test binary: a new
+// PostgreSQL connection costs a process on the server, and a test binary
+// makes hundreds of schemas.
+var schemaPools = poolsByURL{pools: map[string]*pgxpool.Pool{}}
+
+type poolsByURL struct {
+	mu    sync.Mutex
+	pools map[string]*pgxpool.Pool
+}
+
+func (p *poolsByURL) get(t testing.TB, base string) *pgxpool.Pool {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pool, ok := p.pools[base]; ok {
+		return pool
+	}
+	cfg, err := pgxpool.ParseConfig(base)
+	if err != nil {
+		t.Fatalf("the tests' PostgreSQL: %v", err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("the tests' PostgreSQL: %v", err)
+	}
+	p.pools[base] = pool
+	return pool
+}
+
 // dropSchema drops schema and all in it. A server the test stopped may
 // still hold a session that PostgreSQL has not ended yet, whose locks can
 // make the drop a deadlock's victim: that drop is tried again.
-func dropSchema(t testing.TB, conn *pgx.Conn, schema string) {
+func dropSchema(t testing.TB, pool *pgxpool.Pool, schema string) {
 	t.Helper()
 	var err error
 	for range 5 {
-		_, err = conn.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		_, err = pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
 			break
