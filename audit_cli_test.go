@@ -28,7 +28,7 @@ func TestEachKeyCommandLeavesOneEvent(t *testing.T) {
 	t.Parallel()
 	actor := cli.CommandActor()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
-		bothWays(t, func(t *testing.T, petstore cliRunner) {
+		viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 			db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			run := func(want int, args ...string) {
 				t.Helper()
@@ -247,7 +247,7 @@ func TestAuditCommandRefusesBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			bothWays(t, func(t *testing.T, petstore cliRunner) {
+			viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 				db := filepath.Join(t.TempDir(), "petstore.db")
 				res := petstore(t, nil, append([]string{"audit", "--db", db}, tt.args...)...)
 				wantFailure(t, res, 2)
@@ -260,7 +260,7 @@ func TestAuditCommandRefusesBadInput(t *testing.T) {
 	}
 	t.Run("a missing database", func(t *testing.T) {
 		t.Parallel()
-		bothWays(t, func(t *testing.T, petstore cliRunner) {
+		viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 			db := filepath.Join(t.TempDir(), "missing.db")
 			wantFailure(t, petstore(t, nil, "audit", "--db", db), 1)
 			testkit.WantNoFile(t, db)

@@ -83,7 +83,7 @@ func cliEnvSeen(t *testing.T, petstore cliRunner, db string, side cliEnvSide) []
 // secret rotated, nothing queued; and the other way round.
 func TestACommandOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db, production, staging := cliEnvDatabase(t, petstore)
 		for _, dir := range []struct {
 			name          string
@@ -143,7 +143,7 @@ func TestACommandOfOneEnvironmentCannotReachTheOthersThings(t *testing.T) {
 // environment's.
 func TestEachEnvironmentsCommandsListOnlyItsOwn(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db, production, staging := cliEnvDatabase(t, petstore)
 		for _, side := range []cliEnvSide{production, staging} {
 			var keys []manage.ListedKey

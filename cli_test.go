@@ -1,8 +1,8 @@
 package main
 
 // Black-box tests of the command line, as the README ("Command line") and
-// docs/production.md describe it: the built binary as a user runs it, and run() as
-// main calls it. The binary tests are skipped with -short.
+// docs/production.md describe it: run() as main calls it, and the built
+// binary as a user runs it. The binary tests are skipped with -short.
 
 import (
 	"bufio"
@@ -83,17 +83,15 @@ func viaBinary(t *testing.T, env map[string]string, args ...string) cliResult {
 	return testkit.RunPetstore(t, t.TempDir(), env, args...)
 }
 
-// bothWays runs test with run() and with the binary: a command line must
-// behave the same either way.
-func bothWays(t *testing.T, test func(t *testing.T, petstore cliRunner)) {
+// viaRunOnly runs test with run(), as main calls it, in a parallel subtest.
+// What the binary adds to run() (the exit status, standard error, the
+// environment and its own working directory) is
+// TestTheBinaryAnswersAsRunDoes's: a process per command line costs a
+// second of CPU for every dozen, and these suites run hundreds.
+func viaRunOnly(t *testing.T, test func(t *testing.T, petstore cliRunner)) {
 	t.Run("run", func(t *testing.T) {
 		t.Parallel()
 		test(t, viaRun)
-	})
-	t.Run("binary", func(t *testing.T) {
-		t.Parallel()
-		testkit.PetstoreBinary(t)
-		test(t, viaBinary)
 	})
 }
 
@@ -181,11 +179,11 @@ func launchPetstoreBinary(t *testing.T, bin, dir string, env map[string]string, 
 
 // keys create
 
-// keysCreateBothWays runs keys create with args on a new database, in this
-// process and as the binary, and hands test what it did.
-func keysCreateBothWays(t *testing.T, args []string, test func(t *testing.T, petstore cliRunner, db string, res cliResult)) {
+// keysCreateInProcess runs keys create with args on a new database, in
+// this process, and hands test what it did.
+func keysCreateInProcess(t *testing.T, args []string, test func(t *testing.T, petstore cliRunner, db string, res cliResult)) {
 	t.Helper()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "keys.db")
 		test(t, petstore, db, petstore(t, nil, append([]string{"keys", "create", "--db", db}, args...)...))
 	})
@@ -213,7 +211,7 @@ func TestKeysCreatePrintsOnlyTheKey(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			keysCreateBothWays(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
+			keysCreateInProcess(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
 				if res.Code != 0 {
 					t.Fatalf("exit status %d\n%s", res.Code, res.Stderr)
 				}
@@ -266,7 +264,7 @@ func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			keysCreateBothWays(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
+			keysCreateInProcess(t, tt.args, func(t *testing.T, petstore cliRunner, db string, res cliResult) {
 				wantFailure(t, res, 2)
 				testkit.WantNoFile(t, db)
 			})
@@ -276,7 +274,7 @@ func TestKeysCreateRefusesBadCommandLines(t *testing.T) {
 
 func TestKeysCreateInMissingDirectoryFails(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		missing := filepath.Join(t.TempDir(), "no", "such")
 		res := petstore(t, nil, "keys", "create", "--db", filepath.Join(missing, "petstore.db"), "--plan", "free")
 		wantFailure(t, res, 1)
@@ -286,7 +284,7 @@ func TestKeysCreateInMissingDirectoryFails(t *testing.T) {
 
 func TestKeysCreateReadsEnvironment(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		dir := t.TempDir()
 		create := func(env map[string]string, args ...string) string {
 			t.Helper()
@@ -359,7 +357,7 @@ func TestKeysCreateReadsEnvironment(t *testing.T) {
 func TestKeysListNeverShowsKeys(t *testing.T) {
 	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
-		bothWays(t, func(t *testing.T, petstore cliRunner) {
+		viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 			db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			tokens := []string{
 				mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "alpha"),
@@ -471,7 +469,7 @@ func TestKeysListNeverShowsKeys(t *testing.T) {
 func TestKeysRevoke(t *testing.T) {
 	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
-		bothWays(t, func(t *testing.T, petstore cliRunner) {
+		viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 			db := opts.DBAt(t, filepath.Join(t.TempDir(), "keys.db"))
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "keep")
 			mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--name", "drop")
@@ -505,7 +503,7 @@ func TestKeysRevoke(t *testing.T) {
 
 func TestCommandsOnMissingDatabaseFail(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		dir := t.TempDir()
 		db := filepath.Join(dir, "missing.db")
 		for _, tt := range []struct {
@@ -528,7 +526,7 @@ func TestCommandsOnMissingDatabaseFail(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		for _, args := range [][]string{{"version"}, {"--version"}} {
 			res := petstore(t, nil, args...)
 			if res.Code != 0 {

@@ -32,7 +32,7 @@ func TestKeysCreateExpires(t *testing.T) {
 		{"12h", func(now time.Time) time.Time { return now.Add(12 * time.Hour) }},
 		{"30m", func(now time.Time) time.Time { return now.Add(30 * time.Minute) }},
 	}
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		for _, tt := range tests {
 			t.Run(tt.expires, func(t *testing.T) {
 				db := filepath.Join(t.TempDir(), "keys.db")
@@ -81,7 +81,7 @@ func TestKeysCreateRefusesABadExpires(t *testing.T) {
 	} {
 		t.Run(strconv.Quote(expires), func(t *testing.T) {
 			t.Parallel()
-			bothWays(t, func(t *testing.T, petstore cliRunner) {
+			viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 				db := filepath.Join(t.TempDir(), "keys.db")
 				res := petstore(t, nil, "keys", "create", "--db", db, "--plan", "free", "--expires", expires)
 				wantFailure(t, res, 2)
@@ -98,7 +98,7 @@ var rolledNote = regexp.MustCompile(`^rolled key (\d+) to key (\d+) .* key \d+ s
 
 func TestKeysRoll(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "keys.db")
 		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "enterprise", "--rpm", "7", "--rpd", "70", "--name", "billing")
 		id := listKeysJSON(t, petstore, db)[0].ID
@@ -175,7 +175,7 @@ func TestKeysRoll(t *testing.T) {
 
 func TestKeysRollRefusesBadCommandLines(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "keys.db")
 		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free")
 		for _, args := range [][]string{
@@ -202,7 +202,7 @@ func TestKeysRollRefusesBadCommandLines(t *testing.T) {
 
 func TestKeysRollOnAMissingDatabaseFails(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "missing.db")
 		wantFailure(t, petstore(t, nil, "keys", "roll", "--db", db, "1"), 1)
 		testkit.WantNoFile(t, db)

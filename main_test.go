@@ -2,9 +2,12 @@ package main
 
 import (
 	"path/filepath"
-	"petstore/internal/testkit"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"petstore/internal/testkit"
 )
 
 // The root's suites wait on the binary, servers and browsers they start:
@@ -58,4 +61,68 @@ func TestServeRefusesABadTracingVariable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// main adds to run() only the process: the exit status picked from run's
+// error, standard error, the environment and the working directory. The
+// command-line suites run in this process (viaRunOnly); this table runs one
+// session of commands both ways, each side on a database of its own, and
+// wants the same from each (paths, keys and times aside), for every exit
+// status and every group of commands.
+func TestTheBinaryAnswersAsRunDoes(t *testing.T) {
+	t.Parallel()
+	testkit.PetstoreBinary(t)
+	session := []struct {
+		env  map[string]string
+		args []string
+		code int
+	}{
+		{nil, []string{"version"}, 0},
+		{nil, []string{"keys", "create", "--db", "DIR/p.db", "--plan", "free", "--name", "laptop"}, 0},
+		{map[string]string{"PETSTORE_PLAN": "pro"}, []string{"keys", "create", "--db", "DIR/p.db"}, 0},
+		{nil, []string{"keys", "create", "--db", "DIR/p.db"}, 2},
+		{nil, []string{"keys", "list", "--db", "DIR/p.db", "--json"}, 0},
+		{nil, []string{"keys", "revoke", "--db", "DIR/p.db", "99"}, 1},
+		{nil, []string{"keys", "list", "--db", "DIR/missing.db"}, 1},
+		{nil, []string{"keys", "shout"}, 2},
+		{nil, []string{"admin", "list", "--db", "DIR/p.db"}, 0},
+		{nil, []string{"usage", "--db", "DIR/p.db", "--key", "1"}, 0},
+		{nil, []string{"audit", "--db", "DIR/p.db", "--since", "soon"}, 2},
+		{nil, []string{"webhooks", "add", "--db", "DIR/p.db", "http://0x7f000001/hook"}, 2},
+		{nil, []string{"webhooks", "list", "--db", "DIR/p.db", "--json"}, 0},
+		{nil, []string{"bans", "list", "--db", "DIR/p.db"}, 0},
+		{nil, []string{"backup", "--db", "DIR/p.db"}, 2},
+		{map[string]string{"PETSTORE_ADDR": "8081"}, []string{"serve", "--db", "DIR/p.db"}, 2},
+		{nil, []string{"feed", "the", "cat"}, 2},
+	}
+	ran := map[string][]cliResult{}
+	for side, petstore := range map[string]cliRunner{"run": viaRun, "binary": viaBinary} {
+		dir := t.TempDir()
+		for _, step := range session {
+			args := slices.Clone(step.args)
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], "DIR", dir)
+			}
+			res := petstore(t, step.env, args...)
+			res.Stdout, res.Stderr = sameSession(res.Stdout, dir), sameSession(res.Stderr, dir)
+			ran[side] = append(ran[side], res)
+		}
+	}
+	for i, step := range session {
+		run, binary := ran["run"][i], ran["binary"][i]
+		if run.Code != step.code {
+			t.Errorf("petstore %s: run() gave exit status %d, want %d\n%s", strings.Join(step.args, " "), run.Code, step.code, run.Stderr)
+		}
+		if binary != run {
+			t.Errorf("petstore %s: the binary answered\n%+v\nrun() answered\n%+v", strings.Join(step.args, " "), binary, run)
+		}
+	}
+}
+
+// sessionVaries are what differs between two runs of one session: keys and times.
+var sessionVaries = regexp.MustCompile(`psk_(live|test)_[0-9A-Za-z]{38}|\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)?`)
+
+// sameSession is out with its directory and what varies replaced by names.
+func sameSession(out, dir string) string {
+	return sessionVaries.ReplaceAllString(strings.ReplaceAll(out, dir, "DIR"), "VARIES")
 }

@@ -34,7 +34,7 @@ func TestKeysCreateScopes(t *testing.T) {
 		{"PETSTORE_SCOPE", nil, map[string]string{"PETSTORE_SCOPE": "pets:read"}, []string{"pets:read"}, "pets:read"},
 		{"the flag over PETSTORE_SCOPE", []string{"--scope", "pets:write"}, map[string]string{"PETSTORE_SCOPE": "pets:read"}, []string{"pets:write"}, "pets:write"},
 	}
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				db := filepath.Join(t.TempDir(), "keys.db")
@@ -76,7 +76,7 @@ func TestKeysCreateRefusesABadScope(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			bothWays(t, func(t *testing.T, petstore cliRunner) {
+			viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 				db := filepath.Join(t.TempDir(), "keys.db")
 				res := petstore(t, nil, append([]string{"keys", "create", "--db", db, "--plan", "free"}, tt.args...)...)
 				wantFailure(t, res, 2)
@@ -93,7 +93,7 @@ func TestKeysCreateRefusesABadScope(t *testing.T) {
 
 func TestKeysRollKeepsTheScopes(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "keys.db")
 		mustCreateKeyCLI(t, petstore, "--db", db, "--plan", "free", "--scope", "pets:read")
 		if res := petstore(t, nil, "keys", "roll", "--db", db, "1"); res.Code != 0 {

@@ -33,7 +33,7 @@ func addWebhookCLI(t *testing.T, petstore cliRunner, db, url string, args ...str
 
 func TestWebhooksCommands(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
 		id, secret := addWebhookCLI(t, petstore, db, "https://user:pw@203.0.113.10/in?token=abc", "--events", "key.created,key.expiring")
 
@@ -95,7 +95,7 @@ func TestWebhooksCommands(t *testing.T) {
 
 func TestWebhooksCommandsRefuseBadInputAndWriteNothing(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
 		id, _ := addWebhookCLI(t, petstore, db, "https://203.0.113.10/in")
 		for _, tc := range []struct {
@@ -195,7 +195,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 // no server reaches (an address in another form) it refuses.
 func TestWebhooksAddWarnsOfTheLocalNetwork(t *testing.T) {
 	t.Parallel()
-	bothWays(t, func(t *testing.T, petstore cliRunner) {
+	viaRunOnly(t, func(t *testing.T, petstore cliRunner) {
 		db := filepath.Join(t.TempDir(), "petstore.db")
 		for _, tc := range []struct {
 			url  string
