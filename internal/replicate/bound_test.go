@@ -40,11 +40,11 @@ func (l *lockedBuffer) String() string {
 // store is back, a snapshot of the whole database follows, so that a
 // restore holds every row.
 func TestWhatWaitsPastTheBoundIsDroppedAndASnapshotFollows(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs versitygw")
 	}
-	s3 := testkit.StartS3(t)
-	s3.SetEnv(t)
+	s3 := testkit.StartS3(t) // its credentials are in this process's environment (TestMain)
 	target, err := ParseTarget(s3.URL(s3.Bucket(t, "petstore"), "bound"))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,9 @@ func versitygwBinary(t testing.TB) string {
 	return filepath.Join(versitygwBuild.installed(t), "versitygw")
 }
 
+// The credentials of every tests' S3 server.
+const s3AccessKey, s3SecretKey = "petstoretest", "petstoretestsecret"
+
 // S3 is a running versitygw on a loopback port.
 type S3 struct {
 	Endpoint  string // http://127.0.0.1:PORT, for ?endpoint=
@@ -44,7 +47,7 @@ type S3 struct {
 // StartS3 starts a versitygw of the test's own, stopped when it ends.
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
-	s := &S3{AccessKey: "petstoretest", SecretKey: "petstoretestsecret", Dir: t.TempDir(), bin: versitygwBinary(t), addr: FreeAddr(t)}
+	s := &S3{AccessKey: s3AccessKey, SecretKey: s3SecretKey, Dir: t.TempDir(), bin: versitygwBinary(t), addr: FreeAddr(t)}
 	s.Endpoint = "http://" + s.addr
 	t.Cleanup(s.Stop)
 	s.Start(t)
@@ -120,10 +123,12 @@ func (s *S3) Env() map[string]string {
 	}
 }
 
-// SetEnv puts Env in this process's environment for the rest of t, for a
-// test that reaches the server in process.
-func (s *S3) SetEnv(t *testing.T) {
-	for k, v := range s.Env() {
-		t.Setenv(k, v)
+// SetS3Env puts the environment every tests' S3 server takes (Env: they
+// share their credentials) in this process's, for a test binary whose tests
+// reach the servers in process; its TestMain calls it, so that those tests
+// may run in parallel, as a test that sets a variable may not.
+func SetS3Env() {
+	for k, v := range (&S3{AccessKey: s3AccessKey, SecretKey: s3SecretKey}).Env() {
+		os.Setenv(k, v)
 	}
 }
