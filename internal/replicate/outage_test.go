@@ -1,8 +1,7 @@
 package replicate_test
 
 // The replica's store away under load (docs/production.md, "Backup and
-// restore"): started first among this package's tests, as its half minute
-// of outage is the longest wait of them all.
+// restore"): the package's longest test, through half a minute of outage.
 
 import (
 	"encoding/json"
