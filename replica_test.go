@@ -502,8 +502,12 @@ func TestBalancedRedisRestartKeepsTheDayAndNeverFails(t *testing.T) {
 	b.redis.start()
 	b.waitRedisShared(client) // each server tries Redis again within a second
 	fresh := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "after")
-	if accepted, _ := sendUntil429(t, client, b.url, fresh, 200); accepted != 60 {
-		t.Errorf("once Redis is back, a new Free key got %d requests through three servers, want exactly 60", accepted)
+	began = time.Now()
+	accepted, _ = sendUntil429(t, client, b.url, fresh, 200)
+	// One shared bucket: its 60, and the one a second it refilled while
+	// they were sent (a loaded machine takes over a second for 60).
+	if most := 60 + int(math.Ceil(time.Since(began).Seconds())); accepted < 60 || accepted > most {
+		t.Errorf("once Redis is back, a new Free key got %d requests through three servers, want the one shared bucket's 60 and its refill at most (60 to %d)", accepted, most)
 	}
 }
 
