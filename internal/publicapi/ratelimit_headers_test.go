@@ -2,9 +2,9 @@ package publicapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
-	"petstore/internal/servertest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,7 +12,25 @@ import (
 	"time"
 
 	"petstore/internal/domain"
+	"petstore/internal/limits"
+	"petstore/internal/publicapi"
+	"petstore/internal/servertest"
 )
+
+// Whatever a decision holds, the headers written from it are counts of 0 or
+// more.
+func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
+	d := limits.Decision{Policy: "60;w=60", Window: "minute", Limit: -1, Remaining: math.MinInt64, Reset: time.Unix(1700000000, 0), ResetIn: -time.Second}
+	h := publicapi.RateLimitHeaders(&d)
+	for name, v := range h {
+		if strings.Contains(fmt.Sprint(v), "-") && name != "Ratelimit-Policy" {
+			t.Errorf("%s: %q", name, v)
+		}
+	}
+	if got := h.Get("X-Ratelimit-Remaining"); got != "0" {
+		t.Errorf("X-RateLimit-Remaining %q, want 0", got)
+	}
+}
 
 // A key stored before the figures were capped, with the largest an int64
 // holds: both limiters count it at the cap, and no header is negative.

@@ -1,7 +1,6 @@
 package replicate
 
 import (
-	"os"
 	"testing"
 
 	"petstore/internal/testkit"
@@ -9,9 +8,10 @@ import (
 
 // Litestream's S3 client reads its credentials from the environment: the
 // tests' S3 servers' are set here once, so that the test that replicates in
-// this process may run beside the others. Two run at once, the default: four
-// at once put a CPU's worth more beside the root's suites with deadlines.
+// this process may run beside the others. All of them start at once
+// (testkit.Main): the half-minute outage, which waits far more than it
+// works, must not wait for a free place behind the others.
 func TestMain(m *testing.M) {
 	testkit.SetS3Env()
-	os.Exit(m.Run())
+	testkit.Main(m)
 }

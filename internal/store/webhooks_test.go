@@ -1,13 +1,12 @@
-package store_test
+package store
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 	"time"
 
 	"petstore/internal/domain"
-	"petstore/internal/servertest"
-	"petstore/internal/testkit"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -39,54 +38,58 @@ func TestAnEventKeepsTheTraceContextOfWhatQueuedIt(t *testing.T) {
 		{"a span not sampled", spanOf(0, state), ""},
 		{"no span: tracing off", context.Background(), ""},
 	}
-	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
-		for _, c := range cases {
-			s := servertest.Start(t, opts)
-			e := s.AddEndpoint(testkit.NewReceiver(t))
-			queued := queueEachWay(t, s, c.ctx, e.ID)
-			claimed, err := s.Store().ClaimWebhookDeliveries(context.Background(), s.Env, s.Clock.Now(), time.Minute, nil, 100,
-				func(int64) bool { return true })
-			if err != nil {
-				t.Fatal(err)
-			}
-			causes := map[string]string{}
-			for _, d := range claimed {
-				causes[d.EventID] = d.Cause
-			}
-			for how, id := range queued {
-				if got, ok := causes[id]; !ok || got != c.want {
-					t.Errorf("%s, %s: its delivery's cause is %q (claimed: %v), want %q", c.name, how, got, ok, c.want)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			eachEngine(t, func(t *testing.T, s Storage) {
+				e, err := s.AddWebhookEndpoint(context.Background(), domain.WebhookEndpoint{URL: "https://hooks.example.test/in",
+					Secret: testSecret, Enabled: true}, "test", testEnv)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-		}
-	})
+				queued := queueEachWay(t, s, c.ctx, e.ID)
+				claimed, err := s.ClaimWebhookDeliveries(context.Background(), testEnv, time.Now(), time.Minute, nil, 100,
+					func(int64) bool { return true })
+				if err != nil {
+					t.Fatal(err)
+				}
+				causes := map[string]string{}
+				for _, d := range claimed {
+					causes[d.EventID] = d.Cause
+				}
+				for how, id := range queued {
+					if got, ok := causes[id]; !ok || got != c.want {
+						t.Errorf("%s: its delivery's cause is %q (claimed: %v), want %q", how, got, ok, c.want)
+					}
+				}
+			})
+		})
+	}
 }
+
+// testSecret is an endpoint's signing secret in the form the store takes.
+var testSecret = domain.WebhookSecretPrefix + base64.StdEncoding.EncodeToString(make([]byte, 32))
 
 // queueEachWay queues an event for endpoint in ctx each way the store
 // queues one, and returns their ids by way.
-func queueEachWay(t *testing.T, s *servertest.Server, ctx context.Context, endpoint int64) map[string]string {
+func queueEachWay(t *testing.T, s Storage, ctx context.Context, endpoint int64) map[string]string {
 	t.Helper()
-	terms := s.KeyTerms("free")
-	hash := domain.HashKey(domain.NewKeyToken(s.Env))
-	terms.Hash = hash[:]
-	if _, err := s.Store().CreateKey(ctx, terms, servertest.Actor); err != nil {
-		t.Fatal(err)
-	}
-	audited, err := s.Store().WebhookDeliveries(ctx, domain.DeliveryFilter{Env: s.Env, Limit: 1})
+	createTestKey(t, ctx, s)
+	audited, err := s.WebhookDeliveries(ctx, domain.DeliveryFilter{Env: testEnv, Limit: 1})
 	if err != nil || len(audited) != 1 || audited[0].Type != domain.AuditKeyCreated {
 		t.Fatalf("the key.created event: %+v, %v", audited, err)
 	}
-	test, err := domain.NewWebhookEvent(domain.WebhookTestEvent, s.Clock.Now(), map[string]any{"webhookId": endpoint})
+	now := time.Now()
+	test, err := domain.NewWebhookEvent(domain.WebhookTestEvent, now, map[string]any{"webhookId": endpoint})
 	if err == nil {
-		err = s.Store().AddWebhookEvent(ctx, test, endpoint, s.Env)
+		err = s.AddWebhookEvent(ctx, test, endpoint, testEnv)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	notice, err := domain.NewWebhookEvent(domain.WebhookQuotaThreshold, s.Clock.Now(), map[string]any{"threshold": 80})
+	notice, err := domain.NewWebhookEvent(domain.WebhookQuotaThreshold, now, map[string]any{"threshold": 80})
 	if err == nil {
-		err = s.Store().AddWebhookNotices(ctx, []domain.WebhookNotice{
-			{Mark: "quota:" + notice.ID, Event: notice, ForgetAt: s.Clock.Now().Add(domain.KeepQuotaMarks), Env: s.Env}})
+		err = s.AddWebhookNotices(ctx, []domain.WebhookNotice{
+			{Mark: "quota:" + notice.ID, Event: notice, ForgetAt: now.Add(domain.KeepQuotaMarks), Env: testEnv}})
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -3,12 +3,13 @@ package testkit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,10 +18,10 @@ import (
 )
 
 // The petstore binary as a user runs it, for the end-to-end tests of any
-// package: built once per test binary from the module's root, which is
-// found from the package's own directory.
-
-const buildDirPrefix = "petstore-cli-test-"
+// package: built from the module's root, which is found from the package's
+// own directory, into a directory of the temporary directory named for
+// that root. Every test binary of one checkout shares it: go build leaves
+// a binary that is up to date as it is, so only the first of them links.
 
 var petstoreBuild struct {
 	once sync.Once
@@ -41,26 +42,33 @@ func PetstoreBinary(t *testing.T) string {
 		t.Skip("drives the petstore binary, which is built without the race detector; run by the plain go test ./...")
 	}
 	b := &petstoreBuild
-	b.once.Do(func() {
-		removeOldBuilds()
-		b.path, b.err = buildPetstore()
-	})
+	b.once.Do(func() { b.path, b.err = buildPetstore() })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
 }
 
-// buildPetstore runs go build of the module's root into a directory named
-// for this process.
+// buildPetstore runs go build of the module's root into the checkout's
+// directory, holding a lock on it: the test binaries of one go test ./...
+// build at the same time, and none may run a binary another is writing.
 func buildPetstore() (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", buildDirPrefix, os.Getpid()))
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(os.TempDir(), "petstore-cli-test-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
+	}
+	defer lock.Close() // and with it the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "petstore")
 	cmd := exec.Command("go", "build", "-o", path, ".")
@@ -87,23 +95,6 @@ func moduleRoot() (string, error) {
 		return "", errors.New("go env GOMOD: not inside a module")
 	}
 	return filepath.Dir(mod), nil
-}
-
-// removeOldBuilds deletes the binaries of earlier test processes that
-// have ended: without a TestMain, a process cannot remove its own. Each
-// directory is named for the process that built it.
-func removeOldBuilds() {
-	old, _ := filepath.Glob(filepath.Join(os.TempDir(), buildDirPrefix+"*"))
-	for _, dir := range old {
-		pid, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(dir), buildDirPrefix), "-")
-		n, err := strconv.Atoi(pid)
-		if err != nil {
-			continue
-		}
-		if p, err := os.FindProcess(n); err == nil && errors.Is(p.Signal(syscall.Signal(0)), os.ErrProcessDone) {
-			os.RemoveAll(dir)
-		}
-	}
 }
 
 // Result is what one petstore command did.
