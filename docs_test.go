@@ -355,6 +355,7 @@ func shellWords(line string, vars map[string]string) []string {
 }
 
 func TestREADMEFirstSessionRunsAsShown(t *testing.T) {
+	t.Parallel()
 	steps := firstSession(t, docPages(t)["README.md"])
 	if len(steps) < 8 {
 		t.Fatalf("read %d steps from the README's first session, want the key, creates, list, next page, get and retry", len(steps))

@@ -142,7 +142,7 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 		t.Parallel() // each store's servers wait out the same Retry-After
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusServiceUnavailable })
-		rc.RetryAfter = "10" // the retries wait past the kill
+		rc.RetryAfter = "5" // the retries wait past the kill
 		_, secret := addWebhookCLI(t, viaBinary, db, rc.URL())
 		rc.Trust(secret)
 		// Queued while no server runs.
