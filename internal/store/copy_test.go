@@ -17,13 +17,13 @@ func TestSnapshotHoldsWhatTheStoreHeldWhenTaken(t *testing.T) {
 	eachEngine(t, func(t *testing.T, s Storage) {
 		ctx := context.Background()
 		createTestKey(t, ctx, s)
-		before := createTestPets(t, s, "available", "", "sold")
+		before := createTestPets(t, ctx, s, "available", "", "sold")
 		snap, err := s.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer snap.Close()
-		createTestPets(t, s, "pending")
+		createTestPets(t, ctx, s, "pending")
 
 		rows, err := snap.Rows(ctx, "pets", []string{"id", "name", "status"})
 		if err != nil {
@@ -96,13 +96,13 @@ func createTestKey(t *testing.T, ctx context.Context, s Storage) domain.Key {
 }
 
 // createTestPets stores a pet of each status ("" for none), one batch each,
-// and returns them with their ids.
-func createTestPets(t *testing.T, s Storage, statuses ...string) []domain.Pet {
+// in ctx, and returns them with their ids.
+func createTestPets(t *testing.T, ctx context.Context, s Storage, statuses ...string) []domain.Pet {
 	t.Helper()
 	var pets []domain.Pet
 	for i, status := range statuses {
 		batch := []domain.PetInsert{{Pet: domain.Pet{Name: fmt.Sprintf("pet-%d-%s", i, status), CategoryID: 1, Status: status}}}
-		if err := s.CreatePets(context.Background(), batch); err != nil || batch[0].Err != nil {
+		if err := s.CreatePets(ctx, batch); err != nil || batch[0].Err != nil {
 			t.Fatalf("create a pet: %v %v", err, batch[0].Err)
 		}
 		pets = append(pets, batch[0].Pet)
