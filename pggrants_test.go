@@ -24,6 +24,7 @@ func TestTheGrantsCheckedAreTheDocumentedOnes(t *testing.T) {
 // on a table or a sequence, is told at start which grant, with the
 // statement that gives it; run as the owner, that statement is enough.
 func TestARoleLackingAGrantIsToldTheStatementThatGivesIt(t *testing.T) {
+	t.Parallel() // its roles and schema are its own
 	roles := newTwoRoles(t)
 	app, schema := roles.app, roles.schema
 	if res := viaRun(t, nil, "migrate", "--db", roles.as(t, roles.owner)); res.Code != 0 {

@@ -38,6 +38,9 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 		{"both stall", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Side by side: each case has its database, Redis and proxies,
+			// and the three spend their time waiting out the stall.
+			t.Parallel()
 			db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
 			dbProxy, dbVia := testkit.FaultProxyTo(t, db)
 			redisProxy, redisVia := testkit.FaultProxyTo(t, redisURL)
