@@ -169,7 +169,7 @@ func expiryGauge(t *testing.T, admin, name string) int64 {
 // certificate obtained and renewed are INFO.
 func TestACMERenewsAShortLivedCertificate(t *testing.T) {
 	t.Parallel()
-	pebble := startPebble(t, 30*time.Second)
+	pebble := startPebble(t, 15*time.Second) // renewed from 10 s on
 	domain := "renewal.petstore.test" // certmagic's backoff after a failure is per name and process
 	admin := testkit.FreeAddr(t)
 	p := runServing(t, nil, append(pebble.acmeArgs(filepath.Join(t.TempDir(), "petstore.db"), domain), "--admin-addr", admin, "--log-level", "debug")...)
