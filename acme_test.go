@@ -169,7 +169,8 @@ func expiryGauge(t *testing.T, admin, name string) int64 {
 // certificate obtained and renewed are INFO.
 func TestACMERenewsAShortLivedCertificate(t *testing.T) {
 	t.Parallel()
-	pebble := startPebble(t, 15*time.Second) // renewed from 10 s on
+	// Renewed from 10 s on, with a third of its life left.
+	pebble := startPebble(t, 15*time.Second)
 	domain := "renewal.petstore.test" // certmagic's backoff after a failure is per name and process
 	admin := testkit.FreeAddr(t)
 	p := runServing(t, nil, append(pebble.acmeArgs(filepath.Join(t.TempDir(), "petstore.db"), domain), "--admin-addr", admin, "--log-level", "debug")...)
