@@ -49,11 +49,16 @@ func (s Span) IDs() (traceID, spanID string) {
 // that a public client cannot force sampling. An unsampled request gets
 // ctx back and no span.
 func (t *Tracer) StartRequest(ctx context.Context, method, traceparent, tracestate string) (context.Context, Span) {
-	parent := ctx
+	// net/http's context of a request holds no span, so it is not searched
+	// for one: a parent comes only from a trusted traceparent.
+	var parent context.Context
 	if t.trustParent && traceparent != "" {
 		parent = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent, "tracestate": tracestate})
+		if !trace.SpanContextFromContext(parent).IsValid() {
+			parent = nil
+		}
 	}
-	if !trace.SpanContextFromContext(parent).IsValid() {
+	if parent == nil {
 		var sampled bool
 		if parent, sampled = t.roots.start(ctx); !sampled {
 			return ctx, Span{}
