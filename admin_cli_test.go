@@ -271,7 +271,7 @@ func TestUsageCommandShowsEachDayOldestFirst(t *testing.T) {
 		today := time.Now().UTC()
 		yesterday := limits.DayString(limits.UnixDay(today) - 1)
 		if err := store.AddUsageHistory(context.Background(), []domain.UsageDay{
-			{BudgetID: id, Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4},
+			{BudgetID: id, Day: yesterday, Allowed: 7, RateLimited: 2, QuotaExceeded: 1, Banned: 3, Forbidden: 4, Batch: domain.Batch{Stream: "test", N: 1}},
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -579,6 +579,9 @@ func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
 			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - manage.UsageHistoryDays), Allowed: 1},
 			{BudgetID: 1, Day: limits.DayString(limits.UnixDay(now) - manage.UsageHistoryDays + 1), Allowed: 2},
 		}
+		for i := range rows {
+			rows[i].Batch = domain.Batch{Stream: "test", N: 1}
+		}
 		if err := s.Store().AddUsageHistory(ctx, rows); err != nil {
 			t.Fatal(err)
 		}

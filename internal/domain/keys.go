@@ -57,6 +57,8 @@ type KeyStore interface {
 // UsageStore keeps each key's requests a day, which the limiters add to.
 type UsageStore interface {
 	Usage(ctx context.Context, keyID int64, day string) (int64, error)
+	// AddUsage adds the counts in one write, each batch's once: counts of
+	// a batch the store added before are left out.
 	AddUsage(ctx context.Context, counts []UsageCount) error
 }
 
@@ -89,7 +91,7 @@ type BanStore interface {
 // requests by UTC day and outcome.
 type UsageHistoryStore interface {
 	// AddUsageHistory adds each row's counts to its budget's day, in one
-	// write.
+	// write, each batch's once, as AddUsage does.
 	AddUsageHistory(ctx context.Context, rows []UsageDay) error
 	// UsageHistory returns budgetID's days from day from on, oldest first,
 	// only those it has.
@@ -142,11 +144,39 @@ type LastUse struct {
 	Minute time.Time
 }
 
-// UsageCount is the number of requests a key made on one UTC day.
+// UsageCount is the number of requests a key made on one UTC day, counted
+// in one flush of a server.
 type UsageCount struct {
 	KeyID int64
 	Day   string // YYYY-MM-DD
 	Count int64
+	Batch Batch // the flush that counted them
+}
+
+// Batch names one flush of counts (UsageCount, UsageDay): its stream, one
+// flusher of one process, and its number in that stream, from 1 up. A
+// flush whose outcome is not known (a commit whose answer was lost) is
+// sent again as it was, before any later one of its stream, so the store
+// adds a stream's batches once and in order: one numbered no higher than
+// the last it added is left out.
+type Batch struct {
+	Stream string
+	N      int64
+}
+
+// Batches numbers the flushes of one stream, one flush at a time.
+type Batches struct {
+	stream string
+	last   int64
+}
+
+// NewBatches starts a stream of a random name.
+func NewBatches() *Batches { return &Batches{stream: rand.Text()} }
+
+// Next is the batch of the next flush.
+func (b *Batches) Next() Batch {
+	b.last++
+	return Batch{Stream: b.stream, N: b.last}
 }
 
 // AdminToken is a stored admin token: never the token, only its hash.
@@ -319,6 +349,7 @@ type UsageDay struct {
 	QuotaExceeded int64  `json:"quotaExceeded"`
 	Banned        int64  `json:"banned"`
 	Forbidden     int64  `json:"forbidden"`
+	Batch         Batch  `json:"-"` // the flush that counted them
 }
 
 func (u *UsageDay) Add(o UsageOutcome, n int64) {

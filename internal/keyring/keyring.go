@@ -80,6 +80,12 @@ type Ring struct {
 
 	sharedMu sync.Mutex // one refreshShared at a time
 	flushMu  sync.Mutex // one FlushLastUsed at a time
+
+	usageFlushMu sync.Mutex // one FlushUsage at a time, so that batches go in order
+	usageBatches *domain.Batches
+	// unconfirmedUsage were sent by flushes whose outcome is not known:
+	// sent again as they were by the next flush.
+	unconfirmedUsage []domain.UsageDay
 }
 
 // Held is a key as the keyring holds it, with its note of use.
@@ -107,7 +113,7 @@ const RefreshEvery = 500 * time.Millisecond
 const SharedRefreshAge = 100 * time.Millisecond
 
 func New(ctx context.Context, store domain.KeyStore, env string, now func() time.Time) (*Ring, error) {
-	k := &Ring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*Use)}
+	k := &Ring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*Use), usageBatches: domain.NewBatches()}
 	return k, k.Refresh(ctx)
 }
 
@@ -337,50 +343,46 @@ func (u *Use) Count(day int64, o domain.UsageOutcome) {
 }
 
 // FlushUsage writes the requests counted since the last flush, summed by
-// budget and day, through add. What fails to be written is counted again
-// for the next flush.
+// budget and day, through add as one batch, after those of flushes whose
+// outcome is not known, which the store adds once.
 func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domain.UsageDay) error) error {
-	type taken struct {
-		t *dayTally
-		n [domain.UsageOutcomes]int64
-	}
-	var took []taken
+	k.usageFlushMu.Lock()
+	defer k.usageFlushMu.Unlock()
 	rows := make(map[limits.KeyDay]*domain.UsageDay)
 	k.mu.RLock()
 	for _, u := range k.uses {
 		for i := range u.tally {
-			got := taken{t: &u.tally[i]}
-			for o := range got.n {
-				got.n[o] = got.t.n[o].Swap(0)
+			t := &u.tally[i]
+			var n [domain.UsageOutcomes]int64
+			for o := range n {
+				n[o] = t.n[o].Swap(0)
 			}
-			if got.n == ([domain.UsageOutcomes]int64{}) {
+			if n == ([domain.UsageOutcomes]int64{}) {
 				continue
 			}
-			took = append(took, got)
-			kd := limits.KeyDay{KeyID: u.budget, Day: got.t.day.Load()}
+			kd := limits.KeyDay{KeyID: u.budget, Day: t.day.Load()}
 			if rows[kd] == nil {
 				rows[kd] = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
 			}
-			for o, n := range got.n {
+			for o, n := range n {
 				rows[kd].Add(domain.UsageOutcome(o), n)
 			}
 		}
 	}
 	k.mu.RUnlock()
-	if len(rows) == 0 {
+	if len(rows) > 0 {
+		batch := k.usageBatches.Next()
+		for _, row := range rows {
+			row.Batch = batch
+			k.unconfirmedUsage = append(k.unconfirmedUsage, *row)
+		}
+	}
+	if len(k.unconfirmedUsage) == 0 {
 		return nil
 	}
-	batch := make([]domain.UsageDay, 0, len(rows))
-	for _, row := range rows {
-		batch = append(batch, *row)
-	}
-	if err := add(ctx, batch); err != nil {
-		for _, got := range took {
-			for o, n := range got.n {
-				got.t.n[o].Add(n)
-			}
-		}
+	if err := add(ctx, k.unconfirmedUsage); err != nil {
 		return err
 	}
+	k.unconfirmedUsage = nil
 	return nil
 }

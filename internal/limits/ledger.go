@@ -26,8 +26,13 @@ type usageLedger struct {
 	// database and the counts not yet written, so that it sees each
 	// request once: written or still here.
 	storing  chan struct{} // a lock whose wait known bounds
+	batches  *domain.Batches
 	mu       sync.Mutex
 	unstored map[KeyDay]int64 // granted through Redis, not yet in the database
+	// unconfirmed were sent by flushes whose outcome is not known: sent
+	// again as they were by the next flush, and counted by known
+	// meanwhile.
+	unconfirmed []domain.UsageCount
 	// unsure are the counts Redis may lack after an outage: of the keys this
 	// server granted requests to alone, or had not stored when Redis went.
 	unsure    map[KeyDay]bool
@@ -66,7 +71,7 @@ func (u *usageLedger) known(ctx context.Context, keyID, day int64) (int64, error
 		return 0, err
 	}
 	u.mu.Lock()
-	n += u.unstored[KeyDay{keyID, day}]
+	n += u.unstored[KeyDay{keyID, day}] + countOf(u.unconfirmed, keyID, day)
 	u.mu.Unlock()
 	return n + u.fallback.pending(keyID, day), nil
 }
@@ -110,35 +115,51 @@ func (u *usageLedger) redisWent() {
 	for k := range u.unstored {
 		u.unsure[k] = true
 	}
+	for _, c := range u.unconfirmed {
+		if t, err := time.Parse(time.DateOnly, c.Day); err == nil {
+			u.unsure[KeyDay{c.KeyID, UnixDay(t)}] = true
+		}
+	}
 	u.anyUnsure.Store(len(u.unsure) > 0)
 	u.mu.Unlock()
 }
 
+// flush writes the counts granted since the last flush as one batch, after
+// those of flushes whose outcome is not known, which the store adds once.
 func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	u.storing <- struct{}{}
 	defer func() { <-u.storing }()
 	u.mu.Lock()
-	taken := u.unstored
-	if len(taken) > 0 {
-		u.unstored = make(map[KeyDay]int64, len(taken))
+	if len(u.unstored) > 0 {
+		batch := u.batches.Next()
+		for k, n := range u.unstored {
+			u.unconfirmed = append(u.unconfirmed, domain.UsageCount{KeyID: k.KeyID, Day: DayString(k.Day), Count: n, Batch: batch})
+		}
+		u.unstored = make(map[KeyDay]int64, len(u.unstored))
 	}
+	counts := u.unconfirmed
 	u.mu.Unlock()
-	if len(taken) == 0 {
+	if len(counts) == 0 {
 		return nil
 	}
-	counts := make([]domain.UsageCount, 0, len(taken))
-	for k, n := range taken {
-		counts = append(counts, domain.UsageCount{KeyID: k.KeyID, Day: DayString(k.Day), Count: n})
-	}
 	err := add(ctx, counts)
-	if err != nil {
+	if err == nil {
 		u.mu.Lock()
-		for k, n := range taken {
-			u.unstored[k] += n
-		}
+		u.unconfirmed = nil
 		u.mu.Unlock()
 	}
 	return err
+}
+
+// countOf is keyID's count on day among counts.
+func countOf(counts []domain.UsageCount, keyID, day int64) int64 {
+	var n int64
+	for _, c := range counts {
+		if c.KeyID == keyID && c.Day == DayString(day) {
+			n += c.Count
+		}
+	}
+	return n
 }
 
 // forgetPastDays drops the unsure counts of days that are over.

@@ -3,7 +3,6 @@ package limits
 import (
 	"context"
 	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -99,9 +98,15 @@ type Local struct {
 	// Bans are the bans the database knows, a floor under each caller's.
 	Bans *BanFloor
 
+	flushing sync.Mutex // one flush at a time, so that batches go in order
+	batches  *domain.Batches
+
 	mu      sync.Mutex
 	callers map[domain.CallerID]*caller
 	peak    int // most callers held since the map was last made anew
+	// unconfirmed were sent by flushes whose outcome is not known: sent
+	// again as they were by the next flush.
+	unconfirmed []domain.UsageCount
 }
 
 // run runs the limit rules for c at now (cost 0: a look), with its bucket's
@@ -125,7 +130,7 @@ func perSecond(lim domain.Limits) float64 { return float64(lim.PerMinute) / 60 }
 
 func NewLocal(now func() time.Time, banAfter int, banFor time.Duration,
 	usage func(ctx context.Context, keyID int64, day string) (int64, error)) *Local {
-	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, callers: make(map[domain.CallerID]*caller)}
+	return &Local{now: now, banAfter: banAfter, banFor: banFor, usage: usage, batches: domain.NewBatches(), callers: make(map[domain.CallerID]*caller)}
 }
 
 func (l *Local) Allow(ctx context.Context, id domain.CallerID, lim domain.Limits) (Decision, error) {
@@ -195,13 +200,13 @@ func (l *Local) Lift(_ context.Context, id domain.CallerID, until time.Time) err
 func (l *Local) pending(keyID, day int64) int64 {
 	l.mu.Lock()
 	c := l.callers[domain.CallerID{KeyID: keyID}]
+	n := countOf(l.unconfirmed, keyID, day)
 	l.mu.Unlock()
 	if c == nil {
-		return 0
+		return n
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var n int64
 	for _, u := range c.unflushed {
 		if u.day == day {
 			n += u.n
@@ -269,9 +274,16 @@ func (l *Local) Sweep() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
+	var unconfirmed map[int64]bool // the keys of counts sent without a known outcome
+	for _, u := range l.unconfirmed {
+		if unconfirmed == nil {
+			unconfirmed = make(map[int64]bool)
+		}
+		unconfirmed[u.KeyID] = true
+	}
 	for id, c := range l.callers {
 		c.mu.Lock()
-		if len(c.unflushed) == 0 && !now.Before(c.state.bannedUntil) && !now.Before(c.state.waitUntil) &&
+		if len(c.unflushed) == 0 && !unconfirmed[id.KeyID] && !now.Before(c.state.bannedUntil) && !now.Before(c.state.waitUntil) &&
 			c.minute.TokensAt(now) >= float64(c.limits.PerMinute) {
 			c.evicted = true
 			delete(l.callers, id)
@@ -306,28 +318,31 @@ func (c *caller) addUnflushed(day int64) {
 	c.unflushed = append(c.unflushed, dayCount{day: day, n: 1})
 }
 
-// Flush writes the keys' uncounted requests to the database. Only once they
-// are written are they taken off the callers: until then a caller is not
-// forgotten (sweep), so a failed write loses no count and the next flush
-// tries again. flush and sweep take l.mu before a caller's lock, and
-// nothing takes them the other way round.
+// Flush writes the keys' requests counted since the last flush as one
+// batch, after those of flushes whose outcome is not known, which the
+// store adds once. Until a batch is written its callers are not
+// forgotten (Sweep), and pending counts it. flush and sweep take l.mu
+// before a caller's lock, and nothing takes them the other way round.
 func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
-	written := make(map[*caller][]dayCount)
-	var counts []domain.UsageCount
+	l.flushing.Lock()
+	defer l.flushing.Unlock()
 	l.mu.Lock()
+	var batch domain.Batch
 	for id, c := range l.callers {
 		if id.KeyID == 0 {
 			continue
 		}
 		c.mu.Lock()
-		if len(c.unflushed) > 0 {
-			written[c] = slices.Clone(c.unflushed)
-			for _, u := range c.unflushed {
-				counts = append(counts, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n})
+		for _, u := range c.unflushed {
+			if batch.N == 0 {
+				batch = l.batches.Next()
 			}
+			l.unconfirmed = append(l.unconfirmed, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n, Batch: batch})
 		}
+		c.unflushed = c.unflushed[:0]
 		c.mu.Unlock()
 	}
+	counts := l.unconfirmed
 	l.mu.Unlock()
 	if len(counts) == 0 {
 		return nil
@@ -335,24 +350,9 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 	if err := add(ctx, counts); err != nil {
 		return err
 	}
-	// Take what was written off each caller, in one pass over its counts:
-	// a caller can hold many days (a long failed write), and requests
-	// counted meanwhile stay.
-	for c, taken := range written {
-		sent := make(map[int64]int64, len(taken))
-		for _, u := range taken {
-			sent[u.day] += u.n
-		}
-		c.mu.Lock()
-		for i := range c.unflushed {
-			u := &c.unflushed[i]
-			done := min(u.n, sent[u.day])
-			u.n -= done
-			sent[u.day] -= done
-		}
-		c.unflushed = slices.DeleteFunc(c.unflushed, func(u dayCount) bool { return u.n == 0 })
-		c.mu.Unlock()
-	}
+	l.mu.Lock()
+	l.unconfirmed = nil
+	l.mu.Unlock()
 	return nil
 }
 

@@ -93,7 +93,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	r.owner = r.leases.owner
 	r.leases.key = r.Key
 	r.ledger = &usageLedger{now: cfg.Now, usage: cfg.Usage, dbTimeout: cfg.DBTimeout,
-		storing: make(chan struct{}, 1), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
+		storing: make(chan struct{}, 1), batches: domain.NewBatches(), unstored: make(map[KeyDay]int64), unsure: make(map[KeyDay]bool)}
 	r.fallback = NewLocal(cfg.Now, cfg.BanAfter, cfg.BanFor, r.ledger.knownUsage)
 	r.fallback.Bans = cfg.Bans
 	r.ledger.fallback = r.fallback

@@ -534,6 +534,51 @@ func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 	}
 }
 
+// A flush whose write was stored but whose answer was lost (a commit the
+// connection or the deadline cut off) is sent again as it was, and the
+// store adds it once: each request is counted once, in the day's count
+// and in the usage history, with limits in process or in Redis.
+func TestAFlushWhoseAnswerWasLostCountsEachRequestOnce(t *testing.T) {
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		ctx := context.Background()
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
+		heldByTheKeyring(t, s)
+		hash := domain.HashKey(key)
+		k, ok, err := s.Store().KeyByHash(ctx, hash[:])
+		if err != nil || !ok {
+			t.Fatalf("the key: %v %v", ok, err)
+		}
+		id := k.BudgetID
+		lost := errors.New("the answer was lost")
+		for round := range 3 {
+			for range 4 {
+				s.Do("GET", "/v1/pets", key, "")
+			}
+			addUsage, addHistory := s.Store().AddUsage, s.Store().AddUsageHistory
+			if round < 2 {
+				addUsage = func(ctx context.Context, counts []domain.UsageCount) error {
+					return errors.Join(s.Store().AddUsage(ctx, counts), lost)
+				}
+				addHistory = func(ctx context.Context, rows []domain.UsageDay) error {
+					return errors.Join(s.Store().AddUsageHistory(ctx, rows), lost)
+				}
+			}
+			errUsage, errHistory := s.Limiter().Flush(ctx, addUsage), s.Keys().FlushUsage(ctx, addHistory)
+			if wantErr := round < 2; (errUsage != nil) != wantErr || (errHistory != nil) != wantErr {
+				t.Fatalf("round %d: flushes gave %v and %v", round, errUsage, errHistory)
+			}
+		}
+		day := limits.DayString(limits.UnixDay(s.Clock.Now()))
+		if n, err := s.Store().Usage(ctx, id, day); err != nil || n != 12 {
+			t.Errorf("the day's stored count is %d (%v), want the 12 requests once", n, err)
+		}
+		days, err := s.Store().UsageHistory(ctx, id, day)
+		if err != nil || len(days) != 1 || days[0].Allowed != 12 {
+			t.Errorf("the usage history holds %+v (%v), want the 12 requests once", days, err)
+		}
+	})
+}
+
 func TestResetDuringABanIsRoundedUp(t *testing.T) {
 	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 1, BanFor: 5 * time.Second}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})

@@ -140,21 +140,24 @@ func (s sqlKeys) Usage(ctx context.Context, keyID int64, day string) (n int64, e
 }
 
 // AddUsageHistory adds each row's counts to what the history holds for its
-// budget and day, in one transaction: every server adds its own.
+// budget and day, in one transaction, each batch once (eachNewBatch): every
+// server adds its own.
 func (s sqlKeys) AddUsageHistory(ctx context.Context, rows []domain.UsageDay) error {
 	return s.db.update(ctx, func(tx dbTx) error {
-		for _, r := range rows {
-			if _, err := tx.Exec(ctx, `INSERT INTO usage_history (budget_id, day, allowed, rate_limited, quota_exceeded, banned, forbidden)
-				VALUES (?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (budget_id, day) DO UPDATE SET allowed = usage_history.allowed + excluded.allowed,
-					rate_limited = usage_history.rate_limited + excluded.rate_limited,
-					quota_exceeded = usage_history.quota_exceeded + excluded.quota_exceeded,
-					banned = usage_history.banned + excluded.banned, forbidden = usage_history.forbidden + excluded.forbidden`,
-				r.BudgetID, r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden); err != nil {
-				return err
+		return eachNewBatch(ctx, tx, s.db.clock(), rows, func(r domain.UsageDay) domain.Batch { return r.Batch }, func(run []domain.UsageDay) error {
+			for _, r := range run {
+				if _, err := tx.Exec(ctx, `INSERT INTO usage_history (budget_id, day, allowed, rate_limited, quota_exceeded, banned, forbidden)
+					VALUES (?, ?, ?, ?, ?, ?, ?)
+					ON CONFLICT (budget_id, day) DO UPDATE SET allowed = usage_history.allowed + excluded.allowed,
+						rate_limited = usage_history.rate_limited + excluded.rate_limited,
+						quota_exceeded = usage_history.quota_exceeded + excluded.quota_exceeded,
+						banned = usage_history.banned + excluded.banned, forbidden = usage_history.forbidden + excluded.forbidden`,
+					r.BudgetID, r.Day, r.Allowed, r.RateLimited, r.QuotaExceeded, r.Banned, r.Forbidden); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 }
 

@@ -23,7 +23,7 @@ var serverTableGrants = []tableGrant{
 	{"SELECT, INSERT", "audit_events, ban_events"},
 	{"SELECT, INSERT, DELETE", "pets"},
 	{"SELECT, INSERT, UPDATE", "api_keys, meta, admin_tokens"},
-	{"SELECT, INSERT, UPDATE, DELETE", "usage, idempotency, usage_history, bans"},
+	{"SELECT, INSERT, UPDATE, DELETE", "usage, usage_streams, idempotency, usage_history, bans"},
 	{"SELECT, INSERT, UPDATE, DELETE", "webhook_endpoints, webhook_events, webhook_deliveries, webhook_notices"},
 	{"SELECT, INSERT, UPDATE, DELETE", "acme_storage, acme_locks"}, // --acme-domain's cache (acme.go)
 	{"SELECT, INSERT, UPDATE, DELETE", "servers"},                  // the servers' check-ins (servers.go)

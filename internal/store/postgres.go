@@ -399,23 +399,20 @@ func (s *Postgres) SetLastUsed(ctx context.Context, uses []domain.LastUse) error
 }
 
 // AddUsage adds the counts to the stored totals, which other servers add
-// to as well, and forgets days older than a week, in one transaction.
+// to as well, in one transaction, each batch once (addUsage).
 func (s *Postgres) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
-	keyIDs := make([]int64, len(counts))
-	days := make([]string, len(counts))
-	ns := make([]int64, len(counts))
-	for i, c := range counts {
-		keyIDs[i], days[i], ns[i] = c.KeyID, c.Day, c.Count
-	}
-	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
-	return s.retry(func() error {
-		b := &pgx.Batch{}
+	return addUsage(ctx, s, counts, func(tx dbTx, run []domain.UsageCount) error {
+		keyIDs := make([]int64, len(run))
+		days := make([]string, len(run))
+		ns := make([]int64, len(run))
+		for i, c := range run {
+			keyIDs[i], days[i], ns[i] = c.KeyID, c.Day, c.Count
+		}
 		// Summed first: one statement may not update a row twice.
-		b.Queue(`INSERT INTO usage (key_id, day, count)
-			SELECT key_id, day, sum(count) FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS t(key_id, day, count) GROUP BY key_id, day
+		_, err := tx.Exec(ctx, `INSERT INTO usage (key_id, day, count)
+			SELECT key_id, day, sum(count) FROM unnest(?::bigint[], ?::text[], ?::bigint[]) AS t(key_id, day, count) GROUP BY key_id, day
 			ON CONFLICT (key_id, day) DO UPDATE SET count = usage.count + excluded.count`, keyIDs, days, ns)
-		b.Queue(`DELETE FROM usage WHERE day < $1`, weekAgo)
-		return s.pool.SendBatch(ctx, b).Close()
+		return err
 	})
 }
 

@@ -522,18 +522,16 @@ func (s *SQLite) SetLastUsed(ctx context.Context, uses []domain.LastUse) error {
 }
 
 // AddUsage adds each count to the stored total of its key and day, in one
-// transaction, and forgets days older than a week.
+// transaction, each batch once (addUsage).
 func (s *SQLite) AddUsage(ctx context.Context, counts []domain.UsageCount) error {
-	weekAgo := s.now().UTC().AddDate(0, 0, -7).Format(time.DateOnly)
-	return s.update(ctx, func(tx dbTx) error {
-		for _, c := range counts {
+	return addUsage(ctx, s, counts, func(tx dbTx, run []domain.UsageCount) error {
+		for _, c := range run {
 			_, err := tx.Exec(ctx, `INSERT INTO usage (key_id, day, count) VALUES (?, ?, ?)
 				ON CONFLICT (key_id, day) DO UPDATE SET count = count + excluded.count`, c.KeyID, c.Day, c.Count)
 			if err != nil {
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM usage WHERE day < ?`, weekAgo)
-		return err
+		return nil
 	})
 }

@@ -62,7 +62,7 @@ func TestADeletedOrReplacedDatabaseFileTakesNoMoreWrites(t *testing.T) {
 			commits := s.commits.Load()
 			for name, err := range map[string]error{
 				"a create":      create(),
-				"a usage write": s.AddUsage(ctx, []domain.UsageCount{{KeyID: 1, Day: "2026-11-28", Count: 1}}),
+				"a usage write": s.AddUsage(ctx, []domain.UsageCount{{KeyID: 1, Day: "2026-11-28", Count: 1, Batch: domain.Batch{Stream: "test", N: 1}}}),
 				"a prune":       func() error { _, err := s.PruneIdempotency(ctx, time.Now()); return err }(),
 				"the check":     s.file.check(),
 			} {
