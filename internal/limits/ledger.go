@@ -154,8 +154,9 @@ func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []dom
 // countOf is keyID's count on day among counts.
 func countOf(counts []domain.UsageCount, keyID, day int64) int64 {
 	var n int64
+	d := DayString(day)
 	for _, c := range counts {
-		if c.KeyID == keyID && c.Day == DayString(day) {
+		if c.KeyID == keyID && c.Day == d {
 			n += c.Count
 		}
 	}
