@@ -89,8 +89,6 @@ h2load_rps() {
   awk '/^finished in/ { gsub(",", ""); printf "%.0f\n", $4 }' <<<"$out"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
 # measure NAME SERVER A B COMMAND: on SERVER, COMMAND A (over A: plain or
 # https) then COMMAND B, REPS times each, a server of its own for each run;
 # prints the medians and B / A, and keeps them in $work/NAME.

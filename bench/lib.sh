@@ -76,6 +76,20 @@ seed_postgres() {
     FROM generate_series(1, $n) AS x" -c "VACUUM ANALYZE pets" >/dev/null
 }
 
+# wrk_figures: wrk's --latency report on stdin as "req_per_s p50_ms p99_ms non2xx requests".
+wrk_figures() {
+  awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    /Requests\/sec/ { rps = $2 }
+    /^ +50%/ { p50 = ms($2) }
+    /^ +99%/ { p99 = ms($2) }
+    /Non-2xx/ { bad = $NF }
+    / requests in / { n = $1 }
+    END { printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, bad + 0, n }'
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
 wait_ready() { # wait_ready PORT [TRIES]: poll /readyz every 5 ms, print the milliseconds it took
   local start=$(date +%s%N)
   for _ in $(seq 1 "${2:-2000}"); do

@@ -151,18 +151,8 @@ run() {
   local port=$1 path=$2 lua=$3 key=$4 args=()
   [ -n "$lua" ] && args+=(-s "$work/$lua")
   [ -n "$key" ] && args+=(-H "Authorization: Bearer $key")
-  taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$port$path" |
-    awk '
-      function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-      /Requests\/sec/ { rps = $2 }
-      /^ +50%/ { p50 = ms($2) }
-      /^ +99%/ { p99 = ms($2) }
-      /Non-2xx/ { bad = $NF }
-      / requests in / { n = $1 }
-      END { printf "%.0f %.3f %.3f %d %d\n", rps, p50, p99, bad + 0, n }'
+  taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$port$path" | wrk_figures
 }
-
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # own_redis URL: start a redis-server of this script's own on URL's port,
 # when URL is on this machine and nothing answers there.

@@ -54,11 +54,8 @@ done
 run() { # run PATH LUA: one wrk run through the balancer; prints req/s and p99 in ms
   local args=(-H "Authorization: Bearer $key")
   [ -n "$2" ] && args+=(-s "$work/$2")
-  PETS=$PETS wrk -t2 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$LB_PORT$1" |
-    awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-         /Requests\/sec/ { rps = $2 } /^ +99%/ { p99 = ms($2) } END { printf "%.0f %.2f\n", rps, p99 }'
+  PETS=$PETS wrk -t2 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$LB_PORT$1" | wrk_figures | cut -d' ' -f1,3
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 printf '%-12s %12s %12s %7s %10s %10s\n' scenario "1 server" "2 servers" ratio p99_1_ms p99_2_ms
 for scenario in "${scenarios[@]}"; do

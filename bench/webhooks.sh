@@ -55,14 +55,8 @@ echo "queued $EVENTS events for endpoint $endpoint, whose receiver answers after
 run() {
   local args=(-H "Authorization: Bearer $key")
   [ -n "$3" ] && args+=(-s "$work/$3")
-  taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$1$2" |
-    awk '
-      function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
-      /Requests\/sec/ { rps = $2 }
-      /^ +99%/ { p99 = ms($2) }
-      END { printf "%.0f %.3f\n", rps, p99 }'
+  taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency "${args[@]}" "http://127.0.0.1:$1$2" | wrk_figures | cut -d' ' -f1,3
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # serve DB: start the pet store on DB, pinned to CPU 0; sets $server.
 serve() {
