@@ -83,8 +83,8 @@ type Ring struct {
 
 	usageFlushMu sync.Mutex // one FlushUsage at a time, so that batches go in order
 	usageBatches *domain.Batches
-	// unconfirmedUsage were sent by flushes whose outcome is not known:
-	// sent again as they were by the next flush.
+	// unconfirmedUsage is the batch of a flush whose outcome is not known:
+	// sent again as it was by the next flush.
 	unconfirmedUsage []domain.UsageDay
 }
 
@@ -343,11 +343,18 @@ func (u *Use) Count(day int64, o domain.UsageOutcome) {
 }
 
 // FlushUsage writes the requests counted since the last flush, summed by
-// budget and day, through add as one batch, after those of flushes whose
-// outcome is not known, which the store adds once.
+// budget and day, through add as one batch, after the batch of a flush
+// whose outcome is not known, which goes again as it was and which the
+// store adds once (limits.FlushInOrder). While one waits, the tallies keep
+// counting.
 func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domain.UsageDay) error) error {
 	k.usageFlushMu.Lock()
 	defer k.usageFlushMu.Unlock()
+	return limits.FlushInOrder(ctx, nil, &k.unconfirmedUsage, k.takeUsage, add)
+}
+
+// takeUsage makes the tallies into the next batch, one row a budget and day.
+func (k *Ring) takeUsage() []domain.UsageDay {
 	rows := make(map[limits.KeyDay]*domain.UsageDay)
 	k.mu.RLock()
 	for _, u := range k.uses {
@@ -370,19 +377,14 @@ func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domai
 		}
 	}
 	k.mu.RUnlock()
-	if len(rows) > 0 {
-		batch := k.usageBatches.Next()
-		for _, row := range rows {
-			row.Batch = batch
-			k.unconfirmedUsage = append(k.unconfirmedUsage, *row)
-		}
-	}
-	if len(k.unconfirmedUsage) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	if err := add(ctx, k.unconfirmedUsage); err != nil {
-		return err
+	batch := k.usageBatches.Next()
+	taken := make([]domain.UsageDay, 0, len(rows))
+	for _, row := range rows {
+		row.Batch = batch
+		taken = append(taken, *row)
 	}
-	k.unconfirmedUsage = nil
-	return nil
+	return taken
 }

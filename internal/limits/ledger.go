@@ -29,9 +29,8 @@ type usageLedger struct {
 	batches  *domain.Batches
 	mu       sync.Mutex
 	unstored map[KeyDay]int64 // granted through Redis, not yet in the database
-	// unconfirmed were sent by flushes whose outcome is not known: sent
-	// again as they were by the next flush, and counted by known
-	// meanwhile.
+	// unconfirmed is the batch of a flush whose outcome is not known: sent
+	// again as it was by the next flush, and counted by known meanwhile.
 	unconfirmed []domain.UsageCount
 	// unsure are the counts Redis may lack after an outage: of the keys this
 	// server granted requests to alone, or had not stored when Redis went.
@@ -125,30 +124,27 @@ func (u *usageLedger) redisWent() {
 }
 
 // flush writes the counts granted since the last flush as one batch, after
-// those of flushes whose outcome is not known, which the store adds once.
+// the batch of a flush whose outcome is not known, which goes again as it
+// was and which the store adds once (FlushInOrder).
 func (u *usageLedger) flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	u.storing <- struct{}{}
 	defer func() { <-u.storing }()
-	u.mu.Lock()
-	if len(u.unstored) > 0 {
-		batch := u.batches.Next()
-		for k, n := range u.unstored {
-			u.unconfirmed = append(u.unconfirmed, domain.UsageCount{KeyID: k.KeyID, Day: DayString(k.Day), Count: n, Batch: batch})
-		}
-		u.unstored = make(map[KeyDay]int64, len(u.unstored))
-	}
-	counts := u.unconfirmed
-	u.mu.Unlock()
-	if len(counts) == 0 {
+	return FlushInOrder(ctx, &u.mu, &u.unconfirmed, u.takeUnstored, add)
+}
+
+// takeUnstored makes the counts granted and not yet stored into the next
+// batch; u.mu is held.
+func (u *usageLedger) takeUnstored() []domain.UsageCount {
+	if len(u.unstored) == 0 {
 		return nil
 	}
-	err := add(ctx, counts)
-	if err == nil {
-		u.mu.Lock()
-		u.unconfirmed = nil
-		u.mu.Unlock()
+	batch := u.batches.Next()
+	counts := make([]domain.UsageCount, 0, len(u.unstored))
+	for k, n := range u.unstored {
+		counts = append(counts, domain.UsageCount{KeyID: k.KeyID, Day: DayString(k.Day), Count: n, Batch: batch})
 	}
-	return err
+	u.unstored = make(map[KeyDay]int64, len(u.unstored))
+	return counts
 }
 
 // countOf is keyID's count on day among counts.

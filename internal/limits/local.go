@@ -104,8 +104,8 @@ type Local struct {
 	mu      sync.Mutex
 	callers map[domain.CallerID]*caller
 	peak    int // most callers held since the map was last made anew
-	// unconfirmed were sent by flushes whose outcome is not known: sent
-	// again as they were by the next flush.
+	// unconfirmed is the batch of a flush whose outcome is not known: sent
+	// again as it was by the next flush.
 	unconfirmed []domain.UsageCount
 }
 
@@ -319,14 +319,21 @@ func (c *caller) addUnflushed(day int64) {
 }
 
 // Flush writes the keys' requests counted since the last flush as one
-// batch, after those of flushes whose outcome is not known, which the
-// store adds once. Until a batch is written its callers are not
-// forgotten (Sweep), and pending counts it. flush and sweep take l.mu
-// before a caller's lock, and nothing takes them the other way round.
+// batch, after the batch of a flush whose outcome is not known, which goes
+// again as it was and which the store adds once (FlushInOrder). Until a
+// batch is written its callers are not forgotten (Sweep), and pending
+// counts it. flush and sweep take l.mu before a caller's lock, and nothing
+// takes them the other way round.
 func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.UsageCount) error) error {
 	l.flushing.Lock()
 	defer l.flushing.Unlock()
-	l.mu.Lock()
+	return FlushInOrder(ctx, &l.mu, &l.unconfirmed, l.takeUnflushed, add)
+}
+
+// takeUnflushed makes the counts not yet flushed into the next batch; l.mu
+// is held.
+func (l *Local) takeUnflushed() []domain.UsageCount {
+	var counts []domain.UsageCount
 	var batch domain.Batch
 	for id, c := range l.callers {
 		if id.KeyID == 0 {
@@ -337,23 +344,12 @@ func (l *Local) Flush(ctx context.Context, add func(context.Context, []domain.Us
 			if batch.N == 0 {
 				batch = l.batches.Next()
 			}
-			l.unconfirmed = append(l.unconfirmed, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n, Batch: batch})
+			counts = append(counts, domain.UsageCount{KeyID: id.KeyID, Day: DayString(u.day), Count: u.n, Batch: batch})
 		}
 		c.unflushed = c.unflushed[:0]
 		c.mu.Unlock()
 	}
-	counts := l.unconfirmed
-	l.mu.Unlock()
-	if len(counts) == 0 {
-		return nil
-	}
-	if err := add(ctx, counts); err != nil {
-		return err
-	}
-	l.mu.Lock()
-	l.unconfirmed = nil
-	l.mu.Unlock()
-	return nil
+	return counts
 }
 
 // UsageFlushEvery bounds how far the stored daily usage may lag behind.

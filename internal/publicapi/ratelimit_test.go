@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"petstore/internal/servertest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -575,6 +576,67 @@ func TestAFlushWhoseAnswerWasLostCountsEachRequestOnce(t *testing.T) {
 		days, err := s.Store().UsageHistory(ctx, id, day)
 		if err != nil || len(days) != 1 || days[0].Allowed != 12 {
 			t.Errorf("the usage history holds %+v (%v), want the 12 requests once", days, err)
+		}
+	})
+}
+
+// While the database is away, every flush sends the one batch whose
+// outcome is not known, as it was, and the requests made meanwhile wait
+// merged rather than as a batch a flush: an outage of many flushes holds
+// one batch. Once the database answers, that batch is written, then the
+// rest as the next, and each request is counted once.
+func TestALongOutageHoldsOneUsageBatch(t *testing.T) {
+	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
+		ctx := context.Background()
+		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
+		heldByTheKeyring(t, s)
+		away := errors.New("the database is away")
+		var usageSent [][]domain.UsageCount
+		var historySent [][]domain.UsageDay
+		for range 20 {
+			for range 3 {
+				s.Do("GET", "/v1/pets", key, "")
+			}
+			s.Limiter().Flush(ctx, func(_ context.Context, counts []domain.UsageCount) error {
+				usageSent = append(usageSent, slices.Clone(counts))
+				return away
+			})
+			s.Keys().FlushUsage(ctx, func(_ context.Context, rows []domain.UsageDay) error {
+				historySent = append(historySent, slices.Clone(rows))
+				return away
+			})
+		}
+		for i := range usageSent {
+			if !slices.Equal(usageSent[i], usageSent[0]) || !slices.Equal(historySent[i], historySent[0]) {
+				t.Fatalf("flush %d sent %+v and %+v, want the first batch again: %+v and %+v",
+					i, usageSent[i], historySent[i], usageSent[0], historySent[0])
+			}
+		}
+		usageSent, historySent = nil, nil
+		if err := s.Limiter().Flush(ctx, func(ctx context.Context, counts []domain.UsageCount) error {
+			usageSent = append(usageSent, counts)
+			return s.Store().AddUsage(ctx, counts)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Keys().FlushUsage(ctx, func(ctx context.Context, rows []domain.UsageDay) error {
+			historySent = append(historySent, rows)
+			return s.Store().AddUsageHistory(ctx, rows)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(usageSent) != 2 || usageSent[1][0].Batch.N != usageSent[0][0].Batch.N+1 ||
+			len(historySent) != 2 || historySent[1][0].Batch.N != historySent[0][0].Batch.N+1 {
+			t.Fatalf("once back, the flushes sent %+v and %+v, want the waiting batch, then the next", usageSent, historySent)
+		}
+		hash := domain.HashKey(key)
+		k, _, _ := s.Store().KeyByHash(ctx, hash[:])
+		day := limits.DayString(limits.UnixDay(s.Clock.Now()))
+		if n, err := s.Store().Usage(ctx, k.BudgetID, day); err != nil || n != 60 {
+			t.Errorf("the day's stored count is %d (%v), want the 60 requests once", n, err)
+		}
+		if days, err := s.Store().UsageHistory(ctx, k.BudgetID, day); err != nil || len(days) != 1 || days[0].Allowed != 60 {
+			t.Errorf("the usage history holds %+v (%v), want the 60 requests once", days, err)
 		}
 	})
 }
