@@ -15,7 +15,8 @@
 # down) for OUTAGE while wrk sends creates with 32 connections; then it is
 # continued, and the script waits until the server's /metrics says the replica
 # has caught up (petstore_replication_behind_seconds 0). Every create must
-# answer 201: a run with another status fails the script.
+# answer 201, none may time out (wrk waits 120 s for each): a run with
+# another status or a socket error fails the script.
 #
 # By default the server and wrk share the machine's CPUs, as a server and a
 # client on one small VM do. PIN=1 pins them apart: the server then has one
@@ -50,6 +51,9 @@ export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=benchsecret AWS_REGION=us-e
   --quiet posix "$work/vgw-data" >"$work/versitygw.log" 2>&1 &
 vgw_pid=$!
 pids+=("$vgw_pid")
+# A versitygw stopped mid-outage would hold cleanup's wait for ever: it is
+# continued first, whatever ends the script.
+trap 'kill -CONT "$vgw_pid" 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 1 400); do curl -s -o /dev/null "http://127.0.0.1:$VERSITYGW_PORT/" && break; sleep 0.05; done
 
 # metric NAME: the value of one series on the admin listener's /metrics.
@@ -68,22 +72,32 @@ one() {
   pids+=("$pid")
   wait_ready "$PORT" >/dev/null
   if [ "$mode" = away ]; then
-    for _ in $(seq 1 200); do [ "$(metric petstore_replication_behind_seconds)" = 0 ] && break; sleep 0.05; done
+    caught_up 10 || { echo "run $n: the first snapshot was not uploaded within 10 s" >&2; exit 1; }
     kill -STOP "$vgw_pid"
   fi
-  "${client_cpus[@]}" wrk -t1 -c32 -d"$OUTAGE" --latency -s "$work/post.lua" -H "Authorization: Bearer $(tail -n 1 "$work/key-1000")" \
-    "http://127.0.0.1:$PORT/v1/pets" >"$work/wrk-$mode-$n"
+  # A create held up past the outage is a latency, not a timeout that wrk
+  # would leave out of its figures.
+  "${client_cpus[@]}" wrk -t1 -c32 -d"$OUTAGE" --timeout 120s --latency -s "$work/post.lua" \
+    -H "Authorization: Bearer $(tail -n 1 "$work/key-1000")" "http://127.0.0.1:$PORT/v1/pets" >"$work/wrk-$mode-$n"
   if [ "$mode" = away ]; then
     kill -CONT "$vgw_pid"
-    local caught=
-    for _ in $(seq 1 600); do
-      [ "$(metric petstore_replication_behind_seconds)" = 0 ] && { caught=1; break; }
-      sleep 0.1
-    done
-    [ -n "$caught" ] || { echo "run $n: the replica did not catch up within 60 s of the store's return" >&2; exit 1; }
+    caught_up 60 || { echo "run $n: the replica did not catch up within 60 s of the store's return" >&2; exit 1; }
   fi
   stop "$pid"
+  if grep -q "Socket errors" "$work/wrk-$mode-$n"; then
+    echo "run $n ($mode): $(grep "Socket errors" "$work/wrk-$mode-$n")" >&2
+    exit 1
+  fi
   wrk_figures <"$work/wrk-$mode-$n" >"$work/result-$mode-$n"
+}
+
+# caught_up SECONDS: whether the server's replica is up to date (behind 0 s) within SECONDS.
+caught_up() {
+  for _ in $(seq 1 $(($1 * 10))); do
+    [ "$(metric petstore_replication_behind_seconds)" = 0 ] && return 0
+    sleep 0.1
+  done
+  return 1
 }
 
 echo "creates for $OUTAGE, the replica's store away, against no replication ($layout)"

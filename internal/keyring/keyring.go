@@ -86,6 +86,7 @@ type Ring struct {
 	// unconfirmedUsage is the batch of a flush whose outcome is not known:
 	// sent again as it was by the next flush.
 	unconfirmedUsage []domain.UsageDay
+	waitingUsage     map[limits.KeyDay]*domain.UsageDay // counted, in no batch yet
 }
 
 // Held is a key as the keyring holds it, with its note of use.
@@ -345,18 +346,23 @@ func (u *Use) Count(day int64, o domain.UsageOutcome) {
 // FlushUsage writes the requests counted since the last flush, summed by
 // budget and day, through add as one batch, after the batch of a flush
 // whose outcome is not known, which goes again as it was and which the
-// store adds once (limits.FlushInOrder). While one waits, the tallies keep
-// counting.
+// store adds once (limits.FlushInOrder). Each flush empties the tallies
+// into waitingUsage, by budget and day, so that while a batch waits (the
+// database away, for days even) every count keeps its day.
 func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domain.UsageDay) error) error {
 	k.usageFlushMu.Lock()
 	defer k.usageFlushMu.Unlock()
+	k.emptyTallies()
 	return limits.FlushInOrder(ctx, nil, &k.unconfirmedUsage, k.takeUsage, add)
 }
 
-// takeUsage makes the tallies into the next batch, one row a budget and day.
-func (k *Ring) takeUsage() []domain.UsageDay {
-	rows := make(map[limits.KeyDay]*domain.UsageDay)
+// emptyTallies adds the keys' tallies to waitingUsage and zeroes them.
+func (k *Ring) emptyTallies() {
+	if k.waitingUsage == nil {
+		k.waitingUsage = make(map[limits.KeyDay]*domain.UsageDay)
+	}
 	k.mu.RLock()
+	defer k.mu.RUnlock()
 	for _, u := range k.uses {
 		for i := range u.tally {
 			t := &u.tally[i]
@@ -368,23 +374,30 @@ func (k *Ring) takeUsage() []domain.UsageDay {
 				continue
 			}
 			kd := limits.KeyDay{KeyID: u.budget, Day: t.day.Load()}
-			if rows[kd] == nil {
-				rows[kd] = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
+			row := k.waitingUsage[kd]
+			if row == nil {
+				row = &domain.UsageDay{BudgetID: kd.KeyID, Day: limits.DayString(kd.Day)}
+				k.waitingUsage[kd] = row
 			}
 			for o, n := range n {
-				rows[kd].Add(domain.UsageOutcome(o), n)
+				row.Add(domain.UsageOutcome(o), n)
 			}
 		}
 	}
-	k.mu.RUnlock()
-	if len(rows) == 0 {
+}
+
+// takeUsage makes the waiting counts into the next batch, one row a budget
+// and day.
+func (k *Ring) takeUsage() []domain.UsageDay {
+	if len(k.waitingUsage) == 0 {
 		return nil
 	}
 	batch := k.usageBatches.Next()
-	taken := make([]domain.UsageDay, 0, len(rows))
-	for _, row := range rows {
+	taken := make([]domain.UsageDay, 0, len(k.waitingUsage))
+	for _, row := range k.waitingUsage {
 		row.Batch = batch
 		taken = append(taken, *row)
 	}
+	clear(k.waitingUsage)
 	return taken
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +70,42 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushIsSentAgainAsItWas(t *testi
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// While a batch waits through an outage of days, each day's requests keep
+// their day: the tallies, which hold two days, are emptied at every flush.
+func TestAnOutageOfDaysKeepsEachDaysUsage(t *testing.T) {
+	s := newTestServer(t)
+	ctx := context.Background()
+	_, token := s.mustCreate(s.keyTerms("free"))
+	h, _, err := s.keys.Lookup(ctx, token, nil)
+	if err != nil || h == nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	away := func(context.Context, []domain.UsageDay) error { return errors.New("the database is away") }
+	today := limits.UnixDay(s.clock.now())
+	for day := today - 1; day <= today+2; day++ { // today+2 falls in today's tally
+		h.Use.Count(day, domain.UsageAllowed)
+		s.keys.FlushUsage(ctx, away)
+	}
+	var sent [][]domain.UsageDay
+	if err := s.keys.FlushUsage(ctx, func(_ context.Context, rows []domain.UsageDay) error {
+		sent = append(sent, slices.Clone(rows))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 2 || len(sent[0]) != 1 || sent[0][0].Day != limits.DayString(today-1) {
+		t.Fatalf("flushed %+v, want the waiting batch of the first day, then the rest", sent)
+	}
+	got := map[string]int64{}
+	for _, row := range sent[1] {
+		got[row.Day] += row.Allowed
+	}
+	want := map[string]int64{limits.DayString(today): 1, limits.DayString(today + 1): 1, limits.DayString(today + 2): 1}
+	if !maps.Equal(got, want) {
+		t.Errorf("the next batch counts %v, want one request on each day: %v", got, want)
 	}
 }
 
