@@ -17,13 +17,8 @@ import (
 // (its answer lost, perhaps after its write) is sent again as it was,
 // under its batch, and then the counts made since, as the next.
 func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushIsSentAgainAsItWas(t *testing.T) {
-	s := newTestServer(t)
+	s, h := newServerWithAKey(t)
 	ctx := context.Background()
-	_, token := s.mustCreate(s.keyTerms("free"))
-	h, _, err := s.keys.Lookup(ctx, token, nil)
-	if err != nil || h == nil {
-		t.Fatalf("lookup: %v", err)
-	}
 	today := limits.UnixDay(s.clock.now())
 	h.Use.Count(today-1, domain.UsageAllowed) // just before midnight, flushed after it
 	h.Use.Count(today, domain.UsageAllowed)
@@ -76,13 +71,8 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushIsSentAgainAsItWas(t *testi
 // While a batch waits through an outage of days, each day's requests keep
 // their day: the tallies, which hold two days, are emptied at every flush.
 func TestAnOutageOfDaysKeepsEachDaysUsage(t *testing.T) {
-	s := newTestServer(t)
+	s, h := newServerWithAKey(t)
 	ctx := context.Background()
-	_, token := s.mustCreate(s.keyTerms("free"))
-	h, _, err := s.keys.Lookup(ctx, token, nil)
-	if err != nil || h == nil {
-		t.Fatalf("lookup: %v", err)
-	}
 	away := func(context.Context, []domain.UsageDay) error { return errors.New("the database is away") }
 	today := limits.UnixDay(s.clock.now())
 	for day := today - 1; day <= today+2; day++ { // today+2 falls in today's tally
@@ -107,6 +97,18 @@ func TestAnOutageOfDaysKeepsEachDaysUsage(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Errorf("the next batch counts %v, want one request on each day: %v", got, want)
 	}
+}
+
+// newServerWithAKey is a test server and a Free key the keyring holds.
+func newServerWithAKey(t *testing.T) (*testServer, *keyring.Held) {
+	t.Helper()
+	s := newTestServer(t)
+	_, token := s.mustCreate(s.keyTerms("free"))
+	h, _, err := s.keys.Lookup(context.Background(), token, nil)
+	if err != nil || h == nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	return s, h
 }
 
 // TestCountingARequestInTheUsageHistoryCostsNoAllocation: the request path
