@@ -114,7 +114,8 @@ const RefreshEvery = 500 * time.Millisecond
 const SharedRefreshAge = 100 * time.Millisecond
 
 func New(ctx context.Context, store domain.KeyStore, env string, now func() time.Time) (*Ring, error) {
-	k := &Ring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*Use), usageBatches: domain.NewBatches()}
+	k := &Ring{store: store, env: env, now: now, version: -1, uses: make(map[int64]*Use), usageBatches: domain.NewBatches(),
+		waitingUsage: make(map[limits.KeyDay]*domain.UsageDay)}
 	return k, k.Refresh(ctx)
 }
 
@@ -358,9 +359,6 @@ func (k *Ring) FlushUsage(ctx context.Context, add func(context.Context, []domai
 
 // emptyTallies adds the keys' tallies to waitingUsage and zeroes them.
 func (k *Ring) emptyTallies() {
-	if k.waitingUsage == nil {
-		k.waitingUsage = make(map[limits.KeyDay]*domain.UsageDay)
-	}
 	k.mu.RLock()
 	defer k.mu.RUnlock()
 	for _, u := range k.uses {

@@ -33,13 +33,7 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushIsSentAgainAsItWas(t *testi
 		t.Fatalf("flush: %v, want the write's error", err)
 	}
 	h.Use.Count(today, domain.UsageForbidden) // counted while the write failed
-	var sent [][]domain.UsageDay
-	if err := s.keys.FlushUsage(ctx, func(_ context.Context, rows []domain.UsageDay) error {
-		sent = append(sent, slices.Clone(rows))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	sent := flushedBatches(t, s)
 	if len(sent) != 2 || !slices.Equal(sent[0], failed) || len(sent[1]) != 1 {
 		t.Fatalf("flushed %+v, want the failed batch %+v as it was, then one row", sent, failed)
 	}
@@ -79,13 +73,7 @@ func TestAnOutageOfDaysKeepsEachDaysUsage(t *testing.T) {
 		h.Use.Count(day, domain.UsageAllowed)
 		s.keys.FlushUsage(ctx, away)
 	}
-	var sent [][]domain.UsageDay
-	if err := s.keys.FlushUsage(ctx, func(_ context.Context, rows []domain.UsageDay) error {
-		sent = append(sent, slices.Clone(rows))
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	sent := flushedBatches(t, s)
 	if len(sent) != 2 || len(sent[0]) != 1 || sent[0][0].Day != limits.DayString(today-1) {
 		t.Fatalf("flushed %+v, want the waiting batch of the first day, then the rest", sent)
 	}
@@ -109,6 +97,20 @@ func newServerWithAKey(t *testing.T) (*testServer, *keyring.Held) {
 		t.Fatalf("lookup: %v", err)
 	}
 	return s, h
+}
+
+// flushedBatches flushes the usage history to a store that takes every
+// write, and returns what each write held.
+func flushedBatches(t *testing.T, s *testServer) [][]domain.UsageDay {
+	t.Helper()
+	var sent [][]domain.UsageDay
+	if err := s.keys.FlushUsage(context.Background(), func(_ context.Context, rows []domain.UsageDay) error {
+		sent = append(sent, slices.Clone(rows))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sent
 }
 
 // TestCountingARequestInTheUsageHistoryCostsNoAllocation: the request path
