@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,7 +43,6 @@ const (
 	// adminWriteTimeout bounds an admin answer; a CPU profile or trace
 	// (/debug/pprof/profile?seconds=N) must take less.
 	adminWriteTimeout = 5 * time.Minute
-	serveGCPercent    = 50
 )
 
 // serverLimits are the time limits of an HTTP server: for a request's
@@ -105,13 +103,6 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if cfg.Tracing, err = tracing.FromEnv(getenv); err != nil {
 		return cli.Usagef("%v", err)
 	}
-	if getenv("GOGC") == "" {
-		// Most of the heap is the in-memory copy of the pets, which holds no
-		// pointers: the collector never scans it, so collecting at half the
-		// default growth costs little CPU and keeps the heap (with a million
-		// pets) some 20 MiB smaller. GOGC in the environment still decides.
-		debug.SetGCPercent(serveGCPercent)
-	}
 	logs := logline.NewBuffer(stderr)
 	logger, err := server.NewLogger(logs, cfg.logFormat, cfg.logLevel)
 	if err != nil {
@@ -123,6 +114,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		domain.Every(flushCtx, logline.FlushEvery, logs.Flush)
 		logs.Flush()
 	})
+	if getenv("GOGC") == "" { // GOGC in the environment still decides
+		pace := newCollectorPace()
+		flushing.Go(func() { domain.Every(flushCtx, time.Second, pace.adjust) })
+	}
 	defer func() { stopFlushing(); flushing.Wait() }()
 	return serve(ctx, cfg, logger, logs, stderr)
 }
