@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 )
@@ -32,28 +34,42 @@ func gcPercentFor(live uint64) int {
 	return int(min(maxGCPercent, max(serveGCPercent, gcFloor*100/live)))
 }
 
-// collectorPace sets the collector's percentage for the live heap the
-// last collection found; serve calls adjust every second, as the store
-// grows.
-type collectorPace struct {
-	live    []metrics.Sample
-	percent int
-}
-
-func newCollectorPace() *collectorPace {
+// paceCollector sets the collector's percentage for the live heap now and
+// again after every collection, until ctx ends. After each one, not on a
+// timer: while the pets are copied into memory at start the heap grows
+// tenfold in a fraction of a second, and a percentage set for the heap
+// before would let it grow tenfold again.
+func paceCollector(ctx context.Context) {
 	p := &collectorPace{live: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	p.adjust()
-	return p
+	runtime.SetFinalizer(&gcCycle{pace: p, ctx: ctx}, nextCycle)
 }
 
+type collectorPace struct {
+	live []metrics.Sample
+}
+
+// gcCycle is garbage from the start: its finalizer runs once a collection
+// has found it unreachable, and sets itself up again for the next one.
+type gcCycle struct {
+	pace *collectorPace
+	ctx  context.Context
+}
+
+func nextCycle(c *gcCycle) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.pace.adjust()
+	runtime.SetFinalizer(c, nextCycle)
+}
+
+// adjust sets the percentage for the live heap the last collection found.
 func (p *collectorPace) adjust() {
 	metrics.Read(p.live)
 	var live uint64
 	if p.live[0].Value.Kind() == metrics.KindUint64 {
 		live = p.live[0].Value.Uint64()
 	}
-	if want := gcPercentFor(live); want != p.percent {
-		debug.SetGCPercent(want)
-		p.percent = want
-	}
+	debug.SetGCPercent(gcPercentFor(live))
 }

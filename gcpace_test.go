@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
+	"time"
 )
 
 func TestTheHeapGrowsByHalfOrByTheFloor(t *testing.T) {
@@ -25,14 +29,40 @@ func TestTheHeapGrowsByHalfOrByTheFloor(t *testing.T) {
 	}
 }
 
-func TestTheCollectorIsPacedForTheLiveHeap(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(before) })
-	pace := newCollectorPace()
-	if pace.percent < serveGCPercent || pace.percent > maxGCPercent {
-		t.Fatalf("percent %d, want between %d and %d", pace.percent, serveGCPercent, maxGCPercent)
+func TestTheCollectorIsPacedAfterEachCollectionUntilServingEnds(t *testing.T) {
+	const elsewhere = 7 // a percentage the pace never sets
+	ctx, stop := context.WithCancel(context.Background())
+	before := debug.SetGCPercent(elsewhere)
+	t.Cleanup(func() { stop(); debug.SetGCPercent(before) })
+
+	paceCollector(ctx)
+	if got := gcPercent(); got < serveGCPercent || got > maxGCPercent {
+		t.Fatalf("at start the collector runs at %d%%, want between %d and %d", got, serveGCPercent, maxGCPercent)
 	}
-	if got := debug.SetGCPercent(100); got != pace.percent {
-		t.Errorf("the collector runs at %d%%, the pace set %d%%", got, pace.percent)
+	debug.SetGCPercent(elsewhere)
+	for deadline := time.Now().Add(5 * time.Second); gcPercent() == elsewhere; {
+		if time.Now().After(deadline) {
+			t.Fatal("collections went by and the pace was not set again")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond) // the finalizer goroutine's turn
 	}
+
+	stop()
+	runtime.GC()
+	runtime.GC()
+	debug.SetGCPercent(elsewhere)
+	for range 3 {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if got := gcPercent(); got != elsewhere {
+		t.Errorf("after serving ended the pace still set %d%%", got)
+	}
+}
+
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }

@@ -115,8 +115,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		logs.Flush()
 	})
 	if getenv("GOGC") == "" { // GOGC in the environment still decides
-		pace := newCollectorPace()
-		flushing.Go(func() { domain.Every(flushCtx, time.Second, pace.adjust) })
+		paceCollector(flushCtx)
 	}
 	defer func() { stopFlushing(); flushing.Wait() }()
 	return serve(ctx, cfg, logger, logs, stderr)
