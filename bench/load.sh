@@ -186,7 +186,7 @@ redis_calls() {
 make_keys() {
   echo "creating $1 keys ..." >&2
   seq 1 "$1" | xargs -P 4 -I{} "$work/petstore" keys create --db "$work/keys.db" --plan enterprise \
-    --name "zipf-{}" --rpm 1000000000000 --rpd 1000000000000000 2>/dev/null | grep '^psk_' >"$work/tokens"
+    --name "zipf-{}" --rpm 1000000000 --rpd 1000000000 2>/dev/null | grep '^psk_' >"$work/tokens"
   [ "$(wc -l <"$work/tokens")" -eq "$1" ] || { echo "made $(wc -l <"$work/tokens") keys of $1" >&2; exit 1; }
 }
 
