@@ -40,36 +40,32 @@ func gcPercentFor(live uint64) int {
 // tenfold in a fraction of a second, and a percentage set for the heap
 // before would let it grow tenfold again.
 func paceCollector(ctx context.Context) {
-	p := &collectorPace{live: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
-	p.adjust()
-	runtime.SetFinalizer(&gcCycle{pace: p, ctx: ctx}, nextCycle)
-}
-
-type collectorPace struct {
-	live []metrics.Sample
+	c := &gcCycle{ctx: ctx, live: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	c.adjust()
+	runtime.SetFinalizer(c, nextCycle)
 }
 
 // gcCycle is garbage from the start: its finalizer runs once a collection
 // has found it unreachable, and sets itself up again for the next one.
 type gcCycle struct {
-	pace *collectorPace
 	ctx  context.Context
+	live []metrics.Sample
 }
 
 func nextCycle(c *gcCycle) {
 	if c.ctx.Err() != nil {
 		return
 	}
-	c.pace.adjust()
+	c.adjust()
 	runtime.SetFinalizer(c, nextCycle)
 }
 
 // adjust sets the percentage for the live heap the last collection found.
-func (p *collectorPace) adjust() {
-	metrics.Read(p.live)
+func (c *gcCycle) adjust() {
+	metrics.Read(c.live)
 	var live uint64
-	if p.live[0].Value.Kind() == metrics.KindUint64 {
-		live = p.live[0].Value.Uint64()
+	if c.live[0].Value.Kind() == metrics.KindUint64 {
+		live = c.live[0].Value.Uint64()
 	}
 	debug.SetGCPercent(gcPercentFor(live))
 }
