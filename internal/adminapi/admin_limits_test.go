@@ -19,6 +19,7 @@ import (
 // search q, a key's limits now, and no-store on every answer.
 
 func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	tests := []struct {
 		name   string
@@ -45,6 +46,7 @@ func TestWhoamiNamesTheTokenAndItsScopes(t *testing.T) {
 }
 
 func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	for _, body := range []string{
@@ -98,6 +100,7 @@ func TestKeysSearchFindsANameOrAnExternalIdInAnyCase(t *testing.T) {
 }
 
 func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		reader := s.MustCreateAdmin("support", domain.ScopeKeysRead)
 		k, key := s.MustCreate(s.KeyTerms("enterprise", domain.Limits{PerMinute: 10, PerDay: 100}))
@@ -141,6 +144,7 @@ func TestKeyLimitsShowWhatTheKeyHasLeftAndSpendNothing(t *testing.T) {
 }
 
 func TestABannedKeyShowsItsBanOnItsLimitsItsObjectAndTheList(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	other, _ := s.MustCreate(s.KeyTerms("free"))
@@ -183,6 +187,7 @@ func TestABannedKeyShowsItsBanOnItsLimitsItsObjectAndTheList(t *testing.T) {
 }
 
 func TestEveryAdminAnswerIsNeverStoredNorSharedWithAnotherOrigin(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	for _, tt := range []struct{ method, target, token string }{

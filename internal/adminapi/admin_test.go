@@ -54,6 +54,7 @@ func adminRequests(id int64) []adminRequest {
 }
 
 func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		for _, held := range []domain.ScopeSet{domain.ScopeKeysRead, domain.ScopeKeysWrite, domain.ScopeAuditRead, domain.ScopeWebhooks} {
@@ -80,6 +81,7 @@ func TestAdminRoutesAnswerEachScopeAndRefuseTheOthers(t *testing.T) {
 }
 
 func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	key := s.MustCreateKey("free")
@@ -110,6 +112,7 @@ func TestAdminTokensAndKeysAreNeverTakenForEachOther(t *testing.T) {
 }
 
 func TestAdminFailuresAreLimitedByAddressApartFromV1(t *testing.T) {
+	t.Parallel()
 	m := servertest.NewMetrics()
 	s := servertest.Start(t, servertest.Options{Metrics: m, BanAfter: 2})
 	key := s.MustCreateKey("free")
@@ -153,6 +156,7 @@ func adminFrom(s *servertest.Server, addr, token string, header ...string) *http
 // listener's proxy: its failures are counted against the TCP peer even with
 // --trust-proxy, and X-Forwarded-For neither spreads them nor bans another.
 func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T) {
+	t.Parallel()
 	t.Run("a new X-Forwarded-For on each failure still meets 429", func(t *testing.T) {
 		s := servertest.Start(t, servertest.Options{TrustProxy: true, BanAfter: 2})
 		for i := range 300 {
@@ -180,6 +184,7 @@ func TestAdminFailuresAreCountedAgainstTheTCPPeerEvenWithTrustProxy(t *testing.T
 }
 
 func TestAdminKeyLifecycle(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
@@ -293,6 +298,7 @@ func TestAdminKeyLifecycle(t *testing.T) {
 }
 
 func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	k, _ := s.MustCreate(s.KeyTerms("free"))
@@ -358,6 +364,7 @@ func TestAdminBadInputIsRefusedNamingTheFieldAndWritesNothing(t *testing.T) {
 }
 
 func TestAdminListsPagesAndFilters(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	ctx := context.Background()
@@ -446,6 +453,7 @@ func auditPages(t *testing.T, s *servertest.Server, admin, first string) []manag
 }
 
 func TestIdleAndExpiringKeysUnderAFakeClock(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
@@ -509,6 +517,7 @@ func usageOf(t *testing.T, s *servertest.Server, admin string, id int64, days in
 }
 
 func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts servertest.Options
@@ -571,6 +580,7 @@ func TestUsageHistoryCountsEachRequestOnceInItsColumn(t *testing.T) {
 }
 
 func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		ctx := context.Background()
@@ -597,6 +607,7 @@ func TestUsageHistoryIsPrunedAfter400Days(t *testing.T) {
 }
 
 func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASecond(t *testing.T) {
+	t.Parallel()
 	a := servertest.Start(t, servertest.Options{Postgres: true, Redis: true})
 	b := a.AnotherServer()
 	stop := b.StartBackground()
@@ -633,6 +644,7 @@ func TestAKeyMadeOverHTTPWorksOnAnotherServerAndItsRevocationReachesItWithinASec
 }
 
 func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		token := s.MustCreateAdmin("portal", domain.AllAdminScopes)
@@ -664,6 +676,7 @@ func TestAdminTokenRevokedIsRefusedAtOnce(t *testing.T) {
 // TestAdminListenerServesItsDocumentWithoutAToken: the document is the
 // embedded one, and the metrics are still there beside the API.
 func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Metrics: servertest.NewMetrics()})
 	w := s.Admin("GET", "/admin/v1/openapi.yaml", "", "")
 	if w.Code != 200 || w.Body.String() != string(servertest.ReadRootFile(t, "admin-openapi.yaml")) || w.Header().Get("Content-Type") != "application/yaml" {
@@ -677,6 +690,7 @@ func TestAdminListenerServesItsDocumentWithoutAToken(t *testing.T) {
 // The README's table writes "Pro": the admin API takes a plan in any case,
 // as keys create does, and keeps it as its name.
 func TestAdminTakesThePlanInAnyCase(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	admin := s.MustCreateAdmin("portal", domain.AllAdminScopes)
 	w := s.Admin("POST", "/admin/v1/keys", admin, `{"plan":"Pro","name":"acme"}`)

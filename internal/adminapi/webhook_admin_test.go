@@ -20,6 +20,7 @@ import (
 // rotation's answer, and bad input refused naming the field with nothing
 // written.
 func TestAdminWebhooks(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		token := s.MustCreateAdmin("portal", domain.ScopeWebhooks)
@@ -120,6 +121,7 @@ func TestAdminWebhooks(t *testing.T) {
 // API is a key.updated event, with the terms before and after, sent in the
 // transaction of its audit event.
 func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	rc := testkit.NewReceiver(t)
 	s.AddEndpoint(rc, "key.updated")
@@ -144,6 +146,7 @@ func TestAdminKeyUpdateIsSentAsWebhook(t *testing.T) {
 // local network, or a name that resolves there. With the flag it takes
 // them.
 func TestAdminWebhookOnTheLocalNetworkIsRefusedWithoutTheFlag(t *testing.T) {
+	t.Parallel()
 	strict := servertest.Start(t, servertest.Options{})
 	token := strict.MustCreateAdmin("portal", domain.ScopeWebhooks)
 	local := []string{

@@ -72,6 +72,7 @@ func wantExpired(t *testing.T, w *httptest.ResponseRecorder) {
 }
 
 func TestExpiredKeyIsRefusedFromItsExpiry(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		expires := s.Clock.Now().Add(time.Hour)
@@ -103,6 +104,7 @@ func TestExpiredKeyIsRefusedFromItsExpiry(t *testing.T) {
 }
 
 func TestRollWithAnOverlap(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		k, oldToken := mustCreateKeyOf(s, "pro")
@@ -131,6 +133,7 @@ func TestRollWithAnOverlap(t *testing.T) {
 }
 
 func TestRollWithoutOverlapStopsTheOldKeyAtOnce(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		s.Clock.Advance(700 * time.Millisecond) // not on a whole second
@@ -143,6 +146,7 @@ func TestRollWithoutOverlapStopsTheOldKeyAtOnce(t *testing.T) {
 }
 
 func TestRollKeepsAnEarlierExpiryAndChainsOneBudget(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		expires := s.Clock.Now().Add(30 * time.Minute)
@@ -168,6 +172,7 @@ func TestRollKeepsAnEarlierExpiryAndChainsOneBudget(t *testing.T) {
 }
 
 func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		ctx := context.Background()
@@ -210,6 +215,7 @@ func TestRollRefusesKeysThatCannotBeRolled(t *testing.T) {
 }
 
 func TestRolledKeysShareOneBudget(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
 			k, oldToken := mustCreateKeyOf(s, "free")
@@ -289,6 +295,7 @@ func (c *writeCounter) CreatePets(ctx context.Context, batch []domain.PetInsert)
 }
 
 func TestLastUsedIsWrittenInBatchesNeverPerRequest(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		counter := &writeCounter{writes: make(map[string]int)}
 		opts.WrapStore = func(st store.Storage) store.Storage { counter.Storage = st; return counter }
@@ -395,6 +402,7 @@ func (f *failingLastUse) SetLastUsed(ctx context.Context, uses []domain.LastUse)
 }
 
 func TestFailedLastUseWriteIsRetried(t *testing.T) {
+	t.Parallel()
 	failing := &failingLastUse{fail: true}
 	s := servertest.Start(t, servertest.Options{WrapStore: func(st store.Storage) store.Storage { failing.Storage = st; return failing }})
 	k, token := mustCreateKeyOf(s, "free")
@@ -447,6 +455,7 @@ func rateLimitAnswer(s *servertest.Server, t *testing.T, key string) (testkit.Ra
 }
 
 func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
 			_, key := mustCreateKeyOf(s, "free")
@@ -506,6 +515,7 @@ func TestRateLimitEndpointSpendsNothingAndAgreesWithTheHeaders(t *testing.T) {
 }
 
 func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
 			key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 100, PerDay: 3})
@@ -529,6 +539,7 @@ func TestRateLimitEndpointShowsTheDayWhenItBinds(t *testing.T) {
 }
 
 func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
 			k, oldToken := mustCreateKeyOf(s, "free")
@@ -546,6 +557,7 @@ func TestRateLimitEndpointOfARolledKeyShowsTheSharedBudget(t *testing.T) {
 }
 
 func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		w := s.Do("GET", "/v1/rate_limit", "", "")
 		servertest.WantError(t, w, http.StatusUnauthorized, httpapi.CodeUnauthorized)
@@ -559,6 +571,7 @@ func TestRateLimitEndpointWithoutAKeyIsLimitedByAddress(t *testing.T) {
 // keys and usage, and gain the new fields.
 
 func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		const servers = 8
@@ -597,6 +610,7 @@ func TestServersStartingAtOnceMakeOneFirstKey(t *testing.T) {
 // not stay: neither it nor its key.created event is stored, and the next
 // try makes one.
 func TestAFirstKeyThatCouldNotBeKeptIsNotStored(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		ctx := context.Background()
 		s := servertest.Start(t, opts)
@@ -629,8 +643,10 @@ func TestAFirstKeyThatCouldNotBeKeptIsNotStored(t *testing.T) {
 // and TestPostgresDatabaseOfTheLastReleaseOpens.
 
 func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
+	t.Parallel()
 	for version := 1; version < len(store.Migrations); version++ {
 		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
+			t.Parallel()
 			path := t.TempDir() + "/old.db"
 			db, err := sql.Open("sqlite", "file:"+path)
 			if err != nil {
@@ -668,8 +684,10 @@ func TestSQLiteDatabaseOfTheLastReleaseOpens(t *testing.T) {
 }
 
 func TestPostgresDatabaseOfTheLastReleaseOpens(t *testing.T) {
+	t.Parallel()
 	for version := 1; version < len(store.Migrations); version++ {
 		t.Run(fmt.Sprintf("schema version %d", version), func(t *testing.T) {
+			t.Parallel()
 			url := testkit.PostgresURL(t)
 			ctx := context.Background()
 			conn, err := pgx.Connect(ctx, url)
@@ -766,6 +784,7 @@ func migrationsOf(engine func(store.Migration) string) []string {
 // PostgreSQL with limits in Redis all take a rolled key until the overlap
 // ends, and all refuse it from then on.
 func TestEveryServerRefusesARolledKeyAfterTheOverlap(t *testing.T) {
+	t.Parallel()
 	a := servertest.Start(t, servertest.Options{Postgres: true, Redis: true})
 	servers := []*servertest.Server{a, a.AnotherServer(), a.AnotherServer()}
 	k, oldToken := mustCreateKeyOf(a, "pro")

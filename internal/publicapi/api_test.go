@@ -87,6 +87,7 @@ func apiPadBody(n int) string {
 // ---------------------------------------------------------------- listPets
 
 func TestListPetsLimit(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, make([]string, 101), func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		tests := []struct {
 			name     string
@@ -133,6 +134,7 @@ func apiWantQueriesRefused(t *testing.T, s *servertest.Server, key, prefix, fiel
 }
 
 func TestListPetsRejectsABadLimit(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		s.AddPets(key, "available")
 
@@ -155,6 +157,7 @@ func TestListPetsRejectsABadLimit(t *testing.T) {
 }
 
 func TestListPetsStatusFilter(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, []string{"available", "pending", "sold", "", "sold", "available", "", "pending", "available"}, func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		for _, status := range []string{"available", "pending", "sold"} {
 			t.Run("only "+status, func(t *testing.T) {
@@ -188,6 +191,7 @@ func TestListPetsStatusFilter(t *testing.T) {
 }
 
 func TestListPetsRejectsABadStatus(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		apiWantQueriesRefused(t, s, key, "", "status", []apiBadQuery{
 			{"status outside the enum", "status=lost"},
@@ -200,6 +204,7 @@ func TestListPetsRejectsABadStatus(t *testing.T) {
 }
 
 func TestListPetsPagination(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, []string{"available", "pending", "available", "", "sold", "available", "available", "pending", "available", "", "available", "sold", "available"}, func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		tests := []struct {
 			name      string
@@ -273,6 +278,7 @@ func TestListPetsPagination(t *testing.T) {
 }
 
 func TestListPetsDefaultPageLinksToTheNext(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, make([]string, 25), func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		w := s.Do("GET", "/v1/pets", key, "")
 		first := testkit.ReadPets(t, w)
@@ -295,6 +301,7 @@ func TestListPetsDefaultPageLinksToTheNext(t *testing.T) {
 }
 
 func TestListPetsRejectsAMalformedCursor(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, []string{"", "", ""}, func(t *testing.T, s *servertest.Server, key string, _ []testkit.Pet) {
 		w := s.Do("GET", "/v1/pets?limit=1", key, "")
 		next, ok := testkit.NextLink(t, w)
@@ -315,6 +322,7 @@ func TestListPetsRejectsAMalformedCursor(t *testing.T) {
 }
 
 func TestListPetsEmptyListIsAnEmptyArray(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, nil, func(t *testing.T, s *servertest.Server, key string, _ []testkit.Pet) {
 		for _, target := range []string{"/v1/pets", "/v1/pets?status=sold", "/v1/pets?limit=1"} {
 			t.Run(target, func(t *testing.T) {
@@ -336,6 +344,7 @@ func TestListPetsEmptyListIsAnEmptyArray(t *testing.T) {
 // --------------------------------------------------------------- createPet
 
 func TestCreatePet(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		str := func(s string) *string { return &s }
 
@@ -403,6 +412,7 @@ func TestCreatePet(t *testing.T) {
 }
 
 func TestCreatePetRejectsABadBody(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		s.AddPets(key, "available")
 		valid := `{"name":"Rex","categoryId":1}`
@@ -484,6 +494,7 @@ func TestCreatePetRejectsABadBody(t *testing.T) {
 }
 
 func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name       string
@@ -526,6 +537,7 @@ func TestCreatePetBodyOfUnannouncedLength(t *testing.T) {
 // ------------------------------------------------------------------ getPet
 
 func TestGetPet(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, []string{"pending", ""}, func(t *testing.T, s *servertest.Server, key string, pets []testkit.Pet) {
 		sunsetUnix := time.Date(2030, time.December, 5, 0, 0, 0, 0, time.UTC).Unix()
 
@@ -587,6 +599,7 @@ func TestGetPet(t *testing.T) {
 // ---------------------------------------------------------- authentication
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		ctx := context.Background()
@@ -680,6 +693,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestAuthenticationComesBeforeRouting(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name       string
@@ -717,6 +731,7 @@ func TestAuthenticationComesBeforeRouting(t *testing.T) {
 // ------------------------------------------------ errors and the other paths
 
 func TestMethodNotAllowed(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		s.AddPets(key, "")
 
@@ -755,6 +770,7 @@ func TestMethodNotAllowed(t *testing.T) {
 }
 
 func TestStoreOrdersIsNotImplemented(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		t.Run("with a key", func(t *testing.T) {
 			servertest.WantError(t, s.Do("GET", "/v1/store/orders", key, ""), http.StatusNotImplemented, "not_implemented")
@@ -767,6 +783,7 @@ func TestStoreOrdersIsNotImplemented(t *testing.T) {
 }
 
 func TestPathsOutsideV1(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 
@@ -798,6 +815,7 @@ func TestPathsOutsideV1(t *testing.T) {
 }
 
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name   string
@@ -834,6 +852,7 @@ func TestRequestID(t *testing.T) {
 // TestEveryErrorHasTheErrorShape walks one request to each error the service
 // gives and checks the shape, status and content type of each.
 func TestEveryErrorHasTheErrorShape(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		tests := []struct {
 			name       string
@@ -873,6 +892,7 @@ func TestEveryErrorHasTheErrorShape(t *testing.T) {
 // TestSpecErrorTable has one row per line of the error codes (README, "Error codes"), on each operation it
 // applies to.
 func TestSpecErrorTable(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		pets := s.AddPets(key, "available")
 		existing := "/v1/pets/" + strconv.FormatInt(pets[0].ID, 10)
@@ -912,6 +932,7 @@ func TestSpecErrorTable(t *testing.T) {
 // TestTooManyRequests is the error codes (README, "Error codes")'s 429 row: on any API request, with
 // Retry-After, after which the client is served again.
 func TestTooManyRequests(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		withKey bool
@@ -955,6 +976,7 @@ func TestTooManyRequests(t *testing.T) {
 }
 
 func TestOpenAPIDocumentNeedsNoKey(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		for _, key := range []string{"", s.MustCreateKey("business")} {
@@ -973,6 +995,7 @@ func TestOpenAPIDocumentNeedsNoKey(t *testing.T) {
 // once while others list: every 201's pet is listed once, in ascending id
 // order, and ids are never given twice.
 func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
+	t.Parallel()
 	apiEachReadMode(t, []string{"available", ""}, func(t *testing.T, s *servertest.Server, key string, seeded []testkit.Pet) {
 		const writers, perWriter = 8, 10
 		created := make(chan int64, writers*perWriter)
@@ -1038,6 +1061,7 @@ func TestConcurrentCreatesAreListedOnceInOrder(t *testing.T) {
 }
 
 func TestABodyCutShortIsCalledCutShort(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "pro", func(t *testing.T, s *servertest.Server, key string) {
 		for _, body := range []string{`{`, `{"name":`, `{"name":"a",`, `{"name":"a","categoryId":1`} {
 			w := s.Do("POST", "/v1/pets", key, body)
@@ -1050,6 +1074,7 @@ func TestABodyCutShortIsCalledCutShort(t *testing.T) {
 // Small bodies get their Content-Length from net/http, large ones from
 // writeBody: every answer has one, none is chunked.
 func TestEveryResponseHasAContentLength(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{PetsFromDatabase: true})
 	testkit.SeedPets(t, s.SQLite.Writer(), 300)
 	if err := s.LoadPets(context.Background()); err != nil {

@@ -14,6 +14,7 @@ import (
 // These tests check docs/api.md's Idempotency-Key ("Idempotency") on POST /v1/pets.
 
 func TestIdempotentRetry(t *testing.T) {
+	t.Parallel()
 	const (
 		body      = `{"name":"Rex","categoryId":1,"status":"available"}`
 		otherBody = `{"name":"Max","categoryId":1,"status":"available"}`
@@ -94,6 +95,7 @@ func TestIdempotentRetry(t *testing.T) {
 // TestIdempotencyKeyReplayedTwice checks that a replay is not itself a new
 // first response: the third request still gets the first pet.
 func TestIdempotencyKeyReplayedTwice(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		const body = `{"name":"Rex","categoryId":1}`
 		var bodies []string
@@ -114,6 +116,7 @@ func TestIdempotencyKeyReplayedTwice(t *testing.T) {
 }
 
 func TestIdempotencyKeyValidation(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		const body = `{"name":"Rex","categoryId":1}`
 
@@ -162,6 +165,7 @@ func TestIdempotencyKeyValidation(t *testing.T) {
 // TestRejectedRequestDoesNotUseUpTheKey: a body refused with 400 stores no
 // response, so the key then works for a valid body.
 func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		w := s.Do("POST", "/v1/pets", key, `{"name":"","categoryId":1}`, "Idempotency-Key", "k1")
 		servertest.WantError(t, w, http.StatusBadRequest, "invalid_request", "name")
@@ -179,6 +183,7 @@ func TestRejectedRequestDoesNotUseUpTheKey(t *testing.T) {
 // once: exactly one pet is made, and every answer is that pet (201, first or
 // replayed) or 409 idempotency_conflict.
 func TestConcurrentRequestsWithOneIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	servertest.EachStoreWithKey(t, "business", func(t *testing.T, s *servertest.Server, key string) {
 		const n = 20
 		const body = `{"name":"Rex","categoryId":1,"status":"pending"}`

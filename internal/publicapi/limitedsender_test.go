@@ -25,6 +25,7 @@ func databaseCalls(t *testing.T, m *metrics.Metrics) map[string]uint64 {
 // limited, and none after; the keys this server holds still work from that
 // address (a shared NAT), and so does a key made since, after one reload.
 func TestMadeUpKeysFromALimitedAddressCostNoLookUp(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		opts.Redis = opts.Postgres // as replica mode needs
 		m := servertest.NewMetrics()

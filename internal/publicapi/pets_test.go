@@ -13,6 +13,7 @@ import (
 )
 
 func TestListShowsACreatedPetAtOnce(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
 	for i := range 30 {
@@ -31,6 +32,7 @@ func TestListShowsACreatedPetAtOnce(t *testing.T) {
 // always shows every pet: no kept page is ever stale, including a last
 // page that was exactly full before the create.
 func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 10_000, PerDay: 10_000})
 	var all, available []int64
@@ -72,6 +74,7 @@ func TestListPagesAreNeverStaleAfterACreate(t *testing.T) {
 // Idempotency-Key; each pet gets the id of its own row, ascending in batch
 // order.
 func TestABatchOfCreatesGetsTheIdsOfItsRows(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	ctx := context.Background()
 	for _, size := range []int{1, 2, 3, 27, 256, 300} {

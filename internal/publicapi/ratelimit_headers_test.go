@@ -20,6 +20,7 @@ import (
 // Whatever a decision holds, the headers written from it are counts of 0 or
 // more.
 func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
+	t.Parallel()
 	d := limits.Decision{Policy: "60;w=60", Window: "minute", Limit: -1, Remaining: math.MinInt64, Reset: time.Unix(1700000000, 0), ResetIn: -time.Second}
 	h := publicapi.RateLimitHeaders(&d)
 	for name, v := range h {
@@ -35,6 +36,7 @@ func TestRateLimitHeadersAreNeverNegative(t *testing.T) {
 // A key stored before the figures were capped, with the largest an int64
 // holds: both limiters count it at the cap, and no header is negative.
 func TestAKeyWithTheLargestFiguresGetsNoNegativeHeader(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []struct {
 		name string
 		opts servertest.Options

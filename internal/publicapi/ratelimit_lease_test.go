@@ -22,6 +22,7 @@ import (
 // steady rate.
 
 func TestRateCountEstimatesTheLastTenthOfASecond(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name     string
@@ -89,6 +90,7 @@ func peekAt(t *testing.T, r *limits.Redis, id domain.CallerID, lim domain.Limits
 }
 
 func TestLeaseSizeFollowsTheRate(t *testing.T) {
+	t.Parallel()
 	lim := domain.Limits{PerMinute: 100_000_000, PerDay: 1 << 40}
 	for _, tc := range []struct {
 		name      string
@@ -122,6 +124,7 @@ func TestLeaseSizeFollowsTheRate(t *testing.T) {
 }
 
 func TestLeaseShrinksNearTheLimit(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	r := s.Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 1 << 40}
@@ -152,6 +155,7 @@ func TestLeaseShrinksNearTheLimit(t *testing.T) {
 // The headers of requests spent from a lease count down as without one:
 // the tokens leased here are the caller's, counted once.
 func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	r := s.Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 600, PerDay: 1 << 40}
@@ -171,6 +175,7 @@ func TestRemainingCountsDownOneARequestWhileLeased(t *testing.T) {
 }
 
 func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Limits{PerMinute: 6000, PerDay: 100_000}
@@ -197,6 +202,7 @@ func TestLeaseAgesOutAndItsTokensGoBack(t *testing.T) {
 }
 
 func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
@@ -211,6 +217,7 @@ func TestStoppedServerGivesItsLeaseBack(t *testing.T) {
 }
 
 func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
@@ -242,6 +249,7 @@ func TestKilledServerLosesAtMostItsLeaseForTheRestOfItsMinute(t *testing.T) {
 }
 
 func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true, BanAfter: 1})
 	a, b := s.Limiter().(*limits.Redis), s.WithOwnLimiter().Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 1}, domain.Plans["free"]
@@ -305,6 +313,7 @@ func driveUntilRefused(servers []*servertest.Server, key string, callersEach int
 }
 
 func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		plan string
 		lim  domain.Limits
@@ -340,6 +349,7 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 }
 
 func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
+	t.Parallel()
 	servers, _ := threeServers(t)
 	lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
 	key := servers[0].MustCreateKey("enterprise", lim)

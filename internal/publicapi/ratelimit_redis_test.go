@@ -78,6 +78,7 @@ func TestRedisRunsOfOneBatchShareARoundTripEvenAfterAScriptFlush(t *testing.T) {
 }
 
 func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
+	t.Parallel()
 	a := servertest.Start(t, servertest.Options{Redis: true})
 	b := a.WithOwnLimiter()
 	servers := []*servertest.Server{a, b}
@@ -107,6 +108,7 @@ func TestRedisServersShareOneLimitAndOneBan(t *testing.T) {
 }
 
 func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	other := s.WithOwnLimiter()
 	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
@@ -144,6 +146,7 @@ func TestRedisRebuildsADayCountFromTheDatabase(t *testing.T) {
 // one is ignored: a server's own unwritten requests can be missed, at most
 // those of its last flush interval.
 func TestRedisFirstSeedWins(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	r := s.Limiter().(*limits.Redis)
 	id, lim := domain.CallerID{KeyID: 7}, domain.Plans["free"]
@@ -163,6 +166,7 @@ func TestRedisFirstSeedWins(t *testing.T) {
 }
 
 func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	r := s.Limiter().(*limits.Redis)
 	r.ScriptNow = nil
@@ -182,6 +186,7 @@ func TestRedisScriptTakesTheTimeFromRedis(t *testing.T) {
 }
 
 func TestPeekSpendsNothing(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 1}, func(t *testing.T, s *servertest.Server) {
 		ctx := context.Background()
 		id, lim := domain.CallerID{KeyID: 42}, domain.Plans["free"]
@@ -257,6 +262,7 @@ func (e *fallbackEvents) String() string {
 }
 
 func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
+	t.Parallel()
 	proxy, redisURL := startRedisProxy(t)
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	logs := &testkit.SyncBuffer{}
@@ -326,6 +332,7 @@ func TestRedisAwayFallsBackAndComesBack(t *testing.T) {
 // (a restart) or with what it had (a network fault): either way each
 // request is counted once, whichever server granted it.
 func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
+	t.Parallel()
 	for _, restarted := range []bool{true, false} {
 		t.Run(fmt.Sprintf("restarted=%v", restarted), func(t *testing.T) {
 			proxy, redisURL := startRedisProxy(t)
@@ -367,6 +374,7 @@ func TestRedisCountAfterAnOutageHasEachRequestOnce(t *testing.T) {
 }
 
 func TestRedisThatHangsIsCutShort(t *testing.T) {
+	t.Parallel()
 	proxy, redisURL := startRedisProxy(t)
 	s := servertest.Start(t, servertest.Options{Redis: true})
 	r := s.UseRedisThrough(redisURL, io.Discard, limits.RedisHooks{})
@@ -384,6 +392,7 @@ func TestRedisThatHangsIsCutShort(t *testing.T) {
 }
 
 func TestRedisUnreachableAtStart(t *testing.T) {
+	t.Parallel()
 	closed := testkit.FreeAddr(t)
 	s := servertest.Start(t, servertest.Options{})
 	logs := &testkit.SyncBuffer{}
@@ -406,6 +415,7 @@ func TestRedisUnreachableAtStart(t *testing.T) {
 // request a moment before it is refused, one when it has passed accepted,
 // through any of them.
 func TestRedisServersAcceptTheRequestAfterRetryAfter(t *testing.T) {
+	t.Parallel()
 	a := servertest.Start(t, servertest.Options{Redis: true})
 	servers := []*servertest.Server{a, a.WithOwnLimiter(), a.WithOwnLimiter()}
 	key := a.MustCreateKey("free")

@@ -23,6 +23,7 @@ import (
 )
 
 func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("free")
 
@@ -63,6 +64,7 @@ func TestFreeKeyGets60RequestsAMinute(t *testing.T) {
 }
 
 func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("pro") // 300 a minute: one token every 200ms
 		for range 300 {
@@ -87,6 +89,7 @@ func TestRequestAfterRetryAfterSucceedsAndRefusalSpendsNothing(t *testing.T) {
 }
 
 func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 5})
 		for i := range 5 {
@@ -123,6 +126,7 @@ func TestDailyQuotaAndItsMidnightReset(t *testing.T) {
 }
 
 func TestCustomEnterpriseLimits(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})
 		for range 2 {
@@ -148,6 +152,7 @@ func TestCustomEnterpriseLimits(t *testing.T) {
 }
 
 func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 10, BanFor: 15 * time.Minute}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		if w := s.Do("GET", "/v1/pets", key, ""); w.Code != 200 {
@@ -180,6 +185,7 @@ func TestBanAfterTooManyRequestsDuringAWait(t *testing.T) {
 }
 
 func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 3}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		s.Do("GET", "/v1/pets", key, "")
@@ -197,6 +203,7 @@ func TestWaitingOutTheRetryResetsTheBanCount(t *testing.T) {
 }
 
 func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("free")
 		for _, tc := range []struct {
@@ -230,6 +237,7 @@ func TestRateLimitHeadersOnEveryResponse(t *testing.T) {
 }
 
 func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		for i := range 60 {
 			w := s.From("198.51.100.7:4000", "/v1/pets", "psk_live_guess"+strconv.Itoa(i))
@@ -257,6 +265,7 @@ func TestRequestsWithoutAValidKeyAreLimitedByAddress(t *testing.T) {
 }
 
 func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
+	t.Parallel()
 	for _, trust := range []bool{false, true} {
 		t.Run(fmt.Sprintf("trust-proxy=%v", trust), func(t *testing.T) {
 			servertest.ForEachLimiter(t, servertest.Options{TrustProxy: trust}, func(t *testing.T, s *servertest.Server) {
@@ -278,6 +287,7 @@ func TestForwardedForIsTrustedOnlyWithTrustProxy(t *testing.T) {
 }
 
 func TestRestartKeepsTheDaysCount(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 		for range 7 {
@@ -295,6 +305,7 @@ func TestRestartKeepsTheDaysCount(t *testing.T) {
 }
 
 func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
@@ -316,6 +327,7 @@ func TestForgottenCallerKeepsItsDailyCount(t *testing.T) {
 }
 
 func TestIdleAddressesAreForgotten(t *testing.T) {
+	t.Parallel()
 	clock := servertest.NewClock()
 	l := limits.NewLocal(clock.Now, 10, time.Minute, nil)
 	ctx := context.Background()
@@ -440,6 +452,7 @@ func dayStepLimiter(start time.Time) (l *limits.Local, days *atomic.Int64, lim d
 // across many midnights neither deadlock nor lose, double or misdate a
 // count: each day's two requests are stored once, under that day.
 func TestMidnightWhileFlushingDoesNotDeadlock(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, time.March, 10, 23, 59, 59, 0, time.UTC)
 	l, days, lim := dayStepLimiter(start)
 	var mu sync.Mutex
@@ -506,6 +519,7 @@ func heldByTheKeyring(t *testing.T, s *servertest.Server) {
 // Counts whose write failed stay with their caller, which is therefore not
 // forgotten: the next look-up must not start from a lower stored count.
 func TestFailedUsageWriteLosesNoCount(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{})
 	key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 10})
 	heldByTheKeyring(t, s)
@@ -540,6 +554,7 @@ func TestFailedUsageWriteLosesNoCount(t *testing.T) {
 // store adds it once: each request is counted once, in the day's count
 // and in the usage history, with limits in process or in Redis.
 func TestAFlushWhoseAnswerWasLostCountsEachRequestOnce(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		ctx := context.Background()
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
@@ -586,6 +601,7 @@ func TestAFlushWhoseAnswerWasLostCountsEachRequestOnce(t *testing.T) {
 // one batch. Once the database answers, that batch is written, then the
 // rest as the next, and each request is counted once.
 func TestALongOutageHoldsOneUsageBatch(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{}, func(t *testing.T, s *servertest.Server) {
 		ctx := context.Background()
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1000, PerDay: 1000})
@@ -642,6 +658,7 @@ func TestALongOutageHoldsOneUsageBatch(t *testing.T) {
 }
 
 func TestResetDuringABanIsRoundedUp(t *testing.T) {
+	t.Parallel()
 	servertest.ForEachLimiter(t, servertest.Options{BanAfter: 1, BanFor: 5 * time.Second}, func(t *testing.T, s *servertest.Server) {
 		key := s.MustCreateKey("enterprise", domain.Limits{PerMinute: 1, PerDay: 1000})
 		s.Do("GET", "/v1/pets", key, "")
@@ -662,6 +679,7 @@ func TestResetDuringABanIsRoundedUp(t *testing.T) {
 // write runs stay for the next one, and a caller holding many days is
 // flushed whole in one pass.
 func TestFlushTakesOffWhatItWrote(t *testing.T) {
+	t.Parallel()
 	l, days, lim := dayStepLimiter(time.Date(2026, time.March, 10, 12, 0, 0, 0, time.UTC))
 	key := domain.CallerID{KeyID: 1}
 	for range 10_000 { // a request a day for 10,000 days, none written yet

@@ -16,6 +16,7 @@ import (
 )
 
 func TestRollKeepsTheScopes(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts)
 		for _, scopes := range []domain.ScopeSet{domain.ScopePetsRead, domain.ScopePetsWrite, domain.AllScopes} {
@@ -43,6 +44,7 @@ func TestRollKeepsTheScopes(t *testing.T) {
 // answered request like any other; over the limit or banned, the 429 comes
 // first.
 func TestInsufficientScopeComesAfterTheRateLimitAndSpendsIt(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		servertest.ForEachLimiter(t, opts, func(t *testing.T, s *servertest.Server) {
 			terms := s.KeyTerms("enterprise", domain.Limits{PerMinute: 2, PerDay: 100})

@@ -8,9 +8,9 @@ import (
 
 // Litestream's S3 client reads its credentials from the environment: the
 // tests' S3 servers' are set here once, so that the test that replicates in
-// this process may run beside the others. All of them start at once
-// (testkit.Main): the half-minute outage, which waits far more than it
-// works, must not wait for a free place behind the others.
+// this process may run beside the others, four at once (testkit.Main):
+// they wait on the server, the S3 server and the commands far more than
+// they work.
 func TestMain(m *testing.M) {
 	testkit.SetS3Env()
 	testkit.Main(m)

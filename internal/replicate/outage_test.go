@@ -1,12 +1,17 @@
 package replicate_test
 
 // The replica's store away under load (docs/production.md, "Backup and
-// restore"): the package's longest test, through half a minute of outage.
+// restore"): the longest test of all, through half a minute of outage.
+// It runs when PETSTORE_TEST_OUTAGE is set, as .ci/run sets it, once and
+// outside the race run: in a plain go test ./... its three quarters of a
+// minute held one of the two places a two-core machine runs test binaries
+// in, longer than any package but the root.
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +26,9 @@ import (
 // failures (never a secret), and a restore afterwards holds every pet.
 func TestTheReplicaStoreAwayFor30sUnderLoadFailsNoRequestAndCatchesUp(t *testing.T) {
 	t.Parallel()
+	if os.Getenv("PETSTORE_TEST_OUTAGE") == "" {
+		t.Skip("takes the replica's store away for 30 s under load: set PETSTORE_TEST_OUTAGE=1 (.ci/run does)")
+	}
 	f := newReplicaFixture(t)
 	key := f.createKey(t, "--plan", "enterprise", "--name", "writer", "--rpm", "100000000", "--rpd", "1000000000")
 	token := strings.TrimSpace(f.mustCmd(t, "admin", "create", "--db", f.db, "--name", "ops", "--scope", "keys:read").Stdout)

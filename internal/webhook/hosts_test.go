@@ -14,6 +14,7 @@ import (
 // another form is refused, since the server would look it up as a name;
 // a name that merely looks numeric is a name.
 func TestWebhookURLHostsAreReadAsTheAddressesTheyMean(t *testing.T) {
+	t.Parallel()
 	const local, otherForm, broken = "--webhook-allow-private", "in another form", "ends in a number"
 	for _, tt := range []struct {
 		host     string
@@ -103,6 +104,7 @@ func TestWebhookURLHostsAreReadAsTheAddressesTheyMean(t *testing.T) {
 // --webhook-allow-private takes every address, but not an IPv4 address
 // in a form it would look up as a name.
 func TestWebhookURLHostsWithTheFlag(t *testing.T) {
+	t.Parallel()
 	var allowing *AddressGuard
 	for host, says := range map[string]string{
 		"127.0.0.1": "", "[::1]": "", "localhost": "", "10.0.0.7": "",

@@ -16,6 +16,7 @@ import (
 )
 
 func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
+	t.Parallel()
 	rc := testkit.NewReceiver(t)
 	old, current := NewSecret(), NewSecret()
 	oldKey, _ := domain.WebhookSecretKey(old)
@@ -62,6 +63,7 @@ func TestWebhookAttemptIsSignedAsStandardWebhooks(t *testing.T) {
 }
 
 func TestWebhookSecretShape(t *testing.T) {
+	t.Parallel()
 	s := NewSecret()
 	key, err := domain.WebhookSecretKey(s)
 	if !strings.HasPrefix(s, "whsec_") || err != nil || len(key) != 32 {
@@ -76,6 +78,7 @@ func TestWebhookSecretShape(t *testing.T) {
 // the bounds fails the attempt, and the attempt never reads more than it
 // may or waits longer than its timeout.
 func TestWebhookReceiversThatMisbehave(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("x", 1<<20)
 	tests := []struct {
 		name    string
@@ -144,6 +147,7 @@ func fastSender() *Sender {
 }
 
 func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
+	t.Parallel()
 	rc := testkit.NewReceiver(t)
 	sender := NewSender(NewAddressGuard(false), "petstore/test", time.Now)
 	// localhost resolves to loopback: refused after DNS, not by its name.
@@ -161,6 +165,7 @@ func TestWebhookRefusesTheLocalNetwork(t *testing.T) {
 // without --webhook-allow-private refuses every address of this host or
 // a local network, however it is written; with the flag it refuses none.
 func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
+	t.Parallel()
 	// 198.51.100.7 stands for a public address of this host's own.
 	guard := &AddressGuard{own: func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("198.51.100.7")} }}
 	for _, tt := range []struct {
@@ -229,6 +234,7 @@ func TestWebhookGuardRefusesThisHostAndLocalNetworks(t *testing.T) {
 }
 
 func TestWebhookRetrySchedule(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 	for i, w := range want {
@@ -266,6 +272,7 @@ func TestWebhookRetrySchedule(t *testing.T) {
 }
 
 func TestWebhookURLs(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		url     string
 		problem string
@@ -292,6 +299,7 @@ func TestWebhookURLs(t *testing.T) {
 // (an endpoint's lastError) says the kind of failure and keeps the status,
 // but no byte the receiver sent and not the address its name resolved to.
 func TestWebhookAttemptErrorKeepsNothingOfTheReceiver(t *testing.T) {
+	t.Parallel()
 	const banner = "internal-secret-banner-XYZ"
 	for _, tt := range []struct {
 		name   string

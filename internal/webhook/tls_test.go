@@ -24,6 +24,7 @@ import (
 // a real TLS server on loopback; the sender trusts one test root, and a
 // certificate that root signs for 127.0.0.1 is delivered.
 func TestWebhookTLSFailureNamesItsReason(t *testing.T) {
+	t.Parallel()
 	root, stranger := testkit.NewCA(t, "petstore trusted test root"), testkit.NewCA(t, "stranger root")
 	now := time.Now()
 	valid := leafTerms{notBefore: now.Add(-time.Hour), notAfter: now.Add(time.Hour), ip: true}

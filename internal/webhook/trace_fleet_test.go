@@ -18,6 +18,7 @@ import (
 // delivers it samples none of its own requests: an attempt linked to a
 // sampled request is sampled all the same.
 func TestWebhookDeliveredByAnotherServerLaterLinksToTheRequest(t *testing.T) {
+	t.Parallel()
 	collector := testkit.StartOTLP(t)
 	tracedAs := func(service, ratio string) func(string) string {
 		env := map[string]string{

@@ -98,6 +98,7 @@ func attributesOf(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
 // own trace; its log line names the span. No span holds the endpoint's URL
 // path or query, its secret or the body.
 func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		rc := testkit.NewReceiver(t)
 		rc.AnswerWith(func(n int, _ testkit.Delivery) int {
@@ -170,6 +171,7 @@ func TestWebhookAttemptsAreClientSpansLinkedToTheirCause(t *testing.T) {
 // An event queued by what was not traced (a command, a server before
 // migration 012) is delivered with a span that links to nothing.
 func TestWebhookAttemptOfAnUntracedEventLinksToNothing(t *testing.T) {
+	t.Parallel()
 	rc := testkit.NewReceiver(t)
 	s := tracedServer(t, servertest.Options{}, rc)
 	if _, err := manage.QueueTest(context.Background(), s.Store(), s.Env, s.endpoint.ID, servertest.Actor, s.Clock.Now()); err != nil {
@@ -185,6 +187,7 @@ func TestWebhookAttemptOfAnUntracedEventLinksToNothing(t *testing.T) {
 // With tracing off the worker sends no traceparent, not even the cause's
 // of an event queued by a server that traces.
 func TestWebhookAttemptWithTracingOffSendsNoTraceparent(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{}.WithWebhooks())
 	rc := testkit.NewReceiver(t)
 	e := s.AddEndpoint(rc)
@@ -226,6 +229,7 @@ func linksOf(spans *tracetest.InMemoryExporter, typ string) []sdktrace.Link {
 // request that reached the threshold or started the ban: their deliveries
 // link to that request's span all the same.
 func TestWebhookNoticesAndBansLinkToTheRequestThatStartedThem(t *testing.T) {
+	t.Parallel()
 	tracer := sdktrace.NewTracerProvider().Tracer("test")
 	for _, c := range []struct {
 		typ   string

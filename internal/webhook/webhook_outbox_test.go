@@ -26,6 +26,7 @@ import (
 // TestWebhookAClaimOfADeadServerExpires: a server that claimed an attempt
 // and died leaves it to the others once its claim has expired, not before.
 func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
@@ -55,6 +56,7 @@ func TestWebhookAClaimOfADeadServerExpires(t *testing.T) {
 // answer holds maxInFlightPerEndpoint attempts of a server, while the other
 // endpoints' deliveries and the requests go on.
 func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	hanging, fine := testkit.NewReceiver(t), testkit.NewReceiver(t)
 	release := make(chan struct{})
@@ -91,6 +93,7 @@ func TestWebhookAHangingReceiverHoldsAFewAttempts(t *testing.T) {
 }
 
 func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
@@ -134,6 +137,7 @@ func TestWebhookPruneForgetsWhatIsOver(t *testing.T) {
 // hang hold some of a server's places, never all: a delivery to a fast
 // one queued after them goes out at once.
 func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	release := make(chan struct{})
 	defer close(release)
@@ -180,6 +184,7 @@ func TestWebhookSlowEndpointsLeavePlacesForTheOthers(t *testing.T) {
 // once to one endpoint holds for all the servers on one PostgreSQL
 // together, through the claim.
 func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true, Postgres: true})
 	servers := []*servertest.Server{s, s.AnotherServer()}
 	slow := testkit.NewReceiver(t)
@@ -226,6 +231,7 @@ func TestWebhookTwoServersKeepTheCapOfOneEndpoint(t *testing.T) {
 // the hourly prune forgets them by their index; the key is not announced
 // again.
 func TestWebhookPruneForgetsExpiryMarksAfterTheKeysExpiry(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)

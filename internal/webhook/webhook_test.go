@@ -30,6 +30,7 @@ func deliveryOf(s *servertest.Server, eventID string) domain.WebhookDelivery {
 }
 
 func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
@@ -81,6 +82,7 @@ func TestWebhookKeyEventsAreSentSignedWithTheirAuditEvents(t *testing.T) {
 // A key's ban lifted over the admin API is sent as ban.lifted, naming the
 // key; a client address banned and lifted is audited twice and sent never.
 func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
@@ -133,6 +135,7 @@ func TestWebhookALiftedKeyBanIsSentAndAnAddressBanIsNot(t *testing.T) {
 }
 
 func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
@@ -173,6 +176,7 @@ func TestWebhookAFailedAttemptIsRetriedWithTheSameID(t *testing.T) {
 }
 
 func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		opts.Env = "staging"
 		s := servertest.Start(t, opts.WithWebhooks())
@@ -236,6 +240,7 @@ func TestWebhookDeliveryFailsAfterTheScheduleAndGoneDisables(t *testing.T) {
 }
 
 func TestWebhookEndpointFailingForThreeDaysIsDisabled(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	rc := testkit.NewReceiver(t)
 	rc.AnswerWith(func(int, testkit.Delivery) int { return http.StatusBadGateway })
@@ -269,6 +274,7 @@ func endpoint(s *servertest.Server, id int64) domain.WebhookEndpoint {
 }
 
 func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		s := servertest.Start(t, opts.WithWebhooks())
 		rc := testkit.NewReceiver(t)
@@ -313,6 +319,7 @@ func TestWebhookRotationSignsWithBothSecretsDuringTheOverlap(t *testing.T) {
 }
 
 func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
+	t.Parallel()
 	s := servertest.Start(t, servertest.Options{WebhookAllowPrivate: true})
 	rc := testkit.NewReceiver(t)
 	s.AddEndpoint(rc, domain.WebhookKeyExpiring, domain.WebhookKeyExpired)
@@ -368,6 +375,7 @@ func TestWebhookExpiryNoticesUnderAFakeClock(t *testing.T) {
 }
 
 func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		opts servertest.Options
@@ -441,6 +449,7 @@ func TestWebhookQuotaThresholdsAreSentOncePerDayAcrossServers(t *testing.T) {
 }
 
 func TestWebhookMetricsCountAttemptsAndTheBacklog(t *testing.T) {
+	t.Parallel()
 	servertest.EachStore(t, func(t *testing.T, opts servertest.Options) {
 		m := servertest.NewMetrics()
 		opts.Metrics = m

@@ -1,0 +1,10 @@
+package adminapi_test
+
+import (
+	"testing"
+
+	"petstore/internal/testkit"
+)
+
+// The admin API's suites wait on the servers and databases they start: four run at once (testkit.Main).
+func TestMain(m *testing.M) { testkit.Main(m) }
