@@ -15,6 +15,7 @@ import (
 // /metrics and the admin API alike: a page rebound to it by DNS sends its
 // own name.
 func TestAdminListenerAnswersOnlyItsOwnHostNames(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, testOptions{metrics: newMetrics()})
 	s.adminHosts = []string{"petstore-admin", "admin.internal"}
 	s.adminHandler = newAdminServer(s.App)

@@ -25,6 +25,7 @@ func readAdminOpenAPI(t *testing.T) *openAPIDoc {
 func recordAdminRoutes() *apiRouteTable { return routeTable(adminRoutes(&App{})) }
 
 func TestAdminOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
+	t.Parallel()
 	doc := readAdminOpenAPI(t)
 	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
 		t.Errorf("openapi: %q, want 3.1.x", doc.OpenAPI)
@@ -42,6 +43,7 @@ func TestAdminOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
 }
 
 func TestAdminOpenAPISecurityNamesTheScopeEachRouteNeeds(t *testing.T) {
+	t.Parallel()
 	doc := readAdminOpenAPI(t)
 	ops := doc.operations(t)
 	routes := recordAdminRoutes()
@@ -68,6 +70,7 @@ func TestAdminOpenAPISecurityNamesTheScopeEachRouteNeeds(t *testing.T) {
 }
 
 func TestAdminOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
 	doc := readAdminOpenAPI(t)
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
@@ -87,6 +90,7 @@ var petOnlyCodes = []string{httpapi.CodeIdempotencyConflict, httpapi.CodeIdempot
 var adminOnlyCodes = []string{httpapi.CodeConflict, httpapi.CodeMisdirectedRequest, httpapi.CodeCrossOrigin}
 
 func TestAdminOpenAPIErrorCodesAreThoseTheAdminAPIGives(t *testing.T) {
+	t.Parallel()
 	doc := readAdminOpenAPI(t)
 	documented := slices.Sorted(slices.Values(doc.Components.Schemas["Error"].Properties["code"].Enum))
 	want := slices.DeleteFunc(slices.Sorted(maps.Keys(httpapi.CodeStatus)), func(code string) bool { return slices.Contains(petOnlyCodes, code) })
@@ -135,12 +139,14 @@ var adminOpenAPIStatuses = map[string][]int{
 }
 
 func TestAdminOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
+	t.Parallel()
 	wantStatusesDocumented(t, readAdminOpenAPI(t), "admin-openapi.yaml", adminOpenAPIStatuses)
 }
 
 // TestAdminOpenAPIAgreesWithWhatTheServerAnswers sends a request for most
 // documented responses and holds each answer to the document.
 func TestAdminOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
+	t.Parallel()
 	doc := readAdminOpenAPI(t)
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)

@@ -17,6 +17,7 @@ import (
 // header (curl, petstore admin, a portal's server) and the console (same
 // origin) are answered.
 func TestAdminAPIRefusesAPageOfAnotherOriginAndAnswersItsOwn(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	token := s.mustCreateAdmin("owner", domain.AllAdminScopes)
 	doc := readAdminOpenAPI(t)
@@ -70,6 +71,7 @@ func TestAdminAPIRefusesAPageOfAnotherOriginAndAnswersItsOwn(t *testing.T) {
 // owners' own address (127.0.0.1 behind an SSH tunnel). One that presents
 // a credential, even an empty Bearer, is counted.
 func TestAdminRequestsWithoutACredentialNeverBanTheAddress(t *testing.T) {
+	t.Parallel()
 	s := newTestServerWith(t, testOptions{banAfter: 2})
 	token := s.mustCreateAdmin("owner", domain.AllAdminScopes)
 	const owners = "127.0.0.1:50000"

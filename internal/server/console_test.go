@@ -15,6 +15,7 @@ import (
 // uses it in Chromium.
 
 func TestConsoleIsOnTheAdminListenerOnly(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	for _, target := range []string{"/console/", "/console/app.js", "/console", "/console/console.css"} {
 		if w := s.do("GET", target, "", ""); w.Code != http.StatusNotFound {
@@ -52,6 +53,7 @@ func TestConsoleIsOnTheAdminListenerOnly(t *testing.T) {
 }
 
 func TestConsoleFilesCarryAStrictPolicy(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	want := []string{"default-src 'self'", "script-src 'self'", "style-src 'self'", "object-src 'none'",
 		"base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'", "require-trusted-types-for 'script'"}
@@ -79,6 +81,7 @@ func TestConsoleFilesCarryAStrictPolicy(t *testing.T) {
 const consoleBudget = 200 << 10
 
 func TestConsoleFilesWeighUnder200KiBGzipped(t *testing.T) {
+	t.Parallel()
 	var all bytes.Buffer
 	zw := gzip.NewWriter(&all)
 	n := 0
@@ -98,6 +101,7 @@ func TestConsoleFilesWeighUnder200KiBGzipped(t *testing.T) {
 }
 
 func TestConsoleCodeNeverMakesHTMLOfTextNorAsksAnotherHost(t *testing.T) {
+	t.Parallel()
 	// The policy enforces most of this in the browser; this keeps the
 	// source honest where a browser test would not pass through.
 	forbidden := regexp.MustCompile(`innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setTimeout\(['"]|localStorage\.setItem|document\.cookie\s*=|style=`)

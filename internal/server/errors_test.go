@@ -15,6 +15,7 @@ import (
 )
 
 func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	key := s.mustCreateKey("free")
@@ -56,6 +57,7 @@ func TestAdmin401SaysWhichMistakeItIs(t *testing.T) {
 }
 
 func TestAWrongListenerIsNamed(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	admin := s.mustCreateAdmin("portal", domain.AllAdminScopes)
 	t.Run("an admin token on /v1", func(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 )
 
 func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
+	t.Parallel()
 	m := newMetrics()
 	m.DatabaseCall("GetPet").Since(time.Now())
 	m.RedisCall("allow").Since(time.Now())
@@ -111,6 +112,7 @@ func TestMetricsFollowPrometheusConventionsAndNeverNameACaller(t *testing.T) {
 }
 
 func TestRouteLabelIsTheServeMuxPatternNeverThePath(t *testing.T) {
+	t.Parallel()
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{metrics: m})
 	key := s.mustCreateKey("business")
@@ -172,6 +174,7 @@ func TestMetricsAddNoAllocationToARequest(t *testing.T) {
 }
 
 func TestEveryAuthReasonHasANameAndAMessage(t *testing.T) {
+	t.Parallel()
 	failures := []keyring.Failure{keyring.NoHeader, keyring.NoToken, keyring.NotBearer, keyring.NotAKey, keyring.UnknownKey, keyring.RevokedKey, keyring.ExpiredKey,
 		keyring.KeyProblem(domain.NewKeyToken("staging"), "production")}
 	seen := map[keyring.Reason]bool{}
@@ -240,6 +243,7 @@ func TestDatabaseCallsAreTimedByOperation(t *testing.T) {
 }
 
 func TestReadinessWhileDrainingIsRefusedOutsideTheRequestMetrics(t *testing.T) {
+	t.Parallel()
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{metrics: m})
 	key := s.mustCreateKey("pro")
@@ -260,6 +264,7 @@ func TestReadinessWhileDrainingIsRefusedOutsideTheRequestMetrics(t *testing.T) {
 var _ store.Storage = (*bounded.Store)(nil)
 
 func TestGrafanaDashboardGraphsOnlyMetricsTheServerExports(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../../deploy/grafana-dashboard.json")
 	if err != nil {
 		t.Fatal(err)
@@ -365,6 +370,7 @@ func BenchmarkMetricsOverhead(b *testing.B) {
 }
 
 func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
+	t.Parallel()
 	proxy, redisURL := testkit.FaultProxyTo(t, testkit.RedisURL(t))
 	m := newMetrics()
 	s := newTestServerWith(t, testOptions{redis: true, redisURL: redisURL, metrics: m})

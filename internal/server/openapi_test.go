@@ -298,6 +298,7 @@ func routedOperations(t *testing.T, table *apiRouteTable, base string) []string 
 }
 
 func TestOpenAPIIsVersion31AndEveryServerEndsInV1(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	if !strings.HasPrefix(doc.OpenAPI, "3.1.") {
 		t.Errorf("openapi: %q, want 3.1.x", doc.OpenAPI)
@@ -317,6 +318,7 @@ func TestOpenAPIIsVersion31AndEveryServerEndsInV1(t *testing.T) {
 }
 
 func TestOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	documented := slices.Sorted(maps.Keys(doc.operations(t)))
 	routed := codeOperations(t)
@@ -346,6 +348,7 @@ func TestOpenAPIDocumentsEveryRouteAndNoOtherOperation(t *testing.T) {
 }
 
 func TestOpenAPIPathsAnswerOtherMethods405WithAllowListingTheDocumentedOnes(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	routes := recordRoutes()
 	for path, item := range doc.Paths {
@@ -390,6 +393,7 @@ func wantAllowOfDocumentedMethods(t *testing.T, path string, item map[string]yam
 }
 
 func TestOpenAPIErrorCodesAreExactlyThoseOfErrorsGo(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	errSchema, ok := doc.Components.Schemas["Error"]
 	if !ok {
@@ -406,6 +410,7 @@ func TestOpenAPIErrorCodesAreExactlyThoseOfErrorsGo(t *testing.T) {
 }
 
 func TestOpenAPIGetPetIsDeprecatedWithTheDatesTheServerSends(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	getPet := doc.operation(t, "getPet")
 	if !getPet.Deprecated {
@@ -457,6 +462,7 @@ func TestOpenAPIGetPetIsDeprecatedWithTheDatesTheServerSends(t *testing.T) {
 }
 
 func TestOpenAPIEveryOperationHasAStabilityMarker(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	for key, op := range doc.operations(t) {
 		switch op.Stability {
@@ -471,6 +477,7 @@ func TestOpenAPIEveryOperationHasAStabilityMarker(t *testing.T) {
 }
 
 func TestOpenAPIEveryOperationButTheDocumentNeedsABearerKey(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	scheme, ok := doc.Components.SecuritySchemes["bearerAuth"]
 	if !ok || scheme.Type != "http" || scheme.Scheme != "bearer" {
@@ -490,6 +497,7 @@ func TestOpenAPIEveryOperationButTheDocumentNeedsABearerKey(t *testing.T) {
 }
 
 func TestOpenAPISecurityNamesTheScopeEachRouteNeeds(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	ops := doc.operations(t)
 	routes := recordRoutes()
@@ -545,6 +553,7 @@ var openAPIStatuses = map[string][]int{
 }
 
 func TestOpenAPIDocumentsEveryStatusEachOperationCanGive(t *testing.T) {
+	t.Parallel()
 	wantStatusesDocumented(t, readOpenAPI(t), "openapi.yaml", openAPIStatuses)
 }
 
@@ -586,6 +595,7 @@ func wantStatusesDocumented(t *testing.T, doc *openAPIDoc, name string, statuses
 }
 
 func TestOpenAPIResponsesDocumentTheirHeadersAndErrorShape(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	everywhere := []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"}
 	byStatus := map[string][]string{
@@ -625,6 +635,7 @@ func TestOpenAPIResponsesDocumentTheirHeadersAndErrorShape(t *testing.T) {
 }
 
 func TestOpenAPIParametersAndBodyHaveTheCodesBounds(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	list := doc.operation(t, "listPets")
 
@@ -687,6 +698,7 @@ func TestOpenAPIParametersAndBodyHaveTheCodesBounds(t *testing.T) {
 // documented responses and checks that the document lists its status for the
 // operation and every header the server sent that the document knows of.
 func TestOpenAPIAgreesWithWhatTheServerAnswers(t *testing.T) {
+	t.Parallel()
 	doc := readOpenAPI(t)
 	s := newTestServer(t)
 	key := s.mustCreateKey("free")
@@ -791,6 +803,7 @@ func (d *openAPIDoc) checkAnswer(t *testing.T, operation string, w *httptest.Res
 }
 
 func TestOpenAPIServedWithoutAKeyIsExactlyTheEmbeddedDocument(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	w := s.do("GET", "/v1/openapi.yaml", "", "")
 	if w.Code != http.StatusOK {

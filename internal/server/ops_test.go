@@ -79,6 +79,7 @@ func TestUnwritableDatabaseAnswers503AndRecovers(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
+	t.Parallel()
 	var logs testkit.SyncBuffer
 	logger, _ := NewLogger(&logs, "json", "info")
 	calls := 0
@@ -106,6 +107,7 @@ func TestPanicInAHandlerIsA500AndTheServerKeepsServing(t *testing.T) {
 }
 
 func TestOneLogLinePerRequestWithoutTheKey(t *testing.T) {
+	t.Parallel()
 	var logs testkit.SyncBuffer
 	logger, _ := NewLogger(&logs, "json", "info")
 	s := newTestServerWith(t, testOptions{logger: logger})
@@ -148,6 +150,7 @@ func TestOneLogLinePerRequestWithoutTheKey(t *testing.T) {
 // A load balancer checks /readyz once a second on every server: the health
 // checks are logged at DEBUG, out of an INFO log and in a DEBUG one.
 func TestHealthChecksAreLoggedAtDebug(t *testing.T) {
+	t.Parallel()
 	for _, level := range []string{"info", "debug"} {
 		t.Run(level, func(t *testing.T) {
 			var logs testkit.SyncBuffer
@@ -174,6 +177,7 @@ func TestHealthChecksAreLoggedAtDebug(t *testing.T) {
 }
 
 func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	for _, tc := range []struct{ name, sent, want string }{
 		{"a sane id is echoed", "abc-123", "abc-123"},
@@ -192,6 +196,7 @@ func TestRequestIDIsEchoedOrGenerated(t *testing.T) {
 }
 
 func TestLogLinesAreWrittenInBatches(t *testing.T) {
+	t.Parallel()
 	var out testkit.SyncBuffer
 	logs := logline.NewBuffer(&out)
 	logs.Write([]byte("one line\n"))

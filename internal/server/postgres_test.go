@@ -32,6 +32,7 @@ import (
 // once it is back, everything works again by itself, and nothing
 // acknowledged was lost.
 func TestPostgresGoneAnswers503AndRecovers(t *testing.T) {
+	t.Parallel()
 	proxy, db := testkit.FaultProxyTo(t, testkit.PostgresURL(t))
 	s := newTestServerWith(t, testOptions{postgres: true, db: db})
 	key := s.mustCreateKey("business")
@@ -94,6 +95,7 @@ func TestServersStartingAtOnceMigrateOnce(t *testing.T) {
 // After a 201 from one server, another shows the pet at once, by id and in
 // its list, whether its copy of the pets has caught up or not.
 func TestReadYourWritesAcrossServers(t *testing.T) {
+	t.Parallel()
 	a := newTestServerWith(t, testOptions{postgres: true})
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
 	key := a.mustCreateKey("business")
@@ -132,6 +134,7 @@ func TestReadYourWritesAcrossServers(t *testing.T) {
 // back, and the pets another server stored before them are read first, in
 // id order.
 func TestTheCopyStaysACompletePrefixWhileServersCreate(t *testing.T) {
+	t.Parallel()
 	lists := &listCounter{}
 	a := newTestServerWith(t, testOptions{postgres: true, wrapStore: func(st store.Storage) store.Storage { lists.Storage = st; return lists }})
 	b := newTestServerWith(t, testOptions{postgres: true, db: a.dbPath})
@@ -215,6 +218,7 @@ func (c *listCounter) ListPets(ctx context.Context, status string, after int64, 
 // creates, sent once they are committed; not on its own, whose pets are in
 // its copy already.
 func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
+	t.Parallel()
 	url := testkit.PostgresURL(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -261,6 +265,7 @@ func TestAServerHearsOtherServersCreatesNotItsOwn(t *testing.T) {
 }
 
 func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := newTestServer(t)
 	key := src.mustCreateKey("pro")
@@ -369,6 +374,7 @@ func TestCopyMovesASQLiteDatabaseIntoAnEmptyPostgres(t *testing.T) {
 }
 
 func TestCopyRefusesATargetThatIsNotEmpty(t *testing.T) {
+	t.Parallel()
 	src := newTestServer(t)
 	testkit.AddPets(src.t, src.do, src.mustCreateKey("free"), "available")
 	src.store.Close()
@@ -390,6 +396,7 @@ func TestCopyRefusesATargetThatIsNotEmpty(t *testing.T) {
 // with their secrets, and the deliveries still waiting, which a server on
 // PostgreSQL then makes with the same webhook-id.
 func TestWebhooksAreCopiedToPostgreSQL(t *testing.T) {
+	t.Parallel()
 	src := newTestServerWith(t, testOptions{webhookAllowPrivate: true})
 	rc := testkit.NewReceiver(t)
 	e := src.addEndpoint(rc)

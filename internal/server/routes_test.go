@@ -76,6 +76,7 @@ func stepsBehind(t *testing.T, token string, steps ...httpapi.Middleware) (*http
 // record is found by walking Unwrap, as http.ResponseController finds the
 // connection.
 func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
+	t.Parallel()
 	once := wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return wrappingWriter{w} })
 	twice := wrapEach(func(w http.ResponseWriter) http.ResponseWriter { return wrappingWriter{wrappingWriter{w}} })
 	s := newTestServer(t)
@@ -107,6 +108,7 @@ func TestTheRequestsRecordIsFoundBehindAWrappedWriter(t *testing.T) {
 // it. Their request is answered 500 and logged with the reason, never let
 // through nor answered as if it had no key.
 func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	_, token := s.mustCreate(s.keyTerms("pro"))
 	for _, tc := range []struct {
@@ -131,6 +133,7 @@ func TestAWrapperThatHidesTheRecordFailsLoudly(t *testing.T) {
 // otherwise count a keyed request against its address or let it past a
 // check it has not had.
 func TestARequestsStepsOutOfOrderFail(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	_, token := s.mustCreate(s.keyTerms("pro"))
 	authenticated, limited := publicapi.Authenticate(publicDeps(s.App)), publicapi.Limit(publicDeps(s.App))
@@ -164,6 +167,7 @@ func TestARequestsStepsOutOfOrderFail(t *testing.T) {
 // every scope to each route of both listeners, as routes.go wires them: none
 // is answered 500 nor logs an error (steps out of order would).
 func TestEveryRouteRunsItsStepsInOrder(t *testing.T) {
+	t.Parallel()
 	var logs testkit.SyncBuffer
 	logger, _ := NewLogger(&logs, "json", "info")
 	s := newTestServerWith(t, testOptions{logger: logger})

@@ -68,6 +68,7 @@ func wantParent(t *testing.T, child, parent testkit.Span) {
 // commit linked to the request, and the store call under it (with the
 // wait for a pool connection on PostgreSQL).
 func TestACreateIsOneTrace(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []struct {
 		name string
 		opts testOptions
@@ -200,6 +201,7 @@ func lockPets(t *testing.T, s *testServer) (unlock func()) {
 // An incoming traceparent is the parent of the request's span with
 // --trust-traceparent, and ignored without: a new trace starts.
 func TestTraceparentIsHonouredOnlyWhenTrusted(t *testing.T) {
+	t.Parallel()
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	for _, trusted := range []bool{true, false} {
 		t.Run("trusted="+strconv.FormatBool(trusted), func(t *testing.T) {
@@ -226,6 +228,7 @@ func TestTraceparentIsHonouredOnlyWhenTrusted(t *testing.T) {
 // No span holds a key, an admin token, a pet's body or a query string's
 // values: every attribute of every span of such a run is scanned.
 func TestNoSpanHoldsASecretOrAValue(t *testing.T) {
+	t.Parallel()
 	receiver := testkit.StartOTLP(t)
 	s := newTestServerWith(t, tracedOptions(testOptions{}, receiver))
 	key := s.mustCreateKey("business")
@@ -258,6 +261,7 @@ func TestNoSpanHoldsASecretOrAValue(t *testing.T) {
 // request: the spans are dropped, counted in
 // petstore_trace_spans_dropped_total, and the log says so once.
 func TestAnEndpointDownDropsAndCountsSpans(t *testing.T) {
+	t.Parallel()
 	receiver := testkit.StartOTLP(t)
 	var log testkit.SyncBuffer
 	m := newMetrics()
@@ -296,6 +300,7 @@ func TestAnEndpointDownDropsAndCountsSpans(t *testing.T) {
 // A sampled request's latency is an exemplar holding its trace id, in
 // the OpenMetrics exposition of /metrics.
 func TestASampledRequestIsAnExemplar(t *testing.T) {
+	t.Parallel()
 	receiver := testkit.StartOTLP(t)
 	m := newMetrics()
 	s := newTestServerWith(t, tracedOptions(testOptions{metrics: m}, receiver))
@@ -342,6 +347,7 @@ func startTracer(t testing.TB, sampler string) *tracing.Tracer {
 // context: no WithContext, and no span for the store, the limiter or the
 // batches to find; a sampled request's context carries its span.
 func TestOnlyASampledRequestGetsAContextOfItsOwn(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		tr   *tracing.Tracer

@@ -17,6 +17,7 @@ import (
 // (its answer lost, perhaps after its write) is sent again as it was,
 // under its batch, and then the counts made since, as the next.
 func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushIsSentAgainAsItWas(t *testing.T) {
+	t.Parallel()
 	s, h := newServerWithAKey(t)
 	ctx := context.Background()
 	today := limits.UnixDay(s.clock.now())
@@ -65,6 +66,7 @@ func TestUsageCountsOfTwoDaysStayApartAndAFailedFlushIsSentAgainAsItWas(t *testi
 // While a batch waits through an outage of days, each day's requests keep
 // their day: the tallies, which hold two days, are emptied at every flush.
 func TestAnOutageOfDaysKeepsEachDaysUsage(t *testing.T) {
+	t.Parallel()
 	s, h := newServerWithAKey(t)
 	ctx := context.Background()
 	away := func(context.Context, []domain.UsageDay) error { return errors.New("the database is away") }

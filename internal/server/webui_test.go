@@ -15,6 +15,7 @@ import (
 )
 
 func TestRootRedirectsToTheAPIReference(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	for _, method := range []string{"GET", "HEAD"} {
 		w := s.do(method, "/", "", "")
@@ -28,6 +29,7 @@ func TestRootRedirectsToTheAPIReference(t *testing.T) {
 }
 
 func TestAPIReferenceNeedsNoKeyAndIsNotRateLimited(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	tests := []struct {
 		name, target, contentType string
@@ -62,6 +64,7 @@ func TestAPIReferenceNeedsNoKeyAndIsNotRateLimited(t *testing.T) {
 }
 
 func TestAPIReferencePageMayFetchOnlyFromItsOwnServer(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	w := s.do("GET", "/docs", "", "")
 	csp := w.Header().Get("Content-Security-Policy")
@@ -95,6 +98,7 @@ func TestAPIReferencePageMayFetchOnlyFromItsOwnServer(t *testing.T) {
 }
 
 func TestSwaggerUIIsPinnedWithItsLicenceBesideIt(t *testing.T) {
+	t.Parallel()
 	version, err := fs.ReadFile(docsFiles, "webui/swagger-ui/VERSION")
 	if err != nil || !regexp.MustCompile(`^\d+\.\d+\.\d+\n$`).Match(version) {
 		t.Errorf("webui/swagger-ui/VERSION = %q (%v), want the pinned release, such as 5.35.0", version, err)
@@ -122,6 +126,7 @@ func TestSwaggerUIIsPinnedWithItsLicenceBesideIt(t *testing.T) {
 }
 
 func TestAPIReferenceDocumentTargetsTheServerThatServesIt(t *testing.T) {
+	t.Parallel()
 	var original, served map[string]any
 	if err := yaml.Unmarshal(openapiYAML, &original); err != nil {
 		t.Fatal(err)
@@ -145,6 +150,7 @@ func TestAPIReferenceDocumentTargetsTheServerThatServesIt(t *testing.T) {
 }
 
 func TestAPIReferenceFilesAreRevalidatedAndGzipped(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	plain := s.do("GET", "/docs/assets/swagger-ui-bundle.js", "", "")
 	zipped := s.do("GET", "/docs/assets/swagger-ui-bundle.js", "", "", "Accept-Encoding", "gzip, deflate, br")
@@ -174,6 +180,7 @@ func TestAPIReferenceFilesAreRevalidatedAndGzipped(t *testing.T) {
 }
 
 func TestOpenAPIAtTheRootLeadsToTheDocument(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	for _, method := range []string{"GET", "HEAD"} {
 		w := s.do(method, "/openapi.yaml", "", "")
