@@ -48,6 +48,7 @@ var recordQueries = flag.String("record-queries", "", "write testdata/queries/NN
 const queriesDir = "testdata/queries"
 
 func TestThePreviousVersionsQueriesRunOnEachExpandStep(t *testing.T) {
+	t.Parallel()
 	if *recordQueries != "" {
 		recordStoreQueries(t, *recordQueries)
 	}

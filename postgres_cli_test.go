@@ -39,6 +39,7 @@ func TestCopyRefusesBadCommandLines(t *testing.T) {
 // A URL that cannot be used is one line and exit status 1 (2 when it is not
 // a URL at all), and its password is in no output.
 func TestBadPostgresURLIsOneLineWithoutThePassword(t *testing.T) {
+	t.Parallel()
 	base := testkit.PostgresURL(t)
 	u, _ := url.Parse(base)
 	withUser := func(user string) string {

@@ -97,6 +97,7 @@ func mustExecPG(t *testing.T, conn *pgx.Conn, sql string) {
 // event. On a schema that is behind, such a server refuses to start,
 // naming petstore migrate.
 func TestLeastPrivilegeRoleCannotRewriteTheTrail(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	roles := newTwoRoles(t)
 	owner, app, schema := roles.owner, roles.app, roles.schema

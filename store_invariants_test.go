@@ -103,6 +103,7 @@ var allowedSQL = []sqlFinding{
 }
 
 func TestNoCommittedPetIsChangedAndAuditsAreWrittenByRecordActions(t *testing.T) {
+	t.Parallel()
 	found := sourceSQL(t, ".")
 	for _, f := range found {
 		if !slices.Contains(allowedSQL, f) {

@@ -265,6 +265,7 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 	}
 	t.Parallel()
 	eachStore(t, func(t *testing.T, opts testOptions) {
+		t.Parallel() // each engine's 10,001 bans take seconds
 		ctx := context.Background()
 		opts.dbTimeout = time.Minute // the cap's 10,000 bans in one write, on a loaded machine
 		s := newTestServerWith(t, opts)
