@@ -6,5 +6,6 @@ import (
 	"petstore/internal/testkit"
 )
 
-// The admin API's suites wait on the servers and databases they start: four run at once (testkit.Main).
+// The admin API's suites wait on the servers and databases they start:
+// four run at once (testkit.Main).
 func TestMain(m *testing.M) { testkit.Main(m) }
