@@ -62,19 +62,21 @@ func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
 
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}}
 	defer client.CloseIdleConnections()
-	testkit.Eventually(t, 20*time.Second, "Pebble's directory answers", func() bool {
-		resp, err := client.Get(p.directory)
-		if err == nil {
-			resp.Body.Close()
+	// Pebble starts its management listener on a goroutine of its own, so
+	// its directory may answer before its roots do: wait for both.
+	var root []byte
+	testkit.Eventually(t, 20*time.Second, "Pebble's directory and its issuing root answer", func() bool {
+		if !answers(client, p.directory) {
+			return false
 		}
+		resp, err := client.Get("https://" + mgmt + "/roots/0")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		root, err = io.ReadAll(resp.Body)
 		return err == nil && resp.StatusCode == 200
 	})
-	resp, err := client.Get("https://" + mgmt + "/roots/0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	p.issuingPEM = filepath.Join(dir, "issuing-root.pem")
 	mustWrite(t, p.issuingPEM, root)
 	p.issuing = x509.NewCertPool()
@@ -82,6 +84,16 @@ func startPebble(t *testing.T, validity time.Duration) *pebbleCA {
 		t.Fatalf("Pebble's issuing root is no PEM certificate: %q", root)
 	}
 	return p
+}
+
+// answers reports whether url answers 200.
+func answers(client *http.Client, url string) bool {
+	resp, err := client.Get(url)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
 }
 
 // stop ends Pebble: the CA is away.
