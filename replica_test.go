@@ -428,6 +428,22 @@ func sendUntil429(t *testing.T, client *http.Client, url, key string, limit int)
 	return accepted, faultResult{}
 }
 
+// wantFreeMinute sends GETs with a Free key to url until the first 429 and
+// wants the minute's 60 through, plus the one its bucket gives back each
+// second (docs/api.md) for each whole second the burst took: on a loaded
+// machine 60 requests can take longer than one. Three servers each keeping
+// their own bucket would let 180 through. It returns the 429.
+func wantFreeMinute(t *testing.T, client *http.Client, url, key, through string) faultResult {
+	t.Helper()
+	start := time.Now()
+	accepted, refused := sendUntil429(t, client, url, key, 200)
+	if most := 60 + int(time.Since(start)/time.Second); accepted < 60 || accepted > most {
+		t.Errorf("a Free key got %d requests through %s before a 429 in %v, want 60 (at most %d with its refills)",
+			accepted, through, time.Since(start).Round(time.Millisecond), most)
+	}
+	return refused
+}
+
 // The limits are the deployment's, not each server's: through three
 // servers a Free key gets exactly its 60 requests a minute, the 61st a 429
 // with a Retry-After (long enough: TestRedisServersAcceptTheRequestAfterRetryAfter,
@@ -439,18 +455,15 @@ func TestBalancedLimitsAreSharedByTheServers(t *testing.T) {
 	client := faultClient(1)
 	defer client.CloseIdleConnections()
 	key := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "shared")
-	accepted, refused := sendUntil429(t, client, b.url, key, 200)
-	if accepted != 60 {
-		t.Errorf("a Free key got %d requests through three servers before a 429, want exactly 60", accepted)
-	}
+	refused := wantFreeMinute(t, client, b.url, key, "three servers")
 	if retry, err := strconv.Atoi(refused.header.Get("Retry-After")); err != nil || retry < 1 {
 		t.Fatalf("the 429 has Retry-After %q", refused.header.Get("Retry-After"))
 	}
 
 	banned := mustCreateKeyCLI(t, viaBinary, "--db", b.db, "--plan", "free", "--name", "banned")
 	direct := b.servers[0].URL
-	if n, _ := sendUntil429(t, client, direct, banned, 200); n != 60 {
-		t.Fatalf("the key got %d requests before its first 429, want 60", n)
+	if wantFreeMinute(t, client, direct, banned, "one server").status != http.StatusTooManyRequests {
+		t.FailNow()
 	}
 	var last faultResult
 	for range 11 { // --ban-after 10: the 11th request during the wait starts the ban
