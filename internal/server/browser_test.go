@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -205,14 +206,14 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
+// browser is one test's browser context of the shared Chromium, and what
+// its pages did.
 type browser struct {
-	t   *testing.T
-	cmd *exec.Cmd
-	out io.WriteCloser // the browser's fd 3: our commands
+	t       *testing.T
+	c       *chromium
+	context string // its browser context's id
 
 	mu     sync.Mutex
-	nextID int
-	calls  map[int]chan cdpMessage
 	reqs   []pageRequest
 	issues []string
 	leaked []string // requests that went for another host
@@ -232,12 +233,49 @@ type cdpMessage struct {
 	} `json:"error,omitempty"`
 }
 
-// startBrowser starts headless Chromium whose way out, for anything that
-// is not on loopback, is a proxy that refuses it and remembers it (host
-// names do not resolve anyway).
-func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
+// chromium is the one headless Chromium of this test binary: the first
+// browser test starts it, and each test then works in a browser context of
+// its own (cookies, storage and proxy of its own), since each start of
+// Chromium costs about 3 CPU-seconds. TestMain stops it.
+type chromium struct {
+	cmd    *exec.Cmd
+	stderr testkit.SyncBuffer
+
+	writing sync.Mutex     // one command at a time on out
+	out     io.WriteCloser // the browser's fd 3: our commands
+
+	mu       sync.Mutex
+	nextID   int
+	calls    map[int]chan cdpMessage
+	sessions map[string]*browser // by DevTools session: the test's browser
+}
+
+var shared struct {
+	once     sync.Once
+	chromium *chromium
+	err      error
+}
+
+// stopChromium ends the shared Chromium, when a test started it.
+func stopChromium() {
+	if c := shared.chromium; c != nil {
+		// The browser and its helpers are in their own process group.
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		c.cmd.Wait()
+		c.out.Close()
+	}
+}
+
+// startBrowser opens a browser context of the shared Chromium for t, whose
+// way out, for anything that is not on loopback, is a proxy that refuses it
+// and remembers it (host names do not resolve anyway).
+func startBrowser(t *testing.T, ctx context.Context, path string) *browser {
 	t.Helper()
-	b := &browser{t: t, calls: map[int]chan cdpMessage{}}
+	shared.once.Do(func() { shared.chromium, shared.err = startChromium(path) })
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	b := &browser{t: t, c: shared.chromium}
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b.mu.Lock()
 		b.leaked = append(b.leaked, r.Method+" "+r.Host+r.URL.Path)
@@ -245,15 +283,41 @@ func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 		http.Error(w, "no network in this test", http.StatusForbidden)
 	}))
 	t.Cleanup(proxy.Close)
-	toBrowser, commands, err := os.Pipe()
+	raw, err := b.c.send(ctx, "", "Target.createBrowserContext", map[string]any{
+		"disposeOnDetach": true, "proxyServer": proxy.URL, "proxyBypassList": "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var created struct{ BrowserContextID string }
+	json.Unmarshal(raw, &created)
+	b.context = created.BrowserContextID
+	t.Cleanup(func() {
+		b.c.send(context.Background(), "", "Target.disposeBrowserContext", map[string]any{"browserContextId": b.context})
+		b.c.mu.Lock()
+		maps.DeleteFunc(b.c.sessions, func(_ string, of *browser) bool { return of == b })
+		b.c.mu.Unlock()
+		if t.Failed() {
+			t.Logf("chromium's standard error:\n%s", b.c.stderr.String())
+		}
+	})
+	return b
+}
+
+// startChromium starts headless Chromium, driven over a pipe.
+func startChromium(path string) (*chromium, error) {
+	toBrowser, commands, err := os.Pipe()
+	if err != nil {
+		return nil, err
 	}
 	answers, fromBrowser, err := os.Pipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	cmd := exec.Command(chromium,
+	profile, err := profileWithoutSpellcheck()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
 		"--disable-sync", "--disable-extensions", "--disable-default-apps", "--mute-audio",
@@ -267,80 +331,72 @@ func startBrowser(t *testing.T, ctx context.Context, chromium string) *browser {
 		// Chromium's own services (Google sign-in's account list, on-demand
 		// component installs) call Google even on about:blank, and no
 		// switch turns them off: their addresses are pointed at a closed
-		// port on loopback, so that anything reaching the proxy below is the
-		// page's doing.
+		// port on loopback, so that anything reaching a test's proxy is
+		// its page's doing.
 		"--gaia-url=http://127.0.0.1:9/", "--component-updater=url-source=http://127.0.0.1:9/",
-		"--user-data-dir="+profileWithoutSpellcheck(t),
+		"--user-data-dir="+profile,
 		`--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE ::1`,
-		"--proxy-server="+proxy.URL, "--proxy-bypass-list=127.0.0.1",
 		"--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // its fd 3 and fd 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stderr testkit.SyncBuffer
-	cmd.Stderr = &stderr
+	c := &chromium{cmd: cmd, out: commands, calls: map[int]chan cdpMessage{}, sessions: map[string]*browser{}}
+	cmd.Stderr = &c.stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	toBrowser.Close()
 	fromBrowser.Close()
-	b.cmd, b.out = cmd, commands
-	go b.read(answers)
-	t.Cleanup(func() {
-		// The browser and its helpers are in their own process group.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-		commands.Close()
-		answers.Close()
-		if t.Failed() {
-			t.Logf("chromium's standard error:\n%s", stderr.String())
-		}
-	})
-	return b
+	go c.read(answers)
+	return c, nil
 }
 
 // profileWithoutSpellcheck is a fresh profile directory whose preferences
 // turn the spellchecker off: typing into a text field would otherwise have
 // Chromium fetch a dictionary from Google.
-func profileWithoutSpellcheck(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
+func profileWithoutSpellcheck() (string, error) {
+	dir, err := os.MkdirTemp("", "petstore-chromium-")
+	if err != nil {
+		return "", err
+	}
 	prefs := `{"browser": {"enable_spellchecking": false}, "spellcheck": {"dictionaries": [], "use_spelling_service": false}}`
 	if err := os.MkdirAll(filepath.Join(dir, "Default"), 0o700); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "Default", "Preferences"), []byte(prefs), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return dir, os.WriteFile(filepath.Join(dir, "Default", "Preferences"), []byte(prefs), 0o600)
 }
 
-func (b *browser) read(r io.Reader) {
+// read hands each answer to its caller, and each event of a page to the
+// test whose page it is.
+func (c *chromium) read(r io.Reader) {
 	br := bufio.NewReader(r)
 	for {
 		raw, err := br.ReadBytes(0)
 		if err != nil {
-			b.mu.Lock()
-			for id, ch := range b.calls {
+			c.mu.Lock()
+			for id, ch := range c.calls {
 				close(ch)
-				delete(b.calls, id)
+				delete(c.calls, id)
 			}
-			b.mu.Unlock()
+			c.mu.Unlock()
 			return
 		}
 		var m cdpMessage
 		if json.Unmarshal(raw[:len(raw)-1], &m) != nil {
 			continue
 		}
-		b.mu.Lock()
-		if m.ID != 0 {
-			if ch, ok := b.calls[m.ID]; ok {
-				ch <- m
-				delete(b.calls, m.ID)
-			}
-		} else {
+		c.mu.Lock()
+		ch, answer := c.calls[m.ID]
+		delete(c.calls, m.ID)
+		b := c.sessions[m.SessionID]
+		c.mu.Unlock()
+		switch {
+		case m.ID != 0 && answer:
+			ch <- m
+		case m.ID == 0 && b != nil:
+			b.mu.Lock()
 			b.event(m)
+			b.mu.Unlock()
 		}
-		b.mu.Unlock()
 	}
 }
 
@@ -371,7 +427,7 @@ func (b *browser) event(m cdpMessage) {
 		// A dialog the page opened (an alert of injected script, say):
 		// a failure, dismissed so that the page goes on.
 		b.issues = append(b.issues, "a dialog opened: "+string(m.Params))
-		go b.send(context.Background(), m.SessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": false})
+		go b.c.send(context.Background(), m.SessionID, "Page.handleJavaScriptDialog", map[string]any{"accept": false})
 	case "Runtime.exceptionThrown":
 		b.issues = append(b.issues, "exception: "+string(m.Params))
 	case "Log.entryAdded":
@@ -406,15 +462,18 @@ func (b *browser) problems() []string {
 
 // send sends one command, to the browser or to a page's session, and
 // returns its result.
-func (b *browser) send(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
-	b.mu.Lock()
-	b.nextID++
-	id := b.nextID
+func (c *chromium) send(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
 	ch := make(chan cdpMessage, 1)
-	b.calls[id] = ch
-	b.mu.Unlock()
+	c.calls[id] = ch
+	c.mu.Unlock()
 	msg, _ := json.Marshal(map[string]any{"id": id, "sessionId": session, "method": method, "params": params})
-	if _, err := b.out.Write(append(msg, 0)); err != nil {
+	c.writing.Lock()
+	_, err := c.out.Write(append(msg, 0))
+	c.writing.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	select {
@@ -439,41 +498,38 @@ type tab struct {
 
 func (b *browser) page(ctx context.Context) *tab {
 	b.t.Helper()
-	raw, err := b.send(ctx, "", "Target.getTargets", map[string]any{})
+	raw, err := b.c.send(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": b.context})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	var targets struct {
-		TargetInfos []struct{ TargetID, Type string } `json:"targetInfos"`
+	var target struct{ TargetID string }
+	json.Unmarshal(raw, &target)
+	raw, err = b.c.send(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true})
+	if err != nil {
+		b.t.Fatal(err)
 	}
-	json.Unmarshal(raw, &targets)
-	for _, target := range targets.TargetInfos {
-		if target.Type != "page" {
-			continue
-		}
-		raw, err := b.send(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true})
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		var attached struct{ SessionID string }
-		json.Unmarshal(raw, &attached)
-		p := &tab{b: b, session: attached.SessionID}
-		for _, domain := range []string{"Page", "Network", "Runtime", "Log"} {
-			p.call(ctx, domain+".enable", map[string]any{})
-		}
-		// Every Content-Security-Policy violation, as the page itself hears
-		// of it (the browser runs this before any script of the page's).
-		p.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `window.__violations = [];
-			document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));`})
-		return p
+	var attached struct{ SessionID string }
+	json.Unmarshal(raw, &attached)
+	b.c.mu.Lock()
+	b.c.sessions[attached.SessionID] = b
+	b.c.mu.Unlock()
+	p := &tab{b: b, session: attached.SessionID}
+	for _, domain := range []string{"Page", "Network", "Runtime", "Log"} {
+		p.call(ctx, domain+".enable", map[string]any{})
 	}
-	b.t.Fatalf("no page among the browser's targets: %s", raw)
-	return nil
+	// Pages of other tests share the browser: each page behaves as the
+	// one in front, with the focus, as a user's would.
+	p.call(ctx, "Emulation.setFocusEmulationEnabled", map[string]any{"enabled": true})
+	// Every Content-Security-Policy violation, as the page itself hears
+	// of it (the browser runs this before any script of the page's).
+	p.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `window.__violations = [];
+		document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sourceFile + ':' + e.lineNumber));`})
+	return p
 }
 
 func (p *tab) call(ctx context.Context, method string, params any) json.RawMessage {
 	p.b.t.Helper()
-	raw, err := p.b.send(ctx, p.session, method, params)
+	raw, err := p.b.c.send(ctx, p.session, method, params)
 	if err != nil {
 		p.b.t.Fatal(err)
 	}

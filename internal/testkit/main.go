@@ -16,14 +16,18 @@ import (
 const testParallel = "4"
 
 // Main runs a test binary's tests with four parallel tests at once, unless
-// -parallel or the race detector says otherwise; a package's TestMain
-// calls it.
-func Main(m *testing.M) {
+// -parallel or the race detector says otherwise, then calls each of after;
+// a package's TestMain calls it.
+func Main(m *testing.M, after ...func()) {
 	flag.Parse()
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given && !RaceDetector {
 		flag.Set("test.parallel", testParallel)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range after {
+		f()
+	}
+	os.Exit(code)
 }
