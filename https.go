@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"petstore/internal/certs"
 	"petstore/internal/cli"
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -144,8 +147,8 @@ func pairGiven(certFlag, cert, keyFlag, key string) error {
 type transport struct {
 	api, admin *tls.Config
 	wrap       httpapi.Middleware
-	follow     []func(ctx context.Context)
-	acme       *certs.ACME // nil without --acme-domain
+	files      []*certs.Files // the pairs to follow
+	acme       *certs.ACME    // nil without --acme-domain
 }
 
 // newTransport reads the certificates the flags name; a file that is
@@ -162,7 +165,7 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 			return nil, err
 		}
 		apiFiles, tr.api = files, files.TLSConfig()
-		tr.follow = append(tr.follow, files.Follow)
+		tr.files = append(tr.files, files)
 	case h.acmeDomain != "":
 		am, err := certs.NewACME(certs.ACMEConfig{Domains: h.domains, Email: h.acmeEmail, CA: h.acmeCA, CARoot: h.acmeCARoot, Cache: h.acmeCache}, logger, m)
 		if err != nil {
@@ -183,7 +186,7 @@ func newTransport(cfg serveConfig, logger *slog.Logger, m *metrics.Metrics) (*tr
 			return nil, err
 		}
 		tr.admin = files.TLSConfig()
-		tr.follow = append(tr.follow, files.Follow)
+		tr.files = append(tr.files, files)
 	}
 	if cfg.adminAddr != "" && tr.admin == nil && !loopbackAddr(cfg.adminAddr) {
 		logger.Warn("the admin listener is on a non-loopback address without TLS: its admin tokens cross the network in clear text; "+
@@ -210,7 +213,17 @@ func (tr *transport) strict(srv *http.Server) *http.Server {
 // ports) and HTTP-01 on the --http-addr one, if any. stop ends it all.
 func (tr *transport) start(ctx context.Context, db store.Lifecycle, ports []port) (stop func(), _ error) {
 	ctx, cancel := context.WithCancel(ctx)
-	follow := tr.follow
+	var following sync.WaitGroup
+	for _, files := range tr.files {
+		// Taken before start returns: a SIGHUP sent as soon as the
+		// server answers must not meet its default, the process's end.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		following.Go(func() {
+			defer signal.Stop(hup)
+			files.Follow(ctx, hup)
+		})
+	}
 	if tr.acme != nil {
 		var kept certmagic.Storage
 		if keeper, ok := db.(store.ACMEStorer); ok {
@@ -225,13 +238,10 @@ func (tr *transport) start(ctx context.Context, db store.Lifecycle, ports []port
 		}
 		if err := tr.acme.Start(ctx, kept, host, tlsPort, httpPort); err != nil {
 			cancel()
+			following.Wait()
 			return nil, err
 		}
-		follow = append(follow, tr.acme.Watch)
-	}
-	var following sync.WaitGroup
-	for _, f := range follow {
-		following.Go(func() { f(ctx) })
+		following.Go(func() { tr.acme.Watch(ctx) })
 	}
 	return func() {
 		cancel()

@@ -10,13 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"petstore/internal/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -153,12 +151,9 @@ func (c *Files) filesStamp() string {
 	return b.String()
 }
 
-// Follow looks at the files every PollEvery, and at once on SIGHUP,
-// until ctx ends.
-func (c *Files) Follow(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// Follow looks at the files every PollEvery, and at once on each SIGHUP
+// that hup brings, until ctx ends.
+func (c *Files) Follow(ctx context.Context, hup <-chan os.Signal) {
 	t := time.NewTicker(PollEvery)
 	defer t.Stop()
 	for {
