@@ -272,17 +272,17 @@ func TestBanReachesAServerHoldingALeaseOnceItAgesOut(t *testing.T) {
 }
 
 // threeServers are three servers on one database and one Redis, as behind a
-// load balancer, with a ban far away. trips counts their round trips to
-// Redis.
-func threeServers(t *testing.T) (servers []*servertest.Server, trips *atomic.Int64) {
+// load balancer, with a ban far away. redis counts their round trips to
+// Redis, and their fallbacks.
+func threeServers(t *testing.T) (servers []*servertest.Server, redis *fallbackEvents) {
 	first := servertest.Start(t, servertest.Options{Redis: true, BanAfter: 1 << 30})
-	var events fallbackEvents
+	redis = &fallbackEvents{}
 	for range 3 {
 		s := *first
-		s.UseRedisThrough(testkit.RedisURL(t), io.Discard, events.hooks())
+		s.UseRedisThrough(testkit.RedisURL(t), io.Discard, redis.hooks())
 		servers = append(servers, &s)
 	}
-	return servers, &events.calls
+	return servers, redis
 }
 
 // driveUntilRefused sends GET /v1/pets with key from callers on every
@@ -312,8 +312,11 @@ func driveUntilRefused(servers []*servertest.Server, key string, callersEach int
 	return n.Load(), refusals
 }
 
+// The two tests of exact figures across three servers run alone: each
+// is a burst of twelve callers, and beside other tests a starved Redis
+// round trip went past its 100 ms, so that the servers limited alone for
+// a moment, as they should while Redis does not answer (docs/api.md).
 func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		plan string
 		lim  domain.Limits
@@ -324,13 +327,13 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 		{"enterprise", domain.Limits{PerMinute: 6000, PerDay: 1_000_000}},
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
-			servers, trips := threeServers(t)
+			servers, redis := threeServers(t)
 			key := servers[0].MustCreateKey(tc.plan, tc.lim)
 			total := int64(0)
 			for minute := range 3 {
 				accepted, refusals := driveUntilRefused(servers, key, 4)
 				if accepted != tc.lim.PerMinute {
-					t.Errorf("minute %d: %d accepted across three servers, want %d", minute+1, accepted, tc.lim.PerMinute)
+					t.Errorf("minute %d: %d accepted across three servers, want %d (the fallback went %q)", minute+1, accepted, tc.lim.PerMinute, redis.String())
 				}
 				for _, w := range refusals {
 					servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
@@ -341,22 +344,21 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 				total += accepted
 				servers[0].Clock.Advance(time.Minute) // every bucket is full again
 			}
-			if tc.plan == "enterprise" && trips.Load() > total/20 {
-				t.Errorf("%d round trips to Redis for %d requests, want at most one in 20: leases this large", trips.Load(), total)
+			if tc.plan == "enterprise" && redis.calls.Load() > total/20 {
+				t.Errorf("%d round trips to Redis for %d requests, want at most one in 20: leases this large", redis.calls.Load(), total)
 			}
 		})
 	}
 }
 
 func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
-	t.Parallel()
-	servers, _ := threeServers(t)
+	servers, redis := threeServers(t)
 	lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
 	key := servers[0].MustCreateKey("enterprise", lim)
 	for day := range 2 {
 		accepted, refusals := driveUntilRefused(servers, key, 4)
 		if accepted != lim.PerDay {
-			t.Errorf("day %d: %d accepted across three servers, want %d", day+1, accepted, lim.PerDay)
+			t.Errorf("day %d: %d accepted across three servers, want %d (the fallback went %q)", day+1, accepted, lim.PerDay, redis.String())
 		}
 		now := servers[0].Clock.Now()
 		for _, w := range refusals {
