@@ -2,6 +2,7 @@ package publicapi_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"petstore/internal/servertest"
@@ -312,10 +313,11 @@ func driveUntilRefused(servers []*servertest.Server, key string, callersEach int
 	return n.Load(), refusals
 }
 
-// The two tests of exact figures across three servers run alone: each
-// is a burst of twelve callers, and beside other tests a starved Redis
-// round trip went past its 100 ms, so that the servers limited alone for
-// a moment, as they should while Redis does not answer (docs/api.md).
+// The two tests of exact figures across three servers run alone, and
+// count only a try during which Redis answered every call in its 100 ms:
+// each is a burst of twelve callers, and on a loaded machine a starved
+// round trip went past that, so that the servers limited alone for a
+// moment, as they should while Redis does not answer (docs/api.md).
 func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 	for _, tc := range []struct {
 		plan string
@@ -327,55 +329,79 @@ func TestThreeServersAcceptExactlyTheFigureEachMinute(t *testing.T) {
 		{"enterprise", domain.Limits{PerMinute: 6000, PerDay: 1_000_000}},
 	} {
 		t.Run(tc.plan, func(t *testing.T) {
-			servers, redis := threeServers(t)
-			key := servers[0].MustCreateKey(tc.plan, tc.lim)
-			total := int64(0)
-			for minute := range 3 {
-				accepted, refusals := driveUntilRefused(servers, key, 4)
-				if accepted != tc.lim.PerMinute {
-					t.Errorf("minute %d: %d accepted across three servers, want %d (the fallback went %q)", minute+1, accepted, tc.lim.PerMinute, redis.String())
-				}
-				for _, w := range refusals {
-					servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
-					if got := testkit.IntHeader(t, w, "Retry-After"); got != 1 {
-						t.Errorf("minute %d: Retry-After %d, want 1", minute+1, got)
+			whileRedisAnswers(t, func(servers []*servertest.Server, redis *fallbackEvents) (problems []string) {
+				key := servers[0].MustCreateKey(tc.plan, tc.lim)
+				total := int64(0)
+				for minute := range 3 {
+					accepted, refusals := driveUntilRefused(servers, key, 4)
+					if accepted != tc.lim.PerMinute {
+						problems = append(problems, fmt.Sprintf("minute %d: %d accepted across three servers, want %d", minute+1, accepted, tc.lim.PerMinute))
 					}
+					for _, w := range refusals {
+						servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
+						if got := testkit.IntHeader(t, w, "Retry-After"); got != 1 {
+							problems = append(problems, fmt.Sprintf("minute %d: Retry-After %d, want 1", minute+1, got))
+						}
+					}
+					total += accepted
+					servers[0].Clock.Advance(time.Minute) // every bucket is full again
 				}
-				total += accepted
-				servers[0].Clock.Advance(time.Minute) // every bucket is full again
-			}
-			if tc.plan == "enterprise" && redis.calls.Load() > total/20 {
-				t.Errorf("%d round trips to Redis for %d requests, want at most one in 20: leases this large", redis.calls.Load(), total)
-			}
+				if tc.plan == "enterprise" && redis.calls.Load() > total/20 {
+					problems = append(problems, fmt.Sprintf("%d round trips to Redis for %d requests, want at most one in 20: leases this large", redis.calls.Load(), total))
+				}
+				return problems
+			})
 		})
 	}
 }
 
-func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
-	servers, redis := threeServers(t)
-	lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
-	key := servers[0].MustCreateKey("enterprise", lim)
-	for day := range 2 {
-		accepted, refusals := driveUntilRefused(servers, key, 4)
-		if accepted != lim.PerDay {
-			t.Errorf("day %d: %d accepted across three servers, want %d (the fallback went %q)", day+1, accepted, lim.PerDay, redis.String())
-		}
-		now := servers[0].Clock.Now()
-		for _, w := range refusals {
-			servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
-			if got, want := testkit.IntHeader(t, w, "Retry-After"), int64(limits.NextMidnight(now).Sub(now)/time.Second); got != want {
-				t.Errorf("day %d: Retry-After %d, want %d: until midnight", day+1, got, want)
+// whileRedisAnswers runs measure on three fresh servers until it ran with
+// no fallback, at most three times, and reports that run's problems.
+func whileRedisAnswers(t *testing.T, measure func(servers []*servertest.Server, redis *fallbackEvents) []string) {
+	t.Helper()
+	for try := 1; ; try++ {
+		servers, redis := threeServers(t)
+		problems := measure(servers, redis)
+		switch {
+		case redis.String() == "":
+			for _, p := range problems {
+				t.Error(p)
 			}
+			return
+		case try == 3:
+			t.Fatalf("in each of three tries Redis missed its 100 ms and the servers limited alone (the last went %q): %v", redis, problems)
 		}
-		for _, s := range servers {
-			if err := s.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
-				t.Fatal(err)
-			}
-		}
-		stored, err := servers[0].Store().Usage(context.Background(), 1, limits.DayString(limits.UnixDay(now)))
-		if err != nil || stored != lim.PerDay {
-			t.Errorf("day %d: %d stored, %v; want %d, each request once", day+1, stored, err, lim.PerDay)
-		}
-		servers[0].Clock.Advance(limits.NextMidnight(now).Sub(now))
+		t.Logf("try %d: Redis missed its 100 ms and the servers limited alone (the fallback went %q); again on fresh servers", try, redis)
 	}
+}
+
+func TestThreeServersAcceptExactlyTheDayQuota(t *testing.T) {
+	whileRedisAnswers(t, func(servers []*servertest.Server, _ *fallbackEvents) (problems []string) {
+		lim := domain.Limits{PerMinute: 1_000_000, PerDay: 3000}
+		key := servers[0].MustCreateKey("enterprise", lim)
+		for day := range 2 {
+			accepted, refusals := driveUntilRefused(servers, key, 4)
+			if accepted != lim.PerDay {
+				problems = append(problems, fmt.Sprintf("day %d: %d accepted across three servers, want %d", day+1, accepted, lim.PerDay))
+			}
+			now := servers[0].Clock.Now()
+			for _, w := range refusals {
+				servertest.WantError(t, w, 429, httpapi.CodeRateLimited)
+				if got, want := testkit.IntHeader(t, w, "Retry-After"), int64(limits.NextMidnight(now).Sub(now)/time.Second); got != want {
+					problems = append(problems, fmt.Sprintf("day %d: Retry-After %d, want %d: until midnight", day+1, got, want))
+				}
+			}
+			for _, s := range servers {
+				if err := s.Limiter().Flush(context.Background(), s.Store().AddUsage); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stored, err := servers[0].Store().Usage(context.Background(), 1, limits.DayString(limits.UnixDay(now)))
+			if err != nil || stored != lim.PerDay {
+				problems = append(problems, fmt.Sprintf("day %d: %d stored, %v; want %d, each request once", day+1, stored, err, lim.PerDay))
+			}
+			servers[0].Clock.Advance(limits.NextMidnight(now).Sub(now))
+		}
+		return problems
+	})
 }
