@@ -182,7 +182,10 @@ rm -rf "$2"`, asUser, bin, dir, port)
 	if err != nil {
 		return "", err
 	}
-	url := "postgres://postgres@127.0.0.1:" + port + "/postgres"
+	// The cluster has no TLS: sslmode=disable spares each connection the
+	// refused TLS request, after which pgx's default (prefer) connects a
+	// second time, which is a second server process.
+	url := "postgres://postgres@127.0.0.1:" + port + "/postgres?sslmode=disable"
 	err = waitAnswering(30*time.Second, func() error {
 		conn, err := pgx.Connect(context.Background(), url)
 		if err == nil {
