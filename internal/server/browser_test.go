@@ -238,8 +238,9 @@ type cdpMessage struct {
 // its own (cookies, storage and proxy of its own), since each start of
 // Chromium costs about 3 CPU-seconds. TestMain stops it.
 type chromium struct {
-	cmd    *exec.Cmd
-	stderr testkit.SyncBuffer
+	cmd     *exec.Cmd
+	profile string // its user data directory, removed when it stops
+	stderr  testkit.SyncBuffer
 
 	writing sync.Mutex     // one command at a time on out
 	out     io.WriteCloser // the browser's fd 3: our commands
@@ -263,6 +264,7 @@ func stopChromium() {
 		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
 		c.cmd.Wait()
 		c.out.Close()
+		os.RemoveAll(c.profile)
 	}
 }
 
@@ -339,9 +341,10 @@ func startChromium(path string) (*chromium, error) {
 		"--remote-debugging-pipe", "about:blank")
 	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // its fd 3 and fd 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c := &chromium{cmd: cmd, out: commands, calls: map[int]chan cdpMessage{}, sessions: map[string]*browser{}}
+	c := &chromium{cmd: cmd, profile: profile, out: commands, calls: map[int]chan cdpMessage{}, sessions: map[string]*browser{}}
 	cmd.Stderr = &c.stderr
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(profile)
 		return nil, err
 	}
 	toBrowser.Close()
