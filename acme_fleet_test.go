@@ -41,7 +41,7 @@ func challengeRelay(t *testing.T, addr string, pick func() string) {
 func TestACMEFleetOnPostgresOrdersOnce(t *testing.T) {
 	t.Parallel()
 	pebble := startPebble(t, 24*time.Hour)
-	db := testkit.PostgresURL(t)
+	db := testkit.ServerPostgresURL(t)
 	if res := viaRun(t, nil, "migrate", "--db", db); res.Code != 0 {
 		t.Fatalf("petstore migrate: %s", res.Stderr)
 	}

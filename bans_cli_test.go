@@ -150,7 +150,7 @@ func TestBansOnTwoServersSurviveARedisRestartAndALiftReachesBoth(t *testing.T) {
 		t.Skip("needs redis-server on the PATH")
 	}
 	rp := startRedisProcess(t, path)
-	db, dir := testkit.PostgresURL(t), t.TempDir()
+	db, dir := testkit.ServerPostgresURL(t), t.TempDir()
 	args := []string{"serve", "--db", db, "--redis", rp.url, "--trust-proxy", "--ban-after", "0"}
 	servers := []*testkit.Petstore{startPetstore(t, dir, args...), startPetstore(t, dir, args...)}
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--rpm", "1", "--rpd", "100", "--name", "banned")

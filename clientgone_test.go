@@ -47,7 +47,7 @@ func startHangUpServer(t *testing.T, engine string) *hangUpServer {
 		via = db
 		stall = func() func() { return testkit.HoldWriteLock(t, db) }
 	case "postgres":
-		db = testkit.PostgresURL(t)
+		db = testkit.ServerPostgresURL(t)
 		var proxy *testkit.FaultProxy
 		proxy, via = testkit.FaultProxyTo(t, db)
 		redis = []string{"--redis", testkit.RedisURL(t)}

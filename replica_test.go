@@ -34,7 +34,7 @@ import (
 // the reader's cursor. After the load, one more walk lists every 201 once.
 func TestTwoServersCreateWhileAThirdPagesEveryPetOnce(t *testing.T) {
 	t.Parallel()
-	db := testkit.PostgresURL(t)
+	db := testkit.ServerPostgresURL(t)
 	key := mustCreateKeyCLI(t, viaBinary, "--db", db, "--plan", "enterprise", "--name", "replicas",
 		"--rpm", "100000000", "--rpd", "1000000000")
 	dir := t.TempDir()
@@ -161,7 +161,7 @@ func startBalancedSet(t *testing.T, n int) *balancedSet {
 func startBalancedSetOf(t *testing.T, n int, bin string, extra ...string) *balancedSet {
 	t.Helper()
 	haproxy := testkit.BalancerBinary(t, "haproxy")
-	b := &balancedSet{t: t, dir: t.TempDir(), db: testkit.PostgresURL(t)}
+	b := &balancedSet{t: t, dir: t.TempDir(), db: testkit.ServerPostgresURL(t)}
 	b.redis = startRedisProcess(t, testkit.BalancerBinary(t, "redis-server"))
 	b.args = append([]string{"serve", "--db", b.db, "--redis", b.redis.url, "--trust-proxy", "--shutdown-delay", "1s"}, extra...)
 	for i := range n {

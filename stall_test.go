@@ -42,7 +42,7 @@ func TestStallsLongerThanTheDeadlineThroughTwoServers(t *testing.T) {
 		{"both stall", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
+			db, redisURL := testkit.ServerPostgresURL(t), testkit.RedisURL(t)
 			dbProxy, dbVia := testkit.FaultProxyTo(t, db)
 			redisProxy, redisVia := testkit.FaultProxyTo(t, redisURL)
 			key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "stall",
@@ -354,7 +354,7 @@ func (l *stallLoad) checkStored(db string) {
 // the requests in flight are answered by the deadline, its own last writes
 // give up after it, and run returns. Nothing acknowledged is lost.
 func TestShutdownDuringAStallEndsInTimeAndLosesNothing(t *testing.T) {
-	db, redisURL := testkit.PostgresURL(t), testkit.RedisURL(t)
+	db, redisURL := testkit.ServerPostgresURL(t), testkit.RedisURL(t)
 	dbProxy, dbVia := testkit.FaultProxyTo(t, db)
 	key := mustCreateKeyCLI(t, viaRun, "--db", db, "--plan", "enterprise", "--name", "stop",
 		"--rpm", "100000000", "--rpd", "1000000000")

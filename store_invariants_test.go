@@ -100,6 +100,9 @@ var allowedSQL = []sqlFinding{
 	// which notes there each ban whose event it wrote.
 	{"recordActions", "insert", "audit_events"},
 	{"recordActions", "insert", "ban_events"},
+	// The tests' kit empties each table of a schema a test gave back, for
+	// the next test (testkit.ServerPostgresURL); no server runs it.
+	{"emptySchemaSQL", "change", "?"},
 }
 
 func TestNoCommittedPetIsChangedAndAuditsAreWrittenByRecordActions(t *testing.T) {

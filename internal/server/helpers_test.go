@@ -302,11 +302,12 @@ func onAdminHost(h http.Handler) http.Handler {
 }
 
 // dbAt returns where a test's database lives: path on SQLite, or on
-// PostgreSQL the URL of a fresh schema.
+// PostgreSQL the URL of a schema of its own, new or emptied
+// (testkit.ServerPostgresURL).
 func (o testOptions) dbAt(t testing.TB, path string) string {
 	t.Helper()
 	if o.postgres {
-		return testkit.PostgresURL(t)
+		return testkit.ServerPostgresURL(t)
 	}
 	return path
 }

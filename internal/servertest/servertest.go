@@ -285,11 +285,12 @@ func (o Options) config(t testing.TB) server.Config {
 }
 
 // DBAt returns where a test's database lives: path on SQLite, or on
-// PostgreSQL the URL of a fresh schema.
+// PostgreSQL the URL of a schema of its own, new or emptied
+// (testkit.ServerPostgresURL).
 func (o Options) DBAt(t testing.TB, path string) string {
 	t.Helper()
 	if o.Postgres {
-		return testkit.PostgresURL(t)
+		return testkit.ServerPostgresURL(t)
 	}
 	return path
 }

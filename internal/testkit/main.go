@@ -17,7 +17,8 @@ import (
 const testParallel = "8"
 
 // Main runs a test binary's tests with eight parallel tests at once, unless
-// -parallel or the race detector says otherwise, then calls each of after;
+// -parallel or the race detector says otherwise, then drops the schemas
+// ServerPostgresURL kept and calls each of after;
 // a package's TestMain calls it.
 func Main(m *testing.M, after ...func()) {
 	flag.Parse()
@@ -26,7 +27,11 @@ func Main(m *testing.M, after ...func()) {
 	if !given && !RaceDetector {
 		flag.Set("test.parallel", testParallel)
 	}
+	usedSchemas.mu.Lock()
+	usedSchemas.keeping = true
+	usedSchemas.mu.Unlock()
 	code := m.Run()
+	usedSchemas.dropShelved()
 	for _, f := range after {
 		f()
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -33,20 +32,23 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base := PostgresServer(t)
 	pool := schemaPools.get(t, base)
-	schema := "petstore_test_" + strings.ToLower(rand.Text()[:12])
+	schema := newSchema(t, pool)
+	t.Cleanup(func() { dropSchema(t, pool, schema) })
+	return schemaURL(t, base, schema)
+}
+
+// newSchema creates a schema of a name no other test has.
+func newSchema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	schema := schemaName()
 	if _, err := pool.Exec(context.Background(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dropSchema(t, pool, schema) })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return schema
 }
+
+// schemaName is a schema name no other test has had.
+func schemaName() string { return "petstore_test_" + strings.ToLower(rand.Text()[:12]) }
 
 // schemaPools holds the connections that create and drop the tests'
 // schemas, one pool per database for the whole test binary: a new
