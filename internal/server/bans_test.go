@@ -320,7 +320,7 @@ func TestAddressBansAreCappedAndPrunedWhenTheyEnd(t *testing.T) {
 func TestABanOutlivesAnEmptyRedisAndARedisAway(t *testing.T) {
 	t.Parallel()
 	proxy, redisURL := testkit.FaultProxyTo(t, testkit.RedisURL(t))
-	a := newTestServerWith(t, testOptions{redis: true, redisURL: redisURL})
+	a := newTestServerWith(t, testOptions{redis: true, redisURL: testkit.PatientRedisURL(t, redisURL)})
 	b := a.otherServer()
 	k, token := a.mustCreate(a.keyTerms("enterprise", banTerms))
 	a.banOf(token, 20)

@@ -109,9 +109,9 @@ type testOptions struct {
 	postgres bool
 	// db, when set, is an existing database to serve instead of a fresh one.
 	db string
-	// redis limits through the tests' Redis (testRedisURL; the test is
-	// skipped without one) instead of in process; redisURL, when set, reaches it
-	// another way (through a proxy the test can cut).
+	// redis limits through the tests' Redis (testkit.PatientRedisURL; the
+	// test is skipped without one) instead of in process; redisURL, when
+	// set, reaches it another way (through a proxy the test can cut).
 	redis    bool
 	redisURL string
 	// wrapStore, when set, is what the server sees of the store: a test
@@ -149,7 +149,7 @@ func newTestServerWith(t testing.TB, opts testOptions) *testServer {
 	s.dbPath = s.cfg.DB
 	if opts.redis {
 		s.redisPrefix = testkit.RedisPrefix(t)
-		s.cfg.Redis = cmp.Or(opts.redisURL, testkit.RedisURL(t))
+		s.cfg.Redis = cmp.Or(opts.redisURL, testkit.PatientRedisURL(t, testkit.RedisURL(t)))
 	}
 	s.deps = Deps{Now: s.clock.now, Logger: s.opts.logger, Metrics: opts.metrics, Files: rootFiles,
 		RedisPrefix: s.redisPrefix, ScriptNow: s.clock.now,

@@ -373,7 +373,7 @@ func TestRedisCallsAndTheFallbackAreMeasured(t *testing.T) {
 	t.Parallel()
 	proxy, redisURL := testkit.FaultProxyTo(t, testkit.RedisURL(t))
 	m := newMetrics()
-	s := newTestServerWith(t, testOptions{redis: true, redisURL: redisURL, metrics: m})
+	s := newTestServerWith(t, testOptions{redis: true, redisURL: testkit.PatientRedisURL(t, redisURL), metrics: m})
 	key := s.mustCreateKey("pro")
 	fallback := func() float64 {
 		return testkit.Scrape(t, m.Handler())["petstore_ratelimit_fallback"].GetMetric()[0].GetGauge().GetValue()

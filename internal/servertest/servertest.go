@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -159,31 +158,11 @@ func Start(t testing.TB, opts Options) *Server {
 		}}
 	if opts.Redis {
 		s.deps.RedisPrefix = testkit.RedisPrefix(t)
-		s.Cfg.Redis = patientRedisURL(t)
+		s.Cfg.Redis = testkit.PatientRedisURL(t, testkit.RedisURL(t))
 	}
 	s.RedisPrefix = s.deps.RedisPrefix
 	s.App = s.build()
 	return s
-}
-
-// patientRedisURL is the tests' Redis with its round trips allowed 2 s
-// instead of the limiter's 100 ms (the URL's own timeouts win,
-// docs/replicas.md): these servers test what the limiter counts, and on a
-// busy machine a starved round trip past 100 ms made one fall back and
-// count alone for a moment, as it should while Redis does not answer. The
-// fallback's own tests reach Redis through a proxy (UseRedisThrough).
-func patientRedisURL(t testing.TB) string {
-	t.Helper()
-	u, err := url.Parse(testkit.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	for _, timeout := range []string{"dial_timeout", "read_timeout", "write_timeout", "pool_timeout"} {
-		q.Set(timeout, "2s")
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // build is a new App of s's configuration, its pets loaded (unless

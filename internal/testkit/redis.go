@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"testing"
@@ -26,6 +27,27 @@ func RedisURL(t testing.TB) string {
 			"or PETSTORE_TEST_REDIS=redis://HOST:PORT/N naming a Redis")
 	}
 	return privateRedis.started(t, startPrivateRedis)
+}
+
+// PatientRedisURL is raw with its round trips allowed 2 s instead of the
+// limiter's 100 ms (the URL's own timeouts win, docs/replicas.md): a test
+// server counts what the limiter counts, and on a busy machine a starved
+// round trip past 100 ms made one fall back and count alone for a moment,
+// as it should while Redis does not answer. A test of the fallback cuts
+// Redis off through a proxy that drops or stalls: a drop is refused at
+// once, whatever the timeouts; a stall needs the limiter's own.
+func PatientRedisURL(t testing.TB, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for _, timeout := range []string{"dial_timeout", "read_timeout", "write_timeout", "pool_timeout"} {
+		q.Set(timeout, "2s")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // privateRedis is the redis-server this test binary started, if any.
