@@ -77,9 +77,10 @@ func (s *schemaShelf) take(base string) (string, bool) {
 // giveBack empties schema and shelves it when it has the shape of the
 // first schema given back, no privileges granted on it, and a
 // petstore_schema table as that one's; any other it drops, as
-// PostgresURL's cleanup does. A test of the migrations or of roles that
-// took this schema leaves what no other test may inherit; at worst, the
-// first schema's shape is such a test's, and every other is dropped.
+// PostgresURL's cleanup does: a test of the migrations or of roles that
+// took this schema leaves what no other test may inherit. Should the first
+// schema given back be such a test's, every other is dropped, and the test
+// that takes that one fails on what it finds, rather than passing on it.
 func (s *schemaShelf) giveBack(t testing.TB, pool *pgxpool.Pool, base, schema string) {
 	t.Helper()
 	if renamed, ok := s.keep(pool, schema); ok {
