@@ -626,8 +626,9 @@ func (p *tab) click(ctx context.Context, selector string) {
 	p.eval(ctx, "document.querySelector("+jsString(selector)+").click()", nil)
 }
 
-// screenshot keeps a picture of the page for CI, outside the repository,
-// as name.png.
+// screenshot keeps a picture of the page as name.png, outside the
+// repository: in $PETSTORE_ARTIFACTS for CI, or else in a temporary
+// directory removed when the test passes.
 func (p *tab) screenshot(ctx context.Context, name string) {
 	t := p.b.t
 	t.Helper()
@@ -646,6 +647,13 @@ func (p *tab) screenshot(ctx context.Context, name string) {
 			if dir, err = os.MkdirTemp("", "petstore-browser-test-"); err != nil {
 				t.Fatal(err)
 			}
+			// Kept for a look at what failed; a plain go test ./... that
+			// passes leaves nothing behind.
+			t.Cleanup(func() {
+				if !t.Failed() {
+					os.RemoveAll(dir)
+				}
+			})
 		} else if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
