@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"testing"
@@ -38,16 +37,7 @@ func RedisURL(t testing.TB) string {
 // once, whatever the timeouts; a stall needs the limiter's own.
 func PatientRedisURL(t testing.TB, raw string) string {
 	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	for _, timeout := range []string{"dial_timeout", "read_timeout", "write_timeout", "pool_timeout"} {
-		q.Set(timeout, "2s")
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return withQuery(t, raw, map[string]string{"dial_timeout": "2s", "read_timeout": "2s", "write_timeout": "2s", "pool_timeout": "2s"})
 }
 
 // privateRedis is the redis-server this test binary started, if any.

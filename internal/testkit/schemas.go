@@ -2,7 +2,6 @@ package testkit
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -40,14 +39,7 @@ func ServerPostgresURL(t testing.TB) string {
 // schemaURL is base with schema as the search path.
 func schemaURL(t testing.TB, base, schema string) string {
 	t.Helper()
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return withQuery(t, base, map[string]string{"search_path": schema})
 }
 
 // usedSchemas are this test binary's emptied schemas, kept only while

@@ -4,6 +4,7 @@ import (
 	"errors"
 	mathrand "math/rand/v2"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,22 @@ import (
 // PETSTORE_TEST_POSTGRES names one, this test binary starts a private
 // redis-server or PostgreSQL on first use, on a free loopback port, and a
 // watcher stops it when the binary exits.
+
+// withQuery is the URL raw with the query parameters of set, each
+// replacing any of its name.
+func withQuery(t testing.TB, raw string, set map[string]string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for name, value := range set {
+		q.Set(name, value)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
 
 // privateServer is a server this test binary started, if any.
 type privateServer struct {
